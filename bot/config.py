@@ -1,0 +1,174 @@
+"""Campfire's settings: one typed object read from the environment and an optional ``.env``.
+
+Every variable is documented in the README and ``.env.example``. A wrong value stops start-up
+with a message naming the variable and what it expects (``ConfigError``).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+SECRET_KEY_FILE = "secret.key"
+
+
+class ConfigError(Exception):
+    """A setting is missing or malformed; the message says which and what it expects."""
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="CAMPFIRE_",
+        env_file=".env",
+        env_file_encoding="utf-8",
+        extra="ignore",
+        validate_default=True,
+    )
+
+    discord_token: SecretStr | None = Field(
+        default=None,
+        validation_alias=AliasChoices("DISCORD_TOKEN", "CAMPFIRE_DISCORD_TOKEN"),
+        description="Bot token; without it `python -m bot` opens the console.",
+    )
+    data_dir: Path = Field(
+        default_factory=lambda: Path(platformdirs.user_data_dir("campfire", appauthor=False)),
+        description="Where the database, the secret key and logs live.",
+    )
+    database_url: str | None = Field(
+        default=None,
+        description="SQLAlchemy async URL; default an SQLite file in the data directory.",
+    )
+
+    model_url: str | None = Field(
+        default=None,
+        description="OpenAI-compatible endpoint, e.g. http://localhost:11434/v1. Unset: the "
+        "embedded SmolLM2 model.",
+    )
+    model_api_key: SecretStr | None = None
+    model_name: str = "llama3.1"
+    max_output_tokens: int = Field(default=300, ge=16, le=32768)
+    temperature: float = Field(default=0.8, ge=0.0, le=2.0)
+    top_p: float | None = Field(default=None, gt=0.0, le=1.0)
+    context_tokens: int = Field(default=4096, ge=512, le=1_000_000)
+    model_timeout: float = Field(default=60.0, gt=0.0, le=3600.0)
+    local_model_path: Path | None = Field(
+        default=None, description="Another GGUF file for the embedded model."
+    )
+
+    embedding_url: str | None = None
+    embedding_model: str | None = None
+    embedding_api_key: SecretStr | None = None
+
+    secret_key: SecretStr | None = Field(
+        default=None,
+        description="Encrypts stored API keys. Unset: generated into the data directory once.",
+    )
+    guest_retention_days: int = Field(default=30, ge=1, le=3650)
+    allow_private_endpoints: bool = False
+
+    max_action_chars: int = Field(default=2000, ge=1, le=4000)
+    max_import_bytes: int = Field(default=2 * 1024 * 1024, ge=1024, le=10 * 1024 * 1024)
+    max_story_cards: int = Field(default=500, ge=1, le=10_000)
+    max_script_chars: int = Field(default=100_000, ge=1, le=1_000_000)
+    max_memories: int = Field(default=200, ge=1, le=100_000)
+
+    log_level: str = Field(default="INFO", pattern=r"^(?i:debug|info|warning|error|critical)$")
+
+    @field_validator("model_url", "embedding_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        value = value.strip().rstrip("/")
+        if not value.startswith(("http://", "https://")):
+            raise ValueError("an http:// or https:// URL")
+        return value
+
+    @field_validator("database_url")
+    @classmethod
+    def _async_driver(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        if not value.startswith(("sqlite+aiosqlite://", "postgresql+asyncpg://")):
+            raise ValueError("a URL starting with sqlite+aiosqlite:// or postgresql+asyncpg://")
+        return value
+
+    @property
+    def effective_database_url(self) -> str:
+        return self.database_url or f"sqlite+aiosqlite:///{self.data_dir / 'campfire.db'}"
+
+    def ensure_data_dir(self) -> Path:
+        try:
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(
+                f"CAMPFIRE_DATA_DIR: cannot create {self.data_dir} ({exc.strerror}); "
+                "expected a writable folder."
+            ) from None
+        return self.data_dir
+
+    def resolve_secret_key(self) -> bytes:
+        """The key for encrypting secrets at rest: from the environment, or the data directory.
+
+        Generated on first run and reused after, so stored API keys stay readable across
+        restarts without the operator having to invent a key.
+        """
+        if self.secret_key is not None:
+            raw = self.secret_key.get_secret_value().strip()
+            if len(raw) < 16:
+                raise ConfigError("CAMPFIRE_SECRET_KEY: expected at least 16 characters.")
+            return raw.encode()
+        path = self.ensure_data_dir() / SECRET_KEY_FILE
+        if path.exists():
+            return path.read_bytes().strip()
+        key = secrets.token_urlsafe(32).encode()
+        # Created with owner-only permissions from the start, never world-readable.
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(key)
+        return key
+
+
+def env_name(field: str) -> str:
+    if field == "discord_token":
+        return "DISCORD_TOKEN"
+    return f"CAMPFIRE_{field.upper()}"
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Read settings, turning validation errors into one message per bad variable."""
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        lines = []
+        for error in exc.errors():
+            field = str(error["loc"][0]) if error["loc"] else "?"
+            got = error.get("input")
+            lines.append(f"{env_name(field)}: expected {_expected(error)}, got {got!r}")
+        raise ConfigError("Campfire cannot start:\n  " + "\n  ".join(lines)) from None
+
+
+def _expected(error: Any) -> str:
+    kind = error["type"]
+    ctx = error.get("ctx") or {}
+    if kind in ("int_parsing", "int_from_float"):
+        return "a whole number"
+    if kind == "float_parsing":
+        return "a number"
+    if kind == "bool_parsing":
+        return "true or false"
+    if kind in ("greater_than_equal", "greater_than"):
+        return f"a number {'≥' if kind.endswith('equal') else '>'} {ctx.get('ge', ctx.get('gt'))}"
+    if kind in ("less_than_equal", "less_than"):
+        return f"a number {'≤' if kind.endswith('equal') else '<'} {ctx.get('le', ctx.get('lt'))}"
+    if kind == "string_pattern_mismatch":
+        return "one of debug, info, warning, error, critical"
+    if kind == "value_error":
+        return str(ctx.get("error", error["msg"]))
+    return error["msg"].lower()

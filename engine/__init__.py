@@ -1,0 +1,1 @@
+"""Campfire's engine: everything that is not Discord. Never imports discord."""

@@ -1,0 +1,82 @@
+"""Player actions, written into the story the way AI Dungeon writes them.
+
+``do``    "open the door"  →  "> You open the door."
+``say``   "Hello"          →  '> You say "Hello."'
+``story`` "A storm rolls in." is taken as written.
+``continue`` adds nothing: the narrator just goes on.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from engine.errors import InvalidInput
+from engine.storage.models import ActionType
+
+_FIRST_PERSON = re.compile(r"^(i|you)\b\s*", re.IGNORECASE)
+# "I am" must become "You are", not "You am"; the common irregulars only.
+_VERB_FIXES = {"am": "are", "was": "were", "'m": "'re"}
+_TERMINAL = (".", "!", "?", "…", '"', "'", ")", "*")
+
+
+@dataclass(frozen=True, slots=True)
+class PlayerAction:
+    type: ActionType
+    text: str = ""
+    author_id: int | None = None
+    #: Who acts: "You" when solo; a character name in group play.
+    actor: str = "You"
+
+
+def format_action(action: PlayerAction, *, max_chars: int = 2000) -> str:
+    """The text the action adds to the story. Raises ``InvalidInput`` for an unusable action."""
+    raw = " ".join(action.text.split()) if action.type != ActionType.STORY else action.text.strip()
+    if action.type == ActionType.CONTINUE:
+        return ""
+    if not raw:
+        verb = {ActionType.DO: "do", ActionType.SAY: "say", ActionType.STORY: "add"}.get(
+            action.type, "write"
+        )
+        raise InvalidInput(f"Tell the story what to {verb}: the action was empty.")
+    if len(raw) > max_chars:
+        raise InvalidInput(f"That action is {len(raw)} characters long; the limit is {max_chars}.")
+    if action.type == ActionType.DO:
+        return f"> {action.actor} {_sentence(_second_person(raw, action.actor))}"
+    if action.type == ActionType.SAY:
+        speech = raw.strip().strip('"“”').strip()
+        verb = "say" if action.actor == "You" else "says"
+        return f'> {action.actor} {verb} "{_sentence(_capitalise(speech))}"'
+    if action.type == ActionType.STORY:
+        return raw
+    raise InvalidInput(f"Unknown action type '{action.type}'.")
+
+
+def _second_person(text: str, actor: str) -> str:
+    """Drop a leading "I"/"You" the player typed, since the actor is written in front."""
+    match = _FIRST_PERSON.match(text)
+    if not match:
+        return _lower_first(text)
+    rest = text[match.end() :]
+    if actor == "You":
+        first, _, tail = rest.partition(" ")
+        fixed = _VERB_FIXES.get(first.lower())
+        if fixed:
+            rest = f"{fixed} {tail}".rstrip()
+    return _lower_first(rest) if rest else rest
+
+
+def _sentence(text: str) -> str:
+    return text if text.endswith(_TERMINAL) else f"{text}."
+
+
+def _capitalise(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _lower_first(text: str) -> str:
+    # Keep "I" and acronyms ("NASA") as typed; lower a plain capitalised first word.
+    first = text.split(" ", 1)[0]
+    if len(first) > 1 and first[1:].islower():
+        return text[:1].lower() + text[1:]
+    return text

@@ -1,0 +1,95 @@
+"""Starting an adventure from a scenario."""
+
+from __future__ import annotations
+
+import copy
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from engine.errors import NotFound
+from engine.storage.models import (
+    ActionType,
+    Adventure,
+    AdventureCard,
+    AdventureScript,
+    Branch,
+    CardFields,
+    Role,
+    Scenario,
+    ScenarioCard,
+    ScenarioScript,
+    ScriptFields,
+    SteeringFields,
+    StoryNode,
+)
+from engine.tokens import count_tokens
+
+MAIN_BRANCH = "main"
+
+
+async def start_adventure(
+    session: AsyncSession,
+    scenario_id: int,
+    *,
+    channel_id: int | None = None,
+    server_id: int | None = None,
+    host_id: int | None = None,
+) -> Adventure:
+    """Create an adventure, copying the scenario's fields, cards and scripts.
+
+    A server adventure belongs to the server; one outside a server (a DM) belongs to its host.
+    The opening text is the root of the story tree, on a branch called "main". The caller
+    commits.
+    """
+    scenario = await session.get(Scenario, scenario_id)
+    if scenario is None:
+        raise NotFound("That scenario no longer exists.")
+    adventure = Adventure(
+        **_copy(scenario, SteeringFields),
+        scenario_id=scenario.id,
+        server_id=server_id,
+        owner_id=None if server_id is not None else host_id,
+        host_id=host_id,
+        channel_id=channel_id,
+    )
+    session.add(adventure)
+    await session.flush()
+
+    cards = await session.scalars(
+        select(ScenarioCard).where(ScenarioCard.scenario_id == scenario.id)
+    )
+    session.add_all(
+        AdventureCard(**_copy(card, CardFields), adventure_id=adventure.id) for card in cards
+    )
+    scripts = await session.scalars(
+        select(ScenarioScript).where(ScenarioScript.scenario_id == scenario.id)
+    )
+    session.add_all(
+        AdventureScript(**_copy(script, ScriptFields), adventure_id=adventure.id)
+        for script in scripts
+    )
+
+    opening = StoryNode(
+        adventure_id=adventure.id,
+        index=0,
+        role=Role.NARRATOR,
+        action=ActionType.START,
+        author_id=host_id,
+        text=scenario.prompt,
+        token_count=count_tokens(scenario.prompt),
+    )
+    session.add(opening)
+    await session.flush()
+    branch = Branch(adventure_id=adventure.id, name=MAIN_BRANCH, tip_node_id=opening.id)
+    session.add(branch)
+    await session.flush()
+    adventure.head_node_id = opening.id
+    adventure.active_branch_id = branch.id
+    await session.flush()
+    return adventure
+
+
+def _copy(source: object, fields: type) -> dict[str, object]:
+    """The values of the shared field set, deep enough that the copy owns its JSON."""
+    return {name: copy.deepcopy(getattr(source, name)) for name in fields.model_fields}

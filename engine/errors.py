@@ -1,0 +1,78 @@
+"""Errors a player should read.
+
+Everything the engine raises on purpose for a person to see derives from ``CampfireError``; its
+message is written for players and shown as-is by every front end. Any other exception is a bug:
+front ends log it and answer with a short apology and an id.
+"""
+
+from __future__ import annotations
+
+
+class CampfireError(Exception):
+    """Base for errors whose message is written for the player."""
+
+    #: Whether pressing Retry could help (a busy or flaky model) or not (a wrong setting).
+    retryable: bool = True
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class NotFound(CampfireError):
+    retryable = False
+
+
+class InvalidInput(CampfireError):
+    retryable = False
+
+
+class StoryMovedOn(CampfireError):
+    """Someone else changed the adventure while this request was being handled."""
+
+
+# --- model providers ---------------------------------------------------------------------------
+
+
+class ModelError(CampfireError):
+    """The language model could not give a usable reply."""
+
+
+class ModelUnreachable(ModelError):
+    pass
+
+
+class ModelKeyRefused(ModelError):
+    retryable = False
+
+
+class ModelNotFound(ModelError):
+    retryable = False
+
+
+class ModelRateLimited(ModelError):
+    def __init__(self, message: str, retry_after: float | None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class ModelTimedOut(ModelError):
+    pass
+
+
+class ModelServerError(ModelError):
+    pass
+
+
+class ModelBadReply(ModelError):
+    """The server answered, but not in a shape Campfire can read (broken stream, bad JSON)."""
+
+
+class ModelEmptyReply(ModelError):
+    pass
+
+
+class ReasoningExhausted(ModelError):
+    """The whole output budget went into a reasoning trace, leaving no story text."""
+
+    retryable = False

@@ -1,0 +1,75 @@
+"""Typed events.
+
+A provider streams ``TextDelta``/``ReasoningDelta`` and ends with ``StreamEnd``. A turn is an
+async stream of ``TurnEvent``: the provider deltas are forwarded as they arrive, framed by what
+the engine did before and after. Front ends decide how to show them; none of these is a Discord
+object.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from engine.errors import CampfireError
+    from engine.turns import TurnResult
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    prompt_tokens: int
+    completion_tokens: int
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    """A piece of story text, in order."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningDelta:
+    """A piece of the model's reasoning trace; never part of the story."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class StreamEnd:
+    finish_reason: str | None
+    usage: Usage | None
+
+
+ProviderChunk = TextDelta | ReasoningDelta | StreamEnd
+
+
+@dataclass(frozen=True, slots=True)
+class ActionAccepted:
+    """The player's action passed validation; ``text`` is how it reads in the story.
+
+    Empty for ``continue``. Nothing is written to the database until the whole turn succeeds,
+    so a failure later leaves no half-saved turn.
+    """
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class TurnFailed:
+    """The turn was rolled back; ``error.message`` is written for the player."""
+
+    error: CampfireError
+
+
+@dataclass(frozen=True, slots=True)
+class TurnDone:
+    result: TurnResult
+
+
+TurnEvent = ActionAccepted | ReasoningDelta | TextDelta | TurnFailed | TurnDone

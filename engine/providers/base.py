@@ -1,0 +1,140 @@
+"""What every chat provider offers, and the checks every reply goes through."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import aclosing
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from engine.errors import ModelEmptyReply, ReasoningExhausted
+from engine.events import ProviderChunk, ReasoningDelta, StreamEnd, TextDelta
+
+
+@dataclass(frozen=True, slots=True)
+class ChatMessage:
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
+class GenerationParams:
+    max_tokens: int = 300
+    temperature: float = 0.8
+    top_p: float | None = None
+    stop: tuple[str, ...] = ()
+
+
+class ChatProvider(Protocol):
+    """A model that streams a reply to a list of chat messages."""
+
+    #: A name for logs and Insights ("llama3.1:8b at localhost:11434", "SmolLM2-135M (local)").
+    label: str
+
+    def stream(
+        self, messages: Sequence[ChatMessage], params: GenerationParams
+    ) -> AsyncIterator[ProviderChunk]:
+        """Yield deltas in order and end with exactly one ``StreamEnd``.
+
+        Raises a ``ModelError`` subclass with a player-readable message on failure. Closing the
+        iterator (or cancelling the task consuming it) stops generation.
+        """
+        ...
+
+    async def aclose(self) -> None: ...
+
+
+class ThinkTagSplitter:
+    """Separates ``<think>…</think>`` traces that some servers leave inside the content.
+
+    Ollama and llama.cpp send reasoning in a separate field for models they know, but pass the
+    raw tags through for others. The tags can be split across deltas, so this keeps a small
+    tail that might be the start of a tag.
+    """
+
+    OPEN, CLOSE = "<think>", "</think>"
+
+    def __init__(self) -> None:
+        self._pending = ""
+        self._inside = False
+        self._seen_text = False
+
+    def feed(self, piece: str) -> list[TextDelta | ReasoningDelta]:
+        self._pending += piece
+        out: list[TextDelta | ReasoningDelta] = []
+        while self._pending:
+            tag = self.CLOSE if self._inside else self.OPEN
+            at = self._pending.find(tag)
+            # A think block only counts at the start of the reply (before any story text):
+            # "<think>" later on is the story's own business.
+            if not self._inside and self._seen_text:
+                self._emit(out, self._pending)
+                self._pending = ""
+                break
+            if at >= 0:
+                self._emit(out, self._pending[:at])
+                self._pending = self._pending[at + len(tag) :]
+                self._inside = not self._inside
+                continue
+            keep = _partial_suffix(self._pending, tag)
+            self._emit(out, self._pending[: len(self._pending) - keep])
+            self._pending = self._pending[len(self._pending) - keep :]
+            break
+        return out
+
+    def flush(self) -> list[TextDelta | ReasoningDelta]:
+        out: list[TextDelta | ReasoningDelta] = []
+        self._emit(out, self._pending)
+        self._pending = ""
+        return out
+
+    def _emit(self, out: list[TextDelta | ReasoningDelta], text: str) -> None:
+        if not text:
+            return
+        if self._inside:
+            out.append(ReasoningDelta(text))
+        elif self._seen_text or text.strip():
+            # Whitespace between "</think>" and the story is not story.
+            if not self._seen_text:
+                text = text.lstrip()
+            self._seen_text = True
+            out.append(TextDelta(text))
+
+
+def _partial_suffix(text: str, tag: str) -> int:
+    """Length of the longest suffix of ``text`` that is a proper prefix of ``tag``."""
+    for n in range(min(len(tag) - 1, len(text)), 0, -1):
+        if text.endswith(tag[:n]):
+            return n
+    return 0
+
+
+async def checked(
+    chunks: AsyncIterator[ProviderChunk], params: GenerationParams
+) -> AsyncIterator[ProviderChunk]:
+    """Pass a provider's stream through, failing clearly when it carried no story text.
+
+    A reply that ran out of tokens while still reasoning is told apart from a plain empty reply,
+    because the fix differs: a larger output budget, or a model that does not reason.
+    """
+    saw_text = False
+    saw_reasoning = False
+    async with aclosing(chunks):
+        async for chunk in chunks:
+            if isinstance(chunk, TextDelta) and chunk.text.strip():
+                saw_text = True
+            elif isinstance(chunk, ReasoningDelta) and chunk.text.strip():
+                saw_reasoning = True
+            elif isinstance(chunk, StreamEnd) and not saw_text:
+                if saw_reasoning and chunk.finish_reason == "length":
+                    raise ReasoningExhausted(
+                        f"The model spent its whole output budget ({params.max_tokens} tokens) "
+                        "thinking and wrote no story. Raise the maximum output tokens "
+                        "(CAMPFIRE_MAX_OUTPUT_TOKENS, or the adventure's setting) or choose a "
+                        "model that does not reason."
+                    )
+                raise ModelEmptyReply(
+                    "The model sent back an empty reply. Press Retry; if it keeps happening, "
+                    "the model may need a different prompt or setting."
+                )
+            yield chunk

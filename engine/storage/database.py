@@ -1,0 +1,70 @@
+"""The database: an async SQLAlchemy engine, sessions, and migrations to head.
+
+SQLite (aiosqlite) is the embedded default and needs no setup; PostgreSQL (asyncpg) runs the
+same code. A fresh database is created by running every Alembic revision, never by
+``create_all``, so a new install and an upgraded one have the same schema.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import event
+from sqlalchemy.engine import Connection, make_url
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker, create_async_engine
+
+MIGRATIONS = Path(__file__).resolve().parent.parent / "migrations"
+
+# How long an SQLite writer waits for another one before giving up, in milliseconds.
+SQLITE_BUSY_TIMEOUT_MS = 10_000
+
+
+def alembic_config(url: str | None = None, connection: Connection | None = None) -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    if url:
+        config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    config.attributes["connection"] = connection
+    return config
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    # WAL lets readers go on while a turn is written; foreign keys are off by default in
+    # SQLite and the cascading deletes depend on them.
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.close()
+
+
+class Database:
+    def __init__(self, url: str, *, echo: bool = False) -> None:
+        self.url = url
+        parsed = make_url(url)
+        self.is_sqlite = parsed.get_backend_name() == "sqlite"
+        if self.is_sqlite and parsed.database and parsed.database != ":memory:":
+            Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        self.engine = create_async_engine(url, echo=echo, pool_pre_ping=not self.is_sqlite)
+        if self.is_sqlite:
+            event.listen(self.engine.sync_engine, "connect", _sqlite_pragmas)
+        self.sessions = async_sessionmaker(self.engine, expire_on_commit=False)
+
+    def session(self) -> AsyncSession:
+        return self.sessions()
+
+    async def migrate(self) -> None:
+        """Bring the schema to the newest revision (creating it on a fresh database)."""
+        async with self.engine.begin() as connection:
+            await connection.run_sync(self._upgrade)
+
+    @staticmethod
+    def _upgrade(connection: Connection) -> None:
+        command.upgrade(alembic_config(connection=connection), "head")
+
+    async def dispose(self) -> None:
+        await self.engine.dispose()

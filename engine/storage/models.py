@@ -1,0 +1,396 @@
+"""Campfire's tables.
+
+Ownership is expressed as foreign keys with ``ON DELETE CASCADE`` in the database itself, so
+removing a user or a server is one ``DELETE`` that takes every row they own with it (guest
+cleanup and server removal never walk rows through the ORM). Discord ids are 64-bit, hence
+``BigInteger`` wherever one is stored.
+
+Heavy columns (prompt snapshots, reasoning traces, take bodies) are deferred: a bulk load of
+turns never names them; they are read only for the one turn that needs them (Insights, retry).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Column,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import declared_attr, deferred
+from sqlmodel import Field, SQLModel
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def _fk(target: str, *, ondelete: str, nullable: bool = True, big: bool = False, **kw: Any) -> Any:
+    """A foreign-key column whose delete rule lives in the database."""
+    return Field(
+        default=None,
+        sa_column=Column(
+            BigInteger if big else Integer,
+            ForeignKey(target, ondelete=ondelete, **kw),
+            nullable=nullable,
+            index=True,
+        ),
+    )
+
+
+def _when(nullable: bool = False) -> Any:
+    column = Column(DateTime(timezone=True), nullable=nullable)
+    if nullable:
+        return Field(default=None, sa_column=column)
+    return Field(default_factory=utcnow, sa_column=column)
+
+
+def _name(length: int = 16) -> Any:
+    """An enum stored as plain text: adding a value later needs no database migration."""
+    return Field(sa_column=Column(String(length), nullable=False))
+
+
+def _json(default: Any) -> Any:
+    return Field(default_factory=lambda: type(default)(), sa_column=Column(JSON, nullable=False))
+
+
+def _text(nullable: bool = False) -> Any:
+    return Field(default=None if nullable else "", sa_column=Column(Text, nullable=nullable))
+
+
+def _defer(*names: str) -> Any:
+    """``__mapper_args__`` that load the named heavy columns only when they are read.
+
+    SQLModel has no switch for deferred loading, so the columns are re-mapped as deferred
+    properties once the table exists.
+    """
+
+    def mapper_args(cls: Any) -> dict[str, Any]:
+        return {"properties": {name: deferred(cls.__table__.c[name]) for name in names}}
+
+    return declared_attr.directive(mapper_args)
+
+
+class ActionType(StrEnum):
+    """The kinds of story entries, named as AI Dungeon's ``history[].type``."""
+
+    START = "start"  # the scenario's opening prompt
+    DO = "do"
+    SAY = "say"
+    STORY = "story"
+    CONTINUE = "continue"  # the narrator's text
+
+
+class Role(StrEnum):
+    PLAYER = "player"
+    NARRATOR = "narrator"
+
+
+# --- people and places -------------------------------------------------------------------------
+
+
+class Server(SQLModel, table=True):
+    """A Discord server (guild) and the settings its admins chose."""
+
+    __tablename__ = "servers"
+
+    id: int = Field(sa_column=Column(BigInteger, primary_key=True, autoincrement=False))
+    name: str = ""
+    default_scenario_id: int | None = _fk(
+        "scenarios.id", ondelete="SET NULL", use_alter=True, name="fk_servers_default_scenario"
+    )
+    model_url: str | None = None
+    model_name: str | None = None
+    # Encrypted with engine.crypto.SecretBox; never shown again once entered.
+    model_api_key_encrypted: str | None = None
+    allow_background_model_use: bool = True
+    created_at: datetime = _when()
+    # Set when the bot leaves; the server's data is removed a grace period later.
+    left_at: datetime | None = _when(nullable=True)
+
+
+class User(SQLModel, table=True):
+    """Anyone who has interacted with the bot. A guest until they own something lasting."""
+
+    __tablename__ = "users"
+
+    id: int = Field(sa_column=Column(BigInteger, primary_key=True, autoincrement=False))
+    name: str = ""
+    keep_data: bool = False
+    created_at: datetime = _when()
+    last_seen_at: datetime = _when()
+
+
+# --- scenarios (templates) and adventures (instances) -------------------------------------------
+# A scenario's steering text, cards and scripts are copied into an adventure when it starts, so
+# the field sets are shared through these (table-less) bases. ``sa_type`` rather than
+# ``sa_column``: a Column object can belong to one table only.
+
+
+class SteeringFields(SQLModel):
+    title: str
+    icon: str = ""
+    prompt: str = Field(default="", sa_type=Text)  # the opening; may hold ${placeholders}
+    plot_essentials: str = Field(default="", sa_type=Text)  # AI Dungeon's "memory"
+    authors_note: str = Field(default="", sa_type=Text)
+    ai_instructions: str = Field(default="", sa_type=Text)
+    stat_schema: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
+
+
+class CardFields(SQLModel):
+    position: int = 0
+    type: str = "class"
+    title: str = ""
+    keys: str = Field(default="", sa_type=Text)  # comma-separated, as AI Dungeon stores them
+    entry: str = Field(default="", sa_type=Text)
+    description: str = Field(default="", sa_type=Text)
+    always_on: bool = False
+
+
+class ScriptFields(SQLModel):
+    """One script: a shared library and up to three hooks (AI Dungeon's four code tabs)."""
+
+    position: int = 0
+    name: str = ""
+    description: str = Field(default="", sa_type=Text)
+    enabled: bool = True
+    shared_library: str = Field(default="", sa_type=Text)
+    on_input: str = Field(default="", sa_type=Text)
+    on_model_context: str = Field(default="", sa_type=Text)
+    on_output: str = Field(default="", sa_type=Text)
+
+
+class Scenario(SteeringFields, table=True):
+    """A template to start adventures from.
+
+    Owned by a server (imported for it), by a user (their own), or by nobody (shipped with
+    Campfire, identified by ``builtin_key`` so re-seeding updates instead of duplicating).
+    """
+
+    __tablename__ = "scenarios"
+
+    id: int | None = Field(default=None, primary_key=True)
+    server_id: int | None = _fk("servers.id", ondelete="CASCADE", big=True)
+    owner_id: int | None = _fk("users.id", ondelete="CASCADE", big=True)
+    builtin_key: str | None = Field(default=None, unique=True)
+    description: str = _text()
+    tags: list[str] = _json([])
+    created_at: datetime = _when()
+    updated_at: datetime = _when()
+
+
+class ScenarioCard(CardFields, table=True):
+    __tablename__ = "scenario_cards"
+
+    id: int | None = Field(default=None, primary_key=True)
+    scenario_id: int = _fk("scenarios.id", ondelete="CASCADE", nullable=False)
+
+
+class ScenarioScript(ScriptFields, table=True):
+    __tablename__ = "scenario_scripts"
+
+    id: int | None = Field(default=None, primary_key=True)
+    scenario_id: int = _fk("scenarios.id", ondelete="CASCADE", nullable=False)
+
+
+class Adventure(SteeringFields, table=True):
+    """A story being played in one channel, thread or DM.
+
+    A server adventure belongs to the server (its host leaving does not delete it); a DM
+    adventure belongs to its player.
+    """
+
+    __tablename__ = "adventures"
+    __table_args__ = (Index("ix_adventures_channel_active", "channel_id", "ended_at"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    server_id: int | None = _fk("servers.id", ondelete="CASCADE", big=True)
+    owner_id: int | None = _fk("users.id", ondelete="CASCADE", big=True)
+    host_id: int | None = _fk("users.id", ondelete="SET NULL", big=True)
+    scenario_id: int | None = _fk("scenarios.id", ondelete="SET NULL")
+    channel_id: int | None = Field(default=None, sa_column=Column(BigInteger))
+
+    story_summary: str = _text()
+    world_state: dict[str, Any] = _json({})
+    script_state: dict[str, Any] = _json({})
+
+    # The story's current position and line.
+    head_node_id: int | None = _fk(
+        "story_nodes.id", ondelete="SET NULL", use_alter=True, name="fk_adventures_head_node"
+    )
+    active_branch_id: int | None = _fk(
+        "branches.id", ondelete="SET NULL", use_alter=True, name="fk_adventures_active_branch"
+    )
+    # Bumped by every change a player can see; requests carry the version they were made for.
+    version: int = 0
+
+    # Per-adventure generation settings; None means the server's or operator's default.
+    context_tokens: int | None = None
+    max_output_tokens: int | None = None
+    temperature: float | None = None
+
+    # Memory-bank progress, as story positions.
+    memory_cursor: int = 0
+    summary_cursor: int = 0
+
+    created_at: datetime = _when()
+    updated_at: datetime = _when()
+    ended_at: datetime | None = _when(nullable=True)
+
+
+class AdventureCard(CardFields, table=True):
+    __tablename__ = "adventure_cards"
+
+    id: int | None = Field(default=None, primary_key=True)
+    adventure_id: int = _fk("adventures.id", ondelete="CASCADE", nullable=False)
+
+
+class AdventureScript(ScriptFields, table=True):
+    __tablename__ = "adventure_scripts"
+
+    id: int | None = Field(default=None, primary_key=True)
+    adventure_id: int = _fk("adventures.id", ondelete="CASCADE", nullable=False)
+
+
+class StoryNode(SQLModel, table=True):
+    """One entry of the story: the opening, a player's action or the narrator's text.
+
+    Nodes form a tree through ``parent_id``; a line of play is the path from the root to a head.
+    ``index`` is the depth on that path, the same for every take of a turn.
+    """
+
+    __tablename__ = "story_nodes"
+    __table_args__ = (Index("ix_story_nodes_adventure_index", "adventure_id", "index"),)
+    __mapper_args__ = _defer("reasoning", "prompt_snapshot", "state_before", "state_report")
+
+    id: int | None = Field(default=None, primary_key=True)
+    adventure_id: int = _fk("adventures.id", ondelete="CASCADE", nullable=False)
+    parent_id: int | None = _fk("story_nodes.id", ondelete="CASCADE")
+    index: int = 0
+    role: Role = _name()
+    action: ActionType = _name()
+    author_id: int | None = _fk("users.id", ondelete="SET NULL", big=True)
+    text: str = _text()  # the live take's text
+    live_take: int = 1
+    take_count: int = 1  # answers "how many takes" without loading them
+    token_count: int | None = None  # measured once when stored, for sizing history windows
+
+    model: str | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    latency_ms: int | None = None
+
+    # Heavy, deferred below.
+    reasoning: str | None = _text(nullable=True)
+    prompt_snapshot: bytes | None = Field(default=None, sa_column=Column(LargeBinary))
+    # World and script state as they were before this node, for exact undo and retry.
+    state_before: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
+    state_report: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
+
+    created_at: datetime = _when()
+
+
+class Take(SQLModel, table=True):
+    """Another attempt at a narrator turn: only what differs, never the prompt."""
+
+    __tablename__ = "takes"
+    __table_args__ = (UniqueConstraint("node_id", "number"),)
+    __mapper_args__ = _defer("text", "reasoning", "state_after")
+
+    id: int | None = Field(default=None, primary_key=True)
+    node_id: int = _fk("story_nodes.id", ondelete="CASCADE", nullable=False)
+    number: int
+    text: str = _text()
+    reasoning: str | None = _text(nullable=True)
+    state_after: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
+    created_at: datetime = _when()
+
+
+class Branch(SQLModel, table=True):
+    """A named line of play. Borrows its ancestors' nodes instead of copying them."""
+
+    __tablename__ = "branches"
+    __table_args__ = (UniqueConstraint("adventure_id", "name"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    adventure_id: int = _fk("adventures.id", ondelete="CASCADE", nullable=False)
+    name: str
+    tip_node_id: int | None = _fk("story_nodes.id", ondelete="SET NULL")
+    created_at: datetime = _when()
+
+
+class SavePoint(SQLModel, table=True):
+    __tablename__ = "save_points"
+    __table_args__ = (UniqueConstraint("adventure_id", "name"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    adventure_id: int = _fk("adventures.id", ondelete="CASCADE", nullable=False)
+    # RESTRICT: a branch with a save point on it cannot be deleted until the save point is.
+    branch_id: int | None = _fk("branches.id", ondelete="RESTRICT")
+    node_id: int = _fk("story_nodes.id", ondelete="CASCADE", nullable=False)
+    name: str
+    created_by: int | None = _fk("users.id", ondelete="SET NULL", big=True)
+    created_at: datetime = _when()
+
+
+class Memory(SQLModel, table=True):
+    __tablename__ = "memories"
+    __mapper_args__ = _defer("embedding")
+
+    id: int | None = Field(default=None, primary_key=True)
+    adventure_id: int = _fk("adventures.id", ondelete="CASCADE", nullable=False)
+    text: str = _text()
+    # Node indexes of the stretch of story this memory sums up.
+    source_start: int = 0
+    source_end: int = 0
+    pinned: bool = False
+    forgotten: bool = False
+    use_count: int = 0
+    last_used_at: datetime | None = _when(nullable=True)
+    embedding: bytes | None = Field(default=None, sa_column=Column(LargeBinary))
+    embedding_model: str | None = None
+    embedding_dim: int | None = None
+    created_at: datetime = _when()
+
+
+# --- coordination ------------------------------------------------------------------------------
+
+
+class TurnLease(SQLModel, table=True):
+    """Who is generating for an adventure right now. A row, so it holds across processes."""
+
+    __tablename__ = "turn_leases"
+
+    adventure_id: int = Field(
+        sa_column=Column(Integer, ForeignKey("adventures.id", ondelete="CASCADE"), primary_key=True)
+    )
+    holder: str
+    fencing_token: int = 0
+    expires_at: datetime = _when()
+    heartbeat_at: datetime = _when()
+
+
+class RequestRecord(SQLModel, table=True):
+    """One Discord interaction's request and result, so a repeat is answered, not re-run."""
+
+    __tablename__ = "request_records"
+
+    interaction_id: int = Field(sa_column=Column(BigInteger, primary_key=True, autoincrement=False))
+    adventure_id: int | None = _fk("adventures.id", ondelete="CASCADE")
+    user_id: int | None = _fk("users.id", ondelete="CASCADE", big=True)
+    payload_digest: str
+    seen_version: int | None = None
+    status: str = "pending"
+    result: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
+    created_at: datetime = _when()

@@ -1,0 +1,261 @@
+"""The turn loop: a player's action in, the narrator's reply streamed out, the turn stored.
+
+Nothing is written until the whole reply has arrived: the action and the reply are stored in
+one transaction at the end, guarded by the adventure's version. A failure anywhere before that
+(the model, a cancelled stream, a concurrent change) leaves the adventure exactly as it was, and
+the player is told what happened.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+import zlib
+from collections.abc import AsyncIterator
+from contextlib import aclosing
+from dataclasses import dataclass
+
+from sqlalchemy import update
+
+from engine.actions import PlayerAction, format_action
+from engine.context import BuiltContext, ContextBuilder, PlainContextBuilder
+from engine.errors import CampfireError, NotFound, StoryMovedOn
+from engine.events import (
+    ActionAccepted,
+    ReasoningDelta,
+    StreamEnd,
+    TextDelta,
+    TurnDone,
+    TurnEvent,
+    TurnFailed,
+    Usage,
+)
+from engine.providers.base import ChatProvider, GenerationParams
+from engine.storage.database import Database
+from engine.storage.models import (
+    ActionType,
+    Adventure,
+    Branch,
+    Role,
+    StoryNode,
+    utcnow,
+)
+from engine.story import line_tail
+from engine.tokens import count_tokens
+
+log = logging.getLogger(__name__)
+
+
+class InternalError(CampfireError):
+    """Something that is Campfire's fault; the reference finds the traceback in the logs."""
+
+    def __init__(self, reference: str) -> None:
+        super().__init__(
+            f"Something went wrong on Campfire's side (reference {reference}). "
+            "Nothing was saved; press Retry."
+        )
+        self.reference = reference
+
+
+@dataclass(frozen=True, slots=True)
+class TurnResult:
+    adventure_id: int
+    version: int
+    action_node_id: int | None
+    narrator_node_id: int
+    action_text: str
+    text: str
+    reasoning: str
+    model: str
+    usage: Usage | None
+    latency_ms: int
+    first_token_ms: int | None
+
+
+class TurnEngine:
+    def __init__(
+        self,
+        db: Database,
+        provider: ChatProvider,
+        *,
+        params: GenerationParams | None = None,
+        context: ContextBuilder | None = None,
+        max_action_chars: int = 2000,
+    ) -> None:
+        self.db = db
+        self.provider = provider
+        self.params = params or GenerationParams()
+        self.context = context or PlainContextBuilder()
+        self.max_action_chars = max_action_chars
+
+    async def play(self, adventure_id: int, action: PlayerAction) -> AsyncIterator[TurnEvent]:
+        """Run one turn, yielding events. Ends with ``TurnDone`` or ``TurnFailed``."""
+        try:
+            # aclosing: an abandoned turn must close the model stream now, not at GC time.
+            async with aclosing(self._play(adventure_id, action)) as events:
+                async for event in events:
+                    yield event
+        except CampfireError as error:
+            yield TurnFailed(error)
+        except Exception:
+            reference = secrets.token_hex(4)
+            log.exception("turn failed (reference %s, adventure %s)", reference, adventure_id)
+            yield TurnFailed(InternalError(reference))
+
+    async def _play(self, adventure_id: int, action: PlayerAction) -> AsyncIterator[TurnEvent]:
+        action_text = format_action(action, max_chars=self.max_action_chars)
+        async with self.db.session() as session:
+            adventure = await session.get(Adventure, adventure_id)
+            if adventure is None or adventure.ended_at is not None:
+                raise NotFound("There is no adventure running here. Start one with /start.")
+            if adventure.head_node_id is None:
+                raise NotFound("This adventure has no story yet.")
+            history = await line_tail(session, adventure.head_node_id, self.context.history_window)
+        head = history[-1]
+        yield ActionAccepted(action_text)
+
+        built = self.context.build(adventure, history, action_text)
+        params = self._params_for(adventure)
+        text: list[str] = []
+        reasoning: list[str] = []
+        usage: Usage | None = None
+        started = time.perf_counter()
+        first_token_ms: int | None = None
+        async with aclosing(self.provider.stream(built.messages, params)) as chunks:
+            async for chunk in chunks:
+                if isinstance(chunk, TextDelta):
+                    piece = chunk.text if text else chunk.text.lstrip()
+                    if not piece:
+                        continue
+                    if first_token_ms is None:
+                        first_token_ms = _ms_since(started)
+                    text.append(piece)
+                    yield TextDelta(piece)
+                elif isinstance(chunk, ReasoningDelta):
+                    reasoning.append(chunk.text)
+                    yield chunk
+                elif isinstance(chunk, StreamEnd):
+                    usage = chunk.usage
+        latency_ms = _ms_since(started)
+
+        result = await self._store(
+            adventure,
+            head,
+            action,
+            action_text,
+            built,
+            text="".join(text).rstrip(),
+            reasoning="".join(reasoning).strip(),
+            usage=usage,
+            latency_ms=latency_ms,
+            first_token_ms=first_token_ms,
+        )
+        yield TurnDone(result)
+
+    def _params_for(self, adventure: Adventure) -> GenerationParams:
+        return GenerationParams(
+            max_tokens=adventure.max_output_tokens or self.params.max_tokens,
+            temperature=(
+                adventure.temperature
+                if adventure.temperature is not None
+                else self.params.temperature
+            ),
+            top_p=self.params.top_p,
+            stop=self.params.stop,
+        )
+
+    async def _store(
+        self,
+        adventure: Adventure,
+        head: StoryNode,
+        action: PlayerAction,
+        action_text: str,
+        built: BuiltContext,
+        *,
+        text: str,
+        reasoning: str,
+        usage: Usage | None,
+        latency_ms: int,
+        first_token_ms: int | None,
+    ) -> TurnResult:
+        state_before = {
+            "world_state": adventure.world_state,
+            "script_state": adventure.script_state,
+        }
+        async with self.db.session() as session, session.begin():
+            parent = head
+            action_node: StoryNode | None = None
+            if action_text:
+                action_node = StoryNode(
+                    adventure_id=adventure.id,
+                    parent_id=head.id,
+                    index=head.index + 1,
+                    role=Role.PLAYER,
+                    action=action.type,
+                    author_id=action.author_id,
+                    text=action_text,
+                    token_count=count_tokens(action_text),
+                    state_before=state_before,
+                )
+                session.add(action_node)
+                await session.flush()
+                parent = action_node
+            narrator = StoryNode(
+                adventure_id=adventure.id,
+                parent_id=parent.id,
+                index=parent.index + 1,
+                role=Role.NARRATOR,
+                action=ActionType.CONTINUE,
+                author_id=action.author_id if not action_text else None,
+                text=text,
+                token_count=count_tokens(text),
+                model=self.provider.label,
+                prompt_tokens=usage.prompt_tokens if usage else built.tokens,
+                completion_tokens=usage.completion_tokens if usage else None,
+                latency_ms=latency_ms,
+                reasoning=reasoning or None,
+                prompt_snapshot=zlib.compress(built.snapshot()),
+                state_before=None if action_node else state_before,
+            )
+            session.add(narrator)
+            await session.flush()
+            # The version guard: if anyone moved the story while this reply was being written,
+            # this updates nothing and the whole transaction (both nodes) is rolled back.
+            moved = await session.execute(
+                update(Adventure)
+                .where(Adventure.id == adventure.id, Adventure.version == adventure.version)
+                .values(
+                    head_node_id=narrator.id,
+                    version=Adventure.version + 1,
+                    updated_at=utcnow(),
+                )
+            )
+            if moved.rowcount != 1:
+                raise StoryMovedOn(
+                    "The story moved on while this turn was being written, so it was not "
+                    "saved. Look at the newest turn and try again."
+                )
+            if adventure.active_branch_id is not None:
+                await session.execute(
+                    update(Branch)
+                    .where(Branch.id == adventure.active_branch_id)
+                    .values(tip_node_id=narrator.id)
+                )
+        return TurnResult(
+            adventure_id=adventure.id,
+            version=adventure.version + 1,
+            action_node_id=action_node.id if action_node else None,
+            narrator_node_id=narrator.id,
+            action_text=action_text,
+            text=text,
+            reasoning=reasoning,
+            model=self.provider.label,
+            usage=usage,
+            latency_ms=latency_ms,
+            first_token_ms=first_token_ms,
+        )
+
+
+def _ms_since(started: float) -> int:
+    return int((time.perf_counter() - started) * 1000)
