@@ -71,6 +71,12 @@ class ThinkTagSplitter:
                 self._emit(out, self._pending)
                 self._pending = ""
                 break
+            if at >= 0 and not self._inside and self._pending[:at].strip():
+                # Story text comes before this "<think>" in the same piece, so the tag is
+                # part of the story (as it would be had the text arrived in its own piece).
+                self._emit(out, self._pending)
+                self._pending = ""
+                break
             if at >= 0:
                 self._emit(out, self._pending[:at])
                 self._pending = self._pending[at + len(tag) :]

@@ -1,0 +1,180 @@
+"""Storage: migrations to head, SQLite's settings, cascading deletes, deferred heavy columns."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import delete, event, func, select, text
+from sqlmodel import SQLModel
+
+from engine.accounts import touch_server, touch_user
+from engine.adventures import start_adventure
+from engine.storage.database import Database, alembic_config
+from engine.storage.models import (
+    Adventure,
+    AdventureCard,
+    Branch,
+    Memory,
+    RequestRecord,
+    Scenario,
+    ScenarioCard,
+    Server,
+    StoryNode,
+    Take,
+    TurnLease,
+    User,
+)
+from tests.helpers import node_count
+
+
+async def test_a_fresh_database_is_at_the_newest_revision(db: Database):
+    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    async with db.engine.connect() as connection:
+        current = await connection.run_sync(
+            lambda sync: MigrationContext.configure(sync).get_current_revision()
+        )
+        # The migrations build exactly the schema the models describe.
+        diff = await connection.run_sync(
+            lambda sync: compare_metadata(MigrationContext.configure(sync), SQLModel.metadata)
+        )
+    assert current == head
+    assert diff == []
+
+
+async def test_migrating_twice_changes_nothing(db: Database):
+    await db.migrate()
+    async with db.session() as session:
+        assert await session.scalar(select(func.count()).select_from(Scenario)) >= 1
+
+
+async def test_sqlite_runs_with_wal_foreign_keys_and_a_busy_timeout(db: Database):
+    if not db.is_sqlite:
+        pytest.skip("SQLite settings")
+    async with db.engine.connect() as connection:
+        assert (await connection.execute(text("PRAGMA journal_mode"))).scalar() == "wal"
+        assert (await connection.execute(text("PRAGMA foreign_keys"))).scalar() == 1
+        assert (await connection.execute(text("PRAGMA busy_timeout"))).scalar() >= 5000
+
+
+async def _populate(db: Database, *, server_id: int | None, user_id: int) -> int:
+    """An adventure with cards, a turn, a take, a memory, a lease and a request record."""
+    async with db.session() as session, session.begin():
+        await touch_user(session, user_id, "Ash")
+        if server_id is not None:
+            await touch_server(session, server_id, "The Hearth")
+        scenario = Scenario(title="Owned", server_id=server_id, owner_id=user_id, prompt="Go.")
+        session.add(scenario)
+        await session.flush()
+        session.add(ScenarioCard(scenario_id=scenario.id, title="Card", keys="card"))
+        await session.flush()
+        adventure = await start_adventure(
+            session, scenario.id, channel_id=42, server_id=server_id, host_id=user_id
+        )
+        node = StoryNode(
+            adventure_id=adventure.id,
+            parent_id=adventure.head_node_id,
+            index=1,
+            role="narrator",
+            action="continue",
+            text="x",
+        )
+        session.add(node)
+        await session.flush()
+        session.add(Take(node_id=node.id, number=2, text="y"))
+        session.add(Memory(adventure_id=adventure.id, text="You went."))
+        session.add(TurnLease(adventure_id=adventure.id, holder="test"))
+        session.add(
+            RequestRecord(
+                interaction_id=10**18 + user_id,
+                adventure_id=adventure.id,
+                user_id=user_id,
+                payload_digest="d",
+            )
+        )
+        return adventure.id
+
+
+async def _count(db: Database, model) -> int:
+    async with db.session() as session:
+        return await session.scalar(select(func.count()).select_from(model))
+
+
+OWNED = (AdventureCard, Branch, Memory, Take, TurnLease, RequestRecord)
+
+
+async def test_deleting_a_user_removes_what_they_own_in_one_statement(db: Database):
+    builtin = await _count(db, Scenario)
+    await _populate(db, server_id=None, user_id=7)
+    statements = []
+    listener = lambda *args: statements.append(args[2])  # noqa: E731
+    event.listen(db.engine.sync_engine, "before_cursor_execute", listener)
+    async with db.session() as session, session.begin():
+        await session.execute(delete(User).where(User.id == 7))
+    event.remove(db.engine.sync_engine, "before_cursor_execute", listener)
+
+    assert [s for s in statements if s.lstrip().upper().startswith("DELETE")] == [
+        statements[0]
+    ]
+    assert await _count(db, Adventure) == 0
+    assert await _count(db, StoryNode) == 0
+    assert await _count(db, Scenario) == builtin  # shipped scenarios belong to nobody
+    for model in OWNED:
+        assert await _count(db, model) == 0, model.__name__
+
+
+async def test_a_server_adventure_survives_its_host_and_goes_with_the_server(db: Database):
+    adventure_id = await _populate(db, server_id=99, user_id=8)
+    # The host's own scenario goes with them; the server's adventure stays, hostless.
+    async with db.session() as session, session.begin():
+        await session.execute(update_scenario_owner(adventure_id))
+        await session.execute(delete(User).where(User.id == 8))
+    async with db.session() as session:
+        adventure = await session.get(Adventure, adventure_id)
+        assert adventure is not None and adventure.host_id is None
+    assert await node_count(db, adventure_id) == 2
+
+    async with db.session() as session, session.begin():
+        await session.execute(delete(Server).where(Server.id == 99))
+    assert await _count(db, Adventure) == 0
+    for model in OWNED:
+        if model is not RequestRecord:
+            assert await _count(db, model) == 0, model.__name__
+
+
+def update_scenario_owner(adventure_id: int):
+    """Hand the scenario to the server, as an import for the server would be owned."""
+    from sqlalchemy import update
+
+    return update(Scenario).where(Scenario.owner_id == 8).values(owner_id=None)
+
+
+async def test_bulk_loads_of_turns_never_name_heavy_columns(db: Database):
+    adventure_id = await _populate(db, server_id=None, user_id=9)
+    statements: list[str] = []
+    listener = lambda *args: statements.append(args[2])  # noqa: E731
+    event.listen(db.engine.sync_engine, "before_cursor_execute", listener)
+    async with db.session() as session:
+        nodes = list(
+            await session.scalars(select(StoryNode).where(StoryNode.adventure_id == adventure_id))
+        )
+        takes = list(await session.scalars(select(Take)))
+        memories = list(await session.scalars(select(Memory)))
+    event.remove(db.engine.sync_engine, "before_cursor_execute", listener)
+    assert nodes and takes and memories
+    named = set(re.findall(r"\b(\w+\.\w+)\b", " ".join(statements)))
+    for model, columns in HEAVY.items():
+        for column in columns:
+            assert f"{model.__tablename__}.{column}" not in named
+        # Every light column is still loaded in the one query.
+        assert f"{model.__tablename__}.id" in named
+
+
+HEAVY = {
+    StoryNode: ("reasoning", "prompt_snapshot", "state_before", "state_report"),
+    Take: ("text", "reasoning", "state_after"),
+    Memory: ("embedding",),
+}
