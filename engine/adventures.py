@@ -93,3 +93,21 @@ async def start_adventure(
 def _copy(source: object, fields: type) -> dict[str, object]:
     """The values of the shared field set, deep enough that the copy owns its JSON."""
     return {name: copy.deepcopy(getattr(source, name)) for name in fields.model_fields}
+
+
+async def active_adventure(session: AsyncSession, channel_id: int) -> Adventure | None:
+    """The adventure running in a channel, thread or DM, if any."""
+    return await session.scalar(
+        select(Adventure)
+        .where(Adventure.channel_id == channel_id, Adventure.ended_at.is_(None))
+        .order_by(Adventure.id.desc())
+        .limit(1)
+    )
+
+
+async def list_scenarios(session: AsyncSession) -> list[Scenario]:
+    """Shipped scenarios (server and personal ones join them with the scenario library)."""
+    rows = await session.scalars(
+        select(Scenario).where(Scenario.builtin_key.is_not(None)).order_by(Scenario.id)
+    )
+    return list(rows)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import update
 
+from engine.accounts import touch_user
 from engine.actions import PlayerAction, format_action
 from engine.context import BuiltContext, ContextBuilder, PlainContextBuilder
 from engine.errors import CampfireError, NotFound, StoryMovedOn
@@ -45,6 +46,9 @@ from engine.story import line_tail
 from engine.tokens import count_tokens
 
 log = logging.getLogger(__name__)
+
+#: The narrator stops where it would start writing the player's next action for them.
+STOP_AT_PLAYER_ACTION = ("\n>",)
 
 
 class InternalError(CampfireError):
@@ -162,7 +166,7 @@ class TurnEngine:
                 else self.params.temperature
             ),
             top_p=self.params.top_p,
-            stop=self.params.stop,
+            stop=self.params.stop or STOP_AT_PLAYER_ACTION,
         )
 
     async def _store(
@@ -184,6 +188,8 @@ class TurnEngine:
             "script_state": adventure.script_state,
         }
         async with self.db.session() as session, session.begin():
+            if action.author_id is not None:
+                await touch_user(session, action.author_id)
             parent = head
             action_node: StoryNode | None = None
             if action_text:

@@ -52,9 +52,15 @@ class EmbeddingClient:
             raise ModelTimedOut(
                 f"The embedding model at {self.host} did not answer in time."
             ) from None
-        except httpx.HTTPError as exc:
+        except (httpx.UnsupportedProtocol, httpx.InvalidURL):
             raise ModelUnreachable(
-                f"Talking to the embedding model at {self.host} failed ({type(exc).__name__})."
+                f"'{self.base_url}' is not a usable embedding address. It should look like "
+                "http://localhost:11434/v1."
+            ) from None
+        except httpx.HTTPError:
+            raise ModelUnreachable(
+                f"Talking to the embedding model at {self.host} failed. Is it running, and is "
+                "the address right?"
             ) from None
         status = response.status_code
         if status in (401, 403):

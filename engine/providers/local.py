@@ -44,11 +44,17 @@ def bundled_model_path() -> Path | None:
 
 class LocalLlamaProvider:
     def __init__(
-        self, model_path: Path | None = None, *, n_ctx: int = 4096, threads: int | None = None
-    ):
+        self,
+        model_path: Path | None = None,
+        *,
+        n_ctx: int = 4096,
+        threads: int | None = None,
+        repeat_penalty: float = 1.2,
+    ) -> None:
         self.model_path = model_path or bundled_model_path()
         self.n_ctx = n_ctx
         self.threads = threads
+        self.repeat_penalty = repeat_penalty
         name = self.model_path.name if self.model_path else SMOLLM2_FILE
         self.label = f"{name} (embedded)"
         self._llama: Any = None
@@ -110,6 +116,8 @@ class LocalLlamaProvider:
                     max_tokens=params.max_tokens,
                     temperature=params.temperature,
                     top_p=params.top_p if params.top_p is not None else 0.95,
+                    # A 135M model loops on its own sentences without a firm penalty.
+                    repeat_penalty=self.repeat_penalty,
                     stop=list(params.stop) or None,
                     stream=True,
                 )

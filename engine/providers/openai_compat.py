@@ -93,6 +93,7 @@ class OpenAICompatibleProvider:
         splitter = ThinkTagSplitter()
         finish_reason: str | None = None
         usage: Usage | None = None
+        done = False
         try:
             async with aconnect_sse(
                 self._client, "POST", url, json=self._body(messages, params)
@@ -103,6 +104,7 @@ class OpenAICompatibleProvider:
                     raise self._status_error(response)
                 async for sse in source.aiter_sse():
                     if sse.data.strip() == "[DONE]":
+                        done = True
                         break
                     try:
                         chunk = json.loads(sse.data)
@@ -120,6 +122,13 @@ class OpenAICompatibleProvider:
                         yield delta
                     finish_reason = _finish_reason(chunk) or finish_reason
                     usage = _usage(chunk) or usage
+            if not done and finish_reason is None:
+                # Without chunked encoding a dropped connection looks like a body that simply
+                # ends; every server marks a finished reply with a finish reason or [DONE].
+                raise ModelBadReply(
+                    f"The connection to the model at {self.host} broke off in the middle of the "
+                    "reply. Press Retry."
+                )
         except ModelError:
             raise
         except SSEError:
@@ -145,9 +154,15 @@ class OpenAICompatibleProvider:
                 f"The connection to the model at {self.host} broke off in the middle of the "
                 "reply. Press Retry."
             ) from None
-        except httpx.HTTPError as exc:
+        except (httpx.UnsupportedProtocol, httpx.InvalidURL):
             raise ModelUnreachable(
-                f"Talking to the model at {self.host} failed ({type(exc).__name__})."
+                f"'{self.base_url}' is not a usable model address. It should look like "
+                "http://localhost:11434/v1."
+            ) from None
+        except httpx.HTTPError:
+            raise ModelUnreachable(
+                f"Talking to the model at {self.host} failed. Is it running, and is the "
+                "address right?"
             ) from None
         for delta in splitter.flush():
             yield delta
@@ -188,8 +203,10 @@ def _deltas(chunk: Any, splitter: ThinkTagSplitter) -> list[TextDelta | Reasonin
     out: list[TextDelta | ReasoningDelta] = []
     if not isinstance(chunk, dict):
         return out
-    for choice in chunk.get("choices") or ():
-        delta = choice.get("delta") or {}
+    for choice in _choices(chunk):
+        delta = choice.get("delta")
+        if not isinstance(delta, dict):
+            continue
         for field in REASONING_FIELDS:
             piece = delta.get(field)
             if isinstance(piece, str) and piece:
@@ -200,10 +217,16 @@ def _deltas(chunk: Any, splitter: ThinkTagSplitter) -> list[TextDelta | Reasonin
     return out
 
 
+def _choices(chunk: Any) -> list[dict[str, Any]]:
+    """The well-formed choices of a chunk; a server's odd shapes are skipped, not crashed on."""
+    choices = chunk.get("choices") if isinstance(chunk, dict) else None
+    if not isinstance(choices, list):
+        return []
+    return [choice for choice in choices if isinstance(choice, dict)]
+
+
 def _finish_reason(chunk: Any) -> str | None:
-    if not isinstance(chunk, dict):
-        return None
-    for choice in chunk.get("choices") or ():
+    for choice in _choices(chunk):
         if choice.get("finish_reason"):
             return str(choice["finish_reason"])
     return None

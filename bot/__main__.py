@@ -1,0 +1,93 @@
+"""Command line: ``python -m bot`` and its subcommands.
+
+    python -m bot              Discord when DISCORD_TOKEN is set, otherwise the console
+    python -m bot console      the console, even with a token set
+    python -m bot db upgrade   bring the database to the newest schema and exit
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+
+from bot.config import ConfigError, Settings, load_settings
+from bot.services import build_services
+
+
+def _logging(settings: Settings, *, to_file: bool) -> None:
+    level = settings.log_level.upper()
+    if to_file:
+        # The console's terminal is for the story; logs go to the data directory.
+        path = settings.ensure_data_dir() / "campfire.log"
+        logging.basicConfig(
+            filename=path, level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+        )
+    else:
+        logging.basicConfig(
+            level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+        )
+    for noisy in ("httpx", "httpcore", "discord.gateway"):
+        logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLevelName(level)))
+
+
+async def _console(settings: Settings) -> None:
+    from bot.console import run_console
+
+    services = await build_services(settings)
+    try:
+        await run_console(services)
+    finally:
+        await services.aclose()
+
+
+async def _discord(settings: Settings) -> None:
+    from bot.discord_bot import CampfireBot
+
+    services = await build_services(settings)
+    bot = CampfireBot(services)
+    async with bot:
+        await bot.start(settings.discord_token.get_secret_value())
+
+
+async def _db_upgrade(settings: Settings) -> None:
+    from engine.storage.database import Database
+
+    settings.ensure_data_dir()
+    db = Database(settings.effective_database_url)
+    await db.migrate()
+    await db.dispose()
+    print("The database is at the newest schema.")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bot", description="Campfire")
+    sub = parser.add_subparsers(dest="command")
+    sub.add_parser("console", help="play in this terminal")
+    db = sub.add_parser("db", help="database maintenance")
+    db.add_argument("action", choices=["upgrade"])
+    args = parser.parse_args(argv)
+
+    try:
+        settings = load_settings()
+        interactive = args.command == "console" or (
+            args.command is None and settings.discord_token is None
+        )
+        _logging(settings, to_file=interactive)
+        if args.command == "db":
+            asyncio.run(_db_upgrade(settings))
+        elif interactive:
+            asyncio.run(_console(settings))
+        else:
+            asyncio.run(_discord(settings))
+    except ConfigError as error:
+        print(error, file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,70 @@
+"""Building the engine's services from the settings: the one place that reads both."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from bot.config import Settings
+from engine.crypto import SecretBox
+from engine.library import seed_builtin_scenarios
+from engine.providers.base import ChatProvider, GenerationParams
+from engine.providers.embeddings import EmbeddingClient
+from engine.providers.local import LocalLlamaProvider
+from engine.providers.openai_compat import OpenAICompatibleProvider
+from engine.storage.database import Database
+from engine.turns import TurnEngine
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Services:
+    settings: Settings
+    db: Database
+    provider: ChatProvider
+    embedder: EmbeddingClient | None
+    secrets: SecretBox
+    turns: TurnEngine
+
+    async def aclose(self) -> None:
+        await self.provider.aclose()
+        if self.embedder is not None:
+            await self.embedder.aclose()
+        await self.db.dispose()
+
+
+def make_chat_provider(settings: Settings) -> ChatProvider:
+    """The operator's endpoint when one is set, otherwise the embedded model."""
+    if settings.model_url:
+        key = settings.model_api_key.get_secret_value() if settings.model_api_key else None
+        return OpenAICompatibleProvider(
+            settings.model_url, settings.model_name, api_key=key, timeout=settings.model_timeout
+        )
+    return LocalLlamaProvider(settings.local_model_path, n_ctx=min(settings.context_tokens, 8192))
+
+
+def make_embedder(settings: Settings) -> EmbeddingClient | None:
+    if not (settings.embedding_url and settings.embedding_model):
+        return None
+    key = settings.embedding_api_key.get_secret_value() if settings.embedding_api_key else None
+    return EmbeddingClient(settings.embedding_url, settings.embedding_model, api_key=key)
+
+
+async def build_services(settings: Settings) -> Services:
+    settings.ensure_data_dir()
+    secrets = SecretBox(settings.resolve_secret_key())
+    db = Database(settings.effective_database_url)
+    await db.migrate()
+    async with db.session() as session, session.begin():
+        count = await seed_builtin_scenarios(session)
+    log.info("database ready; %d shipped scenarios", count)
+    provider = make_chat_provider(settings)
+    log.info("narrating with %s", provider.label)
+    params = GenerationParams(
+        max_tokens=settings.max_output_tokens,
+        temperature=settings.temperature,
+        top_p=settings.top_p,
+    )
+    turns = TurnEngine(db, provider, params=params, max_action_chars=settings.max_action_chars)
+    return Services(settings, db, provider, make_embedder(settings), secrets, turns)

@@ -1,0 +1,479 @@
+"""The OpenAI-compatible chat provider, over real HTTP against the fake model server."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import re
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from engine.errors import (
+    ModelBadReply,
+    ModelEmptyReply,
+    ModelError,
+    ModelKeyRefused,
+    ModelNotFound,
+    ModelRateLimited,
+    ModelServerError,
+    ModelTimedOut,
+    ModelUnreachable,
+    ReasoningExhausted,
+)
+from engine.events import ProviderChunk, ReasoningDelta, StreamEnd, TextDelta, Usage
+from engine.providers.base import ChatMessage, GenerationParams
+from engine.providers.openai_compat import OpenAICompatibleProvider
+from tests.fakes.openai_server import FakeModelServer, Reply
+
+MESSAGES = [
+    ChatMessage("system", "You narrate a text adventure."),
+    ChatMessage("user", "look around the cave"),
+]
+PARAMS = GenerationParams(max_tokens=120, temperature=0.7)
+STORY = "The cave is dark.\n\nWater drips somewhere ahead, slow and steady."
+LONG_STORY = " ".join(f"word{i}" for i in range(200))
+
+# What a player must never see in an error message.
+CODE_LIKE = re.compile(
+    r"Traceback|File \"|Error\b|Exception|httpx|httpcore|\b[A-Z][a-z]+(?:[A-Z][a-z]+)+\b"
+)
+
+
+async def collect(
+    provider: OpenAICompatibleProvider, params: GenerationParams = PARAMS
+) -> list[ProviderChunk]:
+    return [chunk async for chunk in provider.stream(MESSAGES, params)]
+
+
+def text_of(chunks: list[ProviderChunk]) -> str:
+    return "".join(c.text for c in chunks if isinstance(c, TextDelta))
+
+
+def reasoning_of(chunks: list[ProviderChunk]) -> str:
+    return "".join(c.text for c in chunks if isinstance(c, ReasoningDelta))
+
+
+def assert_readable(error: ModelError) -> None:
+    """A message a player can read: non-empty, no class names, no traceback."""
+    assert error.message
+    assert error.message == str(error)
+    assert not CODE_LIKE.search(error.message), error.message
+
+
+async def expect_error(provider: OpenAICompatibleProvider, kind: type[ModelError]) -> ModelError:
+    with pytest.raises(kind) as info:
+        await collect(provider)
+    assert_readable(info.value)
+    return info.value
+
+
+@contextmanager
+def tiny_server(status: int, content_type: str, body: bytes) -> Iterator[str]:
+    """A plain HTTP server answering every POST with the same response; yields a base URL."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01})
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=2)
+
+
+@pytest.fixture
+async def quick_provider(fake_model: FakeModelServer) -> Any:
+    """A provider that gives up on a silent server after half a second."""
+    client = OpenAICompatibleProvider(fake_model.base_url, fake_model.model, timeout=0.5)
+    try:
+        yield client
+    finally:
+        await client.aclose()
+
+
+# --------------------------------------------------------------------------- happy paths
+
+
+async def test_text_deltas_concatenate_to_the_scripted_text(
+    fake_model: FakeModelServer, provider: OpenAICompatibleProvider
+) -> None:
+    fake_model.queue(STORY)
+    chunks = await collect(provider)
+    deltas = [c for c in chunks if isinstance(c, TextDelta)]
+    assert len(deltas) > 1, "streamed in pieces"
+    assert text_of(chunks) == STORY
+    assert reasoning_of(chunks) == ""
+    assert isinstance(chunks[-1], StreamEnd)
+    assert sum(isinstance(c, StreamEnd) for c in chunks) == 1
+    assert fake_model.errors == []
+
+
+@pytest.mark.parametrize("field", ["reasoning_content", "reasoning"])
+async def test_reasoning_fields_become_reasoning_deltas(
+    fake_model: FakeModelServer, provider: OpenAICompatibleProvider, field: str
+) -> None:
+    fake_model.queue(
+        Reply(text=STORY, reasoning="The player wants light. Describe.", reasoning_field=field)
+    )
+    chunks = await collect(provider)
+    assert reasoning_of(chunks) == "The player wants light. Describe."
+    assert text_of(chunks) == STORY
+    # Reasoning comes first and never leaks into the story.
+    kinds = [type(c) for c in chunks if not isinstance(c, StreamEnd)]
+    assert kinds == sorted(kinds, key=lambda k: k is TextDelta)
+    assert "player wants" not in text_of(chunks)
+
+
+async def test_stream_end_carries_finish_reason_and_usage(
+    fake_model: FakeModelServer, provider: OpenAICompatibleProvider
+) -> None:
+    fake_model.queue(
+        Reply(text=STORY, finish_reason="length", prompt_tokens=42, completion_tokens=17)
+    )
+    end = (await collect(provider))[-1]
+    assert end == StreamEnd(finish_reason="length", usage=Usage(42, 17))
+
+
+async def test_usage_defaults_are_counted_by_the_server(
+    fake_model: FakeModelServer, provider: OpenAICompatibleProvider
+) -> None:
+    fake_model.queue("one two three")
+    end = (await collect(provider))[-1]
+    assert isinstance(end, StreamEnd)
+    assert end.finish_reason == "stop"
+    assert end.usage == Usage(prompt_tokens=9, completion_tokens=3)
+
+
+async def test_request_body(
+    fake_model: FakeModelServer, provider: OpenAICompatibleProvider
+) -> None:
+    fake_model.queue(STORY)
+    await collect(provider)
+    (body,) = fake_model.requests
+    assert body["_path"] == "/v1/chat/completions"
+    assert body["model"] == fake_model.model
+    assert body["messages"] == [
+        {"role": "system", "content": "You narrate a text adventure."},
+        {"role": "user", "content": "look around the cave"},
+    ]
+    assert body["stream"] is True
+    assert body["stream_options"] == {"include_usage": True}
+    assert body["max_tokens"] == 120
+    assert body["temperature"] == 0.7
+    assert "top_p" not in body
+    assert "stop" not in body
+    assert "authorization" not in body["_headers"]
+
+
+async def test_request_body_with_top_p_and_stop(
+    fake_model: FakeModelServer, provider: OpenAICompatibleProvider
+) -> None:
+    fake_model.queue(STORY)
+    params = GenerationParams(max_tokens=50, temperature=0.2, top_p=0.9, stop=("\n>", "You:"))
+    await collect(provider, params)
+    (body,) = fake_model.requests
+    assert body["max_tokens"] == 50
+    assert body["temperature"] == 0.2
+    assert body["top_p"] == 0.9
+    assert body["stop"] == ["\n>", "You:"]
+
+
+async def test_api_key_is_sent_as_bearer_and_a_wrong_one_is_refused() -> None:
+    with FakeModelServer(api_key="sk-test") as fake:
+        right = OpenAICompatibleProvider(fake.base_url, fake.model, api_key="sk-test", timeout=2)
+        wrong = OpenAICompatibleProvider(fake.base_url, fake.model, api_key="sk-nope", timeout=2)
+        none = OpenAICompatibleProvider(fake.base_url, fake.model, timeout=2)
+        try:
+            fake.queue(STORY)
+            assert text_of(await collect(right)) == STORY
+            assert fake.requests[0]["_headers"]["authorization"] == "Bearer sk-test"
+            await expect_error(wrong, ModelKeyRefused)
+            await expect_error(none, ModelKeyRefused)
+            assert "authorization" not in fake.requests[2]["_headers"]
+        finally:
+            for p in (right, wrong, none):
+                await p.aclose()
+
+
+async def test_inline_think_tags_become_reasoning(
+    fake_model: FakeModelServer, provider: OpenAICompatibleProvider
+) -> None:
+    fake_model.queue(Reply(text="<think>plan</think>Story."))
+    chunks = await collect(provider)
+    assert reasoning_of(chunks) == "plan"
+    assert text_of(chunks) == "Story."
+
+
+async def test_inline_think_block_split_across_many_deltas(
+    fake_model: FakeModelServer, provider: OpenAICompatibleProvider
+) -> None:
+    # The fake streams word by word, so the tags and the trace arrive in separate deltas.
+    fake_model.queue(Reply(text="<think> the player is lost </think>\n\nA lantern flickers."))
+    chunks = await collect(provider)
+    assert reasoning_of(chunks) == " the player is lost "
+    assert text_of(chunks) == "A lantern flickers."
+
+
+async def test_complete_returns_the_whole_text(
+    fake_model: FakeModelServer, provider: OpenAICompatibleProvider
+) -> None:
+    fake_model.queue(Reply(text=STORY, reasoning="thinking first"))
+    assert await provider.complete(MESSAGES, PARAMS) == STORY
+
+
+async def test_provider_can_be_reused_for_several_replies(
+    fake_model: FakeModelServer, provider: OpenAICompatibleProvider
+) -> None:
+    fake_model.queue("First reply.", "Second reply.")
+    assert await provider.complete(MESSAGES, PARAMS) == "First reply."
+    assert await provider.complete(MESSAGES, PARAMS) == "Second reply."
+
+
+# --------------------------------------------------------------------------- faults
+
+
+@pytest.mark.parametrize(
+    ("fault", "error"),
+    [
+        ("500", ModelServerError),
+        ("401", ModelKeyRefused),
+        ("disconnect", ModelBadReply),
+        ("malformed", ModelBadReply),
+        ("empty", ModelEmptyReply),
+    ],
+)
+async def test_faults_map_to_error_classes(
+    fake_model: FakeModelServer,
+    provider: OpenAICompatibleProvider,
+    fault: str,
+    error: type[ModelError],
+) -> None:
+    fake_model.queue(Reply(text=STORY, fault=fault))
+    raised = await expect_error(provider, error)
+    assert "127.0.0.1" in raised.message or fault == "empty"
+
+
+async def test_rate_limit_carries_retry_after(
+    fake_model: FakeModelServer, provider: OpenAICompatibleProvider
+) -> None:
+    fake_model.queue(Reply(fault="429", retry_after=3))
+    raised = await expect_error(provider, ModelRateLimited)
+    assert isinstance(raised, ModelRateLimited)
+    assert raised.retry_after == 3.0
+    assert "3 s" in raised.message
+
+
+async def test_rate_limit_rounds_fractional_retry_after_up(
+    fake_model: FakeModelServer, provider: OpenAICompatibleProvider
+) -> None:
+    fake_model.queue(Reply(fault="429", retry_after=4.2))
+    raised = await expect_error(provider, ModelRateLimited)
+    assert isinstance(raised, ModelRateLimited)
+    assert raised.retry_after == math.ceil(4.2)  # the Retry-After header holds whole seconds
+    assert "5 s" in raised.message
+
+
+async def test_not_found_names_the_model(
+    fake_model: FakeModelServer, provider: OpenAICompatibleProvider
+) -> None:
+    fake_model.queue(Reply(fault="404"))
+    raised = await expect_error(provider, ModelNotFound)
+    assert f"'{fake_model.model}'" in raised.message
+
+
+async def test_unknown_model_name_is_not_found(fake_model: FakeModelServer) -> None:
+    wrong = OpenAICompatibleProvider(fake_model.base_url, "llama-typo", timeout=2)
+    try:
+        raised = await expect_error(wrong, ModelNotFound)
+    finally:
+        await wrong.aclose()
+    assert "'llama-typo'" in raised.message
+
+
+async def test_silent_server_times_out(
+    fake_model: FakeModelServer, quick_provider: OpenAICompatibleProvider
+) -> None:
+    fake_model.queue(Reply(fault="timeout"))
+    await expect_error(quick_provider, ModelTimedOut)
+
+
+async def test_server_that_stops_mid_stream_times_out(
+    fake_model: FakeModelServer, quick_provider: OpenAICompatibleProvider
+) -> None:
+    fake_model.queue(Reply(text="A B", delay=2.0))
+    await expect_error(quick_provider, ModelTimedOut)
+
+
+async def test_reasoning_that_uses_up_the_budget(
+    fake_model: FakeModelServer, provider: OpenAICompatibleProvider
+) -> None:
+    fake_model.queue(
+        Reply(reasoning="Let me think about this carefully", text="", finish_reason="length")
+    )
+    raised = await expect_error(provider, ReasoningExhausted)
+    assert "CAMPFIRE_MAX_OUTPUT_TOKENS" in raised.message
+    assert "120" in raised.message  # the budget that ran out
+
+
+async def test_reasoning_only_reply_that_stopped_is_empty(
+    fake_model: FakeModelServer, provider: OpenAICompatibleProvider
+) -> None:
+    fake_model.queue(Reply(reasoning="hmm", text="", finish_reason="stop"))
+    await expect_error(provider, ModelEmptyReply)
+
+
+async def test_whitespace_only_reply_is_empty(
+    fake_model: FakeModelServer, provider: OpenAICompatibleProvider
+) -> None:
+    fake_model.queue(Reply(text="  \n\n "))
+    await expect_error(provider, ModelEmptyReply)
+
+
+async def test_unreachable_endpoint() -> None:
+    nowhere = OpenAICompatibleProvider("http://127.0.0.1:9/v1", "any", timeout=2)
+    try:
+        raised = await expect_error(nowhere, ModelUnreachable)
+    finally:
+        await nowhere.aclose()
+    assert "127.0.0.1:9" in raised.message
+
+
+async def test_address_without_scheme_is_explained() -> None:
+    bad = OpenAICompatibleProvider("localhost:9/v1", "any", timeout=2)
+    try:
+        raised = await expect_error(bad, ModelUnreachable)
+    finally:
+        await bad.aclose()
+    assert "http://" in raised.message
+
+
+async def test_stream_cut_without_chunked_encoding_is_a_bad_reply() -> None:
+    # Without chunked encoding a dropped connection looks like a body that just ends; a
+    # half story must not pass as a finished one.
+    with FakeModelServer(chunked=False) as fake:
+        fake.queue(Reply(text=STORY, fault="disconnect"))
+        client = OpenAICompatibleProvider(fake.base_url, fake.model, timeout=2)
+        try:
+            await expect_error(client, ModelBadReply)
+            fake.queue(STORY)  # a complete reply is fine without chunked encoding
+            assert text_of(await collect(client)) == STORY
+        finally:
+            await client.aclose()
+
+
+async def test_html_page_instead_of_an_event_stream() -> None:
+    page = b"<html><body>Welcome to my router</body></html>"
+    with tiny_server(200, "text/html; charset=utf-8", page) as url:
+        client = OpenAICompatibleProvider(url, "any", timeout=2)
+        try:
+            raised = await expect_error(client, ModelBadReply)
+        finally:
+            await client.aclose()
+    assert "/v1" in raised.message
+
+
+async def test_error_event_mid_stream() -> None:
+    body = (
+        b'data: {"choices": [{"index": 0, "delta": {"content": "Once "}}]}\n\n'
+        b'data: {"error": {"message": "CUDA out of memory"}}\n\n'
+    )
+    with tiny_server(200, "text/event-stream", body) as url:
+        client = OpenAICompatibleProvider(url, "any", timeout=2)
+        try:
+            raised = await expect_error(client, ModelServerError)
+        finally:
+            await client.aclose()
+    assert "CUDA out of memory" in raised.message
+
+
+async def test_odd_chunk_shapes_are_skipped() -> None:
+    body = (
+        b": comment\n\n"
+        b'data: {"choices": "nope"}\n\n'
+        b'data: {"choices": ["nope", {"index": 0, "delta": null}]}\n\n'
+        b'data: ["not", "a", "chunk"]\n\n'
+        b'data: {"choices": [{"index": 0, "delta": {"content": "Still a story."}}]}\n\n'
+        b'data: {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}\n\n'
+        b"data: [DONE]\n\n"
+    )
+    with tiny_server(200, "text/event-stream", body) as url:
+        client = OpenAICompatibleProvider(url, "any", timeout=2)
+        try:
+            chunks = await collect(client)
+        finally:
+            await client.aclose()
+    assert text_of(chunks) == "Still a story."
+    assert chunks[-1] == StreamEnd(finish_reason="stop", usage=None)
+
+
+@pytest.mark.parametrize("status", [400, 403, 502])
+async def test_other_statuses(status: int) -> None:
+    body = b'{"error": {"message": "context length exceeded"}}'
+    with tiny_server(status, "application/json", body) as url:
+        client = OpenAICompatibleProvider(url, "any", timeout=2)
+        try:
+            expected = {400: ModelServerError, 403: ModelKeyRefused, 502: ModelServerError}
+            raised = await expect_error(client, expected[status])
+        finally:
+            await client.aclose()
+    assert str(status) in raised.message
+    if status == 400:
+        assert "context length exceeded" in raised.message
+
+
+# --------------------------------------------------------------------------- cancellation
+
+
+async def test_cancelling_the_consumer_closes_the_stream(
+    fake_model: FakeModelServer, provider: OpenAICompatibleProvider
+) -> None:
+    fake_model.queue(Reply(text=LONG_STORY, delay=0.02))
+    got_text = asyncio.Event()
+
+    async def consume() -> None:
+        async for chunk in provider.stream(MESSAGES, PARAMS):
+            if isinstance(chunk, TextDelta):
+                got_text.set()
+
+    task = asyncio.create_task(consume())
+    await asyncio.wait_for(got_text.wait(), timeout=5)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert await asyncio.to_thread(fake_model.wait_for_disconnect, 3)
+
+
+async def test_breaking_out_and_closing_closes_the_stream(
+    fake_model: FakeModelServer, provider: OpenAICompatibleProvider
+) -> None:
+    fake_model.queue(Reply(text=LONG_STORY, delay=0.02))
+    stream = provider.stream(MESSAGES, PARAMS)
+    seen = []
+    async for chunk in stream:
+        seen.append(chunk)
+        if len(seen) == 3:
+            break
+    await stream.aclose()  # type: ignore[attr-defined]
+    assert await asyncio.to_thread(fake_model.wait_for_disconnect, 3)
+    # The provider is still usable afterwards.
+    fake_model.queue("After the break.")
+    assert await provider.complete(MESSAGES, PARAMS) == "After the break."
