@@ -1,8 +1,8 @@
 """Command line: ``python -m bot`` and its subcommands.
 
-    python -m bot              Discord when DISCORD_TOKEN is set, otherwise the console
-    python -m bot console      the console, even with a token set
-    python -m bot db upgrade   bring the database to the newest schema and exit
+python -m bot              Discord when DISCORD_TOKEN is set, otherwise the console
+python -m bot console      the console, even with a token set
+python -m bot db upgrade   bring the database to the newest schema and exit
 """
 
 from __future__ import annotations
@@ -25,9 +25,7 @@ def _logging(settings: Settings, *, to_file: bool) -> None:
             filename=path, level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
         )
     else:
-        logging.basicConfig(
-            level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-        )
+        logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     for noisy in ("httpx", "httpcore", "discord.gateway"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLevelName(level)))
 

