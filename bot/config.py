@@ -28,6 +28,8 @@ class Settings(BaseSettings):
         env_file=".env",
         env_file_encoding="utf-8",
         extra="ignore",
+        # `KEY=` in a copied .env.example means "not set", not "set to nothing".
+        env_ignore_empty=True,
         validate_default=True,
     )
 

@@ -31,6 +31,14 @@ def test_defaults_need_no_setup():
     assert settings.guest_retention_days == 30
 
 
+def test_the_example_env_file_as_copied_gives_the_defaults(tmp_path):
+    (tmp_path / ".env").write_text((SOURCE_TREE / ".env.example").read_text())
+    settings = load_settings()
+    defaults = load_settings(_env_file=None)
+    assert settings.model_dump() == defaults.model_dump()
+    assert settings.discord_token is None
+
+
 def test_environment_and_dotenv_are_read(monkeypatch, tmp_path):
     monkeypatch.setenv("DISCORD_TOKEN", "abc.def")
     monkeypatch.setenv("CAMPFIRE_DATA_DIR", str(tmp_path / "data"))
@@ -97,3 +105,12 @@ def test_an_unwritable_data_dir_is_explained(monkeypatch, tmp_path):
     monkeypatch.setenv("CAMPFIRE_DATA_DIR", str(blocker / "data"))
     with pytest.raises(ConfigError, match="CAMPFIRE_DATA_DIR"):
         load_settings().ensure_data_dir()
+
+
+@pytest.mark.parametrize("document", [".env.example", "README.md"])
+def test_every_setting_is_documented(document):
+    from bot.config import Settings, env_name
+
+    text = (SOURCE_TREE / document).read_text()
+    missing = [env_name(name) for name in Settings.model_fields if env_name(name) not in text]
+    assert missing == []

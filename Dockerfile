@@ -1,0 +1,40 @@
+# syntax=docker/dockerfile:1
+# Campfire in a container: a build stage compiles the wheels (llama.cpp among them), the
+# runtime stage carries only the virtual environment and the source, and runs as a user
+# without privileges. Data lives in the /data volume.
+
+FROM python:3.11-slim-bookworm AS build
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends build-essential cmake \
+    && rm -rf /var/lib/apt/lists/*
+WORKDIR /app
+RUN python -m venv /venv
+ENV PATH=/venv/bin:$PATH
+COPY pyproject.toml README.md ./
+COPY bot bot
+COPY cogs cogs
+COPY engine engine
+# Only the dependencies stay installed: the code runs from /app, next to its data/ folder.
+RUN pip install --no-cache-dir --upgrade pip \
+    && pip install --no-cache-dir ".[postgres,local]" \
+    && pip uninstall --yes campfire
+
+FROM python:3.11-slim-bookworm AS runtime
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends libgomp1 \
+    && rm -rf /var/lib/apt/lists/* \
+    && useradd --create-home --uid 10001 campfire \
+    && mkdir /data && chown campfire /data
+COPY --from=build /venv /venv
+WORKDIR /app
+COPY --chown=campfire bot bot
+COPY --chown=campfire cogs cogs
+COPY --chown=campfire engine engine
+COPY --chown=campfire data data
+ENV PATH=/venv/bin:$PATH \
+    PYTHONUNBUFFERED=1 \
+    CAMPFIRE_DATA_DIR=/data
+USER campfire
+VOLUME ["/data"]
+# Without DISCORD_TOKEN this opens the console: run it with `docker run -it`.
+CMD ["python", "-m", "bot"]

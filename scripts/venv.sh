@@ -1,0 +1,27 @@
+# Sourced by scripts/run and scripts/test: make sure a virtual environment with Campfire and the
+# given extras exists, installing only when pyproject.toml changed since the last install.
+# CAMPFIRE_VENV chooses its folder (default .venv); PYTHON chooses the interpreter.
+
+ensure_venv() {
+    local extras="$1"
+    VENV="${CAMPFIRE_VENV:-.venv}"
+    local python="${PYTHON:-python3}"
+    if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+        echo "Campfire needs Python 3.11 or newer; '$python' is $("$python" --version 2>&1)." >&2
+        echo "Set PYTHON to a newer interpreter." >&2
+        exit 1
+    fi
+    if [ ! -x "$VENV/bin/python" ]; then
+        echo "Creating a virtual environment in $VENV ..." >&2
+        "$python" -m venv "$VENV"
+    fi
+    local stamp="$VENV/.campfire-installed"
+    local want
+    want="$extras $(cat pyproject.toml | cksum)"
+    if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+        echo "Installing Campfire with [$extras] (the first time builds llama.cpp: several minutes) ..." >&2
+        "$VENV/bin/python" -m pip install --quiet --upgrade pip >&2
+        "$VENV/bin/python" -m pip install --quiet -e ".[$extras]" >&2
+        echo "$want" > "$stamp"
+    fi
+}
