@@ -6,7 +6,7 @@ import asyncio
 import math
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -36,7 +36,7 @@ MESSAGES = [
 ]
 PARAMS = GenerationParams(max_tokens=120, temperature=0.7)
 STORY = "The cave is dark.\n\nWater drips somewhere ahead, slow and steady."
-LONG_STORY = " ".join(f"word{i}" for i in range(200))
+LONG_STORY = " ".join(f"word{i}" for i in range(400))
 
 # What a player must never see in an error message.
 CODE_LIKE = re.compile(
@@ -101,7 +101,9 @@ def tiny_server(status: int, content_type: str, body: bytes) -> Iterator[str]:
 
 
 @pytest.fixture
-async def quick_provider(fake_model: FakeModelServer) -> Any:
+async def quick_provider(
+    fake_model: FakeModelServer,
+) -> AsyncIterator[OpenAICompatibleProvider]:
     """A provider that gives up on a silent server after half a second."""
     client = OpenAICompatibleProvider(fake_model.base_url, fake_model.model, timeout=0.5)
     try:

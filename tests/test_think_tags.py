@@ -47,7 +47,7 @@ replies = st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=4)), m
 )
 
 PROPERTY_SETTINGS = settings(
-    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 
 

@@ -1,0 +1,50 @@
+"""Actions are written into the story the AI Dungeon way."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.actions import PlayerAction, format_action
+from engine.errors import InvalidInput
+from engine.storage.models import ActionType
+
+DO, SAY, STORY, CONTINUE = ActionType.DO, ActionType.SAY, ActionType.STORY, ActionType.CONTINUE
+
+
+@pytest.mark.parametrize(
+    ("kind", "typed", "written"),
+    [
+        (DO, "open the door", "> You open the door."),
+        (DO, "Open the door!", "> You open the door!"),
+        (DO, "I draw my sword", "> You draw my sword."),
+        (DO, "you   duck", "> You duck."),
+        (DO, "I am ready", "> You are ready."),
+        (DO, "ask NASA for help", "> You ask NASA for help."),
+        (SAY, "Hello", '> You say "Hello."'),
+        (SAY, '"who goes there?"', '> You say "Who goes there?"'),
+        (STORY, "  A storm rolls in.\nThunder.  ", "A storm rolls in.\nThunder."),
+        (CONTINUE, "ignored", ""),
+    ],
+)
+def test_actions_read_like_ai_dungeon(kind, typed, written):
+    assert format_action(PlayerAction(kind, typed)) == written
+
+
+def test_a_named_character_acts_in_the_third_person():
+    action = PlayerAction(SAY, "Stay close", actor="Gwen")
+    assert format_action(action) == '> Gwen says "Stay close."'
+    # A leading "I" is dropped; the verb is kept as the player typed it.
+    assert format_action(PlayerAction(DO, "I nocks an arrow", actor="Gwen")) == (
+        "> Gwen nocks an arrow."
+    )
+
+
+@pytest.mark.parametrize("kind", [DO, SAY, STORY])
+def test_an_empty_action_is_refused_with_a_reason(kind):
+    with pytest.raises(InvalidInput, match="empty"):
+        format_action(PlayerAction(kind, "   "))
+
+
+def test_an_overlong_action_names_the_limit():
+    with pytest.raises(InvalidInput, match="limit is 10"):
+        format_action(PlayerAction(DO, "x" * 11), max_chars=10)
