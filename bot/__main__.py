@@ -41,12 +41,22 @@ async def _console(settings: Settings) -> None:
 
 
 async def _discord(settings: Settings) -> None:
+    import discord
+
     from bot.discord_bot import CampfireBot
 
     services = await build_services(settings)
     bot = CampfireBot(services)
-    async with bot:
-        await bot.start(settings.discord_token.get_secret_value())
+    try:
+        async with bot:
+            await bot.start(settings.discord_token.get_secret_value())
+    except discord.LoginFailure:
+        raise ConfigError(
+            "DISCORD_TOKEN: Discord refused this token. Copy the bot token again from the "
+            "Developer Portal (Bot → Reset Token)."
+        ) from None
+    except OSError as error:
+        raise ConfigError(f"Couldn't reach Discord ({error}). Is this machine online?") from None
 
 
 async def _db_upgrade(settings: Settings) -> None:

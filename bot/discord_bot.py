@@ -16,6 +16,12 @@ log = logging.getLogger(__name__)
 EXTENSIONS: tuple[str, ...] = ()
 
 
+# Campfire never joins voice; without these, discord.py warns at every start that voice
+# libraries are missing.
+discord.VoiceClient.warn_nacl = False
+discord.VoiceClient.warn_dave = False
+
+
 class CampfireBot(commands.Bot):
     def __init__(self, services: Services) -> None:
         intents = discord.Intents.default()
