@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import numpy as np
@@ -25,6 +23,7 @@ from engine.errors import (
 )
 from engine.providers.embeddings import EmbeddingClient
 from tests.fakes.openai_server import FakeModelServer, fake_embedding
+from tests.fakes.static_server import static_server
 
 TEXTS = ["The cave is dark.", "A lantern flickers.", "", "The cave is dark."]
 
@@ -55,30 +54,8 @@ async def expect_error(client: EmbeddingClient, kind: type[ModelError]) -> Model
 @contextmanager
 def tiny_server(payload: Any) -> Iterator[str]:
     """A plain HTTP server answering every POST with the same JSON; yields a base URL."""
-    data = json.dumps(payload).encode("utf-8")
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01})
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=2)
+    with static_server(200, "application/json", json.dumps(payload).encode()) as url:
+        yield f"{url}/v1"
 
 
 # --------------------------------------------------------------------------- vectors

@@ -5,11 +5,7 @@ from __future__ import annotations
 import asyncio
 import math
 import re
-import threading
-from collections.abc import AsyncIterator, Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from collections.abc import AsyncIterator
 
 import pytest
 
@@ -29,6 +25,7 @@ from engine.events import ProviderChunk, ReasoningDelta, StreamEnd, TextDelta, U
 from engine.providers.base import ChatMessage, GenerationParams
 from engine.providers.openai_compat import OpenAICompatibleProvider
 from tests.fakes.openai_server import FakeModelServer, Reply
+from tests.fakes.static_server import static_server
 
 MESSAGES = [
     ChatMessage("system", "You narrate a text adventure."),
@@ -70,34 +67,6 @@ async def expect_error(provider: OpenAICompatibleProvider, kind: type[ModelError
         await collect(provider)
     assert_readable(info.value)
     return info.value
-
-
-@contextmanager
-def tiny_server(status: int, content_type: str, body: bytes) -> Iterator[str]:
-    """A plain HTTP server answering every POST with the same response; yields a base URL."""
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            self.send_response(status)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01})
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=2)
 
 
 @pytest.fixture
@@ -384,7 +353,7 @@ async def test_stream_cut_without_chunked_encoding_is_a_bad_reply() -> None:
 
 async def test_html_page_instead_of_an_event_stream() -> None:
     page = b"<html><body>Welcome to my router</body></html>"
-    with tiny_server(200, "text/html; charset=utf-8", page) as url:
+    with static_server(200, "text/html; charset=utf-8", page) as url:
         client = OpenAICompatibleProvider(url, "any", timeout=2)
         try:
             raised = await expect_error(client, ModelBadReply)
@@ -398,7 +367,7 @@ async def test_error_event_mid_stream() -> None:
         b'data: {"choices": [{"index": 0, "delta": {"content": "Once "}}]}\n\n'
         b'data: {"error": {"message": "CUDA out of memory"}}\n\n'
     )
-    with tiny_server(200, "text/event-stream", body) as url:
+    with static_server(200, "text/event-stream", body) as url:
         client = OpenAICompatibleProvider(url, "any", timeout=2)
         try:
             raised = await expect_error(client, ModelServerError)
@@ -417,7 +386,7 @@ async def test_odd_chunk_shapes_are_skipped() -> None:
         b'data: {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}\n\n'
         b"data: [DONE]\n\n"
     )
-    with tiny_server(200, "text/event-stream", body) as url:
+    with static_server(200, "text/event-stream", body) as url:
         client = OpenAICompatibleProvider(url, "any", timeout=2)
         try:
             chunks = await collect(client)
@@ -430,7 +399,7 @@ async def test_odd_chunk_shapes_are_skipped() -> None:
 @pytest.mark.parametrize("status", [400, 403, 502])
 async def test_other_statuses(status: int) -> None:
     body = b'{"error": {"message": "context length exceeded"}}'
-    with tiny_server(status, "application/json", body) as url:
+    with static_server(status, "application/json", body) as url:
         client = OpenAICompatibleProvider(url, "any", timeout=2)
         try:
             expected = {400: ModelServerError, 403: ModelKeyRefused, 502: ModelServerError}

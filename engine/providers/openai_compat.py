@@ -8,10 +8,8 @@ differ in where a reasoning trace goes (``reasoning_content``, ``reasoning`` or 
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 from httpx_sse import SSEError, aconnect_sse
@@ -19,15 +17,18 @@ from httpx_sse import SSEError, aconnect_sse
 from engine.errors import (
     ModelBadReply,
     ModelError,
-    ModelKeyRefused,
-    ModelNotFound,
-    ModelRateLimited,
     ModelServerError,
-    ModelTimedOut,
-    ModelUnreachable,
 )
 from engine.events import ProviderChunk, ReasoningDelta, StreamEnd, TextDelta, Usage
 from engine.providers.base import ChatMessage, GenerationParams, ThinkTagSplitter, checked
+from engine.providers.http_errors import (
+    TRANSPORT_ERRORS,
+    Endpoint,
+    broken_off,
+    error_message,
+    status_error,
+    transport_error,
+)
 
 REASONING_FIELDS = ("reasoning_content", "reasoning")
 
@@ -45,7 +46,8 @@ class OpenAICompatibleProvider:
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.model = model
-        self.host = urlsplit(self.base_url).netloc or self.base_url
+        self.endpoint = Endpoint(self.base_url, model, "model")
+        self.host = self.endpoint.host
         self.label = f"{model} at {self.host}"
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         # ``read`` bounds the silence between two chunks, not the whole reply: a long story
@@ -101,7 +103,7 @@ class OpenAICompatibleProvider:
                 response = source.response
                 if response.status_code >= 400:
                     await response.aread()
-                    raise self._status_error(response)
+                    raise status_error(self.endpoint, response)
                 async for sse in source.aiter_sse():
                     if sse.data.strip() == "[DONE]":
                         done = True
@@ -116,7 +118,7 @@ class OpenAICompatibleProvider:
                     if isinstance(chunk, dict) and "error" in chunk:
                         raise ModelServerError(
                             f"The model server at {self.host} reported an error mid-reply: "
-                            f"{_error_message(chunk)}"
+                            f"{error_message(chunk)}"
                         )
                     for delta in _deltas(chunk, splitter):
                         yield delta
@@ -125,10 +127,7 @@ class OpenAICompatibleProvider:
             if not done and finish_reason is None:
                 # Without chunked encoding a dropped connection looks like a body that simply
                 # ends; every server marks a finished reply with a finish reason or [DONE].
-                raise ModelBadReply(
-                    f"The connection to the model at {self.host} broke off in the middle of the "
-                    "reply. Press Retry."
-                )
+                raise broken_off(self.endpoint)
         except ModelError:
             raise
         except SSEError:
@@ -137,66 +136,11 @@ class OpenAICompatibleProvider:
                 f"The server at {self.host} did not answer as a streaming model server. "
                 "Check the endpoint URL (it usually ends in /v1)."
             ) from None
-        except httpx.ConnectTimeout:
-            raise ModelUnreachable(
-                f"Couldn't connect to the model at {self.host} in time. Is it running?"
-            ) from None
-        except httpx.ConnectError:
-            raise ModelUnreachable(
-                f"Couldn't reach the model at {self.host}. Is it running, and is the address right?"
-            ) from None
-        except httpx.TimeoutException:
-            raise ModelTimedOut(
-                f"The model at {self.host} stopped answering. It may be overloaded; press Retry."
-            ) from None
-        except (httpx.RemoteProtocolError, httpx.ReadError):
-            raise ModelBadReply(
-                f"The connection to the model at {self.host} broke off in the middle of the "
-                "reply. Press Retry."
-            ) from None
-        except (httpx.UnsupportedProtocol, httpx.InvalidURL):
-            raise ModelUnreachable(
-                f"'{self.base_url}' is not a usable model address. It should look like "
-                "http://localhost:11434/v1."
-            ) from None
-        except httpx.HTTPError:
-            raise ModelUnreachable(
-                f"Talking to the model at {self.host} failed. Is it running, and is the "
-                "address right?"
-            ) from None
+        except TRANSPORT_ERRORS as error:
+            raise transport_error(self.endpoint, error) from None
         for delta in splitter.flush():
             yield delta
         yield StreamEnd(finish_reason=finish_reason, usage=usage)
-
-    def _status_error(self, response: httpx.Response) -> ModelError:
-        status = response.status_code
-        detail = _error_message(_json_or_none(response))
-        if status in (401, 403):
-            return ModelKeyRefused(
-                f"The model server at {self.host} refused the API key ({status}). "
-                "Check the key in the settings."
-            )
-        if status == 404:
-            return ModelNotFound(
-                f"The model server at {self.host} has no model called '{self.model}'"
-                + (f" ({detail})" if detail else "")
-                + ". Check the model name in the settings."
-            )
-        if status == 429:
-            wait = _retry_after(response)
-            when = f" Try again in {math.ceil(wait)} s." if wait is not None else ""
-            return ModelRateLimited(
-                f"The model at {self.host} is rate limited right now.{when}", retry_after=wait
-            )
-        if status >= 500:
-            return ModelServerError(
-                f"The model server at {self.host} had an internal error ({status}). "
-                "Press Retry in a moment."
-            )
-        return ModelServerError(
-            f"The model server at {self.host} refused the request ({status})"
-            + (f": {detail}" if detail else ".")
-        )
 
 
 def _deltas(chunk: Any, splitter: ThinkTagSplitter) -> list[TextDelta | ReasoningDelta]:
@@ -240,28 +184,3 @@ def _usage(chunk: Any) -> Usage | None:
         return Usage(int(raw.get("prompt_tokens") or 0), int(raw.get("completion_tokens") or 0))
     except (TypeError, ValueError):
         return None
-
-
-def _retry_after(response: httpx.Response) -> float | None:
-    value = response.headers.get("retry-after")
-    try:
-        return max(0.0, float(value)) if value is not None else None
-    except ValueError:
-        return None
-
-
-def _json_or_none(response: httpx.Response) -> Any:
-    try:
-        return response.json()
-    except ValueError:
-        return None
-
-
-def _error_message(body: Any) -> str:
-    if isinstance(body, dict):
-        error = body.get("error")
-        if isinstance(error, dict) and isinstance(error.get("message"), str):
-            return error["message"][:300]
-        if isinstance(error, str):
-            return error[:300]
-    return ""

@@ -1,0 +1,134 @@
+"""Turning HTTP failures from a model server into errors a player can act on.
+
+Chat and embedding endpoints fail the same ways (refused key, unknown model, rate limits, a
+server down or unreachable); only the words for what was being talked to differ.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+from engine.errors import (
+    ModelBadReply,
+    ModelError,
+    ModelKeyRefused,
+    ModelNotFound,
+    ModelRateLimited,
+    ModelServerError,
+    ModelTimedOut,
+    ModelUnreachable,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    base_url: str
+    model: str
+    #: What the player knows this as: "model" or "embedding model".
+    what: str = "model"
+
+    @property
+    def host(self) -> str:
+        try:
+            return urlsplit(self.base_url).netloc or self.base_url
+        except ValueError:
+            return self.base_url
+
+
+def status_error(endpoint: Endpoint, response: httpx.Response) -> ModelError:
+    """The error for an HTTP status of 400 or more (the body must have been read)."""
+    status, host, what = response.status_code, endpoint.host, endpoint.what
+    detail = error_message(_json_or_none(response))
+    if status in (401, 403):
+        return ModelKeyRefused(
+            f"The {what} server at {host} refused the API key ({status}). "
+            "Check the key in the settings."
+        )
+    if status == 404:
+        return ModelNotFound(
+            f"The {what} server at {host} has no model called '{endpoint.model}'"
+            + (f" ({detail})" if detail else "")
+            + ". Check the model name in the settings."
+        )
+    if status == 429:
+        wait = retry_after(response)
+        when = f" Try again in {math.ceil(wait)} s." if wait is not None else ""
+        return ModelRateLimited(
+            f"The {what} at {host} is rate limited right now.{when}", retry_after=wait
+        )
+    if status >= 500:
+        return ModelServerError(
+            f"The {what} server at {host} had an internal error ({status}). "
+            "Press Retry in a moment."
+        )
+    return ModelServerError(
+        f"The {what} server at {host} refused the request ({status})"
+        + (f": {detail}" if detail else ".")
+    )
+
+
+def transport_error(endpoint: Endpoint, error: Exception) -> ModelError:
+    """The error for an httpx exception raised while talking to the endpoint."""
+    host, what = endpoint.host, endpoint.what
+    if isinstance(error, httpx.ConnectTimeout):
+        return ModelUnreachable(f"Couldn't connect to the {what} at {host} in time. Is it running?")
+    if isinstance(error, httpx.ConnectError):
+        return ModelUnreachable(
+            f"Couldn't reach the {what} at {host}. Is it running, and is the address right?"
+        )
+    if isinstance(error, httpx.TimeoutException):
+        return ModelTimedOut(
+            f"The {what} at {host} stopped answering. It may be overloaded; press Retry."
+        )
+    if isinstance(error, httpx.RemoteProtocolError | httpx.ReadError):
+        return broken_off(endpoint)
+    if isinstance(error, httpx.UnsupportedProtocol | httpx.InvalidURL):
+        return ModelUnreachable(
+            f"'{endpoint.base_url}' is not a usable {what} address. It should look like "
+            "http://localhost:11434/v1."
+        )
+    return ModelUnreachable(
+        f"Talking to the {what} at {host} failed. Is it running, and is the address right?"
+    )
+
+
+#: What ``transport_error`` understands; anything else is a bug, not a network problem.
+TRANSPORT_ERRORS = (httpx.HTTPError, httpx.InvalidURL)
+
+
+def broken_off(endpoint: Endpoint) -> ModelBadReply:
+    return ModelBadReply(
+        f"The connection to the {endpoint.what} at {endpoint.host} broke off in the middle of "
+        "the reply. Press Retry."
+    )
+
+
+def retry_after(response: httpx.Response) -> float | None:
+    value = response.headers.get("retry-after")
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except ValueError:
+        return None
+
+
+def error_message(body: Any) -> str:
+    """The human part of an OpenAI-style error body, if there is one."""
+    if isinstance(body, dict):
+        error = body.get("error")
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            return error["message"][:300]
+        if isinstance(error, str):
+            return error[:300]
+    return ""
+
+
+def _json_or_none(response: httpx.Response) -> Any:
+    try:
+        return response.json()
+    except ValueError:
+        return None
