@@ -45,8 +45,7 @@ async def _discord(settings: Settings) -> None:
 
     from bot.discord_bot import CampfireBot
 
-    services = await build_services(settings)
-    bot = CampfireBot(services)
+    bot = CampfireBot(settings)
     try:
         async with bot:
             await bot.start(settings.discord_token.get_secret_value())
@@ -57,6 +56,28 @@ async def _discord(settings: Settings) -> None:
         ) from None
     except OSError as error:
         raise ConfigError(f"Couldn't reach Discord ({error}). Is this machine online?") from None
+
+
+async def _sync(settings: Settings, guild_id: int | None) -> None:
+    """Register the slash commands with Discord: globally, or in one server (instant)."""
+    import discord
+
+    from bot.discord_bot import CampfireBot
+
+    if settings.discord_token is None:
+        raise ConfigError("DISCORD_TOKEN: syncing commands needs the bot's token.")
+    bot = CampfireBot(settings)
+    async with bot:
+        try:
+            await bot.login(settings.discord_token.get_secret_value())
+        except discord.LoginFailure:
+            raise ConfigError("DISCORD_TOKEN: Discord refused this token.") from None
+        guild = discord.Object(guild_id) if guild_id else None
+        if guild is not None:
+            bot.tree.copy_global_to(guild=guild)
+        synced = await bot.tree.sync(guild=guild)
+    where = f"server {guild_id}" if guild_id else "every server (may take up to an hour)"
+    print(f"Synced {len(synced)} commands to {where}: {', '.join(c.name for c in synced)}")
 
 
 async def _db_upgrade(settings: Settings) -> None:
@@ -73,6 +94,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bot", description="Campfire")
     sub = parser.add_subparsers(dest="command")
     sub.add_parser("console", help="play in this terminal")
+    sync = sub.add_parser("sync", help="register the slash commands with Discord")
+    sync.add_argument("--guild", type=int, help="only this server (takes effect at once)")
     db = sub.add_parser("db", help="database maintenance")
     db.add_argument("action", choices=["upgrade"])
     args = parser.parse_args(argv)
@@ -85,6 +108,8 @@ def main(argv: list[str] | None = None) -> int:
         _logging(settings, to_file=interactive)
         if args.command == "db":
             asyncio.run(_db_upgrade(settings))
+        elif args.command == "sync":
+            asyncio.run(_sync(settings, args.guild))
         elif interactive:
             asyncio.run(_console(settings))
         else:

@@ -79,6 +79,7 @@ class Settings(BaseSettings):
     max_story_cards: int = Field(default=500, ge=1, le=10_000)
     max_script_chars: int = Field(default=100_000, ge=1, le=1_000_000)
     max_memories: int = Field(default=200, ge=1, le=100_000)
+    max_queued_actions: int = Field(default=5, ge=1, le=100)
 
     log_level: str = Field(default="INFO", pattern=r"^(?i:debug|info|warning|error|critical)$")
 

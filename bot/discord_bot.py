@@ -8,13 +8,16 @@ import discord
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from discord.ext import commands
 
-from bot.services import Services
+from bot.config import Settings
+from bot.services import Services, build_services
 
 log = logging.getLogger(__name__)
 
 #: Cog modules loaded at start-up, in order.
-EXTENSIONS: tuple[str, ...] = ()
+EXTENSIONS: tuple[str, ...] = ("cogs.errors", "cogs.play")
 
+#: How often expired turn leases are looked for (a process died mid-turn).
+LEASE_SWEEP_SECONDS = 30
 
 # Campfire never joins voice; without these, discord.py warns at every start that voice
 # libraries are missing.
@@ -23,24 +26,58 @@ discord.VoiceClient.warn_dave = False
 
 
 class CampfireBot(commands.Bot):
-    def __init__(self, services: Services) -> None:
+    services: Services
+
+    def __init__(self, settings: Settings) -> None:
         intents = discord.Intents.default()
-        super().__init__(command_prefix=commands.when_mentioned, intents=intents)
-        self.services = services
+        super().__init__(
+            command_prefix=commands.when_mentioned,
+            intents=intents,
+            # Stories mention characters by name; never let narration ping real people.
+            allowed_mentions=discord.AllowedMentions.none(),
+        )
+        self.settings = settings
         self.scheduler = AsyncIOScheduler()
 
     async def setup_hook(self) -> None:
+        from cogs.streaming import RatePacer
+
+        from cogs.buttons import DYNAMIC_ITEMS
+        from cogs.narration import Narrator
+
+        self.services = await build_services(self.settings)
+        self.narrator = Narrator(self, RatePacer())
+        self.add_dynamic_items(*DYNAMIC_ITEMS)
         for extension in EXTENSIONS:
             await self.load_extension(extension)
+        self.scheduler.add_job(
+            self.announce_interrupted_turns,
+            "interval",
+            seconds=LEASE_SWEEP_SECONDS,
+            id="lease-sweep",
+            coalesce=True,
+            max_instances=1,
+        )
         self.scheduler.start()
         # The command tree is synced on request (`python -m bot sync`), never here: Discord
         # allows 200 command creations a day per server.
+
+    async def announce_interrupted_turns(self) -> None:
+        """Tell channels whose turn died with its process that it was cut off."""
+        for channel_id, event in await self.services.play.reap_interrupted():
+            channel = self.get_channel(channel_id)
+            if isinstance(channel, discord.abc.Messageable):
+                try:
+                    await self.narrator.announce_interrupted(channel, event)
+                except discord.HTTPException:
+                    log.warning("could not announce an interrupted turn in %s", channel_id)
 
     async def close(self) -> None:
         if self.scheduler.running:
             self.scheduler.shutdown(wait=False)
         await super().close()
-        await self.services.aclose()
+        if hasattr(self, "services"):
+            await self.services.aclose()
 
     async def on_ready(self) -> None:
         log.info("connected as %s to %d servers", self.user, len(self.guilds))

@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import logging
+import os
+import socket
+import uuid
 from dataclasses import dataclass
+
+from engine.queue import AdventureQueue
 
 from bot.config import Settings
 from engine.crypto import SecretBox
+from engine.leases import TurnLeases
 from engine.library import seed_builtin_scenarios
+from engine.play import PlayService
 from engine.providers.base import ChatProvider, GenerationParams
 from engine.providers.embeddings import EmbeddingClient
 from engine.providers.local import LocalLlamaProvider
@@ -26,6 +33,8 @@ class Services:
     embedder: EmbeddingClient | None
     secrets: SecretBox
     turns: TurnEngine
+    leases: TurnLeases
+    play: PlayService
 
     async def aclose(self) -> None:
         await self.provider.aclose()
@@ -67,4 +76,8 @@ async def build_services(settings: Settings) -> Services:
         top_p=settings.top_p,
     )
     turns = TurnEngine(db, provider, params=params, max_action_chars=settings.max_action_chars)
-    return Services(settings, db, provider, make_embedder(settings), secrets, turns)
+    # Names this process in lease rows, so a reclaimed lease says whose turn was cut off.
+    holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+    leases = TurnLeases(db, holder=holder)
+    play = PlayService(db, turns, leases, AdventureQueue(cap=settings.max_queued_actions))
+    return Services(settings, db, provider, make_embedder(settings), secrets, turns, leases, play)

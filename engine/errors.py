@@ -7,6 +7,11 @@ front ends log it and answer with a short apology and an id.
 
 from __future__ import annotations
 
+import logging
+import secrets
+
+log = logging.getLogger("campfire")
+
 
 class CampfireError(Exception):
     """Base for errors whose message is written for the player."""
@@ -19,6 +24,24 @@ class CampfireError(Exception):
         self.message = message
 
 
+class InternalError(CampfireError):
+    """Campfire's own fault; the reference finds the traceback in the logs."""
+
+    def __init__(self, reference: str) -> None:
+        super().__init__(
+            f"Something went wrong on Campfire's side (reference {reference}). "
+            "Nothing was saved; press Retry."
+        )
+        self.reference = reference
+
+
+def log_incident(what: str, error: BaseException) -> str:
+    """Log an unexpected error with a short reference the player can quote."""
+    reference = secrets.token_hex(4)
+    log.error("%s (reference %s)", what, reference, exc_info=error)
+    return reference
+
+
 class NotFound(CampfireError):
     retryable = False
 
@@ -29,6 +52,9 @@ class InvalidInput(CampfireError):
 
 class StoryMovedOn(CampfireError):
     """Someone else changed the adventure while this request was being handled."""
+
+    # Pressing Retry would not help: the player should look at the newest turn first.
+    retryable = False
 
 
 # --- model providers ---------------------------------------------------------------------------

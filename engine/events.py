@@ -72,4 +72,24 @@ class TurnDone:
     result: TurnResult
 
 
-TurnEvent = ActionAccepted | ReasoningDelta | TextDelta | TurnFailed | TurnDone
+@dataclass(frozen=True, slots=True)
+class Queued:
+    """The action waits behind ``position`` other turns of the same adventure."""
+
+    position: int
+
+
+@dataclass(frozen=True, slots=True)
+class TurnInterrupted:
+    """A turn of this adventure was cut off by a process that died; nothing of it was saved.
+
+    ``request_id`` names the stored request, so the front end can offer to retry it.
+    """
+
+    request_id: int | None
+    action_text: str
+
+
+TurnEvent = (
+    Queued | TurnInterrupted | ActionAccepted | ReasoningDelta | TextDelta | TurnFailed | TurnDone
+)

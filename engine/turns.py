@@ -9,19 +9,19 @@ the player is told what happened.
 from __future__ import annotations
 
 import logging
-import secrets
 import time
 import zlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
 
 from sqlalchemy import update
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from engine.accounts import touch_user
 from engine.actions import PlayerAction, format_action
 from engine.context import BuiltContext, ContextBuilder, PlainContextBuilder
-from engine.errors import CampfireError, NotFound, StoryMovedOn
+from engine.errors import CampfireError, InternalError, NotFound, StoryMovedOn, log_incident
 from engine.events import (
     ActionAccepted,
     ReasoningDelta,
@@ -47,19 +47,11 @@ from engine.tokens import count_tokens
 
 log = logging.getLogger(__name__)
 
+#: A check run inside the turn's final transaction; False means "do not store".
+Fence = Callable[[AsyncSession], Awaitable[bool]]
+
 #: The narrator stops where it would start writing the player's next action for them.
 STOP_AT_PLAYER_ACTION = ("\n>",)
-
-
-class InternalError(CampfireError):
-    """Something that is Campfire's fault; the reference finds the traceback in the logs."""
-
-    def __init__(self, reference: str) -> None:
-        super().__init__(
-            f"Something went wrong on Campfire's side (reference {reference}). "
-            "Nothing was saved; press Retry."
-        )
-        self.reference = reference
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,21 +85,28 @@ class TurnEngine:
         self.context = context or PlainContextBuilder()
         self.max_action_chars = max_action_chars
 
-    async def play(self, adventure_id: int, action: PlayerAction) -> AsyncIterator[TurnEvent]:
-        """Run one turn, yielding events. Ends with ``TurnDone`` or ``TurnFailed``."""
+    async def play(
+        self, adventure_id: int, action: PlayerAction, *, fence: Fence | None = None
+    ) -> AsyncIterator[TurnEvent]:
+        """Run one turn, yielding events. Ends with ``TurnDone`` or ``TurnFailed``.
+
+        ``fence`` is checked inside the final transaction: when it answers False (the turn's
+        lease passed to another process), nothing is stored.
+        """
         try:
             # aclosing: an abandoned turn must close the model stream now, not at GC time.
-            async with aclosing(self._play(adventure_id, action)) as events:
+            async with aclosing(self._play(adventure_id, action, fence)) as events:
                 async for event in events:
                     yield event
         except CampfireError as error:
             yield TurnFailed(error)
-        except Exception:
-            reference = secrets.token_hex(4)
-            log.exception("turn failed (reference %s, adventure %s)", reference, adventure_id)
+        except Exception as error:
+            reference = log_incident(f"turn failed (adventure {adventure_id})", error)
             yield TurnFailed(InternalError(reference))
 
-    async def _play(self, adventure_id: int, action: PlayerAction) -> AsyncIterator[TurnEvent]:
+    async def _play(
+        self, adventure_id: int, action: PlayerAction, fence: Fence | None
+    ) -> AsyncIterator[TurnEvent]:
         action_text = format_action(action, max_chars=self.max_action_chars)
         async with self.db.session() as session:
             adventure = await session.get(Adventure, adventure_id)
@@ -144,6 +143,7 @@ class TurnEngine:
         latency_ms = _ms_since(started)
 
         result = await self._store(
+            fence,
             adventure,
             head,
             action,
@@ -171,6 +171,7 @@ class TurnEngine:
 
     async def _store(
         self,
+        fence: Fence | None,
         adventure: Adventure,
         head: StoryNode,
         action: PlayerAction,
@@ -188,6 +189,11 @@ class TurnEngine:
             "script_state": adventure.script_state,
         }
         async with self.db.session() as session, session.begin():
+            if fence is not None and not await fence(session):
+                raise StoryMovedOn(
+                    "This turn took too long and another one took its place, so it was not "
+                    "saved. Look at the newest turn and try again."
+                )
             if action.author_id is not None:
                 await touch_user(session, action.author_id)
             parent = head

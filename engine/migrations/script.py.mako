@@ -10,7 +10,9 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 import sqlmodel
 from alembic import op
-${imports if imports else ""}
+% if imports:
+${imports}
+% endif
 
 revision: str = ${repr(up_revision)}
 down_revision: str | None = ${repr(down_revision)}

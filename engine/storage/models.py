@@ -390,6 +390,8 @@ class RequestRecord(SQLModel, table=True):
     adventure_id: int | None = _fk("adventures.id", ondelete="CASCADE")
     user_id: int | None = _fk("users.id", ondelete="CASCADE", big=True)
     payload_digest: str
+    # What was asked (an action's type and text), so a failed or interrupted turn can be retried.
+    payload: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
     seen_version: int | None = None
     status: str = "pending"
     result: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))

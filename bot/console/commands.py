@@ -1,0 +1,150 @@
+"""Reading what the console's player types, the way Discord's client would send it.
+
+/do open the door                      the rest of the line fills the main text option
+/start scenario:"The Lantern Road"     options as name:value, quoted when they hold spaces
+/scenario import file:@story.json      an attachment, read from a file
+!Retry   !2                            press a button on the newest message that has it
+open the door                          plain text is /do
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from discord import AppCommandOptionType, app_commands
+
+_OPTION = re.compile(r'(?<!\S)(?P<name>[a-z0-9_-]+):(?P<value>"(?:[^"\\]|\\.)*"|\S*)')
+
+
+class ConsoleInputError(Exception):
+    """What the player typed cannot be sent; the message says why."""
+
+
+@dataclass(frozen=True)
+class SlashInput:
+    path: str  # "start", "branch new"
+    options: dict[str, Any] = field(default_factory=dict)
+    files: dict[str, Path] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PressInput:
+    label: str | None = None
+    index: int | None = None
+
+
+@dataclass(frozen=True)
+class QuitInput:
+    pass
+
+
+ConsoleInput = SlashInput | PressInput | QuitInput | None
+
+
+def parse_line(line: str, tree: app_commands.CommandTree) -> ConsoleInput:
+    line = line.strip()
+    if not line:
+        return None
+    if line in ("/quit", "/exit"):
+        return QuitInput()
+    if line.startswith("!"):
+        target = line[1:].strip()
+        if not target:
+            raise ConsoleInputError("Say which button: !Continue, or !1 for the first one.")
+        return PressInput(index=int(target)) if target.isdigit() else PressInput(label=target)
+    if not line.startswith("/"):
+        line = f"/do {line}"
+    command, rest = _find_command(line[1:], tree)
+    return _options(command, rest)
+
+
+def _find_command(text: str, tree: app_commands.CommandTree) -> tuple[app_commands.Command, str]:
+    words = text.split(" ")
+    node: Any = tree.get_command(words[0])
+    if node is None:
+        names = ", ".join(sorted(f"/{c.name}" for c in tree.get_commands()))
+        raise ConsoleInputError(f"There is no /{words[0]} command. Commands: {names}")
+    used = 1
+    while isinstance(node, app_commands.Group):
+        if used >= len(words) or not words[used]:
+            subs = ", ".join(c.name for c in node.commands)
+            raise ConsoleInputError(f"/{node.qualified_name} needs one of: {subs}")
+        child = node.get_command(words[used])
+        if child is None:
+            subs = ", ".join(c.name for c in node.commands)
+            raise ConsoleInputError(
+                f"/{node.qualified_name} has no '{words[used]}'; it has: {subs}"
+            )
+        node, used = child, used + 1
+    return node, " ".join(words[used:])
+
+
+def _options(command: app_commands.Command, rest: str) -> SlashInput:
+    parameters = {p.name: p for p in command.parameters}
+    options: dict[str, Any] = {}
+    files: dict[str, Path] = {}
+    leftover = []
+    position = 0
+    for match in _OPTION.finditer(rest):
+        name = match["name"]
+        if name not in parameters:
+            continue
+        leftover.append(rest[position : match.start()])
+        position = match.end()
+        value = match["value"]
+        if value.startswith('"'):
+            value = re.sub(r"\\(.)", r"\1", value[1:-1])
+        parameter = parameters[name]
+        if parameter.type is AppCommandOptionType.attachment:
+            if not value.startswith("@"):
+                raise ConsoleInputError(f"{name}: give a file as {name}:@path/to/file")
+            path = Path(value[1:]).expanduser()
+            if not path.is_file():
+                raise ConsoleInputError(f"{name}: there is no file at {path}")
+            files[name] = path
+        else:
+            options[name] = _convert(parameter, value)
+    leftover.append(rest[position:])
+    free = " ".join(" ".join(leftover).split())
+    if free:
+        main = next(
+            (
+                p
+                for p in command.parameters
+                if p.type is AppCommandOptionType.string and p.name not in options
+            ),
+            None,
+        )
+        if main is None:
+            raise ConsoleInputError(
+                f"/{command.qualified_name} does not take free text; options: "
+                + (", ".join(f"{p.name}:" for p in command.parameters) or "none")
+            )
+        options[main.name] = free
+    missing = [p.name for p in command.parameters if p.required and p.name not in options | files]
+    if missing:
+        raise ConsoleInputError(
+            f"/{command.qualified_name} needs " + ", ".join(f"{name}:…" for name in missing)
+        )
+    return SlashInput(command.qualified_name, options, files)
+
+
+def _convert(parameter: app_commands.Parameter, value: str) -> Any:
+    kind = parameter.type
+    try:
+        if kind is AppCommandOptionType.integer:
+            return int(value)
+        if kind is AppCommandOptionType.number:
+            return float(value)
+        if kind is AppCommandOptionType.boolean:
+            if value.lower() not in ("true", "false", "yes", "no"):
+                raise ValueError
+            return value.lower() in ("true", "yes")
+    except ValueError:
+        raise ConsoleInputError(
+            f"{parameter.name}: expected a {kind.name}, got '{value}'"
+        ) from None
+    return value

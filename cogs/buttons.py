@@ -1,0 +1,103 @@
+"""Buttons that survive restarts: their state lives in the ``custom_id``.
+
+Each is a ``DynamicItem``: discord.py rebuilds it from the ``custom_id`` of whatever message is
+pressed, even one sent before the bot restarted. The version in a Continue button's id is the
+story version it was drawn under; a press under an older version is refused politely.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+import discord
+
+from cogs.context import actor_of, channel_id_of
+from engine.actions import PlayerAction
+from engine.storage.models import ActionType
+
+if TYPE_CHECKING:
+    from bot.discord_bot import CampfireBot
+
+
+class ContinueButton(
+    discord.ui.DynamicItem[discord.ui.Button],
+    template=r"cf:continue:(?P<adventure>\d+):(?P<version>\d+)",
+):
+    def __init__(self, adventure_id: int, version: int) -> None:
+        self.adventure_id = adventure_id
+        self.version = version
+        super().__init__(
+            discord.ui.Button(
+                label="Continue",
+                emoji="⏩",
+                style=discord.ButtonStyle.primary,
+                custom_id=f"cf:continue:{adventure_id}:{version}",
+            )
+        )
+
+    @classmethod
+    async def from_custom_id(
+        cls, interaction: discord.Interaction, item: discord.ui.Item[Any], match: re.Match[str]
+    ) -> ContinueButton:
+        return cls(int(match["adventure"]), int(match["version"]))
+
+    async def callback(self, interaction: discord.Interaction) -> None:
+        bot: CampfireBot = interaction.client  # type: ignore[assignment]
+        await interaction.response.defer(thinking=True)
+        action = PlayerAction(ActionType.CONTINUE, "", interaction.user.id)
+        events = bot.services.play.act(
+            actor_of(interaction),
+            channel_id_of(interaction),
+            action,
+            request_id=interaction.id,
+            seen_version=self.version,
+        )
+        await bot.narrator.show(interaction, events)
+
+
+class RetryButton(discord.ui.DynamicItem[discord.ui.Button], template=r"cf:retry:(?P<request>\d+)"):
+    """Plays again an action whose turn failed or was interrupted."""
+
+    def __init__(self, request_id: int) -> None:
+        self.request_id = request_id
+        super().__init__(
+            discord.ui.Button(
+                label="Retry",
+                emoji="🔁",
+                style=discord.ButtonStyle.secondary,
+                custom_id=f"cf:retry:{request_id}",
+            )
+        )
+
+    @classmethod
+    async def from_custom_id(
+        cls, interaction: discord.Interaction, item: discord.ui.Item[Any], match: re.Match[str]
+    ) -> RetryButton:
+        return cls(int(match["request"]))
+
+    async def callback(self, interaction: discord.Interaction) -> None:
+        bot: CampfireBot = interaction.client  # type: ignore[assignment]
+        await interaction.response.defer(thinking=True)
+        events = bot.services.play.retry_request(
+            actor_of(interaction),
+            channel_id_of(interaction),
+            self.request_id,
+            new_request_id=interaction.id,
+        )
+        await bot.narrator.show(interaction, events)
+
+
+def turn_buttons(adventure_id: int, version: int) -> discord.ui.View:
+    view = discord.ui.View(timeout=None)
+    view.add_item(ContinueButton(adventure_id, version))
+    return view
+
+
+def retry_button(request_id: int) -> discord.ui.View:
+    view = discord.ui.View(timeout=None)
+    view.add_item(RetryButton(request_id))
+    return view
+
+
+DYNAMIC_ITEMS = (ContinueButton, RetryButton)

@@ -1,0 +1,57 @@
+"""One error handler for every app command: player errors are answered to the player alone;
+anything else is logged with a reference and answered with a short apology."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import discord
+from discord import app_commands
+from discord.ext import commands
+
+from cogs.replies import reply
+from engine.errors import CampfireError, log_incident
+
+if TYPE_CHECKING:
+    from bot.discord_bot import CampfireBot
+
+
+def unwrap(error: BaseException) -> BaseException:
+    while isinstance(error, app_commands.CommandInvokeError | commands.CommandInvokeError):
+        error = error.original
+    return error
+
+
+async def on_app_command_error(
+    interaction: discord.Interaction, error: app_commands.AppCommandError
+) -> None:
+    original = unwrap(error)
+    if isinstance(original, CampfireError):
+        await reply(interaction, f"⚠ {original.message}")
+    elif isinstance(original, app_commands.CheckFailure):
+        await reply(interaction, f"⚠ {original}")
+    elif isinstance(original, app_commands.TransformerError):
+        await reply(interaction, f"⚠ {original}")
+    else:
+        command = interaction.command.qualified_name if interaction.command else "?"
+        reference = log_incident(f"/{command} failed", original)
+        await reply(
+            interaction,
+            f"Sorry, something went wrong on Campfire's side (reference `{reference}`).",
+        )
+
+
+class ErrorsCog(commands.Cog):
+    def __init__(self, bot: CampfireBot) -> None:
+        self.bot = bot
+
+    async def cog_load(self) -> None:
+        self._previous = self.bot.tree.on_error
+        self.bot.tree.on_error = on_app_command_error  # type: ignore[method-assign]
+
+    async def cog_unload(self) -> None:
+        self.bot.tree.on_error = self._previous  # type: ignore[method-assign]
+
+
+async def setup(bot: CampfireBot) -> None:
+    await bot.add_cog(ErrorsCog(bot))

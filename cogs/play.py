@@ -1,0 +1,147 @@
+"""The play loop: /start, /do, /say, /story, /continue and /help."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+import discord
+from discord import app_commands
+from discord.ext import commands
+
+from cogs.context import actor_of, channel_id_of
+from cogs.replies import reply
+from engine.actions import PlayerAction
+from engine.storage.models import ActionType
+
+if TYPE_CHECKING:
+    from bot.discord_bot import CampfireBot
+
+log = logging.getLogger(__name__)
+
+HELP = """\
+**Campfire** runs text adventures narrated by an AI.
+
+**Play**
+`/start [scenario]` start an adventure (in a server it opens a thread for it)
+`/do <action>` act: `/do open the door` → *> You open the door.*
+`/say <words>` speak: `/say Hello` → *> You say "Hello."*
+`/story <text>` add to the story in your own words
+`/continue` or the ⏩ button: let the narrator go on
+
+When several people act at once, their actions are queued and played in order.
+If a turn fails, nothing is saved and a 🔁 Retry button plays it again."""
+
+ACTION_LIMIT = 2000
+
+
+class PlayCog(commands.Cog):
+    def __init__(self, bot: CampfireBot) -> None:
+        self.bot = bot
+
+    @app_commands.command(name="start")
+    @app_commands.describe(scenario="A scenario from the library; leave empty for the default")
+    async def start(self, interaction: discord.Interaction, scenario: str | None = None) -> None:
+        """Start an adventure here: a new thread in a server, or a solo story in DMs."""
+        play = self.bot.services.play
+        actor = actor_of(interaction)
+        await interaction.response.defer(thinking=True)
+        title = await play.resolve_title(actor, scenario)
+        channel = interaction.channel
+        thread: discord.Thread | None = None
+        if isinstance(channel, discord.TextChannel):
+            thread = await channel.create_thread(
+                name=title[:100],
+                type=discord.ChannelType.public_thread,
+                auto_archive_duration=1440,
+                reason=f"Campfire adventure started by {interaction.user}",
+            )
+            target: discord.abc.Messageable = thread
+        elif isinstance(channel, discord.abc.Messageable):
+            target = channel
+        else:
+            await reply(interaction, "Adventures can be started in text channels, threads or DMs.")
+            return
+        try:
+            started = await play.start(actor, target.id, scenario)  # type: ignore[attr-defined]
+        except BaseException:
+            if thread is not None:
+                await thread.delete()
+            raise
+        header = f"{started.icon} **{started.title}**".strip()
+        if thread is not None:
+            await interaction.edit_original_response(
+                content=f"{header} begins in {thread.mention}. Everyone there can play."
+            )
+        else:
+            await interaction.edit_original_response(content=f"{header} begins.")
+        await self.bot.narrator.post_opening(
+            target, started.opening, started.adventure_id, started.version
+        )
+
+    @start.autocomplete("scenario")
+    async def scenario_choices(
+        self, interaction: discord.Interaction, current: str
+    ) -> list[app_commands.Choice[str]]:
+        choices = await self.bot.services.play.scenario_choices(actor_of(interaction), current)
+        return [app_commands.Choice(name=label, value=value) for label, value in choices]
+
+    @app_commands.command(name="do")
+    @app_commands.describe(action="What you do, e.g. “open the door”")
+    async def do(
+        self,
+        interaction: discord.Interaction,
+        action: app_commands.Range[str, 1, ACTION_LIMIT],
+    ) -> None:
+        """Do something in the story."""
+        await self._act(interaction, ActionType.DO, action)
+
+    @app_commands.command(name="say")
+    @app_commands.describe(words="What you say, e.g. “Who goes there?”")
+    async def say(
+        self,
+        interaction: discord.Interaction,
+        words: app_commands.Range[str, 1, ACTION_LIMIT],
+    ) -> None:
+        """Say something in the story."""
+        await self._act(interaction, ActionType.SAY, words)
+
+    @app_commands.command(name="story")
+    @app_commands.describe(text="Text to add to the story as written")
+    async def story(
+        self,
+        interaction: discord.Interaction,
+        text: app_commands.Range[str, 1, ACTION_LIMIT],
+    ) -> None:
+        """Add to the story in your own words."""
+        await self._act(interaction, ActionType.STORY, text)
+
+    @app_commands.command(name="continue")
+    async def continue_(self, interaction: discord.Interaction) -> None:
+        """Let the narrator go on."""
+        await self._act(interaction, ActionType.CONTINUE, "")
+
+    @app_commands.command(name="help")
+    async def help(self, interaction: discord.Interaction) -> None:
+        """How to play Campfire."""
+        await interaction.response.send_message(HELP, ephemeral=True)
+
+    async def _act(self, interaction: discord.Interaction, kind: ActionType, text: str) -> None:
+        play = self.bot.services.play
+        channel_id = channel_id_of(interaction)
+        # Checked before deferring so that "nothing here" is answered to the player alone.
+        if await play.adventure_in(channel_id) is None:
+            await reply(interaction, "There is no adventure running here. Start one with `/start`.")
+            return
+        await interaction.response.defer(thinking=True)
+        events = play.act(
+            actor_of(interaction),
+            channel_id,
+            PlayerAction(kind, text, interaction.user.id),
+            request_id=interaction.id,
+        )
+        await self.bot.narrator.show(interaction, events)
+
+
+async def setup(bot: CampfireBot) -> None:
+    await bot.add_cog(PlayCog(bot))

@@ -1,0 +1,329 @@
+"""Turn leases: one generation at a time per adventure, across processes.
+
+A lease is a ``turn_leases`` row: who holds the adventure's turn, a fencing token and an expiry
+the holder keeps pushing forward with heartbeats. Because it is a row, it holds between
+processes (several bot shards, the console and the scheduler sharing one database) and it
+survives a crash: a holder that dies stops heartbeating, its lease expires, and the next claim
+takes it over.
+
+The fencing token increases every time the lease changes hands, and a row is never deleted
+while its adventure exists: releasing a lease (or reaping an expired one) only marks it free
+(``holder`` empty). A deleted row would restart the count at 1, and a stale holder from before
+the deletion could then pass the fencing check of a newer lease with the same number.
+
+How a turn uses it::
+
+    async with leases.hold(adventure_id) as lease:       # LeaseBusy if a turn is running
+        if lease.reclaimed_from:                          # a crashed turn was taken over
+            ...tell the players that turn was interrupted
+        async for event in engine.play(adventure_id, action, fence=leases.fence(lease)):
+            ...
+
+``hold`` heartbeats in the background. A holder that stalls past its expiry can still be
+overtaken; the fence (``still_holds``, run first inside the turn's final transaction) is what
+makes sure such a turn stores nothing.
+
+Interrupted turns: a crashed turn has stored nothing (a turn writes everything in one final
+transaction), so "marking it interrupted" is a message. Whoever notices first tells the players:
+the next ``claim`` (``Lease.reclaimed_from``) or the scheduler's ``reap_expired``. Each expired
+lease is reported by exactly one of them.
+
+Times come from this process's clock (``clock``), so the processes sharing a database need
+clocks that agree to well within the lease's time to live.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import and_, or_, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from engine.errors import CampfireError, NotFound
+from engine.storage.database import Database
+from engine.storage.models import TurnLease, utcnow
+
+log = logging.getLogger(__name__)
+
+#: Seconds a lease lives without a heartbeat.
+DEFAULT_TTL = 30.0
+
+#: The holder of a lease row that nobody holds (released, or reaped after it expired).
+FREE = ""
+
+_leases = TurnLease.__table__  # core statements: no ORM bookkeeping for a coordination row
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    adventure_id: int
+    holder: str
+    #: Fencing token: strictly increases every time the lease changes hands.
+    token: int
+    #: The holder whose expired lease this claim took over: its turn was interrupted.
+    reclaimed_from: str | None = field(default=None, compare=False)
+
+
+class LeaseBusy(CampfireError):
+    """A turn of this adventure is being written (here or in another process)."""
+
+    def __init__(
+        self, adventure_id: int, *, holder: str | None = None, expires_at: datetime | None = None
+    ) -> None:
+        super().__init__(
+            "The narrator is still writing the current turn of this adventure. "
+            "Wait for it to finish, then try again."
+        )
+        self.adventure_id = adventure_id
+        self.holder = holder
+        self.expires_at = expires_at
+
+
+def as_utc(moment: datetime) -> datetime:
+    """An aware UTC datetime; a naive one is taken to be UTC already.
+
+    SQLite keeps ``DateTime(timezone=True)`` values as naive text and compares them as text, so
+    every time written or compared must be in the same zone: UTC.
+    """
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC)
+
+
+def _held(lease: Lease) -> Any:
+    return and_(
+        _leases.c.adventure_id == lease.adventure_id,
+        _leases.c.holder == lease.holder,
+        _leases.c.fencing_token == lease.token,
+    )
+
+
+class TurnLeases:
+    """Claims, heartbeats and releases the turn leases of one holder (a process, usually).
+
+    ``holder`` names this process in the table (and in logs): make it unique per process, for
+    example ``f"{hostname}:{pid}"``.
+    """
+
+    def __init__(
+        self,
+        db: Database,
+        *,
+        holder: str,
+        ttl: float = DEFAULT_TTL,
+        clock: Callable[[], datetime] = utcnow,
+        heartbeat_every: float | None = None,
+    ) -> None:
+        if not holder:
+            raise ValueError("a lease holder needs a name")
+        if ttl <= 0:
+            raise ValueError("a lease's time to live must be positive")
+        self.db = db
+        self.holder = holder
+        self.ttl = timedelta(seconds=ttl)
+        self.clock = clock
+        #: Seconds between ``hold``'s heartbeats.
+        self.heartbeat_every = heartbeat_every if heartbeat_every is not None else ttl / 3
+        self._finishing: set[asyncio.Task[None]] = set()
+
+    def _now(self) -> datetime:
+        return as_utc(self.clock())
+
+    # --- the lease ------------------------------------------------------------------------------
+
+    async def claim(self, adventure_id: int) -> Lease:
+        """Take the adventure's lease, or raise ``LeaseBusy`` if a live one is held by anyone.
+
+        This holder included: one turn at a time. An expired lease is taken over (its token
+        bumped) and the returned lease names the previous holder in ``reclaimed_from``.
+        """
+        now = self._now()
+        try:
+            async with self.db.session() as session, session.begin():
+                previous = await _lock_row(session, adventure_id)
+                insert = (postgresql.insert if _is_postgres(session) else sqlite.insert)(_leases)
+                insert = insert.values(
+                    adventure_id=adventure_id,
+                    holder=self.holder,
+                    fencing_token=1,
+                    expires_at=now + self.ttl,
+                    heartbeat_at=now,
+                )
+                # The one statement that decides: it writes only where the row is free or
+                # expired, and the database runs it atomically against any other claim.
+                claim = insert.on_conflict_do_update(
+                    index_elements=[_leases.c.adventure_id],
+                    set_={
+                        "holder": insert.excluded.holder,
+                        "fencing_token": _leases.c.fencing_token + 1,
+                        "expires_at": insert.excluded.expires_at,
+                        "heartbeat_at": insert.excluded.heartbeat_at,
+                    },
+                    where=or_(_leases.c.holder == FREE, _leases.c.expires_at <= now),
+                ).returning(_leases.c.fencing_token)
+                token = await session.scalar(claim)
+        except IntegrityError as error:
+            raise NotFound("That adventure no longer exists.") from error
+        if token is None:
+            raise LeaseBusy(
+                adventure_id,
+                holder=previous.holder if previous else None,
+                expires_at=as_utc(previous.expires_at) if previous else None,
+            )
+        reclaimed_from = previous.holder if previous and previous.holder != FREE else None
+        if reclaimed_from is not None:
+            log.warning(
+                "adventure %s: took over the expired turn lease of %s (token %s)",
+                adventure_id,
+                reclaimed_from,
+                token,
+            )
+        return Lease(adventure_id, self.holder, token, reclaimed_from)
+
+    async def heartbeat(self, lease: Lease) -> bool:
+        """Push the lease's expiry forward; False if it was lost (taken over, reaped, released).
+
+        A lease that expired but that nobody took over is still this holder's and is renewed.
+        """
+        now = self._now()
+        async with self.db.session() as session, session.begin():
+            result = await session.execute(
+                update(_leases)
+                .where(_held(lease))
+                .values(expires_at=now + self.ttl, heartbeat_at=now)
+            )
+        return result.rowcount == 1
+
+    async def release(self, lease: Lease) -> None:
+        """Give the lease up, if it is still this one (a stale lease changes nothing)."""
+        now = self._now()
+        async with self.db.session() as session, session.begin():
+            await session.execute(
+                update(_leases)
+                .where(_held(lease))
+                .values(holder=FREE, expires_at=now, heartbeat_at=now)
+            )
+
+    async def still_holds(self, session: AsyncSession, lease: Lease) -> bool:
+        """The fencing check, for the transaction that stores the turn: call it first there.
+
+        It locks the lease until that transaction ends (the row on PostgreSQL, the database's
+        write lock on SQLite), so no claim can take the lease over between the check and the
+        commit. A lease that expired but that nobody took over still holds.
+        """
+        row = await _lock_row(session, lease.adventure_id)
+        return row is not None and row.holder == lease.holder and row.fencing_token == lease.token
+
+    def fence(self, lease: Lease) -> Callable[[AsyncSession], Awaitable[bool]]:
+        """``still_holds`` for this lease, in the shape ``TurnEngine.play(fence=...)`` takes."""
+
+        async def check(session: AsyncSession) -> bool:
+            return await self.still_holds(session, lease)
+
+        return check
+
+    async def reap_expired(self) -> list[int]:
+        """Free every expired lease; returns their adventures, whose turns were interrupted.
+
+        For the scheduler, to tell those adventures' players. A lease reaped here is reported
+        only here: a later claim finds it free, not expired.
+        """
+        now = self._now()
+        async with self.db.session() as session, session.begin():
+            result = await session.execute(
+                update(_leases)
+                .where(_leases.c.holder != FREE, _leases.c.expires_at <= now)
+                .values(holder=FREE)
+                .returning(_leases.c.adventure_id)
+            )
+            return sorted(result.scalars())
+
+    # --- holding it for a turn ------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def hold(self, adventure_id: int) -> AsyncIterator[Lease]:
+        """Claim the lease, heartbeat it in the background, release it on the way out.
+
+        Released also when the body raises or is cancelled. If a heartbeat finds the lease lost,
+        the body runs on; its store is refused by the fence.
+        """
+        lease = await self.claim(adventure_id)
+        beating = asyncio.create_task(
+            self._keep_alive(lease), name=f"lease-heartbeat-{adventure_id}"
+        )
+        try:
+            yield lease
+        finally:
+            beating.cancel()
+            # Its own task: a second cancellation of the caller cannot cut the release short.
+            finishing = asyncio.create_task(self._finish(lease, beating))
+            self._finishing.add(finishing)
+            finishing.add_done_callback(self._finishing.discard)
+            await asyncio.shield(finishing)
+
+    async def _keep_alive(self, lease: Lease) -> None:
+        while True:
+            await asyncio.sleep(self.heartbeat_every)
+            try:
+                alive = await self.heartbeat(lease)
+            except Exception:
+                log.warning(
+                    "adventure %s: turn lease heartbeat failed; trying again",
+                    lease.adventure_id,
+                    exc_info=True,
+                )
+                continue
+            if not alive:
+                log.warning(
+                    "adventure %s: lost the turn lease (token %s); this turn will not be stored",
+                    lease.adventure_id,
+                    lease.token,
+                )
+                return
+
+    async def _finish(self, lease: Lease, beating: asyncio.Task[None]) -> None:
+        await asyncio.wait({beating})
+        try:
+            await self.release(lease)
+        except Exception:
+            # It expires on its own; the original error, if any, is the one worth raising.
+            log.warning(
+                "adventure %s: could not release the turn lease", lease.adventure_id, exc_info=True
+            )
+
+
+def _is_postgres(session: AsyncSession) -> bool:
+    return session.get_bind().dialect.name == "postgresql"
+
+
+async def _lock_row(session: AsyncSession, adventure_id: int) -> Any:
+    """Read the adventure's lease row and keep it from changing until the transaction ends.
+
+    PostgreSQL: ``SELECT ... FOR UPDATE``. SQLite has no row locks, and with Python's sqlite3 a
+    plain SELECT even runs outside the transaction; a (no-op) UPDATE opens the transaction and
+    takes the database's write lock, which every other claim, heartbeat or release waits for.
+    """
+    columns = (_leases.c.holder, _leases.c.fencing_token, _leases.c.expires_at)
+    if _is_postgres(session):
+        statement: Any = (
+            _leases.select()
+            .with_only_columns(*columns)
+            .where(_leases.c.adventure_id == adventure_id)
+            .with_for_update()
+        )
+    else:
+        statement = (
+            update(_leases)
+            .where(_leases.c.adventure_id == adventure_id)
+            .values(holder=_leases.c.holder)
+            .returning(*columns)
+        )
+    return (await session.execute(statement)).first()

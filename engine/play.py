@@ -1,0 +1,317 @@
+"""What a front end calls to play: start an adventure in a place, act in it, list scenarios.
+
+Each front-end command is one call here. Turns of one adventure run one at a time: in this
+process through the adventure queue (so actions that arrive together are played in order and
+told their place in line), across processes through the turn lease. Every action is recorded
+as a request before it runs, so a turn that fails, or dies with its process, can be retried.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+from collections.abc import AsyncIterator
+from contextlib import aclosing
+from dataclasses import dataclass
+
+from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from engine.accounts import touch_server, touch_user
+from engine.actions import PlayerAction, format_action
+from engine.adventures import active_adventure, start_adventure
+from engine.errors import CampfireError, InternalError, NotFound, StoryMovedOn, log_incident
+from engine.events import (
+    Queued,
+    TurnDone,
+    TurnEvent,
+    TurnFailed,
+    TurnInterrupted,
+)
+from engine.leases import TurnLeases
+from engine.queue import AdventureQueue
+from engine.scenarios import resolve_scenario, visible_scenarios
+from engine.storage.database import Database
+from engine.storage.models import ActionType, Adventure, RequestRecord, utcnow
+from engine.turns import TurnEngine
+
+log = logging.getLogger(__name__)
+
+_FINAL = (TurnDone, TurnFailed)
+
+
+@dataclass(frozen=True, slots=True)
+class Actor:
+    """Who is acting, and where."""
+
+    user_id: int
+    user_name: str = ""
+    server_id: int | None = None
+    server_name: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class StartedAdventure:
+    adventure_id: int
+    title: str
+    icon: str
+    opening: str
+    version: int
+
+
+@dataclass(frozen=True, slots=True)
+class AdventureRef:
+    adventure_id: int
+    title: str
+    version: int
+
+
+class PlayService:
+    def __init__(
+        self, db: Database, turns: TurnEngine, leases: TurnLeases, queue: AdventureQueue
+    ) -> None:
+        self.db = db
+        self.turns = turns
+        self.leases = leases
+        self.queue = queue
+
+    # --- scenarios and adventures -------------------------------------------------------------
+
+    async def scenario_choices(
+        self, actor: Actor, typed: str, *, limit: int = 25
+    ) -> list[tuple[str, str]]:
+        """(label, value) pairs for autocomplete: titles containing what was typed."""
+        async with self.db.session() as session:
+            scenarios = await visible_scenarios(session, actor.server_id, actor.user_id)
+        typed = typed.casefold().strip()
+        return [
+            (f"{s.icon} {s.title}".strip()[:100], str(s.id))
+            for s in scenarios
+            if typed in s.title.casefold()
+        ][:limit]
+
+    async def resolve_title(self, actor: Actor, query: str | None) -> str:
+        """The title of the scenario ``query`` names (raises a readable error if none)."""
+        async with self.db.session() as session:
+            scenario = await resolve_scenario(
+                session, query, server_id=actor.server_id, user_id=actor.user_id
+            )
+            return scenario.title
+
+    async def start(self, actor: Actor, channel_id: int, query: str | None) -> StartedAdventure:
+        """Start an adventure in a channel, thread or DM; one already running there ends."""
+        async with self.db.session() as session, session.begin():
+            await self._touch(session, actor)
+            scenario = await resolve_scenario(
+                session, query, server_id=actor.server_id, user_id=actor.user_id
+            )
+            running = await active_adventure(session, channel_id)
+            if running is not None:
+                running.ended_at = utcnow()
+            adventure = await start_adventure(
+                session,
+                scenario.id,
+                channel_id=channel_id,
+                server_id=actor.server_id,
+                host_id=actor.user_id,
+            )
+            return StartedAdventure(
+                adventure.id, adventure.title, adventure.icon, adventure.prompt, adventure.version
+            )
+
+    async def adventure_in(self, channel_id: int) -> AdventureRef | None:
+        async with self.db.session() as session:
+            adventure = await active_adventure(session, channel_id)
+            if adventure is None:
+                return None
+            return AdventureRef(adventure.id, adventure.title, adventure.version)
+
+    # --- turns --------------------------------------------------------------------------------
+
+    async def act(
+        self,
+        actor: Actor,
+        channel_id: int,
+        action: PlayerAction,
+        *,
+        request_id: int,
+        seen_version: int | None = None,
+    ) -> AsyncIterator[TurnEvent]:
+        """Play an action in the adventure running in ``channel_id``.
+
+        Yields ``Queued`` when other turns are ahead, then the turn's events. Ends with
+        ``TurnDone`` or ``TurnFailed``.
+        """
+        try:
+            format_action(action, max_chars=self.turns.max_action_chars)  # fail fast
+            adventure_id = await self._record(actor, channel_id, action, request_id, seen_version)
+        except CampfireError as error:
+            yield TurnFailed(error)
+            return
+        async with aclosing(self._run_queued(adventure_id, action, request_id)) as events:
+            async for event in events:
+                yield event
+
+    async def retry_request(
+        self, actor: Actor, channel_id: int, request_id: int, *, new_request_id: int
+    ) -> AsyncIterator[TurnEvent]:
+        """Play again the action of a request that failed or was interrupted."""
+        async with self.db.session() as session:
+            record = await session.get(RequestRecord, request_id)
+        if record is None or not record.payload:
+            yield TurnFailed(NotFound("That action is no longer available to retry."))
+            return
+        action = PlayerAction(
+            ActionType(record.payload["type"]), record.payload.get("text", ""), actor.user_id
+        )
+        async with aclosing(
+            self.act(actor, channel_id, action, request_id=new_request_id)
+        ) as events:
+            async for event in events:
+                yield event
+
+    async def _record(
+        self,
+        actor: Actor,
+        channel_id: int,
+        action: PlayerAction,
+        request_id: int,
+        seen_version: int | None,
+    ) -> int:
+        payload = {"type": str(action.type), "text": action.text}
+        digest = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+        async with self.db.session() as session, session.begin():
+            await self._touch(session, actor)
+            adventure = await active_adventure(session, channel_id)
+            if adventure is None:
+                raise NotFound("There is no adventure running here. Start one with /start.")
+            if seen_version is not None and seen_version != adventure.version:
+                raise StoryMovedOn("The story has moved on since that button was drawn.")
+            session.add(
+                RequestRecord(
+                    interaction_id=request_id,
+                    adventure_id=adventure.id,
+                    user_id=actor.user_id,
+                    payload_digest=digest,
+                    payload=payload,
+                    seen_version=adventure.version,
+                    status="queued",
+                )
+            )
+            return adventure.id
+
+    async def _run_queued(
+        self, adventure_id: int, action: PlayerAction, request_id: int
+    ) -> AsyncIterator[TurnEvent]:
+        """Run the turn through the adventure's queue, forwarding its events as they come."""
+        events: asyncio.Queue[TurnEvent] = asyncio.Queue()
+
+        async def job() -> None:
+            try:
+                async with self.leases.hold(adventure_id) as lease:
+                    if lease.reclaimed_from is not None:
+                        events.put_nowait(await self._mark_interrupted(adventure_id, request_id))
+                    await self._set_status(request_id, "running")
+                    stream = self.turns.play(adventure_id, action, fence=self.leases.fence(lease))
+                    async with aclosing(stream) as turn:
+                        async for event in turn:
+                            if isinstance(event, _FINAL):
+                                await self._finish(request_id, event)
+                            events.put_nowait(event)
+            except CampfireError as error:
+                await self._set_status(request_id, "failed")
+                events.put_nowait(TurnFailed(error))
+
+        try:
+            ticket = await self.queue.submit(adventure_id, job)
+        except CampfireError as error:
+            await self._set_status(request_id, "refused")
+            yield TurnFailed(error)
+            return
+        if ticket.position > 0:
+            yield Queued(ticket.position)
+        # A caller that stops listening does not stop the turn: it runs in the queue and is
+        # saved all the same, so the story stays whole for the next player.
+        outcome = asyncio.ensure_future(ticket.result())
+        while True:
+            getter = asyncio.ensure_future(events.get())
+            await asyncio.wait({getter, outcome}, return_when=asyncio.FIRST_COMPLETED)
+            if not getter.done():
+                getter.cancel()
+                while not events.empty():
+                    yield events.get_nowait()
+                error = outcome.exception()
+                if error is not None:
+                    reference = log_incident("turn job failed", error)
+                    yield TurnFailed(InternalError(reference))
+                return
+            event = getter.result()
+            yield event
+            if isinstance(event, _FINAL):
+                return
+
+    async def reap_interrupted(self) -> list[tuple[int, TurnInterrupted]]:
+        """Expired leases (their process died): each adventure's cut-off turn, by channel."""
+        found = []
+        for adventure_id in await self.leases.reap_expired():
+            event = await self._mark_interrupted(adventure_id, request_id=0)
+            async with self.db.session() as session:
+                adventure = await session.get(Adventure, adventure_id)
+            if adventure is not None and adventure.channel_id is not None:
+                found.append((adventure.channel_id, event))
+        return found
+
+    async def _mark_interrupted(self, adventure_id: int, request_id: int) -> TurnInterrupted:
+        """A dead process held this adventure's lease: its running request was cut off."""
+        async with self.db.session() as session, session.begin():
+            record = await session.scalar(
+                select(RequestRecord)
+                .where(
+                    RequestRecord.adventure_id == adventure_id,
+                    RequestRecord.status == "running",
+                    RequestRecord.interaction_id != request_id,
+                )
+                .order_by(RequestRecord.created_at.desc())
+                .limit(1)
+            )
+            if record is None:
+                return TurnInterrupted(None, "")
+            record.status = "interrupted"
+            payload = record.payload or {}
+            text = ""
+            try:
+                text = format_action(
+                    PlayerAction(ActionType(payload.get("type")), payload.get("text", ""))
+                )
+            except (CampfireError, ValueError):
+                pass
+            return TurnInterrupted(record.interaction_id, text)
+
+    async def _finish(self, request_id: int, event: TurnEvent) -> None:
+        status = "done" if isinstance(event, TurnDone) else "failed"
+        result = (
+            {"version": event.result.version, "node": event.result.narrator_node_id}
+            if isinstance(event, TurnDone)
+            else {"error": event.error.message}
+        )
+        async with self.db.session() as session, session.begin():
+            await session.execute(
+                update(RequestRecord)
+                .where(RequestRecord.interaction_id == request_id)
+                .values(status=status, result=result)
+            )
+
+    async def _set_status(self, request_id: int, status: str) -> None:
+        async with self.db.session() as session, session.begin():
+            await session.execute(
+                update(RequestRecord)
+                .where(RequestRecord.interaction_id == request_id)
+                .values(status=status)
+            )
+
+    async def _touch(self, session: AsyncSession, actor: Actor) -> None:
+        await touch_user(session, actor.user_id, actor.user_name)
+        if actor.server_id is not None:
+            await touch_server(session, actor.server_id, actor.server_name)

@@ -1,0 +1,84 @@
+"""Finding scenarios: what a server or a user can see, by id or by part of a title."""
+
+from __future__ import annotations
+
+from sqlalchemy import or_, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from engine.errors import InvalidInput, NotFound
+from engine.storage.models import Scenario, Server
+
+#: The scenario a new server plays until an admin picks another.
+STARTER_KEY = "lantern-road"
+
+
+def _visible(server_id: int | None, user_id: int | None):
+    """Shipped scenarios, the server's own, and the user's own; never another server's."""
+    clauses = [Scenario.builtin_key.is_not(None)]
+    if server_id is not None:
+        clauses.append(Scenario.server_id == server_id)
+    if user_id is not None:
+        clauses.append(Scenario.owner_id == user_id)
+    return or_(*clauses)
+
+
+async def visible_scenarios(
+    session: AsyncSession, server_id: int | None, user_id: int | None, *, limit: int = 100
+) -> list[Scenario]:
+    rows = await session.scalars(
+        select(Scenario).where(_visible(server_id, user_id)).order_by(Scenario.title).limit(limit)
+    )
+    return list(rows)
+
+
+async def resolve_scenario(
+    session: AsyncSession, query: str | None, *, server_id: int | None, user_id: int | None
+) -> Scenario:
+    """The scenario a player asked for: an id (from autocomplete), a unique part of a title, or
+    with no query the server's default, else the starter."""
+    query = (query or "").strip()
+    if not query:
+        return await default_scenario(session, server_id)
+    visible = _visible(server_id, user_id)
+    if query.isdigit():
+        scenario = await session.scalar(select(Scenario).where(Scenario.id == int(query), visible))
+        if scenario is not None:
+            return scenario
+    matches = list(
+        await session.scalars(
+            select(Scenario)
+            .where(visible, Scenario.title.ilike(f"%{_escape_like(query)}%", escape="\\"))
+            .order_by(Scenario.title)
+            .limit(6)
+        )
+    )
+    exact = [s for s in matches if s.title.casefold() == query.casefold()]
+    if len(exact) == 1:
+        return exact[0]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise NotFound(f"No scenario matches “{query}”. Start typing to see the list.")
+    titles = ", ".join(f"“{s.title}”" for s in matches[:5])
+    raise InvalidInput(f"“{query}” matches several scenarios: {titles}. Be more specific.")
+
+
+async def default_scenario(session: AsyncSession, server_id: int | None) -> Scenario:
+    if server_id is not None:
+        server = await session.get(Server, server_id)
+        if server is not None and server.default_scenario_id is not None:
+            scenario = await session.get(Scenario, server.default_scenario_id)
+            if scenario is not None:
+                return scenario
+    scenario = await session.scalar(select(Scenario).where(Scenario.builtin_key == STARTER_KEY))
+    if scenario is None:
+        scenario = await session.scalar(
+            select(Scenario).where(Scenario.builtin_key.is_not(None)).order_by(Scenario.id)
+        )
+    if scenario is None:
+        raise NotFound("No scenarios are installed. Ask the bot's operator to check its data.")
+    return scenario
+
+
+def _escape_like(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")

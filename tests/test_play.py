@@ -1,0 +1,159 @@
+"""The play service: actions queued in order, one turn at a time, interrupted turns retried."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import select
+
+from engine.actions import PlayerAction
+from engine.events import ActionAccepted, Queued, TurnDone, TurnFailed, TurnInterrupted
+from engine.leases import TurnLeases
+from engine.play import Actor, PlayService
+from engine.queue import AdventureQueue
+from engine.storage.models import ActionType, RequestRecord, utcnow
+from engine.turns import TurnEngine
+from tests.fakes.openai_server import Reply
+
+GUILD = 500
+ALICE = Actor(user_id=1, user_name="Alice", server_id=GUILD, server_name="Hearth")
+BOB = Actor(user_id=2, user_name="Bob", server_id=GUILD, server_name="Hearth")
+
+
+def service(db, provider, *, holder: str = "p1", clock=utcnow, cap: int = 5) -> PlayService:
+    turns = TurnEngine(db, provider)
+    return PlayService(
+        db, turns, TurnLeases(db, holder=holder, clock=clock), AdventureQueue(cap=cap)
+    )
+
+
+async def collect(stream) -> list:
+    return [event async for event in stream]
+
+
+async def test_start_uses_the_starter_and_finds_scenarios_by_part_of_a_title(db, provider):
+    play = service(db, provider)
+    started = await play.start(ALICE, channel_id=10, query=None)
+    assert started.title == "The Lantern Road"
+    assert started.opening.startswith("Dusk settles")
+    assert (await play.start(ALICE, channel_id=11, query="lantern")).title == "The Lantern Road"
+    choices = await play.scenario_choices(ALICE, "LANT")
+    assert choices and choices[0][1].isdigit()
+    assert (await play.start(ALICE, 12, choices[0][1])).title == "The Lantern Road"
+    with pytest.raises(Exception, match="No scenario matches “dragons”"):
+        await play.start(ALICE, 13, "dragons")
+    # Starting again in the same place ends the first adventure and begins a new one.
+    again = await play.start(ALICE, channel_id=10, query=None)
+    assert again.adventure_id != started.adventure_id
+    assert (await play.adventure_in(10)).adventure_id == again.adventure_id
+
+
+async def test_two_players_at_once_are_played_in_order(db, provider, fake_model):
+    play = service(db, provider)
+    await play.start(ALICE, channel_id=20, query=None)
+    fake_model.queue(Reply(text="Alice's lantern flares.", delay=0.03), "Bob's shout echoes back.")
+    first = play.act(ALICE, 20, PlayerAction(ActionType.DO, "raise the lantern", 1), request_id=101)
+    assert isinstance(await anext(first), ActionAccepted)
+    second = play.act(BOB, 20, PlayerAction(ActionType.SAY, "Hello?", 2), request_id=102)
+    queued = await anext(second)
+    assert queued == Queued(position=1)
+    rest_first, rest_second = await asyncio.gather(collect(first), collect(second))
+    assert isinstance(rest_first[-1], TurnDone)
+    assert isinstance(rest_second[-1], TurnDone)
+    assert rest_second[-1].result.version == rest_first[-1].result.version + 1
+    # The second turn was written after the first and saw it.
+    prompt = fake_model.requests[-1]["messages"][-1]["content"]
+    assert prompt.index("Alice's lantern flares.") < prompt.index('> You say "Hello?"')
+
+
+async def test_a_full_queue_says_so(db, provider, fake_model):
+    play = service(db, provider, cap=1)
+    await play.start(ALICE, channel_id=30, query=None)
+    fake_model.queue(Reply(text="Slowly the fog lifts over the reeds.", delay=0.05))
+    running = play.act(ALICE, 30, PlayerAction(ActionType.DO, "wait", 1), request_id=201)
+    await anext(running)
+    waiting = play.act(BOB, 30, PlayerAction(ActionType.DO, "wait too", 2), request_id=202)
+    assert await anext(waiting) == Queued(position=1)
+    refused = await collect(
+        play.act(BOB, 30, PlayerAction(ActionType.DO, "push", 2), request_id=203)
+    )
+    assert isinstance(refused[-1], TurnFailed)
+    assert "already waiting" in refused[-1].error.message
+    await collect(running)
+    await collect(waiting)
+
+
+async def test_no_adventure_here_is_explained(db, provider):
+    play = service(db, provider)
+    events = await collect(play.act(ALICE, 99, PlayerAction(ActionType.DO, "look"), request_id=1))
+    assert isinstance(events[-1], TurnFailed)
+    assert "Start one with /start" in events[-1].error.message
+
+
+async def test_a_turn_cut_off_by_a_dead_process_is_reported_and_retried(db, provider, fake_model):
+    now = [utcnow()]
+    started = await service(db, provider).start(ALICE, channel_id=40, query=None)
+    # What a process leaves when it dies mid-turn: its request marked running, and the lease.
+    # (The turn itself stores nothing until it completes, so there is no half-written turn.)
+    async with db.session() as session, session.begin():
+        session.add(
+            RequestRecord(
+                interaction_id=301,
+                adventure_id=started.adventure_id,
+                user_id=ALICE.user_id,
+                payload_digest="-",
+                payload={"type": "do", "text": "cross the bridge"},
+                status="running",
+            )
+        )
+    await TurnLeases(db, holder="dead-process", clock=lambda: now[0]).claim(started.adventure_id)
+
+    # While the lease is fresh, another process waits its turn rather than barging in.
+    alive = service(db, provider, holder="new-process", clock=lambda: now[0])
+    busy = await collect(alive.act(BOB, 40, PlayerAction(ActionType.DO, "wait", 2), request_id=300))
+    assert isinstance(busy[-1], TurnFailed) and "still writing" in busy[-1].error.message
+
+    # Once it has expired, the next action reclaims it and reports the cut-off turn.
+    now[0] = utcnow() + timedelta(minutes=5)
+    fake_model.queue("The bridge holds.")
+    events = await collect(
+        alive.act(BOB, 40, PlayerAction(ActionType.DO, "wait", 2), request_id=302)
+    )
+    interrupted = next(e for e in events if isinstance(e, TurnInterrupted))
+    assert interrupted.request_id == 301
+    assert interrupted.action_text == "> You cross the bridge."
+    assert isinstance(events[-1], TurnDone)
+
+    fake_model.queue("You cross at last.")
+    retried = await collect(alive.retry_request(ALICE, 40, 301, new_request_id=303))
+    assert isinstance(retried[-1], TurnDone)
+    assert retried[-1].result.action_text == "> You cross the bridge."
+    async with db.session() as session:
+        rows = await session.execute(select(RequestRecord.interaction_id, RequestRecord.status))
+        statuses = dict(rows.all())
+    assert statuses == {300: "failed", 301: "interrupted", 302: "done", 303: "done"}
+
+
+async def test_the_sweep_finds_turns_cut_off_while_nobody_played(db, provider):
+    now = [utcnow()]
+    play = service(db, provider, holder="sweeper", clock=lambda: now[0])
+    started = await play.start(ALICE, channel_id=50, query=None)
+    async with db.session() as session, session.begin():
+        session.add(
+            RequestRecord(
+                interaction_id=401,
+                adventure_id=started.adventure_id,
+                user_id=ALICE.user_id,
+                payload_digest="-",
+                payload={"type": "say", "text": "Anyone?"},
+                status="running",
+            )
+        )
+    await TurnLeases(db, holder="dead", clock=lambda: now[0]).claim(started.adventure_id)
+    assert await play.reap_interrupted() == []
+    now[0] = utcnow() + timedelta(minutes=5)
+    found = await play.reap_interrupted()
+    assert found == [(50, TurnInterrupted(401, '> You say "Anyone?"'))]
+    assert await play.reap_interrupted() == []
