@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import discord
 
 from cogs.context import actor_of, channel_id_of
+from cogs.replies import reply
 from engine.actions import PlayerAction
 from engine.storage.models import ActionType
 
@@ -44,6 +45,12 @@ class ContinueButton(
 
     async def callback(self, interaction: discord.Interaction) -> None:
         bot: CampfireBot = interaction.client  # type: ignore[assignment]
+        current = await bot.services.play.adventure_in(channel_id_of(interaction))
+        if current is None or current.version != self.version:
+            # Answered to the presser alone; a press that races another is caught later, by
+            # the request record.
+            await reply(interaction, "⚠ The story has moved on since that button was drawn.")
+            return
         await interaction.response.defer(thinking=True)
         action = PlayerAction(ActionType.CONTINUE, "", interaction.user.id)
         events = bot.services.play.act(

@@ -187,7 +187,10 @@ class PlayService:
             adventure = await active_adventure(session, channel_id)
             if adventure is None:
                 raise NotFound("There is no adventure running here. Start one with /start.")
-            if seen_version is not None and seen_version != adventure.version:
+            if seen_version is not None and (
+                seen_version != adventure.version
+                or await self._version_taken(session, adventure.id, seen_version)
+            ):
                 raise StoryMovedOn("The story has moved on since that button was drawn.")
             session.add(
                 RequestRecord(
@@ -197,6 +200,7 @@ class PlayService:
                     payload_digest=digest,
                     payload=payload,
                     seen_version=adventure.version,
+                    from_button=seen_version is not None,
                     status="queued",
                 )
             )
@@ -310,6 +314,22 @@ class PlayService:
                 .where(RequestRecord.interaction_id == request_id)
                 .values(status=status)
             )
+
+    @staticmethod
+    async def _version_taken(session: AsyncSession, adventure_id: int, version: int) -> bool:
+        """Whether a button drawn for ``version`` was already pressed (a double click): a
+        button acts once, even while its first press is still being written."""
+        taken = await session.scalar(
+            select(RequestRecord.interaction_id)
+            .where(
+                RequestRecord.adventure_id == adventure_id,
+                RequestRecord.seen_version == version,
+                RequestRecord.from_button.is_(True),
+                RequestRecord.status.in_(("queued", "running", "done")),
+            )
+            .limit(1)
+        )
+        return taken is not None
 
     async def _touch(self, session: AsyncSession, actor: Actor) -> None:
         await touch_user(session, actor.user_id, actor.user_name)

@@ -393,6 +393,8 @@ class RequestRecord(SQLModel, table=True):
     # What was asked (an action's type and text), so a failed or interrupted turn can be retried.
     payload: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
     seen_version: int | None = None
+    # Pressed on a button drawn for ``seen_version`` (which acts once), not typed as a command.
+    from_button: bool = False
     status: str = "pending"
     result: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
     created_at: datetime = _when()

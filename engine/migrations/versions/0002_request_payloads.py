@@ -1,4 +1,4 @@
-"""Request payloads: what an action asked for, so a failed or interrupted turn can be retried
+"""Request payloads and button presses: retry what failed; a button acts once
 
 Revision ID: 0002
 Revises: 0001
@@ -18,8 +18,12 @@ depends_on: str | Sequence[str] | None = None
 def upgrade() -> None:
     with op.batch_alter_table("request_records", schema=None) as batch_op:
         batch_op.add_column(sa.Column("payload", sa.JSON(), nullable=True))
+        batch_op.add_column(
+            sa.Column("from_button", sa.Boolean(), nullable=False, server_default=sa.false())
+        )
 
 
 def downgrade() -> None:
     with op.batch_alter_table("request_records", schema=None) as batch_op:
+        batch_op.drop_column("from_button")
         batch_op.drop_column("payload")

@@ -1,0 +1,21 @@
+"""A local Discord stand-in: a fake Discord REST API and Gateway on 127.0.0.1.
+
+A real ``discord.Client`` / ``commands.Bot`` logs in and connects to it as to Discord; users are
+played by ``FakeDiscord.slash`` / ``press`` / ``submit_modal``; everything the bot does is
+recorded, and Discord's limits and rate limits answer with Discord's own errors.
+"""
+
+from .harness import StandIn
+from .interactions import StandinFile
+from .server import FakeDiscord, RequestRecord
+from .world import AttachmentRecord, InteractionRecord, MessageRecord
+
+__all__ = [
+    "AttachmentRecord",
+    "FakeDiscord",
+    "InteractionRecord",
+    "MessageRecord",
+    "RequestRecord",
+    "StandIn",
+    "StandinFile",
+]

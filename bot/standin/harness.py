@@ -1,0 +1,140 @@
+"""StandIn: runs a real discord.py client against the stand-in instead of Discord.
+
+discord.py runs unmodified; only its two base addresses are redirected for the duration:
+``Route.BASE`` (REST, shared by the webhook adapter) and ``DiscordWebSocket.DEFAULT_GATEWAY``
+(a plain ``Client`` connects there directly; it only asks ``/gateway/bot`` when sharded).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from types import TracebackType
+
+import discord
+import discord.http
+import discord.webhook.async_
+import yarl
+from discord.gateway import DiscordWebSocket
+
+from .server import FakeDiscord
+
+START_TIMEOUT_S = 15.0
+# discord.py waits this long after the last GUILD_CREATE before READY; the stand-in sends all
+# of them at once, so a short wait is enough and keeps tests fast.
+GUILD_READY_TIMEOUT_S = 0.05
+
+
+class StandIn:
+    """``async with StandIn(bot) as standin:`` → the bot is logged in and ready."""
+
+    def __init__(self, client: discord.Client, *, token: str = "standin-bot-token") -> None:
+        self.client = client
+        self.fake = FakeDiscord()
+        self.fake.client = client
+        self._token = token
+        self._task: asyncio.Task[None] | None = None
+        self._saved: tuple[str, str, yarl.URL] | None = None
+
+    async def start(self) -> None:
+        await self.fake.start()
+        self._saved = (
+            discord.http.Route.BASE,
+            discord.webhook.async_.Route.BASE,
+            DiscordWebSocket.DEFAULT_GATEWAY,
+        )
+        discord.http.Route.BASE = self.fake.api_base
+        discord.webhook.async_.Route.BASE = self.fake.api_base
+        DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(self.fake.gateway_url)
+        self.client._connection.guild_ready_timeout = min(
+            self.client._connection.guild_ready_timeout, GUILD_READY_TIMEOUT_S
+        )
+        self._task = asyncio.create_task(self.client.start(self._token), name="standin-client")
+        try:
+            await self._wait_ready()
+        except BaseException:
+            await self.stop()
+            raise
+
+    async def _wait_ready(self) -> None:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        assert self._task is not None
+        while True:
+            if self._task.done():
+                exc = self._task.exception()
+                raise RuntimeError("the client stopped while starting") from exc
+            if self.client.is_ready() and all(
+                (g := self.client.get_guild(gid)) is not None and not g.unavailable
+                for gid in self.fake.world.guilds
+            ):
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError("the client did not become ready on the stand-in")
+            await asyncio.sleep(0.005)
+
+    async def stop(self) -> None:
+        if not self.client.is_closed():
+            await self.client.close()
+        if self._task is not None:
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                await asyncio.wait_for(self._task, 5)
+            self._task = None
+        await self.fake.close()
+        if self._saved is not None:
+            (
+                discord.http.Route.BASE,
+                discord.webhook.async_.Route.BASE,
+                DiscordWebSocket.DEFAULT_GATEWAY,
+            ) = self._saved
+            self._saved = None
+
+    async def idle(self, timeout: float = 60.0) -> None:  # noqa: ASYNC109 - a wait limit
+        """Wait until the bot has finished handling every interaction it was sent.
+
+        discord.py runs each command, button and modal handler in a task it names; once none
+        of those is running and no request has been made for a moment, whatever the user did
+        has had its whole effect (a turn streamed and saved, its final edit landed).
+        """
+        deadline = asyncio.get_running_loop().time() + timeout
+        while True:
+            await self.fake.settle()
+            busy = handler_tasks()
+            if not busy:
+                await self.fake.settle()
+                if not handler_tasks():
+                    return
+                continue
+            remaining = deadline - asyncio.get_running_loop().time()
+            if remaining <= 0:
+                raise TimeoutError(f"the bot was still handling interactions after {timeout} s")
+            await asyncio.wait(busy, timeout=remaining)
+
+    async def __aenter__(self) -> StandIn:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()
+
+
+#: Names discord.py gives the tasks that run interaction handlers (not view time-outs).
+HANDLER_TASK_PREFIXES = (
+    "CommandTree-invoker",
+    "discord-ui-view-dispatch-",
+    "discord-ui-dynamic-item-",
+    "discord-ui-modal-dispatch-",
+)
+
+
+def handler_tasks() -> set[asyncio.Task]:
+    return {
+        task
+        for task in asyncio.all_tasks()
+        if not task.done() and task.get_name().startswith(HANDLER_TASK_PREFIXES)
+    }

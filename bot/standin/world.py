@@ -1,0 +1,588 @@
+"""The stand-in's state: guilds, channels, users, messages, interactions, and their payloads.
+
+Every payload built here has the shape Discord's API uses, because the judge of "right" is
+discord.py's own parser: the client builds real objects from these dicts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import mimetypes
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+DISCORD_EPOCH_MS = 1_420_070_400_000
+
+# Channel types (Discord's numbers).
+GUILD_TEXT = 0
+DM = 1
+PUBLIC_THREAD = 11
+PRIVATE_THREAD = 12
+
+# Message flags.
+FLAG_EPHEMERAL = 1 << 6
+FLAG_LOADING = 1 << 7
+
+# Permission bits the world hands out; enough for a bot that talks, threads and edits.
+P_ADMINISTRATOR = 1 << 3
+P_MANAGE_GUILD = 1 << 5
+P_ADD_REACTIONS = 1 << 6
+P_VIEW_CHANNEL = 1 << 10
+P_SEND_MESSAGES = 1 << 11
+P_MANAGE_MESSAGES = 1 << 13
+P_EMBED_LINKS = 1 << 14
+P_ATTACH_FILES = 1 << 15
+P_READ_HISTORY = 1 << 16
+P_USE_APP_COMMANDS = 1 << 31
+P_MANAGE_THREADS = 1 << 34
+P_CREATE_PUBLIC_THREADS = 1 << 35
+P_SEND_IN_THREADS = 1 << 38
+EVERYONE_PERMISSIONS = (
+    P_ADD_REACTIONS
+    | P_VIEW_CHANNEL
+    | P_SEND_MESSAGES
+    | P_EMBED_LINKS
+    | P_ATTACH_FILES
+    | P_READ_HISTORY
+    | P_USE_APP_COMMANDS
+    | P_CREATE_PUBLIC_THREADS
+    | P_SEND_IN_THREADS
+)
+BOT_ROLE_PERMISSIONS = EVERYONE_PERMISSIONS | P_MANAGE_MESSAGES | P_MANAGE_THREADS
+ALL_PERMISSIONS = (1 << 51) - 1
+
+
+def iso_now() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+@dataclass
+class UserRecord:
+    id: int
+    name: str
+    bot: bool = False
+
+    def payload(self) -> dict[str, Any]:
+        return {
+            "id": str(self.id),
+            "username": self.name,
+            "discriminator": "0",
+            "global_name": None if self.bot else self.name,
+            "avatar": None,
+            "bot": self.bot,
+            "public_flags": 0,
+            "flags": 0,
+        }
+
+
+@dataclass
+class RoleRecord:
+    id: int
+    name: str
+    permissions: int
+    position: int = 0
+    managed: bool = False
+
+    def payload(self) -> dict[str, Any]:
+        return {
+            "id": str(self.id),
+            "name": self.name,
+            "color": 0,
+            "colors": {"primary_color": 0, "secondary_color": None, "tertiary_color": None},
+            "hoist": False,
+            "icon": None,
+            "unicode_emoji": None,
+            "position": self.position,
+            "permissions": str(self.permissions),
+            "managed": self.managed,
+            "mentionable": False,
+            "flags": 0,
+        }
+
+
+@dataclass
+class GuildRecord:
+    id: int
+    name: str
+    owner_id: int
+    roles: dict[int, RoleRecord] = field(default_factory=dict)
+    channel_ids: list[int] = field(default_factory=list)
+    # user id -> role ids (besides @everyone)
+    members: dict[int, list[int]] = field(default_factory=dict)
+    joined_at: str = field(default_factory=iso_now)
+    manager_role_id: int = 0
+    bot_role_id: int = 0
+
+
+@dataclass
+class ChannelRecord:
+    id: int
+    type: int
+    name: str = ""
+    guild_id: int | None = None
+    parent_id: int | None = None
+    owner_id: int | None = None
+    recipient_id: int | None = None
+    position: int = 0
+    created: str = field(default_factory=iso_now)
+
+    @property
+    def is_thread(self) -> bool:
+        return self.type in (PUBLIC_THREAD, PRIVATE_THREAD)
+
+
+@dataclass
+class AttachmentRecord:
+    id: int
+    filename: str
+    content: bytes
+    url: str
+    description: str | None = None
+    content_type: str | None = None
+
+    def payload(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "id": str(self.id),
+            "filename": self.filename,
+            "size": len(self.content),
+            "url": self.url,
+            "proxy_url": self.url,
+        }
+        if self.content_type:
+            data["content_type"] = self.content_type
+        if self.description is not None:
+            data["description"] = self.description
+        return data
+
+
+@dataclass
+class MessageRecord:
+    id: int
+    channel_id: int
+    author_id: int
+    content: str = ""
+    embeds: list[dict[str, Any]] = field(default_factory=list)
+    components: list[dict[str, Any]] = field(default_factory=list)
+    attachments: list[AttachmentRecord] = field(default_factory=list)
+    flags: int = 0
+    created: float = 0.0
+    timestamp: str = field(default_factory=iso_now)
+    edited_timestamp: str | None = None
+    # (clock time, content) for every edit, in order
+    edits: list[tuple[float, str]] = field(default_factory=list)
+    deleted: bool = False
+    # Set for ephemeral messages: the one user who can see it.
+    visible_to: int | None = None
+    # The interaction this message answers, if any (interaction_metadata in payloads).
+    interaction_id: int | None = None
+    webhook_id: int | None = None
+    thread_id: int | None = None
+
+    @property
+    def ephemeral(self) -> bool:
+        return bool(self.flags & FLAG_EPHEMERAL)
+
+    @property
+    def buttons(self) -> list[tuple[str | None, str | None, bool]]:
+        """Every button on the message as (label, custom_id, disabled), in display order."""
+        return [
+            (c.get("label"), c.get("custom_id"), bool(c.get("disabled", False)))
+            for c in iter_components(self.components)
+            if c.get("type") == 2
+        ]
+
+    def button_components(self) -> list[dict[str, Any]]:
+        return [c for c in iter_components(self.components) if c.get("type") == 2]
+
+
+def iter_components(components: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Flatten rows, containers, sections and labels into a list of leaf-ish components."""
+    out: list[dict[str, Any]] = []
+    for comp in components:
+        out.append(comp)
+        if "components" in comp:
+            out.extend(iter_components(comp["components"]))
+        if isinstance(comp.get("component"), dict):
+            out.extend(iter_components([comp["component"]]))
+        if isinstance(comp.get("accessory"), dict):
+            out.extend(iter_components([comp["accessory"]]))
+    return out
+
+
+@dataclass
+class InteractionRecord:
+    """One interaction the stand-in dispatched, and everything the bot did with it."""
+
+    id: int
+    token: str
+    type: int
+    user_id: int
+    channel_id: int
+    guild_id: int | None
+    created: float
+    name: str | None = None  # command path or custom_id
+    acknowledged: float | None = None
+    response_type: int | None = None
+    response_data: dict[str, Any] | None = None
+    followups: list[int] = field(default_factory=list)
+    modal: dict[str, Any] | None = None
+    original_message_id: int | None = None
+    # the message a component was on (press) or a modal was opened from
+    source_message_id: int | None = None
+    choices: list[dict[str, Any]] | None = None
+    failed: str | None = None
+    done: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @property
+    def ephemeral(self) -> bool:
+        return bool(self.response_data and int(self.response_data.get("flags", 0)) & FLAG_EPHEMERAL)
+
+
+class World:
+    """All of the stand-in's state and the payload builders over it."""
+
+    def __init__(self) -> None:
+        self._last_id = 0
+        self._tokens = itertools.count(1)
+        self.users: dict[int, UserRecord] = {}
+        self.guilds: dict[int, GuildRecord] = {}
+        self.channels: dict[int, ChannelRecord] = {}
+        self.messages_by_id: dict[int, MessageRecord] = {}
+        self.channel_messages: dict[int, list[int]] = {}
+        self.attachments: dict[int, AttachmentRecord] = {}
+        self.interactions: dict[int, InteractionRecord] = {}
+        self.dm_by_user: dict[int, int] = {}
+        self.application_id = self.snowflake()
+        self.bot_user = UserRecord(self.application_id, "Campfire", bot=True)
+        self.users[self.bot_user.id] = self.bot_user
+        self.base_url = ""  # set by the server once it knows its port
+
+    # -- ids ----------------------------------------------------------------------------------
+
+    def snowflake(self) -> int:
+        """A real-looking snowflake: milliseconds since Discord's epoch << 22, never repeating."""
+        now = (int(time.time() * 1000) - DISCORD_EPOCH_MS) << 22
+        self._last_id = max(self._last_id + 1, now)
+        return self._last_id
+
+    def token(self) -> str:
+        return f"standin-interaction-token-{next(self._tokens)}-{self.snowflake()}"
+
+    # -- builders -----------------------------------------------------------------------------
+
+    def add_user(self, name: str, *, bot: bool = False) -> UserRecord:
+        user = UserRecord(self.snowflake(), name, bot=bot)
+        self.users[user.id] = user
+        return user
+
+    def add_guild(self, name: str, owner_id: int | None = None) -> GuildRecord:
+        gid = self.snowflake()
+        if owner_id is None:
+            owner_id = self.add_user(f"{name} owner").id
+        guild = GuildRecord(gid, name, owner_id)
+        # @everyone shares the guild's id, as on Discord.
+        guild.roles[gid] = RoleRecord(gid, "@everyone", EVERYONE_PERMISSIONS)
+        guild.manager_role_id = self.snowflake()
+        guild.roles[guild.manager_role_id] = RoleRecord(
+            guild.manager_role_id, "Manager", EVERYONE_PERMISSIONS | P_MANAGE_GUILD, position=1
+        )
+        guild.bot_role_id = self.snowflake()
+        guild.roles[guild.bot_role_id] = RoleRecord(
+            guild.bot_role_id, self.bot_user.name, BOT_ROLE_PERMISSIONS, position=2, managed=True
+        )
+        guild.members[self.bot_user.id] = [guild.bot_role_id]
+        guild.members[owner_id] = []
+        self.guilds[gid] = guild
+        return guild
+
+    def add_text_channel(self, guild_id: int, name: str) -> ChannelRecord:
+        guild = self.guilds[guild_id]
+        channel = ChannelRecord(
+            self.snowflake(), GUILD_TEXT, name, guild_id=guild_id, position=len(guild.channel_ids)
+        )
+        guild.channel_ids.append(channel.id)
+        self.channels[channel.id] = channel
+        self.channel_messages[channel.id] = []
+        return channel
+
+    def add_thread(
+        self,
+        parent_id: int,
+        name: str,
+        owner_id: int,
+        *,
+        thread_id: int | None = None,
+        type: int = PUBLIC_THREAD,  # noqa: A002 - Discord's field name
+    ) -> ChannelRecord:
+        parent = self.channels[parent_id]
+        thread = ChannelRecord(
+            thread_id or self.snowflake(),
+            type,
+            name,
+            guild_id=parent.guild_id,
+            parent_id=parent_id,
+            owner_id=owner_id,
+        )
+        self.channels[thread.id] = thread
+        self.channel_messages[thread.id] = []
+        return thread
+
+    def dm_channel(self, user_id: int) -> ChannelRecord:
+        if user_id in self.dm_by_user:
+            return self.channels[self.dm_by_user[user_id]]
+        channel = ChannelRecord(self.snowflake(), DM, recipient_id=user_id)
+        self.channels[channel.id] = channel
+        self.channel_messages[channel.id] = []
+        self.dm_by_user[user_id] = channel.id
+        return channel
+
+    def add_attachment(
+        self,
+        channel_id: int,
+        filename: str,
+        content: bytes,
+        description: str | None = None,
+        content_type: str | None = None,
+    ) -> AttachmentRecord:
+        aid = self.snowflake()
+        ctype = content_type or mimetypes.guess_type(filename)[0]
+        url = f"{self.base_url}/attachments/{channel_id}/{aid}/{filename}"
+        record = AttachmentRecord(aid, filename, content, url, description, ctype)
+        self.attachments[aid] = record
+        return record
+
+    def add_message(self, message: MessageRecord) -> MessageRecord:
+        self.messages_by_id[message.id] = message
+        self.channel_messages.setdefault(message.channel_id, []).append(message.id)
+        return message
+
+    # -- permissions --------------------------------------------------------------------------
+
+    def member_permissions(self, guild_id: int, user_id: int) -> int:
+        guild = self.guilds[guild_id]
+        if user_id == guild.owner_id:
+            return ALL_PERMISSIONS
+        perms = guild.roles[guild.id].permissions
+        for rid in guild.members.get(user_id, []):
+            perms |= guild.roles[rid].permissions
+        if perms & P_ADMINISTRATOR:
+            return ALL_PERMISSIONS
+        return perms
+
+    def member_permissions_dm(self) -> int:
+        """What the bot may do in a DM with a user."""
+        return EVERYONE_PERMISSIONS
+
+    # -- payloads -----------------------------------------------------------------------------
+
+    def member_payload(self, guild_id: int, user_id: int, *, permissions: bool = False) -> dict:
+        guild = self.guilds[guild_id]
+        data: dict[str, Any] = {
+            "user": self.users[user_id].payload(),
+            "roles": [str(r) for r in guild.members.get(user_id, [])],
+            "joined_at": guild.joined_at,
+            "nick": None,
+            "avatar": None,
+            "premium_since": None,
+            "deaf": False,
+            "mute": False,
+            "pending": False,
+            "flags": 0,
+            "communication_disabled_until": None,
+        }
+        if permissions:
+            data["permissions"] = str(self.member_permissions(guild_id, user_id))
+        return data
+
+    def channel_payload(self, channel_id: int) -> dict[str, Any]:
+        ch = self.channels[channel_id]
+        last = self.channel_messages.get(channel_id) or []
+        last_id = str(last[-1]) if last else None
+        if ch.type == DM:
+            return {
+                "id": str(ch.id),
+                "type": DM,
+                "last_message_id": last_id,
+                "recipients": [self.users[ch.recipient_id].payload()] if ch.recipient_id else [],
+                "flags": 0,
+            }
+        if ch.is_thread:
+            count = len(last)
+            return {
+                "id": str(ch.id),
+                "type": ch.type,
+                "guild_id": str(ch.guild_id),
+                "parent_id": str(ch.parent_id),
+                "owner_id": str(ch.owner_id),
+                "name": ch.name,
+                "last_message_id": last_id,
+                "rate_limit_per_user": 0,
+                "message_count": count,
+                "member_count": 1,
+                "total_message_sent": count,
+                "flags": 0,
+                "thread_metadata": {
+                    "archived": False,
+                    "auto_archive_duration": 1440,
+                    "archive_timestamp": ch.created,
+                    "locked": False,
+                    "invitable": True,
+                    "create_timestamp": ch.created,
+                },
+            }
+        return {
+            "id": str(ch.id),
+            "type": ch.type,
+            "guild_id": str(ch.guild_id),
+            "name": ch.name,
+            "position": ch.position,
+            "permission_overwrites": [],
+            "nsfw": False,
+            "topic": None,
+            "parent_id": None,
+            "last_message_id": last_id,
+            "rate_limit_per_user": 0,
+            "flags": 0,
+        }
+
+    def partial_channel_payload(self, channel_id: int) -> dict[str, Any]:
+        """The channel object interactions carry (Discord sends the full channel, minus extras)."""
+        data = self.channel_payload(channel_id)
+        if self.channels[channel_id].type != DM:
+            data["permissions"] = str(ALL_PERMISSIONS)
+        return data
+
+    def guild_payload(self, guild_id: int) -> dict[str, Any]:
+        """A full GUILD_CREATE payload."""
+        guild = self.guilds[guild_id]
+        channels = [self.channel_payload(c) for c in guild.channel_ids]
+        threads = [
+            self.channel_payload(c.id)
+            for c in self.channels.values()
+            if c.guild_id == guild_id and c.is_thread
+        ]
+        return {
+            "id": str(guild.id),
+            "name": guild.name,
+            "icon": None,
+            "splash": None,
+            "discovery_splash": None,
+            "banner": None,
+            "description": None,
+            "owner_id": str(guild.owner_id),
+            "afk_channel_id": None,
+            "afk_timeout": 300,
+            "verification_level": 0,
+            "default_message_notifications": 0,
+            "explicit_content_filter": 0,
+            "roles": [r.payload() for r in guild.roles.values()],
+            "emojis": [],
+            "stickers": [],
+            "features": [],
+            "mfa_level": 0,
+            "application_id": None,
+            "system_channel_id": None,
+            "system_channel_flags": 0,
+            "rules_channel_id": None,
+            "public_updates_channel_id": None,
+            "safety_alerts_channel_id": None,
+            "vanity_url_code": None,
+            "premium_tier": 0,
+            "premium_subscription_count": 0,
+            "preferred_locale": "en-US",
+            "nsfw_level": 0,
+            "premium_progress_bar_enabled": False,
+            "max_members": 500000,
+            "joined_at": guild.joined_at,
+            "large": False,
+            "unavailable": False,
+            "member_count": len(guild.members),
+            "voice_states": [],
+            "members": [self.member_payload(guild_id, uid) for uid in guild.members],
+            "channels": channels,
+            "threads": threads,
+            "presences": [],
+            "stage_instances": [],
+            "guild_scheduled_events": [],
+            "soundboard_sounds": [],
+        }
+
+    def message_payload(self, message: MessageRecord) -> dict[str, Any]:
+        ch = self.channels.get(message.channel_id)
+        data: dict[str, Any] = {
+            "id": str(message.id),
+            "channel_id": str(message.channel_id),
+            "type": 0,
+            "author": self.users[message.author_id].payload(),
+            "content": message.content,
+            "timestamp": message.timestamp,
+            "edited_timestamp": message.edited_timestamp,
+            "tts": False,
+            "mention_everyone": False,
+            "mentions": [],
+            "mention_roles": [],
+            "attachments": [a.payload() for a in message.attachments],
+            "embeds": message.embeds,
+            "pinned": False,
+            "flags": message.flags,
+            "components": message.components,
+        }
+        if ch is not None and ch.guild_id is not None:
+            data["guild_id"] = str(ch.guild_id)
+            guild = self.guilds.get(ch.guild_id)
+            if guild is not None and message.author_id in guild.members:
+                member = self.member_payload(ch.guild_id, message.author_id)
+                member.pop("user")
+                data["member"] = member
+        if message.webhook_id is not None:
+            data["webhook_id"] = str(message.webhook_id)
+            data["application_id"] = str(self.application_id)
+        if message.interaction_id is not None and message.interaction_id in self.interactions:
+            rec = self.interactions[message.interaction_id]
+            # CHAT_INPUT_COMMAND for slash answers; component and modal answers are DEFAULT.
+            data["type"] = 20 if rec.type == 2 else 0
+            meta: dict[str, Any] = {
+                "id": str(rec.id),
+                "type": rec.type,
+                "user": self.users[rec.user_id].payload(),
+                "authorizing_integration_owners": self.integration_owners(rec.guild_id),
+            }
+            if rec.type == 2 and rec.name:
+                meta["name"] = rec.name
+            if rec.source_message_id is not None and rec.type == 3:
+                meta["interacted_message_id"] = str(rec.source_message_id)
+            data["interaction_metadata"] = meta
+        if message.thread_id is not None and message.thread_id in self.channels:
+            data["thread"] = self.channel_payload(message.thread_id)
+        return data
+
+    def integration_owners(self, guild_id: int | None) -> dict[str, str]:
+        return {"0": str(guild_id)} if guild_id is not None else {"1": "0"}
+
+    def application_payload(self) -> dict[str, Any]:
+        owner = next((g.owner_id for g in self.guilds.values()), None)
+        owner_user = self.users[owner] if owner else self.bot_user
+        return {
+            "id": str(self.application_id),
+            "name": self.bot_user.name,
+            "icon": None,
+            "description": "Local Discord stand-in application",
+            "summary": "",
+            "type": None,
+            "hook": True,
+            "bot_public": False,
+            "bot_require_code_grant": False,
+            "verify_key": "0" * 64,
+            "owner": owner_user.payload(),
+            "team": None,
+            "flags": 0,
+            "tags": [],
+            "redirect_uris": [],
+            "interactions_endpoint_url": None,
+            "bot": self.bot_user.payload(),
+            "approximate_guild_count": len(self.guilds),
+            "integration_types_config": {"0": {}, "1": {}},
+        }

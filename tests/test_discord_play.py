@@ -1,0 +1,209 @@
+"""Playing through Discord: real discord.py objects over the local stand-in, a real model
+server behind the bot. Every interaction must be acknowledged within 3 s and no request may
+be rate limited (the env checks both when each test ends)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from tests.discord_env import DiscordEnv, campfire_on_standin
+from tests.fakes.openai_server import Reply
+
+
+@pytest.fixture
+async def env(tmp_path, fake_model, caplog):
+    async with campfire_on_standin(tmp_path, fake_model, caplog) as environment:
+        yield environment
+
+
+async def start_thread(env: DiscordEnv) -> int:
+    record = await env.fake.slash(env.alice, env.channel, "start")
+    await env.done()
+    assert record.failed is None
+    (thread,) = env.fake.threads(env.channel)
+    return thread
+
+
+async def test_start_in_a_channel_opens_a_thread_with_the_opening(env: DiscordEnv):
+    thread = await start_thread(env)
+    response = env.fake.last_message(env.channel)
+    assert "The Lantern Road" in response.content and f"<#{thread}>" in response.content
+    (opening,) = env.narration(thread)
+    assert opening.startswith("Dusk settles over the valley")
+    buttons = env.fake.last_message(thread).buttons
+    assert [label for label, _, _ in buttons] == ["Continue"]
+
+
+async def test_start_in_a_dm_is_a_solo_adventure(env: DiscordEnv):
+    dm = env.fake.dm_channel(env.alice)
+    record = await env.fake.slash(env.alice, dm, "start", scenario="lantern")
+    await env.done()
+    assert record.failed is None
+    assert env.fake.threads(env.channel) == []
+    assert env.narration(dm)[0].startswith("Dusk settles")
+
+
+async def test_autocomplete_offers_the_library(env: DiscordEnv):
+    choices = await env.fake.autocomplete(
+        env.alice, env.channel, "start", focused="scenario", value="lan"
+    )
+    assert [c["name"] for c in choices] == ["🏮 The Lantern Road"]
+
+
+@pytest.mark.parametrize(
+    ("command", "options", "action_line"),
+    [
+        ("do", {"action": "light the lantern"}, "> You light the lantern."),
+        ("say", {"words": "Who hums there?"}, '> You say "Who hums there?"'),
+        ("story", {"text": "A heron lifts from the reeds."}, "A heron lifts from the reeds."),
+        ("continue", {}, "⏩ *alice continues.*"),
+    ],
+)
+async def test_each_action_streams_its_narration(env, fake_model, command, options, action_line):
+    thread = await start_thread(env)
+    reply = "The reeds go quiet. Then, softly, the humming starts again, closer now."
+    fake_model.queue(Reply(text=reply, delay=0.01))
+    record = await env.fake.slash(env.alice, thread, command, **options)
+    await env.done()
+    assert env.fake.message(record.original_message_id).content == action_line
+    narration = env.narration(thread)
+    assert narration[-1] == reply
+    final = env.fake.last_message(thread)
+    assert final.edits, "the narration was streamed by edits, not sent whole"
+    # Only the newest turn carries the buttons.
+    assert [m.buttons != [] for m in env.fake.messages(thread) if m.interaction_id is None] == [
+        False,
+        True,
+    ]
+
+
+async def test_a_long_narration_is_split_across_messages_in_order(env, fake_model):
+    thread = await start_thread(env)
+    paragraphs = [
+        f"Paragraph {n}: " + " ".join(f"word{n}-{i}" for i in range(60)) + "." for n in range(12)
+    ]
+    text = "\n\n".join(paragraphs)
+    assert len(text) > 4000
+    fake_model.queue(Reply(text=text))
+    await env.fake.slash(env.alice, thread, "do", action="listen")
+    await env.done()
+    pieces = env.narration(thread)[1:]
+    assert len(pieces) >= 3
+    assert all(len(p) <= 2000 for p in pieces)
+    assert " ".join(" ".join(pieces).split()) == " ".join(text.split())
+
+
+async def test_two_players_at_once_are_queued_and_played_in_order(env, fake_model):
+    thread = await start_thread(env)
+    fake_model.queue(
+        Reply(text="Alice's lantern flares blue and the humming stops.", delay=0.03),
+        "Bob's shout rolls over the marsh.",
+    )
+    first, second = await asyncio.gather(
+        env.fake.slash(env.alice, thread, "do", action="raise the lantern"),
+        env.fake.slash(env.bob, thread, "say", words="Show yourself!"),
+    )
+    await asyncio.sleep(0.1)
+    queued = env.fake.message(second.original_message_id).content
+    await env.done()
+    assert queued.startswith("⏳ Queued behind 1 turn") or queued == '> You say "Show yourself!"'
+    assert env.narration(thread)[-2:] == [
+        "Alice's lantern flares blue and the humming stops.",
+        "Bob's shout rolls over the marsh.",
+    ]
+    assert env.fake.message(second.original_message_id).content == '> You say "Show yourself!"'
+
+
+async def test_a_failed_turn_offers_retry_and_saves_nothing(env, fake_model):
+    thread = await start_thread(env)
+    fake_model.queue(Reply(fault="500"), "The lantern catches at last.")
+    record = await env.fake.slash(env.alice, thread, "do", action="light the lantern")
+    await env.done()
+    response = env.fake.message(record.original_message_id)
+    assert "internal error" in response.content
+    assert [label for label, _, _ in response.buttons] == ["Retry"]
+    await env.fake.press(env.alice, response.id, label="Retry")
+    await env.done()
+    assert env.narration(thread)[-1] == "The lantern catches at last."
+
+
+async def test_a_double_click_plays_once_and_the_second_press_is_refused(env, fake_model):
+    thread = await start_thread(env)
+    opening = env.fake.last_message(thread)
+    fake_model.queue(Reply(text="The road winds on.", delay=0.02), "A second turn.")
+    first, second = await asyncio.gather(
+        env.fake.press(env.alice, opening.id, label="Continue"),
+        env.fake.press(env.bob, opening.id, label="Continue"),
+    )
+    await env.done()
+    answers = sorted(env.fake.message(r.original_message_id).content for r in (first, second))
+    assert answers[0] in ("⏩ *alice continues.*", "⏩ *bob continues.*")
+    assert answers[1] == "⚠ The story has moved on since that button was drawn."
+    assert env.narration(thread)[-1] == "The road winds on."
+    assert len(fake_model.requests) == 1
+
+
+async def test_a_button_under_an_old_turn_is_refused_privately(env, fake_model):
+    thread = await start_thread(env)
+    opening = env.fake.last_message(thread)
+    # Pretend the bot restarted and forgot which message carried the buttons: the old one
+    # keeps its Continue button after the next turn.
+    env.bot.narrator._with_buttons.clear()
+    fake_model.queue("The road winds on.")
+    await env.fake.slash(env.alice, thread, "continue")
+    await env.done()
+    press = await env.fake.press(env.bob, opening.id, label="Continue")
+    await env.done()
+    assert press.ephemeral
+    assert "moved on" in env.fake.message(press.original_message_id).content
+    assert env.narration(thread)[-1] == "The road winds on."
+
+
+async def test_acting_where_nothing_runs_is_answered_privately(env):
+    record = await env.fake.slash(env.bob, env.channel, "do", action="dance")
+    assert record.ephemeral
+    assert "Start one with `/start`" in env.fake.message(record.original_message_id).content
+
+
+async def test_help_is_private(env):
+    record = await env.fake.slash(env.bob, env.channel, "help")
+    assert record.ephemeral and "/start" in env.fake.message(record.original_message_id).content
+
+
+async def test_a_turn_cut_off_by_a_dead_process_shows_as_interrupted(env, fake_model):
+    from datetime import timedelta
+
+    from engine.leases import TurnLeases
+    from engine.storage.models import RequestRecord, utcnow
+
+    thread = await start_thread(env)
+    db = env.bot.services.db
+    adventure = await env.bot.services.play.adventure_in(thread)
+    # What a process that died mid-turn leaves behind: its request running and its lease,
+    # which expired a while ago.
+    async with db.session() as session, session.begin():
+        session.add(
+            RequestRecord(
+                interaction_id=77,
+                adventure_id=adventure.adventure_id,
+                user_id=env.alice,
+                payload_digest="-",
+                payload={"type": "do", "text": "cross the bridge"},
+                status="running",
+            )
+        )
+    dead = TurnLeases(db, holder="dead", clock=lambda: utcnow() - timedelta(minutes=5))
+    await dead.claim(adventure.adventure_id)
+
+    fake_model.queue("Bob waits by the water.", "You cross the bridge at last.")
+    await env.fake.slash(env.bob, thread, "do", action="wait")
+    await env.done()
+    notice = next(m for m in env.fake.messages(thread) if "interrupted" in m.content)
+    assert "“> You cross the bridge.”" in notice.content
+    assert env.narration(thread)[-1] == "Bob waits by the water."
+
+    await env.fake.press(env.alice, notice.id, label="Retry")
+    await env.done()
+    assert env.narration(thread)[-1] == "You cross the bridge at last."
