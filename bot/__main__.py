@@ -13,7 +13,6 @@ import logging
 import sys
 
 from bot.config import ConfigError, Settings, load_settings
-from bot.services import build_services
 
 
 def _logging(settings: Settings, *, to_file: bool) -> None:
@@ -33,11 +32,7 @@ def _logging(settings: Settings, *, to_file: bool) -> None:
 async def _console(settings: Settings) -> None:
     from bot.console import run_console
 
-    services = await build_services(settings)
-    try:
-        await run_console(services)
-    finally:
-        await services.aclose()
+    await run_console(settings)
 
 
 async def _discord(settings: Settings) -> None:
@@ -93,7 +88,10 @@ async def _db_upgrade(settings: Settings) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bot", description="Campfire")
     sub = parser.add_subparsers(dest="command")
-    sub.add_parser("console", help="play in this terminal")
+    console = sub.add_parser("console", help="play in this terminal")
+    console.add_argument("--model-url", help="an OpenAI-compatible endpoint (else the setting)")
+    console.add_argument("--model", help="the model name at that endpoint")
+    console.add_argument("--database-url", help="another database (else the setting)")
     sync = sub.add_parser("sync", help="register the slash commands with Discord")
     sync.add_argument("--guild", type=int, help="only this server (takes effect at once)")
     db = sub.add_parser("db", help="database maintenance")
@@ -101,7 +99,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     try:
-        settings = load_settings()
+        overrides = {
+            name: value
+            for name, value in (
+                ("model_url", getattr(args, "model_url", None)),
+                ("model_name", getattr(args, "model", None)),
+                ("database_url", getattr(args, "database_url", None)),
+            )
+            if value
+        }
+        settings = load_settings(**overrides)
         interactive = args.command == "console" or (
             args.command is None and settings.discord_token is None
         )

@@ -84,7 +84,9 @@ class Narrator:
                 elif isinstance(event, TurnInterrupted):
                     await self.announce_interrupted(channel, event)
                 elif isinstance(event, ActionAccepted):
-                    action_line = event.text or f"⏩ *{interaction.user.display_name} continues.*"
+                    action_line = (
+                        event.text or f"⏩ *{interaction.user.display_name} lets the story go on.*"
+                    )
                     await self._edit_original(interaction, action_line)
                 elif isinstance(event, TextDelta):
                     if stream is None:

@@ -35,6 +35,7 @@ from engine.queue import AdventureQueue
 from engine.scenarios import resolve_scenario, visible_scenarios
 from engine.storage.database import Database
 from engine.storage.models import ActionType, Adventure, RequestRecord, utcnow
+from engine.story import line_tail
 from engine.turns import TurnEngine
 
 log = logging.getLogger(__name__)
@@ -127,6 +128,15 @@ class PlayService:
             if adventure is None:
                 return None
             return AdventureRef(adventure.id, adventure.title, adventure.version)
+
+    async def recent_story(self, channel_id: int, entries: int = 4) -> list[str]:
+        """The newest entries of the story running in a channel (for a returning reader)."""
+        async with self.db.session() as session:
+            adventure = await active_adventure(session, channel_id)
+            if adventure is None or adventure.head_node_id is None:
+                return []
+            nodes = await line_tail(session, adventure.head_node_id, entries)
+        return [node.text for node in nodes if node.text.strip()]
 
     # --- turns --------------------------------------------------------------------------------
 

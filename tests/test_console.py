@@ -1,49 +1,75 @@
-"""The console plays turns against the engine, shows them as they stream, and resumes."""
+"""The console: `python -m bot` with no token, driven by a scripted standard input."""
 
 from __future__ import annotations
 
-import pytest
+import os
+import subprocess
+import sys
 
-from bot.config import load_settings
-from bot.console import Console
-from bot.services import build_services
 from tests.fakes.openai_server import Reply
 
 
-@pytest.fixture
-async def services(tmp_path, fake_model, monkeypatch):
-    monkeypatch.chdir(tmp_path)  # no stray .env
-    settings = load_settings(
-        data_dir=tmp_path / "data", model_url=fake_model.base_url, model_name=fake_model.model
+def run_console(tmp_path, fake_model, script: str) -> subprocess.CompletedProcess:
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith("CAMPFIRE_") and key != "DISCORD_TOKEN"
+    }
+    env |= {
+        "CAMPFIRE_DATA_DIR": str(tmp_path / "data"),
+        "CAMPFIRE_MODEL_URL": fake_model.base_url,
+        "CAMPFIRE_MODEL_NAME": fake_model.model,
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "bot"],
+        input=script,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
     )
-    built = await build_services(settings)
-    yield built
-    await built.aclose()
 
 
-async def test_playing_a_few_turns_in_the_console(services, fake_model, capsys):
-    console = Console(services)
-    await console._resume_or_start()
-    assert "Lantern Road" in capsys.readouterr().out
+def test_the_console_plays_two_turns_and_a_button(tmp_path, fake_model):
+    fake_model.queue(
+        Reply(text="The lantern flares blue; the humming stops.", delay=0.01),
+        "A small wax figure bows to you from the reeds.",
+        "It beckons you toward the fallen milestone.",
+    )
+    done = run_console(
+        tmp_path,
+        fake_model,
+        "/do light the lantern\n/say Who hums there?\n!continue\n/dance\n/quit\n",
+    )
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    # The starter scenario opened by itself, then each turn in order, with its buttons.
+    order = [
+        "The Lantern Road",
+        "Dusk settles over the valley",
+        "› /do light the lantern",
+        "> You light the lantern.",
+        "The lantern flares blue; the humming stops.",
+        '> You say "Who hums there?"',
+        "A small wax figure bows to you from the reeds.",
+        "⏩ *Player lets the story go on.*",
+        "It beckons you toward the fallen milestone.",
+        "⚠ There is no /dance command.",
+    ]
+    positions = [out.index(piece) for piece in order]
+    assert positions == sorted(positions)
+    assert "[1 Continue]" in out
+    # Streaming marks never reach a pipe: each message is printed once, final.
+    assert "▌" not in out
+    assert out.count("The lantern flares blue; the humming stops.") == 1
 
-    fake_model.queue("The lantern flares blue.", Reply(fault="500"), "Wenna waves from the inn.")
-    assert await console.handle("light the lantern")
-    out = capsys.readouterr().out
-    assert "> You light the lantern." in out and "The lantern flares blue." in out
 
-    assert await console.handle("/say Hello?")
-    out = capsys.readouterr().out
-    assert "internal error" in out and "/retry" in out
-    assert await console.handle("/retry")
-    out = capsys.readouterr().out
-    assert '> You say "Hello?"' in out and "Wenna waves from the inn." in out
-
-    assert await console.handle("/frobnicate")
-    assert "Unknown command /frobnicate" in capsys.readouterr().out
-    assert await console.handle("/quit") is False
-
-    # A new console in the same data folder picks the story up where it was left.
-    again = Console(services)
-    await again._resume_or_start()
-    assert "Wenna waves from the inn." in capsys.readouterr().out
-    assert again.adventure_id == console.adventure_id
+def test_the_console_resumes_the_adventure_in_its_data_folder(tmp_path, fake_model):
+    fake_model.queue("The reeds rustle.")
+    first = run_console(tmp_path, fake_model, "/do listen\n")
+    assert first.returncode == 0, first.stderr
+    second = run_console(tmp_path, fake_model, "")
+    assert second.returncode == 0, second.stderr
+    assert "Resuming your adventure" in second.stdout
+    assert "The reeds rustle." in second.stdout

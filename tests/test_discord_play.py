@@ -58,7 +58,7 @@ async def test_autocomplete_offers_the_library(env: DiscordEnv):
         ("do", {"action": "light the lantern"}, "> You light the lantern."),
         ("say", {"words": "Who hums there?"}, '> You say "Who hums there?"'),
         ("story", {"text": "A heron lifts from the reeds."}, "A heron lifts from the reeds."),
-        ("continue", {}, "⏩ *alice continues.*"),
+        ("continue", {}, "⏩ *alice lets the story go on.*"),
     ],
 )
 async def test_each_action_streams_its_narration(env, fake_model, command, options, action_line):
@@ -139,7 +139,7 @@ async def test_a_double_click_plays_once_and_the_second_press_is_refused(env, fa
     )
     await env.done()
     answers = sorted(env.fake.message(r.original_message_id).content for r in (first, second))
-    assert answers[0] in ("⏩ *alice continues.*", "⏩ *bob continues.*")
+    assert answers[0] in ("⏩ *alice lets the story go on.*", "⏩ *bob lets the story go on.*")
     assert answers[1] == "⚠ The story has moved on since that button was drawn."
     assert env.narration(thread)[-1] == "The road winds on."
     assert len(fake_model.requests) == 1
@@ -207,3 +207,12 @@ async def test_a_turn_cut_off_by_a_dead_process_shows_as_interrupted(env, fake_m
     await env.fake.press(env.alice, notice.id, label="Retry")
     await env.done()
     assert env.narration(thread)[-1] == "You cross the bridge at last."
+
+
+async def test_sync_registers_the_commands_and_start_does_not(env):
+    # Nothing was synced by starting the bot.
+    assert env.fake.commands == {}
+    synced = await env.bot.tree.sync(guild=None)
+    names = sorted(command.name for command in synced)
+    assert names == ["continue", "do", "help", "say", "start", "story"]
+    assert sorted(c["name"] for c in env.fake.commands[None]) == names

@@ -179,9 +179,15 @@ class FakeDiscord(InteractionDriver):
         return channel.id
 
     def add_user(
-        self, name: str, *, member_of: tuple[int, ...] | list[int] = (), manage_guild: bool = False
+        self,
+        name: str,
+        *,
+        member_of: tuple[int, ...] | list[int] = (),
+        manage_guild: bool = False,
+        user_id: int | None = None,
     ) -> int:
-        user = self.world.add_user(name)
+        """A user; ``user_id`` fixes the id (the console keeps one across runs)."""
+        user = self.world.add_user(name, user_id=user_id)
         for gid in member_of:
             guild = self.world.guilds[gid]
             guild.members[user.id] = [guild.manager_role_id] if manage_guild else []
@@ -192,8 +198,8 @@ class FakeDiscord(InteractionDriver):
                 )
         return user.id
 
-    def dm_channel(self, user_id: int) -> int:
-        return self.world.dm_channel(user_id).id
+    def dm_channel(self, user_id: int, *, channel_id: int | None = None) -> int:
+        return self.world.dm_channel(user_id, channel_id=channel_id).id
 
     def _client_has(self, check: Callable[[Any], bool]) -> Callable[[], bool] | None:
         client = self.client

@@ -273,8 +273,8 @@ class World:
 
     # -- builders -----------------------------------------------------------------------------
 
-    def add_user(self, name: str, *, bot: bool = False) -> UserRecord:
-        user = UserRecord(self.snowflake(), name, bot=bot)
+    def add_user(self, name: str, *, bot: bool = False, user_id: int | None = None) -> UserRecord:
+        user = UserRecord(user_id or self.snowflake(), name, bot=bot)
         self.users[user.id] = user
         return user
 
@@ -330,10 +330,10 @@ class World:
         self.channel_messages[thread.id] = []
         return thread
 
-    def dm_channel(self, user_id: int) -> ChannelRecord:
+    def dm_channel(self, user_id: int, *, channel_id: int | None = None) -> ChannelRecord:
         if user_id in self.dm_by_user:
             return self.channels[self.dm_by_user[user_id]]
-        channel = ChannelRecord(self.snowflake(), DM, recipient_id=user_id)
+        channel = ChannelRecord(channel_id or self.snowflake(), DM, recipient_id=user_id)
         self.channels[channel.id] = channel
         self.channel_messages[channel.id] = []
         self.dm_by_user[user_id] = channel.id

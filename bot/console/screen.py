@@ -1,0 +1,77 @@
+"""Drawing the console's view of a Discord channel: each message as a block of text.
+
+On a terminal the newest block is redrawn in place as the bot edits it, so narration is seen
+typing itself out. Otherwise (a pipe, a file) each message is printed once, final.
+"""
+
+from __future__ import annotations
+
+import shutil
+from typing import TextIO
+
+from bot.standin import MessageRecord
+
+
+def render(message: MessageRecord) -> str:
+    text = message.content.strip() or "…"
+    if message.ephemeral:
+        text += "\n  (only you can see this)"
+    buttons = [(label, disabled) for label, _, disabled in message.buttons]
+    if buttons:
+        text += "\n  " + "  ".join(
+            f"[{n} {label}{' (disabled)' if disabled else ''}]"
+            for n, (label, disabled) in enumerate(buttons, 1)
+        )
+    return text
+
+
+class Screen:
+    def __init__(self, out: TextIO, *, live: bool) -> None:
+        self.out = out
+        self.live = live
+        self._shown: dict[int, str] = {}
+        self._last: int | None = None
+        self._last_lines = 0
+
+    def note(self, text: str) -> None:
+        """A line of the console's own (not a Discord message)."""
+        self._print(text)
+        self._last = None
+
+    def update(self, messages: list[MessageRecord], *, final: bool) -> None:
+        """Show what is new or changed. Streaming redraws happen only when ``live``."""
+        for message in messages:
+            text = render(message)
+            previous = self._shown.get(message.id)
+            if previous == text:
+                continue
+            if previous is None:
+                if not (self.live or final):
+                    continue  # a pipe gets each message once, when it is final
+                self._print(text)
+                self._last = message.id
+            elif self.live and message.id == self._last:
+                self._redraw(text)
+            elif final and not self.live and message.content.strip() != _content(previous):
+                self._print(text)
+                self._last = message.id
+            self._shown[message.id] = text
+
+    def _print(self, text: str) -> None:
+        self.out.write(text + "\n\n")
+        self.out.flush()
+        self._last_lines = _lines(text) + 1
+
+    def _redraw(self, text: str) -> None:
+        # Up to the start of the newest block, clear to the end of the screen, draw it again.
+        self.out.write(f"\x1b[{self._last_lines}F\x1b[J")
+        self._print(text)
+
+
+def _content(rendered: str) -> str:
+    return rendered.split("\n  ", 1)[0].strip()
+
+
+def _lines(text: str) -> int:
+    width = max(20, shutil.get_terminal_size((100, 40)).columns)
+    return sum(max(1, -(-len(line) // width)) for line in text.split("\n"))

@@ -1,0 +1,441 @@
+"""Streaming narration to many channels at once: rate limits, edits, latency, correctness.
+
+Run by hand (it is not part of the normal test run)::
+
+    python -m tests.benchmarks.bench_streaming [--n 1 10 50] [--words 120]
+
+For each N, Campfire's real bot (:class:`bot.discord_bot.CampfireBot`) runs on the local Discord
+stand-in with N text channels in one guild. ``/start`` in each opens N adventure threads; then
+``/do`` is issued in every thread at once, so N narrations of ``--words`` words stream at the
+same time from the fake model server at 60 tokens per second (one word per chunk). Measured,
+across all channels:
+
+* 429s: every request the stand-in answered with a rate limit, over the whole run (target 0);
+* edits per turn: PATCHes to the turn's narration messages (the final edit included);
+* first text: from the model server writing the first content chunk to the stand-in creating
+  the turn's first narration message (p50 target ≤ 0.3 s);
+* final edit: from the model server writing the last content chunk to the last edit (or
+  creation) of the turn's narration messages (p95 target ≤ 1.5 s, set for N = 50);
+* event-loop lag: p99 of how late a 10 ms sleep wakes up while the turns run;
+* correctness: each turn's narration messages, in order, show exactly
+  ``display_pieces(stored text)`` (the newest narrator node of that adventure in the database).
+
+Both clocks are ``time.monotonic()`` in this one process: the model server writes its chunks from
+its handler threads, the stand-in stamps messages and edits with the same clock.
+
+One line per N is printed; missed targets are reported, not fatal. The exit status is non-zero
+when any narration is wrong (or a run fails).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import math
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+
+from bot.config import load_settings
+from bot.discord_bot import CampfireBot
+from bot.standin import StandIn
+from cogs.text_split import display_pieces
+from engine.storage.models import Role, StoryNode
+from tests.fakes.openai_server import FakeModelServer, Reply, _Handler
+
+TOKENS_PER_SECOND = 60
+FIRST_TEXT_P50_TARGET = 0.3
+FINAL_EDIT_P95_TARGET = 1.5
+LAG_TICK = 0.010
+START_BATCH = 10  # /start commands issued at once while setting up
+GLOBAL_WINDOW = 1.0  # Discord's global limit counts requests in any one second
+
+_VOCABULARY = (
+    "the lantern sways over black water and reeds whisper of something old that walks "
+    "beneath the marsh while a heron watches from the drowned road ahead where fog "
+    "gathers thick around broken milestones and the humming grows closer"
+).split()
+
+
+def narration_text(index: int, words: int) -> str:
+    """A distinct narration of ``words`` words whose first word names it (``Ember007``)."""
+    out = [f"Ember{index:03d}"]
+    for i in range(1, words):
+        word = _VOCABULARY[(i * 7 + index) % len(_VOCABULARY)]
+        if i % 12 == 0:
+            word = word.capitalize()
+        out.append(word)
+    text = ""
+    for i, word in enumerate(out):
+        text += word
+        if i == len(out) - 1:
+            text += "."
+        elif i % 36 == 35:
+            text += ".\n\n"
+        elif i % 12 == 11:
+            text += ". "
+        else:
+            text += " "
+    return text
+
+
+# -- the model side: when each content chunk left the server ------------------------------------
+
+
+@dataclass
+class StreamTiming:
+    first_token: str = ""
+    first_sent: float = 0.0
+    last_sent: float = 0.0
+    chunks: int = 0
+
+
+_CONTENT = b'"delta": {"content": "'
+_EMPTY_CONTENT = b'"delta": {"content": ""'
+
+
+class _TimedWriter:
+    """Wraps a handler's ``wfile``; stamps every non-empty content chunk once written."""
+
+    def __init__(self, inner: Any, server: TimedModelServer) -> None:
+        self._inner = inner
+        self._server = server
+        self._timing: StreamTiming | None = None
+
+    def write(self, data: bytes) -> int:
+        written = self._inner.write(data)
+        if _CONTENT in data and _EMPTY_CONTENT not in data:
+            now = time.monotonic()
+            if self._timing is None:
+                self._timing = StreamTiming(first_token=_token_of(data), first_sent=now)
+                self._server._add_stream(self._timing)
+            self._timing.last_sent = now
+            self._timing.chunks += 1
+        return written
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+def _token_of(data: bytes) -> str:
+    start = data.index(b"data: ") + len(b"data: ")
+    end = data.index(b"\n\n", start)
+    event = json.loads(data[start:end])
+    return event["choices"][0]["delta"]["content"]
+
+
+class _TimedHandler(_Handler):
+    def setup(self) -> None:
+        super().setup()
+        self.wfile = _TimedWriter(self.wfile, self.server.fake)  # type: ignore[arg-type]
+
+
+class TimedModelServer(FakeModelServer):
+    """The fake model server, recording when each streamed answer's content chunks went out."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.streams: list[StreamTiming] = []
+        self._streams_lock = threading.Lock()
+
+    def start(self) -> TimedModelServer:
+        super().start()
+        assert self._httpd is not None
+        self._httpd.RequestHandlerClass = _TimedHandler  # before any request is accepted
+        return self
+
+    def _add_stream(self, timing: StreamTiming) -> None:
+        with self._streams_lock:
+            self.streams.append(timing)
+
+    def stream_starting(self, first_word: str) -> StreamTiming | None:
+        with self._streams_lock:
+            found = [s for s in self.streams if s.first_token.split() == [first_word]]
+        return found[-1] if found else None
+
+
+# -- the loop -----------------------------------------------------------------------------------
+
+
+class LagProbe:
+    """A task sleeping ``LAG_TICK`` over and over, recording how late each wake-up is."""
+
+    def __init__(self) -> None:
+        self.lags: list[float] = []
+        self._task: asyncio.Task[None] | None = None
+
+    async def _tick(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            before = loop.time()
+            await asyncio.sleep(LAG_TICK)
+            self.lags.append(max(0.0, loop.time() - before - LAG_TICK))
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._tick(), name="lag-probe")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+
+
+def percentile(values: list[float], pct: float) -> float:
+    """Nearest-rank percentile (NaN for no values)."""
+    if not values:
+        return math.nan
+    ordered = sorted(values)
+    rank = max(1, math.ceil(pct / 100 * len(ordered)))
+    return ordered[rank - 1]
+
+
+class _ErrorCounter(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+# -- one run ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Result:
+    n: int
+    rate_limited: int = 0
+    rate_limited_during_setup: int = 0
+    rate_limited_during_turns: int = 0
+    edits: list[int] = field(default_factory=list)
+    messages: list[int] = field(default_factory=list)
+    first_text: list[float] = field(default_factory=list)
+    final_edit: list[float] = field(default_factory=list)
+    lags: list[float] = field(default_factory=list)
+    turn_requests: int = 0
+    turns_seconds: float = 0.0
+    seconds: float = 0.0
+    wrong: list[str] = field(default_factory=list)
+    ack_failures: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def correct(self) -> bool:
+        return not self.wrong and len(self.final_edit) == self.n
+
+    def line(self) -> str:
+        def mark(ok: bool) -> str:
+            return "ok" if ok else "MISSED"
+
+        first50, first95 = percentile(self.first_text, 50), percentile(self.first_text, 95)
+        final50, final95 = percentile(self.final_edit, 50), percentile(self.final_edit, 95)
+        edits = sum(self.edits) / len(self.edits) if self.edits else math.nan
+        rate = self.turn_requests / self.turns_seconds if self.turns_seconds else math.nan
+        parts = [
+            f"N={self.n:<3}",
+            f"429s {self.rate_limited} (setup {self.rate_limited_during_setup}, "
+            f"turns {self.rate_limited_during_turns}) "
+            f"[{mark(self.rate_limited == 0)}]",
+            f"edits/turn {edits:.2f} (max {max(self.edits, default=0)}, {sum(self.messages)} msgs)",
+            f"first text p50 {first50:.3f}s p95 {first95:.3f}s "
+            f"[{mark(first50 <= FIRST_TEXT_P50_TARGET)}]",
+            f"final edit p50 {final50:.3f}s p95 {final95:.3f}s "
+            f"[{mark(final95 <= FINAL_EDIT_P95_TARGET)}]",
+            f"loop lag p99 {percentile(self.lags, 99) * 1000:.1f}ms "
+            f"(max {max(self.lags, default=math.nan) * 1000:.1f}ms)",
+            f"correct {self.n - len(self.wrong)}/{self.n} [{'ok' if self.correct else 'FAILED'}]",
+            f"turns {self.turns_seconds:.1f}s, {self.turn_requests} requests ({rate:.1f}/s)",
+            f"run {self.seconds:.1f}s",
+        ]
+        if self.ack_failures:
+            parts.append(f"{len(self.ack_failures)} late acks")
+        if self.warnings:
+            parts.append(f"{len(self.warnings)} warnings")
+        return " | ".join(parts)
+
+
+async def _newest_narration(bot: CampfireBot, channel_id: int) -> str | None:
+    adventure = await bot.services.play.adventure_in(channel_id)
+    if adventure is None:
+        return None
+    async with bot.services.db.session() as session:
+        node = (
+            await session.execute(
+                select(StoryNode)
+                .where(
+                    StoryNode.adventure_id == adventure.adventure_id,
+                    StoryNode.role == Role.NARRATOR,
+                )
+                .order_by(StoryNode.index.desc(), StoryNode.id.desc())  # type: ignore[union-attr]
+                .limit(1)
+            )
+        ).scalar_one_or_none()
+    return None if node is None else node.text
+
+
+async def run_once(n: int, words: int, data_dir: Path) -> Result:
+    """Start the bot with ``n`` channels, stream ``n`` turns at once, measure them."""
+    result = Result(n)
+    started = time.monotonic()
+    counter = _ErrorCounter()
+    logging.getLogger().addHandler(counter)
+    try:
+        with TimedModelServer() as model:
+            await _run(n, words, data_dir, model, result)
+    finally:
+        logging.getLogger().removeHandler(counter)
+    result.warnings = [f"{r.name}: {r.getMessage()}" for r in counter.records]
+    result.seconds = time.monotonic() - started
+    return result
+
+
+async def _run(n: int, words: int, data_dir: Path, model: TimedModelServer, result: Result) -> None:
+    settings = load_settings(
+        data_dir=data_dir,
+        model_url=model.base_url,
+        model_name=model.model,
+        model_timeout=30,
+    )
+    bot = CampfireBot(settings)
+    standin = StandIn(bot)
+    fake = standin.fake
+    guild = fake.add_guild("The Hearth")
+    channels = [fake.add_text_channel(guild, f"camp-{i:03d}") for i in range(n)]
+    alice = fake.add_user("alice", member_of=[guild], manage_guild=True)
+    async with standin:
+        # Setting up is not what is measured: open the threads a batch at a time, so that the
+        # /start bursts stay clear of the global limit, then let its window empty.
+        starts = []
+        for i in range(0, n, START_BATCH):
+            batch = channels[i : i + START_BATCH]
+            starts += await asyncio.gather(*(fake.slash(alice, c, "start") for c in batch))
+            await standin.idle()
+            await asyncio.sleep(GLOBAL_WINDOW)
+        result.rate_limited_during_setup = len(fake.rate_limited)
+        threads = []
+        for channel, record in zip(channels, starts, strict=True):
+            found = fake.threads(channel)
+            if record.failed is not None or len(found) != 1:
+                raise RuntimeError(f"/start in channel {channel} failed: {record.failed}")
+            threads.append(found[0])
+
+        texts = [narration_text(i, words) for i in range(n)]
+        model.queue(*(Reply(text=t, delay=1 / TOKENS_PER_SECOND) for t in texts))
+        before = {t: {m.id for m in fake.messages(t)} for t in threads}
+        limited_before = len(fake.rate_limited)
+        requests_before = len(fake.requests)
+
+        probe = LagProbe()
+        probe.start()
+        turns_started = time.monotonic()
+        dos = await asyncio.gather(
+            *(fake.slash(alice, t, "do", action="follow the humming") for t in threads)
+        )
+        await standin.idle()
+        await probe.stop()
+        turn_requests = [r for r in fake.requests[requests_before:] if r.time >= turns_started]
+        last_request = max((r.time for r in turn_requests), default=turns_started)
+        result.turns_seconds = last_request - turns_started
+        result.turn_requests = len(turn_requests)
+        result.lags = probe.lags
+        result.rate_limited_during_turns = len(fake.rate_limited) - limited_before
+
+        for thread, record in zip(threads, dos, strict=True):
+            await _check_turn(bot, fake, model, thread, record, before[thread], result)
+        result.ack_failures = list(fake.failures)
+    result.rate_limited = len(fake.rate_limited)
+
+
+async def _check_turn(
+    bot: CampfireBot,
+    fake: Any,
+    model: TimedModelServer,
+    thread: int,
+    record: Any,
+    before: set[int],
+    result: Result,
+) -> None:
+    assert bot.user is not None
+    turn = [
+        m
+        for m in fake.messages(thread)
+        if m.id not in before
+        and m.author_id == bot.user.id
+        and m.interaction_id is None
+        and not m.ephemeral
+        and not m.deleted
+    ]
+    turn.sort(key=lambda m: m.id)
+    stored = await _newest_narration(bot, thread)
+    if record.failed is not None:
+        result.wrong.append(f"thread {thread}: /do failed ({record.failed})")
+        return
+    if stored is None:
+        result.wrong.append(f"thread {thread}: no narration stored")
+        return
+    shown = [m.content for m in turn]
+    expected = display_pieces(stored)
+    if shown != expected:
+        result.wrong.append(f"thread {thread}: shows {shown!r}, stored {expected!r}")
+    result.edits.append(sum(len(m.edits) for m in turn))
+    result.messages.append(len(turn))
+    first_word = stored.split()[0] if stored.split() else ""
+    stream = model.stream_starting(first_word)
+    if stream is None or not turn:
+        result.wrong.append(f"thread {thread}: no model stream starting {first_word!r}")
+        return
+    result.first_text.append(turn[0].created - stream.first_sent)
+    last_change = max(max([m.created, *(t for t, _ in m.edits)]) for m in turn)
+    result.final_edit.append(last_change - stream.last_sent)
+
+
+# -- the command --------------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.benchmarks.bench_streaming",
+        description="N narrations streaming at once through Campfire on the Discord stand-in.",
+    )
+    parser.add_argument("--n", type=int, nargs="+", default=[1, 10, 50], help="channel counts")
+    parser.add_argument("--words", type=int, default=120, help="words per narration")
+    parser.add_argument("-v", "--verbose", action="store_true", help="show problems in full")
+    args = parser.parse_args(argv)
+    if any(n < 1 for n in args.n) or args.words < 1:
+        parser.error("--n and --words must be positive")
+
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    print(
+        f"{args.words} words per narration at {TOKENS_PER_SECOND} tokens/s "
+        f"(~{args.words / TOKENS_PER_SECOND:.1f} s of streaming); targets: 0 429s, "
+        f"first text p50 <= {FIRST_TEXT_P50_TARGET} s, final edit p95 <= "
+        f"{FINAL_EDIT_P95_TARGET} s (set for N=50)",
+        flush=True,
+    )
+    failed = False
+    with tempfile.TemporaryDirectory(prefix="campfire-bench-") as tmp:
+        for n in args.n:
+            try:
+                result = asyncio.run(run_once(n, args.words, Path(tmp) / f"n{n}"))
+            except Exception as exc:  # one broken N must not hide the others
+                print(f"N={n:<3} | run failed: {exc!r}", flush=True)
+                failed = True
+                continue
+            print(result.line(), flush=True)
+            failed |= not result.correct
+            details = result.wrong + result.ack_failures
+            for problem in details if args.verbose else details[:3]:
+                print(f"    {problem[:300] if not args.verbose else problem}", flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
