@@ -40,10 +40,9 @@ class CampfireBot(commands.Bot):
         self.scheduler = AsyncIOScheduler()
 
     async def setup_hook(self) -> None:
-        from cogs.streaming import RatePacer
-
         from cogs.buttons import DYNAMIC_ITEMS
         from cogs.narration import Narrator
+        from cogs.streaming import RatePacer
 
         self.services = await build_services(self.settings)
         self.narrator = Narrator(self, RatePacer())

@@ -8,8 +8,6 @@ import socket
 import uuid
 from dataclasses import dataclass
 
-from engine.queue import AdventureQueue
-
 from bot.config import Settings
 from engine.crypto import SecretBox
 from engine.leases import TurnLeases
@@ -19,6 +17,7 @@ from engine.providers.base import ChatProvider, GenerationParams
 from engine.providers.embeddings import EmbeddingClient
 from engine.providers.local import LocalLlamaProvider
 from engine.providers.openai_compat import OpenAICompatibleProvider
+from engine.queue import AdventureQueue
 from engine.storage.database import Database
 from engine.turns import TurnEngine
 

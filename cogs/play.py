@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from typing import TYPE_CHECKING
 
@@ -65,8 +66,10 @@ class PlayCog(commands.Cog):
         try:
             started = await play.start(actor, target.id, scenario)  # type: ignore[attr-defined]
         except BaseException:
+            # No empty thread is left behind by a start that failed.
             if thread is not None:
-                await thread.delete()
+                with contextlib.suppress(discord.HTTPException):
+                    await thread.delete()
             raise
         header = f"{started.icon} **{started.title}**".strip()
         if thread is not None:

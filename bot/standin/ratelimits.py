@@ -1,0 +1,110 @@
+"""Discord's rate limits for the stand-in: a global window, per-channel message windows, the
+429 answers discord.py expects, and the ``X-RateLimit-*`` headers on every other answer."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+
+from aiohttp import web
+
+from . import limits
+from .rest import API_PREFIX, json_response
+
+CHANNEL_LIMIT, CHANNEL_PERIOD = 5, 5.0
+GLOBAL_LIMIT, GLOBAL_PERIOD = 50, 1.0
+
+# Routes whose POST / PATCH / DELETE share one message window per channel.
+_CHANNEL_MESSAGE_ROUTES = (
+    API_PREFIX + "/channels/{cid}/messages",
+    API_PREFIX + "/channels/{cid}/messages/{mid}",
+)
+
+
+def bucket_hash(key: str) -> str:
+    return hashlib.md5(key.encode()).hexdigest()  # noqa: S324 - an opaque id, not security
+
+
+def route_template(request: web.Request) -> str:
+    info = request.match_info.route.resource
+    return info.canonical if info is not None else request.path
+
+
+class RateLimiter:
+    """Windows are in real time (``time.monotonic()``), because discord.py sleeps in real time."""
+
+    def __init__(self) -> None:
+        self.channel_windows: dict[int, limits.SlidingWindow] = {}
+        self.global_window = limits.SlidingWindow(GLOBAL_LIMIT, GLOBAL_PERIOD)
+
+    def channel_bucket(self, request: web.Request) -> int | None:
+        """Channel id whose shared message window this request counts against, if any."""
+        if request.method not in ("POST", "PATCH", "DELETE"):
+            return None
+        if route_template(request) in _CHANNEL_MESSAGE_ROUTES:
+            try:
+                return int(request.match_info["cid"])
+            except ValueError:
+                return None
+        return None
+
+    def hit(self, request: web.Request, now: float) -> web.Response | None:
+        """Count the request; the 429 Discord answers when a window is full, else None."""
+        retry = self.global_window.try_hit(now)
+        scope, limit, bucket = "global", GLOBAL_LIMIT, ""
+        if retry is None:
+            cid = self.channel_bucket(request)
+            if cid is None:
+                return None
+            window = self.channel_windows.setdefault(
+                cid, limits.SlidingWindow(CHANNEL_LIMIT, CHANNEL_PERIOD)
+            )
+            retry = window.try_hit(now)
+            if retry is None:
+                return None
+            scope, limit = "user", CHANNEL_LIMIT
+            bucket = bucket_hash(f"{request.method} {route_template(request)}")
+        headers = {
+            "Retry-After": str(max(1, int(retry + 0.999))),
+            "X-RateLimit-Limit": str(limit),
+            "X-RateLimit-Remaining": "0",
+            "X-RateLimit-Reset-After": f"{retry:.3f}",
+            "X-RateLimit-Reset": f"{time.time() + retry:.3f}",
+            "X-RateLimit-Scope": scope,
+            # discord.py treats a 429 without Via as a Cloudflare ban; Discord's API sets it.
+            "Via": "1.1 google",
+        }
+        if scope == "global":
+            # No bucket header: discord.py would otherwise file every route under "global".
+            headers["X-RateLimit-Global"] = "true"
+        else:
+            headers["X-RateLimit-Bucket"] = bucket
+        body = {
+            "message": "You are being rate limited.",
+            "retry_after": round(retry, 3),
+            "global": scope == "global",
+        }
+        return json_response(body, status=429, headers=headers)
+
+    def add_bucket_headers(
+        self, request: web.Request, response: web.StreamResponse, now: float
+    ) -> None:
+        if response.status == 429 or "X-RateLimit-Limit" in response.headers:
+            return
+        template = route_template(request)
+        cid = self.channel_bucket(request)
+        if cid is not None:
+            window = self.channel_windows[cid]
+            limit, remaining, reset_after = (
+                CHANNEL_LIMIT,
+                window.remaining(now),
+                window.reset_after(now),
+            )
+        else:
+            # Other routes: a roomy bucket, so discord.py never needs to wait on them.
+            limit, remaining, reset_after = GLOBAL_LIMIT, GLOBAL_LIMIT - 1, 1.0
+        response.headers["X-RateLimit-Limit"] = str(limit)
+        response.headers["X-RateLimit-Remaining"] = str(remaining)
+        response.headers["X-RateLimit-Reset-After"] = f"{max(reset_after, 0.001):.3f}"
+        response.headers["X-RateLimit-Reset"] = f"{time.time() + reset_after:.3f}"
+        response.headers["X-RateLimit-Bucket"] = bucket_hash(f"{request.method} {template}")
