@@ -33,6 +33,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+#: Discord's codes for an interaction whose token can no longer be used.
+INTERACTION_GONE = {10015, 50027}  # unknown webhook, invalid webhook token
+
 
 class Narrator:
     def __init__(self, bot: CampfireBot, pacer: RatePacer) -> None:
@@ -97,9 +100,10 @@ class Narrator:
                     result = event.result
                     if stream is None:
                         stream = StreamingMessage(channel, self.pacer)
-                    await self._drop_buttons(channel)
                     view = turn_buttons(result.adventure_id, result.version)
                     messages = await stream.finish(result.text, view=view)
+                    # The story's end first; the old buttons go after, when nobody waits.
+                    await self._drop_buttons(channel)
                     if messages:
                         self._with_buttons[channel.id] = messages[-1]
                 elif isinstance(event, TurnFailed):
@@ -145,18 +149,30 @@ class Narrator:
         except discord.HTTPException:
             log.debug("could not remove old buttons in %s", channel.id, exc_info=True)
 
-    @staticmethod
     async def _edit_original(
-        interaction: discord.Interaction, content: str, *, view: discord.ui.View | None = None
+        self,
+        interaction: discord.Interaction,
+        content: str,
+        *,
+        view: discord.ui.View | None = None,
     ) -> None:
         try:
             if view is None:
                 await interaction.edit_original_response(content=content)
             else:
                 await interaction.edit_original_response(content=content, view=view)
-        except discord.HTTPException:
-            # The token may have expired after a long queue; say it in the channel instead.
-            log.info("interaction %s expired; posting to the channel", interaction.id)
-            channel = interaction.channel
-            if isinstance(channel, discord.abc.Messageable):
+            return
+        except discord.HTTPException as error:
+            if error.code not in INTERACTION_GONE:
+                # Anything else (a hiccup, a 5xx) only costs this line; the story goes on.
+                log.warning("could not edit the response to %s: %s", interaction.id, error)
+                return
+        # The interaction's token expired (a long wait in the queue): say it in the channel.
+        log.info("interaction %s expired; posting to the channel", interaction.id)
+        channel = interaction.channel
+        if isinstance(channel, discord.abc.Messageable):
+            try:
+                await self.pacer.acquire(channel.id)
                 await channel.send(content, view=view or discord.utils.MISSING)
+            except discord.HTTPException:
+                log.warning("could not post to channel %s", channel.id, exc_info=True)

@@ -93,6 +93,8 @@ class RatePacer:
         self._channels: dict[int, deque[float]] = {}
         self._global: deque[float] = deque(maxlen=global_per_second)
         self._locks: dict[int, asyncio.Lock] = {}
+        # Three quarters of the global budget for routine edits; all of it for final ones.
+        self._routine_share = max(1, global_per_second * 3 // 4)
 
     def _hits(self, channel_id: int) -> deque[float]:
         hits = self._channels.get(channel_id)
@@ -100,24 +102,30 @@ class RatePacer:
             hits = self._channels[channel_id] = deque(maxlen=self.per_channel)
         return hits
 
-    def would_wait(self, channel_id: int) -> float:
-        """Seconds until both windows allow one more request in the channel (0 if free now)."""
+    def would_wait(self, channel_id: int, *, urgent: bool = False) -> float:
+        """Seconds until both windows allow one more request in the channel (0 if free now).
+
+        Requests that are not ``urgent`` may use only part of the global budget: the rest is
+        kept for final edits, so that when many stories stream at once each one still ends
+        promptly instead of queueing behind everyone's intermediate edits.
+        """
         now = self.clock()
         wait = 0.0
         hits = self._channels.get(channel_id)
         if hits is not None and len(hits) >= self.per_channel:
             wait = hits[0] + self.per_seconds + self.margin - now
-        if len(self._global) >= self.global_per_second:
-            wait = max(wait, self._global[0] + 1.0 - now)
+        allowed = self.global_per_second if urgent else self._routine_share
+        if len(self._global) >= allowed:
+            wait = max(wait, self._global[-allowed] + 1.0 - now)
         return max(wait, 0.0)
 
-    async def acquire(self, channel_id: int) -> None:
+    async def acquire(self, channel_id: int, *, urgent: bool = False) -> None:
         """Wait until both windows allow one request, then record it (cancel-safe)."""
         lock = self._locks.get(channel_id)
         if lock is None:
             lock = self._locks[channel_id] = asyncio.Lock()
         async with lock:
-            while (wait := self.would_wait(channel_id)) > 0:
+            while (wait := self.would_wait(channel_id, urgent=urgent)) > 0:
                 await self.sleep(wait)
             now = self.clock()
             self._hits(channel_id).append(now)
@@ -335,7 +343,7 @@ class StreamingMessage:
     async def _final_request(self, index: int, content: str, view: Any) -> bool:
         delays = self.final_retry_delays
         for attempt in range(len(delays) + 1):
-            await self.pacer.acquire(self._channel_id)
+            await self.pacer.acquire(self._channel_id, urgent=True)
             try:
                 return await self._request(index, content, view=view)
             except Exception as exc:

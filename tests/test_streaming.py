@@ -293,11 +293,19 @@ async def test_pacer_window_slides() -> None:
 async def test_pacer_channels_are_separate_but_share_the_global_budget() -> None:
     clock = FakeClock()
     pacer = fake_pacer(clock, global_per_second=40)
-    for channel in range(8):
+    # Routine edits may use three quarters of the global budget...
+    for channel in range(6):
         for _ in range(5):
             await pacer.acquire(channel)
     assert clock.sleeps == []
     assert pacer.would_wait(99) == pytest.approx(1.0)
+    # ...the rest is kept for final edits, which go out at once...
+    for channel in range(10):
+        assert pacer.would_wait(100 + channel, urgent=True) == 0
+        await pacer.acquire(100 + channel, urgent=True)
+    assert clock.sleeps == []
+    # ...until the whole budget is spent.
+    assert pacer.would_wait(200, urgent=True) == pytest.approx(1.0)
     await pacer.acquire(99)
     assert clock.now == pytest.approx(1.0)
 

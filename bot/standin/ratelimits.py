@@ -50,6 +50,10 @@ class RateLimiter:
 
     def hit(self, request: web.Request, now: float) -> web.Response | None:
         """Count the request; the 429 Discord answers when a window is full, else None."""
+        if is_interaction_route(request):
+            # "Interaction endpoints are not bound to the bot's Global Rate Limit" (Discord's
+            # rate-limit documentation): callbacks and interaction webhooks are exempt.
+            return None
         retry = self.global_window.try_hit(now)
         scope, limit, bucket = "global", GLOBAL_LIMIT, ""
         if retry is None:
@@ -108,3 +112,10 @@ class RateLimiter:
         response.headers["X-RateLimit-Reset-After"] = f"{max(reset_after, 0.001):.3f}"
         response.headers["X-RateLimit-Reset"] = f"{time.time() + reset_after:.3f}"
         response.headers["X-RateLimit-Bucket"] = bucket_hash(f"{request.method} {template}")
+
+
+def is_interaction_route(request: web.Request) -> bool:
+    """An interaction callback or an interaction's webhook (followups, @original)."""
+    parts = request.path.split("/")
+    # /api/v10/interactions/{id}/{token}/callback, /api/v10/webhooks/{app}/{token}[/...]
+    return len(parts) > 3 and parts[3] in ("interactions", "webhooks")
