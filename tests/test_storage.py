@@ -172,7 +172,7 @@ async def test_bulk_loads_of_turns_never_name_heavy_columns(db: Database):
 
 
 HEAVY = {
-    StoryNode: ("reasoning", "prompt_snapshot", "state_before", "state_report"),
+    StoryNode: ("reasoning", "prompt_snapshot", "state_before", "state_report", "context_report"),
     Take: ("text", "reasoning", "state_after"),
     Memory: ("embedding",),
 }

@@ -272,7 +272,9 @@ class StoryNode(SQLModel, table=True):
 
     __tablename__ = "story_nodes"
     __table_args__ = (Index("ix_story_nodes_adventure_index", "adventure_id", "index"),)
-    __mapper_args__ = _defer("reasoning", "prompt_snapshot", "state_before", "state_report")
+    __mapper_args__ = _defer(
+        "reasoning", "prompt_snapshot", "state_before", "state_report", "context_report"
+    )
 
     id: int | None = Field(default=None, primary_key=True)
     adventure_id: int = _fk("adventures.id", ondelete="CASCADE", nullable=False)
@@ -297,6 +299,8 @@ class StoryNode(SQLModel, table=True):
     # World and script state as they were before this node, for exact undo and retry.
     state_before: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
     state_report: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
+    # What went into the context and why (engine.context_report.ContextReport), for Insights.
+    context_report: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
 
     created_at: datetime = _when()
 

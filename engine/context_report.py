@@ -1,0 +1,61 @@
+"""What went into a turn's context, and why: the record Insights shows.
+
+The context engine fills one ``ContextReport`` per narrator turn; it is stored as JSON with the
+turn (a deferred column) and read back only when someone opens Insights.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass
+class ItemReport:
+    """One card, memory, knowledge chunk or history entry considered for a section."""
+
+    label: str  # a card's title, "turn 12", a memory's first words
+    tokens: int
+    included: bool
+    #: Why it was included or left out: "trigger: Mira", "always on", "pinned", "score 0.82",
+    #: "over the 40% card budget", "no room left", "truncated to fit".
+    reason: str = ""
+
+
+@dataclass
+class SectionReport:
+    key: str  # stable id: "narrator", "plot_essentials", "story_cards", "history", ...
+    title: str  # as shown to people: "Plot essentials"
+    tokens: int
+    #: Why the section is there ("always included", "3 cards triggered", "12 of 40 turns").
+    reason: str = ""
+    items: list[ItemReport] = field(default_factory=list)
+    truncated: bool = False
+
+
+@dataclass
+class ContextReport:
+    budget: int  # the adventure's context budget in tokens
+    reserved: int  # kept for the reply
+    available: int  # max(256, budget - reserved)
+    used: int  # tokens actually sent
+    output_words: int | None  # the length ceiling given to the model, if any
+    sections: list[SectionReport] = field(default_factory=list)
+
+    @property
+    def excluded(self) -> list[ItemReport]:
+        return [item for section in self.sections for item in section.items if not item.included]
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ContextReport:
+        sections = [
+            SectionReport(
+                **{k: v for k, v in section.items() if k != "items"},
+                items=[ItemReport(**item) for item in section.get("items", [])],
+            )
+            for section in data.get("sections", [])
+        ]
+        return cls(**{k: v for k, v in data.items() if k != "sections"}, sections=sections)
