@@ -32,3 +32,32 @@ async def node_count(db: Database, adventure_id: int) -> int:
             .select_from(StoryNode)
             .where(StoryNode.adventure_id == adventure_id)
         )
+
+
+async def leave_dead_turn(
+    db: Database,
+    adventure_id: int,
+    *,
+    request_id: int,
+    user_id: int,
+    action: dict[str, str],
+    clock,
+) -> None:
+    """What a process leaves when it dies mid-turn: its request marked running, and the
+    adventure's lease, claimed at ``clock()``. (The turn itself stores nothing until it
+    completes, so there is no half-written turn.)"""
+    from engine.leases import TurnLeases
+    from engine.storage.models import RequestRecord
+
+    async with db.session() as session, session.begin():
+        session.add(
+            RequestRecord(
+                interaction_id=request_id,
+                adventure_id=adventure_id,
+                user_id=user_id,
+                payload_digest="-",
+                payload=action,
+                status="running",
+            )
+        )
+    await TurnLeases(db, holder="dead-process", clock=clock).claim(adventure_id)

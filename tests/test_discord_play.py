@@ -175,27 +175,20 @@ async def test_help_is_private(env):
 async def test_a_turn_cut_off_by_a_dead_process_shows_as_interrupted(env, fake_model):
     from datetime import timedelta
 
-    from engine.leases import TurnLeases
-    from engine.storage.models import RequestRecord, utcnow
+    from engine.storage.models import utcnow
+    from tests.helpers import leave_dead_turn
 
     thread = await start_thread(env)
-    db = env.bot.services.db
     adventure = await env.bot.services.play.adventure_in(thread)
-    # What a process that died mid-turn leaves behind: its request running and its lease,
-    # which expired a while ago.
-    async with db.session() as session, session.begin():
-        session.add(
-            RequestRecord(
-                interaction_id=77,
-                adventure_id=adventure.adventure_id,
-                user_id=env.alice,
-                payload_digest="-",
-                payload={"type": "do", "text": "cross the bridge"},
-                status="running",
-            )
-        )
-    dead = TurnLeases(db, holder="dead", clock=lambda: utcnow() - timedelta(minutes=5))
-    await dead.claim(adventure.adventure_id)
+    # A process died mid-turn a while ago; its lease has expired.
+    await leave_dead_turn(
+        env.bot.services.db,
+        adventure.adventure_id,
+        request_id=77,
+        user_id=env.alice,
+        action={"type": "do", "text": "cross the bridge"},
+        clock=lambda: utcnow() - timedelta(minutes=5),
+    )
 
     fake_model.queue("Bob waits by the water.", "You cross the bridge at last.")
     await env.fake.slash(env.bob, thread, "do", action="wait")

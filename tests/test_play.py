@@ -16,6 +16,7 @@ from engine.queue import AdventureQueue
 from engine.storage.models import ActionType, RequestRecord, utcnow
 from engine.turns import TurnEngine
 from tests.fakes.openai_server import Reply
+from tests.helpers import leave_dead_turn
 
 GUILD = 500
 ALICE = Actor(user_id=1, user_name="Alice", server_id=GUILD, server_name="Hearth")
@@ -95,20 +96,14 @@ async def test_no_adventure_here_is_explained(db, provider):
 async def test_a_turn_cut_off_by_a_dead_process_is_reported_and_retried(db, provider, fake_model):
     now = [utcnow()]
     started = await service(db, provider).start(ALICE, channel_id=40, query=None)
-    # What a process leaves when it dies mid-turn: its request marked running, and the lease.
-    # (The turn itself stores nothing until it completes, so there is no half-written turn.)
-    async with db.session() as session, session.begin():
-        session.add(
-            RequestRecord(
-                interaction_id=301,
-                adventure_id=started.adventure_id,
-                user_id=ALICE.user_id,
-                payload_digest="-",
-                payload={"type": "do", "text": "cross the bridge"},
-                status="running",
-            )
-        )
-    await TurnLeases(db, holder="dead-process", clock=lambda: now[0]).claim(started.adventure_id)
+    await leave_dead_turn(
+        db,
+        started.adventure_id,
+        request_id=301,
+        user_id=ALICE.user_id,
+        action={"type": "do", "text": "cross the bridge"},
+        clock=lambda: now[0],
+    )
 
     # While the lease is fresh, another process waits its turn rather than barging in.
     alive = service(db, provider, holder="new-process", clock=lambda: now[0])
@@ -140,18 +135,14 @@ async def test_the_sweep_finds_turns_cut_off_while_nobody_played(db, provider):
     now = [utcnow()]
     play = service(db, provider, holder="sweeper", clock=lambda: now[0])
     started = await play.start(ALICE, channel_id=50, query=None)
-    async with db.session() as session, session.begin():
-        session.add(
-            RequestRecord(
-                interaction_id=401,
-                adventure_id=started.adventure_id,
-                user_id=ALICE.user_id,
-                payload_digest="-",
-                payload={"type": "say", "text": "Anyone?"},
-                status="running",
-            )
-        )
-    await TurnLeases(db, holder="dead", clock=lambda: now[0]).claim(started.adventure_id)
+    await leave_dead_turn(
+        db,
+        started.adventure_id,
+        request_id=401,
+        user_id=ALICE.user_id,
+        action={"type": "say", "text": "Anyone?"},
+        clock=lambda: now[0],
+    )
     assert await play.reap_interrupted() == []
     now[0] = utcnow() + timedelta(minutes=5)
     found = await play.reap_interrupted()
