@@ -1,0 +1,115 @@
+"""Scripted replies of the fake OpenAI server and the payloads built from them.
+
+Everything here is plain data and pure functions: what a scripted answer is (:class:`Reply`,
+:data:`FAULTS`), how its text is cut into stream tokens, the deterministic fake embeddings, and
+the JSON bodies (usage figures, OpenAI-style errors) the request handler sends back.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import math
+import random
+import re
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+FAULTS = ("500", "429", "401", "404", "timeout", "disconnect", "malformed", "empty")
+EMBEDDING_FAULTS = ("500", "429", "timeout")
+
+_TOKEN_RE = re.compile(r"\S+\s*|\s+")
+
+
+@dataclass
+class Reply:
+    """One scripted answer of the fake server."""
+
+    text: str = ""  # story text, streamed token by token
+    reasoning: str = ""  # reasoning trace, streamed before the text
+    reasoning_field: str = "reasoning_content"  # or "reasoning" (OpenRouter/Ollama style)
+    delay: float = 0.0  # seconds before EACH streamed chunk (non-streamed: the same total)
+    finish_reason: str = "stop"  # "stop" or "length"
+    fault: str | None = None  # one of FAULTS
+    retry_after: float = 2.0  # for fault "429"
+    status_delay: float = 0.0  # seconds before the response headers are sent at all
+    prompt_tokens: int | None = None  # default: whitespace words of the messages
+    completion_tokens: int | None = None  # default: whitespace words of reasoning + text
+
+    def __post_init__(self) -> None:
+        if self.fault is not None and self.fault not in FAULTS:
+            raise ValueError(f"unknown fault {self.fault!r}; expected one of {FAULTS}")
+
+
+def tokens(text: str) -> list[str]:
+    """Split text into stream tokens that concatenate back to exactly the input."""
+    return _TOKEN_RE.findall(text)
+
+
+def fake_embedding(text: str, dim: int) -> list[float]:
+    """A deterministic, L2-normalised pseudo-random vector for a text."""
+    # sha256 rather than hash(): hash() is salted per process, and tests compare across runs.
+    seed = int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest(), "big")
+    rng = random.Random(seed)
+    vec = [rng.gauss(0.0, 1.0) for _ in range(dim)]
+    norm = math.sqrt(sum(v * v for v in vec)) or 1.0
+    return [v / norm for v in vec]
+
+
+def _words(text: str) -> int:
+    return len(text.split())
+
+
+def _prompt_words(messages: Any) -> int:
+    """Rough prompt size: whitespace words of every text part of every message."""
+    count = 0
+    if not isinstance(messages, list):
+        return 0
+    for message in messages:
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, str):
+            count += _words(content)
+        elif isinstance(content, list):
+            for part in content:
+                if isinstance(part, dict) and isinstance(part.get("text"), str):
+                    count += _words(part["text"])
+    return count
+
+
+def _error_body(message: str, type_: str, code: str | None = None) -> dict[str, Any]:
+    error: dict[str, Any] = {"message": message, "type": type_}
+    if code is not None:
+        error["code"] = code
+    return {"error": error}
+
+
+def _bad_key_body() -> dict[str, Any]:
+    return _error_body("Incorrect API key provided", "invalid_request_error", "invalid_api_key")
+
+
+def _no_model_body(model: Any) -> dict[str, Any]:
+    return _error_body(
+        f"The model `{model}` does not exist", "invalid_request_error", "model_not_found"
+    )
+
+
+def _encode_vector(vec: list[float], as_base64: bool) -> list[float] | str:
+    # The official SDK asks for base64 (packed little-endian float32) by default.
+    if not as_base64:
+        return vec
+    return base64.b64encode(struct.pack(f"<{len(vec)}f", *vec)).decode("ascii")
+
+
+def _usage(reply: Reply, body: dict[str, Any], reasoning: str, text: str) -> dict[str, int]:
+    prompt = reply.prompt_tokens
+    if prompt is None:
+        prompt = _prompt_words(body.get("messages"))
+    completion = reply.completion_tokens
+    if completion is None:
+        completion = _words(reasoning) + _words(text)
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
