@@ -14,7 +14,7 @@ from bot.services import Services, build_services
 log = logging.getLogger(__name__)
 
 #: Cog modules loaded at start-up, in order.
-EXTENSIONS: tuple[str, ...] = ("cogs.errors", "cogs.play")
+EXTENSIONS: tuple[str, ...] = ("cogs.errors", "cogs.play", "cogs.insights", "cogs.steering")
 
 #: How often expired turn leases are looked for (a process died mid-turn).
 LEASE_SWEEP_SECONDS = 30

@@ -9,6 +9,7 @@ import uuid
 from dataclasses import dataclass
 
 from bot.config import Settings
+from engine.context import ContextEngine
 from engine.crypto import SecretBox
 from engine.leases import TurnLeases
 from engine.library import seed_builtin_scenarios
@@ -74,7 +75,12 @@ async def build_services(settings: Settings) -> Services:
         temperature=settings.temperature,
         top_p=settings.top_p,
     )
-    turns = TurnEngine(db, provider, params=params, max_action_chars=settings.max_action_chars)
+    context = ContextEngine(
+        budget=settings.context_tokens, max_output_tokens=settings.max_output_tokens
+    )
+    turns = TurnEngine(
+        db, provider, params=params, context=context, max_action_chars=settings.max_action_chars
+    )
     # Names this process in lease rows, so a reclaimed lease says whose turn was cut off.
     holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
     leases = TurnLeases(db, holder=holder)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import discord
 
 from cogs.context import actor_of, channel_id_of
+from cogs.insights import show_insights_safely
 from cogs.replies import reply
 from engine.actions import PlayerAction
 from engine.storage.models import ActionType
@@ -95,9 +96,39 @@ class RetryButton(discord.ui.DynamicItem[discord.ui.Button], template=r"cf:retry
         await bot.narrator.show(interaction, events)
 
 
-def turn_buttons(adventure_id: int, version: int) -> discord.ui.View:
+class InsightsButton(
+    discord.ui.DynamicItem[discord.ui.Button], template=r"cf:insights:(?P<node>\d+)"
+):
+    """Shows one narrator turn's Insights to whoever presses it, privately. It names the turn,
+    not a story version, so it keeps working under any turn, old or new."""
+
+    def __init__(self, node_id: int) -> None:
+        self.node_id = node_id
+        super().__init__(
+            discord.ui.Button(
+                label="Insights",
+                emoji="🔍",
+                style=discord.ButtonStyle.secondary,
+                custom_id=f"cf:insights:{node_id}",
+            )
+        )
+
+    @classmethod
+    async def from_custom_id(
+        cls, interaction: discord.Interaction, item: discord.ui.Item[Any], match: re.Match[str]
+    ) -> InsightsButton:
+        return cls(int(match["node"]))
+
+    async def callback(self, interaction: discord.Interaction) -> None:
+        await show_insights_safely(interaction, node_id=self.node_id)
+
+
+def turn_buttons(adventure_id: int, version: int, node_id: int | None = None) -> discord.ui.View:
+    """The newest turn's buttons; 🔍 Insights when the turn is the narrator's ``node_id``."""
     view = discord.ui.View(timeout=None)
     view.add_item(ContinueButton(adventure_id, version))
+    if node_id is not None:
+        view.add_item(InsightsButton(node_id))
     return view
 
 
@@ -107,4 +138,4 @@ def retry_button(request_id: int) -> discord.ui.View:
     return view
 
 
-DYNAMIC_ITEMS = (ContinueButton, RetryButton)
+DYNAMIC_ITEMS = (ContinueButton, RetryButton, InsightsButton)

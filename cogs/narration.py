@@ -100,7 +100,9 @@ class Narrator:
                     result = event.result
                     if stream is None:
                         stream = StreamingMessage(channel, self.pacer)
-                    view = turn_buttons(result.adventure_id, result.version)
+                    view = turn_buttons(
+                        result.adventure_id, result.version, result.narrator_node_id
+                    )
                     messages = await stream.finish(result.text, view=view)
                     # The story's end first; the old buttons go after, when nobody waits.
                     await self._drop_buttons(channel)

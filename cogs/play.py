@@ -30,6 +30,14 @@ HELP = """\
 `/story <text>` add to the story in your own words
 `/continue` or the ⏩ button: let the narrator go on
 
+**Steer the story** (the host and server managers)
+`/note`, `/essentials`, `/instructions`: the author's note, plot essentials, AI instructions
+`/card add|edit|remove|list`: story cards, brought in when their keys come up
+`/adventure settings`: context size, reply length, temperature
+
+**See how it works**
+`/insights [turn]` or the 🔍 button: what the model was given for a turn, and why
+
 When several people act at once, their actions are queued and played in order.
 If a turn fails, nothing is saved and a 🔁 Retry button plays it again."""
 

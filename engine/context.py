@@ -1,20 +1,51 @@
-"""Building what the model reads for a turn.
+"""Building what the model reads for a turn: the context engine (docs/DESIGN.md §3).
 
-This is the plain builder: the narrator's instructions, the steering text and the recent story,
-newest last. The budgeted context engine (sections, cards, memories, a token budget) replaces it
-behind the same ``ContextBuilder`` shape, so the turn loop does not change.
+Two steps, so the turn loop stays thin and the rules can be tested without a database:
+
+* ``gather`` reads what a turn needs (the adventure's cards, and the tail of the story line
+  sized by the tokens stored with each entry) into a ``ContextInputs``;
+* ``build`` is pure: it fits the inputs into the token budget and renders the messages, the
+  text AI Dungeon scripts see, and the ``ContextReport`` Insights shows.
+
+The budget: ``available = max(256, budget − reserved)``, where ``reserved`` is the reply's
+maximum output tokens. Fixed sections always go in (the narrator prompt, AI instructions, the
+world-state guide and rule, plot essentials, story summary, memories, knowledge (within its
+own budget), the live world state, the author's note, the player's new action, the length hint
+and the world-state reminder). What is left is elastic: story cards (always-on or triggered by
+their keys in the recent story) take at most 40% of it, then history fills the rest, newest
+first. Cards that do not fit are reported as excluded; if even the newest entry does not fit it
+is truncated (its end kept), not dropped. Empty sections cost nothing and do not appear.
+
+Layout, stable content first so providers that cache prompt prefixes reuse them across turns:
+the system message holds the narrator prompt, AI instructions and the world-state guide and
+rule; the user message holds plot essentials ("World Lore:"), the story summary, memories,
+knowledge, the triggered cards, the live world state, then "Recent Story:" with the author's
+note 3 entries from the end and the player's new action last, then the length hint, and the
+one-line world-state reminder as the very last line.
+
+Costs do not grow with the story: token counts are taken once per section text (``count_tokens``
+is cached by text) or from the count stored with each story entry, and history is read as a
+window that stops once it holds more tokens than the history can use.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Protocol
+from dataclasses import dataclass, field, replace
+from functools import cache
+from typing import Any, Protocol
 
+from sqlalchemy import Integer, Select, bindparam, select
+from sqlalchemy import inspect as sa_inspect
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from engine.cards import DEFAULT_SCAN_ENTRIES, Card, match_cards, scan_text
+from engine.context_report import ContextReport, ItemReport, SectionReport
 from engine.providers.base import ChatMessage
-from engine.storage.models import Adventure, Role, StoryNode
-from engine.tokens import count_tokens
+from engine.storage.models import Adventure, AdventureCard, Role, StoryNode
+from engine.story import line_window
+from engine.tokens import count_tokens, truncate_to_tokens
 
 NARRATOR_PROMPT = (
     "You are the narrator of an interactive text adventure. Continue the story from where it "
@@ -22,22 +53,182 @@ NARRATOR_PROMPT = (
     "commentary, no choices as a list, and never act or speak for the player."
 )
 
+#: The context budget when neither the adventure nor the operator sets one (bot.config's).
+DEFAULT_BUDGET = 4096
+DEFAULT_MAX_OUTPUT_TOKENS = 300
+MIN_AVAILABLE = 256
+CARD_SHARE = 0.40
+KNOWLEDGE_SHARE = 0.15
+AUTHORS_NOTE_DEPTH = 3
+#: A hard cap on history entries, whatever their size.
+MAX_HISTORY_ENTRIES = 200
+#: When nothing is left for history, the newest entry still keeps this many tokens.
+MIN_NEWEST_TOKENS = 64
+#: Below this many words the length hint is left out.
+MIN_HINT_WORDS = 40
+
+#: The headings AI Dungeon scripts look for in the context text (onModelContext).
+HEADINGS = {
+    "plot_essentials": "World Lore:",
+    "story_summary": "Story Summary:",
+    "memories": "Memories:",
+    "knowledge": "Knowledge:",
+    "story_cards": "Story Cards:",
+    "world_state": "World State:",
+    "history": "Recent Story:",
+}
+
+CONTINUE_CUE = "Continue the story."
+
+# Sections and entries are counted apart and joined with newlines, which cost nothing more:
+# cl100k merges "\n\n" into the tokens around it (".\n\n" is one token), so the sum of the
+# parts' counts is within a token or two of the whole's (tests/test_context.py checks it).
+
+
+def available_tokens(budget: int, reserved: int) -> int:
+    """What the prompt may use: ``max(256, budget − reserved)``."""
+    return max(MIN_AVAILABLE, budget - reserved)
+
+
+def output_words(max_tokens: int) -> int | None:
+    """The reply's length ceiling in words, or None when it would be under 40 words."""
+    words = int((max_tokens - 50) * 0.75 * 0.90)
+    return words if words >= MIN_HINT_WORDS else None
+
+
+def output_hint(words: int) -> str:
+    # A ceiling, never a target: phrased as a budget it made replies longer (DESIGN.md §3).
+    return f"Keep your reply under {words} words."
+
+
+def authors_note_line(note: str) -> str:
+    return f"[Author's note: {note}]"
+
+
+# --- inputs ------------------------------------------------------------------------------------
+
+
+def with_state_block(text: str, block: str) -> str:
+    """A narrator entry's text with its state block after it (when it has one)."""
+    block = block.strip()
+    return f"{text.rstrip()}\n{block}" if block else text
+
+
+def state_block_of(node: StoryNode) -> str:
+    """The state block stored with a past narrator turn, or "" (also when not loaded).
+
+    ``state_report`` is a deferred column: it is read here only when the node was loaded with
+    it, never lazily (a bulk load of turns must not name it).
+    """
+    if node.role != Role.NARRATOR:
+        return ""
+    state = sa_inspect(node, raiseerr=False)
+    if state is not None and "state_report" in state.unloaded:
+        return ""
+    report = node.state_report
+    block = report.get("block") if isinstance(report, dict) else None
+    return block if isinstance(block, str) else ""
+
+
+def reattach_state_block(node: StoryNode) -> str:
+    """A past narrator turn's text with its state block re-attached, so the model keeps
+    emitting the block; other entries' text as it is."""
+    return with_state_block(node.text, state_block_of(node))
+
 
 @dataclass(frozen=True, slots=True)
-class ContextSection:
-    name: str
+class HistoryEntry:
+    """One story entry as the builder sees it."""
+
+    id: int | None
+    index: int
+    role: str
     text: str
-    tokens: int
+    #: Measured when the entry was stored; None means "count it now".
+    tokens: int | None = None
+    #: A narrator turn's state block, re-attached after its text.
+    state_block: str = ""
+
+    @classmethod
+    def from_node(cls, node: StoryNode) -> HistoryEntry:
+        return cls(
+            id=node.id,
+            index=node.index,
+            role=node.role,
+            text=node.text,
+            tokens=node.token_count,
+            state_block=state_block_of(node),
+        )
+
+    @property
+    def rendered(self) -> str:
+        return with_state_block(self.text.strip(), self.state_block)
+
+    @property
+    def cost(self) -> int:
+        text_tokens = self.tokens if self.tokens is not None else count_tokens(self.text)
+        if self.state_block.strip():
+            text_tokens += count_tokens(self.state_block.strip())
+        return text_tokens
+
+
+#: A retrieved memory or knowledge chunk: (label, text, why it was retrieved).
+Retrieved = tuple[str, str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class ContextInputs:
+    """Everything ``build`` needs; gathered once per turn. Empty strings mean "absent"."""
+
+    budget: int = DEFAULT_BUDGET
+    max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS
+    narrator_prompt: str = NARRATOR_PROMPT
+    ai_instructions: str = ""
+    plot_essentials: str = ""
+    story_summary: str = ""
+    authors_note: str = ""
+    # World state (stats): the guide (stat legend with bands) and rule are stable and go in
+    # the system message; the live state near the story; the one-line reminder last.
+    world_state_guide: str = ""
+    world_state: str = ""
+    world_state_rule: str = ""
+    world_state_reminder: str = ""
+    memories: Sequence[Retrieved] = ()
+    knowledge: Sequence[Retrieved] = ()
+    #: Tokens knowledge may use; None means 15% of what is available.
+    knowledge_budget: int | None = None
+    #: The adventure's cards, in their order (always-on or not, triggered or not).
+    cards: Sequence[Card] = ()
+    #: The newest entries of the story line, oldest first; the last is the head.
+    history: Sequence[HistoryEntry] = ()
+    #: How many entries the whole line has (the head's index + 1); None if unknown.
+    line_length: int | None = None
+    #: The player's new action as it goes into the story ("> You open the door."); "" for a
+    #: continue.
+    action_text: str = ""
+
+    @property
+    def head(self) -> HistoryEntry | None:
+        return self.history[-1] if self.history else None
+
+
+# --- output ------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
 class BuiltContext:
     messages: list[ChatMessage]
-    sections: list[ContextSection] = field(default_factory=list)
+    report: ContextReport = field(
+        default_factory=lambda: ContextReport(
+            budget=0, reserved=0, available=0, used=0, output_words=None
+        )
+    )
+    #: The whole context as one text, with AI Dungeon's headings: what scripts see.
+    script_text: str = ""
 
     @property
     def tokens(self) -> int:
-        return sum(section.tokens for section in self.sections)
+        return self.report.used
 
     def snapshot(self) -> bytes:
         """Exactly what is sent, as JSON, for the prompt snapshot."""
@@ -47,54 +238,476 @@ class BuiltContext:
 
 
 class ContextBuilder(Protocol):
-    #: How many of the newest story entries the builder wants to see.
-    history_window: int
+    async def gather(
+        self, session: AsyncSession, adventure: Adventure, action_text: str
+    ) -> ContextInputs:
+        """Read what the turn needs; what is read does not grow with the story."""
+        ...
 
-    def build(
-        self, adventure: Adventure, history: Sequence[StoryNode], action_text: str
-    ) -> BuiltContext: ...
+    def build(self, inputs: ContextInputs) -> BuiltContext:
+        """Fit ``inputs`` into the budget and render them. Pure: no I/O."""
+        ...
 
 
-class PlainContextBuilder:
-    def __init__(self, history_window: int = 40) -> None:
-        self.history_window = history_window
+# --- the engine --------------------------------------------------------------------------------
 
-    def build(
-        self, adventure: Adventure, history: Sequence[StoryNode], action_text: str
-    ) -> BuiltContext:
-        sections: list[ContextSection] = []
 
-        def section(name: str, text: str) -> str:
-            text = text.strip()
-            if text:
-                sections.append(ContextSection(name, text, count_tokens(text)))
-            return text
+@dataclass
+class _Section:
+    """A rendered section, before it is placed."""
 
-        system_parts = [
-            section("narrator", NARRATOR_PROMPT),
-            section("ai_instructions", adventure.ai_instructions),
-        ]
-        essentials = section("plot_essentials", adventure.plot_essentials)
-        if essentials:
-            system_parts.append(f"World Lore:\n{essentials}")
-        summary = section("story_summary", adventure.story_summary)
-        if summary:
-            system_parts.append(f"Story Summary:\n{summary}")
+    key: str
+    title: str
+    text: str
+    tokens: int
+    reason: str = "always included"
+    items: list[ItemReport] = field(default_factory=list)
+    truncated: bool = False
 
-        entries = [node.text.strip() for node in history if node.text.strip()]
-        if action_text:
-            entries.append(action_text)
-        story = section("history", "\n\n".join(entries))
-        note = section("authors_note", adventure.authors_note)
-        user = f"Recent Story:\n{story}" if story else "Begin the story."
-        if note:
-            user += f"\n\n[Author's note: {note}]"
-        if history and history[-1].role == Role.NARRATOR and not action_text:
-            user += "\n\nContinue the story."
-        return BuiltContext(
-            messages=[
-                ChatMessage("system", "\n\n".join(p for p in system_parts if p)),
-                ChatMessage("user", user),
-            ],
-            sections=sections,
+    def report(self) -> SectionReport:
+        return SectionReport(
+            key=self.key,
+            title=self.title,
+            tokens=self.tokens,
+            reason=self.reason,
+            items=self.items,
+            truncated=self.truncated,
         )
+
+
+def _block(key: str, title: str, body: str) -> _Section | None:
+    """A one-text section under its heading (if it has one); None when empty."""
+    body = body.strip()
+    if not body:
+        return None
+    heading = HEADINGS.get(key)
+    text = f"{heading}\n{body}" if heading else body
+    return _Section(key, title, text, count_tokens(text))
+
+
+@dataclass(frozen=True, slots=True)
+class _Fixed:
+    """The sections that always go in, and what they cost."""
+
+    system: list[_Section]
+    before_cards: list[_Section]  # plot essentials, summary, memories, knowledge
+    after_cards: list[_Section]  # the live world state
+    note: _Section | None
+    action: _Section | None
+    tail: list[_Section]  # continue cue, length hint, reminder (last)
+    tokens: int
+    output_words: int | None
+
+
+class ContextEngine:
+    """The context builder: budgets, cards, history windows, the Insights report."""
+
+    def __init__(
+        self,
+        *,
+        budget: int = DEFAULT_BUDGET,
+        max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS,
+        narrator_prompt: str = NARRATOR_PROMPT,
+        card_share: float = CARD_SHARE,
+        knowledge_share: float = KNOWLEDGE_SHARE,
+        scan_entries: int = DEFAULT_SCAN_ENTRIES,
+        authors_note_depth: int = AUTHORS_NOTE_DEPTH,
+        max_history_entries: int = MAX_HISTORY_ENTRIES,
+    ) -> None:
+        self.budget = budget
+        self.max_output_tokens = max_output_tokens
+        self.narrator_prompt = narrator_prompt
+        self.card_share = card_share
+        self.knowledge_share = knowledge_share
+        self.scan_entries = scan_entries
+        self.authors_note_depth = authors_note_depth
+        self.max_history_entries = max_history_entries
+
+    # --- gather: the database reads ---
+
+    async def gather(
+        self, session: AsyncSession, adventure: Adventure, action_text: str
+    ) -> ContextInputs:
+        assert adventure.id is not None
+        inputs = ContextInputs(
+            budget=adventure.context_tokens or self.budget,
+            max_output_tokens=adventure.max_output_tokens or self.max_output_tokens,
+            narrator_prompt=self.narrator_prompt,
+            ai_instructions=adventure.ai_instructions,
+            plot_essentials=adventure.plot_essentials,
+            story_summary=adventure.story_summary,
+            authors_note=adventure.authors_note,
+            # World state, memories and knowledge are filled in by the issues that add them.
+            cards=await load_cards(session, adventure.id),
+            action_text=action_text,
+        )
+        if adventure.head_node_id is None:
+            return inputs
+        nodes = await line_window(
+            session,
+            adventure.head_node_id,
+            token_limit=self.history_ceiling(inputs),
+            max_entries=self.max_history_entries,
+        )
+        return replace(
+            inputs,
+            history=tuple(HistoryEntry.from_node(node) for node in nodes),
+            line_length=nodes[-1].index + 1 if nodes else 0,
+        )
+
+    def history_ceiling(self, inputs: ContextInputs) -> int:
+        """The most tokens history could get (no cards), to size the window read for it."""
+        return max(self._remainder(inputs, self._fixed(inputs)), MIN_NEWEST_TOKENS)
+
+    # --- build: pure ---
+
+    def build(self, inputs: ContextInputs) -> BuiltContext:
+        reserved = inputs.max_output_tokens
+        available = available_tokens(inputs.budget, reserved)
+        fixed = self._fixed(inputs)
+        remainder = self._remainder(inputs, fixed)
+
+        history = list(inputs.history)
+        window = scan_text(
+            [entry.text for entry in history if entry.text.strip()],
+            inputs.action_text,
+            self.scan_entries,
+        )
+        cards = self._cards(inputs.cards, window, int(remainder * self.card_share))
+        history_room = remainder - (cards.tokens if cards else 0)
+        story = self._history(inputs, history_room, fixed)
+
+        system = fixed.system
+        user = [
+            *fixed.before_cards,
+            *([cards] if cards and cards.text else []),
+            *fixed.after_cards,
+            story,
+            *fixed.tail,
+        ]
+        user = [section for section in user if section.text]
+        system_text = "\n\n".join(section.text for section in system)
+        user_text = "\n\n".join(section.text for section in user)
+        messages = []
+        if system_text:
+            messages.append(ChatMessage("system", system_text))
+        messages.append(ChatMessage("user", user_text))
+
+        reported = [*system, *fixed.before_cards]
+        if cards:
+            reported.append(cards)
+        reported += fixed.after_cards
+        reported.append(story)
+        if fixed.note:
+            reported.append(fixed.note)
+        if fixed.action:
+            reported.append(fixed.action)
+        reported += fixed.tail
+        used = sum(section.tokens for section in reported)
+        report = ContextReport(
+            budget=inputs.budget,
+            reserved=reserved,
+            available=available,
+            used=used,
+            output_words=fixed.output_words,
+            sections=[section.report() for section in reported],
+        )
+        return BuiltContext(
+            messages=messages,
+            report=report,
+            script_text="\n\n".join(text for text in (system_text, user_text) if text),
+        )
+
+    # --- the parts ---
+
+    def _remainder(self, inputs: ContextInputs, fixed: _Fixed) -> int:
+        available = available_tokens(inputs.budget, inputs.max_output_tokens)
+        return max(0, available - fixed.tokens)
+
+    def _fixed(self, inputs: ContextInputs) -> _Fixed:
+        available = available_tokens(inputs.budget, inputs.max_output_tokens)
+        system = [
+            s
+            for s in (
+                _block("narrator", "Narrator prompt", inputs.narrator_prompt),
+                _block("ai_instructions", "AI instructions", inputs.ai_instructions),
+                _block("world_state_guide", "World-state guide", inputs.world_state_guide),
+                _block("world_state_rule", "World-state rule", inputs.world_state_rule),
+            )
+            if s
+        ]
+        before = [
+            s
+            for s in (
+                _block("plot_essentials", "Plot essentials", inputs.plot_essentials),
+                _block("story_summary", "Story summary", inputs.story_summary),
+                _retrieved("memories", "Memories", inputs.memories, None),
+                _retrieved(
+                    "knowledge",
+                    "Knowledge",
+                    inputs.knowledge,
+                    inputs.knowledge_budget
+                    if inputs.knowledge_budget is not None
+                    else int(available * self.knowledge_share),
+                ),
+            )
+            if s
+        ]
+        after = [s for s in (_block("world_state", "World state", inputs.world_state),) if s]
+
+        note = None
+        if inputs.authors_note.strip():
+            line = authors_note_line(inputs.authors_note.strip())
+            note = _Section("authors_note", "Author's note", line, count_tokens(line))
+        action = None
+        if inputs.action_text.strip():
+            text = inputs.action_text.strip()
+            action = _Section(
+                "action", "Player's action", text, count_tokens(text), "the new action"
+            )
+        tail: list[_Section] = []
+        if not action:
+            tail.append(
+                _Section(
+                    "continue_cue",
+                    "Continue cue",
+                    CONTINUE_CUE,
+                    count_tokens(CONTINUE_CUE),
+                    "a continue",
+                )
+            )
+        words = output_words(inputs.max_output_tokens)
+        if words is not None:
+            hint = output_hint(words)
+            tail.append(
+                _Section(
+                    "output_hint",
+                    "Length hint",
+                    hint,
+                    count_tokens(hint),
+                    f"a ceiling from {inputs.max_output_tokens} max output tokens",
+                )
+            )
+        reminder = _block(
+            "world_state_reminder", "World-state reminder", inputs.world_state_reminder
+        )
+        if reminder:
+            reminder.reason = "always last"
+            tail.append(reminder)
+
+        sections = [*system, *before, *after, *tail]
+        tokens = sum(s.tokens for s in sections)
+        tokens += (note.tokens if note else 0) + (action.tokens if action else 0)
+        tokens += count_tokens(HEADINGS["history"])
+        return _Fixed(system, before, after, note, action, tail, tokens, words)
+
+    def _cards(self, cards: Sequence[Card], window: str, cap: int) -> _Section | None:
+        if not cards:
+            return None
+        matches = match_cards(cards, window)
+        # Always-on cards claim the budget first, then triggered ones in the cards' order;
+        # what fits is shown in the cards' order (stable across turns, for prefix caching).
+        ranked = sorted(range(len(matches)), key=lambda i: not matches[i].card.always_on)
+        heading = count_tokens(HEADINGS["story_cards"])
+        over = f"over the {round(self.card_share * 100)}% card budget"
+        used = 0
+        items: list[ItemReport | None] = [None] * len(matches)
+        for i in ranked:
+            match = matches[i]
+            cost = count_tokens(match.card.entry.strip())
+            extra = cost + (heading if not used else 0)
+            fits = used + extra <= cap
+            if fits:
+                used += extra
+            items[i] = ItemReport(
+                label=match.card.title or _first_words(match.card.entry),
+                tokens=cost,
+                included=fits,
+                reason=match.reason if fits else f"{over} ({match.reason})",
+            )
+        reported = [item for item in items if item is not None]
+        body = "\n".join(
+            m.card.entry.strip() for m, item in zip(matches, reported, strict=True) if item.included
+        )
+        included = sum(item.included for item in reported)
+        reason = f"{len(matches)} of {len(cards)} cards triggered or always on"
+        if included < len(matches):
+            reason += f"; {len(matches) - included} left out"
+        text = f"{HEADINGS['story_cards']}\n{body}" if included else ""
+        return _Section("story_cards", "Story cards", text, used, reason, items=reported)
+
+    def _history(self, inputs: ContextInputs, room: int, fixed: _Fixed) -> _Section:
+        entries = [entry for entry in inputs.history if entry.text.strip()]
+        kept: list[tuple[HistoryEntry, str, int]] = []  # newest first
+        used = 0
+        truncated = over = capped = False
+        for entry in reversed(entries):
+            if len(kept) >= self.max_history_entries:
+                capped = True
+                break
+            cost = entry.cost
+            if used + cost <= room:
+                kept.append((entry, entry.rendered, cost))
+                used += cost
+                continue
+            if not kept:
+                # Even the newest entry does not fit: keep its end rather than drop it, and
+                # keep a little of it even when the fixed sections left no room at all.
+                limit = max(room, MIN_NEWEST_TOKENS)
+                if cost <= limit:
+                    kept.append((entry, entry.rendered, cost))
+                    over = True
+                else:
+                    text = truncate_to_tokens(entry.rendered, limit, keep="end")
+                    kept.append((entry, text, count_tokens(text)))
+                    truncated = True
+                used += kept[-1][2]
+            break
+        kept.reverse()
+
+        # The story, newest last; the author's note goes 3 entries from the end (counting the
+        # new action), and the new action last.
+        pieces = [text for _, text, _ in kept]
+        if fixed.action:
+            pieces.append(fixed.action.text)
+        if fixed.note:
+            at = max(0, len(pieces) - self.authors_note_depth)
+            pieces.insert(at, fixed.note.text)
+            fixed.note.reason = (
+                f"{len(pieces) - at - 1} entries from the end"
+                if at
+                else "at the start of the story (it is short)"
+            )
+        text = HEADINGS["history"] + "\n" + "\n\n".join(pieces) if pieces else ""
+
+        if inputs.line_length is not None:
+            # Entries of a line are numbered from 0, so the oldest one kept has this many
+            # before it.
+            total = inputs.line_length
+            older = kept[0][0].index if kept else total
+        else:
+            total = len(entries)
+            older = len(entries) - len(kept)
+        items: list[ItemReport] = []
+        whole = [] if truncated else kept  # a truncated entry is the only one kept
+        if whole:
+            first, last = whole[0][0].index, whole[-1][0].index
+            span = f"entry {first}" if first == last else f"entries {first}–{last}"
+            items.append(
+                ItemReport(
+                    label=f"{_entries(len(whole))} ({span})",
+                    tokens=sum(cost for _, _, cost in whole),
+                    included=True,
+                    reason="kept though over the budget" if over else "newest first",
+                )
+            )
+        if truncated:
+            entry, _, cost = kept[-1]
+            items.append(
+                ItemReport(f"entry {entry.index}", cost, included=True, reason="truncated to fit")
+            )
+        if older:
+            items.append(
+                ItemReport(
+                    f"{older} older {'entry' if older == 1 else 'entries'}",
+                    0,
+                    included=False,
+                    reason=f"past the {self.max_history_entries}-entry cap"
+                    if capped
+                    else "no room left",
+                )
+            )
+        return _Section(
+            "history",
+            "Recent story",
+            text,
+            used + (count_tokens(HEADINGS["history"]) if text else 0),
+            f"{len(kept)} of {total} entries, newest first",
+            items=items,
+            truncated=truncated,
+        )
+
+
+def _retrieved(
+    key: str, title: str, chunks: Sequence[Retrieved], budget: int | None
+) -> _Section | None:
+    """Memories or knowledge: one line each under the heading; ``budget`` caps the tokens."""
+    if not chunks:
+        return None
+    heading = count_tokens(HEADINGS[key])
+    used = heading
+    lines: list[str] = []
+    items: list[ItemReport] = []
+    for label, text, reason in chunks:
+        text = text.strip()
+        if not text:
+            continue
+        cost = count_tokens(text)
+        fits = budget is None or used + cost <= budget
+        if fits:
+            used += cost
+            lines.append(text)
+        items.append(
+            ItemReport(
+                label=label or _first_words(text),
+                tokens=cost,
+                included=fits,
+                reason=reason if fits else f"over the {title.lower()} budget",
+            )
+        )
+    if not lines:
+        if not items:
+            return None
+        return _Section(key, title, "", 0, "nothing fitted its budget", items=items)
+    text = HEADINGS[key] + "\n" + "\n".join(lines)
+    what = f"{len(lines)} retrieved"
+    if budget is not None:
+        what += f", within its own budget of {budget} tokens"
+    return _Section(key, title, text, used, what, items=items)
+
+
+def _entries(n: int) -> str:
+    return f"{n} newest {'entry' if n == 1 else 'entries'}"
+
+
+def _first_words(text: str, n: int = 6) -> str:
+    words = text.split()
+    return " ".join(words[:n]) + ("…" if len(words) > n else "")
+
+
+# --- reads -------------------------------------------------------------------------------------
+
+
+@cache
+def _cards_query() -> Select[Any]:
+    """``load_cards``' statement, built once: light columns only, never the description."""
+    return (
+        select(
+            AdventureCard.id,
+            AdventureCard.title,
+            AdventureCard.keys,
+            AdventureCard.entry,
+            AdventureCard.type,
+            AdventureCard.always_on,
+            AdventureCard.position,
+        )
+        .where(AdventureCard.adventure_id == bindparam("adventure_id", type_=Integer))
+        .order_by(AdventureCard.position, AdventureCard.id)
+    )
+
+
+async def load_cards(session: AsyncSession, adventure_id: int) -> list[Card]:
+    """The adventure's cards, in their order."""
+    rows = await session.execute(_cards_query(), {"adventure_id": adventure_id})
+    return [
+        Card.of(
+            row.title,
+            row.entry,
+            row.keys,
+            always_on=row.always_on,
+            id=row.id,
+            position=row.position,
+            type=row.type,
+        )
+        for row in rows
+    ]

@@ -50,6 +50,12 @@ class InvalidInput(CampfireError):
     retryable = False
 
 
+class NotAllowed(CampfireError):
+    """The player may not do this here; the message says who can."""
+
+    retryable = False
+
+
 class StoryMovedOn(CampfireError):
     """Someone else changed the adventure while this request was being handled."""
 

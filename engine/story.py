@@ -6,7 +6,19 @@ node of the adventure, and only light columns are selected (heavy ones are defer
 
 from __future__ import annotations
 
-from sqlalchemy import literal, select
+from functools import cache
+from typing import Any
+
+from sqlalchemy import (
+    ColumnElement,
+    Integer,
+    Select,
+    bindparam,
+    func,
+    literal,
+    literal_column,
+    select,
+)
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
@@ -32,3 +44,62 @@ async def line_tail(session: AsyncSession, head_id: int, limit: int) -> list[Sto
         select(StoryNode).join(line, StoryNode.id == line.c.id).order_by(StoryNode.index)
     )
     return list(rows)
+
+
+def _measured(node: Any) -> ColumnElement[int]:
+    """A node's tokens as measured when it was stored; about 4 characters a token if not."""
+    return func.coalesce(node.token_count, func.length(node.text) // 4)
+
+
+@cache
+def _window_query() -> Select[tuple[StoryNode]]:
+    """``line_window``'s statement, built once (building it costs more than running it)."""
+    step = aliased(StoryNode)
+    line = (
+        select(
+            StoryNode.id,
+            StoryNode.parent_id,
+            literal_column("1", Integer).label("depth"),
+            _measured(StoryNode).label("total"),
+        )
+        .where(StoryNode.id == bindparam("head_id", type_=Integer))
+        .cte("line", recursive=True)
+    )
+    line = line.union_all(
+        select(
+            step.id,
+            step.parent_id,
+            (line.c.depth + 1).label("depth"),
+            (line.c.total + _measured(step)).label("total"),
+        )
+        .join(line, step.id == line.c.parent_id)
+        .where(
+            line.c.depth < bindparam("max_entries", type_=Integer),
+            line.c.total < bindparam("token_limit", type_=Integer),
+        )
+    )
+    return select(StoryNode).join(line, StoryNode.id == line.c.id).order_by(StoryNode.index)
+
+
+async def line_window(
+    session: AsyncSession, head_id: int, *, token_limit: int, max_entries: int
+) -> list[StoryNode]:
+    """The newest nodes of the line ending at ``head_id`` that a history budget can use.
+
+    The walk from the head keeps a running sum of the nodes' stored token counts and stops
+    after the node that reaches ``token_limit`` (so the caller sees the first one that does not
+    fit), or after ``max_entries`` nodes. The head is always included. Oldest first, light
+    columns only. What is read depends on the budget, never on how long the story is.
+    """
+    if max_entries <= 0:
+        return []
+    rows = await session.scalars(
+        _window_query(),
+        {"head_id": head_id, "token_limit": token_limit, "max_entries": max_entries},
+    )
+    return list(rows)
+
+
+def line_length(head: StoryNode) -> int:
+    """How many entries the line ending at ``head`` has: its index is its depth from the root."""
+    return head.index + 1

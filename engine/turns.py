@@ -20,7 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from engine.accounts import touch_user
 from engine.actions import PlayerAction, format_action
-from engine.context import BuiltContext, ContextBuilder, PlainContextBuilder
+from engine.context import BuiltContext, ContextBuilder, ContextEngine, HistoryEntry
 from engine.errors import CampfireError, InternalError, NotFound, StoryMovedOn, log_incident
 from engine.events import (
     ActionAccepted,
@@ -42,7 +42,6 @@ from engine.storage.models import (
     StoryNode,
     utcnow,
 )
-from engine.story import line_tail
 from engine.tokens import count_tokens
 
 log = logging.getLogger(__name__)
@@ -82,7 +81,7 @@ class TurnEngine:
         self.db = db
         self.provider = provider
         self.params = params or GenerationParams()
-        self.context = context or PlainContextBuilder()
+        self.context = context or ContextEngine(max_output_tokens=self.params.max_tokens)
         self.max_action_chars = max_action_chars
 
     async def play(
@@ -114,11 +113,13 @@ class TurnEngine:
                 raise NotFound("There is no adventure running here. Start one with /start.")
             if adventure.head_node_id is None:
                 raise NotFound("This adventure has no story yet.")
-            history = await line_tail(session, adventure.head_node_id, self.context.history_window)
-        head = history[-1]
+            inputs = await self.context.gather(session, adventure, action_text)
+        head = inputs.head
+        if head is None or head.id is None:
+            raise NotFound("This adventure has no story yet.")
         yield ActionAccepted(action_text)
 
-        built = self.context.build(adventure, history, action_text)
+        built = self.context.build(inputs)
         params = self._params_for(adventure)
         text: list[str] = []
         reasoning: list[str] = []
@@ -173,7 +174,7 @@ class TurnEngine:
         self,
         fence: Fence | None,
         adventure: Adventure,
-        head: StoryNode,
+        head: HistoryEntry,
         action: PlayerAction,
         action_text: str,
         built: BuiltContext,
@@ -228,6 +229,7 @@ class TurnEngine:
                 latency_ms=latency_ms,
                 reasoning=reasoning or None,
                 prompt_snapshot=zlib.compress(built.snapshot()),
+                context_report=built.report.to_json(),
                 state_before=None if action_node else state_before,
             )
             session.add(narrator)

@@ -40,7 +40,7 @@ def test_the_console_plays_two_turns_and_a_button(tmp_path, fake_model):
     done = run_console(
         tmp_path,
         fake_model,
-        "/do light the lantern\n/say Who hums there?\n!continue\n/dance\n/quit\n",
+        "/do light the lantern\n/say Who hums there?\n!continue\n/dance\n/insights turn:1\n/quit\n",
     )
     assert done.returncode == 0, done.stderr
     out = done.stdout
@@ -60,6 +60,11 @@ def test_the_console_plays_two_turns_and_a_button(tmp_path, fake_model):
     positions = [out.index(piece) for piece in order]
     assert positions == sorted(positions)
     assert "[1 Continue]" in out
+    # Insights: the embed as text, and its prompt file saved where the player can open it.
+    assert "(only you can see this)" in out[out.index("› /insights turn:1") :]
+    saved = next((tmp_path / "data" / "console-files").glob("*-turn-1-prompt.txt"))
+    assert "> You light the lantern." in saved.read_text()
+    assert f"📎 turn-1-prompt.txt → {saved}" in out
     # Streaming marks never reach a pipe: each message is printed once, final.
     assert "▌" not in out
     assert out.count("The lantern flares blue; the humming stops.") == 1

@@ -207,5 +207,18 @@ async def test_sync_registers_the_commands_and_start_does_not(env):
     assert env.fake.commands == {}
     synced = await env.bot.tree.sync(guild=None)
     names = sorted(command.name for command in synced)
-    assert names == ["continue", "do", "help", "say", "start", "story"]
+    assert names == [
+        "adventure",
+        "card",
+        "continue",
+        "do",
+        "essentials",
+        "help",
+        "insights",
+        "instructions",
+        "note",
+        "say",
+        "start",
+        "story",
+    ]
     assert sorted(c["name"] for c in env.fake.commands[None]) == names

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from pathlib import Path
 from typing import TextIO
 
 from bot.config import Settings
@@ -36,10 +37,12 @@ Press a button with ! and its label or number: !continue, !1. Quit with /quit or
 
 
 class Console:
-    def __init__(self, standin: StandIn, out: TextIO, *, live: bool) -> None:
+    def __init__(
+        self, standin: StandIn, out: TextIO, *, live: bool, files_dir: Path | None = None
+    ) -> None:
         self.standin = standin
         self.fake = standin.fake
-        self.screen = Screen(out, live=live)
+        self.screen = Screen(out, live=live, files_dir=files_dir)
         self.live = live
 
     @property
@@ -149,7 +152,7 @@ async def run_console(
     standin.fake.add_user("Player", user_id=CONSOLE_USER_ID)
     standin.fake.dm_channel(CONSOLE_USER_ID, channel_id=CONSOLE_DM_ID)
     async with standin:
-        console = Console(standin, out, live=live)
+        console = Console(standin, out, live=live, files_dir=settings.data_dir / "console-files")
         await console.begin()
         while True:
             if live:

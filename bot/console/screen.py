@@ -7,13 +7,19 @@ typing itself out. Otherwise (a pipe, a file) each message is printed once, fina
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 from typing import TextIO
 
 from bot.standin import MessageRecord
 
 
-def render(message: MessageRecord) -> str:
-    text = message.content.strip() or "…"
+def render(message: MessageRecord, files: dict[int, str] | None = None) -> str:
+    parts = [message.content.strip()] if message.content.strip() else []
+    parts.extend(_embed(embed) for embed in message.embeds)
+    for attachment in message.attachments:
+        where = (files or {}).get(attachment.id, "")
+        parts.append(f"📎 {attachment.filename}" + (f" → {where}" if where else ""))
+    text = "\n".join(part for part in parts if part) or "…"
     if message.ephemeral:
         text += "\n  (only you can see this)"
     buttons = [(label, disabled) for label, _, disabled in message.buttons]
@@ -26,9 +32,12 @@ def render(message: MessageRecord) -> str:
 
 
 class Screen:
-    def __init__(self, out: TextIO, *, live: bool) -> None:
+    def __init__(self, out: TextIO, *, live: bool, files_dir: Path | None = None) -> None:
         self.out = out
         self.live = live
+        # Attachments the bot sends are saved here, so the player can open them.
+        self.files_dir = files_dir
+        self._files: dict[int, str] = {}
         self._shown: dict[int, str] = {}
         self._last: int | None = None
         self._last_lines = 0
@@ -41,7 +50,8 @@ class Screen:
     def update(self, messages: list[MessageRecord], *, final: bool) -> None:
         """Show what is new or changed. Streaming redraws happen only when ``live``."""
         for message in messages:
-            text = render(message)
+            self._save_attachments(message)
+            text = render(message, self._files)
             previous = self._shown.get(message.id)
             if previous == text:
                 continue
@@ -57,6 +67,17 @@ class Screen:
                 self._last = message.id
             self._shown[message.id] = text
 
+    def _save_attachments(self, message: MessageRecord) -> None:
+        if self.files_dir is None:
+            return
+        for attachment in message.attachments:
+            if attachment.id in self._files:
+                continue
+            self.files_dir.mkdir(parents=True, exist_ok=True)
+            path = self.files_dir / f"{attachment.id}-{Path(attachment.filename).name}"
+            path.write_bytes(attachment.content)
+            self._files[attachment.id] = str(path)
+
     def _print(self, text: str) -> None:
         self.out.write(text + "\n\n")
         self.out.flush()
@@ -66,6 +87,21 @@ class Screen:
         # Up to the start of the newest block, clear to the end of the screen, draw it again.
         self.out.write(f"\x1b[{self._last_lines}F\x1b[J")
         self._print(text)
+
+
+def _embed(embed: dict) -> str:
+    """An embed as plain text: title, description, then each field."""
+    lines = []
+    if embed.get("title"):
+        lines.append(f"── {embed['title']} ──")
+    if embed.get("description"):
+        lines.append(embed["description"])
+    for field in embed.get("fields") or []:
+        lines.append(f"{field.get('name', '')}:\n{field.get('value', '')}")
+    footer = (embed.get("footer") or {}).get("text")
+    if footer:
+        lines.append(footer)
+    return "\n".join(lines)
 
 
 def _content(rendered: str) -> str:

@@ -1,0 +1,614 @@
+"""Steering the adventure running here: /note, /essentials, /instructions, /card …, and
+/adventure settings.
+
+Each command is one engine call (``engine.steering``); a command without its text opens a form
+prefilled with the current value, and the form's submission is the second call. Changes answer
+the player alone and apply from the next turn. Who may change what is the engine's rule
+(``engine.steering.may_steer``); the cog only says whether the member can manage the server.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+import discord
+from discord import app_commands
+from discord.ext import commands
+
+from cogs.context import actor_of, channel_id_of
+from cogs.errors import on_app_command_error
+from cogs.replies import reply
+from engine.errors import CampfireError, InvalidInput
+from engine.steering import (
+    CARD_ENTRY_MAX,
+    CARD_KEYS_MAX,
+    CARD_TITLE_MAX,
+    CARD_TYPE_MAX,
+    DEFAULT_CARD_TYPE,
+    TEXT_MAX_CHARS,
+    AdventureSettings,
+    CardDraft,
+    CardPage,
+    CardView,
+    GenerationDefaults,
+    SteeringChange,
+    SteeringField,
+    add_card,
+    card_titles_for_autocomplete,
+    check_card_room,
+    edit_card,
+    get_card,
+    get_settings,
+    get_steering,
+    list_cards,
+    remove_card,
+    set_settings,
+    set_steering,
+)
+
+if TYPE_CHECKING:
+    from bot.discord_bot import CampfireBot
+
+#: Discord's most for one text input, and so for a form prefilled with a stored value.
+TEXT_INPUT_MAX = 4000
+MODAL_TITLE_MAX = 45
+#: How long a form stays answerable; one left open longer is simply gone.
+FORM_TIMEOUT_S = 30 * 60
+CARDS_PER_PAGE = 8
+EMBED_DESCRIPTION_MAX = 4096
+PREVIEW_WORDS = 16
+STEERING_COLOUR = discord.Colour.dark_gold()
+
+_HINTS = {
+    SteeringField.AUTHORS_NOTE: "A short note on style or tone, placed near the end of what "
+    "the narrator reads, e.g. “Write in a gothic tone; keep it eerie.”",
+    SteeringField.PLOT_ESSENTIALS: "What the narrator must always remember: who the player "
+    "is, the goal, key facts.",
+    SteeringField.AI_INSTRUCTIONS: "How the narrator should write, e.g. “Second person, "
+    "present tense; never act for the player.”",
+}
+
+
+def is_manager(interaction: discord.Interaction) -> bool:
+    """Whether the member may manage the server (meaningless, and false, in a DM)."""
+    if interaction.guild_id is None:
+        return False
+    permissions = interaction.permissions
+    return permissions.manage_guild or permissions.administrator
+
+
+def _bot(interaction: discord.Interaction) -> CampfireBot:
+    return interaction.client  # type: ignore[return-value]
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _preview(text: str, words: int = PREVIEW_WORDS) -> str:
+    parts = text.split()
+    shown = " ".join(parts[:words])
+    return _cut(shown + ("…" if len(parts) > words else ""), 200)
+
+
+# --- rendering -----------------------------------------------------------------------------------
+
+
+def steering_embed(label: str, text: str) -> discord.Embed:
+    return discord.Embed(
+        title=label,
+        description=_cut(text, EMBED_DESCRIPTION_MAX),
+        colour=STEERING_COLOUR,
+    )
+
+
+def change_reply(change: SteeringChange) -> tuple[str, discord.Embed | None]:
+    if change.cleared:
+        return change.message, None
+    return change.message, steering_embed(f"{change.field.label} now reads", change.text)
+
+
+def card_line(number: int, card: CardView) -> str:
+    title = discord.utils.escape_markdown(card.title) or f"(untitled #{card.id})"
+    head = f"**{number}. {title}** · {card.type}"
+    if card.always_on:
+        head += " · 📌 always on"
+    keys = ", ".join(card.key_list)
+    lines = [head, f"keys: {discord.utils.escape_markdown(_cut(keys, 120))}" if keys else "no keys"]
+    if card.entry.strip():
+        lines.append(f"> {discord.utils.escape_markdown(_preview(card.entry))}")
+    return "\n".join(lines)
+
+
+def cards_embed(page: CardPage) -> discord.Embed:
+    title = _cut(f"Story cards · {page.adventure_title}", 256)
+    if not page.cards:
+        description = "This adventure has no story cards yet. Add one with `/card add`."
+    else:
+        first = (page.page - 1) * CARDS_PER_PAGE + 1
+        blocks = [card_line(first + i, card) for i, card in enumerate(page.cards)]
+        description = _cut("\n\n".join(blocks), EMBED_DESCRIPTION_MAX)
+    embed = discord.Embed(title=title, description=description, colour=STEERING_COLOUR)
+    if page.total:
+        embed.set_footer(
+            text=f"Page {page.page}/{page.pages} · {page.total:,} cards · "
+            "📌 always on; the others come in when their keys appear in the story"
+        )
+    return embed
+
+
+class CardPageButton(
+    discord.ui.DynamicItem[discord.ui.Button],
+    template=r"cf:cards:(?P<page>\d+):(?P<way>prev|next)",
+):
+    """Turns the page of a /card list; the page is in the ``custom_id``, so it survives
+    restarts."""
+
+    def __init__(self, page: int, way: str, *, disabled: bool = False) -> None:
+        self.page = page
+        super().__init__(
+            discord.ui.Button(
+                label="‹ Previous" if way == "prev" else "Next ›",
+                style=discord.ButtonStyle.secondary,
+                custom_id=f"cf:cards:{page}:{way}",
+                disabled=disabled,
+            )
+        )
+
+    @classmethod
+    async def from_custom_id(
+        cls, interaction: discord.Interaction, item: discord.ui.Item[Any], match: re.Match[str]
+    ) -> CardPageButton:
+        return cls(int(match["page"]), match["way"])
+
+    async def callback(self, interaction: discord.Interaction) -> None:
+        bot = _bot(interaction)
+        try:
+            page = await list_cards(
+                bot.services.db, channel_id_of(interaction), page=self.page, per_page=CARDS_PER_PAGE
+            )
+        except CampfireError as error:
+            await reply(interaction, f"⚠ {error.message}")
+            return
+        await interaction.response.edit_message(embed=cards_embed(page), view=pager(page))
+
+
+def pager(page: CardPage) -> discord.ui.View | None:
+    if page.pages <= 1:
+        return None
+    view = discord.ui.View(timeout=None)
+    view.add_item(CardPageButton(max(1, page.page - 1), "prev", disabled=page.page <= 1))
+    view.add_item(
+        CardPageButton(min(page.pages, page.page + 1), "next", disabled=page.page >= page.pages)
+    )
+    return view
+
+
+def settings_text(settings: AdventureSettings, *, changed: bool = False) -> str:
+    def origin(value: object) -> str:
+        return "default" if value is None else "set for this adventure"
+
+    defaults = settings.defaults
+    lines = [
+        "Settings updated; they apply from the next turn.\n" if changed else "",
+        f"**Generation settings** · {discord.utils.escape_markdown(settings.adventure_title)}",
+        f"Context: **{settings.effective_context_tokens:,}** tokens "
+        f"({origin(settings.context_tokens)}; default {defaults.context_tokens:,})",
+        f"Reply length: at most **{settings.effective_max_output_tokens:,}** tokens "
+        f"({origin(settings.max_output_tokens)}; default {defaults.max_output_tokens:,})",
+        f"Temperature: **{settings.effective_temperature:g}** "
+        f"({origin(settings.temperature)}; default {defaults.temperature:g})",
+        "",
+        "Change them with `/adventure settings context_tokens: max_output_tokens: "
+        "temperature:`; `reset: True` returns all three to the defaults.",
+    ]
+    return "\n".join(lines).lstrip("\n")
+
+
+# --- forms ---------------------------------------------------------------------------------------
+
+
+async def _form_error(interaction: discord.Interaction, error: Exception) -> None:
+    await on_app_command_error(interaction, error)  # type: ignore[arg-type]
+
+
+class SteeringModal(discord.ui.Modal):
+    """One steering text in a paragraph box, prefilled; an empty box clears it."""
+
+    def __init__(self, field: SteeringField, current: str, adventure_id: int) -> None:
+        super().__init__(title=field.label, timeout=FORM_TIMEOUT_S)
+        self.field = field
+        self.adventure_id = adventure_id
+        self.text: discord.ui.TextInput[SteeringModal] = discord.ui.TextInput(
+            label=field.label,
+            custom_id="text",
+            style=discord.TextStyle.paragraph,
+            default=current or None,
+            placeholder=_cut(_HINTS[field], 100),
+            required=False,
+            max_length=TEXT_INPUT_MAX,
+        )
+        self.add_item(self.text)
+
+    async def on_submit(self, interaction: discord.Interaction) -> None:
+        change = await set_steering(
+            _bot(interaction).services.db,
+            channel_id_of(interaction),
+            actor_of(interaction),
+            self.field,
+            self.text.value,
+            is_manager=is_manager(interaction),
+            adventure_id=self.adventure_id,
+        )
+        content, embed = change_reply(change)
+        await _answer(interaction, content, embed)
+
+    async def on_error(self, interaction: discord.Interaction, error: Exception) -> None:
+        await _form_error(interaction, error)
+
+
+class CardModal(discord.ui.Modal):
+    """A story card's title, keys, entry and type; ``card`` given means editing it."""
+
+    def __init__(
+        self,
+        *,
+        adventure_id: int,
+        always_on: bool,
+        card: CardView | None = None,
+        draft: CardDraft | None = None,
+    ) -> None:
+        title = "New story card" if card is None else f"Edit card: {card.title}"
+        super().__init__(title=_cut(title, MODAL_TITLE_MAX), timeout=FORM_TIMEOUT_S)
+        self.adventure_id = adventure_id
+        self.always_on = always_on
+        self.card = card
+        if draft is None and card is not None:
+            draft = CardDraft(card.title, card.keys, card.entry, card.type, card.always_on)
+        draft = draft or CardDraft("", type=DEFAULT_CARD_TYPE)
+
+        def box(
+            label: str, custom_id: str, value: str, cap: int, **kw: Any
+        ) -> discord.ui.TextInput[CardModal]:
+            item: discord.ui.TextInput[CardModal] = discord.ui.TextInput(
+                label=label,
+                custom_id=custom_id,
+                default=value or None,
+                # Room for a longer stored value (an imported card), so the form can show it;
+                # the engine then says what is too long.
+                max_length=min(TEXT_INPUT_MAX, max(cap, len(value))),
+                **kw,
+            )
+            self.add_item(item)
+            return item
+
+        self.title_box = box("Title", "title", draft.title, CARD_TITLE_MAX, required=True)
+        self.keys_box = box(
+            "Keys (comma-separated)",
+            "keys",
+            draft.keys,
+            CARD_KEYS_MAX,
+            required=False,
+            placeholder="Wenna, innkeeper, the inn",
+        )
+        self.entry_box = box(
+            "Entry (what the narrator reads)",
+            "entry",
+            draft.entry,
+            CARD_ENTRY_MAX,
+            required=False,
+            style=discord.TextStyle.paragraph,
+        )
+        self.type_box = box(
+            "Type",
+            "type",
+            draft.type,
+            CARD_TYPE_MAX,
+            required=False,
+            placeholder="character, location, faction, race, class or custom",
+        )
+
+    def draft(self) -> CardDraft:
+        return CardDraft(
+            title=self.title_box.value,
+            keys=self.keys_box.value,
+            entry=self.entry_box.value,
+            type=self.type_box.value,
+            always_on=self.always_on,
+        )
+
+    async def on_submit(self, interaction: discord.Interaction) -> None:
+        bot = _bot(interaction)
+        draft = self.draft()
+        try:
+            if self.card is None:
+                saved = await add_card(
+                    bot.services.db,
+                    channel_id_of(interaction),
+                    actor_of(interaction),
+                    draft,
+                    max_cards=bot.settings.max_story_cards,
+                    is_manager=is_manager(interaction),
+                    adventure_id=self.adventure_id,
+                )
+                done = "added"
+            else:
+                saved = await edit_card(
+                    bot.services.db,
+                    channel_id_of(interaction),
+                    actor_of(interaction),
+                    self.card.id,
+                    draft,
+                    is_manager=is_manager(interaction),
+                )
+                done = "saved"
+        except InvalidInput as error:
+            # What was typed is not lost: a button opens the form again with it.
+            again = ResubmitView(self, draft)
+            await reply(interaction, f"⚠ {error.message}", view=again)
+            return
+        content = f"Story card “{saved.title}” {done}; it applies from the next turn."
+        if not saved.key_list and not saved.always_on:
+            content += " It has no keys and is not always on, so the narrator will not see it."
+        await _answer(interaction, content, None)
+
+    async def on_error(self, interaction: discord.Interaction, error: Exception) -> None:
+        await _form_error(interaction, error)
+
+
+class ResubmitView(discord.ui.View):
+    """Under a refused card form: reopens it with what the player typed."""
+
+    def __init__(self, modal: CardModal, draft: CardDraft) -> None:
+        super().__init__(timeout=FORM_TIMEOUT_S)
+        self.modal = modal
+        self.draft = draft
+
+    @discord.ui.button(label="Fix and send again", emoji="✏️", style=discord.ButtonStyle.primary)
+    async def again(self, interaction: discord.Interaction, button: discord.ui.Button) -> None:
+        modal = self.modal
+        await interaction.response.send_modal(
+            CardModal(
+                adventure_id=modal.adventure_id,
+                always_on=modal.always_on,
+                card=modal.card,
+                draft=self.draft,
+            )
+        )
+
+
+async def _answer(
+    interaction: discord.Interaction, content: str, embed: discord.Embed | None
+) -> None:
+    kwargs: dict[str, Any] = {"content": content, "ephemeral": True}
+    if embed is not None:
+        kwargs["embed"] = embed
+    await interaction.response.send_message(**kwargs)
+
+
+# --- the cog -------------------------------------------------------------------------------------
+
+
+class SteeringCog(commands.Cog):
+    card = app_commands.Group(name="card", description="The story cards of the adventure here")
+    adventure = app_commands.Group(name="adventure", description="The adventure running here")
+
+    def __init__(self, bot: CampfireBot) -> None:
+        self.bot = bot
+
+    async def cog_load(self) -> None:
+        self.bot.add_dynamic_items(CardPageButton)
+
+    async def cog_unload(self) -> None:
+        self.bot.remove_dynamic_items(CardPageButton)
+
+    # --- steering text ------------------------------------------------------------------------
+
+    @app_commands.command(name="note")
+    @app_commands.describe(text="The new author's note; leave empty to edit it in a form")
+    async def note(
+        self,
+        interaction: discord.Interaction,
+        text: app_commands.Range[str, 1, TEXT_MAX_CHARS] | None = None,
+    ) -> None:
+        """Read or change the author's note: style and tone, placed near the story's end."""
+        await self._steer(interaction, SteeringField.AUTHORS_NOTE, text)
+
+    @app_commands.command(name="essentials")
+    @app_commands.describe(text="The new plot essentials; leave empty to edit them in a form")
+    async def essentials(
+        self,
+        interaction: discord.Interaction,
+        text: app_commands.Range[str, 1, TEXT_MAX_CHARS] | None = None,
+    ) -> None:
+        """Read or change the plot essentials: what the narrator must always remember."""
+        await self._steer(interaction, SteeringField.PLOT_ESSENTIALS, text)
+
+    @app_commands.command(name="instructions")
+    @app_commands.describe(text="The new AI instructions; leave empty to edit them in a form")
+    async def instructions(
+        self,
+        interaction: discord.Interaction,
+        text: app_commands.Range[str, 1, TEXT_MAX_CHARS] | None = None,
+    ) -> None:
+        """Read or change the AI instructions: how the narrator should write."""
+        await self._steer(interaction, SteeringField.AI_INSTRUCTIONS, text)
+
+    async def _steer(
+        self, interaction: discord.Interaction, field: SteeringField, text: str | None
+    ) -> None:
+        db = self.bot.services.db
+        where, actor = channel_id_of(interaction), actor_of(interaction)
+        manager = is_manager(interaction)
+        if text is not None:
+            change = await set_steering(db, where, actor, field, text, is_manager=manager)
+            content, embed = change_reply(change)
+            await _answer(interaction, content, embed)
+            return
+        current = await get_steering(db, where, actor, field, is_manager=manager)
+        if len(current.text) > TEXT_INPUT_MAX:
+            # A Discord form cannot hold it, and a cut copy would lose the rest on submit.
+            await _answer(
+                interaction,
+                f"{field.label} is {len(current.text):,} characters long, more than a Discord "
+                f"form holds ({TEXT_INPUT_MAX:,}). Replace it with the command's `text` option.",
+                steering_embed(field.label, current.text),
+            )
+            return
+        await interaction.response.send_modal(
+            SteeringModal(field, current.text, current.adventure_id)
+        )
+
+    # --- story cards --------------------------------------------------------------------------
+
+    @card.command(name="add")
+    @app_commands.describe(
+        always_on="Always give this card to the narrator, not only when its keys come up"
+    )
+    async def card_add(self, interaction: discord.Interaction, always_on: bool = False) -> None:
+        """Add a story card: a title, keys that bring it in, and what the narrator reads."""
+        adventure_id = await check_card_room(
+            self.bot.services.db,
+            channel_id_of(interaction),
+            actor_of(interaction),
+            max_cards=self.bot.settings.max_story_cards,
+            is_manager=is_manager(interaction),
+        )
+        await interaction.response.send_modal(
+            CardModal(adventure_id=adventure_id, always_on=always_on)
+        )
+
+    @card.command(name="edit")
+    @app_commands.describe(
+        card="The card to edit",
+        always_on="Always give it to the narrator; leave empty to keep it as it is",
+    )
+    async def card_edit(
+        self, interaction: discord.Interaction, card: str, always_on: bool | None = None
+    ) -> None:
+        """Edit a story card in a form."""
+        found = await get_card(
+            self.bot.services.db,
+            channel_id_of(interaction),
+            actor_of(interaction),
+            card,
+            is_manager=is_manager(interaction),
+        )
+        if max(len(found.entry), len(found.keys), len(found.title)) > TEXT_INPUT_MAX:
+            raise InvalidInput(
+                f"“{found.title}” is longer than a Discord form holds "
+                f"({TEXT_INPUT_MAX:,} characters), so it cannot be edited here."
+            )
+        await interaction.response.send_modal(
+            CardModal(
+                adventure_id=found.adventure_id,
+                always_on=found.always_on if always_on is None else always_on,
+                card=found,
+            )
+        )
+
+    @card.command(name="remove")
+    @app_commands.describe(card="The card to remove")
+    async def card_remove(self, interaction: discord.Interaction, card: str) -> None:
+        """Remove a story card."""
+        removed = await remove_card(
+            self.bot.services.db,
+            channel_id_of(interaction),
+            actor_of(interaction),
+            card,
+            is_manager=is_manager(interaction),
+        )
+        title = removed.title or f"#{removed.id}"
+        await _answer(
+            interaction, f"Story card “{title}” removed; it applies from the next turn.", None
+        )
+
+    @card.command(name="list")
+    @app_commands.describe(page="Which page of cards to show")
+    async def card_list(
+        self, interaction: discord.Interaction, page: app_commands.Range[int, 1] = 1
+    ) -> None:
+        """Show the adventure's story cards (to you alone)."""
+        found = await list_cards(
+            self.bot.services.db, channel_id_of(interaction), page=page, per_page=CARDS_PER_PAGE
+        )
+        view = pager(found)
+        kwargs: dict[str, Any] = {"embed": cards_embed(found), "ephemeral": True}
+        if view is not None:
+            kwargs["view"] = view
+        await interaction.response.send_message(**kwargs)
+
+    @card_edit.autocomplete("card")
+    async def card_edit_choices(
+        self, interaction: discord.Interaction, current: str
+    ) -> list[app_commands.Choice[str]]:
+        return await self._card_choices(interaction, current)
+
+    @card_remove.autocomplete("card")
+    async def card_remove_choices(
+        self, interaction: discord.Interaction, current: str
+    ) -> list[app_commands.Choice[str]]:
+        return await self._card_choices(interaction, current)
+
+    async def _card_choices(
+        self, interaction: discord.Interaction, current: str
+    ) -> list[app_commands.Choice[str]]:
+        choices = await card_titles_for_autocomplete(
+            self.bot.services.db, channel_id_of(interaction), current
+        )
+        return [app_commands.Choice(name=label, value=value) for label, value in choices]
+
+    # --- generation settings ------------------------------------------------------------------
+
+    @adventure.command(name="settings")
+    @app_commands.describe(
+        context_tokens="How much the narrator reads each turn, in tokens (512–1,000,000)",
+        max_output_tokens="The longest reply, in tokens (16–32,768)",
+        temperature="Randomness: 0 steady … 2 wild (0–2)",
+        reset="Return all three to the defaults first",
+    )
+    async def adventure_settings(
+        self,
+        interaction: discord.Interaction,
+        context_tokens: app_commands.Range[int, 512, 1_000_000] | None = None,
+        max_output_tokens: app_commands.Range[int, 16, 32_768] | None = None,
+        temperature: app_commands.Range[float, 0.0, 2.0] | None = None,
+        reset: bool = False,
+    ) -> None:
+        """Show or change this adventure's generation settings."""
+        db = self.bot.services.db
+        where = channel_id_of(interaction)
+        if (
+            not reset
+            and context_tokens is None
+            and max_output_tokens is None
+            and temperature is None
+        ):
+            current = await get_settings(db, where, self._defaults())
+            await _answer(interaction, settings_text(current), None)
+            return
+        updated = await set_settings(
+            db,
+            where,
+            actor_of(interaction),
+            self._defaults(),
+            context_tokens=context_tokens,
+            max_output_tokens=max_output_tokens,
+            temperature=temperature,
+            reset=reset,
+            is_manager=is_manager(interaction),
+        )
+        await _answer(interaction, settings_text(updated, changed=True), None)
+
+    def _defaults(self) -> GenerationDefaults:
+        settings = self.bot.settings
+        return GenerationDefaults(
+            context_tokens=settings.context_tokens,
+            max_output_tokens=settings.max_output_tokens,
+            temperature=settings.temperature,
+        )
+
+
+async def setup(bot: CampfireBot) -> None:
+    await bot.add_cog(SteeringCog(bot))

@@ -1,0 +1,364 @@
+"""Context assembly against story length: time and bytes read from the database per turn.
+
+Run by hand (it is not part of the normal test run)::
+
+    /work/venv/bin/python -m tests.benchmarks.bench_context [--turns 50 200 500 2000]
+        [--reps 60] [--url postgresql+asyncpg://...]
+
+One database (a temporary SQLite file unless ``--url`` names another, which must be empty) holds
+one adventure per story length, each with 100 story cards and 200 memories; a turn is a player
+action and a narrator reply (two story entries), and narrator entries carry filled heavy columns
+(prompt snapshot, reasoning, context report) so that reading any of them would show. For each
+length, "context assembly" is what a turn does before it calls the model: open a session, load
+the adventure, ``ContextEngine.gather`` (cards, the history window), ``ContextEngine.build``.
+It is repeated ``--reps`` times after a warm-up (steady state: token counts of unchanged texts
+are cached, as they are from turn to turn in a running bot) and the median and p95 are printed.
+
+Bytes read: the sum of the sizes of the result rows the database driver delivered, taken in
+SQLAlchemy's ``after_cursor_execute`` hook from the adapted cursor, which has fetched every row
+by then (aiosqlite and asyncpg alike): text as its UTF-8 length, binary as its length, numbers
+and timestamps as 8 bytes, NULL as 0. Statements sent are counted too.
+
+Targets: p50 within 20 ms at 2,000 turns; t(2000)/t(50) <= 1.25; bytes at 2,000 turns <= 1.1 x
+the bytes at 200. Missed targets are reported; the exit status is non-zero only on an error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import statistics
+import sys
+import tempfile
+import time
+import zlib
+from dataclasses import dataclass
+from datetime import date, datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import event, func, insert, select, text, update
+
+from engine.adventures import start_adventure
+from engine.context import ContextEngine
+from engine.library import seed_builtin_scenarios
+from engine.storage.database import Database
+from engine.storage.models import (
+    ActionType,
+    Adventure,
+    AdventureCard,
+    Memory,
+    Role,
+    Scenario,
+    StoryNode,
+    utcnow,
+)
+from engine.tokens import count_tokens
+
+STORY_LENGTHS = (50, 200, 500, 2000)
+CARDS = 100
+MEMORIES = 200
+ACTION = "> You ask Mira about the lantern."
+
+P50_TARGET_MS = 20.0
+TIME_RATIO_TARGET = 1.25
+BYTES_RATIO_TARGET = 1.1
+
+_WORDS = (
+    "the lantern gutters and shadows lean across wet stone while the river mutters below "
+    "a door opens somewhere and cold air carries salt and smoke through the narrow hall "
+    "you hear footsteps that stop when yours do and a voice hums a tune you almost know"
+).split()
+
+
+def names(n: int = CARDS) -> list[str]:
+    return [f"Name{i:03d}" for i in range(n)]
+
+
+def narration(rng: random.Random, words: int = 150) -> str:
+    body = [rng.choice(_WORDS) for _ in range(words)]
+    # A few card names per reply, so the scan window triggers a handful of cards.
+    for _ in range(2):
+        body[rng.randrange(words)] = rng.choice(names())
+    return " ".join(body).capitalize() + "."
+
+
+# --- seeding -----------------------------------------------------------------------------------
+
+
+async def seed_adventure(
+    db: Database,
+    turns: int,
+    *,
+    channel_id: int,
+    cards: int = CARDS,
+    memories: int = MEMORIES,
+    heavy: bool = True,
+    seed: int = 0,
+) -> int:
+    """An adventure with ``turns`` turns (2 entries each), ``cards`` cards, ``memories`` rows."""
+    rng = random.Random(seed)
+    async with db.session() as session, session.begin():
+        scenario_id = await session.scalar(select(Scenario.id).order_by(Scenario.id))
+        adventure = await start_adventure(session, scenario_id, channel_id=channel_id)
+        adventure_id = adventure.id
+        head = await session.get(StoryNode, adventure.head_node_id)
+        for i, name in enumerate(names(cards)):
+            session.add(
+                AdventureCard(
+                    adventure_id=adventure_id,
+                    position=i,
+                    title=name,
+                    keys=f"{name}, {name.lower()}'s kin",
+                    entry=f"{name} is a figure of the river town. " + narration(rng, 40),
+                    description="Notes for the card's author, never for the model. " * 10,
+                    always_on=i < 2,
+                )
+            )
+        for i in range(memories):
+            session.add(
+                Memory(
+                    adventure_id=adventure_id,
+                    text=f"Memory {i}: " + narration(rng, 30),
+                    source_start=i * 2,
+                    source_end=i * 2 + 1,
+                    embedding=rng.randbytes(384 * 4),
+                    embedding_model="bench",
+                    embedding_dim=384,
+                )
+            )
+        await session.flush()
+
+        next_id = (await session.scalar(select(func.max(StoryNode.id)))) + 1
+        parent_id, index = head.id, head.index
+        rows: list[dict[str, Any]] = []
+        snapshot = zlib.compress(json.dumps({"messages": narration(rng, 2000)}).encode())
+        report = {"sections": [{"key": "history", "reason": narration(rng, 200)}]}
+        for _ in range(turns):
+            for role in (Role.PLAYER, Role.NARRATOR):
+                index += 1
+                body = ACTION if role == Role.PLAYER else narration(rng)
+                rows.append(
+                    {
+                        "id": next_id,
+                        "adventure_id": adventure_id,
+                        "parent_id": parent_id,
+                        "index": index,
+                        "role": role,
+                        "action": ActionType.DO if role == Role.PLAYER else ActionType.CONTINUE,
+                        "text": body,
+                        "token_count": count_tokens(body),
+                        "reasoning": narration(rng, 200)
+                        if heavy and role == Role.NARRATOR
+                        else None,
+                        "prompt_snapshot": snapshot if heavy and role == Role.NARRATOR else None,
+                        "context_report": report if heavy and role == Role.NARRATOR else None,
+                        "created_at": utcnow(),
+                    }
+                )
+                parent_id = next_id
+                next_id += 1
+        for start in range(0, len(rows), 500):
+            await session.execute(insert(StoryNode), rows[start : start + 500])
+        await session.execute(
+            update(Adventure).where(Adventure.id == adventure_id).values(head_node_id=parent_id)
+        )
+        if not db.is_sqlite:
+            await session.execute(
+                text(
+                    "SELECT setval(pg_get_serial_sequence('story_nodes', 'id'), "
+                    "(SELECT max(id) FROM story_nodes))"
+                )
+            )
+    return adventure_id
+
+
+# --- measuring ---------------------------------------------------------------------------------
+
+
+def value_size(value: Any) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, str):
+        return len(value.encode())
+    if isinstance(value, bytes | bytearray | memoryview):
+        return len(value)
+    if isinstance(value, bool):
+        return 1
+    if isinstance(value, int | float | datetime | date):
+        return 8
+    if isinstance(value, Decimal):
+        return len(str(value))
+    return len(repr(value))
+
+
+class ReadCounter:
+    """Statements sent and bytes of result rows delivered, per engine."""
+
+    def __init__(self, db: Database) -> None:
+        self.statements = 0
+        self.bytes = 0
+        self.sql: list[str] = []
+        event.listen(db.engine.sync_engine, "after_cursor_execute", self._after)
+
+    def reset(self) -> None:
+        self.statements = 0
+        self.bytes = 0
+        self.sql.clear()
+
+    def _after(self, _conn, cursor, statement, _params, _context, _many) -> None:
+        self.statements += 1
+        self.sql.append(statement)
+        rows = getattr(cursor, "_rows", None) or ()  # prefetched by the async adapters
+        self.bytes += sum(value_size(v) for row in rows for v in row)
+
+
+@dataclass
+class Figures:
+    turns: int
+    entries: int
+    p50_ms: float
+    p95_ms: float
+    first_ms: float
+    bytes: int
+    statements: int
+    history_kept: int
+    cards_included: int
+    used_tokens: int
+
+    def line(self) -> str:
+        return (
+            f"{self.turns:>5} turns ({self.entries:>4} entries) | assembly p50 "
+            f"{self.p50_ms:6.2f} ms, p95 {self.p95_ms:6.2f} ms (first {self.first_ms:6.2f} ms) | "
+            f"read {self.bytes:>7} bytes in {self.statements} statements | history "
+            f"{self.history_kept} entries, {self.cards_included} cards, {self.used_tokens} tokens"
+        )
+
+
+async def assemble(db: Database, engine: ContextEngine, adventure_id: int):
+    async with db.session() as session:
+        adventure = await session.get(Adventure, adventure_id)
+        inputs = await engine.gather(session, adventure, ACTION)
+    return engine.build(inputs)
+
+
+async def measure(
+    db: Database, counter: ReadCounter, adventures: dict[int, int], reps: int
+) -> list[Figures]:
+    """Every length measured in turn, round after round, so drift on a busy machine (another
+    process, a CPU frequency change) falls on all of them alike."""
+    engine = ContextEngine()
+    first: dict[int, float] = {}
+    for turns, adventure_id in adventures.items():
+        started = time.perf_counter()
+        await assemble(db, engine, adventure_id)
+        first[turns] = (time.perf_counter() - started) * 1000
+    for _ in range(3):
+        for adventure_id in adventures.values():
+            await assemble(db, engine, adventure_id)
+    times: dict[int, list[float]] = {turns: [] for turns in adventures}
+    read: dict[int, tuple[int, int]] = {}
+    built = {}
+    for _ in range(reps):
+        for turns, adventure_id in adventures.items():
+            counter.reset()
+            started = time.perf_counter()
+            built[turns] = await assemble(db, engine, adventure_id)
+            times[turns].append((time.perf_counter() - started) * 1000)
+            read[turns] = (counter.bytes, counter.statements)
+    figures = []
+    for turns in adventures:
+        sections = {section.key: section for section in built[turns].report.sections}
+        cards = sections.get("story_cards")
+        figures.append(
+            Figures(
+                turns=turns,
+                entries=2 * turns + 1,
+                p50_ms=statistics.median(times[turns]),
+                p95_ms=statistics.quantiles(times[turns], n=20)[-1],
+                first_ms=first[turns],
+                bytes=read[turns][0],
+                statements=read[turns][1],
+                history_kept=history_entries(built[turns]),
+                cards_included=sum(item.included for item in cards.items) if cards else 0,
+                used_tokens=built[turns].report.used,
+            )
+        )
+    return figures
+
+
+def history_entries(built) -> int:
+    """How many history entries went in (from the report's summary items)."""
+    sections = {section.key: section for section in built.report.sections}
+    return sum(
+        int(item.label.split()[0]) if item.label[0].isdigit() else 1
+        for item in sections["history"].items
+        if item.included
+    )
+
+
+async def run(url: str, lengths: tuple[int, ...], reps: int) -> list[Figures]:
+    db = Database(url)
+    try:
+        await db.migrate()
+        async with db.session() as session, session.begin():
+            await seed_builtin_scenarios(session)
+        adventures = {}
+        for n, turns in enumerate(lengths):
+            adventures[turns] = await seed_adventure(db, turns, channel_id=1000 + n, seed=n)
+        return await measure(db, ReadCounter(db), adventures, max(reps, 2))
+    finally:
+        await db.dispose()
+
+
+def summary(figures: list[Figures]) -> list[str]:
+    by_turns = {f.turns: f for f in figures}
+    lines = [
+        f"memories: {MEMORIES} rows stored per adventure; retrieval is not implemented yet, so "
+        "the engine reads none of them (the figures are what it reads today)"
+    ]
+    if 50 in by_turns and 2000 in by_turns:
+        ratio = by_turns[2000].p50_ms / by_turns[50].p50_ms
+        lines.append(
+            f"time ratio t(2000)/t(50) = {ratio:.2f} (target <= {TIME_RATIO_TARGET}: "
+            f"{'met' if ratio <= TIME_RATIO_TARGET else 'MISSED'})"
+        )
+    if 2000 in by_turns:
+        p50 = by_turns[2000].p50_ms
+        lines.append(
+            f"p50 at 2000 turns = {p50:.2f} ms (target <= {P50_TARGET_MS} ms: "
+            f"{'met' if p50 <= P50_TARGET_MS else 'MISSED'})"
+        )
+    if 200 in by_turns and 2000 in by_turns:
+        ratio = by_turns[2000].bytes / by_turns[200].bytes
+        lines.append(
+            f"bytes ratio b(2000)/b(200) = {ratio:.3f} (target <= {BYTES_RATIO_TARGET}: "
+            f"{'met' if ratio <= BYTES_RATIO_TARGET else 'MISSED'})"
+        )
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--turns", type=int, nargs="+", default=list(STORY_LENGTHS))
+    parser.add_argument("--reps", type=int, default=60)
+    parser.add_argument("--url", help="an empty database to use (default: a temporary SQLite)")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="campfire-bench-") as tmp:
+        url = args.url or f"sqlite+aiosqlite:///{Path(tmp) / 'bench.db'}"
+        print(
+            f"context assembly on {url.split(':')[0]}: {CARDS} cards, {MEMORIES} memories, "
+            f"{args.reps} reps each, {ContextEngine().budget}-token budget",
+            flush=True,
+        )
+        figures = asyncio.run(run(url, tuple(args.turns), args.reps))
+    for line in [f.line() for f in figures] + summary(figures):
+        print(line, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

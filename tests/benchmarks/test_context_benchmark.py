@@ -1,0 +1,37 @@
+"""Context assembly at 50, 200 and 2,000 turns: bytes read stay flat, time does not grow.
+
+Run with ``scripts/test -m benchmark -s tests/benchmarks``; the full figures (50, 200, 500 and
+2,000 turns) come from ``python -m tests.benchmarks.bench_context``.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.benchmarks.bench_context import (
+    BYTES_RATIO_TARGET,
+    ReadCounter,
+    measure,
+    seed_adventure,
+    summary,
+)
+
+pytestmark = pytest.mark.benchmark
+
+
+async def test_context_assembly_does_not_grow_with_the_story(db, capsys):
+    lengths = (50, 200, 2000)
+    adventures = {
+        turns: await seed_adventure(db, turns, channel_id=100 + n, seed=n)
+        for n, turns in enumerate(lengths)
+    }
+    figures = await measure(db, ReadCounter(db), adventures, reps=30)
+    with capsys.disabled():
+        print(f"\n[context, {db.engine.dialect.name}]")
+        for line in [f.line() for f in figures] + summary(figures):
+            print(f"  {line}")
+    by_turns = {f.turns: f for f in figures}
+    # What is read is set by the budget, not by the story: deterministic, so asserted.
+    assert by_turns[2000].bytes <= BYTES_RATIO_TARGET * by_turns[200].bytes
+    assert by_turns[2000].statements == by_turns[50].statements
+    assert by_turns[2000].history_kept <= by_turns[200].history_kept + 2
