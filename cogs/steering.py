@@ -186,19 +186,19 @@ def pager(page: CardPage) -> discord.ui.View | None:
 
 
 def settings_text(settings: AdventureSettings, *, changed: bool = False) -> str:
-    def origin(value: object) -> str:
-        return "default" if value is None else "set for this adventure"
+    def origin(value: object, default: str) -> str:
+        return "the default" if value is None else f"set for this adventure; default {default}"
 
     defaults = settings.defaults
     lines = [
         "Settings updated; they apply from the next turn.\n" if changed else "",
         f"**Generation settings** · {discord.utils.escape_markdown(settings.adventure_title)}",
         f"Context: **{settings.effective_context_tokens:,}** tokens "
-        f"({origin(settings.context_tokens)}; default {defaults.context_tokens:,})",
+        f"({origin(settings.context_tokens, f'{defaults.context_tokens:,}')})",
         f"Reply length: at most **{settings.effective_max_output_tokens:,}** tokens "
-        f"({origin(settings.max_output_tokens)}; default {defaults.max_output_tokens:,})",
+        f"({origin(settings.max_output_tokens, f'{defaults.max_output_tokens:,}')})",
         f"Temperature: **{settings.effective_temperature:g}** "
-        f"({origin(settings.temperature)}; default {defaults.temperature:g})",
+        f"({origin(settings.temperature, f'{defaults.temperature:g}')})",
         "",
         "Change them with `/adventure settings context_tokens: max_output_tokens: "
         "temperature:`; `reset: True` returns all three to the defaults.",

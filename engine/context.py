@@ -18,8 +18,9 @@ is truncated (its end kept), not dropped. Empty sections cost nothing and do not
 
 Layout, stable content first so providers that cache prompt prefixes reuse them across turns:
 the system message holds the narrator prompt, AI instructions and the world-state guide and
-rule; the user message holds plot essentials ("World Lore:"), the story summary, memories,
-knowledge, the triggered cards, the live world state, then "Recent Story:" with the author's
+rule; the user message holds plot essentials (unlabelled, as AI Dungeon sends them), the story
+summary, memories, knowledge, the triggered cards ("World Lore:"), the live world state, then
+"Recent Story:" with the author's
 note 3 entries from the end and the player's new action last, then the length hint, and the
 one-line world-state reminder as the very last line.
 
@@ -68,12 +69,13 @@ MIN_NEWEST_TOKENS = 64
 MIN_HINT_WORDS = 40
 
 #: The headings AI Dungeon scripts look for in the context text (onModelContext).
+# As AI Dungeon lays out its context, which scripts parse: plot essentials first, unlabelled;
+# triggered story cards under "World Lore:" (cards were once called world info).
 HEADINGS = {
-    "plot_essentials": "World Lore:",
     "story_summary": "Story Summary:",
     "memories": "Memories:",
     "knowledge": "Knowledge:",
-    "story_cards": "Story Cards:",
+    "story_cards": "World Lore:",
     "world_state": "World State:",
     "history": "Recent Story:",
 }

@@ -197,11 +197,11 @@ def test_stable_sections_come_first_and_the_reminder_last():
     ]
     assert [system.index(part) for part in order] == sorted(system.index(p) for p in order)
     order = [
-        "World Lore:\nYou are Ash",
+        "You are Ash",
         "Story Summary:\nAsh found",
         "Memories:\nAsh lost a ring",
         "Knowledge:\nLanterns here",
-        "Mira smuggles salt.",
+        "World Lore:\nMira smuggles salt.",
         "World State:\nhp 55",
         "Recent Story:\n",
         FULL.action_text,
@@ -252,7 +252,7 @@ def test_empty_sections_cost_nothing_and_do_not_appear():
     )
     built = ENGINE.build(inputs)
     text = built.script_text
-    for heading in ("World Lore:", "Story Summary:", "Memories:", "Knowledge:", "Story Cards:"):
+    for heading in ("World Lore:", "Story Summary:", "Memories:", "Knowledge:"):
         assert heading not in text
     assert "World State:" not in text and "[Author's note" not in text
     assert [s.key for s in built.report.sections] == [
@@ -297,7 +297,7 @@ def test_cards_are_triggered_by_the_recent_story_and_the_new_action():
         ("Sea", True, "always on"),
     ]
     text = user_text(built)
-    assert "Story Cards:\nThe ferry leaks.\nMira smuggles salt.\nThe sea rises." in text
+    assert "World Lore:\nThe ferry leaks.\nMira smuggles salt.\nThe sea rises." in text
     assert "Oren is a guard." not in text
     assert sections(built)["story_cards"].reason == "3 of 5 cards triggered or always on"
 

@@ -320,9 +320,9 @@ async def test_adventure_settings_are_shown_with_their_defaults(env):
     thread = await start_thread(env)
     record = await env.fake.slash(env.bob, thread, "adventure settings")  # anyone may look
     content = answer(env, record).content
-    assert "Context: **4,096** tokens (default; default 4,096)" in content
-    assert "Reply length: at most **300** tokens (default; default 300)" in content
-    assert "Temperature: **0.8** (default; default 0.8)" in content
+    assert "Context: **4,096** tokens (the default)" in content
+    assert "Reply length: at most **300** tokens (the default)" in content
+    assert "Temperature: **0.8** (the default)" in content
 
 
 async def test_adventure_settings_are_set_and_validated(env):
@@ -349,7 +349,7 @@ async def test_adventure_settings_are_set_and_validated(env):
     refused = await env.fake.slash(env.bob, thread, "adventure settings", temperature=1.5)
     assert "Only alice" in answer(env, refused).content
     record = await env.fake.slash(env.alice, thread, "adventure settings", reset=True)
-    assert "Temperature: **0.8** (default; default 0.8)" in answer(env, record).content
+    assert "Temperature: **0.8** (the default)" in answer(env, record).content
     assert (await adventure_here(env, thread)).temperature is None
 
 
