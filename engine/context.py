@@ -38,7 +38,6 @@ from functools import cache
 from typing import Any, Protocol
 
 from sqlalchemy import Integer, Select, bindparam, select
-from sqlalchemy import inspect as sa_inspect
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from engine.cards import DEFAULT_SCAN_ENTRIES, Card, match_cards, scan_text
@@ -117,19 +116,10 @@ def with_state_block(text: str, block: str) -> str:
 
 
 def state_block_of(node: StoryNode) -> str:
-    """The state block stored with a past narrator turn, or "" (also when not loaded).
-
-    ``state_report`` is a deferred column: it is read here only when the node was loaded with
-    it, never lazily (a bulk load of turns must not name it).
-    """
+    """The state block stored with a past narrator turn, or ""."""
     if node.role != Role.NARRATOR:
         return ""
-    state = sa_inspect(node, raiseerr=False)
-    if state is not None and "state_report" in state.unloaded:
-        return ""
-    report = node.state_report
-    block = report.get("block") if isinstance(report, dict) else None
-    return block if isinstance(block, str) else ""
+    return node.state_block or ""
 
 
 def reattach_state_block(node: StoryNode) -> str:

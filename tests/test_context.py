@@ -376,7 +376,7 @@ def test_past_narrator_turns_get_their_state_block_back():
         role=Role.NARRATOR,
         action=ActionType.CONTINUE,
         text="The gate opens.",
-        state_report={"block": "[hp 55 | gold 3]", "changes": []},
+        state_block="[hp 55 | gold 3]",
     )
     assert reattach_state_block(node) == "The gate opens.\n[hp 55 | gold 3]"
     plain = StoryNode(adventure_id=1, role=Role.NARRATOR, action=ActionType.CONTINUE, text="Hi.")
@@ -386,7 +386,7 @@ def test_past_narrator_turns_get_their_state_block_back():
         role=Role.PLAYER,
         action=ActionType.DO,
         text="> You wave.",
-        state_report={"block": "[x]"},
+        state_block="[x]",
     )
     assert reattach_state_block(player) == "> You wave."
 

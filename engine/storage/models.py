@@ -299,6 +299,9 @@ class StoryNode(SQLModel, table=True):
     # World and script state as they were before this node, for exact undo and retry.
     state_before: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
     state_report: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
+    # The state block the model wrote after this narration (stripped from ``text``), kept light
+    # so history can re-attach it and the model keeps emitting blocks.
+    state_block: str | None = _text(nullable=True)
     # What went into the context and why (engine.context_report.ContextReport), for Insights.
     context_report: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
 
