@@ -14,7 +14,13 @@ from bot.services import Services, build_services
 log = logging.getLogger(__name__)
 
 #: Cog modules loaded at start-up, in order.
-EXTENSIONS: tuple[str, ...] = ("cogs.errors", "cogs.play", "cogs.insights", "cogs.steering")
+EXTENSIONS: tuple[str, ...] = (
+    "cogs.errors",
+    "cogs.play",
+    "cogs.insights",
+    "cogs.steering",
+    "cogs.world_state",
+)
 
 #: How often expired turn leases are looked for (a process died mid-turn).
 LEASE_SWEEP_SECONDS = 30

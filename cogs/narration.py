@@ -103,7 +103,9 @@ class Narrator:
                     view = turn_buttons(
                         result.adventure_id, result.version, result.narrator_node_id
                     )
-                    messages = await stream.finish(result.text, view=view)
+                    # The world-state chip rides under the narration in small text.
+                    chip = f"\n-# {result.state_chip}" if result.state_chip else None
+                    messages = await stream.finish(result.text, view=view, suffix=chip)
                     # The story's end first; the old buttons go after, when nobody waits.
                     await self._drop_buttons(channel)
                     if messages:

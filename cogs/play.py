@@ -35,6 +35,10 @@ HELP = """\
 `/card add|edit|remove|list`: story cards, brought in when their keys come up
 `/adventure settings`: context size, reply length, temperature
 
+**World state** (in scenarios that track it)
+`/state show`: health, trust, flags and the rest, with what each number means
+`/state set <path> <value>`: correct a value (the host and server managers)
+
 **See how it works**
 `/insights [turn]` or the 🔍 button: what the model was given for a turn, and why
 

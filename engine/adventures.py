@@ -24,6 +24,8 @@ from engine.storage.models import (
     StoryNode,
 )
 from engine.tokens import count_tokens
+from engine.world_state.apply import schema_of
+from engine.world_state.schema import initial_state
 
 MAIN_BRANCH = "main"
 
@@ -53,6 +55,9 @@ async def start_adventure(
         host_id=host_id,
         channel_id=channel_id,
     )
+    schema = schema_of(adventure.stat_schema)
+    if schema is not None:
+        adventure.world_state = initial_state(schema)
     session.add(adventure)
     await session.flush()
 

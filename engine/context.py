@@ -46,6 +46,7 @@ from engine.providers.base import ChatMessage
 from engine.storage.models import Adventure, AdventureCard, Role, StoryNode
 from engine.story import line_window
 from engine.tokens import count_tokens, truncate_to_tokens
+from engine.world_state.apply import world_sections
 
 NARRATOR_PROMPT = (
     "You are the narrator of an interactive text adventure. Continue the story from where it "
@@ -329,9 +330,19 @@ class ContextEngine:
             plot_essentials=adventure.plot_essentials,
             story_summary=adventure.story_summary,
             authors_note=adventure.authors_note,
-            # World state, memories and knowledge are filled in by the issues that add them.
+            # Memories and knowledge are filled in by the issues that add them.
             cards=await load_cards(session, adventure.id),
             action_text=action_text,
+        )
+        world = world_sections(
+            adventure.stat_schema, adventure.world_state, recent_text=action_text
+        )
+        inputs = replace(
+            inputs,
+            world_state_guide=world.guide,
+            world_state=world.state,
+            world_state_rule=world.rule,
+            world_state_reminder=world.reminder,
         )
         if adventure.head_node_id is None:
             return inputs
@@ -341,6 +352,17 @@ class ContextEngine:
             token_limit=self.history_ceiling(inputs),
             max_entries=self.max_history_entries,
         )
+        if world.state:
+            # Which NPCs are in scene depends on the recent story, known only now.
+            recent = scan_text(
+                [n.text for n in nodes if n.text.strip()], action_text, self.scan_entries
+            )
+            inputs = replace(
+                inputs,
+                world_state=world_sections(
+                    adventure.stat_schema, adventure.world_state, recent_text=recent
+                ).state,
+            )
         return replace(
             inputs,
             history=tuple(HistoryEntry.from_node(node) for node in nodes),

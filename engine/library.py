@@ -16,6 +16,7 @@ from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from engine.storage.models import Scenario, ScenarioCard, ScenarioScript, utcnow
+from engine.world_state.schema import parse_schema
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 BUILTIN_SCENARIOS = DATA_DIR / "scenarios"
@@ -50,6 +51,8 @@ async def seed_builtin_scenarios(session: AsyncSession, folder: Path = BUILTIN_S
     files = await asyncio.to_thread(_read_scenario_files, folder)
     for stem, raw in files:
         key = raw.get("key") or stem
+        # A shipped scenario with a broken schema is a bug to catch at start, not at a turn.
+        parse_schema(raw.get("stat_schema"))
         scenario = await session.scalar(select(Scenario).where(Scenario.builtin_key == key))
         if scenario is None:
             scenario = Scenario(builtin_key=key, **_scenario_fields(raw))

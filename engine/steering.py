@@ -243,8 +243,8 @@ async def get_steering(
     """
     field = _field(field)
     async with db.session() as session:
-        adventure = await _adventure(session, channel_id)
-        await _check_may_steer(session, adventure, actor, is_manager)
+        adventure = await adventure_here(session, channel_id)
+        await check_may_steer(session, adventure, actor, is_manager)
         assert adventure.id is not None
         return Steering(adventure.id, adventure.title, field, getattr(adventure, field.value))
 
@@ -272,8 +272,8 @@ async def set_steering(
             f"this one has {len(text):,}."
         )
     async with db.session() as session, session.begin():
-        adventure = await _adventure(session, channel_id, for_update=True, expect=adventure_id)
-        await _check_may_steer(session, adventure, actor, is_manager)
+        adventure = await adventure_here(session, channel_id, for_update=True, expect=adventure_id)
+        await check_may_steer(session, adventure, actor, is_manager)
         assert adventure.id is not None
         previous = getattr(adventure, field.value)
         if text != previous:
@@ -307,7 +307,7 @@ async def list_cards(
     """One page of the adventure's story cards, in their order. Anyone may look."""
     per_page = max(1, per_page)
     async with db.session() as session:
-        adventure = await _adventure(session, channel_id)
+        adventure = await adventure_here(session, channel_id)
         assert adventure.id is not None
         total = await _card_count(session, adventure.id)
         pages = max(1, math.ceil(total / per_page))
@@ -369,8 +369,8 @@ async def get_card(
     """The card ``query`` names (its title, or its id from autocomplete), for someone about to
     edit it."""
     async with db.session() as session:
-        adventure = await _adventure(session, channel_id)
-        await _check_may_steer(session, adventure, actor, is_manager)
+        adventure = await adventure_here(session, channel_id)
+        await check_may_steer(session, adventure, actor, is_manager)
         return CardView.of(await _find_card(session, adventure, query))
 
 
@@ -382,8 +382,8 @@ async def check_card_room(
     Returns the adventure's id, for ``add_card``'s ``adventure_id``.
     """
     async with db.session() as session:
-        adventure = await _adventure(session, channel_id)
-        await _check_may_steer(session, adventure, actor, is_manager)
+        adventure = await adventure_here(session, channel_id)
+        await check_may_steer(session, adventure, actor, is_manager)
         assert adventure.id is not None
         _check_room(await _card_count(session, adventure.id), max_cards)
         return adventure.id
@@ -402,8 +402,8 @@ async def add_card(
     """Add a story card to the adventure here, after its others."""
     fields = _validated(draft)
     async with db.session() as session, session.begin():
-        adventure = await _adventure(session, channel_id, for_update=True, expect=adventure_id)
-        await _check_may_steer(session, adventure, actor, is_manager)
+        adventure = await adventure_here(session, channel_id, for_update=True, expect=adventure_id)
+        await check_may_steer(session, adventure, actor, is_manager)
         assert adventure.id is not None
         _check_room(await _card_count(session, adventure.id), max_cards)
         await _check_unique_title(session, adventure.id, fields["title"])
@@ -432,8 +432,8 @@ async def edit_card(
     """Replace a card's title, keys, entry, type and always-on mark."""
     fields = _validated(draft)
     async with db.session() as session, session.begin():
-        adventure = await _adventure(session, channel_id, for_update=True)
-        await _check_may_steer(session, adventure, actor, is_manager)
+        adventure = await adventure_here(session, channel_id, for_update=True)
+        await check_may_steer(session, adventure, actor, is_manager)
         assert adventure.id is not None
         card = await session.get(AdventureCard, card_id)
         if card is None or card.adventure_id != adventure.id:
@@ -450,8 +450,8 @@ async def remove_card(
 ) -> CardView:
     """Remove the card ``query`` names (its title, or its id from autocomplete)."""
     async with db.session() as session, session.begin():
-        adventure = await _adventure(session, channel_id, for_update=True)
-        await _check_may_steer(session, adventure, actor, is_manager)
+        adventure = await adventure_here(session, channel_id, for_update=True)
+        await check_may_steer(session, adventure, actor, is_manager)
         card = await _find_card(session, adventure, query)
         removed = CardView.of(card)
         await session.delete(card)
@@ -562,7 +562,7 @@ async def get_settings(
 ) -> AdventureSettings:
     """The adventure's generation settings and the defaults unset ones fall back to."""
     async with db.session() as session:
-        adventure = await _adventure(session, channel_id)
+        adventure = await adventure_here(session, channel_id)
         return _settings_of(adventure, defaults)
 
 
@@ -583,8 +583,8 @@ async def set_settings(
     _check_range("max_output_tokens", max_output_tokens, MAX_OUTPUT_TOKENS_RANGE)
     _check_range("temperature", temperature, TEMPERATURE_RANGE)
     async with db.session() as session, session.begin():
-        adventure = await _adventure(session, channel_id, for_update=True)
-        await _check_may_steer(session, adventure, actor, is_manager)
+        adventure = await adventure_here(session, channel_id, for_update=True)
+        await check_may_steer(session, adventure, actor, is_manager)
         new = {
             "context_tokens": None if reset else adventure.context_tokens,
             "max_output_tokens": None if reset else adventure.max_output_tokens,
@@ -667,7 +667,7 @@ async def _active(
     return await session.scalar(query)
 
 
-async def _adventure(
+async def adventure_here(
     session: AsyncSession,
     channel_id: int,
     *,
@@ -688,7 +688,7 @@ async def _adventure(
     return adventure
 
 
-async def _check_may_steer(
+async def check_may_steer(
     session: AsyncSession, adventure: Adventure, actor: Actor, is_manager: bool
 ) -> None:
     if may_steer(adventure, actor.user_id, is_manager):

@@ -43,6 +43,7 @@ from engine.storage.models import (
     utcnow,
 )
 from engine.tokens import count_tokens
+from engine.world_state.apply import BlockHolder, SettledWorld, schema_of, settle
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +67,8 @@ class TurnResult:
     usage: Usage | None
     latency_ms: int
     first_token_ms: int | None
+    #: What the turn changed in the world state, in a line ("hp 100 → 85 (hurt) · …").
+    state_chip: str = ""
 
 
 class TurnEngine:
@@ -121,6 +124,8 @@ class TurnEngine:
 
         built = self.context.build(inputs)
         params = self._params_for(adventure)
+        # The state block after the prose is the engine's, not the players': held back.
+        holder = BlockHolder() if schema_of(adventure.stat_schema) else None
         text: list[str] = []
         reasoning: list[str] = []
         usage: Usage | None = None
@@ -135,13 +140,23 @@ class TurnEngine:
                     if first_token_ms is None:
                         first_token_ms = _ms_since(started)
                     text.append(piece)
-                    yield TextDelta(piece)
+                    visible = holder.feed(piece) if holder else piece
+                    if visible:
+                        yield TextDelta(visible)
                 elif isinstance(chunk, ReasoningDelta):
                     reasoning.append(chunk.text)
                     yield chunk
                 elif isinstance(chunk, StreamEnd):
                     usage = chunk.usage
         latency_ms = _ms_since(started)
+        # Cooldowns count turn indexes: a retry reuses its turn's index, so clocks stay put.
+        narrator_index = head.index + (2 if action_text else 1)
+        world = settle(
+            adventure.stat_schema,
+            adventure.world_state,
+            "".join(text).rstrip(),
+            turn_index=narrator_index,
+        )
 
         result = await self._store(
             fence,
@@ -150,7 +165,7 @@ class TurnEngine:
             action,
             action_text,
             built,
-            text="".join(text).rstrip(),
+            world,
             reasoning="".join(reasoning).strip(),
             usage=usage,
             latency_ms=latency_ms,
@@ -178,8 +193,8 @@ class TurnEngine:
         action: PlayerAction,
         action_text: str,
         built: BuiltContext,
+        world: SettledWorld,
         *,
-        text: str,
         reasoning: str,
         usage: Usage | None,
         latency_ms: int,
@@ -189,6 +204,7 @@ class TurnEngine:
             "world_state": adventure.world_state,
             "script_state": adventure.script_state,
         }
+        text = world.prose
         async with self.db.session() as session, session.begin():
             if fence is not None and not await fence(session):
                 raise StoryMovedOn(
@@ -230,6 +246,8 @@ class TurnEngine:
                 reasoning=reasoning or None,
                 prompt_snapshot=zlib.compress(built.snapshot()),
                 context_report=built.report.to_json(),
+                state_block=world.report.block if world.report else None,
+                state_report=world.report.to_json() if world.report else None,
                 state_before=None if action_node else state_before,
             )
             session.add(narrator)
@@ -242,6 +260,7 @@ class TurnEngine:
                 .values(
                     head_node_id=narrator.id,
                     version=Adventure.version + 1,
+                    world_state=world.state,
                     updated_at=utcnow(),
                 )
             )
@@ -268,6 +287,7 @@ class TurnEngine:
             usage=usage,
             latency_ms=latency_ms,
             first_token_ms=first_token_ms,
+            state_chip=world.chip,
         )
 
 

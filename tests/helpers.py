@@ -14,7 +14,10 @@ from engine.turns import TurnEngine
 
 async def new_adventure(db: Database, *, channel_id: int = 1) -> int:
     async with db.session() as session, session.begin():
-        scenario_id = await session.scalar(select(Scenario.id).order_by(Scenario.id))
+        # The starter: a scenario without world state, so turns here are plain prose.
+        scenario_id = await session.scalar(
+            select(Scenario.id).where(Scenario.builtin_key == "lantern-road")
+        )
         adventure = await start_adventure(session, scenario_id, channel_id=channel_id)
         return adventure.id
 

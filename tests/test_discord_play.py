@@ -219,6 +219,7 @@ async def test_sync_registers_the_commands_and_start_does_not(env):
         "note",
         "say",
         "start",
+        "state",
         "story",
     ]
     assert sorted(c["name"] for c in env.fake.commands[None]) == names

@@ -65,7 +65,9 @@ async def build_story(db: Database, turns: int = 2) -> tuple[int, int, list[int]
     """An adventure in CHANNEL with ``turns`` player+narrator pairs; returns the adventure id,
     the opening's node id and the narrator node ids, oldest first."""
     async with db.session() as session, session.begin():
-        scenario_id = await session.scalar(select(Scenario.id).order_by(Scenario.id))
+        scenario_id = await session.scalar(
+            select(Scenario.id).where(Scenario.builtin_key == "lantern-road")
+        )
         adventure = await start_adventure(session, scenario_id, channel_id=CHANNEL)
         opening = adventure.head_node_id
         parent = await session.get(StoryNode, opening)

@@ -46,7 +46,9 @@ async def server_adventure(db: Database, *, channel_id: int = CHANNEL) -> int:
     async with db.session() as session, session.begin():
         await touch_server(session, SERVER, "The Hearth")
         await touch_user(session, HOST, "alice")
-        scenario_id = await session.scalar(select(Scenario.id).order_by(Scenario.id))
+        scenario_id = await session.scalar(
+            select(Scenario.id).where(Scenario.builtin_key == "lantern-road")
+        )
         adventure = await start_adventure(
             session, scenario_id, channel_id=channel_id, server_id=SERVER, host_id=HOST
         )
@@ -56,7 +58,9 @@ async def server_adventure(db: Database, *, channel_id: int = CHANNEL) -> int:
 async def dm_adventure(db: Database, player: int = OTHER) -> int:
     async with db.session() as session, session.begin():
         await touch_user(session, player, "bob")
-        scenario_id = await session.scalar(select(Scenario.id).order_by(Scenario.id))
+        scenario_id = await session.scalar(
+            select(Scenario.id).where(Scenario.builtin_key == "lantern-road")
+        )
         adventure = await start_adventure(
             session, scenario_id, channel_id=DM_CHANNEL, host_id=player
         )
@@ -250,7 +254,12 @@ async def test_card_crud(db):
 
     async with db.session() as session:
         # The scenario keeps its cards.
-        assert len((await session.scalars(select(ScenarioCard))).all()) == 3
+        kept = await session.scalars(
+            select(ScenarioCard.title)
+            .join(Scenario, Scenario.id == ScenarioCard.scenario_id)
+            .where(Scenario.builtin_key == "lantern-road")
+        )
+        assert "Old Wenna" in kept.all()
         assert (await load(db, adventure_id)).version == 0
 
 

@@ -102,7 +102,9 @@ async def seed_adventure(
     """An adventure with ``turns`` turns (2 entries each), ``cards`` cards, ``memories`` rows."""
     rng = random.Random(seed)
     async with db.session() as session, session.begin():
-        scenario_id = await session.scalar(select(Scenario.id).order_by(Scenario.id))
+        scenario_id = await session.scalar(
+            select(Scenario.id).where(Scenario.builtin_key == "lantern-road")
+        )
         adventure = await start_adventure(session, scenario_id, channel_id=channel_id)
         adventure_id = adventure.id
         head = await session.get(StoryNode, adventure.head_node_id)

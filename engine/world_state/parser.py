@@ -1,0 +1,272 @@
+"""Finding the model's state block in its reply, tolerantly; never raises.
+
+What counts as the block (the last one wins when there are several):
+
+* a fence labelled ``state`` (```` ```state ````), anywhere in the reply: it is always removed
+  from the prose, even when its content is broken (the delta is then ``{}``); every ``state``
+  fence is removed, the last one is read;
+* otherwise a fence labelled ``json`` or unlabelled, at the very end of the reply (only
+  whitespace after it), whose content parses into something that looks like a delta;
+* otherwise a bare JSON object at the very end of the reply, starting on a line of its own,
+  that parses into something that looks like a delta (so prose ending in ``}`` is never eaten,
+  and neither is JSON in the middle of prose). A bare ``{}`` on its own last line is removed too.
+
+A fence cut off by the end of the reply (no closing backticks) counts as closed there.
+
+Tolerated inside the block: trailing commas, ``+5``, unquoted keys (``{hp: -5}``), single-line
+fences (```` ```state {"hp": -5}``` ````), Python's True/False/None.
+
+"Looks like a delta": a JSON object whose keys are ids or dotted paths (letters, digits, ``_``
+and ``.``) and whose values are numbers, text, booleans, ``{"set": value}`` or nested objects of
+the same; a bare object must have at least one value.
+
+The delta is flattened to dotted paths: ``{"player": {"hp": -15}}`` and ``{"player.hp": -15}``
+both give ``{"player.hp": -15}``. Values are kept as written (``"+5"``, ``"=40"``, ``-15``, text,
+booleans); ``{"set": 40}`` (or ``{"=": 40}``) is kept as the leaf ``{"set": 40}``. What values
+mean is the referee's business: for numbers and counters a number or ``"+5"``/``"-5"`` is a
+change, ``"=40"`` or ``{"set": 40}`` sets the value outright.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+#: Only this much of the end of a reply is searched for a bare object.
+BARE_WINDOW = 8000
+#: At most this many candidate ``{`` are tried for a bare object.
+BARE_TRIES = 40
+#: Deeper nesting than this is not a delta.
+MAX_DEPTH = 6
+
+_FENCE = re.compile(
+    r"```[ \t]*(?P<label>[A-Za-z]*)[ \t]*(?P<body>.*?)(?:```|\Z)",
+    re.DOTALL,
+)
+_PATH_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*\Z")
+_SET_KEYS = ("set", "=")
+
+
+@dataclass(frozen=True, slots=True)
+class Extraction:
+    prose: str
+    delta: dict[str, Any]
+    #: The block as the model wrote it (fence included), "" if none was found.
+    block: str
+
+
+def extract_delta(text: str) -> tuple[str, dict]:
+    """(prose without the block, trailing whitespace trimmed; the flat delta, ``{}`` if none)."""
+    found = extract_state(text)
+    return found.prose, found.delta
+
+
+def extract_state(text: str) -> Extraction:
+    """Like ``extract_delta``, with the raw block too; never raises."""
+    try:
+        return _extract(text)
+    except Exception:  # noqa: BLE001 - a bad block must never break a turn
+        return Extraction(text.rstrip() if isinstance(text, str) else "", {}, "")
+
+
+def _extract(text: str) -> Extraction:
+    if not isinstance(text, str):
+        return Extraction("", {}, "")
+    fences = list(_FENCE.finditer(text)) if "```" in text else []
+    state_fences = [m for m in fences if m.group("label").casefold() == "state"]
+    if state_fences:
+        delta = _as_delta(state_fences[-1].group("body"), bare=False)
+        pieces, at = [], 0
+        for m in state_fences:
+            pieces.append(text[at : m.start()])
+            at = m.end()
+        pieces.append(text[at:])
+        prose = _join(pieces)
+        block = state_fences[-1].group(0).strip()
+        return Extraction(prose, delta or {}, block)
+    if fences:
+        last = fences[-1]
+        if last.group("label").casefold() in ("json", "") and not text[last.end() :].strip():
+            delta = _as_delta(last.group("body"), bare=False)
+            if delta is not None:
+                return Extraction(text[: last.start()].rstrip(), delta, last.group(0).strip())
+    stripped = text.rstrip()
+    if stripped.endswith("}"):
+        found = _bare_tail(stripped)
+        if found is not None:
+            start, delta = found
+            return Extraction(stripped[:start].rstrip(), delta, stripped[start:])
+    return Extraction(stripped, {}, "")
+
+
+def _join(pieces: list[str]) -> str:
+    """Glue the prose around removed blocks back together."""
+    out = pieces[0].rstrip()
+    for piece in pieces[1:]:
+        piece = piece.strip()
+        if piece.strip():
+            out = f"{out}\n\n{piece}" if out else piece
+    return out
+
+
+def _bare_tail(stripped: str) -> tuple[int, dict] | None:
+    """The start and delta of a bare object ending ``stripped``, on lines of its own."""
+    window_start = max(0, len(stripped) - BARE_WINDOW)
+    starts = [
+        i
+        for i in range(window_start, len(stripped))
+        if stripped[i] == "{" and _at_line_start(stripped, i)
+    ]
+    for i in starts[:BARE_TRIES] if len(starts) <= BARE_TRIES else starts[-BARE_TRIES:]:
+        candidate = stripped[i:]
+        if candidate.replace(" ", "") == "{}":
+            return i, {}
+        delta = _as_delta(candidate, bare=True)
+        if delta:
+            return i, delta
+    return None
+
+
+def _at_line_start(text: str, i: int) -> bool:
+    j = i - 1
+    while j >= 0 and text[j] in " \t":
+        j -= 1
+    return j < 0 or text[j] == "\n"
+
+
+def _as_delta(body: str, *, bare: bool) -> dict | None:
+    """The flat delta in ``body``, or None if it is not one."""
+    data = loads_tolerant(body)
+    if not isinstance(data, dict):
+        return None
+    flat: dict[str, Any] = {}
+    if not _flatten(data, "", flat, 0):
+        return None
+    if bare and not flat:
+        return None
+    return flat
+
+
+def _flatten(node: dict, prefix: str, out: dict[str, Any], depth: int) -> bool:
+    if depth > MAX_DEPTH:
+        return False
+    for key, value in node.items():
+        if not isinstance(key, str) or not _PATH_KEY.match(key.strip()):
+            return False
+        path = f"{prefix}{key.strip()}"
+        if isinstance(value, dict):
+            set_key = next((k for k in _SET_KEYS if k in value), None)
+            if set_key is not None and len(value) == 1:
+                inner = value[set_key]
+                if isinstance(inner, dict | list) or inner is None:
+                    return False
+                out[path] = {"set": inner}
+            elif not _flatten(value, f"{path}.", out, depth + 1):
+                return False
+        elif isinstance(value, bool | int | float | str):
+            out[path] = value
+        else:  # lists, null
+            return False
+    return True
+
+
+def flatten_delta(delta: Any) -> dict[str, Any]:
+    """A delta (nested, flat or mixed) as flat dotted paths; entries that are not a delta's
+    (lists, null, odd keys) are kept as they are, for the referee to reject."""
+    if not isinstance(delta, dict):
+        return {}
+    out: dict[str, Any] = {}
+    _flatten_loose(delta, "", out, 0)
+    return out
+
+
+def _flatten_loose(node: dict, prefix: str, out: dict[str, Any], depth: int) -> None:
+    for key, value in node.items():
+        path = f"{prefix}{str(key).strip()}"
+        if isinstance(value, dict) and value and depth < MAX_DEPTH:
+            set_key = next((k for k in _SET_KEYS if k in value), None)
+            if set_key is not None and len(value) == 1:
+                out[path] = {"set": value[set_key]}
+            else:
+                _flatten_loose(value, f"{path}.", out, depth + 1)
+        else:
+            out[path] = value
+
+
+def loads_tolerant(body: str) -> Any:
+    """JSON, forgiving trailing commas, ``+5``, unquoted keys and True/False/None; None if
+    it still does not parse. An object cut off before its closing braces is closed."""
+    body = body.strip().lstrip("\ufeff")
+    if not body:
+        return None
+    try:
+        return json.loads(body)
+    except (ValueError, RecursionError):
+        pass
+    repaired = _repair(body)
+    try:
+        return json.loads(repaired)
+    except (ValueError, RecursionError):
+        pass
+    missing = repaired.count("{") - repaired.count("}")
+    if 0 < missing <= MAX_DEPTH:  # cut off before its closing braces
+        try:
+            return json.loads(repaired + "}" * missing)
+        except (ValueError, RecursionError):
+            pass
+    return None
+
+
+_BARE_WORDS = {"True": "true", "False": "false", "None": "null"}
+
+
+def _repair(body: str) -> str:
+    """Rewrite the tolerated non-JSON forms, outside strings."""
+    out: list[str] = []
+    i, n = 0, len(body)
+    while i < n:
+        c = body[i]
+        if c == '"':
+            j = i + 1
+            while j < n and body[j] != '"':
+                j += 2 if body[j] == "\\" else 1
+            out.append(body[i : j + 1])
+            i = j + 1
+            continue
+        if c == "'":  # a single-quoted string becomes a JSON string
+            j = body.find("'", i + 1)
+            if j < 0:
+                out.append(body[i:])
+                break
+            out.append(json.dumps(body[i + 1 : j]))
+            i = j + 1
+            continue
+        if c == ",":
+            j = i + 1
+            while j < n and body[j] in " \t\r\n":
+                j += 1
+            if j < n and body[j] in "}]":
+                i += 1
+                continue
+        if c == "+" and i + 1 < n and (body[i + 1].isdigit() or body[i + 1] == "."):
+            i += 1
+            continue
+        if c.isalpha() or c == "_":
+            j = i
+            while j < n and (body[j].isalnum() or body[j] in "_."):
+                j += 1
+            word = body[i:j]
+            k = j
+            while k < n and body[k] in " \t":
+                k += 1
+            if k < n and body[k] == ":":
+                out.append(json.dumps(word))
+            else:
+                out.append(_BARE_WORDS.get(word, word))
+            i = j
+            continue
+        out.append(c)
+        i += 1
+    return "".join(out)

@@ -1,0 +1,67 @@
+"""`/state` for the front end: the whole world state with its bands, and a host's correction."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import update
+
+from engine.errors import InvalidInput
+from engine.play import Actor
+from engine.steering import adventure_here, check_may_steer
+from engine.storage.database import Database
+from engine.storage.models import Adventure, utcnow
+from engine.world_state.apply import current_state, schema_of
+from engine.world_state.referee import set_value
+from engine.world_state.render import chip, describe
+
+NO_STATE = "This adventure's scenario tracks no world state."
+
+
+@dataclass(frozen=True, slots=True)
+class StateView:
+    title: str
+    text: str
+
+
+async def show_state(db: Database, channel_id: int) -> StateView:
+    async with db.session() as session:
+        adventure = await adventure_here(session, channel_id)
+        schema = schema_of(adventure.stat_schema)
+        if schema is None:
+            raise InvalidInput(NO_STATE)
+        return StateView(
+            adventure.title, describe(schema, current_state(schema, adventure.world_state))
+        )
+
+
+async def set_state(
+    db: Database, channel_id: int, actor: Actor, path: str, value: str, *, is_manager: bool
+) -> str:
+    """Set one value, refereed for type and range like any change; the chip of what changed.
+
+    The story's version moves on, so a turn being written meanwhile is not saved over it.
+    """
+    async with db.session() as session, session.begin():
+        adventure = await adventure_here(session, channel_id, for_update=True)
+        await check_may_steer(session, adventure, actor, is_manager)
+        schema = schema_of(adventure.stat_schema)
+        if schema is None:
+            raise InvalidInput(NO_STATE)
+        head_index = adventure.version  # any stable number: a manual set has no cooldown
+        new_state, report = set_value(
+            schema,
+            current_state(schema, adventure.world_state),
+            path.strip(),
+            value,
+            turn_index=head_index,
+        )
+        if report.rejected and not report.applied and not report.clamped:
+            problems = "; ".join(f"{r.path}: {r.reason}" for r in report.rejected)
+            raise InvalidInput(f"Nothing was changed ({problems}).")
+        await session.execute(
+            update(Adventure)
+            .where(Adventure.id == adventure.id)
+            .values(world_state=new_state, version=Adventure.version + 1, updated_at=utcnow())
+        )
+        return chip(schema, report) or "Nothing changed: it already had that value."
