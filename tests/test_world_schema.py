@@ -17,13 +17,6 @@ from engine.world_state.schema import (
 )
 
 DATA = Path(__file__).resolve().parent / "data" / "04-rpg-world-state.json"
-SHARED = (
-    Path(__file__).resolve().parents[2]
-    / "shared"
-    / "fixtures"
-    / "ai-dnd-scenarios"
-    / "04-rpg-world-state.json"
-)
 
 
 def fixture_schema() -> dict:
@@ -36,10 +29,9 @@ def problems_of(raw: dict) -> list[str]:
     return caught.value.problems
 
 
-def test_the_copy_matches_the_shared_fixture():
-    if not SHARED.exists():
-        pytest.skip("the shared fixtures are not checked out here")
-    assert json.loads(SHARED.read_text(encoding="utf-8")) == json.loads(DATA.read_text("utf-8"))
+def test_the_shipped_scenario_carries_the_same_schema():
+    shipped = Path(__file__).resolve().parents[1] / "data" / "scenarios" / "bandit-camp.json"
+    assert json.loads(shipped.read_text(encoding="utf-8"))["stat_schema"] == fixture_schema()
 
 
 def test_the_fixture_schema_parses():

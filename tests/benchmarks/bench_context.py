@@ -2,7 +2,7 @@
 
 Run by hand (it is not part of the normal test run)::
 
-    /work/venv/bin/python -m tests.benchmarks.bench_context [--turns 50 200 500 2000]
+    .venv/bin/python -m tests.benchmarks.bench_context [--turns 50 200 500 2000]
         [--reps 60] [--url postgresql+asyncpg://...]
 
 One database (a temporary SQLite file unless ``--url`` names another, which must be empty) holds
