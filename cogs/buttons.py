@@ -22,6 +22,12 @@ if TYPE_CHECKING:
     from bot.discord_bot import CampfireBot
 
 
+def _button(
+    label: str, emoji: str, custom_id: str, style: discord.ButtonStyle
+) -> discord.ui.Button:
+    return discord.ui.Button(label=label, emoji=emoji, style=style, custom_id=custom_id)
+
+
 class ContinueButton(
     discord.ui.DynamicItem[discord.ui.Button],
     template=r"cf:continue:(?P<adventure>\d+):(?P<version>\d+)",
@@ -30,11 +36,11 @@ class ContinueButton(
         self.adventure_id = adventure_id
         self.version = version
         super().__init__(
-            discord.ui.Button(
-                label="Continue",
-                emoji="⏩",
-                style=discord.ButtonStyle.primary,
-                custom_id=f"cf:continue:{adventure_id}:{version}",
+            _button(
+                "Continue",
+                "⏩",
+                f"cf:continue:{adventure_id}:{version}",
+                discord.ButtonStyle.primary,
             )
         )
 
@@ -70,12 +76,7 @@ class RetryButton(discord.ui.DynamicItem[discord.ui.Button], template=r"cf:retry
     def __init__(self, request_id: int) -> None:
         self.request_id = request_id
         super().__init__(
-            discord.ui.Button(
-                label="Retry",
-                emoji="🔁",
-                style=discord.ButtonStyle.secondary,
-                custom_id=f"cf:retry:{request_id}",
-            )
+            _button("Retry", "🔁", f"cf:retry:{request_id}", discord.ButtonStyle.secondary)
         )
 
     @classmethod
@@ -105,12 +106,7 @@ class InsightsButton(
     def __init__(self, node_id: int) -> None:
         self.node_id = node_id
         super().__init__(
-            discord.ui.Button(
-                label="Insights",
-                emoji="🔍",
-                style=discord.ButtonStyle.secondary,
-                custom_id=f"cf:insights:{node_id}",
-            )
+            _button("Insights", "🔍", f"cf:insights:{node_id}", discord.ButtonStyle.secondary)
         )
 
     @classmethod
