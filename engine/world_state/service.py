@@ -48,13 +48,12 @@ async def set_state(
         schema = schema_of(adventure.stat_schema)
         if schema is None:
             raise InvalidInput(NO_STATE)
-        head_index = adventure.version  # any stable number: a manual set has no cooldown
         new_state, report = set_value(
             schema,
             current_state(schema, adventure.world_state),
             path.strip(),
             value,
-            turn_index=head_index,
+            turn_index=0,  # a host's correction neither checks nor starts a cooldown
         )
         if report.rejected and not report.applied and not report.clamped:
             problems = "; ".join(f"{r.path}: {r.reason}" for r in report.rejected)

@@ -211,6 +211,16 @@ class _Handler(BaseHTTPRequestHandler):
             404, _error_body(f"Unknown request URL: {self.path}", "invalid_request_error")
         )
 
+    def _admitted(self, body: dict[str, Any], model: str) -> bool:
+        """Answer a wrong key (401) or an unknown model (404) as OpenAI does; True if neither."""
+        if not self._key_ok():
+            self._send_json(401, _bad_key_body())
+            return False
+        if body.get("model") != model:
+            self._send_json(404, _no_model_body(body.get("model")))
+            return False
+        return True
+
     # ----------------------------------------------------------------- chat
 
     def _chat(self) -> None:
@@ -219,11 +229,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         # Auth and model errors do not consume a scripted reply: the script is for requests
         # the server would otherwise have answered.
-        if not self._key_ok():
-            self._send_json(401, _bad_key_body())
-            return
-        if body.get("model") != self.fake.model:
-            self._send_json(404, _no_model_body(body.get("model")))
+        if not self._admitted(body, self.fake.model):
             return
         reply = self.fake._next_reply()
         if reply.status_delay > 0:
@@ -312,11 +318,7 @@ class _Handler(BaseHTTPRequestHandler):
         body = self._parse_request()
         if body is None:
             return
-        if not self._key_ok():
-            self._send_json(401, _bad_key_body())
-            return
-        if body.get("model") != self.fake.embedding_model:
-            self._send_json(404, _no_model_body(body.get("model")))
+        if not self._admitted(body, self.fake.embedding_model):
             return
         inputs = body.get("input")
         if isinstance(inputs, str):
