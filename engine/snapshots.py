@@ -1,0 +1,62 @@
+"""What a story node remembers of the adventure's changeable state.
+
+Undo, redo, retry and branch switches must put the adventure back exactly as it was at a
+position: its world state, its scripts' ``state``, and (when scripts may have changed them) its
+story cards. A snapshot is a plain JSON object with those parts; ``cards`` is present only when
+it was captured, and restoring a snapshot without it leaves the cards alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import delete, insert, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from engine.storage.models import Adventure, AdventureCard
+
+#: The card columns a snapshot keeps (the id too, so a script's card ids stay stable).
+CARD_FIELDS = ("id", "position", "type", "title", "keys", "entry", "description", "always_on")
+
+
+def capture(
+    world_state: dict[str, Any],
+    script_state: dict[str, Any],
+    cards: Sequence[AdventureCard] | None = None,
+) -> dict[str, Any]:
+    """A snapshot of the given state; pass ``cards`` when they may change before the next one."""
+    snapshot: dict[str, Any] = {"world_state": world_state, "script_state": script_state}
+    if cards is not None:
+        snapshot["cards"] = [{name: getattr(card, name) for name in CARD_FIELDS} for card in cards]
+    return snapshot
+
+
+async def load_cards(session: AsyncSession, adventure_id: int) -> list[AdventureCard]:
+    result = await session.execute(
+        select(AdventureCard)
+        .where(AdventureCard.adventure_id == adventure_id)
+        .order_by(AdventureCard.position, AdventureCard.id)
+    )
+    return list(result.scalars())
+
+
+async def restore(session: AsyncSession, adventure_id: int, snapshot: dict[str, Any]) -> None:
+    """Put the adventure's state back as ``snapshot`` holds it, inside the caller's transaction."""
+    await session.execute(
+        update(Adventure)
+        .where(Adventure.id == adventure_id)
+        .values(
+            world_state=snapshot.get("world_state") or {},
+            script_state=snapshot.get("script_state") or {},
+        )
+    )
+    cards = snapshot.get("cards")
+    if cards is None:
+        return
+    await session.execute(delete(AdventureCard).where(AdventureCard.adventure_id == adventure_id))
+    if cards:
+        await session.execute(
+            insert(AdventureCard),
+            [{**card, "adventure_id": adventure_id} for card in cards],
+        )
