@@ -473,4 +473,5 @@ def test_cli_serves_in_the_foreground(http: httpx.Client) -> None:
         assert r.json()["choices"][0]["message"]["content"] == "Hello by hand."
     finally:
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=5) == 0
+        # Generous: the check is that Ctrl-C exits cleanly, not how fast (the machine may be busy).
+        assert proc.wait(timeout=30) == 0
