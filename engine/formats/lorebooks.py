@@ -75,9 +75,11 @@ def read_sillytavern(raw: dict[str, Any], *, title: str, warnings: list[str]) ->
 
 def read_novelai(raw: dict[str, Any], *, title: str, warnings: list[str]) -> ScenarioDraft:
     f = Fields(raw, "")
+    # Categories only name the cards' types: a malformed list costs the names, not the import.
+    listed = raw.get("categories")
     categories = {
         str(c.get("id")): c.get("name")
-        for c in raw.get("categories") or []
+        for c in (listed if isinstance(listed, list) else [])
         if isinstance(c, dict) and isinstance(c.get("name"), str)
     }
     cards, skipped = [], 0

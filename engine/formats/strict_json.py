@@ -97,17 +97,37 @@ def load_json(data: bytes, caps: JsonCaps) -> Any:
             f"The file's JSON is nested too deeply (more than {caps.max_depth} levels)."
         ) from None
     except json.JSONDecodeError as error:
-        if error.pos >= len(text.rstrip()):
+        if error.pos >= len(text.rstrip()) or _unclosed(text):
             raise ImportRejected(
                 f"The file ends before its JSON does (line {error.lineno}): it looks cut short. "
                 "Export it again."
             ) from None
         raise ImportRejected(
-            f"The file is not valid JSON: {error.msg.lower()} at line {error.lineno}, "
-            f"column {error.colno}."
+            f"The file is not valid JSON: {error.msg.lower()} (line {error.lineno}, "
+            f"column {error.colno})."
         ) from None
     _check_shape(value, caps)
     return value
+
+
+def _unclosed(text: str) -> bool:
+    """Whether the text ends inside a string or with brackets still open: a file cut short."""
+    depth, in_string, escaped = 0, False, False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+        elif char in "]}":
+            depth -= 1
+    return in_string or depth > 0
 
 
 def _check_shape(value: Any, caps: JsonCaps) -> None:
