@@ -19,6 +19,7 @@ from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import undefer
 
 from engine.formats.draft import (
     ImportedCard,
@@ -80,7 +81,11 @@ async def export_adventure(session: AsyncSession, adventure: Adventure) -> dict[
     assert adventure.id is not None
     nodes = list(
         await session.scalars(
-            select(StoryNode).where(StoryNode.adventure_id == adventure.id).order_by(StoryNode.id)
+            select(StoryNode)
+            .where(StoryNode.adventure_id == adventure.id)
+            .order_by(StoryNode.id)
+            # The whole tree is the point here, heavy columns included (bar the prompt).
+            .options(*(undefer(getattr(StoryNode, name)) for name in _NODE_HEAVY))
         )
     )
     number = {node.id: i for i, node in enumerate(nodes)}
@@ -88,7 +93,7 @@ async def export_adventure(session: AsyncSession, adventure: Adventure) -> dict[
     for node in nodes:
         row: dict[str, Any] = {"parent": number.get(node.parent_id)}
         row |= {name: getattr(node, name) for name in _NODE_LIGHT}
-        row |= {name: getattr(node, name) for name in _NODE_HEAVY}  # loads the deferred ones
+        row |= {name: getattr(node, name) for name in _NODE_HEAVY}
         row["role"], row["action"] = str(node.role), str(node.action)
         row["created_at"] = _iso(node.created_at)
         node_rows.append(row)
@@ -97,6 +102,7 @@ async def export_adventure(session: AsyncSession, adventure: Adventure) -> dict[
         .join(StoryNode, Take.node_id == StoryNode.id)
         .where(StoryNode.adventure_id == adventure.id)
         .order_by(Take.node_id, Take.number)
+        .options(undefer(Take.text), undefer(Take.reasoning), undefer(Take.state_after))
     )
     branches = list(
         await session.scalars(
