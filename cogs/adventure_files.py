@@ -45,7 +45,8 @@ async def import_adventure(interaction: discord.Interaction, file: discord.Attac
     archive = bot.services.archive
     archive.check_size(file.size)
     await interaction.response.defer(thinking=True)
-    data = await file.read()
+    # Checked in full before a thread is opened for it: a bad file leaves nothing behind.
+    parsed = await archive.read(await file.read())
     channel = interaction.channel
     thread: discord.Thread | None = None
     if isinstance(channel, discord.TextChannel):
@@ -59,7 +60,7 @@ async def import_adventure(interaction: discord.Interaction, file: discord.Attac
     else:
         target = channel  # type: ignore[assignment]
     try:
-        restored = await archive.restore(actor_of(interaction), target.id, data)  # type: ignore[attr-defined]
+        restored = await archive.restore(actor_of(interaction), target.id, parsed)  # type: ignore[attr-defined]
     except BaseException:
         if thread is not None:
             with contextlib.suppress(discord.HTTPException):

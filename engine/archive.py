@@ -66,16 +66,25 @@ class AdventureArchive:
         stem = re.sub(r"[^A-Za-z0-9]+", "-", raw["title"]).strip("-").lower()[:60] or "adventure"
         return AdventureFile(raw["title"], f"{stem}.adventure.json", content)
 
-    async def restore(self, actor: Actor, channel_id: int, data: bytes) -> RestoredAdventure:
-        """Import an adventure file into a channel, thread or DM (one running there ends), in
-        one transaction."""
+    async def read(self, data: bytes) -> adventure_file.ParsedAdventure:
+        """Check an adventure file in full (nothing is written); raises ``ImportRejected``."""
         # Adventures are larger than scenarios: the cap is Discord's own upload limit, and an
         # array may be as long as the node cap.
         caps = JsonCaps(
             max_bytes=adventure_file.MAX_BYTES,
             max_array_items=max(MAX_ARRAY_ITEMS, adventure_file.MAX_NODES),
         )
-        raw = await asyncio.to_thread(load_json, data, caps)
+
+        def parse() -> adventure_file.ParsedAdventure:
+            return adventure_file.parse_adventure(load_json(data, caps), self.limits)
+
+        return await asyncio.to_thread(parse)
+
+    async def restore(
+        self, actor: Actor, channel_id: int, parsed: adventure_file.ParsedAdventure
+    ) -> RestoredAdventure:
+        """Write a checked adventure into a channel, thread or DM (one running there ends), in
+        one transaction."""
         async with self.db.session() as session, session.begin():
             await touch_user(session, actor.user_id, actor.user_name)
             if actor.server_id is not None:
@@ -83,10 +92,9 @@ class AdventureArchive:
             running = await active_adventure(session, channel_id)
             if running is not None:
                 running.ended_at = utcnow()
-            adventure = await adventure_file.import_adventure(
+            adventure = await adventure_file.write_adventure(
                 session,
-                raw,
-                self.limits,
+                parsed,
                 channel_id=channel_id,
                 server_id=actor.server_id,
                 host_id=actor.user_id,
@@ -97,8 +105,8 @@ class AdventureArchive:
                 adventure.id,
                 adventure.title,
                 adventure.icon,
-                len(raw["nodes"]),
-                len(raw.get("branches") or []),
+                len(parsed.nodes),
+                len(parsed.branches),
                 head.text,
                 adventure.version,
             )

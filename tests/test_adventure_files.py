@@ -109,7 +109,7 @@ async def test_export_then_import_gives_an_equal_adventure(db, provider, fake_mo
     assert raw["active_branch"] == "back home" and raw["head"] == 5
     assert raw["save_points"][0]["name"] == "heron" and raw["memories"][0]["pinned"] is True
 
-    restored = await archive.restore(ALICE, 2, exported.content)
+    restored = await archive.restore(ALICE, 2, await archive.read(exported.content))
     assert (restored.nodes, restored.branches, restored.head_text) == (6, 2, "> You turn back.")
     again = json.loads((await archive.export(2)).content)
     assert again == raw
@@ -119,7 +119,7 @@ async def test_import_ends_what_was_running_there(db, provider, fake_model, arch
     await grown_adventure(db, provider, fake_model, channel_id=1)
     content = (await archive.export(1)).content
     old = await new_adventure(db, channel_id=3)
-    restored = await archive.restore(ALICE, 3, content)
+    restored = await archive.restore(ALICE, 3, await archive.read(content))
     async with db.session() as session:
         assert (await session.get(Adventure, old)).ended_at is not None
         new = await session.get(Adventure, restored.adventure_id)
@@ -130,7 +130,7 @@ async def test_authors_unknown_here_become_anonymous(db, provider, fake_model, a
     await grown_adventure(db, provider, fake_model, channel_id=1)
     raw = json.loads((await archive.export(1)).content)
     raw["nodes"][5]["author_id"] = 999_999
-    restored = await archive.restore(ALICE, 4, json.dumps(raw).encode())
+    restored = await archive.restore(ALICE, 4, await archive.read(json.dumps(raw).encode()))
     async with db.session() as session:
         adventure = await session.get(Adventure, restored.adventure_id)
         head = await session.get(StoryNode, adventure.head_node_id)
@@ -187,14 +187,14 @@ async def test_a_broken_file_is_named_and_writes_nothing(
     raw = json.loads((await archive.export(1)).content)
     before = await count_adventures(db)
     with pytest.raises(ImportRejected) as rejected:
-        await archive.restore(ALICE, 5, broken(raw, path, value))
+        await archive.restore(ALICE, 5, await archive.read(broken(raw, path, value)))
     assert expected in rejected.value.message
     assert await count_adventures(db) == before
 
 
 async def test_not_json_and_oversize(archive):
     with pytest.raises(ImportRejected) as rejected:
-        await archive.restore(ALICE, 5, b"hello")
+        await archive.read(b"hello")
     assert "not JSON" in rejected.value.message
     with pytest.raises(ImportRejected):
         archive.check_size(11 * 1024 * 1024)

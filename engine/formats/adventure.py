@@ -14,6 +14,7 @@ export again gives the same file.
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
@@ -28,6 +29,7 @@ from engine.formats.draft import (
     ImportLimits,
     ScenarioDraft,
     finish,
+    normalise,
 )
 from engine.formats.errors import ImportRejected
 from engine.formats.fields import Fields
@@ -230,18 +232,24 @@ def _state(f: Fields, key: str) -> dict[str, Any] | None:
     return value
 
 
-async def import_adventure(
-    session: AsyncSession,
-    raw: Any,
-    limits: ImportLimits,
-    *,
-    channel_id: int | None,
-    server_id: int | None,
-    host_id: int | None,
-) -> Adventure:
-    """Check the whole file, then write the adventure and its tree. The caller commits (one
-    transaction); any problem raises ``ImportRejected`` before or during the writes, which the
-    caller's rollback then undoes."""
+@dataclass
+class ParsedAdventure:
+    """An adventure file checked in full, ready to write (``write_adventure``)."""
+
+    fields: dict[str, Any]
+    steering: ScenarioDraft
+    nodes: list[dict[str, Any]]
+    takes: list[dict[str, Any]]
+    branches: list[dict[str, Any]]
+    save_points: list[dict[str, Any]]
+    memories: list[dict[str, Any]]
+    head: int
+    active_branch: str | None
+
+
+def parse_adventure(raw: Any, limits: ImportLimits) -> ParsedAdventure:
+    """Check the whole file without writing anything; raises ``ImportRejected`` naming the
+    first problem (which entry, which field)."""
     if not is_adventure(raw):
         raise ImportRejected(
             'This is not a Campfire adventure export (it has no "campfire": "adventure"). '
@@ -267,8 +275,38 @@ async def import_adventure(
     if active is not None and active not in names:
         raise ImportRejected(f"active_branch: there is no branch called “{active[:60]}”.")
     settings = f.obj("settings") or Fields({}, "settings")
+    fields: dict[str, Any] = {
+        "story_summary": normalise(f.text("story_summary")),
+        "world_state": _state(f, "world_state") or {},
+        "script_state": _state(f, "script_state") or {},
+        "context_tokens": settings.integer("context_tokens", default=None, low=512, high=1_000_000),
+        "max_output_tokens": settings.integer(
+            "max_output_tokens", default=None, low=16, high=32768
+        ),
+        "temperature": _temperature(settings),
+        "memory_cursor": f.integer("memory_cursor", low=0) or 0,
+        "summary_cursor": f.integer("summary_cursor", low=0) or 0,
+        "version": f.integer("story_version", low=0) or 0,
+    }
+    created = f.when("created_at")
+    if created is not None:
+        fields["created_at"] = created
+    return ParsedAdventure(
+        fields, steering, nodes, takes, branches, save_points, memories, head, active
+    )
 
-    known_users = await _known_users(session, nodes)
+
+async def write_adventure(
+    session: AsyncSession,
+    parsed: ParsedAdventure,
+    *,
+    channel_id: int | None,
+    server_id: int | None,
+    host_id: int | None,
+) -> Adventure:
+    """Write a parsed adventure and its whole tree. The caller commits (one transaction)."""
+    steering = parsed.steering
+    known_users = await _known_users(session, parsed.nodes)
     adventure = Adventure(
         title=steering.title,
         icon=steering.icon,
@@ -277,34 +315,30 @@ async def import_adventure(
         authors_note=steering.authors_note,
         ai_instructions=steering.ai_instructions,
         stat_schema=steering.stat_schema,
-        story_summary=f.text("story_summary"),
-        world_state=_state(f, "world_state") or {},
-        script_state=_state(f, "script_state") or {},
-        context_tokens=settings.integer("context_tokens", default=None, low=512, high=1_000_000),
-        max_output_tokens=settings.integer("max_output_tokens", default=None, low=16, high=32768),
-        temperature=_temperature(settings),
-        memory_cursor=f.integer("memory_cursor", low=0) or 0,
-        summary_cursor=f.integer("summary_cursor", low=0) or 0,
-        version=f.integer("story_version", low=0) or 0,
+        **parsed.fields,
         server_id=server_id,
         owner_id=None if server_id is not None else host_id,
         host_id=host_id,
         channel_id=channel_id,
     )
-    created = f.when("created_at")
-    if created is not None:
-        adventure.created_at = created
     session.add(adventure)
     await session.flush()
     assert adventure.id is not None
     session.add_all(
-        AdventureCard(adventure_id=adventure.id, position=i, **vars(card))
+        AdventureCard(adventure_id=adventure.id, position=i, **asdict(card))
         for i, card in enumerate(steering.cards)
     )
     session.add_all(
-        AdventureScript(adventure_id=adventure.id, position=i, **vars(script))
+        AdventureScript(adventure_id=adventure.id, position=i, **asdict(script))
         for i, script in enumerate(steering.scripts)
     )
+    # Copies: the parsed rows stay as they were, so a failed write can be tried again.
+    nodes = [dict(row) for row in parsed.nodes]
+    takes = [dict(row) for row in parsed.takes]
+    branches = [dict(row) for row in parsed.branches]
+    save_points = [dict(row) for row in parsed.save_points]
+    memories = parsed.memories
+    head, active = parsed.head, parsed.active_branch
     ids: list[int] = []
     for row in nodes:
         parent = row.pop("parent")
@@ -419,7 +453,7 @@ def _nodes(f: Fields) -> list[dict[str, Any]]:
                 + ", ".join(a.value for a in ActionType)
                 + "."
             )
-        text = n.text("text")
+        text = _clean(n.text("text"))
         if len(text) > NODE_TEXT_MAX:
             raise ImportRejected(
                 f"{n.at('text')}: {len(text):,} characters; at most {NODE_TEXT_MAX:,}."
@@ -439,8 +473,8 @@ def _nodes(f: Fields) -> list[dict[str, Any]]:
             "prompt_tokens": n.integer("prompt_tokens", default=None, low=0),
             "completion_tokens": n.integer("completion_tokens", default=None, low=0),
             "latency_ms": n.integer("latency_ms", default=None, low=0),
-            "state_block": n.raw.get("state_block") and n.text("state_block"),
-            "reasoning": n.raw.get("reasoning") and n.text("reasoning"),
+            "state_block": _optional_text(n, "state_block"),
+            "reasoning": _optional_text(n, "reasoning"),
             "state_before": _state(n, "state_before"),
             "state_report": _state(n, "state_report"),
             "context_report": _state(n, "context_report"),
@@ -464,8 +498,8 @@ def _takes(f: Fields, nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
         row: dict[str, Any] = {
             "node": node,
             "number": number,
-            "text": t.text("text"),
-            "reasoning": t.raw.get("reasoning") and t.text("reasoning"),
+            "text": _clean(t.text("text")),
+            "reasoning": _optional_text(t, "reasoning"),
             "state_after": _state(t, "state_after"),
         }
         created = t.when("created_at")
@@ -528,7 +562,7 @@ def _memories(f: Fields) -> list[dict[str, Any]]:
     for path, item in f.items("memories"):
         m = Fields(item, path)
         row: dict[str, Any] = {
-            "text": m.text("text"),
+            "text": _clean(m.text("text")),
             "source_start": m.integer("source_start", low=0),
             "source_end": m.integer("source_end", low=0),
             "pinned": m.flag("pinned"),
@@ -541,6 +575,15 @@ def _memories(f: Fields) -> list[dict[str, Any]]:
             row["created_at"] = created
         out.append(row)
     return out
+
+
+def _clean(text: str) -> str:
+    """Text as stored: PostgreSQL refuses the NUL character in text columns."""
+    return text.replace("\x00", "")
+
+
+def _optional_text(f: Fields, key: str) -> str | None:
+    return None if f.raw.get(key) is None else _clean(f.text(key))
 
 
 def _temperature(settings: Fields) -> float | None:
