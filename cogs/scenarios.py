@@ -261,7 +261,6 @@ class ScenarioCog(commands.Cog):
 
     @scenario.command(name="importers")
     @app_commands.describe(role="Members with this role may import; leave empty for managers only")
-    @app_commands.guild_only()
     async def importers(
         self, interaction: discord.Interaction, role: discord.Role | None = None
     ) -> None:

@@ -107,14 +107,6 @@ class PlayService:
             if typed in s.title.casefold()
         ][:limit]
 
-    async def resolve_title(self, actor: Actor, query: str | None) -> str:
-        """The title of the scenario ``query`` names (raises a readable error if none)."""
-        async with self.db.session() as session:
-            scenario = await resolve_scenario(
-                session, query, server_id=actor.server_id, user_id=actor.user_id
-            )
-            return scenario.title
-
     async def start_plan(self, actor: Actor, query: str | None) -> StartPlan:
         """The scenario ``query`` names, with the options and questions it needs at /start."""
         async with self.db.session() as session:
@@ -134,7 +126,10 @@ class PlayService:
                 scenario.icon,
                 scenario.prompt,
                 [(f"{o.icon} {o.title}".strip()[:100], str(o.id)) for o in options],
-                placeholders_in(scenario.prompt)[:MAX_PLACEHOLDERS],
+                # Asked once each, wherever they appear: the opening first, then the steering.
+                placeholders_in(
+                    "\n".join((scenario.prompt, scenario.plot_essentials, scenario.authors_note))
+                )[:MAX_PLACEHOLDERS],
             )
 
     async def start(

@@ -435,3 +435,14 @@ def test_fuzz_fixtures_with_a_field_replaced(fixture, value, data):
     elif isinstance(target, list) and target:
         target[data.draw(st.integers(0, len(target) - 1))] = value
     _import_or_refuse(json.dumps(raw).encode())
+
+
+def test_placeholders_in_the_steering_text_are_asked_too():
+    raw = {"title": "t", "prompt": "You are ${name}.", "memory": "${name} hates ${food}."}
+    assert read_raw(raw).draft.placeholders == ["name", "food"]
+
+
+def test_more_than_five_questions_are_warned_about():
+    prompt = " ".join(f"${{q{i}}}" for i in range(7))
+    imported = read_raw({"title": "t", "prompt": prompt, "memory": ""})
+    assert any("asks 7 questions" in w for w in imported.warnings)

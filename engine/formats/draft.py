@@ -104,7 +104,8 @@ class ScenarioDraft:
 
     @property
     def placeholders(self) -> list[str]:
-        return placeholders_in(self.prompt)
+        """The ``${questions}`` asked at /start: in the opening, then in the steering text."""
+        return placeholders_in("\n".join((self.prompt, self.plot_essentials, self.authors_note)))
 
 
 @dataclass
@@ -205,7 +206,7 @@ def _finish_one(
     asked = draft.placeholders
     if len(asked) > MAX_PLACEHOLDERS:
         warnings.append(
-            f"{where}'s prompt asks {len(asked)} questions (${{…}}); the first "
+            f"{where} asks {len(asked)} questions (${{…}}); the first "
             f"{MAX_PLACEHOLDERS} are asked at /start, the rest stay as written."
         )
     _finish_cards(draft, where, limits, warnings)
