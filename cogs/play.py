@@ -195,21 +195,22 @@ class PlayCog(commands.Cog):
 
 
 def option_menu(cog: PlayCog, plan: StartPlan) -> dict:
-    """The options of a menu scenario as a select menu, under its own prompt."""
+    """The options of a menu scenario as buttons (at most 25: five rows of five), under its
+    own prompt. Buttons rather than a select menu: every front end can press a button."""
     intro = plan.intro.strip() or "Choose how your story begins:"
     header = f"{plan.icon} **{plan.title}**".strip()
     view = OptionMenu(timeout=600)
-    menu: discord.ui.Select = discord.ui.Select(
-        placeholder="Choose an option",
-        options=[discord.SelectOption(label=label, value=value) for label, value in plan.options],
-    )
+    for label, value in plan.options:
+        button: discord.ui.Button = discord.ui.Button(
+            label=_cut(label, 80), style=discord.ButtonStyle.primary
+        )
 
-    async def chosen(interaction: discord.Interaction) -> None:
-        option = await cog.bot.services.play.start_plan(actor_of(interaction), menu.values[0])
-        await cog.begin(interaction, option)
+        async def chosen(interaction: discord.Interaction, value: str = value) -> None:
+            option = await cog.bot.services.play.start_plan(actor_of(interaction), value)
+            await cog.begin(interaction, option)
 
-    menu.callback = chosen  # type: ignore[method-assign]
-    view.add_item(menu)
+        button.callback = chosen  # type: ignore[method-assign]
+        view.add_item(button)
     return {"content": _cut(f"{header}\n{intro}", 2000), "view": view}
 
 

@@ -69,7 +69,9 @@ def _scenario(f: Fields, fallback_title: str, depth: int) -> ScenarioDraft:
         authors_note=f.text("authorsNote"),
         ai_instructions=_instructions(f),
     )
-    draft.cards = [card(Fields(item, p)) for p, item in f.items("storyCards")]
+    # Some scrapers save the cards as ``cards`` beside an empty ``storyCards``.
+    listed = f.items("storyCards") or f.items("cards")
+    draft.cards = [card(Fields(item, p)) for p, item in listed]
     draft.cards += _world_info(f)
     draft.scripts = _scripts(f, draft.title)
     for p, item in f.items("options"):
