@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from engine.accounts import touch_server, touch_user
 from engine.adventures import active_adventure
-from engine.errors import NotFound
+from engine.errors import InvalidInput, NotFound
 from engine.formats import adventure as adventure_file
 from engine.formats.draft import ImportLimits
 from engine.formats.errors import ImportRejected
@@ -63,6 +63,12 @@ class AdventureArchive:
                 raise NotFound(NO_ADVENTURE)
             raw = await adventure_file.export_adventure(session, adventure)
         content = (json.dumps(raw, ensure_ascii=False, indent=1) + "\n").encode("utf-8")
+        if len(content) > adventure_file.MAX_BYTES:
+            raise InvalidInput(
+                f"This adventure's file would be {len(content) / (1024 * 1024):.1f} MiB, more "
+                f"than Discord accepts from a bot ({adventure_file.MAX_BYTES // (1024 * 1024)} "
+                "MiB)."
+            )
         stem = re.sub(r"[^A-Za-z0-9]+", "-", raw["title"]).strip("-").lower()[:60] or "adventure"
         return AdventureFile(raw["title"], f"{stem}.adventure.json", content)
 

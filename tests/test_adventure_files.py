@@ -8,12 +8,16 @@ import json
 from datetime import UTC, datetime
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from sqlalchemy import func, select
 
 from engine.archive import AdventureArchive
 from engine.errors import NotFound
+from engine.formats.adventure import parse_adventure
 from engine.formats.draft import ImportLimits
 from engine.formats.errors import ImportRejected
+from engine.formats.strict_json import JsonCaps, load_json
 from engine.play import Actor
 from engine.storage.models import (
     ActionType,
@@ -198,3 +202,116 @@ async def test_not_json_and_oversize(archive):
     assert "not JSON" in rejected.value.message
     with pytest.raises(ImportRejected):
         archive.check_size(11 * 1024 * 1024)
+
+
+# --- fuzzing: only the player-facing import error ever comes out --------------------------------
+
+SAMPLE = {
+    "campfire": "adventure",
+    "version": 1,
+    "title": "Sample",
+    "icon": "",
+    "prompt": "It begins.",
+    "plot_essentials": "",
+    "authors_note": "",
+    "ai_instructions": "",
+    "stat_schema": {},
+    "story_summary": "",
+    "world_state": {},
+    "script_state": {},
+    "settings": {"context_tokens": None, "max_output_tokens": None, "temperature": None},
+    "memory_cursor": 0,
+    "summary_cursor": 0,
+    "story_version": 2,
+    "created_at": "2026-01-01T00:00:00+00:00",
+    "story_cards": [{"title": "Heron", "type": "custom", "keys": "heron", "entry": "A bird."}],
+    "scripts": [],
+    "nodes": [
+        {"parent": None, "index": 0, "role": "narrator", "action": "start", "text": "It begins."},
+        {"parent": 0, "index": 1, "role": "player", "action": "do", "text": "> You wait."},
+        {
+            "parent": 1,
+            "index": 2,
+            "role": "narrator",
+            "action": "continue",
+            "text": "Rain.",
+            "take_count": 2,
+            "live_take": 2,
+            "state_before": {"world_state": {}},
+        },
+    ],
+    "takes": [{"node": 2, "number": 1, "text": "Snow."}, {"node": 2, "number": 2, "text": "Rain."}],
+    "branches": [{"name": "main", "tip": 2}],
+    "save_points": [{"name": "start", "node": 0, "branch": "main"}],
+    "memories": [{"text": "It rained.", "source_start": 1, "source_end": 2}],
+    "head": 2,
+    "active_branch": "main",
+}
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=10),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+def mutate(data: st.DataObject, value: object) -> dict:
+    raw = json.loads(json.dumps(SAMPLE))
+    target = raw
+    for _ in range(data.draw(st.integers(0, 3))):
+        if isinstance(target, dict) and target:
+            key = data.draw(st.sampled_from(sorted(target)))
+            if not isinstance(target[key], dict | list) or not target[key]:
+                break
+            target = target[key]
+        elif isinstance(target, list) and target:
+            i = data.draw(st.integers(0, len(target) - 1))
+            if not isinstance(target[i], dict | list) or not target[i]:
+                break
+            target = target[i]
+    if isinstance(target, dict) and target:
+        target[data.draw(st.sampled_from(sorted(target)))] = value
+    elif isinstance(target, list) and target:
+        target[data.draw(st.integers(0, len(target) - 1))] = value
+    return raw
+
+
+def test_the_sample_is_a_valid_adventure():
+    parse_adventure(SAMPLE, ImportLimits())
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(json_values, st.data())
+def test_fuzz_a_mutated_adventure_file(value, data):
+    raw = mutate(data, value)
+    try:
+        parse_adventure(
+            load_json(json.dumps(raw).encode(), JsonCaps(max_bytes=10**7)), ImportLimits()
+        )
+    except ImportRejected as error:
+        assert error.message.strip()
+
+
+async def test_mutated_files_that_parse_also_write(db, archive):
+    """What passes the checks must also be writable: no database error behind a good message."""
+    written = 0
+
+    @settings(max_examples=60, deadline=None, database=None)
+    @given(json_values, st.data())
+    def collect(value, data):
+        raw = mutate(data, value)
+        try:
+            parse_adventure(raw, ImportLimits())
+        except ImportRejected:
+            return
+        accepted.append(raw)
+
+    accepted: list[dict] = []
+    collect()
+    for raw in accepted[:25]:
+        parsed = await archive.read(json.dumps(raw).encode())
+        await archive.restore(ALICE, 77, parsed)
+        written += 1
+    assert written >= 1

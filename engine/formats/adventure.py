@@ -32,7 +32,7 @@ from engine.formats.draft import (
     normalise,
 )
 from engine.formats.errors import ImportRejected
-from engine.formats.fields import Fields
+from engine.formats.fields import INT64_MAX, Fields
 from engine.storage.models import (
     ActionType,
     Adventure,
@@ -464,7 +464,7 @@ def _nodes(f: Fields) -> list[dict[str, Any]]:
             "index": index,
             "role": Role(role),
             "action": ActionType(action),
-            "author_id": n.integer("author_id", default=None),
+            "author_id": n.integer("author_id", default=None, low=0, high=INT64_MAX),
             "text": text,
             "live_take": n.integer("live_take", default=1, low=1, high=take_count),
             "take_count": take_count,

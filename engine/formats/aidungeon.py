@@ -159,10 +159,9 @@ def read_card_list(items: list[Any], *, title: str) -> ScenarioDraft:
 
 
 def is_card_list(items: list[Any]) -> bool:
-    """Every item an object with ``keys`` and an entry (``value`` or ``entry``)."""
-    return bool(items) and all(
-        isinstance(item, dict) and ("value" in item or "entry" in item) for item in items
-    )
+    """A list with story cards in it (objects with ``value`` or ``entry``); any other item in
+    it is then refused by name, as a card that is not one."""
+    return any(isinstance(item, dict) and ("value" in item or "entry" in item) for item in items)
 
 
 def is_story_cards(items: list[Any]) -> bool:

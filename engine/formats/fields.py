@@ -13,6 +13,9 @@ from typing import Any
 
 from engine.formats.errors import ImportRejected
 
+INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
+
 
 def kind_of(value: Any) -> str:
     if value is None:
@@ -121,8 +124,9 @@ class Fields:
         return value
 
     def integer(
-        self, *keys: str, default: int | None = 0, low: int | None = None, high: int | None = None
+        self, *keys: str, default: int | None = 0, low: int | None = None, high: int = INT32_MAX
     ) -> int | None:
+        """A whole number within ``low``..``high`` (by default what a database integer holds)."""
         key, value = self.first(*keys)
         if value is None:
             return default
@@ -130,10 +134,10 @@ class Fields:
             raise ImportRejected(
                 f"{self.at(key)}: expected a whole number, found {kind_of(value)}."
             )
-        if (low is not None and value < low) or (high is not None and value > high):
+        if (low is not None and value < low) or value > high:
             raise ImportRejected(
                 f"{self.at(key)}: {value} is out of range ({low if low is not None else '…'}"
-                f" to {high if high is not None else '…'})."
+                f" to {high})."
             )
         return value
 
