@@ -15,6 +15,7 @@ from engine.formats.bundle import read_bundle, write_bundle
 from engine.formats.detect import read_scenario
 from engine.formats.draft import ImportLimits, fill_placeholders, placeholders_in
 from engine.formats.errors import ImportRejected
+from tests.fuzz_inputs import FIXTURES, json_values
 
 DATA = Path(__file__).parent / "data"
 LIMITS = ImportLimits()
@@ -335,52 +336,6 @@ def test_a_newer_bundle_version_is_refused():
 
 # --- fuzzing: only the player-facing import error ever comes out ---------------------------------
 
-FIXTURES = [(DATA / name).read_bytes() for name in sorted(p.name for p in DATA.glob("*.json"))]
-
-json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
-    lambda children: (
-        st.lists(children, max_size=5)
-        | st.dictionaries(
-            st.sampled_from(
-                [
-                    "title",
-                    "prompt",
-                    "memory",
-                    "authorsNote",
-                    "storyCards",
-                    "worldInfo",
-                    "keys",
-                    "value",
-                    "entry",
-                    "options",
-                    "gameCode",
-                    "entries",
-                    "data",
-                    "spec",
-                    "content",
-                    "key",
-                    "text",
-                    "story_cards",
-                    "scripts",
-                    "stat_schema",
-                    "campfire",
-                    "version",
-                    "details",
-                    "instructions",
-                    "character_book",
-                    "lorebookVersion",
-                    "tags",
-                ]
-            )
-            | st.text(max_size=8),
-            children,
-            max_size=6,
-        )
-    ),
-    max_leaves=30,
-)
-
 
 def _import_or_refuse(data: bytes) -> None:
     try:
@@ -446,3 +401,8 @@ def test_more_than_five_questions_are_warned_about():
     prompt = " ".join(f"${{q{i}}}" for i in range(7))
     imported = read_raw({"title": "t", "prompt": prompt, "memory": ""})
     assert any("asks 7 questions" in w for w in imported.warnings)
+
+
+def test_an_unpaired_surrogate_is_refused():
+    message = rejected(b'{"title": "x\\ud800", "prompt": "", "memory": ""}')
+    assert "title holds an invalid character" in message

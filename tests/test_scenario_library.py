@@ -8,6 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sqlalchemy import func, select
 
 from engine.adventures import start_adventure
@@ -20,6 +22,7 @@ from engine.play import Actor
 from engine.scenario_library import ImportRights, ScenarioLibrary
 from engine.scenarios import resolve_scenario
 from engine.storage.models import AdventureCard, Scenario, ScenarioCard, StoryNode
+from tests.fuzz_inputs import FIXTURES, json_values
 
 DATA = Path(__file__).parent / "data"
 MANAGER = ImportRights(is_manager=True)
@@ -239,3 +242,32 @@ async def test_preview_refuses_bad_input_as_invalid_input(library):
         await library.preview(ALICE_HERE, b"not json", "x.json", MANAGER)
     with pytest.raises(InvalidInput):
         library.check_size(10 * 1024 * 1024)
+
+
+async def test_mutated_files_that_pass_the_checks_also_save_and_export(db, library):
+    """No database or export error hides behind a file the checks accepted."""
+    accepted = []
+
+    @settings(max_examples=80, deadline=None, database=None)
+    @given(st.sampled_from(FIXTURES), json_values, st.data())
+    def collect(fixture, value, data):
+        raw = json.loads(fixture)
+        target = raw
+        if isinstance(target, list):
+            target = target[data.draw(st.integers(0, len(target) - 1))]
+        key = data.draw(st.sampled_from(sorted(target)))
+        if isinstance(target[key], list) and target[key] and isinstance(target[key][0], dict):
+            target = target[key][0]
+            key = data.draw(st.sampled_from(sorted(target)))
+        target[key] = value
+        try:
+            accepted.append(read_scenario(json.dumps(raw).encode(), "m.json", ImportLimits()))
+        except ImportRejected:
+            pass
+
+    collect()
+    assert accepted
+    for imported in accepted[:30]:
+        saved = await library.save(ALICE_HERE, imported, MANAGER)
+        exported = await library.export(ALICE_HERE, str(saved.scenario_id))
+        read_scenario(exported.files[0].content, "again.json", ImportLimits())

@@ -151,11 +151,27 @@ def _check_shape(value: Any, caps: JsonCaps) -> None:
                     f"{caps.max_array_items:,} are accepted."
                 )
             stack.extend((child, depth + 1, f"{where}[{i}]") for i, child in enumerate(item))
+        elif isinstance(item, str):
+            _check_text(item, where)
         elif isinstance(item, dict):
+            for key in item:
+                _check_text(key, where)
             stack.extend(
                 (child, depth + 1, f"{where}.{key}" if where else str(key))
                 for key, child in item.items()
             )
+
+
+def _check_text(text: str, where: str) -> None:
+    """JSON may escape half of a UTF-16 pair (``\\ud800``) alone; no database or file can hold
+    that, so it is refused here rather than failing at the write."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ImportRejected(
+            f"{where or 'The file'} holds an invalid character (an unpaired \\u escape of a "
+            "UTF-16 surrogate)."
+        ) from None
 
 
 def _size(n: int) -> str:
