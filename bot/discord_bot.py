@@ -20,6 +20,9 @@ EXTENSIONS: tuple[str, ...] = (
     "cogs.insights",
     "cogs.steering",
     "cogs.world_state",
+    "cogs.scenarios",
+    # After cogs.steering: it adds /adventure export|import to that cog's /adventure group.
+    "cogs.adventure_files",
 )
 
 #: How often expired turn leases are looked for (a process died mid-turn).

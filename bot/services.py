@@ -9,8 +9,10 @@ import uuid
 from dataclasses import dataclass
 
 from bot.config import Settings
+from engine.archive import AdventureArchive
 from engine.context import ContextEngine
 from engine.crypto import SecretBox
+from engine.formats.draft import ImportLimits
 from engine.leases import TurnLeases
 from engine.library import seed_builtin_scenarios
 from engine.play import PlayService
@@ -19,6 +21,7 @@ from engine.providers.embeddings import EmbeddingClient
 from engine.providers.local import LocalLlamaProvider
 from engine.providers.openai_compat import OpenAICompatibleProvider
 from engine.queue import AdventureQueue
+from engine.scenario_library import ScenarioLibrary
 from engine.storage.database import Database
 from engine.turns import TurnEngine
 
@@ -35,6 +38,8 @@ class Services:
     turns: TurnEngine
     leases: TurnLeases
     play: PlayService
+    scenarios: ScenarioLibrary
+    archive: AdventureArchive
 
     async def aclose(self) -> None:
         await self.provider.aclose()
@@ -85,4 +90,20 @@ async def build_services(settings: Settings) -> Services:
     holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
     leases = TurnLeases(db, holder=holder)
     play = PlayService(db, turns, leases, AdventureQueue(cap=settings.max_queued_actions))
-    return Services(settings, db, provider, make_embedder(settings), secrets, turns, leases, play)
+    limits = ImportLimits(
+        max_bytes=settings.max_import_bytes,
+        max_cards=settings.max_story_cards,
+        max_script_chars=settings.max_script_chars,
+    )
+    return Services(
+        settings,
+        db,
+        provider,
+        make_embedder(settings),
+        secrets,
+        turns,
+        leases,
+        play,
+        ScenarioLibrary(db, limits),
+        AdventureArchive(db, limits),
+    )

@@ -11,8 +11,10 @@ from discord import app_commands
 from discord.ext import commands
 
 from cogs.context import actor_of, channel_id_of
+from cogs.errors import on_app_command_error
 from cogs.replies import reply
 from engine.actions import PlayerAction
+from engine.play import StartPlan
 from engine.storage.models import ActionType
 
 if TYPE_CHECKING:
@@ -39,6 +41,11 @@ HELP = """\
 `/state show`: health, trust, flags and the rest, with what each number means
 `/state set <path> <value>`: correct a value (the host and server managers)
 
+**Scenarios and saves**
+`/scenario import file:` bring in an AI Dungeon, SillyTavern, NovelAI or Campfire file
+`/scenario list`, `/scenario show`, `/scenario export`, `/scenario delete`
+`/adventure export` the whole story as a file; `/adventure import file:` to restore one
+
 **See how it works**
 `/insights [turn]` or the 🔍 button: what the model was given for a turn, and why
 
@@ -56,15 +63,36 @@ class PlayCog(commands.Cog):
     @app_commands.describe(scenario="A scenario from the library; leave empty for the default")
     async def start(self, interaction: discord.Interaction, scenario: str | None = None) -> None:
         """Start an adventure here: a new thread in a server, or a solo story in DMs."""
+        # Looked up before answering: a menu or a form must be the interaction's first answer.
+        plan = await self.bot.services.play.start_plan(actor_of(interaction), scenario)
+        await self.begin(interaction, plan)
+
+    async def begin(
+        self,
+        interaction: discord.Interaction,
+        plan: StartPlan,
+        answers: dict[str, str] | None = None,
+    ) -> None:
+        """Ask what the scenario needs (an option, its placeholders), then start it."""
+        if plan.options:
+            await interaction.response.send_message(**option_menu(self, plan), ephemeral=True)
+            return
+        if plan.placeholders and answers is None:
+            await interaction.response.send_modal(PlaceholderModal(self, plan))
+            return
+        await interaction.response.defer(thinking=True)
+        await self._start(interaction, plan, answers)
+
+    async def _start(
+        self, interaction: discord.Interaction, plan: StartPlan, answers: dict[str, str] | None
+    ) -> None:
         play = self.bot.services.play
         actor = actor_of(interaction)
-        await interaction.response.defer(thinking=True)
-        title = await play.resolve_title(actor, scenario)
         channel = interaction.channel
         thread: discord.Thread | None = None
         if isinstance(channel, discord.TextChannel):
             thread = await channel.create_thread(
-                name=title[:100],
+                name=plan.title[:100],
                 type=discord.ChannelType.public_thread,
                 auto_archive_duration=1440,
                 reason=f"Campfire adventure started by {interaction.user}",
@@ -76,7 +104,12 @@ class PlayCog(commands.Cog):
             await reply(interaction, "Adventures can be started in text channels, threads or DMs.")
             return
         try:
-            started = await play.start(actor, target.id, scenario)  # type: ignore[attr-defined]
+            started = await play.start(
+                actor,
+                target.id,  # type: ignore[attr-defined]
+                str(plan.scenario_id),
+                answers,
+            )
         except BaseException:
             # No empty thread is left behind by a start that failed.
             if thread is not None:
@@ -156,6 +189,68 @@ class PlayCog(commands.Cog):
             request_id=interaction.id,
         )
         await self.bot.narrator.show(interaction, events)
+
+
+# --- what /start asks ---------------------------------------------------------------------------
+
+
+def option_menu(cog: PlayCog, plan: StartPlan) -> dict:
+    """The options of a menu scenario as buttons (at most 25: five rows of five), under its
+    own prompt. Buttons rather than a select menu: every front end can press a button."""
+    intro = plan.intro.strip() or "Choose how your story begins:"
+    header = f"{plan.icon} **{plan.title}**".strip()
+    view = OptionMenu(timeout=600)
+    for label, value in plan.options:
+        button: discord.ui.Button = discord.ui.Button(
+            label=_cut(label, 80), style=discord.ButtonStyle.primary
+        )
+
+        async def chosen(interaction: discord.Interaction, value: str = value) -> None:
+            option = await cog.bot.services.play.start_plan(actor_of(interaction), value)
+            await cog.begin(interaction, option)
+
+        button.callback = chosen  # type: ignore[method-assign]
+        view.add_item(button)
+    return {"content": _cut(f"{header}\n{intro}", 2000), "view": view}
+
+
+class OptionMenu(discord.ui.View):
+    async def on_error(
+        self, interaction: discord.Interaction, error: Exception, _item: discord.ui.Item
+    ) -> None:
+        await on_app_command_error(interaction, error)  # type: ignore[arg-type]
+
+
+class PlaceholderModal(discord.ui.Modal):
+    """The scenario's ``${questions}``, asked before it starts (at most five: one form)."""
+
+    def __init__(self, cog: PlayCog, plan: StartPlan) -> None:
+        super().__init__(title=_cut(plan.title, 45) or "Before you begin", timeout=900)
+        self.cog = cog
+        self.plan = plan
+        self.inputs: list[discord.ui.TextInput] = []
+        for question in plan.placeholders:
+            item: discord.ui.TextInput = discord.ui.TextInput(
+                label=_cut(question, 45),
+                placeholder=_cut(question, 100) if len(question) > 45 else None,
+                max_length=200,
+            )
+            self.inputs.append(item)
+            self.add_item(item)
+
+    async def on_submit(self, interaction: discord.Interaction) -> None:
+        answers = {
+            question: item.value.strip()
+            for question, item in zip(self.plan.placeholders, self.inputs, strict=True)
+        }
+        await self.cog.begin(interaction, self.plan, answers)
+
+    async def on_error(self, interaction: discord.Interaction, error: Exception) -> None:
+        await on_app_command_error(interaction, error)  # type: ignore[arg-type]
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 async def setup(bot: CampfireBot) -> None:

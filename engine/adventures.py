@@ -8,6 +8,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from engine.errors import NotFound
+from engine.formats.draft import fill_placeholders
 from engine.storage.models import (
     ActionType,
     Adventure,
@@ -37,8 +38,12 @@ async def start_adventure(
     channel_id: int | None = None,
     server_id: int | None = None,
     host_id: int | None = None,
+    answers: dict[str, str] | None = None,
 ) -> Adventure:
     """Create an adventure, copying the scenario's fields, cards and scripts.
+
+    ``answers`` fill the scenario's ``${placeholders}`` (asked for at /start) wherever they
+    appear: the opening, the steering text and the cards.
 
     A server adventure belongs to the server; one outside a server (a DM) belongs to its host.
     The opening text is the root of the story tree, on a branch called "main". The caller
@@ -47,8 +52,21 @@ async def start_adventure(
     scenario = await session.get(Scenario, scenario_id)
     if scenario is None:
         raise NotFound("That scenario no longer exists.")
+    fields = _copy(scenario, SteeringFields)
+    cards = [
+        _copy(card, CardFields)
+        for card in await session.scalars(
+            select(ScenarioCard).where(ScenarioCard.scenario_id == scenario.id)
+        )
+    ]
+    if answers:
+        for name in ("prompt", "plot_essentials", "authors_note", "ai_instructions"):
+            fields[name] = fill_placeholders(str(fields[name]), answers)
+        for card in cards:
+            for name in ("title", "keys", "entry"):
+                card[name] = fill_placeholders(str(card[name]), answers)
     adventure = Adventure(
-        **_copy(scenario, SteeringFields),
+        **fields,
         scenario_id=scenario.id,
         server_id=server_id,
         owner_id=None if server_id is not None else host_id,
@@ -61,12 +79,7 @@ async def start_adventure(
     session.add(adventure)
     await session.flush()
 
-    cards = await session.scalars(
-        select(ScenarioCard).where(ScenarioCard.scenario_id == scenario.id)
-    )
-    session.add_all(
-        AdventureCard(**_copy(card, CardFields), adventure_id=adventure.id) for card in cards
-    )
+    session.add_all(AdventureCard(**card, adventure_id=adventure.id) for card in cards)
     scripts = await session.scalars(
         select(ScenarioScript).where(ScenarioScript.scenario_id == scenario.id)
     )
@@ -81,8 +94,8 @@ async def start_adventure(
         role=Role.NARRATOR,
         action=ActionType.START,
         author_id=host_id,
-        text=scenario.prompt,
-        token_count=count_tokens(scenario.prompt),
+        text=adventure.prompt,
+        token_count=count_tokens(adventure.prompt),
     )
     session.add(opening)
     await session.flush()

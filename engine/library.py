@@ -1,6 +1,8 @@
 """The scenarios that ship with Campfire, seeded into the database at start-up.
 
-Each file in ``data/scenarios`` is one scenario; its ``key`` makes seeding idempotent: a
+Each file in ``data/scenarios`` is one scenario in Campfire's bundle format
+(``engine.formats.bundle``: the same file ``/scenario export`` writes and ``/scenario import``
+reads, plus ``key`` and ``credits``); its ``key`` makes seeding idempotent: a
 changed file updates the stored scenario in place, and adventures already started from it keep
 their own copies.
 """
@@ -9,34 +11,27 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from engine.formats.bundle import read_bundle
+from engine.formats.detect import BUNDLE
+from engine.formats.draft import ImportedScenario, ImportLimits, ScenarioDraft, finish
 from engine.storage.models import Scenario, ScenarioCard, ScenarioScript, utcnow
-from engine.world_state.schema import parse_schema
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 BUILTIN_SCENARIOS = DATA_DIR / "scenarios"
 
 
-def _scenario_fields(raw: dict[str, Any]) -> dict[str, Any]:
-    tags = raw.get("tags", [])
-    if isinstance(tags, str):
-        tags = [tag.strip() for tag in tags.split(",") if tag.strip()]
-    return {
-        "title": raw["title"],
-        "icon": raw.get("icon", ""),
-        "description": raw.get("description", ""),
-        "tags": tags,
-        "prompt": raw.get("prompt", ""),
-        "plot_essentials": raw.get("plot_essentials", raw.get("memory", "")),
-        "authors_note": raw.get("authors_note", ""),
-        "ai_instructions": raw.get("ai_instructions", ""),
-        "stat_schema": raw.get("stat_schema", {}),
-    }
+def _draft(raw: dict[str, Any], stem: str) -> ScenarioDraft:
+    """A shipped file read as the bundle it is, under the same caps as an import (a shipped
+    scenario that breaks them is a bug to catch at start, not at a turn)."""
+    imported = finish(ImportedScenario(BUNDLE, read_bundle(raw, stem)), ImportLimits())
+    return imported.draft
 
 
 def _read_scenario_files(folder: Path) -> list[tuple[str, dict[str, Any]]]:
@@ -51,15 +46,25 @@ async def seed_builtin_scenarios(session: AsyncSession, folder: Path = BUILTIN_S
     files = await asyncio.to_thread(_read_scenario_files, folder)
     for stem, raw in files:
         key = raw.get("key") or stem
-        # A shipped scenario with a broken schema is a bug to catch at start, not at a turn.
-        parse_schema(raw.get("stat_schema"))
+        draft = _draft(raw, stem)
+        fields = {
+            "title": draft.title,
+            "icon": draft.icon,
+            "description": draft.description,
+            "tags": draft.tags,
+            "prompt": draft.prompt,
+            "plot_essentials": draft.plot_essentials,
+            "authors_note": draft.authors_note,
+            "ai_instructions": draft.ai_instructions,
+            "stat_schema": draft.stat_schema,
+        }
         scenario = await session.scalar(select(Scenario).where(Scenario.builtin_key == key))
         if scenario is None:
-            scenario = Scenario(builtin_key=key, **_scenario_fields(raw))
+            scenario = Scenario(builtin_key=key, **fields)
             session.add(scenario)
             await session.flush()
         else:
-            for name, value in _scenario_fields(raw).items():
+            for name, value in fields.items():
                 setattr(scenario, name, value)
             scenario.updated_at = utcnow()
             await session.execute(
@@ -72,13 +77,18 @@ async def seed_builtin_scenarios(session: AsyncSession, folder: Path = BUILTIN_S
             ScenarioCard(
                 scenario_id=scenario.id,
                 position=i,
-                type=card.get("type", "class"),
-                title=card.get("title", card.get("name", "")),
-                keys=card.get("keys", ""),
-                entry=card.get("entry", card.get("value", "")),
-                description=card.get("description", card.get("notes", "")),
+                type=card.type,
+                title=card.title,
+                keys=card.keys,
+                entry=card.entry,
+                description=card.description,
+                always_on=card.always_on,
             )
-            for i, card in enumerate(raw.get("story_cards", []))
+            for i, card in enumerate(draft.cards)
+        )
+        session.add_all(
+            ScenarioScript(scenario_id=scenario.id, position=i, **asdict(script))
+            for i, script in enumerate(draft.scripts)
         )
     await session.flush()
     return len(files)

@@ -30,11 +30,12 @@ from engine.events import (
     TurnFailed,
     TurnInterrupted,
 )
+from engine.formats.draft import MAX_OPTIONS, MAX_PLACEHOLDERS, placeholders_in
 from engine.leases import TurnLeases
 from engine.queue import AdventureQueue
 from engine.scenarios import resolve_scenario, visible_scenarios
 from engine.storage.database import Database
-from engine.storage.models import ActionType, Adventure, RequestRecord, utcnow
+from engine.storage.models import ActionType, Adventure, RequestRecord, Scenario, utcnow
 from engine.story import line_tail
 from engine.turns import TurnEngine
 
@@ -60,6 +61,19 @@ class StartedAdventure:
     icon: str
     opening: str
     version: int
+
+
+@dataclass(frozen=True, slots=True)
+class StartPlan:
+    """What /start must ask before starting a scenario: a choice among its options, or the
+    answers to its prompt's ``${placeholders}`` (at most five: one form)."""
+
+    scenario_id: int
+    title: str
+    icon: str
+    intro: str  # a menu scenario's own prompt, shown above its options
+    options: list[tuple[str, str]]  # (label, scenario id)
+    placeholders: list[str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,16 +107,41 @@ class PlayService:
             if typed in s.title.casefold()
         ][:limit]
 
-    async def resolve_title(self, actor: Actor, query: str | None) -> str:
-        """The title of the scenario ``query`` names (raises a readable error if none)."""
+    async def start_plan(self, actor: Actor, query: str | None) -> StartPlan:
+        """The scenario ``query`` names, with the options and questions it needs at /start."""
         async with self.db.session() as session:
             scenario = await resolve_scenario(
                 session, query, server_id=actor.server_id, user_id=actor.user_id
             )
-            return scenario.title
+            options = await session.scalars(
+                select(Scenario)
+                .where(Scenario.parent_id == scenario.id)
+                .order_by(Scenario.id)
+                .limit(MAX_OPTIONS)
+            )
+            assert scenario.id is not None
+            return StartPlan(
+                scenario.id,
+                scenario.title,
+                scenario.icon,
+                scenario.prompt,
+                [(f"{o.icon} {o.title}".strip()[:100], str(o.id)) for o in options],
+                # Asked once each, wherever they appear: the opening first, then the steering.
+                placeholders_in(
+                    "\n".join((scenario.prompt, scenario.plot_essentials, scenario.authors_note))
+                )[:MAX_PLACEHOLDERS],
+            )
 
-    async def start(self, actor: Actor, channel_id: int, query: str | None) -> StartedAdventure:
-        """Start an adventure in a channel, thread or DM; one already running there ends."""
+    async def start(
+        self,
+        actor: Actor,
+        channel_id: int,
+        query: str | None,
+        answers: dict[str, str] | None = None,
+    ) -> StartedAdventure:
+        """Start an adventure in a channel, thread or DM; one already running there ends.
+
+        ``answers`` fill the scenario's ``${placeholders}``."""
         async with self.db.session() as session, session.begin():
             await self._touch(session, actor)
             scenario = await resolve_scenario(
@@ -117,6 +156,7 @@ class PlayService:
                 channel_id=channel_id,
                 server_id=actor.server_id,
                 host_id=actor.user_id,
+                answers=answers,
             )
             return StartedAdventure(
                 adventure.id, adventure.title, adventure.icon, adventure.prompt, adventure.version

@@ -25,8 +25,12 @@ def _visible(server_id: int | None, user_id: int | None):
 async def visible_scenarios(
     session: AsyncSession, server_id: int | None, user_id: int | None, *, limit: int = 100
 ) -> list[Scenario]:
+    # Options of a menu scenario are chosen through their parent, never listed on their own.
     rows = await session.scalars(
-        select(Scenario).where(_visible(server_id, user_id)).order_by(Scenario.title).limit(limit)
+        select(Scenario)
+        .where(_visible(server_id, user_id), Scenario.parent_id.is_(None))
+        .order_by(Scenario.title)
+        .limit(limit)
     )
     return list(rows)
 
@@ -47,7 +51,11 @@ async def resolve_scenario(
     matches = list(
         await session.scalars(
             select(Scenario)
-            .where(visible, Scenario.title.ilike(f"%{_escape_like(query)}%", escape="\\"))
+            .where(
+                visible,
+                Scenario.parent_id.is_(None),
+                Scenario.title.ilike(f"%{_escape_like(query)}%", escape="\\"),
+            )
             .order_by(Scenario.title)
             .limit(6)
         )

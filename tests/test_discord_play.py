@@ -218,8 +218,11 @@ async def test_sync_registers_the_commands_and_start_does_not(env):
         "instructions",
         "note",
         "say",
+        "scenario",
         "start",
         "state",
         "story",
     ]
     assert sorted(c["name"] for c in env.fake.commands[None]) == names
+    adventure = next(c for c in env.fake.commands[None] if c["name"] == "adventure")
+    assert sorted(o["name"] for o in adventure["options"]) == ["export", "import", "settings"]

@@ -115,6 +115,8 @@ class Server(SQLModel, table=True):
     # Encrypted with engine.crypto.SecretBox; never shown again once entered.
     model_api_key_encrypted: str | None = None
     allow_background_model_use: bool = True
+    # Members with this role may import scenarios, besides those who can manage the server.
+    importer_role_id: int | None = Field(default=None, sa_column=Column(BigInteger))
     created_at: datetime = _when()
     # Set when the bot leaves; the server's data is removed a grace period later.
     left_at: datetime | None = _when(nullable=True)
@@ -184,6 +186,9 @@ class Scenario(SteeringFields, table=True):
     server_id: int | None = _fk("servers.id", ondelete="CASCADE", big=True)
     owner_id: int | None = _fk("users.id", ondelete="CASCADE", big=True)
     builtin_key: str | None = Field(default=None, unique=True)
+    # An option of a scenario that is a menu (AI Dungeon's "options"): chosen at /start, never
+    # listed on its own. Options share their parent's server or owner.
+    parent_id: int | None = _fk("scenarios.id", ondelete="CASCADE")
     description: str = _text()
     tags: list[str] = _json([])
     created_at: datetime = _when()

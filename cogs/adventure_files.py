@@ -1,0 +1,114 @@
+"""/adventure export and /adventure import: a whole adventure as one file, and back.
+
+The ``/adventure`` group belongs to the steering cog (``/adventure settings``); this cog adds its
+two commands to that group when it loads and takes them out when it unloads.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from typing import TYPE_CHECKING
+
+import discord
+from discord import app_commands
+from discord.ext import commands
+
+from cogs.context import actor_of, channel_id_of
+
+if TYPE_CHECKING:
+    from bot.discord_bot import CampfireBot
+
+
+def _bot(interaction: discord.Interaction) -> CampfireBot:
+    return interaction.client  # type: ignore[return-value]
+
+
+@app_commands.command(name="export")
+async def export_adventure(interaction: discord.Interaction) -> None:
+    """The adventure here as a file: every branch, take and save point (sent to you alone)."""
+    await interaction.response.defer(ephemeral=True, thinking=True)
+    exported = await _bot(interaction).services.archive.export(channel_id_of(interaction))
+    await interaction.followup.send(
+        f"**{discord.utils.escape_markdown(exported.title)}**: the whole story tree. "
+        "`/adventure import` restores it anywhere.",
+        file=discord.File(io.BytesIO(exported.content), filename=exported.filename),
+        ephemeral=True,
+    )
+
+
+@app_commands.command(name="import")
+@app_commands.describe(file="A file made by /adventure export")
+async def import_adventure(interaction: discord.Interaction, file: discord.Attachment) -> None:
+    """Restore an exported adventure: a new thread in a server, or here in a DM or thread."""
+    bot = _bot(interaction)
+    archive = bot.services.archive
+    archive.check_size(file.size)
+    await interaction.response.defer(thinking=True)
+    # Checked in full before a thread is opened for it: a bad file leaves nothing behind.
+    parsed = await archive.read(await file.read())
+    channel = interaction.channel
+    thread: discord.Thread | None = None
+    if isinstance(channel, discord.TextChannel):
+        thread = await channel.create_thread(
+            name=file.filename.removesuffix(".json")[:100] or "Adventure",
+            type=discord.ChannelType.public_thread,
+            auto_archive_duration=1440,
+            reason=f"Campfire adventure imported by {interaction.user}",
+        )
+        target: discord.abc.Messageable = thread
+    else:
+        target = channel  # type: ignore[assignment]
+    try:
+        restored = await archive.restore(actor_of(interaction), target.id, parsed)  # type: ignore[attr-defined]
+    except BaseException:
+        if thread is not None:
+            with contextlib.suppress(discord.HTTPException):
+                await thread.delete()
+        raise
+    header = f"{restored.icon} **{discord.utils.escape_markdown(restored.title)}**".strip()
+    size = f"{restored.nodes:,} entries, {restored.branches} branch"
+    size += "es" if restored.branches != 1 else ""
+    if thread is not None:
+        with contextlib.suppress(discord.HTTPException):
+            await thread.edit(name=restored.title[:100])
+        content = (
+            f"{header} is restored in {thread.mention} ({size}); it goes on from where it was."
+        )
+    else:
+        content = f"{header} is restored ({size}); it goes on from where it was."
+    await interaction.edit_original_response(content=content)
+    await bot.narrator.post_opening(
+        target, restored.head_text, restored.adventure_id, restored.version
+    )
+
+
+class AdventureFilesCog(commands.Cog):
+    COMMANDS = (export_adventure, import_adventure)
+
+    def __init__(self, bot: CampfireBot) -> None:
+        self.bot = bot
+
+    def _group(self) -> app_commands.Group:
+        group = self.bot.tree.get_command("adventure")
+        if isinstance(group, app_commands.Group):
+            return group
+        # The steering cog is not loaded (a reduced bot): the group is this cog's own.
+        group = app_commands.Group(name="adventure", description="The adventure running here")
+        self.bot.tree.add_command(group)
+        return group
+
+    async def cog_load(self) -> None:
+        group = self._group()
+        for command in self.COMMANDS:
+            group.add_command(command)
+
+    async def cog_unload(self) -> None:
+        group = self.bot.tree.get_command("adventure")
+        if isinstance(group, app_commands.Group):
+            for command in self.COMMANDS:
+                group.remove_command(command.name)
+
+
+async def setup(bot: CampfireBot) -> None:
+    await bot.add_cog(AdventureFilesCog(bot))

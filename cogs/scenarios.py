@@ -1,0 +1,288 @@
+"""The scenario library: /scenario import|export|list|show|delete and /scenario importers.
+
+An import is previewed (the format detected, counts, warnings) with Confirm and Cancel buttons;
+nothing is written until Confirm. The preview lives in this process for ten minutes: a restart
+in between only means attaching the file again.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+from typing import TYPE_CHECKING
+
+import discord
+from discord import app_commands
+from discord.ext import commands
+
+from cogs.context import actor_of
+from cogs.replies import reply
+from cogs.steering import is_manager
+from engine.errors import CampfireError
+from engine.formats.draft import ImportedScenario
+from engine.scenario_library import (
+    ImportRights,
+    LibraryListing,
+    ScenarioDetails,
+    ScenarioEntry,
+)
+
+if TYPE_CHECKING:
+    from bot.discord_bot import CampfireBot
+    from engine.play import Actor
+
+log = logging.getLogger(__name__)
+
+LIBRARY_COLOUR = discord.Colour.teal()
+PREVIEW_SECONDS = 600
+EMBED_DESCRIPTION_MAX = 4096
+FIELD_MAX = 1024
+
+
+def rights_of(interaction: discord.Interaction) -> ImportRights:
+    user = interaction.user
+    roles = frozenset(r.id for r in getattr(user, "roles", []) or [])
+    return ImportRights(is_manager=is_manager(interaction), role_ids=roles)
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def preview_embed(imported: ImportedScenario) -> discord.Embed:
+    draft = imported.draft
+    embed = discord.Embed(
+        title=_cut(f"{draft.icon} {draft.title}".strip(), 256),
+        description=_cut(draft.description or draft.prompt or "(no description)", 600),
+        colour=LIBRARY_COLOUR,
+    )
+    embed.add_field(name="Format", value=imported.format, inline=False)
+    embed.add_field(name="Story cards", value=f"{imported.card_count:,}")
+    embed.add_field(name="Scripts", value=f"{imported.script_count:,}")
+    if draft.options:
+        names = ", ".join(o.title for o in draft.options)
+        embed.add_field(
+            name=f"Options ({len(draft.options)})", value=_cut(names, FIELD_MAX), inline=False
+        )
+    if draft.placeholders:
+        asked = ", ".join(f"`{p}`" for p in draft.placeholders)
+        embed.add_field(name="Asked at /start", value=_cut(asked, FIELD_MAX), inline=False)
+    if draft.stat_schema:
+        embed.add_field(name="World state", value="tracked (stat schema)", inline=False)
+    if imported.warnings:
+        embed.add_field(
+            name="Warnings",
+            value=_cut("\n".join(f"⚠ {w}" for w in imported.warnings), FIELD_MAX),
+            inline=False,
+        )
+    embed.set_footer(text="Nothing is saved until you press Confirm.")
+    return embed
+
+
+class ImportPreview(discord.ui.View):
+    """Confirm or Cancel under a preview; only the member who attached the file may press."""
+
+    def __init__(
+        self, bot: CampfireBot, actor: Actor, rights: ImportRights, imported: ImportedScenario
+    ) -> None:
+        super().__init__(timeout=PREVIEW_SECONDS)
+        self.bot = bot
+        self.actor = actor
+        self.rights = rights
+        self.imported = imported
+        self.message: discord.WebhookMessage | None = None
+
+    async def interaction_check(self, interaction: discord.Interaction) -> bool:
+        if interaction.user.id != self.actor.user_id:
+            await reply(interaction, "This preview belongs to whoever attached the file.")
+            return False
+        return True
+
+    @discord.ui.button(label="Confirm", style=discord.ButtonStyle.success, emoji="✅")
+    async def confirm(self, interaction: discord.Interaction, _button: discord.ui.Button) -> None:
+        self.stop()
+        try:
+            saved = await self.bot.services.scenarios.save(self.actor, self.imported, self.rights)
+        except CampfireError as error:
+            await interaction.response.edit_message(
+                content=f"⚠ {error.message} Nothing was imported.", embed=None, view=None
+            )
+            return
+        parts = [f"{saved.cards:,} story card{'s' if saved.cards != 1 else ''}"]
+        if saved.scripts:
+            parts.append(f"{saved.scripts} script{'s' if saved.scripts != 1 else ''}")
+        if saved.options:
+            parts.append(f"{saved.options} option{'s' if saved.options != 1 else ''}")
+        await interaction.response.edit_message(
+            content=(
+                f"✅ Imported **{discord.utils.escape_markdown(saved.title)}** into "
+                f"{saved.where} ({', '.join(parts)}). Play it with `/start scenario:`."
+            ),
+            embed=None,
+            view=None,
+        )
+
+    @discord.ui.button(label="Cancel", style=discord.ButtonStyle.secondary)
+    async def cancel(self, interaction: discord.Interaction, _button: discord.ui.Button) -> None:
+        self.stop()
+        await interaction.response.edit_message(
+            content="Import cancelled; nothing was saved.", embed=None, view=None
+        )
+
+    async def on_timeout(self) -> None:
+        if self.message is not None:
+            try:
+                await self.message.edit(
+                    content="This preview expired; nothing was saved. Attach the file again.",
+                    embed=None,
+                    view=None,
+                )
+            except discord.HTTPException:
+                log.debug("could not mark an import preview expired", exc_info=True)
+
+
+def _entry_line(entry: ScenarioEntry) -> str:
+    title = discord.utils.escape_markdown(f"{entry.icon} {entry.title}".strip())
+    extra = f"{entry.cards} card{'s' if entry.cards != 1 else ''}"
+    if entry.options:
+        extra += f", {entry.options} option{'s' if entry.options != 1 else ''}"
+    return f"• {title} · {extra}"
+
+
+def listing_embed(listing: LibraryListing, in_server: bool) -> discord.Embed:
+    sections = []
+    if in_server:
+        lines = [_entry_line(e) for e in listing.server] or [
+            "None yet: members who may import can add one with `/scenario import`."
+        ]
+        sections.append("**This server**\n" + "\n".join(lines))
+    lines = [_entry_line(e) for e in listing.own] or [
+        "None yet: import your own with `/scenario import` in a DM with me."
+    ]
+    sections.append("**Yours**\n" + "\n".join(lines))
+    sections.append("**Shipped with Campfire**\n" + "\n".join(map(_entry_line, listing.shipped)))
+    return discord.Embed(
+        title="Scenarios",
+        description=_cut("\n\n".join(sections), EMBED_DESCRIPTION_MAX),
+        colour=LIBRARY_COLOUR,
+    )
+
+
+def details_embed(details: ScenarioDetails) -> discord.Embed:
+    embed = discord.Embed(
+        title=_cut(f"{details.icon} {details.title}".strip(), 256),
+        description=_cut(details.description or "(no description)", 1000),
+        colour=LIBRARY_COLOUR,
+    )
+    embed.add_field(name="From", value=details.source)
+    embed.add_field(name="Story cards", value=f"{details.cards:,}")
+    embed.add_field(name="Scripts", value=f"{details.scripts:,}")
+    if details.tags:
+        embed.add_field(name="Tags", value=_cut(", ".join(details.tags), FIELD_MAX), inline=False)
+    if details.options:
+        embed.add_field(
+            name="Options", value=_cut(", ".join(details.options), FIELD_MAX), inline=False
+        )
+    if details.placeholders:
+        asked = ", ".join(f"`{p}`" for p in details.placeholders)
+        embed.add_field(name="Asked at /start", value=_cut(asked, FIELD_MAX), inline=False)
+    if details.tracks_world_state:
+        embed.add_field(name="World state", value="tracked", inline=False)
+    if details.prompt:
+        embed.add_field(name="Opening", value=_cut(details.prompt, FIELD_MAX), inline=False)
+    return embed
+
+
+class ScenarioCog(commands.Cog):
+    scenario = app_commands.Group(name="scenario", description="The scenario library")
+
+    def __init__(self, bot: CampfireBot) -> None:
+        self.bot = bot
+
+    @scenario.command(name="import")
+    @app_commands.describe(
+        file="An AI Dungeon, AI-DnD, SillyTavern, NovelAI, Character Card or Campfire JSON file"
+    )
+    async def import_(self, interaction: discord.Interaction, file: discord.Attachment) -> None:
+        """Import a scenario or lorebook from a file (a preview comes first)."""
+        library = self.bot.services.scenarios
+        actor, rights = actor_of(interaction), rights_of(interaction)
+        # Refused before the download: no one waits on a file they could not import.
+        await library.check_may_import(actor, rights)
+        library.check_size(file.size)
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        data = await file.read()
+        imported = await library.preview(actor, data, file.filename, rights)
+        view = ImportPreview(self.bot, actor, rights, imported)
+        view.message = await interaction.followup.send(
+            embed=preview_embed(imported), view=view, ephemeral=True, wait=True
+        )
+
+    @scenario.command(name="export")
+    @app_commands.describe(scenario="The scenario to export")
+    async def export(self, interaction: discord.Interaction, scenario: str) -> None:
+        """A scenario as a Campfire file, and its story cards as an AI Dungeon file."""
+        exported = await self.bot.services.scenarios.export(actor_of(interaction), scenario)
+        files = [discord.File(io.BytesIO(f.content), filename=f.filename) for f in exported.files]
+        note = "" if len(files) == 1 else " (the second file is its story cards for AI Dungeon)"
+        await interaction.response.send_message(
+            f"**{discord.utils.escape_markdown(exported.title)}**{note}",
+            files=files,
+            ephemeral=True,
+        )
+
+    @scenario.command(name="list")
+    async def list_(self, interaction: discord.Interaction) -> None:
+        """The scenarios you can play here."""
+        listing = await self.bot.services.scenarios.listing(actor_of(interaction))
+        await interaction.response.send_message(
+            embed=listing_embed(listing, interaction.guild_id is not None), ephemeral=True
+        )
+
+    @scenario.command(name="show")
+    @app_commands.describe(scenario="The scenario to look at")
+    async def show(self, interaction: discord.Interaction, scenario: str) -> None:
+        """A scenario's description, cards, options and opening."""
+        details = await self.bot.services.scenarios.show(actor_of(interaction), scenario)
+        await interaction.response.send_message(embed=details_embed(details), ephemeral=True)
+
+    @scenario.command(name="delete")
+    @app_commands.describe(scenario="The scenario to delete (adventures keep their copies)")
+    async def delete(self, interaction: discord.Interaction, scenario: str) -> None:
+        """Delete an imported scenario."""
+        title = await self.bot.services.scenarios.delete(
+            actor_of(interaction), scenario, rights_of(interaction)
+        )
+        await reply(
+            interaction,
+            f"Deleted **{discord.utils.escape_markdown(title)}**. Adventures started from it "
+            "keep their own copies.",
+        )
+
+    @scenario.command(name="importers")
+    @app_commands.describe(role="Members with this role may import; leave empty for managers only")
+    async def importers(
+        self, interaction: discord.Interaction, role: discord.Role | None = None
+    ) -> None:
+        """Choose who besides server managers may import scenarios."""
+        await self.bot.services.scenarios.set_importer_role(
+            actor_of(interaction), role.id if role else None, rights_of(interaction)
+        )
+        if role is None:
+            message = "Only members with the Manage Server permission may import scenarios now."
+        else:
+            message = f"Members with {role.mention} may now import scenarios, besides managers."
+        await reply(interaction, message)
+
+    @export.autocomplete("scenario")
+    @show.autocomplete("scenario")
+    @delete.autocomplete("scenario")
+    async def scenario_choices(
+        self, interaction: discord.Interaction, current: str
+    ) -> list[app_commands.Choice[str]]:
+        choices = await self.bot.services.play.scenario_choices(actor_of(interaction), current)
+        return [app_commands.Choice(name=label, value=value) for label, value in choices]
+
+
+async def setup(bot: CampfireBot) -> None:
+    await bot.add_cog(ScenarioCog(bot))

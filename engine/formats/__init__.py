@@ -1,0 +1,5 @@
+"""Scenario and adventure files: reading what other tools export, writing Campfire's own.
+
+Pure functions from bytes to drafts and back (``adventure`` also reads and writes the story
+tree); nothing here talks to Discord, and only ``adventure`` touches the database.
+"""

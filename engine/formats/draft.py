@@ -1,0 +1,305 @@
+"""A scenario read from a file, before anything is written: what every format reader returns.
+
+``finish`` applies the same caps as live creation (card sizes from ``engine.steering``, steering
+text from one Discord text input, the script and card limits from the settings, the stat schema
+through ``engine.world_state.schema``), normalises line endings, and collects warnings a player
+sees in the preview. A reader never writes; ``engine.scenario_library`` saves a draft in one
+transaction.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.formats.errors import ImportRejected
+from engine.steering import (
+    CARD_ENTRY_MAX,
+    CARD_KEYS_MAX,
+    CARD_TITLE_MAX,
+    CARD_TYPE_MAX,
+    DEFAULT_CARD_TYPE,
+    TEXT_MAX_CHARS,
+)
+from engine.world_state.schema import SchemaError, parse_schema
+
+TITLE_MAX = 100
+ICON_MAX = 32
+DESCRIPTION_MAX = 4000
+#: An opening longer than this is a novel, not a prompt (AI Dungeon allows far less).
+PROMPT_MAX_CHARS = 20_000
+TAGS_MAX = 20
+TAG_MAX_CHARS = 40
+MAX_SCRIPTS = 20
+SCRIPT_NAME_MAX = 100
+#: A menu of options is one Discord select menu.
+MAX_OPTIONS = 25
+#: Scenarios in one file, options and their options included.
+MAX_SCENARIOS = 100
+#: A modal holds five text inputs, so five placeholders are asked for at /start.
+MAX_PLACEHOLDERS = 5
+
+PLACEHOLDER = re.compile(r"\$\{([^{}\n]{1,200})\}")
+
+
+@dataclass(frozen=True, slots=True)
+class ImportLimits:
+    """The caps an import shares with live creation (from the settings)."""
+
+    max_bytes: int = 2 * 1024 * 1024
+    max_cards: int = 500
+    max_script_chars: int = 100_000
+
+
+@dataclass
+class ImportedCard:
+    title: str = ""
+    keys: str = ""
+    entry: str = ""
+    type: str = DEFAULT_CARD_TYPE
+    description: str = ""
+    always_on: bool = False
+
+
+@dataclass
+class ImportedScript:
+    name: str = ""
+    description: str = ""
+    enabled: bool = True
+    shared_library: str = ""
+    on_input: str = ""
+    on_model_context: str = ""
+    on_output: str = ""
+
+    @property
+    def empty(self) -> bool:
+        return not any((self.shared_library, self.on_input, self.on_model_context, self.on_output))
+
+
+@dataclass
+class ScenarioDraft:
+    title: str
+    icon: str = ""
+    description: str = ""
+    tags: list[str] = field(default_factory=list)
+    prompt: str = ""
+    plot_essentials: str = ""
+    authors_note: str = ""
+    ai_instructions: str = ""
+    stat_schema: dict[str, Any] = field(default_factory=dict)
+    cards: list[ImportedCard] = field(default_factory=list)
+    scripts: list[ImportedScript] = field(default_factory=list)
+    #: Sub-scenarios a player chooses between at /start (AI Dungeon's "options").
+    options: list[ScenarioDraft] = field(default_factory=list)
+
+    def walk(self) -> list[ScenarioDraft]:
+        """This scenario and every option under it, parents first."""
+        out, stack = [], [self]
+        while stack:
+            draft = stack.pop(0)
+            out.append(draft)
+            stack.extend(draft.options)
+        return out
+
+    @property
+    def placeholders(self) -> list[str]:
+        """The ``${questions}`` asked at /start: in the opening, then in the steering text."""
+        return placeholders_in("\n".join((self.prompt, self.plot_essentials, self.authors_note)))
+
+
+@dataclass
+class ImportedScenario:
+    """A draft with the format it was read as and what the player should know before saving."""
+
+    format: str
+    draft: ScenarioDraft
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def card_count(self) -> int:
+        return sum(len(d.cards) for d in self.draft.walk())
+
+    @property
+    def script_count(self) -> int:
+        return sum(len(d.scripts) for d in self.draft.walk())
+
+    @property
+    def option_count(self) -> int:
+        return len(self.draft.walk()) - 1
+
+
+def placeholders_in(text: str) -> list[str]:
+    """The distinct ``${…}`` questions in a text, in order of first use."""
+    seen: dict[str, None] = {}
+    for match in PLACEHOLDER.finditer(text):
+        seen.setdefault(match.group(1).strip(), None)
+    return [name for name in seen if name]
+
+
+def fill_placeholders(text: str, answers: dict[str, str]) -> str:
+    """``text`` with each answered ``${…}`` replaced; unanswered ones stay as written."""
+    if not answers:
+        return text
+
+    def swap(match: re.Match[str]) -> str:
+        return answers.get(match.group(1).strip(), match.group(0))
+
+    return PLACEHOLDER.sub(swap, text)
+
+
+# --- finishing a draft ---------------------------------------------------------------------------
+
+
+def normalise(text: str) -> str:
+    """CRLF and lone CR become LF; the NUL character, which PostgreSQL refuses, goes."""
+    return text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")
+
+
+def finish(imported: ImportedScenario, limits: ImportLimits) -> ImportedScenario:
+    """Check every scenario in the draft against the caps; raise on the first problem."""
+    scenarios = imported.draft.walk()
+    if len(scenarios) > MAX_SCENARIOS:
+        raise ImportRejected(
+            f"The file holds {len(scenarios):,} scenarios with its options; at most "
+            f"{MAX_SCENARIOS} are imported at once."
+        )
+    for i, draft in enumerate(scenarios):
+        where = "The scenario" if i == 0 else f"Option “{draft.title[:60]}”"
+        _finish_one(draft, where, limits, imported.warnings)
+    return imported
+
+
+def _finish_one(
+    draft: ScenarioDraft, where: str, limits: ImportLimits, warnings: list[str]
+) -> None:
+    draft.title = " ".join(normalise(draft.title).split())
+    if not draft.title:
+        raise ImportRejected(f"{where} has no title.")
+    _cap(draft.title, TITLE_MAX, f"{where}'s title")
+    draft.icon = normalise(draft.icon).strip()
+    _cap(draft.icon, ICON_MAX, f"{where}'s icon")
+    draft.description = normalise(draft.description).strip()
+    _cap(draft.description, DESCRIPTION_MAX, f"{where}'s description")
+    draft.tags = _tags(draft.tags, where)
+    draft.prompt = normalise(draft.prompt).strip("\n")
+    _cap(draft.prompt, PROMPT_MAX_CHARS, f"{where}'s opening prompt")
+    for name, label in (
+        ("plot_essentials", "plot essentials (memory)"),
+        ("authors_note", "author's note"),
+        ("ai_instructions", "AI instructions"),
+    ):
+        value = normalise(getattr(draft, name)).strip()
+        _cap(value, TEXT_MAX_CHARS, f"{where}'s {label}")
+        setattr(draft, name, value)
+    try:
+        parse_schema(draft.stat_schema)
+    except SchemaError as error:
+        problems = "\n".join(f"• {p}" for p in error.problems[:5])
+        raise ImportRejected(
+            f"{where}'s world-state schema (stat_schema) has problems:\n{problems}"
+        ) from None
+    if len(draft.options) > MAX_OPTIONS:
+        raise ImportRejected(
+            f"{where} has {len(draft.options)} options; a menu holds at most {MAX_OPTIONS}."
+        )
+    asked = draft.placeholders
+    if len(asked) > MAX_PLACEHOLDERS:
+        warnings.append(
+            f"{where} asks {len(asked)} questions (${{…}}); the first "
+            f"{MAX_PLACEHOLDERS} are asked at /start, the rest stay as written."
+        )
+    _finish_cards(draft, where, limits, warnings)
+    _finish_scripts(draft, where, limits, warnings)
+
+
+def _tags(tags: list[str], where: str) -> list[str]:
+    out: list[str] = []
+    for tag in tags:
+        tag = " ".join(normalise(tag).split())
+        if tag and tag not in out:
+            _cap(tag, TAG_MAX_CHARS, f"{where}'s tag “{tag[:20]}…”")
+            out.append(tag)
+    if len(out) > TAGS_MAX:
+        raise ImportRejected(f"{where} has {len(out)} tags; at most {TAGS_MAX}.")
+    return out
+
+
+def _finish_cards(
+    draft: ScenarioDraft, where: str, limits: ImportLimits, warnings: list[str]
+) -> None:
+    if len(draft.cards) > limits.max_cards:
+        raise ImportRejected(
+            f"{where} has {len(draft.cards):,} story cards; at most {limits.max_cards:,} are "
+            "allowed (the same limit as adding cards by hand)."
+        )
+    titles: set[str] = set()
+    renamed = 0
+    for n, card in enumerate(draft.cards, start=1):
+        keys = ",".join(
+            key.rstrip()
+            for key in normalise(card.keys).replace("\n", ",").split(",")
+            if key.strip()
+        )
+        card.keys = keys
+        title = " ".join(normalise(card.title).split())
+        if not title:
+            # Old world info and lorebooks have no titles: the first key names the card.
+            first = keys.split(",")[0].strip() if keys else ""
+            title = (first or f"Card {n}")[:CARD_TITLE_MAX]
+        label = f"{where}: story card {n} (“{title[:40]}”)"
+        _cap(title, CARD_TITLE_MAX, f"{label}: its title")
+        _cap(keys, CARD_KEYS_MAX, f"{label}: its keys together")
+        card.entry = "\n".join(line.rstrip() for line in normalise(card.entry).strip().splitlines())
+        _cap(card.entry, CARD_ENTRY_MAX, f"{label}: its entry")
+        card.description = normalise(card.description).strip()
+        _cap(card.description, CARD_ENTRY_MAX, f"{label}: its notes")
+        kind = " ".join(normalise(card.type).split()).lower() or DEFAULT_CARD_TYPE
+        _cap(kind, CARD_TYPE_MAX, f"{label}: its type")
+        card.type = kind
+        # Titles are unique per adventure (cards are edited by title), so a repeat is numbered.
+        base, k = title, 2
+        while title.casefold() in titles:
+            suffix = f" ({k})"
+            title = base[: CARD_TITLE_MAX - len(suffix)] + suffix
+            k += 1
+        if title != base:
+            renamed += 1
+        titles.add(title.casefold())
+        card.title = title
+    if renamed:
+        warnings.append(
+            f"{where}: {renamed} story card(s) shared a title with another and were numbered."
+        )
+
+
+def _finish_scripts(
+    draft: ScenarioDraft, where: str, limits: ImportLimits, warnings: list[str]
+) -> None:
+    draft.scripts = [s for s in draft.scripts if not s.empty]
+    if len(draft.scripts) > MAX_SCRIPTS:
+        raise ImportRejected(f"{where} has {len(draft.scripts)} scripts; at most {MAX_SCRIPTS}.")
+    for n, script in enumerate(draft.scripts, start=1):
+        script.name = " ".join(normalise(script.name).split()) or f"Script {n}"
+        _cap(script.name, SCRIPT_NAME_MAX, f"{where}: script {n}'s name")
+        script.description = normalise(script.description).strip()
+        _cap(script.description, DESCRIPTION_MAX, f"{where}: script “{script.name}”'s description")
+        for hook, label in (
+            ("shared_library", "shared library"),
+            ("on_input", "input hook"),
+            ("on_model_context", "context hook"),
+            ("on_output", "output hook"),
+        ):
+            code = normalise(getattr(script, hook))
+            _cap(code, limits.max_script_chars, f"{where}: script “{script.name}”'s {label}")
+            setattr(script, hook, code)
+    if draft.scripts:
+        warnings.append(
+            f"{where} has {len(draft.scripts)} script(s); they run in the sandbox once "
+            "scripting is on for adventures."
+        )
+
+
+def _cap(text: str, limit: int, what: str) -> None:
+    if len(text) > limit:
+        raise ImportRejected(f"{what} has {len(text):,} characters; at most {limit:,} are allowed.")

@@ -1,0 +1,416 @@
+"""A server's and a user's scenario library: import, export, list, show, delete.
+
+Who may import: in a server, members who can manage it or hold the role its admins named
+(``/scenario importers``); in a DM, anyone, into their own library. The same people may delete
+what was imported (a user always their own). Scenarios imported in one server are not visible
+in another; a user's own scenarios go with them everywhere.
+
+An import is read and checked in full before the player is asked to confirm (``preview``), and
+saved in one transaction (``save``): a file with one bad card writes nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from sqlalchemy import delete, func, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from engine.accounts import touch_server, touch_user
+from engine.errors import NotAllowed
+from engine.formats import aidungeon
+from engine.formats.bundle import write_bundle
+from engine.formats.detect import read_scenario
+from engine.formats.draft import (
+    ImportedCard,
+    ImportedScenario,
+    ImportedScript,
+    ImportLimits,
+    ScenarioDraft,
+)
+from engine.formats.errors import ImportRejected
+from engine.scenarios import resolve_scenario, visible_scenarios
+from engine.storage.models import Scenario, ScenarioCard, ScenarioScript, Server
+
+if TYPE_CHECKING:
+    from engine.play import Actor
+    from engine.storage.database import Database
+
+
+@dataclass(frozen=True, slots=True)
+class ImportRights:
+    """What the front end knows about the member: Manage Server, and their role ids."""
+
+    is_manager: bool = False
+    role_ids: frozenset[int] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class SavedScenario:
+    scenario_id: int
+    title: str
+    where: str  # "this server's library" / "your library"
+    cards: int
+    scripts: int
+    options: int
+
+
+@dataclass(frozen=True, slots=True)
+class ScenarioFile:
+    filename: str
+    content: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class ScenarioExport:
+    title: str
+    files: list[ScenarioFile]
+
+
+@dataclass(frozen=True, slots=True)
+class ScenarioEntry:
+    scenario_id: int
+    title: str
+    icon: str
+    cards: int
+    options: int
+
+
+@dataclass(frozen=True, slots=True)
+class LibraryListing:
+    server: list[ScenarioEntry] = field(default_factory=list)
+    own: list[ScenarioEntry] = field(default_factory=list)
+    shipped: list[ScenarioEntry] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class ScenarioDetails:
+    scenario_id: int
+    title: str
+    icon: str
+    description: str
+    tags: list[str]
+    source: str  # "shipped with Campfire" / "this server's" / "yours"
+    prompt: str
+    cards: int
+    scripts: int
+    options: list[str]
+    placeholders: list[str]
+    tracks_world_state: bool
+
+
+class ScenarioLibrary:
+    def __init__(self, db: Database, limits: ImportLimits) -> None:
+        self.db = db
+        self.limits = limits
+
+    # --- import ----------------------------------------------------------------------------
+
+    async def check_may_import(self, actor: Actor, rights: ImportRights) -> None:
+        async with self.db.session() as session:
+            await _check_may_manage(session, actor, rights, "import scenarios")
+
+    def check_size(self, size: int) -> None:
+        """Refuse a file by its announced size, before downloading it."""
+        if size > self.limits.max_bytes:
+            raise ImportRejected(
+                f"The file is {size / 1024:,.0f} KiB; the largest accepted is "
+                f"{self.limits.max_bytes / 1024:,.0f} KiB."
+            )
+
+    async def preview(
+        self, actor: Actor, data: bytes, filename: str, rights: ImportRights
+    ) -> ImportedScenario:
+        """Read and check a file (nothing is written); raises ``ImportRejected``."""
+        await self.check_may_import(actor, rights)
+        # Parsing a 2 MiB file takes a moment: off the event loop, so other turns keep going.
+        return await asyncio.to_thread(read_scenario, data, filename, self.limits)
+
+    async def save(
+        self, actor: Actor, imported: ImportedScenario, rights: ImportRights
+    ) -> SavedScenario:
+        """Write a previewed scenario, its cards, scripts and options, in one transaction."""
+        async with self.db.session() as session, session.begin():
+            await _check_may_manage(session, actor, rights, "import scenarios")
+            await touch_user(session, actor.user_id, actor.user_name)
+            server_id = actor.server_id
+            owner_id = None if server_id is not None else actor.user_id
+            if server_id is not None:
+                await touch_server(session, server_id, actor.server_name)
+            draft = imported.draft
+            title = await _free_title(session, draft.title, server_id, owner_id)
+            top = await _insert(session, draft, title, server_id, owner_id, parent_id=None)
+            assert top.id is not None
+            return SavedScenario(
+                top.id,
+                title,
+                "this server's library" if server_id is not None else "your library",
+                imported.card_count,
+                imported.script_count,
+                imported.option_count,
+            )
+
+    # --- export, list, show, delete --------------------------------------------------------------
+
+    async def export(self, actor: Actor, query: str) -> ScenarioExport:
+        """The scenario as a Campfire bundle, and its cards as an AI Dungeon story-card file."""
+        async with self.db.session() as session:
+            scenario = await resolve_scenario(
+                session, query, server_id=actor.server_id, user_id=actor.user_id
+            )
+            draft = await load_draft(session, scenario)
+        stem = _file_stem(draft.title)
+        files = [ScenarioFile(f"{stem}.campfire.json", _dump(write_bundle(draft)))]
+        if draft.cards:
+            cards = aidungeon.story_card_file(draft.cards)
+            files.append(ScenarioFile(f"{stem}.story-cards.json", _dump(cards)))
+        return ScenarioExport(draft.title, files)
+
+    async def listing(self, actor: Actor) -> LibraryListing:
+        async with self.db.session() as session:
+            scenarios = await visible_scenarios(session, actor.server_id, actor.user_id, limit=300)
+            ids = [s.id for s in scenarios]
+            cards = await _counts(session, ScenarioCard.scenario_id, ids)
+            options = await _counts(session, Scenario.parent_id, ids)
+        listing = LibraryListing()
+        for s in scenarios:
+            assert s.id is not None
+            entry = ScenarioEntry(s.id, s.title, s.icon, cards.get(s.id, 0), options.get(s.id, 0))
+            if s.builtin_key is not None:
+                listing.shipped.append(entry)
+            elif s.server_id is not None:
+                listing.server.append(entry)
+            else:
+                listing.own.append(entry)
+        return listing
+
+    async def show(self, actor: Actor, query: str) -> ScenarioDetails:
+        async with self.db.session() as session:
+            scenario = await resolve_scenario(
+                session, query, server_id=actor.server_id, user_id=actor.user_id
+            )
+            draft = await load_draft(session, scenario)
+            assert scenario.id is not None
+            return ScenarioDetails(
+                scenario.id,
+                draft.title,
+                draft.icon,
+                draft.description,
+                draft.tags,
+                _source(scenario),
+                draft.prompt,
+                len(draft.cards),
+                len(draft.scripts),
+                [option.title for option in draft.options],
+                draft.placeholders,
+                bool(draft.stat_schema),
+            )
+
+    async def delete(self, actor: Actor, query: str, rights: ImportRights) -> str:
+        """Delete a scenario with its cards, scripts and options; adventures keep their copies."""
+        async with self.db.session() as session, session.begin():
+            scenario = await resolve_scenario(
+                session, query, server_id=actor.server_id, user_id=actor.user_id
+            )
+            if scenario.builtin_key is not None:
+                raise NotAllowed(f"“{scenario.title}” ships with Campfire and cannot be deleted.")
+            if scenario.parent_id is not None:
+                parent = await session.get(Scenario, scenario.parent_id)
+                raise NotAllowed(
+                    f"“{scenario.title}” is an option of “{parent.title if parent else '?'}”; "
+                    "delete that scenario instead."
+                )
+            if scenario.owner_id != actor.user_id:
+                await _check_may_manage(session, actor, rights, "delete this server's scenarios")
+            title = scenario.title
+            await session.execute(delete(Scenario).where(Scenario.id == scenario.id))
+            return title
+
+    async def set_importer_role(
+        self, actor: Actor, role_id: int | None, rights: ImportRights
+    ) -> None:
+        """Name the role whose members may import (None: only managers)."""
+        if actor.server_id is None:
+            raise NotAllowed("Importer roles belong to a server; in a DM you import for yourself.")
+        if not rights.is_manager:
+            raise NotAllowed("Only members with the Manage Server permission can choose this.")
+        async with self.db.session() as session, session.begin():
+            await touch_server(session, actor.server_id, actor.server_name)
+            server = await session.get(Server, actor.server_id)
+            assert server is not None
+            server.importer_role_id = role_id
+
+
+# --- helpers -------------------------------------------------------------------------------------
+
+
+async def _check_may_manage(
+    session: AsyncSession, actor: Actor, rights: ImportRights, what: str
+) -> None:
+    if actor.server_id is None or rights.is_manager:
+        return
+    server = await session.get(Server, actor.server_id)
+    role = server.importer_role_id if server is not None else None
+    if role is not None and role in rights.role_ids:
+        return
+    who = "members with the Manage Server permission"
+    if role is not None:
+        who += f" and the <@&{role}> role"
+    raise NotAllowed(f"Only {who} can {what} here. In a DM with me you can import your own.")
+
+
+async def _free_title(
+    session: AsyncSession, title: str, server_id: int | None, owner_id: int | None
+) -> str:
+    """The title, numbered if the library already has one like it (so /start can tell them
+    apart)."""
+    scope = (
+        Scenario.server_id == server_id
+        if server_id is not None
+        else (Scenario.owner_id == owner_id)
+    )
+    taken = {
+        t.casefold()
+        for t in await session.scalars(
+            select(Scenario.title).where(scope, Scenario.parent_id.is_(None))
+        )
+    }
+    candidate, n = title, 2
+    while candidate.casefold() in taken:
+        suffix = f" ({n})"
+        candidate = title[: 100 - len(suffix)] + suffix
+        n += 1
+    return candidate
+
+
+async def _insert(
+    session: AsyncSession,
+    draft: ScenarioDraft,
+    title: str,
+    server_id: int | None,
+    owner_id: int | None,
+    parent_id: int | None,
+) -> Scenario:
+    scenario = Scenario(
+        title=title,
+        icon=draft.icon,
+        description=draft.description,
+        tags=list(draft.tags),
+        prompt=draft.prompt,
+        plot_essentials=draft.plot_essentials,
+        authors_note=draft.authors_note,
+        ai_instructions=draft.ai_instructions,
+        stat_schema=draft.stat_schema,
+        server_id=server_id,
+        owner_id=owner_id,
+        parent_id=parent_id,
+    )
+    session.add(scenario)
+    await session.flush()
+    assert scenario.id is not None
+    session.add_all(
+        ScenarioCard(
+            scenario_id=scenario.id,
+            position=i,
+            title=c.title,
+            type=c.type,
+            keys=c.keys,
+            entry=c.entry,
+            description=c.description,
+            always_on=c.always_on,
+        )
+        for i, c in enumerate(draft.cards)
+    )
+    session.add_all(
+        ScenarioScript(
+            scenario_id=scenario.id,
+            position=i,
+            name=s.name,
+            description=s.description,
+            enabled=s.enabled,
+            shared_library=s.shared_library,
+            on_input=s.on_input,
+            on_model_context=s.on_model_context,
+            on_output=s.on_output,
+        )
+        for i, s in enumerate(draft.scripts)
+    )
+    for option in draft.options:
+        await _insert(session, option, option.title, server_id, owner_id, parent_id=scenario.id)
+    await session.flush()
+    return scenario
+
+
+async def load_draft(session: AsyncSession, scenario: Scenario) -> ScenarioDraft:
+    """A stored scenario with its cards, scripts and options, as a draft (for export)."""
+    draft = ScenarioDraft(
+        title=scenario.title,
+        icon=scenario.icon,
+        description=scenario.description,
+        tags=list(scenario.tags or []),
+        prompt=scenario.prompt,
+        plot_essentials=scenario.plot_essentials,
+        authors_note=scenario.authors_note,
+        ai_instructions=scenario.ai_instructions,
+        stat_schema=dict(scenario.stat_schema or {}),
+    )
+    cards = await session.scalars(
+        select(ScenarioCard)
+        .where(ScenarioCard.scenario_id == scenario.id)
+        .order_by(ScenarioCard.position, ScenarioCard.id)
+    )
+    draft.cards = [
+        ImportedCard(c.title, c.keys, c.entry, c.type, c.description, c.always_on) for c in cards
+    ]
+    scripts = await session.scalars(
+        select(ScenarioScript)
+        .where(ScenarioScript.scenario_id == scenario.id)
+        .order_by(ScenarioScript.position, ScenarioScript.id)
+    )
+    draft.scripts = [
+        ImportedScript(
+            s.name,
+            s.description,
+            s.enabled,
+            s.shared_library,
+            s.on_input,
+            s.on_model_context,
+            s.on_output,
+        )
+        for s in scripts
+    ]
+    children = await session.scalars(
+        select(Scenario).where(Scenario.parent_id == scenario.id).order_by(Scenario.id)
+    )
+    draft.options = [await load_draft(session, child) for child in list(children)]
+    return draft
+
+
+async def _counts(session: AsyncSession, column, ids: list[int | None]) -> dict[int, int]:
+    if not ids:
+        return {}
+    rows = await session.execute(
+        select(column, func.count()).where(column.in_(ids)).group_by(column)
+    )
+    return {key: count for key, count in rows.all()}
+
+
+def _source(scenario: Scenario) -> str:
+    if scenario.builtin_key is not None:
+        return "shipped with Campfire"
+    if scenario.server_id is not None:
+        return "this server's library"
+    return "your library"
+
+
+def _file_stem(title: str) -> str:
+    stem = re.sub(r"[^A-Za-z0-9]+", "-", title).strip("-").lower()
+    return stem[:60] or "scenario"
+
+
+def _dump(value: object) -> bytes:
+    return (json.dumps(value, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
