@@ -20,6 +20,7 @@ from engine.providers.local import LocalLlamaProvider
 from engine.providers.openai_compat import OpenAICompatibleProvider
 from engine.queue import AdventureQueue
 from engine.storage.database import Database
+from engine.tree import StoryTree
 from engine.turns import TurnEngine
 
 log = logging.getLogger(__name__)
@@ -35,6 +36,7 @@ class Services:
     turns: TurnEngine
     leases: TurnLeases
     play: PlayService
+    tree: StoryTree
 
     async def aclose(self) -> None:
         await self.provider.aclose()
@@ -84,5 +86,10 @@ async def build_services(settings: Settings) -> Services:
     # Names this process in lease rows, so a reclaimed lease says whose turn was cut off.
     holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
     leases = TurnLeases(db, holder=holder)
-    play = PlayService(db, turns, leases, AdventureQueue(cap=settings.max_queued_actions))
-    return Services(settings, db, provider, make_embedder(settings), secrets, turns, leases, play)
+    queue = AdventureQueue(cap=settings.max_queued_actions)
+    play = PlayService(db, turns, leases, queue)
+    # Head moves wait for no turn: they are refused while one is being written here.
+    tree = StoryTree(db, queue)
+    return Services(
+        settings, db, provider, make_embedder(settings), secrets, turns, leases, play, tree
+    )

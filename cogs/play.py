@@ -39,6 +39,12 @@ HELP = """\
 `/state show`: health, trust, flags and the rest, with what each number means
 `/state set <path> <value>`: correct a value (the host and server managers)
 
+**Rewind and branch**
+`/retry` or 🔁: write the newest turn again (‹ › pages the takes)
+`/undo` ↩️, `/redo` ↪️: take back the newest turn, bring it back
+`/edit`: correct the newest turn's text
+`/branch list|new|switch|rename|delete`, `/savepoint add|list|restore|delete`, `/tree`
+
 **See how it works**
 `/insights [turn]` or the 🔍 button: what the model was given for a turn, and why
 

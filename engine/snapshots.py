@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import delete, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from engine.storage.models import Adventure, AdventureCard
+from engine.storage.models import Adventure, AdventureCard, AdventureScript
 
 #: The card columns a snapshot keeps (the id too, so a script's card ids stay stable).
 CARD_FIELDS = ("id", "position", "type", "title", "keys", "entry", "description", "always_on")
@@ -39,6 +39,19 @@ async def load_cards(session: AsyncSession, adventure_id: int) -> list[Adventure
         .order_by(AdventureCard.position, AdventureCard.id)
     )
     return list(result.scalars())
+
+
+async def capture_current(session: AsyncSession, adventure: Adventure) -> dict[str, Any]:
+    """The adventure's state as it stands; its cards too when it has scripts (which may change
+    them), the same rule a turn's snapshot follows."""
+    assert adventure.id is not None
+    scripted = await session.scalar(
+        select(AdventureScript.id)
+        .where(AdventureScript.adventure_id == adventure.id, AdventureScript.enabled.is_(True))
+        .limit(1)
+    )
+    cards = await load_cards(session, adventure.id) if scripted is not None else None
+    return capture(adventure.world_state, adventure.script_state, cards)
 
 
 async def restore(session: AsyncSession, adventure_id: int, snapshot: dict[str, Any]) -> None:
