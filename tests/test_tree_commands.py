@@ -63,7 +63,10 @@ async def test_retry_adds_a_take_and_the_pager_shows_each_in_place(env, fake_mod
     first = env.fake.message(first.id)
     assert first.buttons == [] and "Retried" in first.embeds[0]["description"]
 
-    await env.fake.press(env.bob, newest.id, label="‹")
+    # Choosing a take makes it live: for the same people who may retry.
+    refused = await env.fake.press(env.bob, newest.id, label="‹")
+    assert refused.ephemeral and "Only the player" in answer(env, refused).content
+    await env.fake.press(env.alice, newest.id, label="‹")
     await env.done()
     paged = env.fake.message(newest.id)
     assert paged.content == "The first telling."  # edited in place
