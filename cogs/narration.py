@@ -200,7 +200,8 @@ class Narrator:
                 else:
                     # A turn this process never showed: say where the story stands.
                     target = await channel.send(
-                        f"-# The story now stands here:\n{_cut(move.head_text)}", view=view
+                        f"-# The story now stands here:\n{_cut(move.head_text, MESSAGE_MAX - 40)}",
+                        view=view,
                     )
                 self._with_buttons[channel.id] = target
             except discord.HTTPException:

@@ -188,11 +188,15 @@ class PlayService:
         turn; a button press acts once per story version.
         """
 
+        asked_for: list[int] = []
+
         async def allowed(session: AsyncSession, adventure: Adventure) -> None:
             assert adventure.head_node_id is not None
             head = await session.get(StoryNode, adventure.head_node_id)
             assert head is not None
             await check_may_rewrite(session, adventure, head, actor, is_manager)
+            # The turn retried is the newest one now, even if the retry waits in the queue.
+            asked_for.append(adventure.head_node_id)
 
         try:
             adventure_id = await self._record(
@@ -203,7 +207,7 @@ class PlayService:
             return
 
         def turn(fence: Fence) -> AsyncIterator[TurnEvent]:
-            return self.turns.retry(adventure_id, fence=fence)
+            return self.turns.retry(adventure_id, node_id=asked_for[0], fence=fence)
 
         async with aclosing(self._run_queued(adventure_id, turn, request_id)) as events:
             async for event in events:

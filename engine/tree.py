@@ -700,8 +700,10 @@ class StoryTree:
     async def _before_turn(
         self, session: AsyncSession, adventure: Adventure, node: StoryNode
     ) -> dict[str, Any]:
-        if node.state_before is not None:
-            return node.state_before
+        assert node.id is not None
+        own = await _state_before(session, node.id)
+        if own is not None:
+            return own
         if node.parent_id is not None:
             parent_state = await _state_before(session, node.parent_id)
             if parent_state is not None:

@@ -305,7 +305,7 @@ class TurnEngine:
     # --- retry: another take of the newest turn ------------------------------------------------
 
     async def retry(
-        self, adventure_id: int, *, fence: Fence | None = None
+        self, adventure_id: int, *, node_id: int | None = None, fence: Fence | None = None
     ) -> AsyncIterator[TurnEvent]:
         """Write the newest narrator turn again, as another take. Ends with ``TurnDone`` or
         ``TurnFailed``.
@@ -317,7 +317,7 @@ class TurnEngine:
         live, with its state.
         """
         try:
-            async with aclosing(self._retry(adventure_id, fence)) as events:
+            async with aclosing(self._retry(adventure_id, node_id, fence)) as events:
                 async for event in events:
                     yield event
         except CampfireError as error:
@@ -326,11 +326,19 @@ class TurnEngine:
             reference = log_incident(f"retry failed (adventure {adventure_id})", error)
             yield TurnFailed(InternalError(reference))
 
-    async def _retry(self, adventure_id: int, fence: Fence | None) -> AsyncIterator[TurnEvent]:
+    async def _retry(
+        self, adventure_id: int, node_id: int | None, fence: Fence | None
+    ) -> AsyncIterator[TurnEvent]:
         async with self.db.session() as session:
             adventure = await session.get(Adventure, adventure_id)
             if adventure is None or adventure.ended_at is not None:
                 raise NotFound("There is no adventure running here. Start one with /start.")
+            if node_id is not None and adventure.head_node_id != node_id:
+                # Asked for while another turn was still being written: that one is newer.
+                raise StoryMovedOn(
+                    "The story moved on before the retry could start (a newer turn arrived), "
+                    "so nothing was retried. Look at the newest turn first."
+                )
             plan = await plan_retry(session, adventure)
             # A detached copy rolled back to the turn's snapshot: what the turn first saw.
             session.expunge(adventure)
@@ -429,7 +437,7 @@ class TurnEngine:
                     reasoning=reasoning,
                     state_block=block,
                     state_report=report,
-                    state_before=node.state_before if plan.parent_is_narrator else None,
+                    state_before=plan.snapshot if plan.parent_is_narrator else None,
                     state_after=after,
                     **measured,
                 )

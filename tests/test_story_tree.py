@@ -545,3 +545,35 @@ async def test_loading_a_page_of_turns_never_selects_takes_or_snapshots(db, engi
             "context_report",
         ):
             assert heavy not in statement
+
+
+async def test_retrying_a_continue_under_undone_turns_keeps_its_snapshot(
+    db, engine, tree, fake_model
+):
+    adventure_id = await bandit_camp(db)
+    await host(db, adventure_id)
+    fake_model.queue(
+        f"Hit.\n\n{block(-10)}", f"Hit hard.\n\n{block(-30)}", f"Dodged.\n\n{block(-1)}"
+    )
+    first = await turn(engine, adventure_id)  # a continue: its parent is the opening
+    await turn(engine, adventure_id, "charge")
+    await tree.undo(ALICE, CHANNEL)
+    done = await retry(engine, adventure_id)
+    assert isinstance(done, TurnDone), done
+    fresh = done.result.narrator_node_id
+    assert done.result.replaced_node_id == first.narrator_node_id != fresh
+    # The new version starts from the same state as the one it stands beside.
+    assert await column(db, fresh, "state_before") == await column(
+        db, first.narrator_node_id, "state_before"
+    )
+    assert (await adventure_of(db, adventure_id)).world_state["values"]["player.hp"] == 99
+
+
+async def test_a_retry_asked_for_an_older_turn_retries_nothing(db, engine, fake_model):
+    adventure_id = await new_adventure(db)
+    fake_model.queue("One.", "Two.")
+    first = await turn(engine, adventure_id, "one")
+    await turn(engine, adventure_id, "two")  # arrived while the retry waited in the queue
+    events = [e async for e in engine.retry(adventure_id, node_id=first.narrator_node_id)]
+    assert isinstance(events[-1], TurnFailed) and "moved on" in events[-1].error.message
+    assert len(fake_model.requests) == 2
