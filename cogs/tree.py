@@ -24,6 +24,10 @@ from engine.tree import EDIT_MAX_CHARS, NAME_MAX, BranchView, SavePointView
 if TYPE_CHECKING:
     from bot.discord_bot import CampfireBot
 
+TREE_LEGEND = (
+    "● a branch's newest entry · ◀ where the story stands · ⚑ a save point · "
+    "numbers count story entries (actions and narration)"
+)
 #: How long the edit form stays answerable.
 FORM_TIMEOUT_S = 30 * 60
 
@@ -164,8 +168,8 @@ class StoryTreeCog(commands.Cog):
     async def tree(self, interaction: discord.Interaction) -> None:
         """The story's shape: its branches, where they part, save points, where you are."""
         picture = await self.bot.services.tree.picture(channel_id_of(interaction))
-        body = picture if len(picture) < 1900 else picture[:1890] + "\n…"
-        await reply(interaction, f"```\n{body}\n```")
+        body = picture if len(picture) < 1800 else picture[:1790] + "\n…"
+        await reply(interaction, f"```\n{body}\n```\n-# {TREE_LEGEND}")
 
     # --- branches ---
 
