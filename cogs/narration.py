@@ -94,6 +94,7 @@ class Narrator:
         stream: StreamingMessage | None = None
         text = ""
         action_line = ""
+        action_message: discord.Message | None = None
         async with aclosing(events) as turn:
             async for event in turn:
                 if isinstance(event, Queued):
@@ -105,7 +106,7 @@ class Narrator:
                     action_line = (
                         event.text or f"⏩ *{interaction.user.display_name} lets the story go on.*"
                     )
-                    await self._edit_original(interaction, action_line)
+                    action_message = await self._edit_original(interaction, action_line)
                 elif isinstance(event, TextDelta):
                     if stream is None:
                         stream = StreamingMessage(channel, self.pacer)
@@ -134,6 +135,9 @@ class Narrator:
                         earlier = result.replaced_node_id or result.narrator_node_id
                         await self._mark(channel, [earlier], "🔁 Retried: the new take is below.")
                     self._remember(result.narrator_node_id, messages)
+                    if result.action_node_id is not None and action_message is not None:
+                        # The player's action is marked with its turn when undone.
+                        self._remember(result.action_node_id, [action_message])
                 elif isinstance(event, TurnFailed):
                     if stream is not None:
                         await stream.fail("⚠ *The narration stopped here; nothing was saved.*")
@@ -306,27 +310,27 @@ class Narrator:
         content: str,
         *,
         view: discord.ui.View | None = None,
-    ) -> None:
+    ) -> discord.Message | None:
+        """Show ``content`` as the interaction's answer; returns the message that shows it."""
         try:
             if view is None:
-                await interaction.edit_original_response(content=content)
-            else:
-                await interaction.edit_original_response(content=content, view=view)
-            return
+                return await interaction.edit_original_response(content=content)
+            return await interaction.edit_original_response(content=content, view=view)
         except discord.HTTPException as error:
             if error.code not in INTERACTION_GONE:
                 # Anything else (a hiccup, a 5xx) only costs this line; the story goes on.
                 log.warning("could not edit the response to %s: %s", interaction.id, error)
-                return
+                return None
         # The interaction's token expired (a long wait in the queue): say it in the channel.
         log.info("interaction %s expired; posting to the channel", interaction.id)
         channel = interaction.channel
         if isinstance(channel, discord.abc.Messageable):
             try:
                 await self.pacer.acquire(channel.id)
-                await channel.send(content, view=view or discord.utils.MISSING)
+                return await channel.send(content, view=view or discord.utils.MISSING)
             except discord.HTTPException:
                 log.warning("could not post to channel %s", channel.id, exc_info=True)
+        return None
 
 
 def _cut(text: str, limit: int = MESSAGE_MAX) -> str:

@@ -126,13 +126,16 @@ async def test_undo_marks_the_turn_and_redo_brings_it_back(env, fake_model):
     thread = await start_thread(env)
     fake_model.queue("One.", "Two.")
     one, _ = await act(env, thread, env.alice, "one")
-    two, _ = await act(env, thread, env.alice, "two")
+    two, two_action = await act(env, thread, env.alice, "two")
 
     record = await env.fake.slash(env.alice, thread, "undo")
     await env.done()
     assert "undid" in answer(env, record).content and not record.ephemeral
     two = env.fake.message(two.id)
     assert "Undone" in two.embeds[0]["description"] and two.buttons == []
+    # The player's action that the turn answered is marked too.
+    action = env.fake.message(two_action.original_message_id)
+    assert action.content == "> You two." and "Undone" in action.embeds[0]["description"]
     # The buttons moved to the turn the story stands on, with Redo.
     one = env.fake.message(one.id)
     assert labels(one) == ["Continue", "Retry", "Undo", "Redo", "Insights"]
@@ -141,6 +144,7 @@ async def test_undo_marks_the_turn_and_redo_brings_it_back(env, fake_model):
     await env.done()
     two = env.fake.message(two.id)
     assert two.embeds == [] and two.content == "Two."
+    assert env.fake.message(two_action.original_message_id).embeds == []
     assert "Redo" not in labels(two)
 
 
