@@ -147,7 +147,13 @@ class Narrator:
                     await self._edit_original(interaction, content, view=view)
 
     async def post_opening(
-        self, channel: discord.abc.Messageable, opening: str, adventure_id: int, version: int
+        self,
+        channel: discord.abc.Messageable,
+        opening: str,
+        adventure_id: int,
+        version: int,
+        *,
+        node_id: int | None = None,
     ) -> None:
         self._begin()
         try:
@@ -159,6 +165,8 @@ class Narrator:
             self._end()
         if messages:
             self._with_buttons[messages[-1].channel.id] = messages[-1]
+            if node_id is not None:
+                self._remember(node_id, messages)
 
     # --- head moves -------------------------------------------------------------------------
 

@@ -97,7 +97,11 @@ class PlayCog(commands.Cog):
         else:
             await interaction.edit_original_response(content=f"{header} begins.")
         await self.bot.narrator.post_opening(
-            target, started.opening, started.adventure_id, started.version
+            target,
+            started.opening,
+            started.adventure_id,
+            started.version,
+            node_id=started.opening_node_id,
         )
 
     @start.autocomplete("scenario")

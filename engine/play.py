@@ -64,6 +64,8 @@ class StartedAdventure:
     icon: str
     opening: str
     version: int
+    #: The opening's story node (the root of the tree), so its message can take buttons again.
+    opening_node_id: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,7 +125,12 @@ class PlayService:
                 host_id=actor.user_id,
             )
             return StartedAdventure(
-                adventure.id, adventure.title, adventure.icon, adventure.prompt, adventure.version
+                adventure.id,
+                adventure.title,
+                adventure.icon,
+                adventure.prompt,
+                adventure.version,
+                adventure.head_node_id,
             )
 
     async def adventure_in(self, channel_id: int) -> AdventureRef | None:

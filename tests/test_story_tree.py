@@ -577,3 +577,32 @@ async def test_a_retry_asked_for_an_older_turn_retries_nothing(db, engine, fake_
     events = [e async for e in engine.retry(adventure_id, node_id=first.narrator_node_id)]
     assert isinstance(events[-1], TurnFailed) and "moved on" in events[-1].error.message
     assert len(fake_model.requests) == 2
+
+
+async def test_a_retried_turn_is_still_inside_its_cooldown(db, engine, fake_model):
+    adventure_id = await bandit_camp(db)
+    async with db.session() as session, session.begin():
+        adventure = await session.get(Adventure, adventure_id)
+        schema = dict(adventure.stat_schema)
+        schema["player"] = {**schema["player"], "mana": {**schema["player"]["mana"], "cooldown": 2}}
+        await session.execute(
+            update(Adventure).where(Adventure.id == adventure_id).values(stat_schema=schema)
+        )
+    fake_model.queue(
+        f"You cast a spark.\n\n{block(0, -5)}",
+        f"You cast again.\n\n{block(0, -5)}",
+        f"You cast once more.\n\n{block(0, -5)}",
+    )
+    await turn(engine, adventure_id, "cast")  # mana changes at index 2
+    second = await turn(engine, adventure_id, "cast again")  # index 4: still cooling down
+    mana = (await adventure_of(db, adventure_id)).world_state["values"]["player.mana"]
+    assert mana == 25
+    report = await column(db, second.narrator_node_id, "state_report")
+    assert any("mana" in r["path"] for r in report["rejected"])
+
+    done = await retry(engine, adventure_id)
+    assert isinstance(done, TurnDone)
+    # Had the retry advanced the clock to index 6, the cooldown would have let mana change.
+    assert (await adventure_of(db, adventure_id)).world_state["values"]["player.mana"] == 25
+    report = await column(db, second.narrator_node_id, "state_report")
+    assert any("mana" in r["path"] for r in report["rejected"])

@@ -217,3 +217,20 @@ async def test_branches_save_points_and_the_tree(env, fake_model):
     picture = await env.fake.slash(env.bob, thread, "tree")
     drawn = answer(env, picture).content
     assert drawn.startswith("```") and "main" in drawn and "fork 2" in drawn and "⚑camp" in drawn
+
+
+async def test_undoing_back_to_the_opening_puts_its_buttons_back(env, fake_model):
+    thread = await start_thread(env)
+    opening = env.fake.messages(thread)[0]
+    fake_model.queue("One.")
+    await act(env, thread, env.alice, "one")
+    assert env.fake.message(opening.id).buttons == []
+    await env.fake.slash(env.alice, thread, "undo")
+    await env.done()
+    # The opening cannot be retried or undone; the story can go on from it, or be redone.
+    assert labels(env.fake.message(opening.id)) == ["Continue", "Redo"]
+    refused = await env.fake.slash(env.alice, thread, "undo")
+    assert refused.ephemeral and "opening" in answer(env, refused).content
+    refused = await env.fake.slash(env.alice, thread, "retry")
+    await env.done()
+    assert "opening" in answer(env, refused).content
