@@ -16,6 +16,7 @@ from cogs.context import actor_of, channel_id_of
 from cogs.insights import show_insights_safely
 from cogs.replies import reply
 from engine.actions import PlayerAction
+from engine.errors import CampfireError
 from engine.storage.models import ActionType
 from engine.tree import MOVED_ON
 
@@ -156,6 +157,8 @@ class RetakeButton(
         if current is None or current.version != self.version:
             await reply(interaction, f"⚠ {MOVED_ON}")
             return
+        if not await retry_allowed(interaction):
+            return
         await interaction.response.defer(thinking=True)
         events = bot.services.play.retry_turn(
             actor_of(interaction),
@@ -165,6 +168,21 @@ class RetakeButton(
             is_manager=is_story_manager(interaction),
         )
         await bot.narrator.show(interaction, events)
+
+
+async def retry_allowed(interaction: discord.Interaction) -> bool:
+    """Checked before deferring, so a refusal (not yours, the opening) is told privately."""
+    bot: CampfireBot = interaction.client  # type: ignore[assignment]
+    try:
+        await bot.services.tree.check_retry(
+            actor_of(interaction),
+            channel_id_of(interaction),
+            is_manager=is_story_manager(interaction),
+        )
+    except CampfireError as error:
+        await reply(interaction, f"⚠ {error.message}")
+        return False
+    return True
 
 
 class UndoButton(

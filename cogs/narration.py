@@ -182,7 +182,10 @@ class Narrator:
             await reply(interaction, f"⚠ {error.message}")
             return
         await interaction.response.send_message(
-            note.format(who=interaction.user.display_name, branch=result.branch)
+            note.format(
+                who=discord.utils.escape_markdown(interaction.user.display_name),
+                branch=discord.utils.escape_markdown(result.branch),
+            )
         )
         channel = interaction.channel
         if isinstance(channel, discord.abc.Messageable):

@@ -15,7 +15,7 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from cogs.buttons import is_story_manager
+from cogs.buttons import is_story_manager, retry_allowed
 from cogs.context import actor_of, channel_id_of
 from cogs.errors import on_app_command_error
 from cogs.replies import reply
@@ -106,18 +106,12 @@ class StoryTreeCog(commands.Cog):
     def __init__(self, bot: CampfireBot) -> None:
         self.bot = bot
 
-    async def _has_adventure(self, interaction: discord.Interaction) -> bool:
-        if await self.bot.services.play.adventure_in(channel_id_of(interaction)) is None:
-            await reply(interaction, "There is no adventure running here. Start one with `/start`.")
-            return False
-        return True
-
     # --- turns ---
 
     @app_commands.command(name="retry")
     async def retry(self, interaction: discord.Interaction) -> None:
         """Write the newest turn again; every take is kept (‹ › pages them)."""
-        if not await self._has_adventure(interaction):
+        if not await retry_allowed(interaction):
             return
         await interaction.response.defer(thinking=True)
         events = self.bot.services.play.retry_turn(

@@ -554,6 +554,20 @@ class StoryTree:
             take_count=target.take_count,
         )
 
+    async def check_retry(self, actor: Actor, channel_id: int, *, is_manager: bool = False) -> None:
+        """Whether ``actor`` may retry the newest turn here; raises the reason if not. Asked
+        before a retry is queued, so a refusal is told to the player alone."""
+        async with self.db.session() as session:
+            adventure = await active_adventure(session, channel_id)
+            if adventure is None or adventure.head_node_id is None:
+                raise NotFound(NO_ADVENTURE)
+            head = await self._head(session, adventure)
+            if head.parent_id is None or head.role != Role.NARRATOR:
+                raise InvalidInput(
+                    "There is no narrator turn to retry yet: the story is at its opening."
+                )
+            await check_may_rewrite(session, adventure, head, actor, is_manager)
+
     # --- undo and redo ---
 
     async def undo(

@@ -157,6 +157,13 @@ async def test_only_the_author_the_host_or_a_manager_may_undo(env, fake_model):
     assert (
         refused.ephemeral and "Only the player who wrote that turn" in answer(env, refused).content
     )
+    requests = len(fake_model.requests)
+    newest = [m for m in env.fake.messages(thread) if m.buttons][-1]
+    typed = await env.fake.slash(env.bob, thread, "retry")
+    pressed = await env.fake.press(env.bob, newest.id, label="Retry")
+    for refused in (typed, pressed):
+        assert refused.ephemeral and "Only the player" in answer(env, refused).content
+    assert len(fake_model.requests) == requests
     allowed = await env.fake.slash(env.alice, thread, "undo")
     await env.done()
     assert not allowed.ephemeral
@@ -232,5 +239,4 @@ async def test_undoing_back_to_the_opening_puts_its_buttons_back(env, fake_model
     refused = await env.fake.slash(env.alice, thread, "undo")
     assert refused.ephemeral and "opening" in answer(env, refused).content
     refused = await env.fake.slash(env.alice, thread, "retry")
-    await env.done()
-    assert "opening" in answer(env, refused).content
+    assert refused.ephemeral and "opening" in answer(env, refused).content
