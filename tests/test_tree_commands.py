@@ -76,6 +76,18 @@ async def test_retry_adds_a_take_and_the_pager_shows_each_in_place(env, fake_mod
         node = await session.get(StoryNode, adventure.head_node_id)
     assert (node.text, node.live_take, node.take_count) == ("The first telling.", 1, 2)
 
+    # A double click on › shows take 2 once; the other press changes nothing.
+    first, second = await asyncio.gather(
+        env.fake.press(env.alice, newest.id, label="›"),
+        env.fake.press(env.alice, newest.id, label="›"),
+    )
+    await env.done()
+    assert sorted([first.ephemeral, second.ephemeral]) == [False, True]
+    stale = first if first.ephemeral else second
+    assert "moved on" in answer(env, stale).content
+    assert env.fake.message(newest.id).content == "The second telling."
+    assert (await adventure_here(env, thread)).version == adventure.version + 1
+
 
 async def test_stale_and_double_presses_change_nothing(env, fake_model):
     thread = await start_thread(env)
