@@ -20,7 +20,7 @@ from engine.providers.local import LocalLlamaProvider
 from engine.providers.openai_compat import OpenAICompatibleProvider
 from engine.queue import AdventureQueue
 from engine.storage.database import Database
-from engine.tree import StoryTree
+from engine.story_tree import StoryTree
 from engine.turns import TurnEngine
 
 log = logging.getLogger(__name__)

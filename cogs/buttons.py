@@ -18,7 +18,7 @@ from cogs.replies import reply
 from engine.actions import PlayerAction
 from engine.errors import CampfireError
 from engine.storage.models import ActionType
-from engine.tree import MOVED_ON
+from engine.story_tree import MOVED_ON
 
 if TYPE_CHECKING:
     from bot.discord_bot import CampfireBot

@@ -35,7 +35,7 @@ from engine.events import (
     TurnFailed,
     TurnInterrupted,
 )
-from engine.tree import HeadMove
+from engine.story_tree import HeadMove
 
 if TYPE_CHECKING:
     from bot.discord_bot import CampfireBot

@@ -1,6 +1,6 @@
 """The story tree in Discord: /retry, /undo, /redo, /edit, /branch …, /savepoint … and /tree.
 
-Each command is one call to the engine (``engine.tree.StoryTree``, or the play service for a
+Each command is one call to the engine (``engine.story_tree.StoryTree``, or the play service for a
 retry, which writes a turn); the narrator shows what changed. Who may rewrite a turn (its
 action's author, the host, members who manage the server or its messages) and who may change
 branches and save points (the host and those members) is the engine's rule; the cog only says
@@ -19,7 +19,7 @@ from cogs.buttons import is_story_manager, retry_allowed
 from cogs.context import actor_of, channel_id_of
 from cogs.errors import on_app_command_error
 from cogs.replies import reply
-from engine.tree import EDIT_MAX_CHARS, NAME_MAX, BranchView, SavePointView
+from engine.story_tree import EDIT_MAX_CHARS, NAME_MAX, BranchView, SavePointView
 
 if TYPE_CHECKING:
     from bot.discord_bot import CampfireBot

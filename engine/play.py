@@ -36,7 +36,7 @@ from engine.scenarios import resolve_scenario, visible_scenarios
 from engine.storage.database import Database
 from engine.storage.models import ActionType, Adventure, RequestRecord, StoryNode, utcnow
 from engine.story import line_tail
-from engine.tree import check_may_rewrite
+from engine.story_tree import check_may_rewrite
 from engine.turns import Fence, TurnEngine
 
 log = logging.getLogger(__name__)

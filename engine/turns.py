@@ -43,8 +43,9 @@ from engine.storage.models import (
     StoryNode,
     utcnow,
 )
+from engine.story_tree.lines import advance_line, fork_beside, has_children
+from engine.story_tree.takes import RetryPlan, add_take, plan_retry
 from engine.tokens import count_tokens
-from engine.tree import RetryPlan, add_take, advance_line, fork_beside, has_children, plan_retry
 from engine.world_state.apply import BlockHolder, SettledWorld, schema_of, settle
 
 log = logging.getLogger(__name__)
@@ -444,7 +445,7 @@ class TurnEngine:
                 session.add(fresh)
                 await session.flush()
                 replaced, node, take = node.id, fresh, 1
-                await fork_beside(session, adventure, plan, fresh.id)
+                await fork_beside(session, adventure, plan.node_id, fresh.id)
             else:
                 take = await add_take(
                     session,

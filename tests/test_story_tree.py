@@ -22,7 +22,7 @@ from engine.storage.models import (
     Take,
 )
 from engine.story import line_tail, line_window
-from engine.tree import StoryTree
+from engine.story_tree import StoryTree
 from engine.turns import TurnEngine
 from tests.fakes.openai_server import Reply
 from tests.helpers import new_adventure

@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import aliased, undefer
+from sqlalchemy.orm import undefer
 
 from engine.adventures import active_adventure
-from engine.errors import InvalidInput, NotAllowed, NotFound, StoryMovedOn
+from engine.errors import InvalidInput, NotFound, StoryMovedOn
 from engine.memory.cursors import story_cut_back
 from engine.snapshots import capture, capture_current, restore
 from engine.storage.models import (
@@ -33,13 +33,21 @@ from engine.storage.models import (
     SavePoint,
     StoryNode,
     Take,
-    User,
     utcnow,
 )
 from engine.story import line_tail
+from engine.story_tree.access import check_may_rewrite, check_may_steer_story
+from engine.story_tree.lines import (
+    ancestry,
+    has_children,
+    is_turn_boundary,
+    shared_depth,
+    state_after,
+    state_before_of,
+)
+from engine.story_tree.picture import draw_tree
+from engine.story_tree.takes import add_take
 from engine.tokens import count_tokens
-from engine.world_state.apply import schema_of
-from engine.world_state.schema import initial_state
 
 if TYPE_CHECKING:
     from engine.play import Actor
@@ -101,349 +109,6 @@ class SavePointView:
     branch: str
     index: int
     is_head: bool
-
-
-# --- permission ----------------------------------------------------------------------------------
-
-
-def may_rewrite(
-    adventure: Adventure, user_id: int, is_manager: bool, author_id: int | None
-) -> bool:
-    """Who may retry, undo or edit a turn: its action's author, the host, server managers.
-
-    In a DM the player owns the story (server permissions mean nothing there).
-    """
-    if adventure.server_id is None:
-        return user_id in {adventure.owner_id, adventure.host_id, author_id} - {None}
-    return is_manager or user_id in {adventure.host_id, author_id} - {None}
-
-
-async def turn_author(session: AsyncSession, node: StoryNode) -> int | None:
-    """Who wrote the action a narrator turn answers (or asked it to go on)."""
-    if node.author_id is not None or node.parent_id is None:
-        return node.author_id
-    parent = await session.get(StoryNode, node.parent_id)
-    if parent is not None and parent.role == Role.PLAYER:
-        return parent.author_id
-    return None
-
-
-async def check_may_rewrite(
-    session: AsyncSession, adventure: Adventure, node: StoryNode, actor: Actor, is_manager: bool
-) -> None:
-    author = await turn_author(session, node)
-    if may_rewrite(adventure, actor.user_id, is_manager, author):
-        return
-    if adventure.server_id is None:
-        raise NotAllowed("Only this adventure's player can change its turns.")
-    host = ""
-    if adventure.host_id is not None:
-        host = await session.scalar(select(User.name).where(User.id == adventure.host_id)) or ""
-    who = f"{host} (the host)" if host else "the adventure's host"
-    raise NotAllowed(
-        f"Only the player who wrote that turn, {who} and members who can manage the server or "
-        "its messages can retry, undo or edit it."
-    )
-
-
-async def check_may_steer_story(
-    session: AsyncSession, adventure: Adventure, actor: Actor, is_manager: bool
-) -> None:
-    """Branches and save points move everyone's story: the host's and managers' to change."""
-    if may_rewrite(adventure, actor.user_id, is_manager, None):
-        return
-    if adventure.server_id is None:
-        raise NotAllowed("Only this adventure's player can change its branches and save points.")
-    host = ""
-    if adventure.host_id is not None:
-        host = await session.scalar(select(User.name).where(User.id == adventure.host_id)) or ""
-    who = f"{host} (the host)" if host else "the adventure's host"
-    raise NotAllowed(
-        f"Only {who} and members who can manage the server or its messages can change "
-        "branches and save points."
-    )
-
-
-# --- reading the tree ----------------------------------------------------------------------------
-
-
-async def ancestry(session: AsyncSession, node_id: int) -> dict[int, int]:
-    """Every node on the line ending at ``node_id``: id → index (two light columns only)."""
-    step = aliased(StoryNode)
-    line = (
-        select(StoryNode.id, StoryNode.parent_id, StoryNode.index)
-        .where(StoryNode.id == node_id)
-        .cte("ancestry", recursive=True)
-    )
-    line = line.union_all(
-        select(step.id, step.parent_id, step.index).join(line, step.id == line.c.parent_id)
-    )
-    rows = await session.execute(select(line.c.id, line.c.index))
-    return {row.id: row.index for row in rows}
-
-
-async def shared_depth(session: AsyncSession, a: int, b: int) -> int:
-    """The index of the deepest node the lines ending at ``a`` and ``b`` share."""
-    first, second = await ancestry(session, a), await ancestry(session, b)
-    common = [index for node, index in first.items() if node in second]
-    return max(common) if common else 0
-
-
-async def has_children(session: AsyncSession, node_id: int) -> bool:
-    child = await session.scalar(
-        select(StoryNode.id).where(StoryNode.parent_id == node_id).limit(1)
-    )
-    return child is not None
-
-
-async def state_after(session: AsyncSession, adventure: Adventure, node: StoryNode) -> dict:
-    """The state to put back when the head comes to ``node`` from elsewhere."""
-    assert node.id is not None
-    stored = await session.scalar(select(StoryNode.state_after).where(StoryNode.id == node.id))
-    if stored is not None:
-        return stored
-    # The opening (and turns stored before state_after existed): what its first child saw.
-    child_state = await session.scalar(
-        select(StoryNode.state_before)
-        .where(StoryNode.parent_id == node.id, StoryNode.state_before.is_not(None))
-        .order_by(StoryNode.id)
-        .limit(1)
-    )
-    if child_state is not None:
-        return child_state
-    schema = schema_of(adventure.stat_schema)
-    return capture(initial_state(schema) if schema else {}, {})
-
-
-async def _state_before(session: AsyncSession, node_id: int) -> dict | None:
-    return await session.scalar(select(StoryNode.state_before).where(StoryNode.id == node_id))
-
-
-def is_turn_boundary(node: StoryNode) -> bool:
-    """Where the head may stand: a narrator's text (the opening included)."""
-    return node.role == Role.NARRATOR
-
-
-# --- takes ---------------------------------------------------------------------------------------
-
-
-def take_state(
-    snapshot: dict[str, Any] | None, block: str | None, report: dict[str, Any] | None
-) -> dict[str, Any]:
-    """A take's resulting state: a snapshot (``engine.snapshots`` shape) with the state block
-    and referee report the take came with, so choosing it again restores all three."""
-    return {**(snapshot or {}), "state_block": block, "state_report": report}
-
-
-async def keep_first_take(session: AsyncSession, node: StoryNode) -> None:
-    """Store the node's original content as take 1 the first time a second take arrives
-    (a turn that is never retried keeps no take rows at all)."""
-    if node.take_count > 1:
-        return
-    exists = await session.scalar(
-        select(Take.id).where(Take.node_id == node.id, Take.number == 1).limit(1)
-    )
-    if exists is not None:
-        return
-    row = await session.execute(
-        select(
-            StoryNode.text,
-            StoryNode.reasoning,
-            StoryNode.state_after,
-            StoryNode.state_block,
-            StoryNode.state_report,
-        ).where(StoryNode.id == node.id)
-    )
-    original = row.one()
-    session.add(
-        Take(
-            node_id=node.id,
-            number=1,
-            text=original.text,
-            reasoning=original.reasoning,
-            state_after=take_state(
-                original.state_after, original.state_block, original.state_report
-            ),
-        )
-    )
-    await session.flush()
-
-
-async def add_take(
-    session: AsyncSession,
-    node: StoryNode,
-    *,
-    text: str,
-    reasoning: str | None,
-    snapshot: dict[str, Any] | None,
-    block: str | None,
-    report: dict[str, Any] | None,
-    extra: dict[str, Any] | None = None,
-) -> int:
-    """Append a take to ``node`` and make it live; returns its number."""
-    await keep_first_take(session, node)
-    number = node.take_count + 1
-    session.add(
-        Take(
-            node_id=node.id,
-            number=number,
-            text=text,
-            reasoning=reasoning,
-            state_after=take_state(snapshot, block, report),
-        )
-    )
-    await session.execute(
-        update(StoryNode)
-        .where(StoryNode.id == node.id)
-        .values(
-            text=text,
-            reasoning=reasoning,
-            token_count=count_tokens(text),
-            state_after=snapshot,
-            state_block=block,
-            state_report=report,
-            live_take=number,
-            take_count=number,
-            **(extra or {}),
-        )
-    )
-    return number
-
-
-# --- retry --------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class RetryPlan:
-    """What a retry of the newest turn regenerates from."""
-
-    node_id: int
-    node_index: int
-    parent_id: int
-    parent_is_narrator: bool
-    #: The line the new take's context is built on: the turn's parent, or the parent's parent
-    #: when a player acted (whose action is then given again as the turn's action).
-    context_head_id: int
-    action_text: str
-    #: The adventure's state before the turn.
-    snapshot: dict[str, Any]
-
-
-async def plan_retry(session: AsyncSession, adventure: Adventure) -> RetryPlan:
-    if adventure.head_node_id is None:
-        raise NotFound("This adventure has no story yet.")
-    node = await session.get(StoryNode, adventure.head_node_id)
-    if node is None or node.parent_id is None or node.role != Role.NARRATOR:
-        raise InvalidInput("There is no narrator turn to retry yet: the story is at its opening.")
-    parent = await session.get(StoryNode, node.parent_id)
-    assert parent is not None and parent.id is not None and node.id is not None
-    if parent.role == Role.PLAYER and parent.parent_id is not None:
-        context_head, action_text, before_of = parent.parent_id, parent.text, parent.id
-    else:
-        context_head, action_text, before_of = parent.id, "", node.id
-    snapshot = await _state_before(session, before_of)
-    if snapshot is None:
-        head = await session.get(StoryNode, context_head)
-        assert head is not None
-        snapshot = await state_after(session, adventure, head)
-    return RetryPlan(
-        node_id=node.id,
-        node_index=node.index,
-        parent_id=parent.id,
-        parent_is_narrator=parent.role == Role.NARRATOR,
-        context_head_id=context_head,
-        action_text=action_text,
-        snapshot=snapshot,
-    )
-
-
-async def fork_beside(
-    session: AsyncSession, adventure: Adventure, plan: RetryPlan, new_id: int
-) -> None:
-    """A retry written beside its turn (later turns follow the old one): the active branch
-    moves over when the old turn was its tip; otherwise the new version gets a branch."""
-    assert adventure.id is not None
-    if adventure.active_branch_id is None:
-        return
-    tip = await session.scalar(
-        select(Branch.tip_node_id).where(Branch.id == adventure.active_branch_id)
-    )
-    if tip == plan.node_id:
-        await session.execute(
-            update(Branch).where(Branch.id == adventure.active_branch_id).values(tip_node_id=new_id)
-        )
-        return
-    branch = Branch(
-        adventure_id=adventure.id, name=await fork_name(session, adventure.id), tip_node_id=new_id
-    )
-    session.add(branch)
-    await session.flush()
-    await session.execute(
-        update(Adventure).where(Adventure.id == adventure.id).values(active_branch_id=branch.id)
-    )
-
-
-# --- the line advancing (called by a turn as it is stored) ---------------------------------------
-
-
-async def fork_name(session: AsyncSession, adventure_id: int) -> str:
-    taken = set(
-        await session.scalars(select(Branch.name).where(Branch.adventure_id == adventure_id))
-    )
-    number = 2
-    while f"fork {number}" in taken:
-        number += 1
-    return f"fork {number}"
-
-
-async def advance_line(
-    session: AsyncSession,
-    adventure: Adventure,
-    *,
-    head_id: int,
-    head_index: int,
-    new_tip_id: int,
-    head_state: dict[str, Any] | None,
-) -> int | None:
-    """A turn was written below ``head_id``: extend the active branch, or fork a new one when
-    the head had been moved back from the branch's tip (the old future stays on its branch).
-
-    Returns the branch now active. Inside the turn's transaction.
-    """
-    assert adventure.id is not None
-    if head_state is not None:
-        # The head's state as the turn found it (a host's corrections included), for a later
-        # Redo or branch switch back to it.
-        await session.execute(
-            update(StoryNode).where(StoryNode.id == head_id).values(state_after=head_state)
-        )
-    if adventure.active_branch_id is None:
-        return None
-    tip = await session.scalar(
-        select(Branch.tip_node_id).where(Branch.id == adventure.active_branch_id)
-    )
-    if tip == head_id or tip is None:
-        await session.execute(
-            update(Branch)
-            .where(Branch.id == adventure.active_branch_id)
-            .values(tip_node_id=new_tip_id)
-        )
-        return adventure.active_branch_id
-    branch = Branch(
-        adventure_id=adventure.id,
-        name=await fork_name(session, adventure.id),
-        tip_node_id=new_tip_id,
-    )
-    session.add(branch)
-    await session.flush()
-    await session.execute(
-        update(Adventure).where(Adventure.id == adventure.id).values(active_branch_id=branch.id)
-    )
-    await story_cut_back(session, adventure.id, kept_through=head_index)
-    return branch.id
-
-
-# --- head moves ----------------------------------------------------------------------------------
 
 
 class StoryTree:
@@ -596,7 +261,7 @@ class StoryTree:
             else:  # pragma: no cover - a line always starts with the opening, a narrator node
                 raise NotFound("This story has no earlier turn to go back to.")
             # The state before the oldest removed node is exactly the state at the target.
-            snapshot = await _state_before(session, removed[-1].id) or await state_after(
+            snapshot = await state_before_of(session, removed[-1].id) or await state_after(
                 session, adventure, target
             )
             version = await self._move(
@@ -715,11 +380,11 @@ class StoryTree:
         self, session: AsyncSession, adventure: Adventure, node: StoryNode
     ) -> dict[str, Any]:
         assert node.id is not None
-        own = await _state_before(session, node.id)
+        own = await state_before_of(session, node.id)
         if own is not None:
             return own
         if node.parent_id is not None:
-            parent_state = await _state_before(session, node.parent_id)
+            parent_state = await state_before_of(session, node.parent_id)
             if parent_state is not None:
                 return parent_state
         return capture(adventure.world_state, adventure.script_state)
@@ -1110,54 +775,3 @@ class StoryTree:
         return draw_tree(
             branches, lines, adventure.active_branch_id, adventure.head_node_id, head_line, points
         )
-
-
-def draw_tree(
-    branches: list[Branch],
-    lines: dict[int, dict[int, int]],
-    active_id: int | None,
-    head_id: int | None,
-    head_line: dict[int, int],
-    points: list[Any],
-) -> str:
-    """A compact diagram: one row per branch, indented under the branch it leaves."""
-    parent_of: dict[int, int | None] = {}
-    fork_at: dict[int, int] = {}
-    seen: list[Branch] = []
-    for branch in branches:
-        line = lines.get(branch.id, {})
-        best: tuple[int, int | None] = (-1, None)
-        for earlier in seen:
-            shared = [i for n, i in line.items() if n in lines.get(earlier.id, {})]
-            depth = max(shared) if shared else -1
-            if depth > best[0]:
-                best = (depth, earlier.id)
-        parent_of[branch.id] = best[1]
-        fork_at[branch.id] = max(best[0], 0)
-        seen.append(branch)
-    head_index = head_line.get(head_id, 0) if head_id is not None else 0
-    rows: list[str] = []
-
-    def draw(branch: Branch, depth: int) -> None:
-        line = lines.get(branch.id, {})
-        tip = max(line.values()) if line else 0
-        start = fork_at[branch.id] if parent_of[branch.id] is not None else 0
-        length = max(tip - start, 0)
-        bar = "━" * min(length, 24) + ("…" if length > 24 else "")
-        prefix = "  " * (depth - 1) + "┗" if depth else ""
-        where = f"from {start} " if parent_of[branch.id] is not None else ""
-        text = f"{prefix}{branch.name} {where}{bar}● {tip}"
-        if branch.id == active_id:
-            text += "  ◀ here" if head_id in line and head_index == tip else f"  ◀ at {head_index}"
-        marks = [f"⚑{p.name}@{p.index}" for p in points if p.branch_id == branch.id]
-        if marks:
-            text += "  " + " ".join(marks)
-        rows.append(text)
-        for child in branches:
-            if parent_of[child.id] == branch.id:
-                draw(child, depth + 1)
-
-    for branch in branches:
-        if parent_of[branch.id] is None:
-            draw(branch, 0)
-    return "\n".join(rows)
