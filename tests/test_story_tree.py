@@ -607,3 +607,27 @@ async def test_a_retried_turn_is_still_inside_its_cooldown(db, engine, fake_mode
     assert (await adventure_of(db, adventure_id)).world_state["values"]["player.mana"] == 25
     report = await column(db, second.narrator_node_id, "state_report")
     assert any("mana" in r["path"] for r in report["rejected"])
+
+
+async def test_switching_to_a_branch_at_the_same_place_changes_no_state(
+    db, engine, tree, fake_model
+):
+    adventure_id = await bandit_camp(db)
+    await host(db, adventure_id)
+    fake_model.queue(f"Hit.\n\n{block(-10)}")
+    await turn(engine, adventure_id, "charge")
+    await tree.new_branch(ALICE, CHANNEL, "side")
+    # A host's correction after the turn (as /state set makes it).
+    async with db.session() as session, session.begin():
+        adventure = await session.get(Adventure, adventure_id)
+        state = {**adventure.world_state}
+        state["values"] = {**state["values"], "player.hp": 42}
+        adventure.world_state = state
+    moved = await tree.switch_branch(ALICE, CHANNEL, "main")
+    assert moved.branch == "main" and moved.removed == () and moved.restored == ()
+    assert (await adventure_of(db, adventure_id)).world_state["values"]["player.hp"] == 42
+    # Undo and redo keep the correction too: it was the state the head left.
+    await tree.undo(ALICE, CHANNEL)
+    assert (await adventure_of(db, adventure_id)).world_state["values"]["player.hp"] == 100
+    await tree.redo(ALICE, CHANNEL)
+    assert (await adventure_of(db, adventure_id)).world_state["values"]["player.hp"] == 42

@@ -586,7 +586,11 @@ class StoryTree:
         depth = await shared_depth(session, head.id, target.id)
         old_line = await ancestry(session, head.id)
         new_line = await ancestry(session, target.id)
-        snapshot = await state_after(session, adventure, target)
+        if target.id == head.id:
+            # Another branch's name for the same place: the story stays exactly as it is.
+            snapshot = await capture_current(session, adventure)
+        else:
+            snapshot = await state_after(session, adventure, target)
         version = await self._move(
             session,
             adventure,
