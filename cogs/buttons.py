@@ -1,8 +1,11 @@
 """Buttons that survive restarts: their state lives in the ``custom_id``.
 
 Each is a ``DynamicItem``: discord.py rebuilds it from the ``custom_id`` of whatever message is
-pressed, even one sent before the bot restarted. The version in a Continue button's id is the
-story version it was drawn under; a press under an older version is refused politely.
+pressed, even one sent before the bot restarted. The story buttons under the newest turn
+(Continue, Retry, Undo, Redo, the take pager ‹ ›) carry the story version they were drawn under;
+a press under an older version, or a second press of the same button, is refused politely to
+the presser alone and changes nothing. Insights names a turn, and Retry under a failed turn
+names its request, so both keep working anywhere.
 """
 
 from __future__ import annotations
