@@ -3,8 +3,8 @@
 Each is a ``DynamicItem``: discord.py rebuilds it from the ``custom_id`` of whatever message is
 pressed, even one sent before the bot restarted. The story buttons under the newest turn
 (Continue, Retry, Undo, Redo, the take pager ‹ ›) carry the story version they were drawn under;
-a press under an older version, or a second press of the same button, is refused politely to
-the presser alone and changes nothing. Insights names a turn, and Retry under a failed turn
+a press under an older version is refused to the presser alone, and a second press of the
+same button (a double click racing the first) is refused too: neither changes anything. Insights names a turn, and Retry under a failed turn
 names its request, so both keep working anywhere.
 """
 
