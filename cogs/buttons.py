@@ -4,8 +4,9 @@ Each is a ``DynamicItem``: discord.py rebuilds it from the ``custom_id`` of what
 pressed, even one sent before the bot restarted. The story buttons under the newest turn
 (Continue, Retry, Undo, Redo, the take pager ‹ ›) carry the story version they were drawn under;
 a press under an older version is refused to the presser alone, and a second press of the
-same button (a double click racing the first) is refused too: neither changes anything. Insights names a turn, and Retry under a failed turn
-names its request, so both keep working anywhere.
+same button (a double click racing the first) is refused too: neither changes anything.
+Insights names a turn, and Retry under a failed turn names its request, so both keep working
+anywhere.
 """
 
 from __future__ import annotations
@@ -170,7 +171,7 @@ class RetakeButton(
             seen_version=self.version,
             is_manager=is_story_manager(interaction),
         )
-        await bot.narrator.show(interaction, events)
+        await bot.narrator.show(interaction, events, retrying=True)
 
 
 async def retry_allowed(interaction: discord.Interaction) -> bool:

@@ -77,17 +77,25 @@ class Narrator:
             self._idle.set()
 
     async def show(
-        self, interaction: discord.Interaction, events: AsyncIterator[TurnEvent]
+        self,
+        interaction: discord.Interaction,
+        events: AsyncIterator[TurnEvent],
+        *,
+        retrying: bool = False,
     ) -> None:
-        """Render a turn's events; the interaction must already be deferred."""
+        """Render a turn's events; the interaction must already be deferred. ``retrying``: the
+        events write the newest turn again (its action is already in the story)."""
         self._begin()
         try:
-            await self._show(interaction, events)
+            await self._show(interaction, events, retrying)
         finally:
             self._end()
 
     async def _show(
-        self, interaction: discord.Interaction, events: AsyncIterator[TurnEvent]
+        self,
+        interaction: discord.Interaction,
+        events: AsyncIterator[TurnEvent],
+        retrying: bool = False,
     ) -> None:
         channel = interaction.channel
         assert isinstance(channel, discord.abc.Messageable)
@@ -103,9 +111,12 @@ class Narrator:
                 elif isinstance(event, TurnInterrupted):
                     await self.announce_interrupted(channel, event)
                 elif isinstance(event, ActionAccepted):
-                    action_line = (
-                        event.text or f"⏩ *{interaction.user.display_name} lets the story go on.*"
-                    )
+                    who = interaction.user.display_name
+                    if retrying:
+                        action_line = f"🔁 *{who} asks for another take of the newest turn.*"
+                        await self._edit_original(interaction, action_line)
+                        continue
+                    action_line = event.text or f"⏩ *{who} lets the story go on.*"
                     action_message = await self._edit_original(interaction, action_line)
                 elif isinstance(event, TextDelta):
                     if stream is None:

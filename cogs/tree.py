@@ -120,7 +120,7 @@ class StoryTreeCog(commands.Cog):
             request_id=interaction.id,
             is_manager=is_story_manager(interaction),
         )
-        await self.bot.narrator.show(interaction, events)
+        await self.bot.narrator.show(interaction, events, retrying=True)
 
     @app_commands.command(name="undo")
     async def undo(self, interaction: discord.Interaction) -> None:

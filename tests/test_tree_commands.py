@@ -54,8 +54,9 @@ async def test_retry_adds_a_take_and_the_pager_shows_each_in_place(env, fake_mod
     first, _ = await act(env, thread, env.alice, "listen")
     assert labels(first) == ["Continue", "Retry", "Undo", "Insights"]
 
-    await env.fake.press(env.alice, first.id, label="Retry")
+    pressed = await env.fake.press(env.alice, first.id, label="Retry")
     await env.done()
+    assert "another take" in answer(env, pressed).content
     newest = env.fake.last_message(thread)
     assert newest.content == "The second telling."
     assert labels(newest) == ["Continue", "Retry", "Undo", "Insights", "‹", "2/2", "›"]
