@@ -23,6 +23,7 @@ EXTENSIONS: tuple[str, ...] = (
     "cogs.scenarios",
     # After cogs.steering: it adds /adventure export|import to that cog's /adventure group.
     "cogs.adventure_files",
+    "cogs.tree",
 )
 
 #: How often expired turn leases are looked for (a process died mid-turn).

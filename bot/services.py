@@ -23,6 +23,7 @@ from engine.providers.openai_compat import OpenAICompatibleProvider
 from engine.queue import AdventureQueue
 from engine.scenario_library import ScenarioLibrary
 from engine.storage.database import Database
+from engine.story_tree import StoryTree
 from engine.turns import TurnEngine
 
 log = logging.getLogger(__name__)
@@ -40,6 +41,7 @@ class Services:
     play: PlayService
     scenarios: ScenarioLibrary
     archive: AdventureArchive
+    tree: StoryTree
 
     async def aclose(self) -> None:
         await self.provider.aclose()
@@ -89,7 +91,8 @@ async def build_services(settings: Settings) -> Services:
     # Names this process in lease rows, so a reclaimed lease says whose turn was cut off.
     holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
     leases = TurnLeases(db, holder=holder)
-    play = PlayService(db, turns, leases, AdventureQueue(cap=settings.max_queued_actions))
+    queue = AdventureQueue(cap=settings.max_queued_actions)
+    play = PlayService(db, turns, leases, queue)
     limits = ImportLimits(
         max_bytes=settings.max_import_bytes,
         max_cards=settings.max_story_cards,
@@ -106,4 +109,6 @@ async def build_services(settings: Settings) -> Services:
         play,
         ScenarioLibrary(db, limits),
         AdventureArchive(db, limits),
+        # Head moves wait for no turn: they are refused while one is being written here.
+        StoryTree(db, queue),
     )

@@ -1,8 +1,12 @@
 """Buttons that survive restarts: their state lives in the ``custom_id``.
 
 Each is a ``DynamicItem``: discord.py rebuilds it from the ``custom_id`` of whatever message is
-pressed, even one sent before the bot restarted. The version in a Continue button's id is the
-story version it was drawn under; a press under an older version is refused politely.
+pressed, even one sent before the bot restarted. The story buttons under the newest turn
+(Continue, Retry, Undo, Redo, the take pager ‹ ›) carry the story version they were drawn under;
+a press under an older version is refused to the presser alone, and a second press of the
+same button (a double click racing the first) is refused too: neither changes anything.
+Insights names a turn, and Retry under a failed turn names its request, so both keep working
+anywhere.
 """
 
 from __future__ import annotations
@@ -16,16 +20,27 @@ from cogs.context import actor_of, channel_id_of
 from cogs.insights import show_insights_safely
 from cogs.replies import reply
 from engine.actions import PlayerAction
+from engine.errors import CampfireError
 from engine.storage.models import ActionType
+from engine.story_tree import MOVED_ON
 
 if TYPE_CHECKING:
     from bot.discord_bot import CampfireBot
 
 
 def _button(
-    label: str, emoji: str, custom_id: str, style: discord.ButtonStyle
+    label: str, emoji: str | None, custom_id: str, style: discord.ButtonStyle, *, row: int = 0
 ) -> discord.ui.Button:
-    return discord.ui.Button(label=label, emoji=emoji, style=style, custom_id=custom_id)
+    return discord.ui.Button(label=label, emoji=emoji, style=style, custom_id=custom_id, row=row)
+
+
+def is_story_manager(interaction: discord.Interaction) -> bool:
+    """Whether the member may retry, undo or edit anyone's turn and change branches: Manage
+    Server or Manage Messages (meaningless, and false, in a DM)."""
+    if interaction.guild_id is None:
+        return False
+    permissions = interaction.permissions
+    return permissions.manage_guild or permissions.manage_messages or permissions.administrator
 
 
 class ContinueButton(
@@ -56,7 +71,7 @@ class ContinueButton(
         if current is None or current.version != self.version:
             # Answered to the presser alone; a press that races another is caught later, by
             # the request record.
-            await reply(interaction, "⚠ The story has moved on since that button was drawn.")
+            await reply(interaction, f"⚠ {MOVED_ON}")
             return
         await interaction.response.defer(thinking=True)
         action = PlayerAction(ActionType.CONTINUE, "", interaction.user.id)
@@ -119,12 +134,211 @@ class InsightsButton(
         await show_insights_safely(interaction, node_id=self.node_id)
 
 
-def turn_buttons(adventure_id: int, version: int, node_id: int | None = None) -> discord.ui.View:
-    """The newest turn's buttons; 🔍 Insights when the turn is the narrator's ``node_id``."""
+class RetakeButton(
+    discord.ui.DynamicItem[discord.ui.Button],
+    template=r"cf:retake:(?P<adventure>\d+):(?P<version>\d+)",
+):
+    """Writes the newest turn again as another take (the turn's earlier takes are kept)."""
+
+    def __init__(self, adventure_id: int, version: int) -> None:
+        self.adventure_id = adventure_id
+        self.version = version
+        super().__init__(
+            _button(
+                "Retry", "🔁", f"cf:retake:{adventure_id}:{version}", discord.ButtonStyle.secondary
+            )
+        )
+
+    @classmethod
+    async def from_custom_id(
+        cls, interaction: discord.Interaction, item: discord.ui.Item[Any], match: re.Match[str]
+    ) -> RetakeButton:
+        return cls(int(match["adventure"]), int(match["version"]))
+
+    async def callback(self, interaction: discord.Interaction) -> None:
+        bot: CampfireBot = interaction.client  # type: ignore[assignment]
+        current = await bot.services.play.adventure_in(channel_id_of(interaction))
+        if current is None or current.version != self.version:
+            await reply(interaction, f"⚠ {MOVED_ON}")
+            return
+        if not await retry_allowed(interaction):
+            return
+        await interaction.response.defer(thinking=True)
+        events = bot.services.play.retry_turn(
+            actor_of(interaction),
+            channel_id_of(interaction),
+            request_id=interaction.id,
+            seen_version=self.version,
+            is_manager=is_story_manager(interaction),
+        )
+        await bot.narrator.show(interaction, events, retrying=True)
+
+
+async def retry_allowed(interaction: discord.Interaction) -> bool:
+    """Checked before deferring, so a refusal (not yours, the opening) is told privately."""
+    bot: CampfireBot = interaction.client  # type: ignore[assignment]
+    try:
+        await bot.services.tree.check_retry(
+            actor_of(interaction),
+            channel_id_of(interaction),
+            is_manager=is_story_manager(interaction),
+        )
+    except CampfireError as error:
+        await reply(interaction, f"⚠ {error.message}")
+        return False
+    return True
+
+
+class UndoButton(
+    discord.ui.DynamicItem[discord.ui.Button],
+    template=r"cf:undo:(?P<adventure>\d+):(?P<version>\d+)",
+):
+    def __init__(self, adventure_id: int, version: int) -> None:
+        self.adventure_id = adventure_id
+        self.version = version
+        super().__init__(
+            _button("Undo", "↩️", f"cf:undo:{adventure_id}:{version}", discord.ButtonStyle.secondary)
+        )
+
+    @classmethod
+    async def from_custom_id(
+        cls, interaction: discord.Interaction, item: discord.ui.Item[Any], match: re.Match[str]
+    ) -> UndoButton:
+        return cls(int(match["adventure"]), int(match["version"]))
+
+    async def callback(self, interaction: discord.Interaction) -> None:
+        bot: CampfireBot = interaction.client  # type: ignore[assignment]
+        await bot.narrator.head_move(
+            interaction,
+            bot.services.tree.undo(
+                actor_of(interaction),
+                channel_id_of(interaction),
+                seen_version=self.version,
+                is_manager=is_story_manager(interaction),
+            ),
+            "↩️ *{who} undid the last turn.*",
+        )
+
+
+class RedoButton(
+    discord.ui.DynamicItem[discord.ui.Button],
+    template=r"cf:redo:(?P<adventure>\d+):(?P<version>\d+)",
+):
+    def __init__(self, adventure_id: int, version: int) -> None:
+        self.adventure_id = adventure_id
+        self.version = version
+        super().__init__(
+            _button("Redo", "↪️", f"cf:redo:{adventure_id}:{version}", discord.ButtonStyle.secondary)
+        )
+
+    @classmethod
+    async def from_custom_id(
+        cls, interaction: discord.Interaction, item: discord.ui.Item[Any], match: re.Match[str]
+    ) -> RedoButton:
+        return cls(int(match["adventure"]), int(match["version"]))
+
+    async def callback(self, interaction: discord.Interaction) -> None:
+        bot: CampfireBot = interaction.client  # type: ignore[assignment]
+        await bot.narrator.head_move(
+            interaction,
+            bot.services.tree.redo(
+                actor_of(interaction),
+                channel_id_of(interaction),
+                seen_version=self.version,
+                is_manager=is_story_manager(interaction),
+            ),
+            "↪️ *{who} brought the turn back.*",
+        )
+
+
+class TakeButton(
+    discord.ui.DynamicItem[discord.ui.Button],
+    template=r"cf:take:(?P<adventure>\d+):(?P<version>\d+):(?P<node>\d+):(?P<take>\d+):(?P<way>[pn])",
+):
+    """‹ or › of the take pager: shows take ``take`` of the newest turn, in place, and makes it
+    live. Drawn for one story version, like every story button."""
+
+    def __init__(
+        self, adventure_id: int, version: int, node_id: int, take: int, way: str, *, disabled=False
+    ) -> None:
+        self.adventure_id = adventure_id
+        self.version = version
+        self.node_id = node_id
+        self.take = take
+        button = _button(
+            "‹" if way == "p" else "›",
+            None,
+            f"cf:take:{adventure_id}:{version}:{node_id}:{take}:{way}",
+            discord.ButtonStyle.secondary,
+            row=1,
+        )
+        button.disabled = disabled
+        super().__init__(button)
+
+    @classmethod
+    async def from_custom_id(
+        cls, interaction: discord.Interaction, item: discord.ui.Item[Any], match: re.Match[str]
+    ) -> TakeButton:
+        return cls(
+            int(match["adventure"]),
+            int(match["version"]),
+            int(match["node"]),
+            int(match["take"]),
+            match["way"],
+        )
+
+    async def callback(self, interaction: discord.Interaction) -> None:
+        bot: CampfireBot = interaction.client  # type: ignore[assignment]
+        await bot.narrator.show_take(
+            interaction,
+            bot.services.tree.choose_take(
+                actor_of(interaction),
+                channel_id_of(interaction),
+                self.node_id,
+                self.take,
+                seen_version=self.version,
+                is_manager=is_story_manager(interaction),
+            ),
+        )
+
+
+def turn_buttons(
+    adventure_id: int,
+    version: int,
+    node_id: int | None = None,
+    *,
+    take: int = 1,
+    takes: int = 1,
+    can_undo: bool | None = None,
+    can_redo: bool = False,
+) -> discord.ui.View:
+    """The newest turn's buttons. Under a narrator turn (``node_id``): Retry, Undo and 🔍
+    Insights too, and the take pager ‹ n/m › once it has more than one take. Every story
+    button carries ``version``: pressed under an older turn, or twice, it changes nothing."""
     view = discord.ui.View(timeout=None)
     view.add_item(ContinueButton(adventure_id, version))
     if node_id is not None:
+        view.add_item(RetakeButton(adventure_id, version))
+    if can_undo if can_undo is not None else node_id is not None:
+        view.add_item(UndoButton(adventure_id, version))
+    if can_redo:
+        view.add_item(RedoButton(adventure_id, version))
+    if node_id is not None:
         view.add_item(InsightsButton(node_id))
+    if node_id is not None and takes > 1:
+        view.add_item(TakeButton(adventure_id, version, node_id, take - 1, "p", disabled=take <= 1))
+        view.add_item(
+            discord.ui.Button(
+                label=f"{take}/{takes}",
+                style=discord.ButtonStyle.secondary,
+                custom_id=f"cf:takes:{node_id}:{version}",
+                disabled=True,
+                row=1,
+            )
+        )
+        view.add_item(
+            TakeButton(adventure_id, version, node_id, take + 1, "n", disabled=take >= takes)
+        )
     return view
 
 
@@ -134,4 +348,12 @@ def retry_button(request_id: int) -> discord.ui.View:
     return view
 
 
-DYNAMIC_ITEMS = (ContinueButton, RetryButton, InsightsButton)
+DYNAMIC_ITEMS = (
+    ContinueButton,
+    RetryButton,
+    InsightsButton,
+    RetakeButton,
+    UndoButton,
+    RedoButton,
+    TakeButton,
+)

@@ -4,20 +4,28 @@ The interaction's own response carries the player's action (or the queue positio
 waits); the narration streams into ordinary channel messages owned by the bot, so a long turn
 never outlives the 15-minute interaction token. The newest narration carries the turn's
 buttons; the one before loses them.
+
+Head moves (undo, redo, a branch switch, a chosen take) change which messages tell the story:
+the narrator remembers, in this process, which messages show which turn, marks the ones taken
+out of the story as undone (an embed under the text, so the text itself is never cut), clears
+the mark when they come back, and moves the buttons to the turn the story now stands on.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Awaitable
 from contextlib import aclosing
 from typing import TYPE_CHECKING
 
 import discord
 
 from cogs.buttons import retry_button, turn_buttons
+from cogs.replies import reply
 from cogs.streaming import RatePacer, StreamingMessage
+from engine.errors import CampfireError
 from engine.events import (
     ActionAccepted,
     Queued,
@@ -27,6 +35,7 @@ from engine.events import (
     TurnFailed,
     TurnInterrupted,
 )
+from engine.story_tree import HeadMove
 
 if TYPE_CHECKING:
     from bot.discord_bot import CampfireBot
@@ -35,6 +44,10 @@ log = logging.getLogger(__name__)
 
 #: Discord's codes for an interaction whose token can no longer be used.
 INTERACTION_GONE = {10015, 50027}  # unknown webhook, invalid webhook token
+#: How many turns' messages are remembered (per process) for marking undone turns.
+REMEMBERED_TURNS = 500
+MESSAGE_MAX = 2000
+UNDONE_COLOUR = discord.Colour.dark_grey()
 
 
 class Narrator:
@@ -43,6 +56,8 @@ class Narrator:
         self.pacer = pacer
         # The message under which each channel's buttons currently sit.
         self._with_buttons: dict[int, discord.Message] = {}
+        # Which messages show which story node, newest last (this process only).
+        self._shown: OrderedDict[int, list[discord.Message]] = OrderedDict()
         # Turns being shown right now; the console waits for none before reading on.
         self._showing = 0
         self._idle = asyncio.Event()
@@ -62,23 +77,32 @@ class Narrator:
             self._idle.set()
 
     async def show(
-        self, interaction: discord.Interaction, events: AsyncIterator[TurnEvent]
+        self,
+        interaction: discord.Interaction,
+        events: AsyncIterator[TurnEvent],
+        *,
+        retrying: bool = False,
     ) -> None:
-        """Render a turn's events; the interaction must already be deferred."""
+        """Render a turn's events; the interaction must already be deferred. ``retrying``: the
+        events write the newest turn again (its action is already in the story)."""
         self._begin()
         try:
-            await self._show(interaction, events)
+            await self._show(interaction, events, retrying)
         finally:
             self._end()
 
     async def _show(
-        self, interaction: discord.Interaction, events: AsyncIterator[TurnEvent]
+        self,
+        interaction: discord.Interaction,
+        events: AsyncIterator[TurnEvent],
+        retrying: bool = False,
     ) -> None:
         channel = interaction.channel
         assert isinstance(channel, discord.abc.Messageable)
         stream: StreamingMessage | None = None
         text = ""
         action_line = ""
+        action_message: discord.Message | None = None
         async with aclosing(events) as turn:
             async for event in turn:
                 if isinstance(event, Queued):
@@ -87,10 +111,13 @@ class Narrator:
                 elif isinstance(event, TurnInterrupted):
                     await self.announce_interrupted(channel, event)
                 elif isinstance(event, ActionAccepted):
-                    action_line = (
-                        event.text or f"⏩ *{interaction.user.display_name} lets the story go on.*"
-                    )
-                    await self._edit_original(interaction, action_line)
+                    who = interaction.user.display_name
+                    if retrying:
+                        action_line = f"🔁 *{who} asks for another take of the newest turn.*"
+                        await self._edit_original(interaction, action_line)
+                        continue
+                    action_line = event.text or f"⏩ *{who} lets the story go on.*"
+                    action_message = await self._edit_original(interaction, action_line)
                 elif isinstance(event, TextDelta):
                     if stream is None:
                         stream = StreamingMessage(channel, self.pacer)
@@ -101,7 +128,11 @@ class Narrator:
                     if stream is None:
                         stream = StreamingMessage(channel, self.pacer)
                     view = turn_buttons(
-                        result.adventure_id, result.version, result.narrator_node_id
+                        result.adventure_id,
+                        result.version,
+                        result.narrator_node_id,
+                        take=result.take,
+                        takes=result.take_count,
                     )
                     # The world-state chip rides under the narration in small text.
                     chip = f"\n-# {result.state_chip}" if result.state_chip else None
@@ -110,6 +141,14 @@ class Narrator:
                     await self._drop_buttons(channel)
                     if messages:
                         self._with_buttons[channel.id] = messages[-1]
+                    if result.take > 1 or result.replaced_node_id is not None:
+                        # A retry: the earlier take's messages say where the story went.
+                        earlier = result.replaced_node_id or result.narrator_node_id
+                        await self._mark(channel, [earlier], "🔁 Retried: the new take is below.")
+                    self._remember(result.narrator_node_id, messages)
+                    if result.action_node_id is not None and action_message is not None:
+                        # The player's action is marked with its turn when undone.
+                        self._remember(result.action_node_id, [action_message])
                 elif isinstance(event, TurnFailed):
                     if stream is not None:
                         await stream.fail("⚠ *The narration stopped here; nothing was saved.*")
@@ -119,7 +158,13 @@ class Narrator:
                     await self._edit_original(interaction, content, view=view)
 
     async def post_opening(
-        self, channel: discord.abc.Messageable, opening: str, adventure_id: int, version: int
+        self,
+        channel: discord.abc.Messageable,
+        opening: str,
+        adventure_id: int,
+        version: int,
+        *,
+        node_id: int | None = None,
     ) -> None:
         self._begin()
         try:
@@ -131,6 +176,134 @@ class Narrator:
             self._end()
         if messages:
             self._with_buttons[messages[-1].channel.id] = messages[-1]
+            if node_id is not None:
+                self._remember(node_id, messages)
+
+    # --- head moves -------------------------------------------------------------------------
+
+    async def head_move(
+        self, interaction: discord.Interaction, move: Awaitable[HeadMove], note: str
+    ) -> None:
+        """Run a head move and show it: a public line saying who did what, undone turns
+        marked, returning ones unmarked, the buttons on the turn the story now stands on.
+        A refused move (stale button, no permission) is answered to the presser alone."""
+        try:
+            result = await move
+        except CampfireError as error:
+            await reply(interaction, f"⚠ {error.message}")
+            return
+        await interaction.response.send_message(
+            note.format(
+                who=discord.utils.escape_markdown(interaction.user.display_name),
+                branch=discord.utils.escape_markdown(result.branch),
+            )
+        )
+        channel = interaction.channel
+        if isinstance(channel, discord.abc.Messageable):
+            await self.show_head(channel, result)
+
+    async def show_head(self, channel: discord.abc.Messageable, move: HeadMove) -> None:
+        self._begin()
+        try:
+            await self._mark(channel, move.removed, "↩️ Undone. /redo (or ↪️ Redo) brings it back.")
+            await self._unmark(move.restored)
+            view = turn_buttons(
+                move.adventure_id,
+                move.version,
+                move.head_node_id if move.head_index > 0 else None,
+                take=move.take,
+                takes=move.take_count,
+                can_undo=move.head_index > 0,
+                can_redo=move.can_redo,
+            )
+            await self._drop_buttons(channel)
+            shown = self._shown.get(move.head_node_id)
+            target = shown[-1] if shown else None
+            try:
+                await self.pacer.acquire(channel.id)
+                if target is not None:
+                    await target.edit(view=view)
+                else:
+                    # A turn this process never showed: say where the story stands.
+                    target = await channel.send(
+                        f"-# The story now stands here:\n{_cut(move.head_text, MESSAGE_MAX - 40)}",
+                        view=view,
+                    )
+                self._with_buttons[channel.id] = target
+            except discord.HTTPException:
+                log.warning("could not place the buttons in %s", channel.id, exc_info=True)
+        finally:
+            self._end()
+
+    async def show_edit(self, channel: discord.abc.Messageable, move: HeadMove) -> None:
+        """A corrected turn: its message shows the new text, with the pager."""
+        shown = self._shown.get(move.head_node_id)
+        if not shown:
+            await self.show_head(channel, move)
+            return
+        view = turn_buttons(
+            move.adventure_id,
+            move.version,
+            move.head_node_id,
+            take=move.take,
+            takes=move.take_count,
+            can_redo=move.can_redo,
+        )
+        await self._drop_buttons(channel)
+        try:
+            await self.pacer.acquire(channel.id)
+            await shown[-1].edit(content=_cut(move.head_text), view=view)
+            self._with_buttons[channel.id] = shown[-1]
+        except discord.HTTPException:
+            log.warning("could not show the edit in %s", channel.id, exc_info=True)
+
+    async def show_take(self, interaction: discord.Interaction, move: Awaitable[HeadMove]) -> None:
+        """The take pager: the chosen take replaces the text of the pressed message, in place."""
+        try:
+            result = await move
+        except CampfireError as error:
+            await reply(interaction, f"⚠ {error.message}")
+            return
+        view = turn_buttons(
+            result.adventure_id,
+            result.version,
+            result.head_node_id,
+            take=result.take,
+            takes=result.take_count,
+            can_redo=result.can_redo,
+        )
+        await interaction.response.edit_message(content=_cut(result.head_text), view=view)
+        if interaction.message is not None and interaction.channel_id is not None:
+            self._with_buttons[interaction.channel_id] = interaction.message
+            self._remember(result.head_node_id, [interaction.message])
+
+    def _remember(self, node_id: int, messages: list[discord.Message]) -> None:
+        if not messages:
+            return
+        self._shown[node_id] = list(messages)
+        self._shown.move_to_end(node_id)
+        while len(self._shown) > REMEMBERED_TURNS:
+            self._shown.popitem(last=False)
+
+    async def _mark(self, channel: discord.abc.Messageable, nodes, note: str) -> None:
+        for node_id in nodes:
+            for message in self._shown.get(node_id, []):
+                try:
+                    await self.pacer.acquire(channel.id)
+                    await message.edit(
+                        embed=discord.Embed(description=note, colour=UNDONE_COLOUR), view=None
+                    )
+                except discord.HTTPException:
+                    log.debug("could not mark message %s", message.id, exc_info=True)
+
+    async def _unmark(self, nodes) -> None:
+        for node_id in nodes:
+            for message in self._shown.get(node_id, []):
+                try:
+                    await self.pacer.acquire(message.channel.id)
+                    await message.edit(embeds=[])
+                except discord.HTTPException:
+                    log.debug("could not unmark message %s", message.id, exc_info=True)
 
     async def announce_interrupted(
         self, channel: discord.abc.Messageable, event: TurnInterrupted
@@ -159,24 +332,30 @@ class Narrator:
         content: str,
         *,
         view: discord.ui.View | None = None,
-    ) -> None:
+    ) -> discord.Message | None:
+        """Show ``content`` as the interaction's answer; returns the message that shows it."""
         try:
             if view is None:
-                await interaction.edit_original_response(content=content)
-            else:
-                await interaction.edit_original_response(content=content, view=view)
-            return
+                return await interaction.edit_original_response(content=content)
+            return await interaction.edit_original_response(content=content, view=view)
         except discord.HTTPException as error:
             if error.code not in INTERACTION_GONE:
                 # Anything else (a hiccup, a 5xx) only costs this line; the story goes on.
                 log.warning("could not edit the response to %s: %s", interaction.id, error)
-                return
+                return None
         # The interaction's token expired (a long wait in the queue): say it in the channel.
         log.info("interaction %s expired; posting to the channel", interaction.id)
         channel = interaction.channel
         if isinstance(channel, discord.abc.Messageable):
             try:
                 await self.pacer.acquire(channel.id)
-                await channel.send(content, view=view or discord.utils.MISSING)
+                return await channel.send(content, view=view or discord.utils.MISSING)
             except discord.HTTPException:
                 log.warning("could not post to channel %s", channel.id, exc_info=True)
+        return None
+
+
+def _cut(text: str, limit: int = MESSAGE_MAX) -> str:
+    """A take shown in one message: a longer one is cut with an ellipsis (it stays whole in
+    the story and in /insights)."""
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"

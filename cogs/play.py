@@ -46,6 +46,12 @@ HELP = """\
 `/scenario list`, `/scenario show`, `/scenario export`, `/scenario delete`
 `/adventure export` the whole story as a file; `/adventure import file:` to restore one
 
+**Rewind and branch**
+`/retry` or 🔁: write the newest turn again (‹ › pages the takes)
+`/undo` ↩️, `/redo` ↪️: take back the newest turn, bring it back
+`/edit`: correct the newest turn's text
+`/branch list|new|switch|rename|delete`, `/savepoint add|list|restore|delete`, `/tree`
+
 **See how it works**
 `/insights [turn]` or the 🔍 button: what the model was given for a turn, and why
 
@@ -124,7 +130,11 @@ class PlayCog(commands.Cog):
         else:
             await interaction.edit_original_response(content=f"{header} begins.")
         await self.bot.narrator.post_opening(
-            target, started.opening, started.adventure_id, started.version
+            target,
+            started.opening,
+            started.adventure_id,
+            started.version,
+            node_id=started.opening_node_id,
         )
 
     @start.autocomplete("scenario")

@@ -12,7 +12,7 @@ import asyncio
 import hashlib
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
 
@@ -35,13 +35,24 @@ from engine.leases import TurnLeases
 from engine.queue import AdventureQueue
 from engine.scenarios import resolve_scenario, visible_scenarios
 from engine.storage.database import Database
-from engine.storage.models import ActionType, Adventure, RequestRecord, Scenario, utcnow
+from engine.storage.models import (
+    ActionType,
+    Adventure,
+    RequestRecord,
+    Scenario,
+    StoryNode,
+    utcnow,
+)
 from engine.story import line_tail
-from engine.turns import TurnEngine
+from engine.story_tree import check_may_rewrite
+from engine.turns import Fence, TurnEngine
 
 log = logging.getLogger(__name__)
 
 _FINAL = (TurnDone, TurnFailed)
+
+#: A request to write the newest turn again (stored so a failed retry can be retried).
+RETRY_PAYLOAD = {"type": "retry", "text": ""}
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +72,8 @@ class StartedAdventure:
     icon: str
     opening: str
     version: int
+    #: The opening's story node (the root of the tree), so its message can take buttons again.
+    opening_node_id: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,7 +172,12 @@ class PlayService:
                 answers=answers,
             )
             return StartedAdventure(
-                adventure.id, adventure.title, adventure.icon, adventure.prompt, adventure.version
+                adventure.id,
+                adventure.title,
+                adventure.icon,
+                adventure.prompt,
+                adventure.version,
+                adventure.head_node_id,
             )
 
     async def adventure_in(self, channel_id: int) -> AdventureRef | None:
@@ -196,11 +214,56 @@ class PlayService:
         """
         try:
             format_action(action, max_chars=self.turns.max_action_chars)  # fail fast
-            adventure_id = await self._record(actor, channel_id, action, request_id, seen_version)
+            payload = {"type": str(action.type), "text": action.text}
+            adventure_id = await self._record(actor, channel_id, payload, request_id, seen_version)
         except CampfireError as error:
             yield TurnFailed(error)
             return
-        async with aclosing(self._run_queued(adventure_id, action, request_id)) as events:
+
+        def turn(fence: Fence) -> AsyncIterator[TurnEvent]:
+            return self.turns.play(adventure_id, action, fence=fence)
+
+        async with aclosing(self._run_queued(adventure_id, turn, request_id)) as events:
+            async for event in events:
+                yield event
+
+    async def retry_turn(
+        self,
+        actor: Actor,
+        channel_id: int,
+        *,
+        request_id: int,
+        seen_version: int | None = None,
+        is_manager: bool = False,
+    ) -> AsyncIterator[TurnEvent]:
+        """Write the newest narrator turn again as another take (``TurnEngine.retry``).
+
+        Who may: the author of the turn's action, the host, server managers. Queued like any
+        turn; a button press acts once per story version.
+        """
+
+        asked_for: list[int] = []
+
+        async def allowed(session: AsyncSession, adventure: Adventure) -> None:
+            assert adventure.head_node_id is not None
+            head = await session.get(StoryNode, adventure.head_node_id)
+            assert head is not None
+            await check_may_rewrite(session, adventure, head, actor, is_manager)
+            # The turn retried is the newest one now, even if the retry waits in the queue.
+            asked_for.append(adventure.head_node_id)
+
+        try:
+            adventure_id = await self._record(
+                actor, channel_id, RETRY_PAYLOAD, request_id, seen_version, check=allowed
+            )
+        except CampfireError as error:
+            yield TurnFailed(error)
+            return
+
+        def turn(fence: Fence) -> AsyncIterator[TurnEvent]:
+            return self.turns.retry(adventure_id, node_id=asked_for[0], fence=fence)
+
+        async with aclosing(self._run_queued(adventure_id, turn, request_id)) as events:
             async for event in events:
                 yield event
 
@@ -212,6 +275,14 @@ class PlayService:
             record = await session.get(RequestRecord, request_id)
         if record is None or not record.payload:
             yield TurnFailed(NotFound("That action is no longer available to retry."))
+            return
+        if record.payload == RETRY_PAYLOAD:
+            # A retry of a turn that failed: write the newest turn again once more.
+            async with aclosing(
+                self.retry_turn(actor, channel_id, request_id=new_request_id)
+            ) as events:
+                async for event in events:
+                    yield event
             return
         action = PlayerAction(
             ActionType(record.payload["type"]), record.payload.get("text", ""), actor.user_id
@@ -226,11 +297,12 @@ class PlayService:
         self,
         actor: Actor,
         channel_id: int,
-        action: PlayerAction,
+        payload: dict[str, str],
         request_id: int,
         seen_version: int | None,
+        *,
+        check: Callable[[AsyncSession, Adventure], Awaitable[None]] | None = None,
     ) -> int:
-        payload = {"type": str(action.type), "text": action.text}
         digest = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
         async with self.db.session() as session, session.begin():
             await self._touch(session, actor)
@@ -242,6 +314,8 @@ class PlayService:
                 or await self._version_taken(session, adventure.id, seen_version)
             ):
                 raise StoryMovedOn("The story has moved on since that button was drawn.")
+            if check is not None:
+                await check(session, adventure)
             session.add(
                 RequestRecord(
                     interaction_id=request_id,
@@ -257,7 +331,10 @@ class PlayService:
             return adventure.id
 
     async def _run_queued(
-        self, adventure_id: int, action: PlayerAction, request_id: int
+        self,
+        adventure_id: int,
+        turn: Callable[[Fence], AsyncIterator[TurnEvent]],
+        request_id: int,
     ) -> AsyncIterator[TurnEvent]:
         """Run the turn through the adventure's queue, forwarding its events as they come."""
         events: asyncio.Queue[TurnEvent] = asyncio.Queue()
@@ -268,9 +345,9 @@ class PlayService:
                     if lease.reclaimed_from is not None:
                         events.put_nowait(await self._mark_interrupted(adventure_id, request_id))
                     await self._set_status(request_id, "running")
-                    stream = self.turns.play(adventure_id, action, fence=self.leases.fence(lease))
-                    async with aclosing(stream) as turn:
-                        async for event in turn:
+                    stream = turn(self.leases.fence(lease))
+                    async with aclosing(stream) as running:
+                        async for event in running:
                             if isinstance(event, _FINAL):
                                 await self._finish(request_id, event)
                             events.put_nowait(event)

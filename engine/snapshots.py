@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from engine.storage.models import Adventure, AdventureCard
+from engine.storage.models import Adventure, AdventureCard, AdventureScript
 
 #: The card columns a snapshot keeps (the id too, so a script's card ids stay stable).
 CARD_FIELDS = ("id", "position", "type", "title", "keys", "entry", "description", "always_on")
@@ -41,6 +41,19 @@ async def load_cards(session: AsyncSession, adventure_id: int) -> list[Adventure
     return list(result.scalars())
 
 
+async def capture_current(session: AsyncSession, adventure: Adventure) -> dict[str, Any]:
+    """The adventure's state as it stands; its cards too when it has scripts (which may change
+    them), the same rule a turn's snapshot follows."""
+    assert adventure.id is not None
+    scripted = await session.scalar(
+        select(AdventureScript.id)
+        .where(AdventureScript.adventure_id == adventure.id, AdventureScript.enabled.is_(True))
+        .limit(1)
+    )
+    cards = await load_cards(session, adventure.id) if scripted is not None else None
+    return capture(adventure.world_state, adventure.script_state, cards)
+
+
 async def restore(session: AsyncSession, adventure_id: int, snapshot: dict[str, Any]) -> None:
     """Put the adventure's state back as ``snapshot`` holds it, inside the caller's transaction."""
     await session.execute(
@@ -55,8 +68,31 @@ async def restore(session: AsyncSession, adventure_id: int, snapshot: dict[str, 
     if cards is None:
         return
     await session.execute(delete(AdventureCard).where(AdventureCard.adventure_id == adventure_id))
-    if cards:
-        await session.execute(
-            insert(AdventureCard),
-            [{**card, "adventure_id": adventure_id} for card in cards],
+    if not cards:
+        return
+    # A card keeps its id when that id is free and was issued by this database (no higher than
+    # the highest id in the table), so scripts that remember ids keep finding their cards. Ids
+    # from elsewhere (a snapshot inside an imported adventure file) could collide with another
+    # adventure's card or run ahead of PostgreSQL's sequence: those cards get new ids.
+    wanted = [card["id"] for card in cards if isinstance(card.get("id"), int)]
+    taken: set[int] = set()
+    highest = 0
+    if wanted:
+        taken = set(
+            await session.scalars(select(AdventureCard.id).where(AdventureCard.id.in_(wanted)))
         )
+        highest = await session.scalar(select(func.max(AdventureCard.id))) or 0
+    rows = []
+    for card in cards:
+        row = {name: card[name] for name in CARD_FIELDS if name in card}
+        card_id = row.get("id")
+        if not isinstance(card_id, int) or card_id in taken or card_id > highest:
+            row.pop("id", None)
+        else:
+            taken.add(card_id)
+        rows.append({**row, "adventure_id": adventure_id})
+    # One statement per shape: rows with and without an id cannot share an executemany.
+    for with_id in (True, False):
+        batch = [row for row in rows if ("id" in row) is with_id]
+        if batch:
+            await session.execute(insert(AdventureCard), batch)

@@ -13,7 +13,7 @@ import time
 import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -32,16 +32,19 @@ from engine.events import (
     TurnFailed,
     Usage,
 )
+from engine.memory.cursors import story_cut_back
 from engine.providers.base import ChatProvider, GenerationParams
+from engine.snapshots import capture, restore
 from engine.storage.database import Database
 from engine.storage.models import (
     ActionType,
     Adventure,
-    Branch,
     Role,
     StoryNode,
     utcnow,
 )
+from engine.story_tree.lines import advance_line, fork_beside, has_children
+from engine.story_tree.takes import RetryPlan, add_take, plan_retry
 from engine.tokens import count_tokens
 from engine.world_state.apply import BlockHolder, SettledWorld, schema_of, settle
 
@@ -69,6 +72,12 @@ class TurnResult:
     first_token_ms: int | None
     #: What the turn changed in the world state, in a line ("hp 100 → 85 (hurt) · …").
     state_chip: str = ""
+    #: Which take of the turn this is, of how many (a retry adds one).
+    take: int = 1
+    take_count: int = 1
+    #: A retry that could not replace its turn in place (later turns follow it) wrote this
+    #: new turn beside it on a branch of its own; the replaced turn's node.
+    replaced_node_id: int | None = None
 
 
 class TurnEngine:
@@ -249,6 +258,7 @@ class TurnEngine:
                 state_block=world.report.block if world.report else None,
                 state_report=world.report.to_json() if world.report else None,
                 state_before=None if action_node else state_before,
+                state_after=capture(world.state, adventure.script_state),
             )
             session.add(narrator)
             await session.flush()
@@ -269,12 +279,15 @@ class TurnEngine:
                     "The story moved on while this turn was being written, so it was not "
                     "saved. Look at the newest turn and try again."
                 )
-            if adventure.active_branch_id is not None:
-                await session.execute(
-                    update(Branch)
-                    .where(Branch.id == adventure.active_branch_id)
-                    .values(tip_node_id=narrator.id)
-                )
+            # Extends the branch, or forks one when the head had been moved back.
+            await advance_line(
+                session,
+                adventure,
+                head_id=head.id,
+                head_index=head.index,
+                new_tip_id=narrator.id,
+                head_state=state_before,
+            )
         return TurnResult(
             adventure_id=adventure.id,
             version=adventure.version + 1,
@@ -289,6 +302,206 @@ class TurnEngine:
             first_token_ms=first_token_ms,
             state_chip=world.chip,
         )
+
+    # --- retry: another take of the newest turn ------------------------------------------------
+
+    async def retry(
+        self, adventure_id: int, *, node_id: int | None = None, fence: Fence | None = None
+    ) -> AsyncIterator[TurnEvent]:
+        """Write the newest narrator turn again, as another take. Ends with ``TurnDone`` or
+        ``TurnFailed``.
+
+        The adventure is rolled back to the turn's snapshot in memory only, and the context is
+        built from the turn's parent, so the text being replaced is not in its own prompt. The
+        new take, its state and the head are written in one version-guarded transaction at the
+        end: if the regeneration fails, nothing was written and the previous take is still
+        live, with its state.
+        """
+        try:
+            async with aclosing(self._retry(adventure_id, node_id, fence)) as events:
+                async for event in events:
+                    yield event
+        except CampfireError as error:
+            yield TurnFailed(error)
+        except Exception as error:
+            reference = log_incident(f"retry failed (adventure {adventure_id})", error)
+            yield TurnFailed(InternalError(reference))
+
+    async def _retry(
+        self, adventure_id: int, node_id: int | None, fence: Fence | None
+    ) -> AsyncIterator[TurnEvent]:
+        async with self.db.session() as session:
+            adventure = await session.get(Adventure, adventure_id)
+            if adventure is None or adventure.ended_at is not None:
+                raise NotFound("There is no adventure running here. Start one with /start.")
+            if node_id is not None and adventure.head_node_id != node_id:
+                # Asked for while another turn was still being written: that one is newer.
+                raise StoryMovedOn(
+                    "The story moved on before the retry could start (a newer turn arrived), "
+                    "so nothing was retried. Look at the newest turn first."
+                )
+            plan = await plan_retry(session, adventure)
+            # A detached copy rolled back to the turn's snapshot: what the turn first saw.
+            session.expunge(adventure)
+            adventure.head_node_id = plan.context_head_id
+            adventure.world_state = plan.snapshot.get("world_state") or {}
+            adventure.script_state = plan.snapshot.get("script_state") or {}
+            inputs = await self.context.gather(session, adventure, plan.action_text)
+        yield ActionAccepted(plan.action_text)
+
+        built = self.context.build(inputs)
+        holder = BlockHolder() if schema_of(adventure.stat_schema) else None
+        reply = _Reply()
+        async with aclosing(
+            self._stream_reply(built, self._params_for(adventure), holder, reply)
+        ) as deltas:
+            async for event in deltas:
+                yield event
+        # The turn's own index: cooldown clocks stay where the first take left them.
+        world = settle(
+            adventure.stat_schema, adventure.world_state, reply.text, turn_index=plan.node_index
+        )
+        result = await self._store_take(fence, adventure, plan, built, world, reply)
+        yield TurnDone(result)
+
+    async def _stream_reply(
+        self,
+        built: BuiltContext,
+        params: GenerationParams,
+        holder: BlockHolder | None,
+        reply: _Reply,
+    ) -> AsyncIterator[TurnEvent]:
+        """The model's reply as events, collected into ``reply`` as it streams."""
+        started = time.perf_counter()
+        async with aclosing(self.provider.stream(built.messages, params)) as chunks:
+            async for chunk in chunks:
+                if isinstance(chunk, TextDelta):
+                    piece = chunk.text if reply.pieces else chunk.text.lstrip()
+                    if not piece:
+                        continue
+                    if reply.first_token_ms is None:
+                        reply.first_token_ms = _ms_since(started)
+                    reply.pieces.append(piece)
+                    visible = holder.feed(piece) if holder else piece
+                    if visible:
+                        yield TextDelta(visible)
+                elif isinstance(chunk, ReasoningDelta):
+                    reply.reasoning.append(chunk.text)
+                    yield chunk
+                elif isinstance(chunk, StreamEnd):
+                    reply.usage = chunk.usage
+        reply.latency_ms = _ms_since(started)
+
+    async def _store_take(
+        self,
+        fence: Fence | None,
+        adventure: Adventure,
+        plan: RetryPlan,
+        built: BuiltContext,
+        world: SettledWorld,
+        reply: _Reply,
+    ) -> TurnResult:
+        text = world.prose
+        reasoning = "".join(reply.reasoning).strip() or None
+        block = world.report.block if world.report else None
+        report = world.report.to_json() if world.report else None
+        after = capture(world.state, adventure.script_state, plan.snapshot.get("cards"))
+        measured = {
+            "model": self.provider.label,
+            "prompt_tokens": reply.usage.prompt_tokens if reply.usage else built.tokens,
+            "completion_tokens": reply.usage.completion_tokens if reply.usage else None,
+            "latency_ms": reply.latency_ms,
+            "prompt_snapshot": zlib.compress(built.snapshot()),
+            "context_report": built.report.to_json(),
+        }
+        async with self.db.session() as session, session.begin():
+            if fence is not None and not await fence(session):
+                raise StoryMovedOn(
+                    "This retry took too long and another turn took its place, so it was not "
+                    "saved. Look at the newest turn and try again."
+                )
+            node = await session.get(StoryNode, plan.node_id)
+            if node is None:
+                raise StoryMovedOn("The turn being retried is gone; nothing was saved.")
+            replaced: int | None = None
+            if await has_children(session, plan.node_id):
+                # Later turns follow this one: the new version goes beside it, on a branch.
+                fresh = StoryNode(
+                    adventure_id=adventure.id,
+                    parent_id=plan.parent_id,
+                    index=node.index,
+                    role=Role.NARRATOR,
+                    action=ActionType.CONTINUE,
+                    author_id=node.author_id,
+                    text=text,
+                    token_count=count_tokens(text),
+                    reasoning=reasoning,
+                    state_block=block,
+                    state_report=report,
+                    state_before=plan.snapshot if plan.parent_is_narrator else None,
+                    state_after=after,
+                    **measured,
+                )
+                session.add(fresh)
+                await session.flush()
+                replaced, node, take = node.id, fresh, 1
+                await fork_beside(session, adventure, plan.node_id, fresh.id)
+            else:
+                take = await add_take(
+                    session,
+                    node,
+                    text=text,
+                    reasoning=reasoning,
+                    snapshot=after,
+                    block=block,
+                    report=report,
+                    extra=measured,
+                )
+            moved = await session.execute(
+                update(Adventure)
+                .where(Adventure.id == adventure.id, Adventure.version == adventure.version)
+                .values(head_node_id=node.id, version=Adventure.version + 1, updated_at=utcnow())
+            )
+            if moved.rowcount != 1:
+                raise StoryMovedOn(
+                    "The story moved on while this turn was being written again, so it was not "
+                    "saved. Look at the newest turn and try again."
+                )
+            await restore(session, adventure.id, after)
+            # The replaced text leaves the line: memories past the parent are cut back.
+            await story_cut_back(session, adventure.id, kept_through=plan.node_index - 1)
+        return TurnResult(
+            adventure_id=adventure.id,
+            version=adventure.version + 1,
+            action_node_id=None,
+            narrator_node_id=node.id,
+            action_text=plan.action_text,
+            text=text,
+            reasoning=reasoning or "",
+            model=self.provider.label,
+            usage=reply.usage,
+            latency_ms=reply.latency_ms,
+            first_token_ms=reply.first_token_ms,
+            state_chip=world.chip,
+            take=take,
+            take_count=take,
+            replaced_node_id=replaced,
+        )
+
+
+@dataclass
+class _Reply:
+    """A streamed reply as it accumulates."""
+
+    pieces: list[str] = field(default_factory=list)
+    reasoning: list[str] = field(default_factory=list)
+    usage: Usage | None = None
+    first_token_ms: int | None = None
+    latency_ms: int = 0
+
+    @property
+    def text(self) -> str:
+        return "".join(self.pieces).rstrip()
 
 
 def _ms_since(started: float) -> int:

@@ -209,19 +209,26 @@ async def test_sync_registers_the_commands_and_start_does_not(env):
     names = sorted(command.name for command in synced)
     assert names == [
         "adventure",
+        "branch",
         "card",
         "continue",
         "do",
+        "edit",
         "essentials",
         "help",
         "insights",
         "instructions",
         "note",
+        "redo",
+        "retry",
+        "savepoint",
         "say",
         "scenario",
         "start",
         "state",
         "story",
+        "tree",
+        "undo",
     ]
     assert sorted(c["name"] for c in env.fake.commands[None]) == names
     adventure = next(c for c in env.fake.commands[None] if c["name"] == "adventure")

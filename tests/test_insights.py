@@ -407,7 +407,7 @@ async def test_the_insights_button_under_a_turn_gives_the_same(env: DiscordEnv, 
     thread = await play_one_turn(env, fake_model)
     report = await stored_report(env, thread)
     narration = env.fake.last_message(thread)
-    assert [label for label, _, _ in narration.buttons] == ["Continue", "Insights"]
+    assert [label for label, _, _ in narration.buttons] == ["Continue", "Retry", "Undo", "Insights"]
     (custom_id,) = [c for label, c, _ in narration.buttons if label == "Insights"]
     assert custom_id.startswith("cf:insights:")
     press = await env.fake.press(env.bob, narration.id, label="Insights")

@@ -69,7 +69,7 @@ _NODE_LIGHT = (
     "latency_ms",
     "state_block",
 )
-_NODE_HEAVY = ("reasoning", "state_before", "state_report", "context_report")
+_NODE_HEAVY = ("reasoning", "state_before", "state_after", "state_report", "context_report")
 
 
 def _iso(moment: datetime | None) -> str | None:
@@ -476,6 +476,7 @@ def _nodes(f: Fields) -> list[dict[str, Any]]:
             "state_block": _optional_text(n, "state_block"),
             "reasoning": _optional_text(n, "reasoning"),
             "state_before": _state(n, "state_before"),
+            "state_after": _state(n, "state_after"),
             "state_report": _state(n, "state_report"),
             "context_report": _state(n, "context_report"),
         }

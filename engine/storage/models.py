@@ -278,7 +278,12 @@ class StoryNode(SQLModel, table=True):
     __tablename__ = "story_nodes"
     __table_args__ = (Index("ix_story_nodes_adventure_index", "adventure_id", "index"),)
     __mapper_args__ = _defer(
-        "reasoning", "prompt_snapshot", "state_before", "state_report", "context_report"
+        "reasoning",
+        "prompt_snapshot",
+        "state_before",
+        "state_after",
+        "state_report",
+        "context_report",
     )
 
     id: int | None = Field(default=None, primary_key=True)
@@ -303,6 +308,9 @@ class StoryNode(SQLModel, table=True):
     prompt_snapshot: bytes | None = Field(default=None, sa_column=Column(LargeBinary))
     # World and script state as they were before this node, for exact undo and retry.
     state_before: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
+    # The same, as they were when the head last stood on this node (after its live take, or
+    # as a host left them): what Redo, a branch switch or a save point puts back.
+    state_after: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
     state_report: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
     # The state block the model wrote after this narration (stripped from ``text``), kept light
     # so history can re-attach it and the model keeps emitting blocks.

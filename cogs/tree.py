@@ -1,0 +1,331 @@
+"""The story tree in Discord: /retry, /undo, /redo, /edit, /branch …, /savepoint … and /tree.
+
+Each command is one call to the engine (``engine.story_tree.StoryTree``, or the play service for a
+retry, which writes a turn); the narrator shows what changed. Who may rewrite a turn (its
+action's author, the host, members who manage the server or its messages) and who may change
+branches and save points (the host and those members) is the engine's rule; the cog only says
+whether the member is such a manager.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import discord
+from discord import app_commands
+from discord.ext import commands
+
+from cogs.buttons import is_story_manager, retry_allowed
+from cogs.context import actor_of, channel_id_of
+from cogs.errors import on_app_command_error
+from cogs.replies import reply
+from engine.story_tree import EDIT_MAX_CHARS, NAME_MAX, BranchView, SavePointView
+
+if TYPE_CHECKING:
+    from bot.discord_bot import CampfireBot
+
+TREE_LEGEND = (
+    "● a branch's newest entry · ◀ where the story stands · ⚑ a save point · "
+    "numbers count story entries (actions and narration)"
+)
+#: How long the edit form stays answerable.
+FORM_TIMEOUT_S = 30 * 60
+
+
+def _bot(interaction: discord.Interaction) -> CampfireBot:
+    return interaction.client  # type: ignore[return-value]
+
+
+def _name(text: str) -> str:
+    return discord.utils.escape_markdown(text)
+
+
+def branch_lines(branches: list[BranchView]) -> str:
+    lines = []
+    for branch in branches:
+        mark = "▶" if branch.active else "•"
+        saves = f" · ⚑ {branch.save_points}" if branch.save_points else ""
+        lines.append(f"{mark} **{_name(branch.name)}** · {branch.tip_index} entries{saves}")
+    return "\n".join(lines) or "No branches yet."
+
+
+def save_point_lines(points: list[SavePointView]) -> str:
+    lines = []
+    for point in points:
+        here = " ◀ the story is here" if point.is_head else ""
+        lines.append(
+            f"⚑ **{_name(point.name)}** · branch {_name(point.branch) or '?'}, "
+            f"entry {point.index}{here}"
+        )
+    return "\n".join(lines) or "No save points yet. `/savepoint add` makes one here."
+
+
+class EditTurnModal(discord.ui.Modal):
+    """The newest turn's text, prefilled; submitting stores the correction as a new take."""
+
+    def __init__(self, text: str, node_id: int, version: int) -> None:
+        super().__init__(title="Edit the newest turn", timeout=FORM_TIMEOUT_S)
+        self.node_id = node_id
+        self.version = version
+        self.text: discord.ui.TextInput[EditTurnModal] = discord.ui.TextInput(
+            label="Turn text",
+            custom_id="text",
+            style=discord.TextStyle.paragraph,
+            default=text,
+            required=True,
+            max_length=EDIT_MAX_CHARS,
+        )
+        self.add_item(self.text)
+
+    async def on_submit(self, interaction: discord.Interaction) -> None:
+        bot = _bot(interaction)
+        move = await bot.services.tree.edit(
+            actor_of(interaction),
+            channel_id_of(interaction),
+            self.text.value,
+            node_id=self.node_id,
+            seen_version=self.version,
+            is_manager=is_story_manager(interaction),
+        )
+        await interaction.response.send_message(
+            f"✏️ *{interaction.user.display_name} corrected the newest turn "
+            f"(take {move.take} of {move.take_count}; the original is kept).*"
+        )
+        channel = interaction.channel
+        if isinstance(channel, discord.abc.Messageable):
+            await bot.narrator.show_edit(channel, move)
+
+    async def on_error(self, interaction: discord.Interaction, error: Exception) -> None:
+        await on_app_command_error(interaction, error)  # type: ignore[arg-type]
+
+
+class StoryTreeCog(commands.Cog):
+    branch = app_commands.Group(name="branch", description="Lines of the story here")
+    savepoint = app_commands.Group(name="savepoint", description="Named places in the story")
+
+    def __init__(self, bot: CampfireBot) -> None:
+        self.bot = bot
+
+    # --- turns ---
+
+    @app_commands.command(name="retry")
+    async def retry(self, interaction: discord.Interaction) -> None:
+        """Write the newest turn again; every take is kept (‹ › pages them)."""
+        if not await retry_allowed(interaction):
+            return
+        await interaction.response.defer(thinking=True)
+        events = self.bot.services.play.retry_turn(
+            actor_of(interaction),
+            channel_id_of(interaction),
+            request_id=interaction.id,
+            is_manager=is_story_manager(interaction),
+        )
+        await self.bot.narrator.show(interaction, events, retrying=True)
+
+    @app_commands.command(name="undo")
+    async def undo(self, interaction: discord.Interaction) -> None:
+        """Take back the newest turn (nothing is deleted; /redo brings it back)."""
+        await self.bot.narrator.head_move(
+            interaction,
+            self.bot.services.tree.undo(
+                actor_of(interaction),
+                channel_id_of(interaction),
+                is_manager=is_story_manager(interaction),
+            ),
+            "↩️ *{who} undid the last turn.*",
+        )
+
+    @app_commands.command(name="redo")
+    async def redo(self, interaction: discord.Interaction) -> None:
+        """Bring back the turn that was undone last."""
+        await self.bot.narrator.head_move(
+            interaction,
+            self.bot.services.tree.redo(
+                actor_of(interaction),
+                channel_id_of(interaction),
+                is_manager=is_story_manager(interaction),
+            ),
+            "↪️ *{who} brought the turn back.*",
+        )
+
+    @app_commands.command(name="edit")
+    async def edit(self, interaction: discord.Interaction) -> None:
+        """Correct the newest turn's text in a form (the original stays as a take)."""
+        turn = await self.bot.services.tree.turn_to_edit(
+            actor_of(interaction),
+            channel_id_of(interaction),
+            is_manager=is_story_manager(interaction),
+        )
+        await interaction.response.send_modal(EditTurnModal(turn.text, turn.node_id, turn.version))
+
+    @app_commands.command(name="tree")
+    async def tree(self, interaction: discord.Interaction) -> None:
+        """The story's shape: its branches, where they part, save points, where you are."""
+        picture = await self.bot.services.tree.picture(channel_id_of(interaction))
+        body = picture if len(picture) < 1800 else picture[:1790] + "\n…"
+        await reply(interaction, f"```\n{body}\n```\n-# {TREE_LEGEND}")
+
+    # --- branches ---
+
+    @branch.command(name="list")
+    async def branch_list(self, interaction: discord.Interaction) -> None:
+        """The branches of this story."""
+        branches = await self.bot.services.tree.branches(channel_id_of(interaction))
+        await reply(interaction, branch_lines(branches))
+
+    @branch.command(name="new")
+    @app_commands.describe(name="A name for the new line, e.g. “the river path”")
+    async def branch_new(
+        self, interaction: discord.Interaction, name: app_commands.Range[str, 1, NAME_MAX]
+    ) -> None:
+        """Start a branch here; new turns go on it, the other branches keep their own."""
+        move = await self.bot.services.tree.new_branch(
+            actor_of(interaction),
+            channel_id_of(interaction),
+            name,
+            is_manager=is_story_manager(interaction),
+        )
+        await interaction.response.send_message(
+            f"🌿 *{interaction.user.display_name} started the branch “{_name(move.branch)}” here.*"
+        )
+        await self._place(interaction, move)
+
+    @branch.command(name="switch")
+    @app_commands.describe(name="The branch to go to")
+    async def branch_switch(self, interaction: discord.Interaction, name: str) -> None:
+        """Go to another branch's newest turn, with that line's world state."""
+        await self.bot.narrator.head_move(
+            interaction,
+            self.bot.services.tree.switch_branch(
+                actor_of(interaction),
+                channel_id_of(interaction),
+                name,
+                is_manager=is_story_manager(interaction),
+            ),
+            "🌿 *{who} switched to the branch “{branch}”.*",
+        )
+
+    @branch.command(name="rename")
+    @app_commands.describe(name="The branch to rename", new_name="Its new name")
+    async def branch_rename(
+        self,
+        interaction: discord.Interaction,
+        name: str,
+        new_name: app_commands.Range[str, 1, NAME_MAX],
+    ) -> None:
+        """Rename a branch."""
+        message = await self.bot.services.tree.rename_branch(
+            actor_of(interaction),
+            channel_id_of(interaction),
+            name,
+            new_name,
+            is_manager=is_story_manager(interaction),
+        )
+        await reply(interaction, message)
+
+    @branch.command(name="delete")
+    @app_commands.describe(name="The branch to forget (its shared turns stay)")
+    async def branch_delete(self, interaction: discord.Interaction, name: str) -> None:
+        """Delete a branch that the story is not on and no save point uses."""
+        message = await self.bot.services.tree.delete_branch(
+            actor_of(interaction),
+            channel_id_of(interaction),
+            name,
+            is_manager=is_story_manager(interaction),
+        )
+        await reply(interaction, message)
+
+    @branch_switch.autocomplete("name")
+    @branch_rename.autocomplete("name")
+    @branch_delete.autocomplete("name")
+    async def branch_names(
+        self, interaction: discord.Interaction, current: str
+    ) -> list[app_commands.Choice[str]]:
+        try:
+            branches = await self.bot.services.tree.branches(channel_id_of(interaction))
+        except Exception:  # noqa: BLE001 - autocomplete offers nothing rather than failing
+            return []
+        typed = current.casefold()
+        return [
+            app_commands.Choice(name=b.name, value=b.name)
+            for b in branches
+            if typed in b.name.casefold()
+        ][:25]
+
+    # --- save points ---
+
+    @savepoint.command(name="add")
+    @app_commands.describe(name="A name for this place in the story")
+    async def savepoint_add(
+        self, interaction: discord.Interaction, name: app_commands.Range[str, 1, NAME_MAX]
+    ) -> None:
+        """Name the place the story stands now, to come back to it later."""
+        point = await self.bot.services.tree.add_save_point(
+            actor_of(interaction),
+            channel_id_of(interaction),
+            name,
+            is_manager=is_story_manager(interaction),
+        )
+        await reply(
+            interaction,
+            f"⚑ Save point “{_name(point.name)}” made here (branch {_name(point.branch)}).",
+            ephemeral=False,
+        )
+
+    @savepoint.command(name="list")
+    async def savepoint_list(self, interaction: discord.Interaction) -> None:
+        """The save points of this story."""
+        points = await self.bot.services.tree.save_points(channel_id_of(interaction))
+        await reply(interaction, save_point_lines(points))
+
+    @savepoint.command(name="restore")
+    @app_commands.describe(name="The save point to go back to")
+    async def savepoint_restore(self, interaction: discord.Interaction, name: str) -> None:
+        """Go back to a save point (nothing is deleted; /redo walks forward again)."""
+        await self.bot.narrator.head_move(
+            interaction,
+            self.bot.services.tree.restore_save_point(
+                actor_of(interaction),
+                channel_id_of(interaction),
+                name,
+                is_manager=is_story_manager(interaction),
+            ),
+            "⚑ *{who} went back to a save point.*",
+        )
+
+    @savepoint.command(name="delete")
+    @app_commands.describe(name="The save point to delete")
+    async def savepoint_delete(self, interaction: discord.Interaction, name: str) -> None:
+        """Delete a save point (the story does not change)."""
+        message = await self.bot.services.tree.delete_save_point(
+            actor_of(interaction),
+            channel_id_of(interaction),
+            name,
+            is_manager=is_story_manager(interaction),
+        )
+        await reply(interaction, message)
+
+    @savepoint_restore.autocomplete("name")
+    @savepoint_delete.autocomplete("name")
+    async def save_point_names(
+        self, interaction: discord.Interaction, current: str
+    ) -> list[app_commands.Choice[str]]:
+        try:
+            points = await self.bot.services.tree.save_points(channel_id_of(interaction))
+        except Exception:  # noqa: BLE001 - autocomplete offers nothing rather than failing
+            return []
+        typed = current.casefold()
+        return [
+            app_commands.Choice(name=p.name, value=p.name)
+            for p in points
+            if typed in p.name.casefold()
+        ][:25]
+
+    async def _place(self, interaction: discord.Interaction, move) -> None:
+        channel = interaction.channel
+        if isinstance(channel, discord.abc.Messageable):
+            await self.bot.narrator.show_head(channel, move)
+
+
+async def setup(bot: CampfireBot) -> None:
+    await bot.add_cog(StoryTreeCog(bot))

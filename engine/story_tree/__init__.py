@@ -1,0 +1,31 @@
+"""The story tree: takes, undo and redo, edits, branches and save points.
+
+``service.StoryTree`` is what a front end calls; ``lines`` reads and grows lines (and forks),
+``takes`` keeps a turn's attempts, ``access`` says who may change what, ``picture`` draws
+/tree. A turn being stored calls ``lines.advance_line``; a retry uses ``takes.plan_retry``.
+"""
+
+from engine.story_tree.access import check_may_rewrite, may_rewrite
+from engine.story_tree.service import (
+    EDIT_MAX_CHARS,
+    MOVED_ON,
+    NAME_MAX,
+    BranchView,
+    HeadMove,
+    SavePointView,
+    StoryTree,
+    TurnText,
+)
+
+__all__ = [
+    "EDIT_MAX_CHARS",
+    "MOVED_ON",
+    "NAME_MAX",
+    "BranchView",
+    "HeadMove",
+    "SavePointView",
+    "StoryTree",
+    "TurnText",
+    "check_may_rewrite",
+    "may_rewrite",
+]
