@@ -67,6 +67,8 @@ async def restore(session: AsyncSession, adventure_id: int, snapshot: dict[str, 
     cards = snapshot.get("cards")
     if cards is None:
         return
+    # Read before the delete: this adventure's own cards may hold the highest ids.
+    highest = await session.scalar(select(func.max(AdventureCard.id))) or 0
     await session.execute(delete(AdventureCard).where(AdventureCard.adventure_id == adventure_id))
     if not cards:
         return
@@ -76,12 +78,10 @@ async def restore(session: AsyncSession, adventure_id: int, snapshot: dict[str, 
     # adventure's card or run ahead of PostgreSQL's sequence: those cards get new ids.
     wanted = [card["id"] for card in cards if isinstance(card.get("id"), int)]
     taken: set[int] = set()
-    highest = 0
     if wanted:
         taken = set(
             await session.scalars(select(AdventureCard.id).where(AdventureCard.id.in_(wanted)))
         )
-        highest = await session.scalar(select(func.max(AdventureCard.id))) or 0
     rows = []
     for card in cards:
         row = {name: card[name] for name in CARD_FIELDS if name in card}
