@@ -20,6 +20,7 @@ EXTENSIONS: tuple[str, ...] = (
     "cogs.insights",
     "cogs.steering",
     "cogs.world_state",
+    "cogs.scripts",
 )
 
 #: How often expired turn leases are looked for (a process died mid-turn).

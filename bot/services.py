@@ -19,6 +19,7 @@ from engine.providers.embeddings import EmbeddingClient
 from engine.providers.local import LocalLlamaProvider
 from engine.providers.openai_compat import OpenAICompatibleProvider
 from engine.queue import AdventureQueue
+from engine.scripting.sandbox import Limits
 from engine.storage.database import Database
 from engine.turns import TurnEngine
 
@@ -79,7 +80,16 @@ async def build_services(settings: Settings) -> Services:
         budget=settings.context_tokens, max_output_tokens=settings.max_output_tokens
     )
     turns = TurnEngine(
-        db, provider, params=params, context=context, max_action_chars=settings.max_action_chars
+        db,
+        provider,
+        params=params,
+        context=context,
+        max_action_chars=settings.max_action_chars,
+        script_limits=Limits(
+            memory_bytes=settings.script_memory_mb * 1024 * 1024,
+            time_seconds=settings.script_time_seconds,
+        ),
+        max_story_cards=settings.max_story_cards,
     )
     # Names this process in lease rows, so a reclaimed lease says whose turn was cut off.
     holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"

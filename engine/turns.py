@@ -13,7 +13,8 @@ import time
 import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import TypeVar
 
 from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -33,6 +34,9 @@ from engine.events import (
     Usage,
 )
 from engine.providers.base import ChatProvider, GenerationParams
+from engine.scripting.hooks import ScriptStopped, TurnScripts
+from engine.scripting.sandbox import Limits
+from engine.snapshots import capture
 from engine.storage.database import Database
 from engine.storage.models import (
     ActionType,
@@ -46,6 +50,8 @@ from engine.tokens import count_tokens
 from engine.world_state.apply import BlockHolder, SettledWorld, schema_of, settle
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 #: A check run inside the turn's final transaction; False means "do not store".
 Fence = Callable[[AsyncSession], Awaitable[bool]]
@@ -69,6 +75,8 @@ class TurnResult:
     first_token_ms: int | None
     #: What the turn changed in the world state, in a line ("hp 100 → 85 (hurt) · …").
     state_chip: str = ""
+    #: What the adventure's scripts set in ``state.message``, shown under the turn.
+    script_message: str = ""
 
 
 class TurnEngine:
@@ -80,12 +88,16 @@ class TurnEngine:
         params: GenerationParams | None = None,
         context: ContextBuilder | None = None,
         max_action_chars: int = 2000,
+        script_limits: Limits | None = None,
+        max_story_cards: int = 500,
     ) -> None:
         self.db = db
         self.provider = provider
         self.params = params or GenerationParams()
         self.context = context or ContextEngine(max_output_tokens=self.params.max_tokens)
         self.max_action_chars = max_action_chars
+        self.script_limits = script_limits or Limits()
+        self.max_story_cards = max_story_cards
 
     async def play(
         self, adventure_id: int, action: PlayerAction, *, fence: Fence | None = None
@@ -116,13 +128,31 @@ class TurnEngine:
                 raise NotFound("There is no adventure running here. Start one with /start.")
             if adventure.head_node_id is None:
                 raise NotFound("This adventure has no story yet.")
-            inputs = await self.context.gather(session, adventure, action_text)
+            scripts = await TurnScripts.load(
+                session,
+                adventure,
+                actor=action.actor,
+                limits=self.script_limits,
+                max_cards=self.max_story_cards,
+            )
+            if scripts is not None:
+                # onInput runs before anything is stored; Continue has no input and skips it.
+                action_text = await self._scripted(
+                    scripts, adventure, fence, scripts.on_input(action_text, action.type)
+                )
+            inputs = await self.context.gather(
+                session, adventure, action_text, script_state=scripts.state if scripts else None
+            )
+            if scripts is not None:
+                inputs = replace(inputs, cards=scripts.context_cards())
         head = inputs.head
         if head is None or head.id is None:
             raise NotFound("This adventure has no story yet.")
         yield ActionAccepted(action_text)
 
         built = self.context.build(inputs)
+        if scripts is not None:
+            built = await self._scripted(scripts, adventure, fence, scripts.rewrite_context(built))
         params = self._params_for(adventure)
         # The state block after the prose is the engine's, not the players': held back.
         holder = BlockHolder() if schema_of(adventure.stat_schema) else None
@@ -149,12 +179,17 @@ class TurnEngine:
                 elif isinstance(chunk, StreamEnd):
                     usage = chunk.usage
         latency_ms = _ms_since(started)
+        output = "".join(text).rstrip()
+        if scripts is not None:
+            # onOutput needs the whole reply, so it runs after the stream: players watched the
+            # model's text arrive, and the final edit (TurnDone's text) shows the script's.
+            output = await scripts.on_output(output)
         # Cooldowns count turn indexes: a retry reuses its turn's index, so clocks stay put.
         narrator_index = head.index + (2 if action_text else 1)
         world = settle(
             adventure.stat_schema,
             adventure.world_state,
-            "".join(text).rstrip(),
+            output,
             turn_index=narrator_index,
         )
 
@@ -166,6 +201,7 @@ class TurnEngine:
             action_text,
             built,
             world,
+            scripts,
             reasoning="".join(reasoning).strip(),
             usage=usage,
             latency_ms=latency_ms,
@@ -194,16 +230,20 @@ class TurnEngine:
         action_text: str,
         built: BuiltContext,
         world: SettledWorld,
+        scripts: TurnScripts | None,
         *,
         reasoning: str,
         usage: Usage | None,
         latency_ms: int,
         first_token_ms: int | None,
     ) -> TurnResult:
-        state_before = {
-            "world_state": adventure.world_state,
-            "script_state": adventure.script_state,
-        }
+        # With scripts the cards may change this turn, so undo must be able to put them back.
+        state_before = capture(
+            adventure.world_state, adventure.script_state, scripts.rows if scripts else None
+        )
+        report = built.report
+        if scripts is not None:
+            report.scripts = scripts.report_json()
         text = world.prose
         async with self.db.session() as session, session.begin():
             if fence is not None and not await fence(session):
@@ -245,7 +285,7 @@ class TurnEngine:
                 latency_ms=latency_ms,
                 reasoning=reasoning or None,
                 prompt_snapshot=zlib.compress(built.snapshot()),
-                context_report=built.report.to_json(),
+                context_report=report.to_json(),
                 state_block=world.report.block if world.report else None,
                 state_report=world.report.to_json() if world.report else None,
                 state_before=None if action_node else state_before,
@@ -262,6 +302,7 @@ class TurnEngine:
                     version=Adventure.version + 1,
                     world_state=world.state,
                     updated_at=utcnow(),
+                    **({"script_state": scripts.saved_state()} if scripts else {}),
                 )
             )
             if moved.rowcount != 1:
@@ -269,6 +310,8 @@ class TurnEngine:
                     "The story moved on while this turn was being written, so it was not "
                     "saved. Look at the newest turn and try again."
                 )
+            if scripts is not None:
+                await scripts.save(session)
             if adventure.active_branch_id is not None:
                 await session.execute(
                     update(Branch)
@@ -288,7 +331,35 @@ class TurnEngine:
             latency_ms=latency_ms,
             first_token_ms=first_token_ms,
             state_chip=world.chip,
+            script_message=scripts.message if scripts else "",
         )
+
+    async def _scripted(
+        self,
+        scripts: TurnScripts,
+        adventure: Adventure,
+        fence: Fence | None,
+        step: Awaitable[T],
+    ) -> T:
+        """Run a hook; when a script stops the turn, keep what the scripts changed and stop.
+
+        A stopped turn stores no story, but a script that stops an action (a command such as
+        "/roll") expects its state, cards and message to stick, as upstream.
+        """
+        try:
+            return await step
+        except ScriptStopped:
+            async with self.db.session() as session, session.begin():
+                if fence is not None and not await fence(session):
+                    raise
+                kept = await session.execute(
+                    update(Adventure)
+                    .where(Adventure.id == adventure.id, Adventure.version == adventure.version)
+                    .values(script_state=scripts.saved_state(), updated_at=utcnow())
+                )
+                if kept.rowcount == 1:
+                    await scripts.save(session)
+            raise
 
 
 def _ms_since(started: float) -> int:
