@@ -60,6 +60,8 @@ class RunResult:
     logs: list[str] = field(default_factory=list)
     error: str | None = None
     ms: int = 0
+    #: CPU time of the run's thread (what the time limit bounds; wall time may be longer).
+    cpu_ms: int = 0
 
     @property
     def ok(self) -> bool:
@@ -104,6 +106,7 @@ def run_sync(source: str, payload: dict[str, Any], limits: Limits | None = None)
     """Evaluate ``source`` (library + hook) against ``payload`` in a fresh context. Blocking."""
     limits = limits or Limits()
     started = time.perf_counter()
+    cpu_started = time.thread_time()
     context = quickjs.Context()
     context.set_memory_limit(limits.memory_bytes)
     context.set_max_stack_size(limits.stack_bytes)
@@ -113,13 +116,18 @@ def run_sync(source: str, payload: dict[str, Any], limits: Limits | None = None)
         context.set("__campfire_source", source)
         context.eval(prelude())
         raw = context.eval("__campfire_run(__campfire_source)")
+        result = _read(raw)
     except quickjs.JSException as error:
         # An exceeded limit (interrupted, out of memory, stack overflow) or a value that cannot
         # be read back (a cycle in state): the run failed; keep what it logged.
-        return RunResult(error=_first_lines(str(error)), logs=_logs_after(context), ms=_ms(started))
-    finally:
-        context.gc()
-    return _read(raw, started)
+        result = RunResult(error=_first_lines(str(error)), logs=_logs_after(context))
+    if result.error == "null":
+        # Out of memory, QuickJS may fail to build even the error object and throws null.
+        result.error = "InternalError: out of memory (the script's error was null)"
+    context.gc()
+    result.ms = _ms(started)
+    result.cpu_ms = int((time.thread_time() - cpu_started) * 1000)
+    return result
 
 
 async def run(source: str, payload: dict[str, Any], limits: Limits | None = None) -> RunResult:
@@ -148,13 +156,13 @@ async def check(probe: str, code: str, limits: Limits | None = None) -> str:
     return await loop.run_in_executor(_worker_pool(), check_sync, probe, code, limits)
 
 
-def _read(raw: Any, started: float) -> RunResult:
+def _read(raw: Any) -> RunResult:
     if not isinstance(raw, str):
-        return RunResult(error="The script's result could not be read.", ms=_ms(started))
+        return RunResult(error="The script's result could not be read.")
     data = json.loads(raw)
     logs = [str(line) for line in data.get("logs") or []]
     if data.get("error") is not None:
-        return RunResult(error=_first_lines(str(data["error"])), logs=logs, ms=_ms(started))
+        return RunResult(error=_first_lines(str(data["error"])), logs=logs)
     state = json.loads(data["state"])
     return RunResult(
         text=data["text"],
@@ -162,7 +170,6 @@ def _read(raw: Any, started: float) -> RunResult:
         state=state if isinstance(state, dict) else {},
         cards=data["storyCards"],
         logs=logs,
-        ms=_ms(started),
     )
 
 
