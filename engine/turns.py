@@ -135,7 +135,7 @@ class TurnEngine:
                 limits=self.script_limits,
                 max_cards=self.max_story_cards,
             )
-            if scripts is not None:
+            if scripts is not None and action_text:
                 # onInput runs before anything is stored; Continue has no input and skips it.
                 action_text = await self._scripted(
                     scripts, adventure, fence, scripts.on_input(action_text, action.type)

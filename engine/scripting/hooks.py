@@ -104,12 +104,14 @@ class HookReport:
     logs: list[str] = field(default_factory=list)
     error: str | None = None
     note: str = ""
+    cpu_ms: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
             "hook": self.hook.label,
             "script": self.script,
             "ms": self.ms,
+            "cpu_ms": self.cpu_ms,
             "logs": self.logs,
             "error": self.error,
             "note": self.note,
@@ -302,7 +304,9 @@ class TurnScripts:
                 "storyCards": self.cards,
             }
             result = await sandbox.run(script.source(hook), payload, self.limits)
-            report = HookReport(hook, script.name, result.ms, result.logs, result.error)
+            report = HookReport(
+                hook, script.name, result.ms, result.logs, result.error, cpu_ms=result.cpu_ms
+            )
             self.reports.append(report)
             if result.ok:
                 report.error = self._problem(result)
