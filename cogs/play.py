@@ -39,6 +39,10 @@ HELP = """\
 `/state show`: health, trust, flags and the rest, with what each number means
 `/state set <path> <value>`: correct a value (the host and server managers)
 
+**Scripts** (AI Dungeon scripts; server managers, or the player in a DM)
+`/script upload hook file`: a script's library, input, context or output code from a .js file
+`/script list|enable|disable|remove`, `/script test hook`: manage them, try a hook unsaved
+
 **See how it works**
 `/insights [turn]` or the 🔍 button: what the model was given for a turn, and why
 

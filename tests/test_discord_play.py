@@ -218,6 +218,7 @@ async def test_sync_registers_the_commands_and_start_does_not(env):
         "instructions",
         "note",
         "say",
+        "script",
         "start",
         "state",
         "story",
