@@ -198,6 +198,8 @@ def test_add_story_card_returns_the_new_length_the_card_or_false():
     assert [card["keys"] for card in result.cards] == ["Mira,lantern", "Bob", "Ann,Annie", "Cat"]
     assert result.cards[1]["type"] == "character"
     assert result.cards[3]["type"] == "class"  # AI Dungeon's default type
+    # Untitled, a card is titled with its keys, as upstream (Auto-Cards finds its cards so).
+    assert result.cards[1]["title"] == "Bob" and result.cards[3]["title"] == "Cat"
     assert all(card["id"] for card in result.cards)
     assert len({card["id"] for card in result.cards}) == 4
 

@@ -147,13 +147,18 @@ async def test_a_command_script_stops_the_action_and_keeps_its_state_and_message
     assert not fake_model.requests  # the model was never asked
     assert await node_count(db, adventure_id) == before
     stored = await adventure(db, adventure_id)
-    assert stored.script_state == {"rolls": [12]}  # kept; the message was shown once
+    message = "🎲 roll 2d6: 6 + 6 = 12"
+    assert stored.script_state == {"rolls": [12], "message": message}  # kept, as upstream
     assert stored.version == 0
 
     fake_model.queue("You walk on.")
     result = done(await play(engine, adventure_id, ActionType.DO, "walk on")).result
-    assert result.script_message == ""
-    assert (await adventure(db, adventure_id)).script_state == {"rolls": [12], "turns": 1}
+    assert result.script_message == ""  # unchanged since it was shown
+    assert (await adventure(db, adventure_id)).script_state == {
+        "rolls": [12],
+        "message": message,
+        "turns": 1,
+    }
 
 
 @pytest.mark.parametrize("source", ["''", "({ text: '   ' })", "text = ''; undefined"])
@@ -391,14 +396,38 @@ async def test_state_memory_overrides_the_context_and_empty_falls_back(db, engin
         ("['one', { text: 'two' }, '']", "one\ntwo"),
     ],
 )
-async def test_state_message_is_shown_under_the_turn_once(db, engine, fake_model, message, shown):
+async def test_state_message_is_shown_when_it_changes(db, engine, fake_model, message, shown):
     adventure_id = await new_adventure(db)
-    await add_script(db, adventure_id, on_output=f"state.message = {message}; text")
-    fake_model.queue("Ok.")
-    assert done(await play(engine, adventure_id, ActionType.DO, "wait")).result.script_message == (
-        shown
+    await add_script(
+        db,
+        adventure_id,
+        on_output=f"if (text.startsWith('New')) state.message = {message}; text",
     )
-    assert "message" not in (await adventure(db, adventure_id)).script_state
+    fake_model.queue("New.", "Same.", "New again.")
+    first = done(await play(engine, adventure_id, ActionType.DO, "wait")).result
+    assert first.script_message == shown
+    # The message stays in state (scripts read it back), and is not shown again while unchanged.
+    stored = (await adventure(db, adventure_id)).script_state["message"]
+    assert stored == json.loads(json.dumps(stored))
+    assert done(await play(engine, adventure_id, ActionType.DO, "wait")).result.script_message == ""
+    # Set again to the same value: unchanged, so not shown (upstream scripts vary it to repeat).
+    assert done(await play(engine, adventure_id, ActionType.DO, "wait")).result.script_message == ""
+
+
+async def test_a_changed_message_is_shown_again(db, engine, fake_model):
+    adventure_id = await new_adventure(db)
+    await add_script(
+        db,
+        adventure_id,
+        on_output="state.n = (state.n || 0) + 1; state.message = 'Turn ' + state.n; text",
+    )
+    fake_model.queue("One.", "Two.")
+    assert done(await play(engine, adventure_id, ActionType.DO, "a")).result.script_message == (
+        "Turn 1"
+    )
+    assert done(await play(engine, adventure_id, ActionType.DO, "b")).result.script_message == (
+        "Turn 2"
+    )
 
 
 # --- state and cards across turns, and undo ------------------------------------------------------

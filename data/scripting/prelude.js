@@ -125,7 +125,9 @@
       keys: k,
       entry: str(entry, ""),
       type: str(type, "class"),
-      title: str(title, ""),
+      // Upstream titles a new card with its keys unless told otherwise; scripts (Auto-Cards)
+      // find the card they just added by that title.
+      title: str(title, k),
       description: str(description, ""),
     };
     list.push(card);

@@ -150,6 +150,9 @@ class TurnScripts:
     limits: sandbox.Limits = field(default_factory=sandbox.Limits)
     max_cards: int = 500
     reports: list[HookReport] = field(default_factory=list)
+    #: ``state.message`` as the turn found it: upstream keeps the message in ``state`` and
+    #: shows it when it changes (scripts such as Auto-Cards compare against last turn's).
+    message_before: Any = None
 
     # --- loading ---
 
@@ -187,8 +190,6 @@ class TurnScripts:
             for node in nodes
         ]
         state = dict(adventure.script_state or {})
-        # A message is shown under the turn that set it, once.
-        state.pop("message", None)
         names = [actor] if actor and actor != "You" else []
         return cls(
             adventure_id=adventure.id,
@@ -205,6 +206,7 @@ class TurnScripts:
             },
             limits=limits or sandbox.Limits(),
             max_cards=max_cards,
+            message_before=state.get("message"),
         )
 
     def has(self, hook: Hook) -> bool:
@@ -339,15 +341,18 @@ class TurnScripts:
 
     @property
     def message(self) -> str:
-        """``state.message`` as text for the players (a string, ``{text}`` or a list of them).
+        """``state.message`` as text for the players (a string, ``{text}`` or a list of them)
+        when the scripts changed it this turn; "" otherwise.
 
         ``visibleTo`` cannot be honoured in a shared channel, so every message is shown.
         """
-        return message_text(self.state.get("message"))
+        current = self.state.get("message")
+        if current == self.message_before:
+            return ""
+        return message_text(current)
 
     def saved_state(self) -> dict[str, Any]:
         state = dict(self.state)
-        state.pop("message", None)
         if state.get("memory") == {}:
             state.pop("memory")
         return state
