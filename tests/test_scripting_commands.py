@@ -202,7 +202,7 @@ async def test_a_dm_player_manages_their_own_scripts(env):
         (StandinFile("nul.js", b"text\x00"), "binary file"),
         (StandinFile("empty.js", b"  \n"), "is empty"),
         (StandinFile("bad.js", b"const modifier = (text => {"), "does not parse"),
-        (StandinFile("big.js", b"// " + b"x" * 100_001), "at most 100,000"),
+        (StandinFile("big.js", b"// " + b"x" * 2_500_001), "at most 2,500,000"),
     ],
 )
 async def test_a_bad_file_is_refused_with_a_reason(env, file, words):
