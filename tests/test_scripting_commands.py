@@ -224,3 +224,27 @@ async def test_unknown_names_and_parts_are_explained(env):
         "No enabled script of this adventure has onInput code"
         in env.fake.message(record.original_message_id).content
     )
+
+
+async def test_insights_shows_a_broken_scripts_error_and_logs(env, fake_model):
+    thread = await start_thread(env)
+    await command(
+        env,
+        env.alice,
+        thread,
+        "upload",
+        hook="input",
+        name="Fragile",
+        file=js("in.js", "log('checking', text.length); undefinedFunction(text)"),
+    )
+    fake_model.queue("The reeds sway.")
+    await env.fake.slash(env.bob, thread, "do", action="wade in")
+    await env.done()
+    assert env.narration(thread)[-1].startswith("The reeds sway.")  # the turn went on
+    record = await env.fake.slash(env.bob, thread, "insights")
+    await env.done()
+    (embed,) = env.fake.message(record.original_message_id).embeds
+    (field,) = [f for f in embed["fields"] if f["name"] == "Script logs"]
+    assert "onInput · Fragile" in field["value"]
+    assert "error: onInput · Fragile: ReferenceError" in field["value"]
+    assert "checking 16" in field["value"]

@@ -337,6 +337,17 @@ async def test_stop_in_on_output_makes_the_reply_the_word_stop(db, engine, fake_
     assert done(await play(engine, adventure_id, ActionType.DO, "wait")).result.text == "stop"
 
 
+@pytest.mark.parametrize("source", ["''", "({ text: ' ' })", "text = ''; undefined"])
+async def test_an_empty_output_leaves_the_reply_as_written(db, engine, fake_model, source):
+    adventure_id = await new_adventure(db)
+    await add_script(db, adventure_id, on_output=source)
+    fake_model.queue("The wind rises.")
+    result = done(await play(engine, adventure_id, ActionType.DO, "wait")).result
+    assert result.text == "The wind rises."
+    node = await narrator_node(db, result.narrator_node_id)
+    assert node.context_report["scripts"][0]["note"] == "an empty result was ignored"
+
+
 async def test_on_output_runs_before_the_state_block_is_settled(db, provider, fake_model):
     from engine.adventures import start_adventure
     from engine.storage.models import Scenario

@@ -12,7 +12,8 @@ The hook contract, as AI Dungeon runs scripts:
 * onModelContext may rewrite the whole context (the text with AI Dungeon's headings); an empty
   result leaves the context as built; a longer one is cut to ``info.maxChars`` from its start,
   so the newest story survives.
-* onOutput may rewrite the reply; ``stop`` turns it into the literal text "stop", as upstream.
+* onOutput may rewrite the reply; ``stop`` turns it into the literal text "stop", as upstream;
+  an empty result leaves the reply as the model wrote it (an empty turn cannot be shown).
 
 Several scripts run in their ``position`` order, each in a fresh context, each taking the text
 the one before it left. A broken script (an exception, an exceeded limit, a result that cannot
@@ -21,7 +22,7 @@ be read) changes nothing: its error and logs go to Insights, and the turn goes o
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
@@ -287,7 +288,13 @@ class TurnScripts:
         if not self.has(Hook.OUTPUT):
             return output
         outcome = await self.run(Hook.OUTPUT, output)
-        return "stop" if outcome.stop else outcome.text
+        if outcome.stop:
+            return "stop"
+        if not outcome.text.strip():
+            # Nothing to show or store (Discord refuses an empty message): keep the model's.
+            self.reports[-1].note = "an empty result was ignored"
+            return output
+        return outcome.text
 
     async def run(
         self, hook: Hook, text: str, *, info: dict[str, Any] | None = None
@@ -413,17 +420,4 @@ async def _load_card_rows(session: AsyncSession, adventure_id: int) -> list[Card
 
 
 def _json_text(value: Any) -> str:
-    import json
-
     return json.dumps(value, ensure_ascii=False)
-
-
-__all__: Sequence[str] = (
-    "Hook",
-    "HookReport",
-    "ScriptCode",
-    "ScriptStopped",
-    "TurnScripts",
-    "action_for_script",
-    "message_text",
-)
