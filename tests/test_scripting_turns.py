@@ -244,7 +244,7 @@ async def test_character_names_come_from_the_actor(db, engine, fake_model):
     ]
     done(events)
     info = (await adventure(db, adventure_id)).script_state["info"]
-    assert info["characters"] == [{"name": "Ann"}]
+    assert info["characters"] == ["Ann"]
     assert info["characterNames"] == ["Ann"]
 
 

@@ -202,7 +202,7 @@ class TurnScripts:
             memory=adventure.plot_essentials,
             info={
                 "actionCount": (nodes[-1].index + 1) if nodes else 0,
-                "characters": [{"name": name} for name in names],
+                "characters": list(names),
                 "characterNames": names,
             },
             limits=limits or sandbox.Limits(),
