@@ -5,10 +5,12 @@ script cannot reach. The scripts here are written for these tests."""
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from typing import Any
 
 import pytest
+import quickjs
 
 from engine.scripting import sandbox
 from engine.scripting.sandbox import Limits, RunResult
@@ -426,3 +428,28 @@ def test_the_function_constructor_reaches_only_javascript():
     )
     assert result.text == "trueundefined" or result.text.startswith("true")
     assert not run("Function('return require')()('fs')").ok
+
+
+def test_every_run_gets_a_fresh_context():
+    ok("globalThis.leak = 'left behind'; Array.prototype.tainted = true; ''")
+    assert ok("String(typeof leak) + ' ' + String([].tainted)").text == "undefined undefined"
+
+
+def test_the_polyfills_work_where_the_engine_lacks_the_builtins():
+    # quickjs-ng has these natively; an older engine would not, so take them away first.
+    context = quickjs.Context()
+    context.set("__campfire_input", json.dumps(payload()))
+    context.eval(
+        "delete Array.prototype.at; delete Array.prototype.findLast;"
+        "delete Array.prototype.findLastIndex; delete String.prototype.at; delete Object.hasOwn;"
+        "delete globalThis.structuredClone"
+    )
+    context.eval(sandbox.prelude())
+    checks = """
+    const a = [1, 2, 3];
+    const clone = structuredClone({ d: [1] });
+    JSON.stringify([a.at(-1), a.at(5), a.findLast(x => x < 3), a.findLastIndex(x => x > 9),
+                    'xyz'.at(-2), Object.hasOwn({ k: 0 }, 'k'), clone.d[0],
+                    Object.keys(Array.prototype).length])
+    """
+    assert json.loads(context.eval(checks)) == [3, None, 2, -1, "y", True, 1, 0]
