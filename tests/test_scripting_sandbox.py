@@ -368,9 +368,9 @@ PRELUDE_GLOBALS = {
     "addWorldEntry",
     "updateWorldEntry",
     "removeWorldEntry",
-    "__campfire_run",
+    "__campfire_finish",
     "__campfire_logs",
-    "__campfire_source",
+    "__campfire_result",
 }
 
 

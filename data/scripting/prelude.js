@@ -2,10 +2,10 @@
 //
 // It reads the hook's input (one JSON text, `__campfire_input`), sets up the globals AI Dungeon
 // scripts expect (text, state, history, storyCards and its aliases, info, memory, log, console
-// and the story-card functions), and defines `__campfire_run(source)`, which evaluates the
-// scenario's library and hook as one sloppy-mode script and returns everything the engine
-// reads back, as one JSON text. Nothing here can reach Python, the file system or the network:
-// data crosses as JSON both ways.
+// and the story-card functions). The engine then evaluates the scenario's library and hook as
+// one sloppy-mode script, and `__campfire_finish(result)` turns the script's completion value
+// and what it left behind into one JSON text for the engine. Nothing here can reach Python,
+// the file system or the network: data crosses as JSON both ways.
 //
 // Globals are plain assignments to globalThis (configurable properties), never declarations:
 // a script may then declare its own `let text` or `function log` without a redeclaration error.
@@ -206,16 +206,9 @@
     out.logs = logs;
     return JSON.stringify(out);
   }
-  Object.defineProperty(G, "__campfire_run", {
-    value: function (source) {
-      var result;
-      try {
-        // Indirect eval: global, sloppy-mode code, as AI Dungeon runs library + hook.
-        result = (0, eval)(source);
-      } catch (error) {
-        var message = error && error.stack ? String(error) + "\n" + error.stack : String(error);
-        return JSON.stringify({ error: message, logs: logs });
-      }
+  Object.defineProperty(G, "__campfire_finish", {
+    value: function (result) {
+      delete G.__campfire_result;
       return finish(result);
     },
     configurable: true,

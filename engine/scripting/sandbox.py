@@ -1,7 +1,8 @@
 """The QuickJS sandbox: one fresh context per hook run, with limits, and JSON both ways.
 
 A run evaluates the prelude (data/scripting/prelude.js: the globals AI Dungeon scripts expect),
-then the scenario's library and hook as one sloppy-mode script, and reads back one JSON text:
+then the scenario's library and hook as one sloppy-mode global script, and reads back one JSON
+text:
 the result (``text``/``stop``), the ``state`` and ``storyCards`` as the script left them, and
 its logs. No Python object is ever handed to JavaScript (no callables are registered), and the
 context has no module loader, timers or I/O: what a script can touch is what the prelude built.
@@ -113,10 +114,15 @@ def run_sync(source: str, payload: dict[str, Any], limits: Limits | None = None)
     context.set_time_limit(limits.time_seconds)
     try:
         context.set("__campfire_input", json.dumps(payload, ensure_ascii=False))
-        context.set("__campfire_source", source)
         context.eval(prelude())
-        raw = context.eval("__campfire_run(__campfire_source)")
-        result = _read(raw)
+        # The script is compiled straight from Python's text (no copy of it as a JavaScript
+        # string: published libraries reach 2 M characters, which would cost megabytes).
+        try:
+            value = context.eval(source)
+        except TypeError:
+            value = None  # a completion value Python cannot hold (a BigInt): as if none
+        context.set("__campfire_result", value)
+        result = _read(context.eval("__campfire_finish(__campfire_result)"))
     except quickjs.JSException as error:
         # An exceeded limit (interrupted, out of memory, stack overflow) or a value that cannot
         # be read back (a cycle in state): the run failed; keep what it logged.
@@ -161,8 +167,6 @@ def _read(raw: Any) -> RunResult:
         return RunResult(error="The script's result could not be read.")
     data = json.loads(raw)
     logs = [str(line) for line in data.get("logs") or []]
-    if data.get("error") is not None:
-        return RunResult(error=_first_lines(str(data["error"])), logs=logs)
     state = json.loads(data["state"])
     return RunResult(
         text=data["text"],
