@@ -97,6 +97,15 @@ def test_the_result_is_read_from_an_object_a_string_or_the_globals(source, text,
     assert (result.text, result.stop) == (text, stop)
 
 
+def test_a_long_concatenated_string_or_a_bigint_result_is_read():
+    # quickjs-ng keeps long concatenations as ropes and the Python binding cannot convert them
+    # (nor BigInts): such a result is read inside JavaScript instead.
+    long = ok("text + 'X'.repeat(20000) + ' END'")
+    assert long.text.endswith("X END") and len(long.text) == len(payload()["text"]) + 20004
+    bigint = ok("text = 'from the global'; 10n")
+    assert bigint.text == "from the global"
+
+
 def test_the_upstream_modifier_shape():
     source = """
     const modifier = (text) => {
@@ -453,3 +462,21 @@ def test_the_polyfills_work_where_the_engine_lacks_the_builtins():
                     Object.keys(Array.prototype).length])
     """
     assert json.loads(context.eval(checks)) == [3, None, 2, -1, "y", True, 1, 0]
+
+
+@pytest.mark.parametrize(
+    ("code", "problem"),
+    [
+        ("const modifier = (text => {", "SyntaxError"),
+        ("let a = 1;\nlet a = 2;", "SyntaxError"),
+        ("return text", "SyntaxError: return not in a function"),
+        ("while (true) {} // never runs", None),
+        ("class A { static { A.x = 1 } }\nA.x // trailing comment", None),
+    ],
+)
+def test_a_syntax_check_compiles_without_running(code, problem):
+    found = sandbox.syntax_error_sync(code)
+    if problem is None:
+        assert found is None
+    else:
+        assert found is not None and problem in found

@@ -126,13 +126,6 @@ def decode_script(data: bytes, filename: str, *, max_chars: int) -> str:
     return code
 
 
-async def syntax_error(code: str) -> str | None:
-    """QuickJS's complaint about the code's syntax, or None. Nothing of it runs."""
-    probe = "try { new Function(__campfire_code); '' } catch (error) { String(error) }"
-    result = await sandbox.check(probe, code)
-    return result or None
-
-
 async def upload(
     db: Database,
     channel_id: int,
@@ -146,7 +139,7 @@ async def upload(
     """Set one part of the named script (created when new). Returns it and whether it is new."""
     part = _part(part)
     name = _clean_name(name)
-    problem = await syntax_error(code)
+    problem = await sandbox.syntax_error(code)
     if problem:
         raise InvalidInput(f"The {part.label} code does not parse, so it was not saved: {problem}")
     async with db.session() as session, session.begin():

@@ -108,6 +108,29 @@ def run_sync(source: str, payload: dict[str, Any], limits: Limits | None = None)
     limits = limits or Limits()
     started = time.perf_counter()
     cpu_started = time.thread_time()
+    result = _run(source, payload, limits, value_in_javascript=False)
+    if result is None:
+        # The script's completion value cannot cross to Python (a long string QuickJS keeps as
+        # a rope, a BigInt): run it again in a fresh context, reading the value in JavaScript.
+        result = _run(source, payload, limits, value_in_javascript=True)
+        assert result is not None
+    result.ms = _ms(started)
+    result.cpu_ms = int((time.thread_time() - cpu_started) * 1000)
+    return result
+
+
+#: Runs the script from a JavaScript string, so its completion value never leaves JavaScript.
+_EVAL_IN_JAVASCRIPT = """(function () {
+  const source = globalThis.__campfire_source;
+  delete globalThis.__campfire_source;
+  return __campfire_finish((0, eval)(source));
+})()"""
+
+
+def _run(
+    source: str, payload: dict[str, Any], limits: Limits, *, value_in_javascript: bool
+) -> RunResult | None:
+    """One run in a fresh context; None when the completion value could not be read."""
     context = quickjs.Context()
     context.set_memory_limit(limits.memory_bytes)
     context.set_max_stack_size(limits.stack_bytes)
@@ -115,24 +138,28 @@ def run_sync(source: str, payload: dict[str, Any], limits: Limits | None = None)
     try:
         context.set("__campfire_input", json.dumps(payload, ensure_ascii=False))
         context.eval(prelude())
-        # The script is compiled straight from Python's text (no copy of it as a JavaScript
-        # string: published libraries reach 2 M characters, which would cost megabytes).
-        try:
-            value = context.eval(source)
-        except TypeError:
-            value = None  # a completion value Python cannot hold (a BigInt): as if none
-        context.set("__campfire_result", value)
-        result = _read(context.eval("__campfire_finish(__campfire_result)"))
+        if value_in_javascript:
+            context.set("__campfire_source", source)
+            raw = context.eval(_EVAL_IN_JAVASCRIPT)
+        else:
+            # Compiled straight from Python's text: no copy of it as a JavaScript string, which
+            # for a 2 M character library (they exist) would cost megabytes of the script's.
+            try:
+                value = context.eval(source)
+            except TypeError:
+                return None
+            context.set("__campfire_result", value)
+            raw = context.eval("__campfire_finish(__campfire_result)")
+        result = _read(raw)
     except quickjs.JSException as error:
         # An exceeded limit (interrupted, out of memory, stack overflow) or a value that cannot
         # be read back (a cycle in state): the run failed; keep what it logged.
         result = RunResult(error=_first_lines(str(error)), logs=_logs_after(context))
+    finally:
+        context.gc()
     if result.error == "null":
         # Out of memory, QuickJS may fail to build even the error object and throws null.
         result.error = "InternalError: out of memory (the script's error was null)"
-    context.gc()
-    result.ms = _ms(started)
-    result.cpu_ms = int((time.thread_time() - cpu_started) * 1000)
     return result
 
 
@@ -142,24 +169,28 @@ async def run(source: str, payload: dict[str, Any], limits: Limits | None = None
     return await loop.run_in_executor(_worker_pool(), run_sync, source, payload, limits)
 
 
-def check_sync(probe: str, code: str, limits: Limits | None = None) -> str:
-    """Evaluate ``probe`` with ``code`` as the global ``__campfire_code``; its text result."""
+def syntax_error_sync(code: str, limits: Limits | None = None) -> str | None:
+    """QuickJS's complaint about ``code``'s syntax as a sloppy-mode script, or None.
+
+    The code is compiled inside a block that never runs (so nothing of it executes), straight
+    from Python's text, as a run compiles it.
+    """
     limits = limits or Limits()
     context = quickjs.Context()
     context.set_memory_limit(limits.memory_bytes)
     context.set_max_stack_size(limits.stack_bytes)
     context.set_time_limit(limits.time_seconds)
-    context.set("__campfire_code", code)
     try:
-        result = context.eval(probe)
+        # On the first line, so line numbers in the complaint are the script's own.
+        context.eval(f"if (false) {{ {code}\n}}")
     except quickjs.JSException as error:
-        return _first_lines(str(error))
-    return result if isinstance(result, str) else ""
+        return _first_lines(str(error), limit=3)
+    return None
 
 
-async def check(probe: str, code: str, limits: Limits | None = None) -> str:
+async def syntax_error(code: str, limits: Limits | None = None) -> str | None:
     loop = asyncio.get_running_loop()
-    return await loop.run_in_executor(_worker_pool(), check_sync, probe, code, limits)
+    return await loop.run_in_executor(_worker_pool(), syntax_error_sync, code, limits)
 
 
 def _read(raw: Any) -> RunResult:
