@@ -218,7 +218,7 @@ class TurnScripts:
     async def on_input(self, action_text: str, action: ActionType) -> str:
         """The action as onInput leaves it. Raises ``ScriptStopped`` or ``InvalidInput``."""
         if not self.has(Hook.INPUT):
-            self._add_current(action_text, action)
+            self.add_current_action(action_text, action)
             return action_text
         outcome = await self.run(Hook.INPUT, action_for_script(action_text))
         if outcome.stop:
@@ -229,11 +229,11 @@ class TurnScripts:
                 "The adventure's script turned your action into nothing, so it was not played. "
                 "Try other words, or ask the host about the script."
             )
-        self._add_current(text, action)
+        self.add_current_action(text, action)
         return text
 
-    def _add_current(self, action_text: str, action: ActionType) -> None:
-        # From the context hook on, history includes the action being played.
+    def add_current_action(self, action_text: str, action: ActionType) -> None:
+        """From the context hook on, history includes the action being played."""
         if action_text:
             self.history.append(history_entry(action_for_script(action_text), str(action)))
             self.info["actionCount"] = self.info.get("actionCount", 0) + 1
@@ -385,11 +385,11 @@ class TurnScripts:
                     AdventureCard.id.in_(removed),
                 )
             )
-        for card_id, values in updated:
+        if updated:
+            # One bulk UPDATE by primary key (a script that sorts its cards moves all of them);
+            # the ids are this adventure's, checked against the cards the turn loaded.
             await session.execute(
-                update(AdventureCard)
-                .where(AdventureCard.id == card_id, AdventureCard.adventure_id == self.adventure_id)
-                .values(**values)
+                update(AdventureCard), [{"id": card_id, **values} for card_id, values in updated]
             )
         if added:
             await session.execute(

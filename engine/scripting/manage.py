@@ -289,7 +289,7 @@ async def test_hook(
         except InvalidInput:
             text_out = ""
     elif hook is Hook.CONTEXT:
-        scripts._add_current(action_text, ActionType.DO)
+        scripts.add_current_action(action_text, ActionType.DO)
         built = context.build(_with_cards(inputs, scripts))
         text_in = built.script_text
         try:
