@@ -77,7 +77,10 @@ class Settings(BaseSettings):
     max_action_chars: int = Field(default=2000, ge=1, le=4000)
     max_import_bytes: int = Field(default=2 * 1024 * 1024, ge=1024, le=10 * 1024 * 1024)
     max_story_cards: int = Field(default=500, ge=1, le=10_000)
-    max_script_chars: int = Field(default=100_000, ge=1, le=1_000_000)
+    # Published scripts are big: Auto-Cards is 0.3 M characters, Localized Languages 2 M.
+    max_script_chars: int = Field(default=2_500_000, ge=1, le=10_000_000)
+    script_memory_mb: int = Field(default=16, ge=1, le=1024)
+    script_time_seconds: float = Field(default=2.0, gt=0.0, le=60.0)
     max_memories: int = Field(default=200, ge=1, le=100_000)
     max_queued_actions: int = Field(default=5, ge=1, le=100)
 

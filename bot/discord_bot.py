@@ -24,6 +24,7 @@ EXTENSIONS: tuple[str, ...] = (
     # After cogs.steering: it adds /adventure export|import to that cog's /adventure group.
     "cogs.adventure_files",
     "cogs.tree",
+    "cogs.scripts",
 )
 
 #: How often expired turn leases are looked for (a process died mid-turn).

@@ -22,6 +22,7 @@ from engine.providers.local import LocalLlamaProvider
 from engine.providers.openai_compat import OpenAICompatibleProvider
 from engine.queue import AdventureQueue
 from engine.scenario_library import ScenarioLibrary
+from engine.scripting.sandbox import Limits
 from engine.storage.database import Database
 from engine.story_tree import StoryTree
 from engine.turns import TurnEngine
@@ -86,7 +87,16 @@ async def build_services(settings: Settings) -> Services:
         budget=settings.context_tokens, max_output_tokens=settings.max_output_tokens
     )
     turns = TurnEngine(
-        db, provider, params=params, context=context, max_action_chars=settings.max_action_chars
+        db,
+        provider,
+        params=params,
+        context=context,
+        max_action_chars=settings.max_action_chars,
+        script_limits=Limits(
+            memory_bytes=settings.script_memory_mb * 1024 * 1024,
+            time_seconds=settings.script_time_seconds,
+        ),
+        max_story_cards=settings.max_story_cards,
     )
     # Names this process in lease rows, so a reclaimed lease says whose turn was cut off.
     holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"

@@ -39,8 +39,12 @@ from engine.story_tree import HeadMove
 
 if TYPE_CHECKING:
     from bot.discord_bot import CampfireBot
+    from engine.turns import TurnResult
 
 log = logging.getLogger(__name__)
+
+#: A script's message under a turn is cut here (the turn's text comes first).
+SCRIPT_MESSAGE_MAX = 1500
 
 #: Discord's codes for an interaction whose token can no longer be used.
 INTERACTION_GONE = {10015, 50027}  # unknown webhook, invalid webhook token
@@ -48,6 +52,18 @@ INTERACTION_GONE = {10015, 50027}  # unknown webhook, invalid webhook token
 REMEMBERED_TURNS = 500
 MESSAGE_MAX = 2000
 UNDONE_COLOUR = discord.Colour.dark_grey()
+
+
+def turn_suffix(result: TurnResult) -> str:
+    """What rides under the narration: the scripts' ``state.message`` as a quote, then the
+    world-state chip in small text."""
+    suffix = ""
+    if result.script_message:
+        message = result.script_message[:SCRIPT_MESSAGE_MAX]
+        suffix += "\n\n" + "\n".join(f"> {line}" for line in message.splitlines())
+    if result.state_chip:
+        suffix += f"\n-# {result.state_chip}"
+    return suffix
 
 
 class Narrator:
@@ -134,9 +150,9 @@ class Narrator:
                         take=result.take,
                         takes=result.take_count,
                     )
-                    # The world-state chip rides under the narration in small text.
-                    chip = f"\n-# {result.state_chip}" if result.state_chip else None
-                    messages = await stream.finish(result.text, view=view, suffix=chip)
+                    messages = await stream.finish(
+                        result.text, view=view, suffix=turn_suffix(result) or None
+                    )
                     # The story's end first; the old buttons go after, when nobody waits.
                     await self._drop_buttons(channel)
                     if messages:

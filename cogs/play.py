@@ -52,6 +52,10 @@ HELP = """\
 `/edit`: correct the newest turn's text
 `/branch list|new|switch|rename|delete`, `/savepoint add|list|restore|delete`, `/tree`
 
+**Scripts** (AI Dungeon scripts; server managers, or the player in a DM)
+`/script upload hook file`: a script's library, input, context or output code from a .js file
+`/script list|enable|disable|remove`, `/script test hook`: manage them, try a hook unsaved
+
 **See how it works**
 `/insights [turn]` or the 🔍 button: what the model was given for a turn, and why
 

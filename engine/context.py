@@ -111,6 +111,18 @@ def authors_note_line(note: str) -> str:
     return f"[Author's note: {note}]"
 
 
+def script_memory(state: dict[str, Any] | None) -> dict[str, str]:
+    """The non-empty texts of a script state's ``memory`` (context, authorsNote, frontMemory)."""
+    memory = (state or {}).get("memory")
+    if not isinstance(memory, dict):
+        return {}
+    return {
+        key: value
+        for key in ("context", "authorsNote", "frontMemory")
+        if isinstance(value := memory.get(key), str) and value.strip()
+    }
+
+
 # --- the engine --------------------------------------------------------------------------------
 
 
@@ -156,6 +168,7 @@ class _Fixed:
     after_cards: list[_Section]  # the live world state
     note: _Section | None
     action: _Section | None
+    front: _Section | None  # a script's frontMemory, after the action
     tail: list[_Section]  # continue cue, length hint, reminder (last)
     tokens: int
     output_words: int | None
@@ -188,17 +201,25 @@ class ContextEngine:
     # --- gather: the database reads ---
 
     async def gather(
-        self, session: AsyncSession, adventure: Adventure, action_text: str
+        self,
+        session: AsyncSession,
+        adventure: Adventure,
+        action_text: str,
+        *,
+        script_state: dict[str, Any] | None = None,
     ) -> ContextInputs:
         assert adventure.id is not None
+        # Scripts' state.memory overrides the adventure's texts; an empty value falls back.
+        memory = script_memory(adventure.script_state if script_state is None else script_state)
         inputs = ContextInputs(
             budget=adventure.context_tokens or self.budget,
             max_output_tokens=adventure.max_output_tokens or self.max_output_tokens,
             narrator_prompt=self.narrator_prompt,
             ai_instructions=adventure.ai_instructions,
-            plot_essentials=adventure.plot_essentials,
+            plot_essentials=memory.get("context") or adventure.plot_essentials,
             story_summary=adventure.story_summary,
-            authors_note=adventure.authors_note,
+            authors_note=memory.get("authorsNote") or adventure.authors_note,
+            front_memory=memory.get("frontMemory", ""),
             # Memories and knowledge are filled in by the issues that add them.
             cards=await load_cards(session, adventure.id),
             action_text=action_text,
@@ -285,6 +306,8 @@ class ContextEngine:
             reported.append(fixed.note)
         if fixed.action:
             reported.append(fixed.action)
+        if fixed.front:
+            reported.append(fixed.front)
         reported += fixed.tail
         used = sum(section.tokens for section in reported)
         report = ContextReport(
@@ -348,6 +371,12 @@ class ContextEngine:
             action = _Section(
                 "action", "Player's action", text, count_tokens(text), "the new action"
             )
+        front = None
+        if inputs.front_memory.strip():
+            text = inputs.front_memory.strip()
+            front = _Section(
+                "front_memory", "Front memory", text, count_tokens(text), "set by a script"
+            )
         tail: list[_Section] = []
         if not action:
             tail.append(
@@ -381,8 +410,9 @@ class ContextEngine:
         sections = [*system, *before, *after, *tail]
         tokens = sum(s.tokens for s in sections)
         tokens += (note.tokens if note else 0) + (action.tokens if action else 0)
+        tokens += front.tokens if front else 0
         tokens += count_tokens(HEADINGS["history"])
-        return _Fixed(system, before, after, note, action, tail, tokens, words)
+        return _Fixed(system, before, after, note, action, front, tail, tokens, words)
 
     def _cards(self, cards: Sequence[Card], window: str, cap: int) -> _Section | None:
         if not cards:
@@ -461,6 +491,8 @@ class ContextEngine:
                 if at
                 else "at the start of the story (it is short)"
             )
+        if fixed.front:
+            pieces.append(fixed.front.text)
         text = HEADINGS["history"] + "\n" + "\n\n".join(pieces) if pieces else ""
 
         if inputs.line_length is not None:

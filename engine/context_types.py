@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -118,6 +118,8 @@ class ContextInputs:
     #: The player's new action as it goes into the story ("> You open the door."); "" for a
     #: continue.
     action_text: str = ""
+    #: A script's ``state.memory.frontMemory``: placed after the newest action, unseen by players.
+    front_memory: str = ""
 
     @property
     def head(self) -> HistoryEntry | None:
@@ -151,9 +153,17 @@ class BuiltContext:
 
 class ContextBuilder(Protocol):
     async def gather(
-        self, session: AsyncSession, adventure: Adventure, action_text: str
+        self,
+        session: AsyncSession,
+        adventure: Adventure,
+        action_text: str,
+        *,
+        script_state: dict[str, Any] | None = None,
     ) -> ContextInputs:
-        """Read what the turn needs; what is read does not grow with the story."""
+        """Read what the turn needs; what is read does not grow with the story.
+
+        ``script_state``: the scripts' state as this turn's onInput left it (None: the stored
+        one); its ``memory`` texts override the adventure's."""
         ...
 
     def build(self, inputs: ContextInputs) -> BuiltContext:

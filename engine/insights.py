@@ -83,7 +83,7 @@ async def turn_insights(
         report=_report(node.context_report, node_id),
         state_report=node.state_report or None,
         prompt_text=render_prompt(node.prompt_snapshot),
-        script_logs=script_logs(node.state_report),
+        script_logs=script_runs(node.context_report) + script_logs(node.state_report),
     )
 
 
@@ -200,6 +200,26 @@ def render_prompt(snapshot: bytes | None) -> str:
             role, content = "?", str(message)
         parts.append(f"=== {role} ===\n{content.rstrip()}")
     return "\n\n".join(parts) + "\n"
+
+
+def script_runs(context_report: dict[str, Any] | None) -> list[str]:
+    """The turn's script runs (``ContextReport.scripts``) as lines: per hook and script, its
+    time and note, then its error and its logs."""
+    if not context_report:
+        return []
+    lines: list[str] = []
+    for run in context_report.get("scripts") or []:
+        if not isinstance(run, dict):
+            continue
+        where = f"{run.get('hook', '?')} · {run.get('script', '?')}"
+        head = f"{where}: {run.get('ms', 0)} ms"
+        if run.get("note"):
+            head += f", {run['note']}"
+        lines.append(head)
+        if run.get("error"):
+            lines.append(f"error: {where}: {run['error']}")
+        lines += [f"  {line}" for line in run.get("logs") or []]
+    return lines
 
 
 def script_logs(state_report: dict[str, Any] | None) -> list[str]:

@@ -13,7 +13,8 @@ import time
 import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import TypeVar
 
 from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -34,7 +35,9 @@ from engine.events import (
 )
 from engine.memory.cursors import story_cut_back
 from engine.providers.base import ChatProvider, GenerationParams
-from engine.snapshots import capture, restore
+from engine.scripting.hooks import ScriptStopped, TurnScripts
+from engine.scripting.sandbox import Limits
+from engine.snapshots import capture, load_cards, restore
 from engine.storage.database import Database
 from engine.storage.models import (
     ActionType,
@@ -49,6 +52,8 @@ from engine.tokens import count_tokens
 from engine.world_state.apply import BlockHolder, SettledWorld, schema_of, settle
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 #: A check run inside the turn's final transaction; False means "do not store".
 Fence = Callable[[AsyncSession], Awaitable[bool]]
@@ -78,6 +83,8 @@ class TurnResult:
     #: A retry that could not replace its turn in place (later turns follow it) wrote this
     #: new turn beside it on a branch of its own; the replaced turn's node.
     replaced_node_id: int | None = None
+    #: What the adventure's scripts set in ``state.message``, shown under the turn.
+    script_message: str = ""
 
 
 class TurnEngine:
@@ -89,12 +96,16 @@ class TurnEngine:
         params: GenerationParams | None = None,
         context: ContextBuilder | None = None,
         max_action_chars: int = 2000,
+        script_limits: Limits | None = None,
+        max_story_cards: int = 500,
     ) -> None:
         self.db = db
         self.provider = provider
         self.params = params or GenerationParams()
         self.context = context or ContextEngine(max_output_tokens=self.params.max_tokens)
         self.max_action_chars = max_action_chars
+        self.script_limits = script_limits or Limits()
+        self.max_story_cards = max_story_cards
 
     async def play(
         self, adventure_id: int, action: PlayerAction, *, fence: Fence | None = None
@@ -125,45 +136,50 @@ class TurnEngine:
                 raise NotFound("There is no adventure running here. Start one with /start.")
             if adventure.head_node_id is None:
                 raise NotFound("This adventure has no story yet.")
-            inputs = await self.context.gather(session, adventure, action_text)
+            scripts = await TurnScripts.load(
+                session,
+                adventure,
+                actor=action.actor,
+                limits=self.script_limits,
+                max_cards=self.max_story_cards,
+            )
+            if scripts is not None and action_text:
+                # onInput runs before anything is stored; Continue has no input and skips it.
+                action_text = await self._scripted(
+                    scripts, adventure, fence, scripts.on_input(action_text, action.type)
+                )
+            inputs = await self.context.gather(
+                session, adventure, action_text, script_state=scripts.state if scripts else None
+            )
+            if scripts is not None:
+                inputs = replace(inputs, cards=scripts.context_cards())
         head = inputs.head
         if head is None or head.id is None:
             raise NotFound("This adventure has no story yet.")
         yield ActionAccepted(action_text)
 
         built = self.context.build(inputs)
-        params = self._params_for(adventure)
+        if scripts is not None:
+            built = await self._scripted(scripts, adventure, fence, scripts.rewrite_context(built))
         # The state block after the prose is the engine's, not the players': held back.
         holder = BlockHolder() if schema_of(adventure.stat_schema) else None
-        text: list[str] = []
-        reasoning: list[str] = []
-        usage: Usage | None = None
-        started = time.perf_counter()
-        first_token_ms: int | None = None
-        async with aclosing(self.provider.stream(built.messages, params)) as chunks:
-            async for chunk in chunks:
-                if isinstance(chunk, TextDelta):
-                    piece = chunk.text if text else chunk.text.lstrip()
-                    if not piece:
-                        continue
-                    if first_token_ms is None:
-                        first_token_ms = _ms_since(started)
-                    text.append(piece)
-                    visible = holder.feed(piece) if holder else piece
-                    if visible:
-                        yield TextDelta(visible)
-                elif isinstance(chunk, ReasoningDelta):
-                    reasoning.append(chunk.text)
-                    yield chunk
-                elif isinstance(chunk, StreamEnd):
-                    usage = chunk.usage
-        latency_ms = _ms_since(started)
+        reply = _Reply()
+        async with aclosing(
+            self._stream_reply(built, self._params_for(adventure), holder, reply)
+        ) as deltas:
+            async for event in deltas:
+                yield event
+        output = reply.text
+        if scripts is not None:
+            # onOutput needs the whole reply, so it runs after the stream: players watched the
+            # model's text arrive, and the final edit (TurnDone's text) shows the script's.
+            output = await scripts.on_output(output)
         # Cooldowns count turn indexes: a retry reuses its turn's index, so clocks stay put.
         narrator_index = head.index + (2 if action_text else 1)
         world = settle(
             adventure.stat_schema,
             adventure.world_state,
-            "".join(text).rstrip(),
+            output,
             turn_index=narrator_index,
         )
 
@@ -175,10 +191,11 @@ class TurnEngine:
             action_text,
             built,
             world,
-            reasoning="".join(reasoning).strip(),
-            usage=usage,
-            latency_ms=latency_ms,
-            first_token_ms=first_token_ms,
+            scripts,
+            reasoning="".join(reply.reasoning).strip(),
+            usage=reply.usage,
+            latency_ms=reply.latency_ms,
+            first_token_ms=reply.first_token_ms,
         )
         yield TurnDone(result)
 
@@ -203,16 +220,20 @@ class TurnEngine:
         action_text: str,
         built: BuiltContext,
         world: SettledWorld,
+        scripts: TurnScripts | None,
         *,
         reasoning: str,
         usage: Usage | None,
         latency_ms: int,
         first_token_ms: int | None,
     ) -> TurnResult:
-        state_before = {
-            "world_state": adventure.world_state,
-            "script_state": adventure.script_state,
-        }
+        # With scripts the cards may change this turn, so undo must be able to put them back.
+        state_before = capture(
+            adventure.world_state, adventure.script_state, scripts.rows if scripts else None
+        )
+        report = built.report
+        if scripts is not None:
+            report.scripts = scripts.report_json()
         text = world.prose
         async with self.db.session() as session, session.begin():
             if fence is not None and not await fence(session):
@@ -254,7 +275,7 @@ class TurnEngine:
                 latency_ms=latency_ms,
                 reasoning=reasoning or None,
                 prompt_snapshot=zlib.compress(built.snapshot()),
-                context_report=built.report.to_json(),
+                context_report=report.to_json(),
                 state_block=world.report.block if world.report else None,
                 state_report=world.report.to_json() if world.report else None,
                 state_before=None if action_node else state_before,
@@ -272,12 +293,19 @@ class TurnEngine:
                     version=Adventure.version + 1,
                     world_state=world.state,
                     updated_at=utcnow(),
+                    **({"script_state": scripts.saved_state()} if scripts else {}),
                 )
             )
             if moved.rowcount != 1:
                 raise StoryMovedOn(
                     "The story moved on while this turn was being written, so it was not "
                     "saved. Look at the newest turn and try again."
+                )
+            if scripts is not None:
+                await scripts.save(session)
+                # The state the turn leaves, cards as the scripts left them, for redo.
+                narrator.state_after = capture(
+                    world.state, scripts.saved_state(), await load_cards(session, adventure.id)
                 )
             # Extends the branch, or forks one when the head had been moved back.
             await advance_line(
@@ -301,6 +329,7 @@ class TurnEngine:
             latency_ms=latency_ms,
             first_token_ms=first_token_ms,
             state_chip=world.chip,
+            script_message=scripts.message if scripts else "",
         )
 
     # --- retry: another take of the newest turn ------------------------------------------------
@@ -346,10 +375,26 @@ class TurnEngine:
             adventure.head_node_id = plan.context_head_id
             adventure.world_state = plan.snapshot.get("world_state") or {}
             adventure.script_state = plan.snapshot.get("script_state") or {}
-            inputs = await self.context.gather(session, adventure, plan.action_text)
+            scripts = await TurnScripts.load(
+                session, adventure, limits=self.script_limits, max_cards=self.max_story_cards
+            )
+            if scripts is not None and "cards" in plan.snapshot:
+                # The cards as the turn first saw them, not as its replaced take left them.
+                scripts.use_cards(plan.snapshot["cards"])
+            inputs = await self.context.gather(
+                session,
+                adventure,
+                plan.action_text,
+                script_state=scripts.state if scripts else None,
+            )
+            if scripts is not None:
+                inputs = replace(inputs, cards=scripts.context_cards())
         yield ActionAccepted(plan.action_text)
 
+        # onInput is not run again: the action was played once and is not written again.
         built = self.context.build(inputs)
+        if scripts is not None:
+            built = await scripts.rewrite_context(built)
         holder = BlockHolder() if schema_of(adventure.stat_schema) else None
         reply = _Reply()
         async with aclosing(
@@ -357,11 +402,12 @@ class TurnEngine:
         ) as deltas:
             async for event in deltas:
                 yield event
+        output = await scripts.on_output(reply.text) if scripts is not None else reply.text
         # The turn's own index: cooldown clocks stay where the first take left them.
         world = settle(
-            adventure.stat_schema, adventure.world_state, reply.text, turn_index=plan.node_index
+            adventure.stat_schema, adventure.world_state, output, turn_index=plan.node_index
         )
-        result = await self._store_take(fence, adventure, plan, built, world, reply)
+        result = await self._store_take(fence, adventure, plan, built, world, reply, scripts)
         yield TurnDone(result)
 
     async def _stream_reply(
@@ -400,12 +446,16 @@ class TurnEngine:
         built: BuiltContext,
         world: SettledWorld,
         reply: _Reply,
+        scripts: TurnScripts | None,
     ) -> TurnResult:
         text = world.prose
         reasoning = "".join(reply.reasoning).strip() or None
         block = world.report.block if world.report else None
         report = world.report.to_json() if world.report else None
-        after = capture(world.state, adventure.script_state, plan.snapshot.get("cards"))
+        if scripts is not None:
+            built.report.scripts = scripts.report_json()
+        script_state = scripts.saved_state() if scripts else adventure.script_state
+        after = capture(world.state, script_state, plan.snapshot.get("cards"))
         measured = {
             "model": self.provider.label,
             "prompt_tokens": reply.usage.prompt_tokens if reply.usage else built.tokens,
@@ -423,6 +473,11 @@ class TurnEngine:
             node = await session.get(StoryNode, plan.node_id)
             if node is None:
                 raise StoryMovedOn("The turn being retried is gone; nothing was saved.")
+            if scripts is not None:
+                # Back to the cards the turn first saw, then the scripts' changes on top.
+                await restore(session, adventure.id, plan.snapshot)
+                await scripts.save(session)
+                after = capture(world.state, script_state, await load_cards(session, adventure.id))
             replaced: int | None = None
             if await has_children(session, plan.node_id):
                 # Later turns follow this one: the new version goes beside it, on a branch.
@@ -467,7 +522,14 @@ class TurnEngine:
                     "The story moved on while this turn was being written again, so it was not "
                     "saved. Look at the newest turn and try again."
                 )
-            await restore(session, adventure.id, after)
+            if scripts is None:
+                await restore(session, adventure.id, after)
+            else:
+                await session.execute(
+                    update(Adventure)
+                    .where(Adventure.id == adventure.id)
+                    .values(world_state=world.state, script_state=script_state)
+                )
             # The replaced text leaves the line: memories past the parent are cut back.
             await story_cut_back(session, adventure.id, kept_through=plan.node_index - 1)
         return TurnResult(
@@ -486,7 +548,35 @@ class TurnEngine:
             take=take,
             take_count=take,
             replaced_node_id=replaced,
+            script_message=scripts.message if scripts else "",
         )
+
+    async def _scripted(
+        self,
+        scripts: TurnScripts,
+        adventure: Adventure,
+        fence: Fence | None,
+        step: Awaitable[T],
+    ) -> T:
+        """Run a hook; when a script stops the turn, keep what the scripts changed and stop.
+
+        A stopped turn stores no story, but a script that stops an action (a command such as
+        "/roll") expects its state, cards and message to stick, as upstream.
+        """
+        try:
+            return await step
+        except ScriptStopped:
+            async with self.db.session() as session, session.begin():
+                if fence is not None and not await fence(session):
+                    raise
+                kept = await session.execute(
+                    update(Adventure)
+                    .where(Adventure.id == adventure.id, Adventure.version == adventure.version)
+                    .values(script_state=scripts.saved_state(), updated_at=utcnow())
+                )
+                if kept.rowcount == 1:
+                    await scripts.save(session)
+            raise
 
 
 @dataclass

@@ -1,0 +1,240 @@
+"""/script upload|list|enable|disable|remove|test: the adventure's AI Dungeon scripts.
+
+Each command is one call to ``engine.scripting.manage``; every answer is for the member alone.
+Who may change or test scripts is the engine's rule (server managers; in a DM, its player).
+"""
+
+from __future__ import annotations
+
+import io
+from typing import TYPE_CHECKING
+
+import discord
+from discord import app_commands
+from discord.ext import commands
+
+from cogs.context import actor_of, channel_id_of
+from cogs.replies import reply
+from cogs.steering import is_manager
+from engine.errors import CampfireError, InvalidInput
+from engine.scripting import manage
+from engine.scripting.hooks import Hook
+from engine.scripting.manage import HookTest, ScriptPart, ScriptView
+
+if TYPE_CHECKING:
+    from bot.discord_bot import CampfireBot
+
+MESSAGE_MAX = 2000
+#: Longer results come as a file, not cut.
+INLINE_RESULT_MAX = 900
+
+PART_CHOICES = [
+    app_commands.Choice(name="library (shared by every hook)", value="library"),
+    app_commands.Choice(name="input (onInput)", value="input"),
+    app_commands.Choice(name="context (onModelContext)", value="context"),
+    app_commands.Choice(name="output (onOutput)", value="output"),
+]
+HOOK_CHOICES = PART_CHOICES[1:]
+
+
+def view_line(view: ScriptView) -> str:
+    state = "on" if view.enabled else "off"
+    parts = ", ".join(f"{label} {size:,} chars" for label, size in view.sizes.items()) or "empty"
+    return f"**{discord.utils.escape_markdown(view.name)}** ({state}): {parts}"
+
+
+def test_report(result: HookTest) -> str:
+    """The whole run as text: what went in, what came out, each script's logs and errors."""
+    lines = [f"# {result.hook.label} test", "", "## Text in", result.text_in, ""]
+    lines += ["## Text out" + (" (stop)" if result.stop else ""), result.text_out, ""]
+    if result.message:
+        lines += ["## state.message", result.message, ""]
+    for report in result.reports:
+        lines.append(
+            f"## {report.script}: {report.ms} ms" + (f", {report.note}" if report.note else "")
+        )
+        if report.error:
+            lines += ["error:", report.error]
+        lines += [f"log: {line}" for line in report.logs] or ["(no logs)"]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def test_summary(result: HookTest) -> str:
+    errors = [r for r in result.reports if r.error]
+    logs = sum(len(r.logs) for r in result.reports)
+    ms = sum(r.ms for r in result.reports)
+    head = f"🧪 **{result.hook.label}** ran {len(result.reports)} script(s) in {ms} ms"
+    head += f", {logs} log line(s)"
+    if errors:
+        head += f", ⚠ {len(errors)} error(s): {errors[0].error.splitlines()[0]}"[:300]
+    if result.stop:
+        head += "; the script stopped the turn"
+    out = result.text_out
+    if result.text_out == result.text_in:
+        head += "; the text is unchanged"
+    elif len(out) <= INLINE_RESULT_MAX and "```" not in out:
+        head += f"\n```\n{out}\n```"
+    return head[:MESSAGE_MAX]
+
+
+class ScriptsCog(commands.Cog):
+    script = app_commands.Group(name="script", description="The scripts of the adventure here")
+
+    def __init__(self, bot: CampfireBot) -> None:
+        self.bot = bot
+
+    @script.command(name="upload")
+    @app_commands.describe(
+        hook="Which code this file holds",
+        file="The script, a .js or .txt file",
+        name="The script to put it in (default: main); a new name adds a script",
+    )
+    @app_commands.choices(hook=PART_CHOICES)
+    async def upload(
+        self,
+        interaction: discord.Interaction,
+        hook: str,
+        file: discord.Attachment,
+        name: app_commands.Range[str, 1, manage.SCRIPT_NAME_MAX] | None = None,
+    ) -> None:
+        """Upload one part of a script (AI Dungeon's library, input, context or output tab)."""
+        limit = self.bot.settings.max_script_chars
+        # Four bytes a character at most: refuse a huge file before reading it.
+        if file.size > limit * 4:
+            raise InvalidInput(
+                f"“{file.filename}” is {file.size:,} bytes; a script may have at most "
+                f"{limit:,} characters."
+            )
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        code = manage.decode_script(await file.read(), file.filename, max_chars=limit)
+        view, created = await manage.upload(
+            self.bot.services.db,
+            channel_id_of(interaction),
+            actor_of(interaction),
+            hook,
+            code,
+            name=name,
+            is_manager=is_manager(interaction),
+        )
+        what = ScriptPart(hook).label
+        done = "added as a new script" if created else "saved"
+        await reply(
+            interaction,
+            f"📜 The {what} code of **{discord.utils.escape_markdown(view.name)}** was {done}; "
+            f"it runs from the next turn.\n{view_line(view)}",
+        )
+
+    @script.command(name="list")
+    async def list_scripts(self, interaction: discord.Interaction) -> None:
+        """The adventure's scripts, in the order they run."""
+        views = await manage.list_scripts(self.bot.services.db, channel_id_of(interaction))
+        if not views:
+            await reply(
+                interaction,
+                "This adventure has no scripts. `/script upload` adds one (server managers).",
+            )
+            return
+        lines = [f"{i}. {view_line(view)}" for i, view in enumerate(views, 1)]
+        await reply(interaction, "📜 Scripts, in the order they run:\n" + "\n".join(lines))
+
+    @script.command(name="enable")
+    @app_commands.describe(name="The script to turn on")
+    async def enable(self, interaction: discord.Interaction, name: str) -> None:
+        """Turn a script on: it runs from the next turn."""
+        await self._set_enabled(interaction, name, True)
+
+    @script.command(name="disable")
+    @app_commands.describe(name="The script to turn off")
+    async def disable(self, interaction: discord.Interaction, name: str) -> None:
+        """Turn a script off without removing it."""
+        await self._set_enabled(interaction, name, False)
+
+    async def _set_enabled(self, interaction: discord.Interaction, name: str, on: bool) -> None:
+        view = await manage.set_enabled(
+            self.bot.services.db,
+            channel_id_of(interaction),
+            actor_of(interaction),
+            name,
+            on,
+            is_manager=is_manager(interaction),
+        )
+        state = "on: it runs from the next turn" if on else "off"
+        await reply(interaction, f"📜 **{discord.utils.escape_markdown(view.name)}** is {state}.")
+
+    @script.command(name="remove")
+    @app_commands.describe(
+        name="The script", hook="Remove only this part; leave empty to remove the whole script"
+    )
+    @app_commands.choices(hook=PART_CHOICES)
+    async def remove(
+        self, interaction: discord.Interaction, name: str, hook: str | None = None
+    ) -> None:
+        """Remove a script, or one part of it."""
+        left = await manage.remove(
+            self.bot.services.db,
+            channel_id_of(interaction),
+            actor_of(interaction),
+            name,
+            hook,
+            is_manager=is_manager(interaction),
+        )
+        if left is None:
+            await reply(
+                interaction, f"🗑 The script **{discord.utils.escape_markdown(name)}** was removed."
+            )
+        else:
+            await reply(
+                interaction,
+                f"🗑 The {ScriptPart(hook).label} code was removed.\n{view_line(left)}",
+            )
+
+    @script.command(name="test")
+    @app_commands.describe(
+        hook="The hook to run",
+        text="onInput: the action to try; onOutput: the narration to try (default the newest)",
+    )
+    @app_commands.choices(hook=HOOK_CHOICES)
+    async def test(
+        self,
+        interaction: discord.Interaction,
+        hook: str,
+        text: app_commands.Range[str, 1, 4000] | None = None,
+    ) -> None:
+        """Run a hook against this adventure without saving anything; see its result and logs."""
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        services = self.bot.services
+        result = await manage.test_hook(
+            services.db,
+            services.turns.context,
+            channel_id_of(interaction),
+            actor_of(interaction),
+            Hook(hook),
+            text=text,
+            is_manager=is_manager(interaction),
+            limits=services.turns.script_limits,
+            max_cards=services.turns.max_story_cards,
+        )
+        report = discord.File(
+            fp=io.BytesIO(test_report(result).encode()),
+            filename=f"script-test-{hook}.md",
+        )
+        await interaction.followup.send(test_summary(result), file=report, ephemeral=True)
+
+    @enable.autocomplete("name")
+    @disable.autocomplete("name")
+    @remove.autocomplete("name")
+    async def name_choices(
+        self, interaction: discord.Interaction, current: str
+    ) -> list[app_commands.Choice[str]]:
+        try:
+            names = await manage.script_names(
+                self.bot.services.db, channel_id_of(interaction), current
+            )
+        except CampfireError:
+            return []
+        return [app_commands.Choice(name=name[:100], value=name[:100]) for name in names]
+
+
+async def setup(bot: CampfireBot) -> None:
+    await bot.add_cog(ScriptsCog(bot))

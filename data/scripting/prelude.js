@@ -1,0 +1,222 @@
+// Campfire's scripting prelude: evaluated in a fresh QuickJS context before every hook run.
+//
+// It reads the hook's input (one JSON text, `__campfire_input`), sets up the globals AI Dungeon
+// scripts expect (text, state, history, storyCards and its aliases, info, memory, log, console
+// and the story-card functions). The engine then evaluates the scenario's library and hook as
+// one sloppy-mode script, and `__campfire_finish(result)` turns the script's completion value
+// and what it left behind into one JSON text for the engine. Nothing here can reach Python,
+// the file system or the network: data crosses as JSON both ways.
+//
+// Globals are plain assignments to globalThis (configurable properties), never declarations:
+// a script may then declare its own `let text` or `function log` without a redeclaration error.
+(function () {
+  "use strict";
+  var G = globalThis;
+  var input = JSON.parse(G.__campfire_input);
+  delete G.__campfire_input;
+
+  // --- polyfills for builtins real scripts use, where the engine lacks them ---
+  function define(target, name, value) {
+    if (typeof target[name] === "undefined") {
+      Object.defineProperty(target, name, { value: value, writable: true, configurable: true });
+    }
+  }
+  define(Array.prototype, "at", function (index) {
+    var n = Math.trunc(index) || 0;
+    if (n < 0) n += this.length;
+    return n < 0 || n >= this.length ? undefined : this[n];
+  });
+  define(String.prototype, "at", function (index) {
+    var n = Math.trunc(index) || 0;
+    if (n < 0) n += this.length;
+    return n < 0 || n >= this.length ? undefined : this.charAt(n);
+  });
+  define(Array.prototype, "findLast", function (predicate, thisArg) {
+    for (var i = this.length - 1; i >= 0; i--) {
+      if (predicate.call(thisArg, this[i], i, this)) return this[i];
+    }
+    return undefined;
+  });
+  define(Array.prototype, "findLastIndex", function (predicate, thisArg) {
+    for (var i = this.length - 1; i >= 0; i--) {
+      if (predicate.call(thisArg, this[i], i, this)) return i;
+    }
+    return -1;
+  });
+  define(Object, "hasOwn", function (object, key) {
+    return Object.prototype.hasOwnProperty.call(object, key);
+  });
+  define(G, "structuredClone", function (value) {
+    // Data only, as scripts use it (state, cards): functions and cycles are not clonable.
+    return value === undefined ? undefined : JSON.parse(JSON.stringify(value));
+  });
+
+  // --- logs ---
+  var MAX_LOGS = 200;
+  var MAX_LOG_CHARS = 2000;
+  var logs = [];
+  function show(value) {
+    if (typeof value === "string") return value;
+    if (value instanceof Error) return String(value);
+    if (value === undefined || typeof value === "function" || typeof value === "symbol") {
+      return String(value);
+    }
+    try {
+      var json = JSON.stringify(value);
+      return json === undefined ? String(value) : json;
+    } catch (error) {
+      return String(value);
+    }
+  }
+  function log() {
+    if (logs.length >= MAX_LOGS) return;
+    var line = Array.prototype.map.call(arguments, show).join(" ");
+    logs.push(line.length > MAX_LOG_CHARS ? line.slice(0, MAX_LOG_CHARS) + "…" : line);
+  }
+  G.log = log;
+  G.console = { log: log, info: log, warn: log, error: log, debug: log, trace: log };
+
+  // --- the globals ---
+  G.text = input.text;
+  G.stop = false;
+  var state = input.state && typeof input.state === "object" ? input.state : {};
+  if (!state.memory || typeof state.memory !== "object") state.memory = {};
+  G.state = state;
+  G.history = input.history;
+  G.memory = input.memory;
+  G.info = input.info;
+  var cards = input.storyCards;
+  G.storyCards = cards;
+  G.worldInfo = cards;
+  G.worldEntries = cards;
+
+  // --- story cards ---
+  var newIds = 0;
+  function nextId() {
+    newIds += 1;
+    return "new-" + newIds;
+  }
+  function keysText(keys) {
+    if (Array.isArray(keys)) return keys.map(String).join(",");
+    return keys === undefined || keys === null ? "" : String(keys);
+  }
+  function str(value, fallback) {
+    return value === undefined || value === null ? fallback : String(value);
+  }
+  function current() {
+    // The array the script works on, even if it replaced the global.
+    return Array.isArray(G.storyCards) ? G.storyCards : cards;
+  }
+  function checkIndex(list, index, what) {
+    var n = Number(index);
+    if (!Number.isInteger(n) || n < 0 || n >= list.length || !list[n]) {
+      throw new Error(what + ": there is no story card at index " + String(index) + ".");
+    }
+    return n;
+  }
+  function addStoryCard(keys, entry, type, title, description, options) {
+    var list = current();
+    var k = keysText(keys);
+    for (var i = 0; i < list.length; i++) {
+      if (list[i] && keysText(list[i].keys) === k) return false;
+    }
+    var card = {
+      id: nextId(),
+      keys: k,
+      entry: str(entry, ""),
+      type: str(type, "class"),
+      // Upstream titles a new card with its keys unless told otherwise; scripts (Auto-Cards)
+      // find the card they just added by that title.
+      title: str(title, k),
+      description: str(description, ""),
+    };
+    list.push(card);
+    return options && options.returnCard ? card : list.length;
+  }
+  function updateStoryCard(index, keys, entry, type, title, description) {
+    var list = current();
+    var card = list[checkIndex(list, index, "updateStoryCard")];
+    if (keys !== undefined) card.keys = keysText(keys);
+    if (entry !== undefined) card.entry = str(entry, "");
+    if (type !== undefined) card.type = str(type, "class");
+    if (title !== undefined) card.title = str(title, "");
+    if (description !== undefined) card.description = str(description, "");
+    return card;
+  }
+  function removeStoryCard(index) {
+    var list = current();
+    list.splice(checkIndex(list, index, "removeStoryCard"), 1);
+  }
+  G.addStoryCard = addStoryCard;
+  G.updateStoryCard = updateStoryCard;
+  G.removeStoryCard = removeStoryCard;
+  G.addWorldEntry = addStoryCard;
+  G.updateWorldEntry = updateStoryCard;
+  G.removeWorldEntry = removeStoryCard;
+
+  // --- reading back what the script left ---
+  function cardsLeft() {
+    // The array as the script left it: a card pushed twice is kept once, a card without an id
+    // gets one, and a second object claiming a card's id is a new card.
+    var list = current();
+    var seen = new Set();
+    var ids = new Set();
+    var out = [];
+    for (var i = 0; i < list.length; i++) {
+      var card = list[i];
+      if (!card || typeof card !== "object" || seen.has(card)) continue;
+      seen.add(card);
+      var id = card.id === undefined || card.id === null || card.id === "" ? "" : String(card.id);
+      if (!id || ids.has(id)) {
+        id = nextId();
+        card.id = id;
+      }
+      ids.add(id);
+      out.push({
+        id: id,
+        keys: keysText(card.keys),
+        entry: str(card.entry, ""),
+        type: str(card.type, "class"),
+        title: str(card.title, ""),
+        description: str(card.description, ""),
+      });
+    }
+    return out;
+  }
+  function readResult(result) {
+    var text, stop;
+    if (result !== null && typeof result === "object" && ("text" in result || "stop" in result)) {
+      text = result.text;
+      stop = result.stop;
+    } else if (typeof result === "string") {
+      text = result;
+      stop = false;
+    } else {
+      text = G.text;
+      stop = G.stop;
+    }
+    text = text === undefined || text === null ? "" : String(text);
+    return { text: text, stop: Boolean(stop) || text === "stop" };
+  }
+  function finish(result) {
+    var out = readResult(result);
+    var left = G.state && typeof G.state === "object" ? G.state : {};
+    out.state = JSON.stringify(left);
+    out.storyCards = cardsLeft();
+    out.logs = logs;
+    return JSON.stringify(out);
+  }
+  Object.defineProperty(G, "__campfire_finish", {
+    value: function (result) {
+      delete G.__campfire_result;
+      return finish(result);
+    },
+    configurable: true,
+  });
+  Object.defineProperty(G, "__campfire_logs", {
+    value: function () {
+      return JSON.stringify(logs);
+    },
+    configurable: true,
+  });
+})();

@@ -1,0 +1,1 @@
+"""AI Dungeon compatible scripting (docs/DESIGN.md §9): QuickJS sandbox, globals and hooks."""

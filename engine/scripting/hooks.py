@@ -1,0 +1,433 @@
+"""A turn's scripts: loading them, running each hook, and what the turn keeps of them.
+
+``TurnScripts`` is one turn's scripting. It is loaded with the turn (the adventure's enabled
+scripts, its ``state`` and story cards, the recent history), carries ``state`` and the cards
+from hook to hook in memory, and is saved by the turn's final transaction (``save``), so a
+turn that fails leaves nothing of its scripts behind.
+
+The hook contract, as AI Dungeon runs scripts:
+
+* onInput may rewrite the player's action or stop it; an empty result is an error the player
+  reads. Continue has no input, so it skips onInput.
+* onModelContext may rewrite the whole context (the text with AI Dungeon's headings); an empty
+  result leaves the context as built; a longer one is cut to ``info.maxChars`` from its start,
+  so the newest story survives.
+* onOutput may rewrite the reply; ``stop`` turns it into the literal text "stop", as upstream;
+  an empty result leaves the reply as the model wrote it (an empty turn cannot be shown).
+
+Several scripts run in their ``position`` order, each in a fresh context, each taking the text
+the one before it left. A broken script (an exception, an exceeded limit, a result that cannot
+be read) changes nothing: its error and logs go to Insights, and the turn goes on.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import delete, insert, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from engine.cards import Card
+from engine.context import HEADINGS, BuiltContext
+from engine.errors import CampfireError, InvalidInput
+from engine.providers.base import ChatMessage
+from engine.scripting import sandbox
+from engine.scripting.cards import CardRow, changes, script_card, to_context_cards
+from engine.snapshots import CARD_FIELDS
+from engine.storage.models import ActionType, Adventure, AdventureCard, AdventureScript, Role
+from engine.story import line_tail
+
+#: How many of the newest story entries scripts see in ``history``.
+HISTORY_ENTRIES = 100
+#: What ``info.maxChars`` allows per token of the context budget (about 4 characters a token).
+CHARS_PER_TOKEN = 4
+#: The most characters a script's ``state`` may take, as JSON.
+MAX_STATE_CHARS = 1_000_000
+
+
+class Hook(StrEnum):
+    INPUT = "input"
+    CONTEXT = "context"
+    OUTPUT = "output"
+
+    @property
+    def column(self) -> str:
+        return _COLUMNS[self]
+
+    @property
+    def label(self) -> str:
+        return _LABELS[self]
+
+
+_COLUMNS = {Hook.INPUT: "on_input", Hook.CONTEXT: "on_model_context", Hook.OUTPUT: "on_output"}
+_LABELS = {Hook.INPUT: "onInput", Hook.CONTEXT: "onModelContext", Hook.OUTPUT: "onOutput"}
+
+
+class ScriptStopped(CampfireError):
+    """A script stopped the turn (``stop: true`` in onInput or onModelContext)."""
+
+    retryable = False
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptCode:
+    """One script's code: its library and its three hooks."""
+
+    name: str
+    library: str
+    hooks: dict[Hook, str]
+
+    @classmethod
+    def of(cls, row: AdventureScript) -> ScriptCode:
+        return cls(
+            name=row.name or f"script {row.id}",
+            library=row.shared_library or "",
+            hooks={hook: getattr(row, hook.column) or "" for hook in Hook},
+        )
+
+    def has(self, hook: Hook) -> bool:
+        return bool(self.hooks[hook].strip())
+
+    def source(self, hook: Hook) -> str:
+        # One script, library first: the hook calls what the library defines.
+        return f"{self.library}\n;\n{self.hooks[hook]}"
+
+
+@dataclass(slots=True)
+class HookReport:
+    """One script's run of one hook, for Insights."""
+
+    hook: Hook
+    script: str
+    ms: int
+    logs: list[str] = field(default_factory=list)
+    error: str | None = None
+    note: str = ""
+    cpu_ms: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "hook": self.hook.label,
+            "script": self.script,
+            "ms": self.ms,
+            "cpu_ms": self.cpu_ms,
+            "logs": self.logs,
+            "error": self.error,
+            "note": self.note,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class HookOutcome:
+    text: str
+    stop: bool = False
+
+
+def action_for_script(action_text: str) -> str:
+    """A player's action as AI Dungeon hands it to scripts: on a line of its own."""
+    return f"\n{action_text}\n"
+
+
+def history_entry(text: str, action: str) -> dict[str, str]:
+    return {"text": text, "rawText": text, "type": action}
+
+
+@dataclass
+class TurnScripts:
+    """One turn's scripts and the state they carry from hook to hook."""
+
+    adventure_id: int
+    scripts: list[ScriptCode]
+    state: dict[str, Any]
+    #: The cards as the turn found them (for the snapshot and to know what a script changed).
+    rows: list[CardRow]
+    #: The cards as scripts left them so far, in the shape scripts see.
+    cards: list[dict[str, str]]
+    history: list[dict[str, str]]
+    memory: str
+    info: dict[str, Any]
+    limits: sandbox.Limits = field(default_factory=sandbox.Limits)
+    max_cards: int = 500
+    reports: list[HookReport] = field(default_factory=list)
+    #: ``state.message`` as the turn found it: upstream keeps the message in ``state`` and
+    #: shows it when it changes (scripts such as Auto-Cards compare against last turn's).
+    message_before: Any = None
+
+    # --- loading ---
+
+    @classmethod
+    async def load(
+        cls,
+        session: AsyncSession,
+        adventure: Adventure,
+        *,
+        actor: str = "You",
+        limits: sandbox.Limits | None = None,
+        max_cards: int = 500,
+    ) -> TurnScripts | None:
+        """The turn's scripts, or None when the adventure has no enabled script (no cost)."""
+        assert adventure.id is not None
+        rows = await session.scalars(
+            select(AdventureScript)
+            .where(AdventureScript.adventure_id == adventure.id, AdventureScript.enabled)
+            .order_by(AdventureScript.position, AdventureScript.id)
+        )
+        scripts = [ScriptCode.of(row) for row in rows]
+        if not scripts:
+            return None
+        cards = await _load_card_rows(session, adventure.id)
+        nodes = (
+            await line_tail(session, adventure.head_node_id, HISTORY_ENTRIES)
+            if adventure.head_node_id
+            else []
+        )
+        history = [
+            history_entry(
+                action_for_script(node.text) if node.role == Role.PLAYER else node.text,
+                str(node.action),
+            )
+            for node in nodes
+        ]
+        state = dict(adventure.script_state or {})
+        names = [actor] if actor and actor != "You" else []
+        return cls(
+            adventure_id=adventure.id,
+            scripts=scripts,
+            state=state,
+            rows=cards,
+            cards=[script_card(row) for row in cards],
+            history=history,
+            memory=adventure.plot_essentials,
+            info={
+                "actionCount": (nodes[-1].index + 1) if nodes else 0,
+                "characters": list(names),
+                "characterNames": names,
+            },
+            limits=limits or sandbox.Limits(),
+            max_cards=max_cards,
+            message_before=state.get("message"),
+        )
+
+    def use_cards(self, snapshot_cards: list[dict[str, Any]]) -> None:
+        """Start from the cards a snapshot holds (a retry sees what its turn first saw)."""
+        self.rows = [
+            CardRow(**{name: card[name] for name in CARD_FIELDS})
+            for card in snapshot_cards
+            if isinstance(card.get("id"), int)
+        ]
+        self.cards = [script_card(row) for row in self.rows]
+
+    def has(self, hook: Hook) -> bool:
+        return any(script.has(hook) for script in self.scripts)
+
+    # --- the hooks ---
+
+    async def on_input(self, action_text: str, action: ActionType) -> str:
+        """The action as onInput leaves it. Raises ``ScriptStopped`` or ``InvalidInput``."""
+        if not self.has(Hook.INPUT):
+            self.add_current_action(action_text, action)
+            return action_text
+        outcome = await self.run(Hook.INPUT, action_for_script(action_text))
+        if outcome.stop:
+            raise ScriptStopped(self.message or "The adventure's script stopped this action.")
+        text = outcome.text.strip()
+        if not text:
+            raise InvalidInput(
+                "The adventure's script turned your action into nothing, so it was not played. "
+                "Try other words, or ask the host about the script."
+            )
+        self.add_current_action(text, action)
+        return text
+
+    def add_current_action(self, action_text: str, action: ActionType) -> None:
+        """From the context hook on, history includes the action being played."""
+        if action_text:
+            self.history.append(history_entry(action_for_script(action_text), str(action)))
+            self.info["actionCount"] = self.info.get("actionCount", 0) + 1
+
+    async def on_model_context(
+        self, context_text: str, *, max_chars: int, memory_length: int
+    ) -> str | None:
+        """The context as onModelContext rewrote it, or None when it is unchanged."""
+        if not self.has(Hook.CONTEXT):
+            return None
+        outcome = await self.run(
+            Hook.CONTEXT,
+            context_text,
+            info={"maxChars": max_chars, "memoryLength": memory_length},
+        )
+        if outcome.stop:
+            raise ScriptStopped(self.message or "The adventure's script stopped this turn.")
+        text = outcome.text
+        if not text.strip() or text == context_text:
+            # Empty means "as if the script had not run" (its state changes still count).
+            return None
+        if len(text) > max_chars:
+            text = text[len(text) - max_chars :]
+        return text
+
+    async def rewrite_context(self, built: BuiltContext) -> BuiltContext:
+        """The built context as onModelContext left it (the same object when unchanged)."""
+        if not self.has(Hook.CONTEXT):
+            return built
+        original = built.script_text
+        max_chars = max(built.report.available, 1) * CHARS_PER_TOKEN
+        # What comes before the story is AI Dungeon's "memory" part of the context.
+        story_at = original.find(HEADINGS["history"])
+        text = await self.on_model_context(
+            original,
+            max_chars=max_chars,
+            memory_length=story_at if story_at >= 0 else len(original),
+        )
+        if text is None:
+            return built
+        self.reports[-1].note = f"rewrote the context ({len(original):,} → {len(text):,} chars)"
+        system = built.messages[0] if built.messages[0].role == "system" else None
+        if system is not None and text.startswith(system.content + "\n\n"):
+            # The script left the system part alone: keep it as the system message.
+            rest = text[len(system.content) + 2 :]
+            messages = [system, ChatMessage("user", rest)]
+        else:
+            messages = [ChatMessage("user", text)]
+        return replace(built, messages=messages, script_text=text)
+
+    async def on_output(self, output: str) -> str:
+        if not self.has(Hook.OUTPUT):
+            return output
+        outcome = await self.run(Hook.OUTPUT, output)
+        if outcome.stop:
+            return "stop"
+        if not outcome.text.strip():
+            # Nothing to show or store (Discord refuses an empty message): keep the model's.
+            self.reports[-1].note = "an empty result was ignored"
+            return output
+        return outcome.text
+
+    async def run(
+        self, hook: Hook, text: str, *, info: dict[str, Any] | None = None
+    ) -> HookOutcome:
+        """Run every enabled script's ``hook`` in order, each on the text the last one left."""
+        stop = False
+        for script in self.scripts:
+            if not script.has(hook):
+                continue
+            payload = {
+                "text": text,
+                "state": self.state,
+                "history": self.history,
+                "memory": self.memory,
+                "info": {**self.info, **(info or {})},
+                "storyCards": self.cards,
+            }
+            result = await sandbox.run(script.source(hook), payload, self.limits)
+            report = HookReport(
+                hook, script.name, result.ms, result.logs, result.error, cpu_ms=result.cpu_ms
+            )
+            self.reports.append(report)
+            if result.ok:
+                report.error = self._problem(result)
+            if report.error is not None:
+                continue
+            self.state = result.state
+            self.cards = result.cards
+            text = result.text
+            if result.stop:
+                stop = True
+                report.note = "stopped"
+                break
+        return HookOutcome(text, stop)
+
+    def _problem(self, result: sandbox.RunResult) -> str | None:
+        """Why a run that finished still cannot be kept, or None."""
+        if len(result.cards) > self.max_cards:
+            return (
+                f"The script left {len(result.cards)} story cards; an adventure may have at most "
+                f"{self.max_cards}. Its changes were not kept."
+            )
+        if len(_json_text(result.state)) > MAX_STATE_CHARS:
+            return (
+                f"The script's state is over {MAX_STATE_CHARS:,} characters as JSON. "
+                "Its changes were not kept."
+            )
+        return None
+
+    # --- what the turn keeps ---
+
+    @property
+    def message(self) -> str:
+        """``state.message`` as text for the players (a string, ``{text}`` or a list of them)
+        when the scripts changed it this turn; "" otherwise.
+
+        ``visibleTo`` cannot be honoured in a shared channel, so every message is shown.
+        """
+        current = self.state.get("message")
+        if current == self.message_before:
+            return ""
+        return message_text(current)
+
+    def saved_state(self) -> dict[str, Any]:
+        state = dict(self.state)
+        if state.get("memory") == {}:
+            state.pop("memory")
+        return state
+
+    def context_cards(self) -> list[Card]:
+        """The cards for this turn's context, as the scripts left them."""
+        return to_context_cards(self.cards, self.rows)
+
+    def report_json(self) -> list[dict[str, Any]]:
+        return [report.to_json() for report in self.reports]
+
+    async def save(self, session: AsyncSession) -> None:
+        """Write the cards as the scripts left them, inside the turn's transaction.
+
+        Only what the scripts changed is written, relative to the cards the turn started with,
+        so a card a player added meanwhile is kept. The state goes with the adventure's row.
+        """
+        removed, updated, added = changes(self.rows, self.cards)
+        if removed:
+            await session.execute(
+                delete(AdventureCard).where(
+                    AdventureCard.adventure_id == self.adventure_id,
+                    AdventureCard.id.in_(removed),
+                )
+            )
+        if updated:
+            # One bulk UPDATE by primary key (a script that sorts its cards moves all of them);
+            # the ids are this adventure's, checked against the cards the turn loaded.
+            await session.execute(
+                update(AdventureCard), [{"id": card_id, **values} for card_id, values in updated]
+            )
+        if added:
+            await session.execute(
+                insert(AdventureCard),
+                [{**values, "adventure_id": self.adventure_id} for values in added],
+            )
+
+
+def message_text(message: Any) -> str:
+    if message is None or message == "":
+        return ""
+    if isinstance(message, str):
+        return message.strip()
+    if isinstance(message, dict):
+        return message_text(message.get("text"))
+    if isinstance(message, list):
+        return "\n".join(part for part in (message_text(item) for item in message) if part)
+    return str(message)
+
+
+async def _load_card_rows(session: AsyncSession, adventure_id: int) -> list[CardRow]:
+    result = await session.scalars(
+        select(AdventureCard)
+        .where(AdventureCard.adventure_id == adventure_id)
+        .order_by(AdventureCard.position, AdventureCard.id)
+    )
+    return [CardRow.of(card) for card in result]
+
+
+def _json_text(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
