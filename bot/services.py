@@ -13,6 +13,8 @@ from engine.context import ContextEngine
 from engine.crypto import SecretBox
 from engine.leases import TurnLeases
 from engine.library import seed_builtin_scenarios
+from engine.memory.retrieval import MemoryRetriever
+from engine.memory.writer import MemoryWriter
 from engine.play import PlayService
 from engine.providers.base import ChatProvider, GenerationParams
 from engine.providers.embeddings import EmbeddingClient
@@ -35,6 +37,7 @@ class Services:
     turns: TurnEngine
     leases: TurnLeases
     play: PlayService
+    memory: MemoryWriter
 
     async def aclose(self) -> None:
         await self.provider.aclose()
@@ -75,8 +78,16 @@ async def build_services(settings: Settings) -> Services:
         temperature=settings.temperature,
         top_p=settings.top_p,
     )
+    embedder = make_embedder(settings)
+    retriever = MemoryRetriever(
+        db, embedder, top_k=settings.memory_top_k, floor=settings.embedding_floor
+    )
+    if note := retriever.semantic_off_reason():
+        log.info("memory retrieval: %s", note)
     context = ContextEngine(
-        budget=settings.context_tokens, max_output_tokens=settings.max_output_tokens
+        budget=settings.context_tokens,
+        max_output_tokens=settings.max_output_tokens,
+        memories=retriever,
     )
     turns = TurnEngine(
         db, provider, params=params, context=context, max_action_chars=settings.max_action_chars
@@ -85,4 +96,11 @@ async def build_services(settings: Settings) -> Services:
     holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
     leases = TurnLeases(db, holder=holder)
     play = PlayService(db, turns, leases, AdventureQueue(cap=settings.max_queued_actions))
-    return Services(settings, db, provider, make_embedder(settings), secrets, turns, leases, play)
+    # The operator may keep the default model for narration only (CAMPFIRE_BACKGROUND_MODEL_USE).
+    memory = MemoryWriter(
+        db,
+        provider if settings.background_model_use else None,
+        embedder,
+        capacity=settings.max_memories,
+    )
+    return Services(settings, db, provider, embedder, secrets, turns, leases, play, memory)

@@ -39,8 +39,16 @@ HELP = """\
 `/state show`: health, trust, flags and the rest, with what each number means
 `/state set <path> <value>`: correct a value (the host and server managers)
 
+**Memory**
+`/memory list|add|edit|pin|unpin|forget|restore`: facts the narrator remembers
+(changing them: the host and server managers)
+`/summary view|edit`: the story summary the narrator reads
+
 **See how it works**
 `/insights [turn]` or the 🔍 button: what the model was given for a turn, and why
+
+**Your data**
+`/profile show|keep|delete`: what Campfire stores about you, keeping it, deleting it
 
 When several people act at once, their actions are queued and played in order.
 If a turn fails, nothing is saved and a 🔁 Retry button plays it again."""
