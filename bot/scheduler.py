@@ -13,8 +13,10 @@ tells the channels concerned.
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
@@ -35,15 +37,17 @@ def schedule_background_work(scheduler: AsyncIOScheduler, services: Services) ->
     grace = timedelta(days=settings.server_grace_days)
 
     async def sweep_memories() -> None:
-        reports = await services.memory.sweep()
-        if reports:
-            log.info("memory sweep caught up %d adventures", len(reports))
+        with stopped_by_shutdown("the memory sweep"):
+            reports = await services.memory.sweep()
+            if reports:
+                log.info("memory sweep caught up %d adventures", len(reports))
 
     async def clean_up() -> None:
-        guests = await remove_idle_guests(services.db, retention)
-        servers = await remove_departed_servers(services.db, grace)
-        if guests or servers:
-            log.info("removed %d idle guests and %d departed servers", guests, servers)
+        with stopped_by_shutdown("the cleanup"):
+            guests = await remove_idle_guests(services.db, retention)
+            servers = await remove_departed_servers(services.db, grace)
+            if guests or servers:
+                log.info("removed %d idle guests and %d departed servers", guests, servers)
 
     common = {"coalesce": True, "max_instances": 1, "replace_existing": True}
     scheduler.add_job(
@@ -53,11 +57,25 @@ def schedule_background_work(scheduler: AsyncIOScheduler, services: Services) ->
     services.play.after_turn = memory_job_scheduler(scheduler, services)
 
 
+@contextmanager
+def stopped_by_shutdown(what: str) -> Iterator[None]:
+    """A job cut off by the bot closing ends quietly: its cursors did not move, so the next
+    sweep does the same work again. (The scheduler would log the cancellation as a failure.)"""
+    try:
+        yield
+    except asyncio.CancelledError:
+        log.info("%s stopped as the bot closed; the next sweep resumes it", what)
+
+
 def memory_job_scheduler(scheduler: AsyncIOScheduler, services: Services) -> Callable[[int], None]:
+    async def memory_work(adventure_id: int) -> None:
+        with stopped_by_shutdown(f"memory work for adventure {adventure_id}"):
+            await services.memory.catch_up(adventure_id)
+
     def after_turn(adventure_id: int) -> None:
         try:
             scheduler.add_job(
-                services.memory.catch_up,
+                memory_work,
                 args=[adventure_id],
                 id=f"memory-{adventure_id}",
                 replace_existing=True,

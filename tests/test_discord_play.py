@@ -216,10 +216,13 @@ async def test_sync_registers_the_commands_and_start_does_not(env):
         "help",
         "insights",
         "instructions",
+        "memory",
         "note",
+        "profile",
         "say",
         "start",
         "state",
         "story",
+        "summary",
     ]
     assert sorted(c["name"] for c in env.fake.commands[None]) == names
