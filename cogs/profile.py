@@ -61,6 +61,7 @@ class ProfileCog(commands.Cog):
             self.bot.services.db,
             interaction.user.id,
             retention_days=self.bot.settings.guest_retention_days,
+            name=interaction.user.display_name,
         )
         await interaction.response.send_message(profile_text(found), ephemeral=True)
 
@@ -68,7 +69,9 @@ class ProfileCog(commands.Cog):
     @app_commands.describe(keep="Keep your data even if you stop playing for a while")
     async def profile_keep(self, interaction: discord.Interaction, keep: bool = True) -> None:
         """Keep your data (you are no longer a guest whose data goes when idle)."""
-        await set_keep_data(self.bot.services.db, interaction.user.id, keep)
+        await set_keep_data(
+            self.bot.services.db, interaction.user.id, keep, name=interaction.user.display_name
+        )
         if keep:
             text = "Your data will be kept until you delete it with `/profile delete`."
         else:

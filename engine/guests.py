@@ -120,8 +120,14 @@ class Profile:
         return self.last_seen_at + timedelta(days=self.retention_days)
 
 
-async def get_profile(db: Database, user_id: int, *, retention_days: int) -> Profile:
-    async with db.session() as session:
+async def get_profile(
+    db: Database, user_id: int, *, retention_days: int, name: str | None = None
+) -> Profile:
+    """What is stored about ``user_id``. With ``name`` (they are asking, so they are here),
+    their row is made or refreshed first; without it, a stranger is ``NotFound``."""
+    async with db.session() as session, session.begin():
+        if name is not None:
+            await touch_user(session, user_id, name)
         user = await session.get(User, user_id)
         if user is None:
             raise NotFound("Campfire stores nothing about you.")
@@ -143,8 +149,9 @@ async def get_profile(db: Database, user_id: int, *, retention_days: int) -> Pro
         )
 
 
-async def set_keep_data(db: Database, user_id: int, keep: bool) -> None:
+async def set_keep_data(db: Database, user_id: int, keep: bool, *, name: str = "") -> None:
     async with db.session() as session, session.begin():
+        await touch_user(session, user_id, name)
         result = await session.execute(
             update(User).where(User.id == user_id).values(keep_data=keep)
         )
