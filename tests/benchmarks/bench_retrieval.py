@@ -11,13 +11,16 @@ then found by a plain Python loop over the same vectors (lists of floats, ``sum`
 timed over a few repetitions, and the ratio is printed.
 
 Target: p50 within 5 ms. A missed target is reported; the exit status is non-zero only on an
-error.
+error. BLAS threads: as the bot runs (``bot/__init__.py`` sets ``OPENBLAS_NUM_THREADS=1`` unless
+the environment says otherwise); the figure printed names the setting used.
 """
 
 from __future__ import annotations
 
 import argparse
 import heapq
+import json
+import os
 import statistics
 import time
 from dataclasses import dataclass
@@ -37,6 +40,7 @@ class Figures:
     numpy_p50_ms: float
     numpy_p95_ms: float
     loop_p50_ms: float
+    blas_threads: str = "default"
 
     @property
     def ratio(self) -> float:
@@ -45,7 +49,8 @@ class Figures:
     def lines(self) -> list[str]:
         verdict = "met" if self.numpy_p50_ms <= TARGET_P50_MS else "MISSED"
         return [
-            f"top-{TOP_K} over {self.memories:,} memories × {self.dim} dims",
+            f"top-{TOP_K} over {self.memories:,} memories × {self.dim} dims "
+            f"(BLAS threads: {self.blas_threads})",
             f"numpy matrix product: p50 {self.numpy_p50_ms:.2f} ms, p95 {self.numpy_p95_ms:.2f} ms "
             f"(target p50 ≤ {TARGET_P50_MS:g} ms: {verdict})",
             f"plain Python loop:    p50 {self.loop_p50_ms:.1f} ms",
@@ -91,6 +96,7 @@ def measure(memories: int = 10_000, dim: int = 768, reps: int = 200, loop_reps: 
             raise AssertionError(f"numpy and the loop disagree: {got} != {expected}")
     times.sort()
     return Figures(
+        blas_threads=os.environ.get("OPENBLAS_NUM_THREADS", "default"),
         memories=memories,
         dim=dim,
         numpy_p50_ms=_ms(statistics.median(times)),
@@ -104,8 +110,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--memories", type=int, default=10_000)
     parser.add_argument("--dim", type=int, default=768)
     parser.add_argument("--reps", type=int, default=200)
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
-    for line in measure(args.memories, args.dim, args.reps).lines():
+    figures = measure(args.memories, args.dim, args.reps)
+    if args.json:
+        print(json.dumps({k: getattr(figures, k) for k in Figures.__slots__}))
+        return
+    for line in figures.lines():
         print(line)
 
 
