@@ -17,9 +17,9 @@ from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from engine.errors import InvalidInput, NotFound
-from engine.memory.cursors import line_positions
+from engine.memory.cursors import LinePositions, line_positions
 from engine.steering import adventure_here, check_may_steer
-from engine.storage.models import Adventure, Memory, MemoryOrigin, SummaryVersion
+from engine.storage.models import Adventure, Memory, MemoryOrigin, StoryNode, SummaryVersion
 
 if TYPE_CHECKING:
     from engine.play import Actor
@@ -139,7 +139,7 @@ async def list_memories(
     return MemoryPage(adventure.id, adventure.title, views, live, gone, capacity, page, pages)
 
 
-def _view(memory: Memory, positions) -> MemoryView:
+def _view(memory: Memory, positions: LinePositions) -> MemoryView:
     assert memory.id is not None
     actions = None
     if memory.origin == MemoryOrigin.STORY:
@@ -212,7 +212,8 @@ async def add_memory(
         session.add(memory)
         await session.flush()
         await enforce_capacity(session, adventure.id, capacity, keep=memory.id)
-        return MemoryView(memory.id, text, False, False, MemoryOrigin.PLAYER.value, 0, None)  # type: ignore[arg-type]
+        assert memory.id is not None
+        return MemoryView(memory.id, text, False, False, MemoryOrigin.PLAYER.value, 0, None)
 
 
 async def edit_memory(
@@ -338,8 +339,6 @@ async def _memory_here(
 
 
 async def _head_index(session: AsyncSession, adventure: Adventure) -> int:
-    from engine.storage.models import StoryNode
-
     if adventure.head_node_id is None:
         return 0
     return (
