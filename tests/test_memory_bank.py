@@ -8,15 +8,18 @@ import asyncio
 import pytest
 from sqlalchemy import func, select, update
 
-from engine.memory.bank import enforce_capacity
+from engine.accounts import touch_server, touch_user
+from engine.memory.bank import add_memory, enforce_capacity
 from engine.memory.cadence import MEMORY_CADENCE, SUMMARY_CADENCE, Cadence
 from engine.memory.cursors import LinePositions, line_positions, story_cut_back
 from engine.memory.writer import MemoryWriter
+from engine.play import Actor
 from engine.storage.models import (
     ActionType,
     Adventure,
     Memory,
     MemoryOrigin,
+    Server,
     StoryNode,
     SummaryVersion,
 )
@@ -385,3 +388,41 @@ async def test_head_index_translation_counts_continues_as_one_entry(db, engine, 
     assert (await writer.catch_up(adventure)).memories == 1
     [memory] = await memories(db, adventure)
     assert memory.source_end == line.index_of(11)
+
+
+async def test_a_server_that_refuses_background_model_use_gets_no_model_call(
+    db, engine, writer, fake_model
+):
+    adventure = await new_adventure(db)
+    async with db.session() as session, session.begin():
+        await touch_server(session, 42, "Quiet")
+        (await session.get(Server, 42)).allow_background_model_use = False
+        (await session.get(Adventure, adventure)).server_id = 42
+    await play_turns(engine, fake_model, adventure, 1, 12)
+    calls = len(fake_model.requests)
+    report = await writer.catch_up(adventure)
+    assert report.skipped == "the server does not allow background use of the model"
+    assert len(fake_model.requests) == calls and await memories(db, adventure) == []
+
+
+async def test_the_sweep_leaves_alone_what_has_nothing_due(db, engine, writer, fake_model):
+    quiet, busy = await new_adventure(db, channel_id=1), await new_adventure(db, channel_id=2)
+    await play_turns(engine, fake_model, quiet, 1, 11)  # one short of the first memory
+    await play_turns(engine, fake_model, busy, 1, 12)
+    assert await writer.lagging() == [busy]
+    fake_model.queue("Busy things happened.")
+    assert [(r.adventure_id, r.memories) for r in await writer.sweep()] == [(busy, 1)]
+    assert await writer.lagging() == []
+
+
+async def test_a_players_memory_over_capacity_stays_and_an_older_one_is_forgotten(db):
+    adventure = await new_adventure(db, channel_id=77)
+    async with db.session() as session, session.begin():
+        await touch_user(session, 1, "Wren")
+        (await session.get(Adventure, adventure)).host_id = 1  # the DM's player
+        session.add(Memory(adventure_id=adventure, text="Older, never used."))
+    view = await add_memory(db, 77, Actor(user_id=1), "The ford is cursed.", capacity=1)
+    async with db.session() as session:
+        rows = dict((await session.execute(select(Memory.text, Memory.forgotten))).all())
+    assert rows == {"Older, never used.": True, "The ford is cursed.": False}
+    assert view.origin == "player" and view.actions is None
