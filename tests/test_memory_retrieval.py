@@ -227,3 +227,20 @@ async def test_insights_says_why_no_memory_came_in(db, provider, fake_model):
     assert section.tokens == 0 and section.items == []
     assert section.reason.startswith("0 of 3 memories")
     assert "no embedding model configured" in section.reason
+
+
+async def test_a_failing_or_slow_embedding_server_leaves_lexical_retrieval_working(
+    db, embedder, fake_model
+):
+    adventure = await new_adventure(db)
+    await add_bank(db, adventure)
+    await MemoryWriter(db, None, embedder).catch_up(adventure)
+    retriever = MemoryRetriever(db, embedder, floor=0.5, semantic_timeout=0.3)
+    fake_model.queue_embedding_fault("500")
+    found = await retrieve(db, retriever, adventure, "> You pay the ferryman copper coins.")
+    assert [m.text for m in found.chosen] == [BANK[1]]
+    assert found.semantic_note.startswith("semantic admission skipped this turn:")
+    fake_model.queue_embedding_fault("timeout")
+    found = await retrieve(db, retriever, adventure, "> You pay the ferryman copper coins.")
+    assert [m.text for m in found.chosen] == [BANK[1]]
+    assert "did not answer within 0.3 s" in found.semantic_note

@@ -13,6 +13,7 @@ admission is off (no model, no calibration, the endpoint failing) goes with it.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -34,6 +35,9 @@ from engine.storage.database import Database
 from engine.storage.models import Memory, utcnow
 
 DEFAULT_TOP_K = 5
+#: The longest a turn waits for the query's embedding before going on with lexical only: a
+#: slow or dead embedding server must not hold up the story.
+SEMANTIC_TIMEOUT_S = 5.0
 #: How many of the newest story entries (with the new action) make the query.
 QUERY_ENTRIES = 4
 
@@ -99,10 +103,12 @@ class MemoryRetriever:
         *,
         top_k: int = DEFAULT_TOP_K,
         floor: float | None = None,
+        semantic_timeout: float = SEMANTIC_TIMEOUT_S,
     ) -> None:
         self.db = db
         self.embedder = embedder
         self.top_k = top_k
+        self.semantic_timeout = semantic_timeout
         self.floor = calibrated_floor(embedder.model, floor) if embedder else None
 
     def semantic_off_reason(self) -> str:
@@ -142,6 +148,11 @@ class MemoryRetriever:
                 cosines = await self._cosines(session, adventure_id, texts)
             except CampfireError as error:
                 note = f"semantic admission skipped this turn: {error.message}"
+            except TimeoutError:
+                note = (
+                    f"semantic admission skipped this turn: the embedding server did not "
+                    f"answer within {self.semantic_timeout:g} s"
+                )
 
         pinned = [ChosenMemory(r.id, r.text, True, lexical.get(r.id)) for r in rows if r.pinned]
         candidates = []
@@ -176,7 +187,9 @@ class MemoryRetriever:
         ).all()
         if not found:
             return {}
-        query = (await self.embedder.embed(["\n".join(reversed(texts))]))[0]
+        # Only the call to the server is timed: a database read is never cut off midway.
+        async with asyncio.timeout(self.semantic_timeout):
+            query = (await self.embedder.embed(["\n".join(reversed(texts))]))[0]
         # A vector from another model lives in another space: it is not compared (scores 0).
         vectors = [
             from_bytes(row.embedding) if row.embedding_model == self.embedder.model else None
