@@ -134,3 +134,10 @@ async def test_a_turn_schedules_the_memory_job(env, fake_model):
             await asyncio.sleep(0.02)
     [memory] = await bank(env, thread)
     assert memory.text == "Mira listened to the humming reeds."
+
+
+async def test_the_bot_schedules_the_sweep_the_cleanup_and_lease_reaping(env):
+    jobs = {job.id: job for job in env.bot.scheduler.get_jobs()}
+    assert {"memory-sweep", "cleanup", "lease-sweep"} <= set(jobs)
+    assert jobs["memory-sweep"].trigger.interval.total_seconds() == 5 * 60
+    assert env.bot.services.play.after_turn is not None
