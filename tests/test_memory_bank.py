@@ -426,3 +426,14 @@ async def test_a_players_memory_over_capacity_stays_and_an_older_one_is_forgotte
         rows = dict((await session.execute(select(Memory.text, Memory.forgotten))).all())
     assert rows == {"Older, never used.": True, "The ford is cursed.": False}
     assert view.origin == "player" and view.actions is None
+
+
+def test_a_rambling_reply_becomes_a_memory_of_two_sentences():
+    from engine.memory.prompts import MEMORY_MAX_CHARS, clean_memory, clean_summary
+
+    reply = '  Memory: "Mira found the key.  She hid it in the chapel. Then she   slept. More."\n'
+    assert clean_memory(reply) == "Mira found the key. She hid it in the chapel."
+    long = "Mira walked " + "very " * 200 + "far."
+    assert len(clean_memory(long)) <= MEMORY_MAX_CHARS + 1
+    assert clean_memory("   ") == ""
+    assert clean_summary("New summary:\nMira left.  \n") == "Mira left."
