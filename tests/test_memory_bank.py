@@ -12,6 +12,7 @@ from engine.accounts import touch_server, touch_user
 from engine.memory.bank import add_memory, enforce_capacity
 from engine.memory.cadence import MEMORY_CADENCE, SUMMARY_CADENCE, Cadence
 from engine.memory.cursors import LinePositions, line_positions, story_cut_back
+from engine.memory.prompts import MEMORY_MAX_CHARS, clean_memory, clean_summary
 from engine.memory.writer import MemoryWriter
 from engine.play import Actor
 from engine.storage.models import (
@@ -429,11 +430,24 @@ async def test_a_players_memory_over_capacity_stays_and_an_older_one_is_forgotte
 
 
 def test_a_rambling_reply_becomes_a_memory_of_two_sentences():
-    from engine.memory.prompts import MEMORY_MAX_CHARS, clean_memory, clean_summary
-
     reply = '  Memory: "Mira found the key.  She hid it in the chapel. Then she   slept. More."\n'
     assert clean_memory(reply) == "Mira found the key. She hid it in the chapel."
     long = "Mira walked " + "very " * 200 + "far."
     assert len(clean_memory(long)) <= MEMORY_MAX_CHARS + 1
     assert clean_memory("   ") == ""
     assert clean_summary("New summary:\nMira left.  \n") == "Mira left."
+
+
+async def test_a_cut_back_nobody_reported_is_healed_by_the_next_job(db, engine, writer, fake_model):
+    adventure = await new_adventure(db)
+    await play_turns(engine, fake_model, adventure, 1, 12)
+    fake_model.queue("Mira reached the mill.")
+    assert (await writer.catch_up(adventure)).memories == 1
+    line = await positions_of(db, adventure)
+    async with db.session() as session, session.begin():  # an undo that forgot story_cut_back
+        await session.execute(
+            update(Adventure).where(Adventure.id == adventure).values(head_node_id=line.id_at(9))
+        )
+    await writer.catch_up(adventure)
+    assert await memories(db, adventure) == []
+    assert await cursors(db, adventure) == (0, 0)

@@ -29,7 +29,7 @@ from engine.errors import CampfireError, log_incident
 from engine.events import TextDelta
 from engine.memory.bank import enforce_capacity
 from engine.memory.cadence import MEMORY_CADENCE, SUMMARY_CADENCE, Cadence
-from engine.memory.cursors import LinePositions, line_positions
+from engine.memory.cursors import LinePositions, line_positions, story_cut_back
 from engine.memory.prompts import (
     MEMORY_PARAMS,
     SUMMARY_PARAMS,
@@ -191,6 +191,7 @@ class MemoryWriter:
     # --- the work ------------------------------------------------------------------------------
 
     async def _work(self, adventure_id: int, report: CatchUp) -> None:
+        await self._heal(adventure_id)
         if await self._model_allowed(adventure_id, report):
             for _ in range(MAX_STEPS):
                 outcome = await self._write_memory(adventure_id)
@@ -203,6 +204,29 @@ class MemoryWriter:
                     break
                 report.summaries += outcome == WROTE
         report.embedded += await self._embed(adventure_id)
+
+    async def _heal(self, adventure_id: int) -> None:
+        """A cursor past the end of the line means the story was cut back without
+        ``story_cut_back`` (a head move that forgot it): cut back now to the head, so memories
+        of the lost turns go and the cadence is not stalled until the story regrows."""
+        async with self.db.session() as session, session.begin():
+            adventure = await session.get(Adventure, adventure_id)
+            if adventure is None or adventure.head_node_id is None:
+                return
+            positions = await line_positions(session, adventure.head_node_id)
+            if max(adventure.memory_cursor, adventure.summary_cursor) <= positions.count:
+                return
+            log.warning(
+                "adventure %s: memory cursors (%s, %s) past its %s actions; cutting back",
+                adventure_id,
+                adventure.memory_cursor,
+                adventure.summary_cursor,
+                positions.count,
+            )
+            head_index = await session.scalar(
+                select(StoryNode.index).where(StoryNode.id == adventure.head_node_id)
+            )
+            await story_cut_back(session, adventure_id, head_index or 0)
 
     async def _model_allowed(self, adventure_id: int, report: CatchUp) -> bool:
         if self.provider is None:
