@@ -1,7 +1,8 @@
 """Lexical retrieval: which memories share meaningful words with the recent story.
 
 The database does the matching with its own stemmer: SQLite's FTS5 table with the porter
-tokenizer, PostgreSQL's ``english`` text search (both built by migration 0006). Each query term
+tokenizer, PostgreSQL's ``english`` text search over the stored ``search_vector`` column (both
+built by migration 0006). Each query term
 is matched on its own, in one ``UNION ALL`` statement, so we learn which terms each memory
 shares and how many memories each term matches (its rarity in this bank).
 
@@ -129,17 +130,18 @@ async def term_matches(
         # The term's number is inlined (it is ours, an int): a bound parameter in a select
         # list has no type PostgreSQL could infer.
         if sqlite:
+            # The full-text index drives (one lookup per term); joined the other way round,
+            # SQLite would run the MATCH once per memory of the adventure.
             parts.append(
                 f"SELECT {i} AS term, m.id AS id FROM memories AS m "
-                f"JOIN memories_fts ON memories_fts.rowid = m.id "
-                f"WHERE memories_fts MATCH :q{i} "
+                f"WHERE m.id IN (SELECT rowid FROM memories_fts WHERE memories_fts MATCH :q{i}) "
                 f"AND m.adventure_id = :adventure AND NOT m.forgotten"
             )
         else:
             parts.append(
                 f"SELECT {i} AS term, m.id AS id FROM memories AS m "
                 f"WHERE m.adventure_id = :adventure AND NOT m.forgotten "
-                f"AND to_tsvector('english', m.text) @@ plainto_tsquery('english', :q{i})"
+                f"AND m.search_vector @@ plainto_tsquery('english', :q{i})"
             )
     rows = await session.execute(text(" UNION ALL ".join(parts)), params)
     found: dict[str, set[int]] = defaultdict(set)

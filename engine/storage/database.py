@@ -23,8 +23,9 @@ SQLITE_BUSY_TIMEOUT_MS = 10_000
 
 
 #: Full-text search structures migration 0006 builds by hand, which the models do not describe
-#: (an FTS5 table and its shadow tables on SQLite, an expression index on PostgreSQL).
-SEARCH_ONLY_NAMES = ("memories_fts", "ix_memories_text_search")
+#: (an FTS5 table and its shadow tables on SQLite; a generated column and its index on
+#: PostgreSQL).
+SEARCH_ONLY_NAMES = ("memories_fts", "search_vector", "ix_memories_search_vector")
 
 
 def described_by_models(name: str | None, type_: str, parent_names: Any) -> bool:

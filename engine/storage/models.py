@@ -360,7 +360,8 @@ class Memory(SQLModel, table=True):
     """A fact the story established, retrieved into later contexts.
 
     Searched by words through a full-text index the models do not describe (an SQLite FTS5
-    table kept by triggers, a GIN expression index on PostgreSQL; migration 0006).
+    table kept by triggers; on PostgreSQL a generated ``search_vector`` column with a GIN
+    index; migration 0006).
     """
 
     __tablename__ = "memories"

@@ -2,8 +2,8 @@
 
 SQLite gets an FTS5 table over ``memories.text`` (porter stemming over unicode61 tokens), an
 external-content table kept in step by triggers, so the text is stored once. PostgreSQL gets a
-GIN index over ``to_tsvector('english', text)``, which the lexical retrieval query repeats
-word for word so the planner can use it.
+stored generated column ``search_vector`` (``to_tsvector('english', text)``, so a query never
+recomputes it) with a GIN index.
 
 Revision ID: 0006
 Revises: 0004
@@ -36,7 +36,9 @@ SQLITE_FTS = [
 ]
 
 POSTGRES_FTS = [
-    "CREATE INDEX ix_memories_text_search ON memories USING gin (to_tsvector('english', text))",
+    "ALTER TABLE memories ADD COLUMN search_vector tsvector "
+    "GENERATED ALWAYS AS (to_tsvector('english', text)) STORED",
+    "CREATE INDEX ix_memories_search_vector ON memories USING gin (search_vector)",
 ]
 
 
@@ -71,7 +73,8 @@ def downgrade() -> None:
             op.execute(f"DROP TRIGGER IF EXISTS memories_fts_{trigger}")
         op.execute("DROP TABLE IF EXISTS memories_fts")
     else:
-        op.execute("DROP INDEX IF EXISTS ix_memories_text_search")
+        op.execute("DROP INDEX IF EXISTS ix_memories_search_vector")
+        op.execute("ALTER TABLE memories DROP COLUMN IF EXISTS search_vector")
     with op.batch_alter_table("summary_versions", schema=None) as batch_op:
         batch_op.drop_index(batch_op.f("ix_summary_versions_adventure_id"))
     op.drop_table("summary_versions")
