@@ -14,11 +14,13 @@ admission is off (no model, no calibration, the endpoint failing) goes with it.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 from sqlalchemy import select, update
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from engine.errors import CampfireError
@@ -33,6 +35,8 @@ from engine.memory.semantic import SemanticIndex, calibrated_floor, from_bytes
 from engine.providers.embeddings import EmbeddingClient
 from engine.storage.database import Database
 from engine.storage.models import Memory, utcnow
+
+log = logging.getLogger(__name__)
 
 DEFAULT_TOP_K = 5
 #: The longest a turn waits for the query's embedding before going on with lexical only: a
@@ -203,9 +207,14 @@ class MemoryRetriever:
         writing); the capacity rule forgets the least used first."""
         if not ids:
             return
-        async with self.db.session() as session, session.begin():
-            await session.execute(
-                update(Memory)
-                .where(Memory.id.in_(ids))
-                .values(use_count=Memory.use_count + 1, last_used_at=utcnow())
-            )
+        try:
+            async with self.db.session() as session, session.begin():
+                await session.execute(
+                    update(Memory)
+                    .where(Memory.id.in_(ids))
+                    .values(use_count=Memory.use_count + 1, last_used_at=utcnow())
+                )
+        except OperationalError:
+            # A busy database (SQLite's one writer) must not cost the player the turn; a
+            # missed count only makes these memories look a little less used.
+            log.warning("could not count the use of memories %s", ids, exc_info=True)
