@@ -16,6 +16,7 @@ from discord.ext import commands
 from cogs.context import actor_of, channel_id_of
 from cogs.errors import on_app_command_error
 from cogs.steering import FORM_TIMEOUT_S, TEXT_INPUT_MAX, is_manager
+from engine.errors import CampfireError
 from engine.memory.bank import (
     MEMORY_MAX_CHARS,
     SUMMARY_MAX_CHARS,
@@ -259,8 +260,8 @@ class MemoryCog(commands.Cog):
     ) -> list[app_commands.Choice[int]]:
         try:
             found = await memory_choices(self._db, channel_id_of(interaction), current)
-        except Exception:
-            return []
+        except CampfireError:
+            return []  # no adventure here: nothing to offer
         return [app_commands.Choice(name=label, value=value) for label, value in found]
 
     # --- /summary -----------------------------------------------------------------------------
