@@ -66,12 +66,26 @@ class Settings(BaseSettings):
     embedding_url: str | None = None
     embedding_model: str | None = None
     embedding_api_key: SecretStr | None = None
+    embedding_floor: float | None = Field(
+        default=None,
+        ge=-1.0,
+        le=1.0,
+        description="Cosine floor for semantic memory admission; unset: Campfire's table for "
+        "known models (an unknown model gets lexical retrieval only).",
+    )
+    memory_top_k: int = Field(default=5, ge=1, le=50)
+    background_model_use: bool = Field(
+        default=True,
+        description="Whether background work (memories, the story summary) may use the "
+        "default model.",
+    )
 
     secret_key: SecretStr | None = Field(
         default=None,
         description="Encrypts stored API keys. Unset: generated into the data directory once.",
     )
     guest_retention_days: int = Field(default=30, ge=1, le=3650)
+    server_grace_days: int = Field(default=7, ge=0, le=3650)
     allow_private_endpoints: bool = False
 
     max_action_chars: int = Field(default=2000, ge=1, le=4000)

@@ -9,6 +9,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from discord.ext import commands
 
 from bot.config import Settings
+from bot.scheduler import schedule_background_work
 from bot.services import Services, build_services
 
 log = logging.getLogger(__name__)
@@ -25,6 +26,9 @@ EXTENSIONS: tuple[str, ...] = (
     "cogs.adventure_files",
     "cogs.tree",
     "cogs.scripts",
+    "cogs.memory",
+    "cogs.profile",
+    "cogs.membership",
 )
 
 #: How often expired turn leases are looked for (a process died mid-turn).
@@ -68,6 +72,7 @@ class CampfireBot(commands.Bot):
             coalesce=True,
             max_instances=1,
         )
+        schedule_background_work(self.scheduler, self.services)
         self.scheduler.start()
         # The command tree is synced on request (`python -m bot sync`), never here: Discord
         # allows 200 command creations a day per server.

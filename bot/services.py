@@ -15,6 +15,8 @@ from engine.crypto import SecretBox
 from engine.formats.draft import ImportLimits
 from engine.leases import TurnLeases
 from engine.library import seed_builtin_scenarios
+from engine.memory.retrieval import MemoryRetriever
+from engine.memory.writer import MemoryWriter
 from engine.play import PlayService
 from engine.providers.base import ChatProvider, GenerationParams
 from engine.providers.embeddings import EmbeddingClient
@@ -43,6 +45,7 @@ class Services:
     scenarios: ScenarioLibrary
     archive: AdventureArchive
     tree: StoryTree
+    memory: MemoryWriter
 
     async def aclose(self) -> None:
         await self.provider.aclose()
@@ -83,8 +86,16 @@ async def build_services(settings: Settings) -> Services:
         temperature=settings.temperature,
         top_p=settings.top_p,
     )
+    embedder = make_embedder(settings)
+    retriever = MemoryRetriever(
+        db, embedder, top_k=settings.memory_top_k, floor=settings.embedding_floor
+    )
+    if note := retriever.semantic_off_reason():
+        log.info("memory retrieval: %s", note)
     context = ContextEngine(
-        budget=settings.context_tokens, max_output_tokens=settings.max_output_tokens
+        budget=settings.context_tokens,
+        max_output_tokens=settings.max_output_tokens,
+        memories=retriever,
     )
     turns = TurnEngine(
         db,
@@ -103,6 +114,13 @@ async def build_services(settings: Settings) -> Services:
     leases = TurnLeases(db, holder=holder)
     queue = AdventureQueue(cap=settings.max_queued_actions)
     play = PlayService(db, turns, leases, queue)
+    # The operator may keep the default model for narration only (CAMPFIRE_BACKGROUND_MODEL_USE).
+    memory = MemoryWriter(
+        db,
+        provider if settings.background_model_use else None,
+        embedder,
+        capacity=settings.max_memories,
+    )
     limits = ImportLimits(
         max_bytes=settings.max_import_bytes,
         max_cards=settings.max_story_cards,
@@ -112,7 +130,7 @@ async def build_services(settings: Settings) -> Services:
         settings,
         db,
         provider,
-        make_embedder(settings),
+        embedder,
         secrets,
         turns,
         leases,
@@ -121,4 +139,5 @@ async def build_services(settings: Settings) -> Services:
         AdventureArchive(db, limits),
         # Head moves wait for no turn: they are refused while one is being written here.
         StoryTree(db, queue),
+        memory,
     )

@@ -56,8 +56,16 @@ HELP = """\
 `/script upload hook file`: a script's library, input, context or output code from a .js file
 `/script list|enable|disable|remove`, `/script test hook`: manage them, try a hook unsaved
 
+**Memory**
+`/memory list|add|edit|pin|unpin|forget|restore`: facts the narrator remembers
+(changing them: the host and server managers)
+`/summary view|edit`: the story summary the narrator reads
+
 **See how it works**
 `/insights [turn]` or the 🔍 button: what the model was given for a turn, and why
+
+**Your data**
+`/profile show|keep|delete`: what Campfire stores about you, keeping it, deleting it
 
 When several people act at once, their actions are queued and played in order.
 If a turn fails, nothing is saved and a 🔁 Retry button plays it again."""

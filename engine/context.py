@@ -54,6 +54,7 @@ from engine.context_types import (
     state_block_of,
     with_state_block,
 )
+from engine.memory.retrieval import MemoryRetriever
 from engine.providers.base import ChatMessage
 from engine.storage.models import Adventure, AdventureCard
 from engine.story import line_window
@@ -188,6 +189,7 @@ class ContextEngine:
         scan_entries: int = DEFAULT_SCAN_ENTRIES,
         authors_note_depth: int = AUTHORS_NOTE_DEPTH,
         max_history_entries: int = MAX_HISTORY_ENTRIES,
+        memories: MemoryRetriever | None = None,
     ) -> None:
         self.budget = budget
         self.max_output_tokens = max_output_tokens
@@ -197,6 +199,7 @@ class ContextEngine:
         self.scan_entries = scan_entries
         self.authors_note_depth = authors_note_depth
         self.max_history_entries = max_history_entries
+        self.memories = memories
 
     # --- gather: the database reads ---
 
@@ -252,6 +255,15 @@ class ContextEngine:
                 world_state=world_sections(
                     adventure.stat_schema, adventure.world_state, recent_text=recent
                 ).state,
+            )
+        if self.memories is not None:
+            # The query is the new action and the newest entries, newest first.
+            recent = [action_text, *(n.text for n in reversed(nodes))]
+            found = await self.memories.retrieve(session, adventure.id, recent)
+            inputs = replace(
+                inputs,
+                memories=tuple((m.label, m.text, m.reason) for m in found.chosen),
+                memory_note=found.summary,
             )
         return replace(
             inputs,
@@ -347,7 +359,7 @@ class ContextEngine:
             for s in (
                 _block("plot_essentials", "Plot essentials", inputs.plot_essentials),
                 _block("story_summary", "Story summary", inputs.story_summary),
-                _retrieved("memories", "Memories", inputs.memories, None),
+                _retrieved("memories", "Memories", inputs.memories, None, inputs.memory_note),
                 _retrieved(
                     "knowledge",
                     "Knowledge",
@@ -544,11 +556,15 @@ class ContextEngine:
 
 
 def _retrieved(
-    key: str, title: str, chunks: Sequence[Retrieved], budget: int | None
+    key: str, title: str, chunks: Sequence[Retrieved], budget: int | None, note: str = ""
 ) -> _Section | None:
-    """Memories or knowledge: one line each under the heading; ``budget`` caps the tokens."""
+    """Memories or knowledge: one line each under the heading; ``budget`` caps the tokens.
+
+    ``note`` replaces the section's reason in the report; with a note and nothing retrieved the
+    section costs nothing but still tells Insights why (retrieval may rightly find nothing).
+    """
     if not chunks:
-        return None
+        return _Section(key, title, "", 0, note) if note else None
     heading = count_tokens(HEADINGS[key])
     used = heading
     lines: list[str] = []
@@ -575,7 +591,7 @@ def _retrieved(
             return None
         return _Section(key, title, "", 0, "nothing fitted its budget", items=items)
     text = HEADINGS[key] + "\n" + "\n".join(lines)
-    what = f"{len(lines)} retrieved"
+    what = note or f"{len(lines)} retrieved"
     if budget is not None:
         what += f", within its own budget of {budget} tokens"
     return _Section(key, title, text, used, what, items=items)

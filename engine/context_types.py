@@ -106,6 +106,9 @@ class ContextInputs:
     world_state_rule: str = ""
     world_state_reminder: str = ""
     memories: Sequence[Retrieved] = ()
+    #: What Insights says about the memory section as a whole (how many were considered, why
+    #: semantic admission is off); shown even when no memory was admitted.
+    memory_note: str = ""
     knowledge: Sequence[Retrieved] = ()
     #: Tokens knowledge may use; None means 15% of what is available.
     knowledge_budget: int | None = None

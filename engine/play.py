@@ -104,6 +104,9 @@ class PlayService:
         self.turns = turns
         self.leases = leases
         self.queue = queue
+        #: Called with the adventure's id after each turn is stored (the bot schedules the
+        #: memory bank's work there). Must not block: it runs on the turn's path.
+        self.after_turn: Callable[[int], None] | None = None
 
     # --- scenarios and adventures -------------------------------------------------------------
 
@@ -351,6 +354,8 @@ class PlayService:
                             if isinstance(event, _FINAL):
                                 await self._finish(request_id, event)
                             events.put_nowait(event)
+                            if isinstance(event, TurnDone) and self.after_turn is not None:
+                                self.after_turn(adventure_id)
             except CampfireError as error:
                 await self._set_status(request_id, "failed")
                 events.put_nowait(TurnFailed(error))

@@ -218,7 +218,9 @@ async def test_sync_registers_the_commands_and_start_does_not(env):
         "help",
         "insights",
         "instructions",
+        "memory",
         "note",
+        "profile",
         "redo",
         "retry",
         "savepoint",
@@ -228,6 +230,7 @@ async def test_sync_registers_the_commands_and_start_does_not(env):
         "start",
         "state",
         "story",
+        "summary",
         "tree",
         "undo",
     ]

@@ -13,7 +13,7 @@ from sqlmodel import SQLModel
 
 from engine.accounts import touch_server, touch_user
 from engine.adventures import start_adventure
-from engine.storage.database import Database, alembic_config
+from engine.storage.database import Database, alembic_config, described_by_models
 from engine.storage.models import (
     Adventure,
     AdventureCard,
@@ -39,7 +39,10 @@ async def test_a_fresh_database_is_at_the_newest_revision(db: Database):
         )
         # The migrations build exactly the schema the models describe.
         diff = await connection.run_sync(
-            lambda sync: compare_metadata(MigrationContext.configure(sync), SQLModel.metadata)
+            lambda sync: compare_metadata(
+                MigrationContext.configure(sync, opts={"include_name": described_by_models}),
+                SQLModel.metadata,
+            )
         )
     assert current == head
     assert diff == []

@@ -1,38 +1,154 @@
-"""Memory cursors and the story positions they count.
+"""Story positions, node indexes, and cutting the memory bank back with the story.
 
-The memory bank's cursors (``Adventure.memory_cursor``, ``summary_cursor``) and memory sources
-(``Memory.source_start``/``source_end``) are node indexes on the adventure's current line. Every
-move of the story's head that takes turns out of the line (undo, a retry replacing a turn, a
-branch switch, writing below a moved-back head) must go through ``story_cut_back`` so that no
-turn is skipped or summarised twice, and no memory keeps describing text that is no longer in
-the story.
+Two coordinate systems meet here, and only here (DESIGN.md §5):
+
+* a **position** counts actions: position ``p`` is the story after its ``p``-th completed turn
+  (a narrator reply that is not the opening), 0 is the opening. The cadence and the cursors
+  (``Adventure.memory_cursor``, ``summary_cursor``, ``SummaryVersion.through``) are positions;
+* an **index** is a story node's depth on its line (``StoryNode.index``): a ``/do`` turn takes
+  two indexes (the action and the reply), a ``/continue`` one. Memory sources
+  (``Memory.source_start``/``source_end``) are indexes, so a memory names the very entries it
+  sums up.
+
+``LinePositions`` is the one translation between them. Mixing the two up silently skips turns
+or summarises them twice (the AI-DnD notes' "two coordinate systems" bug class), so nothing
+else converts by arithmetic.
+
+Every move of the story's head that takes turns out of the line (undo, a retry replacing a turn,
+a branch switch, writing below a moved-back head) calls ``story_cut_back`` in its transaction.
 """
 
 from __future__ import annotations
 
-from sqlalchemy import case, update
-from sqlalchemy.ext.asyncio import AsyncSession
+from bisect import bisect_right
+from dataclasses import dataclass
 
-from engine.storage.models import Adventure
+from sqlalchemy import delete, func, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import aliased
+
+from engine.storage.models import (
+    ActionType,
+    Adventure,
+    Memory,
+    MemoryOrigin,
+    Role,
+    StoryNode,
+    SummaryVersion,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class LinePositions:
+    """The completed turns of one story line: the translation between positions and indexes."""
+
+    #: The node index of each turn's reply, oldest first: position p ends at ``indexes[p-1]``.
+    indexes: tuple[int, ...] = ()
+    #: The node id of each turn's reply, to tell whether a later line still holds the same turn.
+    ids: tuple[int, ...] = ()
+
+    @property
+    def count(self) -> int:
+        """How many actions the line has: the position of its newest turn."""
+        return len(self.indexes)
+
+    def index_of(self, position: int) -> int:
+        """The node index where position ``position`` ends (0, the opening, for position 0)."""
+        if not 0 <= position <= self.count:
+            raise ValueError(f"position {position} is not on a line of {self.count} turns")
+        return self.indexes[position - 1] if position else 0
+
+    def position_of(self, index: int) -> int:
+        """How many turns end at or before node index ``index``."""
+        return bisect_right(self.indexes, index)
+
+    def sources(self, after: int, through: int) -> tuple[int, int]:
+        """The node indexes (first, last) of the turns after position ``after`` through
+        ``through``: what a memory of that stretch names as its source."""
+        return self.index_of(after) + 1, self.index_of(through)
+
+    def id_at(self, position: int) -> int | None:
+        return self.ids[position - 1] if 0 < position <= self.count else None
+
+
+async def line_positions(session: AsyncSession, head_id: int | None) -> LinePositions:
+    """The completed turns of the line ending at ``head_id``: one recursive query over ids,
+    parent links and indexes (no text)."""
+    if head_id is None:
+        return LinePositions()
+    step = aliased(StoryNode)
+    line = (
+        select(StoryNode.id, StoryNode.parent_id)
+        .where(StoryNode.id == head_id)
+        .cte("memory_line", recursive=True)
+    )
+    line = line.union_all(select(step.id, step.parent_id).join(line, step.id == line.c.parent_id))
+    rows = (
+        await session.execute(
+            select(StoryNode.index, StoryNode.id)
+            .join(line, StoryNode.id == line.c.id)
+            .where(StoryNode.role == Role.NARRATOR, StoryNode.action != ActionType.START)
+            .order_by(StoryNode.index)
+        )
+    ).all()
+    return LinePositions(tuple(row.index for row in rows), tuple(row.id for row in rows))
 
 
 async def story_cut_back(session: AsyncSession, adventure_id: int, kept_through: int) -> None:
     """The line now keeps only the nodes up to index ``kept_through`` of the old line.
 
-    Called inside the transaction that moves the head. Cursors past the cut come back to it.
+    Called inside the transaction that moves the head (before or after the head itself moves:
+    the old and the new line share every node up to ``kept_through``). Afterwards:
+
+    * memories the bank wrote from entries past the cut are deleted: they describe text that
+      is no longer in the story (a player's own memories stay);
+    * the memory cursor comes back to the end of the newest memory left, so the cadence writes
+      the cut stretch again from the new line, neither skipping a turn nor covering one twice;
+    * a summary that reached past the cut is replaced by the newest version that did not
+      (none: the summary is empty again), and the summary cursor comes back with it.
     """
+    found = (
+        await session.execute(
+            select(Adventure.head_node_id, Adventure.memory_cursor, Adventure.summary_cursor)
+            .where(Adventure.id == adventure_id)
+            .with_for_update()
+        )
+    ).first()
+    if found is None:
+        return
+    positions = await line_positions(session, found.head_node_id)
+    cut = positions.position_of(kept_through)
+
     await session.execute(
-        update(Adventure)
-        .where(Adventure.id == adventure_id)
-        .values(
-            # CASE, not min()/least(): the one spelling SQLite and PostgreSQL share.
-            memory_cursor=case(
-                (Adventure.memory_cursor > kept_through, kept_through),
-                else_=Adventure.memory_cursor,
-            ),
-            summary_cursor=case(
-                (Adventure.summary_cursor > kept_through, kept_through),
-                else_=Adventure.summary_cursor,
-            ),
+        delete(Memory).where(
+            Memory.adventure_id == adventure_id,
+            Memory.origin == MemoryOrigin.STORY,
+            Memory.source_end > kept_through,
         )
     )
+    newest_end = await session.scalar(
+        select(func.max(Memory.source_end)).where(
+            Memory.adventure_id == adventure_id, Memory.origin == MemoryOrigin.STORY
+        )
+    )
+    memory_cursor = positions.position_of(newest_end) if newest_end is not None else 0
+
+    await session.execute(
+        delete(SummaryVersion).where(
+            SummaryVersion.adventure_id == adventure_id, SummaryVersion.through > cut
+        )
+    )
+    # Never forward: a cursor already behind the memories stays where it is.
+    values: dict[str, object] = {"memory_cursor": min(found.memory_cursor, memory_cursor)}
+    if found.summary_cursor > cut:
+        kept = (
+            await session.execute(
+                select(SummaryVersion.text, SummaryVersion.through)
+                .where(SummaryVersion.adventure_id == adventure_id)
+                .order_by(SummaryVersion.through.desc(), SummaryVersion.id.desc())
+                .limit(1)
+            )
+        ).first()
+        values["story_summary"] = kept.text if kept else ""
+        values["summary_cursor"] = kept.through if kept else 0
+    await session.execute(update(Adventure).where(Adventure.id == adventure_id).values(**values))

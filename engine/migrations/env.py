@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from sqlmodel import SQLModel
 
 import engine.storage.models  # noqa: F401  (registers the tables on SQLModel.metadata)
+from engine.storage.database import described_by_models
 
 config = context.config
 target_metadata = SQLModel.metadata
@@ -22,6 +23,7 @@ def _run(connection) -> None:
         # SQLite cannot ALTER most things in place; batch mode rebuilds the table instead.
         render_as_batch=connection.dialect.name == "sqlite",
         compare_type=True,
+        include_name=described_by_models,
     )
     with context.begin_transaction():
         context.run_migrations()

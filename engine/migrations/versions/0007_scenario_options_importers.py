@@ -1,7 +1,7 @@
 """Scenario options (a scenario that is a menu of others) and the server's importer role
 
-Revision ID: 0008
-Revises: 0004
+Revision ID: 0007
+Revises: 0006
 """
 
 from collections.abc import Sequence
@@ -9,8 +9,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0008"
-down_revision: str | None = "0005"
+revision: str = "0007"
+down_revision: str | None = "0006"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -1,0 +1,89 @@
+"""Background work on the bot's AsyncIOScheduler (APScheduler).
+
+* after each turn: the memory bank's work for that adventure (memories, the summary,
+  embeddings), when its cadence is due; one job id per adventure, so a pending job is replaced
+  rather than doubled, and the writer's lock keeps two from running at once;
+* every few minutes: a sweep for adventures whose cursors lag (a restart, a failed model call,
+  a job killed midway) that catches them up;
+* every few hours: idle guests deleted, and servers the bot left past their grace period.
+
+Lease reaping (turns cut off by a dead process) is scheduled by bot.discord_bot, which also
+tells the channels concerned.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import timedelta
+
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+
+from bot.services import Services
+from engine.guests import remove_departed_servers, remove_idle_guests
+
+log = logging.getLogger(__name__)
+
+MEMORY_SWEEP_MINUTES = 5
+CLEANUP_HOURS = 6
+
+
+def schedule_background_work(scheduler: AsyncIOScheduler, services: Services) -> None:
+    """Add the recurring jobs, and have every stored turn schedule its memory work."""
+    settings = services.settings
+    retention = timedelta(days=settings.guest_retention_days)
+    grace = timedelta(days=settings.server_grace_days)
+
+    async def sweep_memories() -> None:
+        with stopped_by_shutdown("the memory sweep"):
+            reports = await services.memory.sweep()
+            if reports:
+                log.info("memory sweep caught up %d adventures", len(reports))
+
+    async def clean_up() -> None:
+        with stopped_by_shutdown("the cleanup"):
+            guests = await remove_idle_guests(services.db, retention)
+            servers = await remove_departed_servers(services.db, grace)
+            if guests or servers:
+                log.info("removed %d idle guests and %d departed servers", guests, servers)
+
+    common = {"coalesce": True, "max_instances": 1, "replace_existing": True}
+    scheduler.add_job(
+        sweep_memories, "interval", minutes=MEMORY_SWEEP_MINUTES, id="memory-sweep", **common
+    )
+    scheduler.add_job(clean_up, "interval", hours=CLEANUP_HOURS, id="cleanup", **common)
+    services.play.after_turn = memory_job_scheduler(scheduler, services)
+
+
+@contextmanager
+def stopped_by_shutdown(what: str) -> Iterator[None]:
+    """A job cut off by the bot closing ends quietly: its cursors did not move, so the next
+    sweep does the same work again. (The scheduler would log the cancellation as a failure.)"""
+    try:
+        yield
+    except asyncio.CancelledError:
+        log.info("%s stopped as the bot closed; the next sweep resumes it", what)
+
+
+def memory_job_scheduler(scheduler: AsyncIOScheduler, services: Services) -> Callable[[int], None]:
+    async def memory_work(adventure_id: int) -> None:
+        with stopped_by_shutdown(f"memory work for adventure {adventure_id}"):
+            await services.memory.catch_up(adventure_id)
+
+    def after_turn(adventure_id: int) -> None:
+        try:
+            scheduler.add_job(
+                memory_work,
+                args=[adventure_id],
+                id=f"memory-{adventure_id}",
+                replace_existing=True,
+                max_instances=1,
+                misfire_grace_time=None,
+            )
+        except Exception:
+            # Never the turn's problem: the sweep catches the adventure up later.
+            log.warning("could not schedule memory work for %s", adventure_id, exc_info=True)
+
+    return after_turn

@@ -1,0 +1,288 @@
+"""The memory bank of the adventure running here: /memory … and /summary ….
+
+Each command is one engine call (``engine.memory.bank``) answered to the player alone. Anyone
+may read; changing is for the people who may steer the adventure (the engine's rule). The
+summary opens in a form for editing, prefilled, as the steering texts do.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import discord
+from discord import app_commands
+from discord.ext import commands
+
+from cogs.context import actor_of, channel_id_of
+from cogs.errors import on_app_command_error
+from cogs.steering import FORM_TIMEOUT_S, TEXT_INPUT_MAX, is_manager
+from engine.errors import CampfireError
+from engine.memory.bank import (
+    MEMORY_MAX_CHARS,
+    SUMMARY_MAX_CHARS,
+    MemoryPage,
+    MemoryView,
+    SummaryView,
+    add_memory,
+    check_may_edit,
+    edit_memory,
+    get_summary,
+    list_memories,
+    memory_choices,
+    set_memory_flag,
+    set_summary,
+)
+
+if TYPE_CHECKING:
+    from bot.discord_bot import CampfireBot
+
+EMBED_DESCRIPTION_MAX = 4096
+MEMORY_COLOUR = discord.Colour.teal()
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def memory_line(memory: MemoryView) -> str:
+    marks = " 📌" if memory.pinned else ""
+    if memory.actions is not None:
+        first, last = memory.actions
+        where = f"actions {first}–{last}" if first != last else f"action {first}"
+    else:
+        where = "added by a player"
+    used = f" · used {memory.use_count}×" if memory.use_count else ""
+    text = discord.utils.escape_markdown(_cut(memory.text, 300))
+    return f"**#{memory.id}**{marks} · {where}{used}\n{text}"
+
+
+def memories_embed(page: MemoryPage, *, forgotten: bool) -> discord.Embed:
+    kind = "Forgotten memories" if forgotten else "Memories"
+    title = _cut(f"{kind} · {page.title}", 256)
+    if page.memories:
+        description = "\n\n".join(memory_line(m) for m in page.memories)
+    elif forgotten:
+        description = "Nothing is forgotten."
+    else:
+        description = (
+            "No memories yet. The narrator's memory starts after 12 actions; "
+            "add one yourself with `/memory add`."
+        )
+    embed = discord.Embed(
+        title=title, description=_cut(description, EMBED_DESCRIPTION_MAX), colour=MEMORY_COLOUR
+    )
+    embed.set_footer(
+        text=f"Page {page.page}/{page.pages} · {page.live} of {page.capacity} kept · "
+        f"{page.forgotten} forgotten · 📌 pinned: always given to the narrator"
+    )
+    return embed
+
+
+def summary_embed(summary: SummaryView) -> discord.Embed:
+    text = summary.text or "No summary yet: the first one is written after 15 actions."
+    embed = discord.Embed(
+        title=_cut(f"Story summary · {summary.title}", 256),
+        description=_cut(discord.utils.escape_markdown(text), EMBED_DESCRIPTION_MAX),
+        colour=MEMORY_COLOUR,
+    )
+    embed.set_footer(text=f"Covers the story through action {summary.through} of {summary.actions}")
+    return embed
+
+
+def _bot(interaction: discord.Interaction) -> CampfireBot:
+    return interaction.client  # type: ignore[return-value]
+
+
+class SummaryModal(discord.ui.Modal):
+    def __init__(self, current: str, adventure_id: int) -> None:
+        super().__init__(title="Story summary", timeout=FORM_TIMEOUT_S)
+        self.adventure_id = adventure_id
+        self.text: discord.ui.TextInput[SummaryModal] = discord.ui.TextInput(
+            label="Story summary",
+            custom_id="text",
+            style=discord.TextStyle.paragraph,
+            default=current or None,
+            required=False,
+            max_length=min(TEXT_INPUT_MAX, SUMMARY_MAX_CHARS),
+        )
+        self.add_item(self.text)
+
+    async def on_submit(self, interaction: discord.Interaction) -> None:
+        saved = await set_summary(
+            _bot(interaction).services.db,
+            channel_id_of(interaction),
+            actor_of(interaction),
+            self.text.value,
+            is_manager=is_manager(interaction),
+            adventure_id=self.adventure_id,
+        )
+        await interaction.response.send_message(
+            "Story summary saved; it applies from the next turn.",
+            embed=summary_embed(saved),
+            ephemeral=True,
+        )
+
+    async def on_error(self, interaction: discord.Interaction, error: Exception) -> None:
+        await on_app_command_error(interaction, error)  # type: ignore[arg-type]
+
+
+class MemoryCog(commands.Cog):
+    memory = app_commands.Group(name="memory", description="The memory bank of the adventure here")
+    summary = app_commands.Group(
+        name="summary", description="The story summary of the adventure here"
+    )
+
+    def __init__(self, bot: CampfireBot) -> None:
+        self.bot = bot
+
+    @property
+    def _db(self):
+        return self.bot.services.db
+
+    async def _answer(
+        self, interaction: discord.Interaction, content: str, memory: MemoryView
+    ) -> None:
+        await interaction.response.send_message(
+            content,
+            embed=discord.Embed(description=memory_line(memory), colour=MEMORY_COLOUR),
+            ephemeral=True,
+        )
+
+    # --- /memory ------------------------------------------------------------------------------
+
+    @memory.command(name="list")
+    @app_commands.describe(page="Which page to show", forgotten="Show the forgotten ones instead")
+    async def memory_list(
+        self,
+        interaction: discord.Interaction,
+        page: app_commands.Range[int, 1] = 1,
+        forgotten: bool = False,
+    ) -> None:
+        """Show the adventure's memories (to you alone)."""
+        found = await list_memories(
+            self._db,
+            channel_id_of(interaction),
+            page=page,
+            forgotten=forgotten,
+            capacity=self.bot.settings.max_memories,
+        )
+        await interaction.response.send_message(
+            embed=memories_embed(found, forgotten=forgotten), ephemeral=True
+        )
+
+    @memory.command(name="add")
+    @app_commands.describe(text="A fact the narrator should remember, in a sentence or two")
+    async def memory_add(
+        self, interaction: discord.Interaction, text: app_commands.Range[str, 1, MEMORY_MAX_CHARS]
+    ) -> None:
+        """Add a memory of your own; it stays through undo and retry."""
+        added = await add_memory(
+            self._db,
+            channel_id_of(interaction),
+            actor_of(interaction),
+            text,
+            is_manager=is_manager(interaction),
+            capacity=self.bot.settings.max_memories,
+        )
+        await self._answer(interaction, "Memory added; it applies from the next turn.", added)
+
+    @memory.command(name="edit")
+    @app_commands.describe(memory="The memory to change", text="Its new text")
+    async def memory_edit(
+        self,
+        interaction: discord.Interaction,
+        memory: int,
+        text: app_commands.Range[str, 1, MEMORY_MAX_CHARS],
+    ) -> None:
+        """Rewrite a memory."""
+        saved = await edit_memory(
+            self._db,
+            channel_id_of(interaction),
+            actor_of(interaction),
+            memory,
+            text,
+            is_manager=is_manager(interaction),
+        )
+        await self._answer(interaction, "Memory saved.", saved)
+
+    @memory.command(name="pin")
+    @app_commands.describe(memory="The memory to give the narrator every turn")
+    async def memory_pin(self, interaction: discord.Interaction, memory: int) -> None:
+        """Pin a memory: the narrator gets it every turn (it counts toward the memories shown)."""
+        await self._flag(interaction, memory, "Memory pinned.", pinned=True)
+
+    @memory.command(name="unpin")
+    @app_commands.describe(memory="The memory to unpin")
+    async def memory_unpin(self, interaction: discord.Interaction, memory: int) -> None:
+        """Unpin a memory: it comes in only when it is relevant again."""
+        await self._flag(interaction, memory, "Memory unpinned.", pinned=False)
+
+    @memory.command(name="forget")
+    @app_commands.describe(memory="The memory the narrator should no longer get")
+    async def memory_forget(self, interaction: discord.Interaction, memory: int) -> None:
+        """Forget a memory (kept, so /memory restore can bring it back)."""
+        await self._flag(interaction, memory, "Memory forgotten.", forgotten=True)
+
+    @memory.command(name="restore")
+    @app_commands.describe(memory="The forgotten memory to bring back")
+    async def memory_restore(self, interaction: discord.Interaction, memory: int) -> None:
+        """Bring back a forgotten memory."""
+        await self._flag(interaction, memory, "Memory restored.", forgotten=False)
+
+    async def _flag(
+        self,
+        interaction: discord.Interaction,
+        memory_id: int,
+        content: str,
+        *,
+        pinned: bool | None = None,
+        forgotten: bool | None = None,
+    ) -> None:
+        saved = await set_memory_flag(
+            self._db,
+            channel_id_of(interaction),
+            actor_of(interaction),
+            memory_id,
+            pinned=pinned,
+            forgotten=forgotten,
+            is_manager=is_manager(interaction),
+            capacity=self.bot.settings.max_memories,
+        )
+        await self._answer(interaction, content, saved)
+
+    @memory_edit.autocomplete("memory")
+    @memory_pin.autocomplete("memory")
+    @memory_unpin.autocomplete("memory")
+    @memory_forget.autocomplete("memory")
+    @memory_restore.autocomplete("memory")
+    async def memory_autocomplete(
+        self, interaction: discord.Interaction, current: str
+    ) -> list[app_commands.Choice[int]]:
+        try:
+            found = await memory_choices(self._db, channel_id_of(interaction), current)
+        except CampfireError:
+            return []  # no adventure here: nothing to offer
+        return [app_commands.Choice(name=label, value=value) for label, value in found]
+
+    # --- /summary -----------------------------------------------------------------------------
+
+    @summary.command(name="view")
+    async def summary_view(self, interaction: discord.Interaction) -> None:
+        """Show the story summary the narrator reads (to you alone)."""
+        found = await get_summary(self._db, channel_id_of(interaction))
+        await interaction.response.send_message(embed=summary_embed(found), ephemeral=True)
+
+    @summary.command(name="edit")
+    async def summary_edit(self, interaction: discord.Interaction) -> None:
+        """Edit the story summary in a form."""
+        found = await check_may_edit(
+            self._db,
+            channel_id_of(interaction),
+            actor_of(interaction),
+            is_manager=is_manager(interaction),
+        )
+        await interaction.response.send_modal(SummaryModal(found.text, found.adventure_id))
+
+
+async def setup(bot: CampfireBot) -> None:
+    await bot.add_cog(MemoryCog(bot))

@@ -1,0 +1,99 @@
+"""/profile: what Campfire stores about you, keeping it, and deleting it. Answers are private."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import discord
+from discord import app_commands
+from discord.ext import commands
+
+from engine.errors import InvalidInput
+from engine.guests import Profile, delete_user, get_profile, set_keep_data
+
+if TYPE_CHECKING:
+    from bot.discord_bot import CampfireBot
+
+#: What a person types to confirm deleting their data.
+CONFIRM_WORD = "delete"
+
+
+def profile_text(profile: Profile) -> str:
+    def when(moment) -> str:
+        return discord.utils.format_dt(moment, "D")
+
+    lines = [
+        f"**What Campfire stores about you** ({discord.utils.escape_markdown(profile.name)})",
+        f"First seen {when(profile.created_at)}, last seen {when(profile.last_seen_at)}.",
+        f"• Scenarios you own: {profile.scenarios}",
+        f"• Adventures of your own (DMs): {profile.own_adventures}",
+        f"• Server adventures you host: {profile.hosted_adventures} (they belong to the server)",
+        f"• Story entries you wrote: {profile.story_entries}",
+        "",
+    ]
+    if profile.guest:
+        lines.append(
+            f"You are a guest: if you do not come back, your data is deleted after "
+            f"{profile.retention_days} idle days (around {when(profile.removal_after)}). "
+            "`/profile keep` keeps it."
+        )
+    elif profile.keep_data:
+        lines.append("You chose to keep your data. `/profile keep keep:False` undoes that.")
+    else:
+        lines.append("Your data is kept because you own scenarios.")
+    lines.append(
+        f"`/profile delete confirm:{CONFIRM_WORD}` deletes all of it now: your scenarios, "
+        "your own adventures and their stories. Server adventures stay with their server."
+    )
+    return "\n".join(lines)
+
+
+class ProfileCog(commands.Cog):
+    profile = app_commands.Group(name="profile", description="What Campfire stores about you")
+
+    def __init__(self, bot: CampfireBot) -> None:
+        self.bot = bot
+
+    @profile.command(name="show")
+    async def profile_show(self, interaction: discord.Interaction) -> None:
+        """See what Campfire stores about you (to you alone)."""
+        found = await get_profile(
+            self.bot.services.db,
+            interaction.user.id,
+            retention_days=self.bot.settings.guest_retention_days,
+            name=interaction.user.display_name,
+        )
+        await interaction.response.send_message(profile_text(found), ephemeral=True)
+
+    @profile.command(name="keep")
+    @app_commands.describe(keep="Keep your data even if you stop playing for a while")
+    async def profile_keep(self, interaction: discord.Interaction, keep: bool = True) -> None:
+        """Keep your data (you are no longer a guest whose data goes when idle)."""
+        await set_keep_data(
+            self.bot.services.db, interaction.user.id, keep, name=interaction.user.display_name
+        )
+        if keep:
+            text = "Your data will be kept until you delete it with `/profile delete`."
+        else:
+            days = self.bot.settings.guest_retention_days
+            text = f"Your data will go after {days} idle days unless you own scenarios."
+        await interaction.response.send_message(text, ephemeral=True)
+
+    @profile.command(name="delete")
+    @app_commands.describe(confirm=f"Type {CONFIRM_WORD} to confirm")
+    async def profile_delete(self, interaction: discord.Interaction, confirm: str) -> None:
+        """Delete everything Campfire stores about you, now."""
+        if confirm.strip().casefold() != CONFIRM_WORD:
+            raise InvalidInput(
+                f"Nothing was deleted: type `{CONFIRM_WORD}` in the confirm option to delete "
+                "your data."
+            )
+        await delete_user(self.bot.services.db, interaction.user.id)
+        await interaction.response.send_message(
+            "Everything Campfire stored about you is deleted. Playing again starts afresh.",
+            ephemeral=True,
+        )
+
+
+async def setup(bot: CampfireBot) -> None:
+    await bot.add_cog(ProfileCog(bot))

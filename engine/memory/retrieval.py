@@ -1,0 +1,220 @@
+"""Retrieving memories for a turn: pinned ones, then the relevant ones, at most ``top_k``.
+
+1. Pinned memories always go in, and count toward ``top_k``.
+2. Every other live memory is *admitted* or not, before any ranking: lexically (shared
+   meaningful words, engine.memory.lexical) always; semantically (cosine of the recent story's
+   embedding, engine.memory.semantic) when an embedding model is configured and calibrated.
+   Retrieval may rightly return nothing: an unrelated bank stays out of the context.
+3. The admitted are ranked by a blend of both scores and the best fill the free slots.
+
+What was chosen, with its scores, goes to Insights through the context report; why semantic
+admission is off (no model, no calibration, the endpoint failing) goes with it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from sqlalchemy import select, update
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from engine.errors import CampfireError
+from engine.memory.lexical import (
+    LexicalScore,
+    names_in,
+    query_terms,
+    score_lexical,
+    term_matches,
+)
+from engine.memory.semantic import SemanticIndex, calibrated_floor, from_bytes
+from engine.providers.embeddings import EmbeddingClient
+from engine.storage.database import Database
+from engine.storage.models import Memory, utcnow
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TOP_K = 5
+#: The longest a turn waits for the query's embedding before going on with lexical only: a
+#: slow or dead embedding server must not hold up the story.
+SEMANTIC_TIMEOUT_S = 5.0
+#: How many of the newest story entries (with the new action) make the query.
+QUERY_ENTRIES = 4
+
+
+@dataclass(frozen=True, slots=True)
+class ChosenMemory:
+    id: int
+    text: str
+    pinned: bool
+    lexical: LexicalScore | None = None
+    cosine: float | None = None
+    semantic_admitted: bool = False
+
+    @property
+    def label(self) -> str:
+        words = self.text.split()
+        return f"#{self.id} " + " ".join(words[:6]) + ("…" if len(words) > 6 else "")
+
+    @property
+    def reason(self) -> str:
+        """The scores as Insights shows them."""
+        parts = ["pinned"] if self.pinned else []
+        if self.lexical is not None:
+            terms = ", ".join(self.lexical.terms[:4])
+            parts.append(f"lexical {self.lexical.score:.2f} ({terms})")
+        if self.cosine is not None:
+            mark = " ≥ floor" if self.semantic_admitted else ""
+            parts.append(f"cosine {self.cosine:.2f}{mark}")
+        return " · ".join(parts) or "pinned"
+
+    @property
+    def rank(self) -> float:
+        lexical = self.lexical.score if self.lexical and self.lexical.admitted else 0.0
+        cosine = max(self.cosine or 0.0, 0.0) if self.semantic_admitted else 0.0
+        # Both halves in 0..1: idf sums grow without bound, so they are squashed.
+        return 0.5 * lexical / (lexical + 2.0) + 0.5 * cosine
+
+
+@dataclass(frozen=True, slots=True)
+class Retrieval:
+    chosen: list[ChosenMemory] = field(default_factory=list)
+    #: Live memories considered (pinned included).
+    considered: int = 0
+    #: Why semantic admission did not take part, "" when it did.
+    semantic_note: str = ""
+
+    @property
+    def summary(self) -> str:
+        pinned = sum(m.pinned for m in self.chosen)
+        text = f"{len(self.chosen)} of {self.considered} memories"
+        if pinned:
+            text += f" ({pinned} pinned)"
+        if self.semantic_note:
+            text += f"; {self.semantic_note}"
+        return text
+
+
+class MemoryRetriever:
+    def __init__(
+        self,
+        db: Database,
+        embedder: EmbeddingClient | None = None,
+        *,
+        top_k: int = DEFAULT_TOP_K,
+        floor: float | None = None,
+        semantic_timeout: float = SEMANTIC_TIMEOUT_S,
+    ) -> None:
+        self.db = db
+        self.embedder = embedder
+        self.top_k = top_k
+        self.semantic_timeout = semantic_timeout
+        self.floor = calibrated_floor(embedder.model, floor) if embedder else None
+
+    def semantic_off_reason(self) -> str:
+        if self.embedder is None:
+            return "semantic admission off: no embedding model configured (lexical only)"
+        if self.floor is None:
+            return (
+                f"semantic admission off: no calibration for embedding model "
+                f"{self.embedder.model} (lexical only; set CAMPFIRE_EMBEDDING_FLOOR)"
+            )
+        return ""
+
+    async def retrieve(
+        self, session: AsyncSession, adventure_id: int, recent: Sequence[str]
+    ) -> Retrieval:
+        """The memories for a context; ``recent`` is the newest text first (the new action,
+        then the latest entries)."""
+        rows = (
+            await session.execute(
+                select(Memory.id, Memory.text, Memory.pinned)
+                .where(Memory.adventure_id == adventure_id, Memory.forgotten.is_(False))
+                .order_by(Memory.id)
+            )
+        ).all()
+        note = self.semantic_off_reason()
+        if not rows:
+            return Retrieval(semantic_note=note)
+        texts = [t for t in recent if t and t.strip()][:QUERY_ENTRIES]
+        terms = query_terms(texts)
+        lexical = score_lexical(
+            await term_matches(session, adventure_id, terms), len(rows), names_in(texts)
+        )
+
+        cosines: dict[int, float] = {}
+        if not note:
+            try:
+                cosines = await self._cosines(session, adventure_id, texts)
+            except CampfireError as error:
+                note = f"semantic admission skipped this turn: {error.message}"
+            except TimeoutError:
+                note = (
+                    f"semantic admission skipped this turn: the embedding server did not "
+                    f"answer within {self.semantic_timeout:g} s"
+                )
+
+        pinned = [ChosenMemory(r.id, r.text, True, lexical.get(r.id)) for r in rows if r.pinned]
+        candidates = []
+        for row in rows:
+            if row.pinned:
+                continue
+            score = lexical.get(row.id)
+            cosine = cosines.get(row.id)
+            semantic = cosine is not None and self.floor is not None and cosine >= self.floor
+            if (score is not None and score.admitted) or semantic:
+                candidates.append(ChosenMemory(row.id, row.text, False, score, cosine, semantic))
+        candidates.sort(key=lambda m: (-m.rank, -m.id))
+        chosen = pinned + candidates[: max(0, self.top_k - len(pinned))]
+        await self._record_use([m.id for m in chosen])
+        return Retrieval(chosen, len(rows), note)
+
+    async def _cosines(
+        self, session: AsyncSession, adventure_id: int, texts: Sequence[str]
+    ) -> dict[int, float]:
+        assert self.embedder is not None
+        if not texts:
+            return {}
+        found = (
+            await session.execute(
+                # Named columns: the deferred vector is read because it is asked for.
+                select(Memory.id, Memory.embedding, Memory.embedding_model).where(
+                    Memory.adventure_id == adventure_id,
+                    Memory.forgotten.is_(False),
+                    Memory.embedding.is_not(None),
+                )
+            )
+        ).all()
+        if not found:
+            return {}
+        # Only the call to the server is timed: a database read is never cut off midway.
+        async with asyncio.timeout(self.semantic_timeout):
+            query = (await self.embedder.embed(["\n".join(reversed(texts))]))[0]
+        # A vector from another model lives in another space: it is not compared (scores 0).
+        vectors = [
+            from_bytes(row.embedding) if row.embedding_model == self.embedder.model else None
+            for row in found
+        ]
+        scores = SemanticIndex(vectors).scores(np.asarray(query))
+        return {row.id: float(score) for row, score in zip(found, scores, strict=True)}
+
+    async def _record_use(self, ids: list[int]) -> None:
+        """Count the use (in its own short transaction: the turn's reads hold none open for
+        writing); the capacity rule forgets the least used first."""
+        if not ids:
+            return
+        try:
+            async with self.db.session() as session, session.begin():
+                await session.execute(
+                    update(Memory)
+                    .where(Memory.id.in_(ids))
+                    .values(use_count=Memory.use_count + 1, last_used_at=utcnow())
+                )
+        except OperationalError:
+            # A busy database (SQLite's one writer) must not cost the player the turn; a
+            # missed count only makes these memories look a little less used.
+            log.warning("could not count the use of memories %s", ids, exc_info=True)

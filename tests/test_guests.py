@@ -1,0 +1,167 @@
+"""Guest cleanup, server removal and /profile's engine: exactly the eligible rows go, in one
+statement, and nothing else."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import event, func, select
+
+from engine.accounts import touch_server, touch_user
+from engine.adventures import start_adventure
+from engine.errors import NotFound
+from engine.guests import (
+    delete_user,
+    get_profile,
+    record_contact,
+    remove_departed_servers,
+    remove_idle_guests,
+    server_joined,
+    server_left,
+    set_keep_data,
+)
+from engine.storage.models import (
+    Adventure,
+    AdventureCard,
+    Memory,
+    Role,
+    Scenario,
+    Server,
+    StoryNode,
+    SummaryVersion,
+    User,
+    utcnow,
+)
+
+RETENTION = timedelta(days=30)
+TABLES = (User, Server, Scenario, Adventure, AdventureCard, StoryNode, Memory, SummaryVersion)
+
+IDLE_GUEST, FRESH_GUEST, KEEPER, CREATOR, IDLE_HOST = 11, 12, 13, 14, 15
+SERVER = 900
+
+
+async def counts(db) -> dict[str, int]:
+    async with db.session() as session:
+        return {
+            model.__name__: await session.scalar(select(func.count()).select_from(model))
+            for model in TABLES
+        }
+
+
+async def seed_people(db) -> dict[str, int]:
+    """Five people and what they own; returns the ids of the things made."""
+    long_ago = utcnow() - RETENTION - timedelta(days=1)
+    made: dict[str, int] = {}
+    async with db.session() as session, session.begin():
+        for user_id in (IDLE_GUEST, FRESH_GUEST, KEEPER, CREATOR, IDLE_HOST):
+            await touch_user(session, user_id, f"user{user_id}")
+        await touch_server(session, SERVER, "Hearth")
+        for user_id in (IDLE_GUEST, KEEPER, CREATOR, IDLE_HOST):
+            (await session.get(User, user_id)).last_seen_at = long_ago
+        (await session.get(User, KEEPER)).keep_data = True
+        starter = await session.scalar(select(Scenario.id).where(Scenario.builtin_key.is_not(None)))
+        session.add(Scenario(title="Creator's own", owner_id=CREATOR))
+        # A DM adventure each for the idle guest and the fresh one, with story and memory.
+        for user_id in (IDLE_GUEST, FRESH_GUEST):
+            adventure = await start_adventure(
+                session, starter, channel_id=user_id * 10, host_id=user_id
+            )
+            session.add(Memory(adventure_id=adventure.id, text=f"memory of {user_id}"))
+            session.add(SummaryVersion(adventure_id=adventure.id, text="so far", through=1))
+            session.add(
+                StoryNode(
+                    adventure_id=adventure.id,
+                    parent_id=adventure.head_node_id,
+                    index=1,
+                    role=Role.PLAYER,
+                    action="do",
+                    author_id=user_id,
+                    text="> You wave.",
+                )
+            )
+            made[f"adventure_{user_id}"] = adventure.id
+        # A server adventure hosted by an idle guest: the server's, not theirs.
+        hosted = await start_adventure(
+            session, starter, channel_id=5000, server_id=SERVER, host_id=IDLE_HOST
+        )
+        made["server_adventure"] = hosted.id
+    return made
+
+
+async def test_guest_cleanup_removes_exactly_the_idle_guests_in_one_statement(db):
+    made = await seed_people(db)
+    before = await counts(db)
+    statements: list[str] = []
+
+    def listener(*args) -> None:
+        statements.append(args[2])
+
+    event.listen(db.engine.sync_engine, "before_cursor_execute", listener)
+    try:
+        removed = await remove_idle_guests(db, RETENTION)
+    finally:
+        event.remove(db.engine.sync_engine, "before_cursor_execute", listener)
+    after = await counts(db)
+
+    assert removed == 2  # the idle guest and the idle host; not the keeper, creator or fresh one
+    assert [s for s in statements if s.lstrip().upper().startswith("DELETE")] == statements
+    assert len(statements) == 1
+    async with db.session() as session:
+        users = set(await session.scalars(select(User.id)))
+        adventures = set(await session.scalars(select(Adventure.id)))
+        hosted = await session.get(Adventure, made["server_adventure"])
+    assert users == {FRESH_GUEST, KEEPER, CREATOR}
+    assert made[f"adventure_{IDLE_GUEST}"] not in adventures
+    assert made[f"adventure_{FRESH_GUEST}"] in adventures
+    assert hosted is not None and hosted.host_id is None  # the server's adventure stays
+    # Exactly the idle guest's DM adventure and its rows went (the opening, the action node,
+    # a memory, a summary version); the server adventure and everything else stayed.
+    assert {k: before[k] - after[k] for k in before} == {
+        "User": 2,
+        "Server": 0,
+        "Scenario": 0,
+        "Adventure": 1,
+        "AdventureCard": before["AdventureCard"] // 3,
+        "StoryNode": 2,
+        "Memory": 1,
+        "SummaryVersion": 1,
+    }
+    assert await remove_idle_guests(db, RETENTION) == 0
+
+
+async def test_a_server_left_goes_after_the_grace_period_unless_the_bot_rejoins(db):
+    made = await seed_people(db)
+    await server_left(db, SERVER, now=utcnow() - timedelta(days=8))
+    await server_joined(db, SERVER, "Hearth")  # invited back: the removal is cancelled
+    assert await remove_departed_servers(db, timedelta(days=7)) == 0
+    await server_left(db, SERVER, now=utcnow() - timedelta(days=6))
+    assert await remove_departed_servers(db, timedelta(days=7)) == 0  # still in its grace
+    await server_left(db, SERVER, now=utcnow() - timedelta(days=8))
+    assert await remove_departed_servers(db, timedelta(days=7)) == 1
+    async with db.session() as session:
+        assert await session.get(Adventure, made["server_adventure"]) is None
+        assert await session.get(Adventure, made[f"adventure_{FRESH_GUEST}"]) is not None
+
+
+async def test_every_contact_makes_a_user_row_and_a_profile_shows_it(db):
+    await record_contact(db, 77, "Wren", server_id=SERVER, server_name="Hearth")
+    profile = await get_profile(db, 77, retention_days=30)
+    assert profile.name == "Wren" and profile.guest
+    assert profile.removal_after == profile.last_seen_at + timedelta(days=30)
+    await set_keep_data(db, 77, True)
+    kept = await get_profile(db, 77, retention_days=30)
+    assert not kept.guest and kept.removal_after is None
+
+
+async def test_a_creator_is_no_guest_and_delete_takes_everything_now(db):
+    await seed_people(db)
+    profile = await get_profile(db, CREATOR, retention_days=30)
+    assert profile.scenarios == 1 and not profile.guest
+    guest = await get_profile(db, IDLE_GUEST, retention_days=30)
+    assert (guest.own_adventures, guest.story_entries) == (1, 2)  # the opening and an action
+    await delete_user(db, IDLE_GUEST)
+    with pytest.raises(NotFound, match="stores nothing about you"):
+        await get_profile(db, IDLE_GUEST, retention_days=30)
+    with pytest.raises(NotFound):
+        await delete_user(db, IDLE_GUEST)

@@ -1,0 +1,143 @@
+"""/memory, /summary and /profile through the local Discord stand-in, and the memory job the
+bot schedules after a turn."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from sqlalchemy import select
+
+from engine.memory.cadence import Cadence
+from engine.storage.models import Memory, User
+from tests.discord_env import DiscordEnv, campfire_on_standin
+from tests.test_steering_commands import adventure_here, answer, form, start_thread
+
+
+@pytest.fixture
+async def env(tmp_path, fake_model, caplog):
+    async with campfire_on_standin(tmp_path, fake_model, caplog) as environment:
+        yield environment
+
+
+async def bank(env: DiscordEnv, channel_id: int) -> list[Memory]:
+    adventure = await adventure_here(env, channel_id)
+    async with env.bot.services.db.session() as session:
+        rows = await session.scalars(
+            select(Memory).where(Memory.adventure_id == adventure.id).order_by(Memory.id)
+        )
+        return list(rows)
+
+
+async def test_memory_add_list_pin_forget_restore_and_edit(env):
+    thread = await start_thread(env)
+    added = answer(
+        env, await env.fake.slash(env.alice, thread, "memory add", text="Mira owes a debt.")
+    )
+    assert added.content == "Memory added; it applies from the next turn."
+    [memory] = await bank(env, thread)
+    assert memory.origin == "player" and memory.text == "Mira owes a debt."
+
+    listed = answer(env, await env.fake.slash(env.bob, thread, "memory list"))  # anyone reads
+    assert f"**#{memory.id}**" in listed.embeds[0]["description"]
+    assert "added by a player" in listed.embeds[0]["description"]
+    assert "1 of 200 kept" in listed.embeds[0]["footer"]["text"]
+
+    choices = await env.fake.autocomplete(
+        env.alice, thread, "memory pin", focused="memory", value="debt"
+    )
+    assert [c["value"] for c in choices] == [memory.id]
+
+    answer(env, await env.fake.slash(env.alice, thread, "memory pin", memory=memory.id))
+    assert (await bank(env, thread))[0].pinned
+    answer(env, await env.fake.slash(env.alice, thread, "memory forget", memory=memory.id))
+    [gone] = await bank(env, thread)
+    assert gone.forgotten and not gone.pinned  # kept, not deleted
+    forgotten = answer(env, await env.fake.slash(env.alice, thread, "memory list", forgotten=True))
+    assert "Mira owes a debt." in forgotten.embeds[0]["description"]
+    answer(env, await env.fake.slash(env.alice, thread, "memory restore", memory=memory.id))
+    edited = answer(
+        env,
+        await env.fake.slash(
+            env.alice, thread, "memory edit", memory=memory.id, text="Mira repaid the debt."
+        ),
+    )
+    assert edited.content == "Memory saved."
+    [back] = await bank(env, thread)
+    assert (back.forgotten, back.text) == (False, "Mira repaid the debt.")
+
+
+async def test_memory_changes_are_for_the_host_and_bad_input_is_named(env):
+    thread = await start_thread(env)
+    refused = answer(env, await env.fake.slash(env.bob, thread, "memory add", text="Bob rules."))
+    assert refused.content.startswith("⚠ Only alice (this adventure's host)")
+    assert await bank(env, thread) == []
+    missing = answer(env, await env.fake.slash(env.alice, thread, "memory pin", memory=999))
+    assert (
+        missing.content == "⚠ This adventure has no memory #999. /memory list shows their numbers."
+    )
+    blank = answer(env, await env.fake.slash(env.alice, thread, "memory add", text="   "))
+    assert blank.content == "⚠ A memory cannot be empty."
+    page = answer(env, await env.fake.slash(env.alice, thread, "memory list", page=3))
+    assert page.content == "⚠ There is no page 3: choose a page from 1 to 1."
+    nowhere = answer(env, await env.fake.slash(env.alice, env.channel, "memory list"))
+    assert nowhere.content == "⚠ There is no adventure running here. Start one with /start."
+
+
+async def test_summary_view_and_edit_in_a_prefilled_form(env):
+    thread = await start_thread(env)
+    empty = answer(env, await env.fake.slash(env.bob, thread, "summary view"))
+    assert "No summary yet" in empty.embeds[0]["description"]
+    assert answer(env, await env.fake.slash(env.bob, thread, "summary edit")).content.startswith(
+        "⚠ Only alice"
+    )
+    record = await env.fake.slash(env.alice, thread, "summary edit")
+    assert form(record) == {"text": ""}
+    saved = answer(
+        env, await env.fake.submit_modal(env.alice, record, {"text": "Mira left Brindle."})
+    )
+    assert saved.content == "Story summary saved; it applies from the next turn."
+    assert (await adventure_here(env, thread)).story_summary == "Mira left Brindle."
+    again = await env.fake.slash(env.alice, thread, "summary edit")
+    assert form(again) == {"text": "Mira left Brindle."}
+
+
+async def test_profile_show_keep_and_delete(env):
+    thread = await start_thread(env)
+    shown = answer(env, await env.fake.slash(env.bob, thread, "profile show"))
+    assert "You are a guest" in shown.content  # bob's row exists: he interacted
+    answer(env, await env.fake.slash(env.bob, thread, "profile keep"))
+    async with env.bot.services.db.session() as session:
+        assert (await session.get(User, env.bob)).keep_data
+    refused = answer(env, await env.fake.slash(env.bob, thread, "profile delete", confirm="no"))
+    assert refused.content.startswith("⚠ Nothing was deleted")
+    done = answer(env, await env.fake.slash(env.bob, thread, "profile delete", confirm="delete"))
+    assert done.content.startswith("Everything Campfire stored about you is deleted")
+    await env.done()
+    async with env.bot.services.db.session() as session:
+        bob = await session.get(User, env.bob)
+    # Gone, or at most re-created bare by the contact record of this very interaction.
+    assert bob is None or not bob.keep_data
+
+
+async def test_a_turn_schedules_the_memory_job(env, fake_model):
+    env.bot.services.memory.memory_cadence = Cadence(first_at=2, every=1)
+    thread = await start_thread(env)
+    fake_model.queue("The reeds hum louder.")
+    await env.fake.slash(env.alice, thread, "do", action="listen")
+    await env.done()
+    fake_model.queue("The humming stops.", "Mira listened to the humming reeds.")
+    await env.fake.slash(env.alice, thread, "do", action="wait")
+    await env.done()
+    async with asyncio.timeout(5):
+        while not await bank(env, thread):  # noqa: ASYNC110 - the job runs on the scheduler
+            await asyncio.sleep(0.02)
+    [memory] = await bank(env, thread)
+    assert memory.text == "Mira listened to the humming reeds."
+
+
+async def test_the_bot_schedules_the_sweep_the_cleanup_and_lease_reaping(env):
+    jobs = {job.id: job for job in env.bot.scheduler.get_jobs()}
+    assert {"memory-sweep", "cleanup", "lease-sweep"} <= set(jobs)
+    assert jobs["memory-sweep"].trigger.interval.total_seconds() == 5 * 60
+    assert env.bot.services.play.after_turn is not None
