@@ -14,6 +14,7 @@ from cogs.context import actor_of, channel_id_of
 from cogs.errors import on_app_command_error
 from cogs.replies import reply
 from engine.actions import PlayerAction
+from engine.formats.draft import question_for
 from engine.play import StartPlan
 from engine.storage.models import ActionType
 
@@ -194,7 +195,9 @@ class PlayCog(commands.Cog):
     @app_commands.command(name="help")
     async def help(self, interaction: discord.Interaction) -> None:
         """How to play Campfire."""
-        await interaction.response.send_message(HELP, ephemeral=True)
+        # An embed: the whole guide is longer than a message's 2000 characters.
+        guide = discord.Embed(title="How to play", description=HELP)
+        await interaction.response.send_message(embed=guide, ephemeral=True)
 
     async def _act(self, interaction: discord.Interaction, kind: ActionType, text: str) -> None:
         play = self.bot.services.play
@@ -251,7 +254,8 @@ class PlaceholderModal(discord.ui.Modal):
         self.cog = cog
         self.plan = plan
         self.inputs: list[discord.ui.TextInput] = []
-        for question in plan.placeholders:
+        for placeholder in plan.placeholders:
+            question = question_for(placeholder)
             item: discord.ui.TextInput = discord.ui.TextInput(
                 label=_cut(question, 45),
                 placeholder=_cut(question, 100) if len(question) > 45 else None,

@@ -169,7 +169,11 @@ async def test_acting_where_nothing_runs_is_answered_privately(env):
 
 async def test_help_is_private(env):
     record = await env.fake.slash(env.bob, env.channel, "help")
-    assert record.ephemeral and "/start" in env.fake.message(record.original_message_id).content
+    guide = env.fake.message(record.original_message_id).embeds[0]
+    assert record.ephemeral and "/start" in guide["description"]
+    # Every command group has its line in the guide.
+    for command in ("/retry", "/branch", "/memory", "/profile", "/script", "/scenario import"):
+        assert command in guide["description"]
 
 
 async def test_a_turn_cut_off_by_a_dead_process_shows_as_interrupted(env, fake_model):

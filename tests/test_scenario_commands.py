@@ -171,7 +171,7 @@ async def test_start_offers_the_options_then_asks_the_placeholders(env, fake_mod
     await env.done()
     assert chosen.modal is not None
     labels = [c["label"] for c in iter_components(chosen.modal["components"]) if c.get("type") == 4]
-    assert labels == ["character.name", "Who is your oldest friend?"]
+    assert labels == ["Your character's name", "Who is your oldest friend?"]
     inputs = [
         c["custom_id"] for c in iter_components(chosen.modal["components"]) if c.get("type") == 4
     ]

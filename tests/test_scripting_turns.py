@@ -612,7 +612,8 @@ async def test_a_runaway_script_is_stopped_and_the_turn_completes(
     )
     assert words in run["error"].lower()
     assert result.text == "The story goes on."
-    assert run["cpu_ms"] <= 3000  # the 2 s CPU limit, with room for a loaded machine
+    # The 2 s CPU limit, with room for a loaded machine (see the sandbox test's note).
+    assert run["cpu_ms"] <= 5000
 
 
 async def test_a_script_leaving_too_many_cards_changes_nothing(db, provider, fake_model):

@@ -17,6 +17,7 @@ from engine.storage.models import (
     ActionType,
     Adventure,
     Branch,
+    Memory,
     SavePoint,
     StoryNode,
     Take,
@@ -387,17 +388,38 @@ async def test_head_moves_cut_the_memory_cursors_back(db, engine, tree, fake_mod
     await host(db, adventure_id)
     fake_model.queue("One.", "Two.")
     first = await turn(engine, adventure_id, "one")
-    await turn(engine, adventure_id, "two")  # nodes 3 and 4
+    second = await turn(engine, adventure_id, "two")
+    first_end = await column(db, first.narrator_node_id, "index")
+    second_end = await column(db, second.narrator_node_id, "index")
+    # The bank has summed up both turns (cursors are positions: turns played), and the summary
+    # the first one.
     async with db.session() as session, session.begin():
+        session.add(
+            Memory(adventure_id=adventure_id, text="One.", source_start=1, source_end=first_end)
+        )
+        session.add(
+            Memory(
+                adventure_id=adventure_id,
+                text="Two.",
+                source_start=first_end + 1,
+                source_end=second_end,
+            )
+        )
         await session.execute(
             update(Adventure)
             .where(Adventure.id == adventure_id)
-            .values(memory_cursor=4, summary_cursor=1)
+            .values(memory_cursor=2, summary_cursor=1)
         )
     await tree.undo(ALICE, CHANNEL)
     adventure = await adventure_of(db, adventure_id)
-    kept = await column(db, first.narrator_node_id, "index")
-    assert (adventure.memory_cursor, adventure.summary_cursor) == (kept, 1)
+    # The undone turn's memory is gone and the cursor is back after the first turn, so the
+    # cadence writes the second turn again from whatever the line holds next.
+    assert (adventure.memory_cursor, adventure.summary_cursor) == (1, 1)
+    async with db.session() as session:
+        texts = list(
+            await session.scalars(select(Memory.text).where(Memory.adventure_id == adventure_id))
+        )
+    assert texts == ["One."]
 
 
 async def test_edit_corrects_the_text_and_keeps_the_original_as_a_take(

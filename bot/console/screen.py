@@ -62,8 +62,10 @@ class Screen:
                 self._last = message.id
             elif self.live and message.id == self._last:
                 self._redraw(text)
-            elif final and not self.live and message.content.strip() != _content(previous):
-                self._print(text)
+            elif final and _content(text) != _content(previous):
+                # An older message changed (a take paged, a turn undone, a preview confirmed):
+                # a terminal cannot reach back to it, so it is shown again, marked.
+                self._print(f"✎ {text}")
                 self._last = message.id
             self._shown[message.id] = text
 

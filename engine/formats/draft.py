@@ -137,6 +137,19 @@ def placeholders_in(text: str) -> list[str]:
     return [name for name in seen if name]
 
 
+#: AI Dungeon's built-in placeholders are names, not questions: what the form asks instead.
+BUILTIN_QUESTIONS = {
+    "character.name": "Your character's name",
+    "character.class": "Your character's class",
+    "character.race": "Your character's race",
+}
+
+
+def question_for(placeholder: str) -> str:
+    """What a form asks for a ``${…}`` placeholder (its own words, unless it is a built-in)."""
+    return BUILTIN_QUESTIONS.get(placeholder.casefold(), placeholder)
+
+
 def fill_placeholders(text: str, answers: dict[str, str]) -> str:
     """``text`` with each answered ``${…}`` replaced; unanswered ones stay as written."""
     if not answers:
@@ -295,8 +308,8 @@ def _finish_scripts(
             setattr(script, hook, code)
     if draft.scripts:
         warnings.append(
-            f"{where} has {len(draft.scripts)} script(s); they run in the sandbox once "
-            "scripting is on for adventures."
+            f"{where} has {len(draft.scripts)} script(s): code that runs in every adventure "
+            "started from it (sandboxed; an error shows in Insights and never stops a turn)."
         )
 
 
