@@ -7,9 +7,12 @@ test in a database of its own.
 
 from __future__ import annotations
 
+import asyncio
 import os
+import shutil
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import pytest
 from sqlalchemy import text
@@ -25,36 +28,80 @@ POSTGRES_URL = os.environ.get("CAMPFIRE_TEST_POSTGRES_URL")
 BACKENDS = ["sqlite"] + (["postgresql"] if POSTGRES_URL else [])
 
 
-async def _postgres_database() -> tuple[str, str]:
-    """Create an empty database on the test server; returns its URL and name."""
+#: Each backend's migrated and seeded database, built once per test session; every test gets a
+#: copy (a file copy on SQLite, ``CREATE DATABASE … TEMPLATE`` on PostgreSQL), because running
+#: the migrations for each of a thousand tests costs minutes.
+_templates: dict[str, str] = {}
+
+
+async def _migrated_and_seeded(url: str) -> None:
+    database = Database(url)
+    try:
+        await database.migrate()
+        async with database.session() as session, session.begin():
+            await seed_builtin_scenarios(session)
+    finally:
+        await database.dispose()
+
+
+async def _admin(statement: str) -> None:
     assert POSTGRES_URL
-    name = f"campfire_test_{uuid.uuid4().hex[:12]}"
     admin = create_async_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
-    async with admin.connect() as connection:
-        await connection.execute(text(f'CREATE DATABASE "{name}"'))
-    await admin.dispose()
-    return make_url(POSTGRES_URL).set(database=name).render_as_string(hide_password=False), name
+    try:
+        async with admin.connect() as connection:
+            await connection.execute(text(statement))
+    finally:
+        await admin.dispose()
+
+
+def _postgres_url(name: str) -> str:
+    assert POSTGRES_URL
+    return make_url(POSTGRES_URL).set(database=name).render_as_string(hide_password=False)
+
+
+async def _postgres_database() -> tuple[str, str]:
+    """A database of its own for one test, copied from the session's template."""
+    if "postgresql" not in _templates:
+        template = f"campfire_template_{uuid.uuid4().hex[:12]}"
+        await _admin(f'CREATE DATABASE "{template}"')
+        _templates["postgresql"] = template
+        await _migrated_and_seeded(_postgres_url(template))
+    name = f"campfire_test_{uuid.uuid4().hex[:12]}"
+    await _admin(f'CREATE DATABASE "{name}" TEMPLATE "{_templates["postgresql"]}"')
+    return _postgres_url(name), name
 
 
 async def _drop_postgres_database(name: str) -> None:
-    assert POSTGRES_URL
-    admin = create_async_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
-    async with admin.connect() as connection:
-        await connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    await admin.dispose()
+    await _admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+async def _sqlite_database(path: Path, templates: Path) -> str:
+    if "sqlite" not in _templates:
+        template = templates / "campfire-template.db"
+        await _migrated_and_seeded(f"sqlite+aiosqlite:///{template}")
+        _templates["sqlite"] = str(template)
+    # Disposed above, so the template's write-ahead log is folded into the one file.
+    shutil.copyfile(_templates["sqlite"], path)
+    return f"sqlite+aiosqlite:///{path}"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _drop_templates() -> Iterator[None]:
+    yield
+    if "postgresql" in _templates:
+        asyncio.run(_drop_postgres_database(_templates.pop("postgresql")))
 
 
 @pytest.fixture(params=BACKENDS)
-async def db(request: pytest.FixtureRequest, tmp_path) -> AsyncIterator[Database]:
+async def db(
+    request: pytest.FixtureRequest, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[Database]:
     name = None
     if request.param == "postgresql":
         url, name = await _postgres_database()
     else:
-        url = f"sqlite+aiosqlite:///{tmp_path / 'campfire.db'}"
+        url = await _sqlite_database(tmp_path / "campfire.db", tmp_path_factory.getbasetemp())
     database = Database(url)
-    await database.migrate()
-    async with database.session() as session, session.begin():
-        await seed_builtin_scenarios(session)
     try:
         yield database
     finally:
