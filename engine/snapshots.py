@@ -23,13 +23,20 @@ CARD_FIELDS = ("id", "position", "type", "title", "keys", "entry", "description"
 def capture(
     world_state: dict[str, Any],
     script_state: dict[str, Any],
-    cards: Sequence[AdventureCard] | None = None,
+    cards: Sequence[Any] | None = None,
 ) -> dict[str, Any]:
     """A snapshot of the given state; pass ``cards`` when they may change before the next one."""
     snapshot: dict[str, Any] = {"world_state": world_state, "script_state": script_state}
     if cards is not None:
-        snapshot["cards"] = [{name: getattr(card, name) for name in CARD_FIELDS} for card in cards]
+        snapshot["cards"] = [_card_fields(card) for card in cards]
     return snapshot
+
+
+def _card_fields(card: Any) -> dict[str, Any]:
+    """A card row, or a card as an earlier snapshot holds it, in the snapshot's shape."""
+    if isinstance(card, dict):
+        return {name: card[name] for name in CARD_FIELDS if name in card}
+    return {name: getattr(card, name) for name in CARD_FIELDS}
 
 
 async def load_cards(session: AsyncSession, adventure_id: int) -> list[AdventureCard]:
