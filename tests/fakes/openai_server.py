@@ -18,6 +18,7 @@ or run it by hand for trying the bot::
 from __future__ import annotations
 
 import argparse
+import signal
 import socket
 import sys
 import threading
@@ -258,6 +259,9 @@ def main(argv: list[str] | None = None) -> None:
     if args.text is not None:
         fake.default_text = args.text
     fake.default_delay = args.delay
+    # Ctrl-C stops it even when started from a shell's background job, which hands its
+    # children SIGINT ignored (Python then installs no KeyboardInterrupt handler of its own).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     with fake:
         print(fake.base_url, flush=True)
         try:
