@@ -12,7 +12,7 @@ anywhere.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import discord
 
@@ -43,27 +43,41 @@ def is_story_manager(interaction: discord.Interaction) -> bool:
     return permissions.manage_guild or permissions.manage_messages or permissions.administrator
 
 
-class ContinueButton(
-    discord.ui.DynamicItem[discord.ui.Button],
-    template=r"cf:continue:(?P<adventure>\d+):(?P<version>\d+)",
-):
+def _story_template(kind: str) -> str:
+    return rf"cf:{kind}:(?P<adventure>\d+):(?P<version>\d+)"
+
+
+class _StoryButton:
+    """A button under the newest turn, drawn for one story version:
+    ``cf:<KIND>:<adventure>:<version>``. Mixed in before ``DynamicItem``."""
+
+    KIND: ClassVar[str]
+    LABEL: ClassVar[str]
+    EMOJI: ClassVar[str]
+    STYLE: ClassVar[discord.ButtonStyle] = discord.ButtonStyle.secondary
+
     def __init__(self, adventure_id: int, version: int) -> None:
         self.adventure_id = adventure_id
         self.version = version
-        super().__init__(
-            _button(
-                "Continue",
-                "⏩",
-                f"cf:continue:{adventure_id}:{version}",
-                discord.ButtonStyle.primary,
-            )
-        )
+        custom_id = f"cf:{self.KIND}:{adventure_id}:{version}"
+        super().__init__(_button(self.LABEL, self.EMOJI, custom_id, self.STYLE))  # type: ignore[call-arg]
 
     @classmethod
     async def from_custom_id(
         cls, interaction: discord.Interaction, item: discord.ui.Item[Any], match: re.Match[str]
-    ) -> ContinueButton:
+    ) -> Any:
         return cls(int(match["adventure"]), int(match["version"]))
+
+
+class ContinueButton(
+    _StoryButton,
+    discord.ui.DynamicItem[discord.ui.Button],
+    template=_story_template("continue"),
+):
+    KIND = "continue"
+    LABEL = "Continue"
+    EMOJI = "⏩"
+    STYLE = discord.ButtonStyle.primary
 
     async def callback(self, interaction: discord.Interaction) -> None:
         bot: CampfireBot = interaction.client  # type: ignore[assignment]
@@ -135,25 +149,15 @@ class InsightsButton(
 
 
 class RetakeButton(
+    _StoryButton,
     discord.ui.DynamicItem[discord.ui.Button],
-    template=r"cf:retake:(?P<adventure>\d+):(?P<version>\d+)",
+    template=_story_template("retake"),
 ):
     """Writes the newest turn again as another take (the turn's earlier takes are kept)."""
 
-    def __init__(self, adventure_id: int, version: int) -> None:
-        self.adventure_id = adventure_id
-        self.version = version
-        super().__init__(
-            _button(
-                "Retry", "🔁", f"cf:retake:{adventure_id}:{version}", discord.ButtonStyle.secondary
-            )
-        )
-
-    @classmethod
-    async def from_custom_id(
-        cls, interaction: discord.Interaction, item: discord.ui.Item[Any], match: re.Match[str]
-    ) -> RetakeButton:
-        return cls(int(match["adventure"]), int(match["version"]))
+    KIND = "retake"
+    LABEL = "Retry"
+    EMOJI = "🔁"
 
     async def callback(self, interaction: discord.Interaction) -> None:
         bot: CampfireBot = interaction.client  # type: ignore[assignment]
@@ -190,21 +194,13 @@ async def retry_allowed(interaction: discord.Interaction) -> bool:
 
 
 class UndoButton(
+    _StoryButton,
     discord.ui.DynamicItem[discord.ui.Button],
-    template=r"cf:undo:(?P<adventure>\d+):(?P<version>\d+)",
+    template=_story_template("undo"),
 ):
-    def __init__(self, adventure_id: int, version: int) -> None:
-        self.adventure_id = adventure_id
-        self.version = version
-        super().__init__(
-            _button("Undo", "↩️", f"cf:undo:{adventure_id}:{version}", discord.ButtonStyle.secondary)
-        )
-
-    @classmethod
-    async def from_custom_id(
-        cls, interaction: discord.Interaction, item: discord.ui.Item[Any], match: re.Match[str]
-    ) -> UndoButton:
-        return cls(int(match["adventure"]), int(match["version"]))
+    KIND = "undo"
+    LABEL = "Undo"
+    EMOJI = "↩️"
 
     async def callback(self, interaction: discord.Interaction) -> None:
         bot: CampfireBot = interaction.client  # type: ignore[assignment]
@@ -221,21 +217,13 @@ class UndoButton(
 
 
 class RedoButton(
+    _StoryButton,
     discord.ui.DynamicItem[discord.ui.Button],
-    template=r"cf:redo:(?P<adventure>\d+):(?P<version>\d+)",
+    template=_story_template("redo"),
 ):
-    def __init__(self, adventure_id: int, version: int) -> None:
-        self.adventure_id = adventure_id
-        self.version = version
-        super().__init__(
-            _button("Redo", "↪️", f"cf:redo:{adventure_id}:{version}", discord.ButtonStyle.secondary)
-        )
-
-    @classmethod
-    async def from_custom_id(
-        cls, interaction: discord.Interaction, item: discord.ui.Item[Any], match: re.Match[str]
-    ) -> RedoButton:
-        return cls(int(match["adventure"]), int(match["version"]))
+    KIND = "redo"
+    LABEL = "Redo"
+    EMOJI = "↪️"
 
     async def callback(self, interaction: discord.Interaction) -> None:
         bot: CampfireBot = interaction.client  # type: ignore[assignment]
