@@ -7,10 +7,7 @@ so Redo walks toward it again. Writing below a head that is not its branch's tip
 branch (``advance_line``). A node's takes are its attempts (retries and edits); the node's own
 columns always hold the live take, so reading the story never touches the takes table.
 
-Every head move is one transaction guarded by the adventure's version (a stale button or a
-second press changes nothing), restores the adventure's state through ``engine.snapshots``, and
-when it takes turns out of the current line, tells the memory bank through
-``engine.memory.cursors.story_cut_back`` with the index of the deepest node both lines share.
+The shared steps of every head move live in ``core``; branches and save points in ``branches``.
 """
 
 from __future__ import annotations
@@ -18,70 +15,40 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import undefer
 
 from engine.adventures import active_adventure
 from engine.errors import InvalidInput, NotFound, StoryMovedOn
 from engine.memory.cursors import story_cut_back
-from engine.snapshots import capture, capture_current, restore
+from engine.snapshots import capture
 from engine.storage.models import (
     Adventure,
     Branch,
     Role,
-    SavePoint,
     StoryNode,
     Take,
     utcnow,
 )
 from engine.story import line_tail
-from engine.story_tree.access import check_may_rewrite, check_may_steer_story
+from engine.story_tree.access import check_may_rewrite
 from engine.story_tree.lines import (
-    ancestry,
     has_children,
     is_turn_boundary,
-    shared_depth,
     state_after,
     state_before_of,
 )
-from engine.story_tree.picture import draw_tree
 from engine.story_tree.takes import add_take
 from engine.tokens import count_tokens
 
 if TYPE_CHECKING:
     from engine.play import Actor
-    from engine.queue import AdventureQueue
-    from engine.storage.database import Database
+from engine.story_tree.branches import BranchesAndSavePoints
+from engine.story_tree.core import MOVED_ON, NO_ADVENTURE, HeadMove
 
-NO_ADVENTURE = "There is no adventure running here. Start one with /start."
-MOVED_ON = "The story has moved on since that button was drawn."
-NAME_MAX = 50
 #: The longest turn text an edit accepts: what one Discord text input holds.
 EDIT_MAX_CHARS = 4000
-
-
-# --- results -------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class HeadMove:
-    """Where the story stands after a head move, and which turns left or rejoined the line."""
-
-    adventure_id: int
-    version: int
-    head_node_id: int
-    head_index: int
-    head_text: str
-    branch: str
-    #: Nodes taken out of the current line by this move (their messages show as undone).
-    removed: tuple[int, ...] = ()
-    #: Nodes brought back into the line (Redo): their messages show as live again.
-    restored: tuple[int, ...] = ()
-    #: Whether Redo has somewhere to go from here.
-    can_redo: bool = False
-    take: int = 1
-    take_count: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,130 +61,8 @@ class TurnText:
     text: str
 
 
-@dataclass(frozen=True, slots=True)
-class BranchView:
-    name: str
-    tip_index: int
-    active: bool
-    save_points: int
-    created_at: Any
-
-
-@dataclass(frozen=True, slots=True)
-class SavePointView:
-    name: str
-    branch: str
-    index: int
-    is_head: bool
-
-
-class StoryTree:
+class StoryTree(BranchesAndSavePoints):
     """What the front end calls for /undo, /redo, takes, /edit, /branch, /savepoint, /tree."""
-
-    def __init__(self, db: Database, queue: AdventureQueue | None = None) -> None:
-        self.db = db
-        self.queue = queue
-
-    # --- shared ---
-
-    async def _adventure(
-        self, session: AsyncSession, channel_id: int, seen_version: int | None
-    ) -> Adventure:
-        adventure = await active_adventure(session, channel_id)
-        if adventure is None or adventure.head_node_id is None:
-            raise NotFound(NO_ADVENTURE)
-        if seen_version is not None and seen_version != adventure.version:
-            raise StoryMovedOn(MOVED_ON)
-        assert adventure.id is not None
-        if self.queue is not None and (
-            self.queue.running(adventure.id) or self.queue.waiting(adventure.id)
-        ):
-            raise StoryMovedOn("A turn is being written right now; try again once it has arrived.")
-        return adventure
-
-    async def _head(self, session: AsyncSession, adventure: Adventure) -> StoryNode:
-        assert adventure.head_node_id is not None
-        head = await session.get(StoryNode, adventure.head_node_id)
-        if head is None:
-            raise NotFound("This adventure has no story yet.")
-        return head
-
-    async def _move(
-        self,
-        session: AsyncSession,
-        adventure: Adventure,
-        target: StoryNode,
-        snapshot: dict[str, Any],
-        *,
-        branch_id: int | None = None,
-        kept_through: int | None = None,
-    ) -> int:
-        """Put the head on ``target`` with ``snapshot``'s state; returns the new version."""
-        assert adventure.id is not None and adventure.head_node_id is not None
-        # Read before the updates below: the session keeps the loaded row in step with them.
-        expected = adventure.version
-        # The state as the head leaves it, so coming back (Redo, a switch) finds it again.
-        leaving = await capture_current(session, adventure)
-        await session.execute(
-            update(StoryNode)
-            .where(StoryNode.id == adventure.head_node_id)
-            .values(state_after=leaving)
-        )
-        values: dict[str, Any] = {
-            "head_node_id": target.id,
-            "version": Adventure.version + 1,
-            "updated_at": utcnow(),
-        }
-        if branch_id is not None:
-            values["active_branch_id"] = branch_id
-        moved = await session.execute(
-            update(Adventure)
-            .where(Adventure.id == adventure.id, Adventure.version == expected)
-            .values(**values)
-        )
-        if moved.rowcount != 1:
-            raise StoryMovedOn(MOVED_ON)
-        await restore(session, adventure.id, snapshot)
-        if kept_through is not None:
-            await story_cut_back(session, adventure.id, kept_through=kept_through)
-        return expected + 1
-
-    async def _branch_name(self, session: AsyncSession, branch_id: int | None) -> str:
-        if branch_id is None:
-            return ""
-        return await session.scalar(select(Branch.name).where(Branch.id == branch_id)) or ""
-
-    async def _can_redo(self, session: AsyncSession, head_id: int, branch_id: int | None) -> bool:
-        if branch_id is None:
-            return False
-        tip = await session.scalar(select(Branch.tip_node_id).where(Branch.id == branch_id))
-        return tip is not None and tip != head_id
-
-    async def _result(
-        self,
-        session: AsyncSession,
-        adventure: Adventure,
-        target: StoryNode,
-        version: int,
-        branch_id: int | None,
-        *,
-        removed: tuple[int, ...] = (),
-        restored: tuple[int, ...] = (),
-    ) -> HeadMove:
-        assert adventure.id is not None and target.id is not None
-        return HeadMove(
-            adventure_id=adventure.id,
-            version=version,
-            head_node_id=target.id,
-            head_index=target.index,
-            head_text=target.text,
-            branch=await self._branch_name(session, branch_id),
-            removed=removed,
-            restored=restored,
-            can_redo=await self._can_redo(session, target.id, branch_id),
-            take=target.live_take,
-            take_count=target.take_count,
-        )
 
     async def check_retry(self, actor: Actor, channel_id: int, *, is_manager: bool = False) -> None:
         """Whether ``actor`` may retry the newest turn here; raises the reason if not. Asked
@@ -474,308 +319,3 @@ class StoryTree:
             return await self._result(
                 session, adventure, node, expected + 1, adventure.active_branch_id
             )
-
-    # --- branches ---
-
-    async def branches(self, channel_id: int) -> list[BranchView]:
-        async with self.db.session() as session:
-            adventure = await active_adventure(session, channel_id)
-            if adventure is None:
-                raise NotFound(NO_ADVENTURE)
-            saves = (
-                select(SavePoint.branch_id, func.count().label("n"))
-                .where(SavePoint.adventure_id == adventure.id)
-                .group_by(SavePoint.branch_id)
-                .subquery()
-            )
-            rows = await session.execute(
-                select(Branch.id, Branch.name, Branch.created_at, StoryNode.index, saves.c.n)
-                .join(StoryNode, StoryNode.id == Branch.tip_node_id, isouter=True)
-                .join(saves, saves.c.branch_id == Branch.id, isouter=True)
-                .where(Branch.adventure_id == adventure.id)
-                .order_by(Branch.created_at, Branch.id)
-            )
-            return [
-                BranchView(
-                    row.name,
-                    row.index or 0,
-                    row.id == adventure.active_branch_id,
-                    row.n or 0,
-                    row.created_at,
-                )
-                for row in rows
-            ]
-
-    async def _find_branch(self, session: AsyncSession, adventure: Adventure, name: str) -> Branch:
-        branch = await session.scalar(
-            select(Branch).where(Branch.adventure_id == adventure.id, Branch.name == name.strip())
-        )
-        if branch is None:
-            raise NotFound(
-                f"There is no branch called “{name.strip()}” here; /branch list shows them."
-            )
-        return branch
-
-    @staticmethod
-    def _valid_name(name: str, what: str) -> str:
-        name = " ".join(name.split())
-        if not name:
-            raise InvalidInput(f"A {what} needs a name.")
-        if len(name) > NAME_MAX:
-            raise InvalidInput(f"A {what} name can be at most {NAME_MAX} characters long.")
-        return name
-
-    async def _check_free(
-        self, session: AsyncSession, model: type, adventure_id: int, name: str, what: str
-    ) -> None:
-        taken = await session.scalar(
-            select(model.id).where(model.adventure_id == adventure_id, model.name == name).limit(1)
-        )
-        if taken is not None:
-            raise InvalidInput(f"There is already a {what} called “{name}” here.")
-
-    async def new_branch(
-        self, actor: Actor, channel_id: int, name: str, *, is_manager: bool = False
-    ) -> HeadMove:
-        """Start a branch at the head and make it active (the story itself does not move)."""
-        name = self._valid_name(name, "branch")
-        async with self.db.session() as session, session.begin():
-            adventure = await self._adventure(session, channel_id, None)
-            await check_may_steer_story(session, adventure, actor, is_manager)
-            head = await self._head(session, adventure)
-            await self._check_free(session, Branch, adventure.id, name, "branch")
-            branch = Branch(adventure_id=adventure.id, name=name, tip_node_id=head.id)
-            session.add(branch)
-            await session.flush()
-            version = await self._move(
-                session,
-                adventure,
-                head,
-                await capture_current(session, adventure),
-                branch_id=branch.id,
-            )
-            return await self._result(session, adventure, head, version, branch.id)
-
-    async def switch_branch(
-        self, actor: Actor, channel_id: int, name: str, *, is_manager: bool = False
-    ) -> HeadMove:
-        """Go to a branch's tip, with that line's world state, script state and clocks."""
-        async with self.db.session() as session, session.begin():
-            adventure = await self._adventure(session, channel_id, None)
-            await check_may_steer_story(session, adventure, actor, is_manager)
-            head = await self._head(session, adventure)
-            branch = await self._find_branch(session, adventure, name)
-            if branch.id == adventure.active_branch_id and branch.tip_node_id == head.id:
-                raise InvalidInput(f"The story is already at the tip of “{branch.name}”.")
-            if branch.tip_node_id is None:
-                raise NotFound(f"The branch “{branch.name}” has lost its turns.")
-            target = await session.get(StoryNode, branch.tip_node_id)
-            assert target is not None
-            return await self._go(session, adventure, head, target, branch.id)
-
-    async def _go(
-        self,
-        session: AsyncSession,
-        adventure: Adventure,
-        head: StoryNode,
-        target: StoryNode,
-        branch_id: int | None,
-    ) -> HeadMove:
-        """A jump to another position: the state it left, the memory cut where lines part."""
-        assert head.id is not None and target.id is not None
-        depth = await shared_depth(session, head.id, target.id)
-        old_line = await ancestry(session, head.id)
-        new_line = await ancestry(session, target.id)
-        if target.id == head.id:
-            # Another branch's name for the same place: the story stays exactly as it is.
-            snapshot = await capture_current(session, adventure)
-        else:
-            snapshot = await state_after(session, adventure, target)
-        version = await self._move(
-            session,
-            adventure,
-            target,
-            snapshot,
-            branch_id=branch_id,
-            kept_through=depth if depth < head.index else None,
-        )
-        return await self._result(
-            session,
-            adventure,
-            target,
-            version,
-            branch_id if branch_id is not None else adventure.active_branch_id,
-            removed=tuple(node for node in old_line if node not in new_line),
-            restored=tuple(node for node in new_line if node not in old_line),
-        )
-
-    async def rename_branch(
-        self, actor: Actor, channel_id: int, name: str, new_name: str, *, is_manager: bool = False
-    ) -> str:
-        new_name = self._valid_name(new_name, "branch")
-        async with self.db.session() as session, session.begin():
-            adventure = await self._adventure(session, channel_id, None)
-            await check_may_steer_story(session, adventure, actor, is_manager)
-            branch = await self._find_branch(session, adventure, name)
-            if branch.name == new_name:
-                raise InvalidInput(f"The branch is already called “{new_name}”.")
-            await self._check_free(session, Branch, adventure.id, new_name, "branch")
-            old = branch.name
-            branch.name = new_name
-            await self._bump(session, adventure)
-            return f"Branch “{old}” is now called “{new_name}”."
-
-    async def delete_branch(
-        self, actor: Actor, channel_id: int, name: str, *, is_manager: bool = False
-    ) -> str:
-        """Forget a branch's name; its turns stay (other lines may borrow them)."""
-        async with self.db.session() as session, session.begin():
-            adventure = await self._adventure(session, channel_id, None)
-            await check_may_steer_story(session, adventure, actor, is_manager)
-            branch = await self._find_branch(session, adventure, name)
-            if branch.id == adventure.active_branch_id:
-                raise InvalidInput(
-                    f"“{branch.name}” is the branch the story is on; switch to another first."
-                )
-            saves = list(
-                await session.scalars(
-                    select(SavePoint.name).where(SavePoint.branch_id == branch.id)
-                )
-            )
-            if saves:
-                listed = ", ".join(f"“{s}”" for s in saves)
-                raise InvalidInput(
-                    f"The branch “{branch.name}” has save points on it ({listed}); delete them "
-                    "first with /savepoint delete."
-                )
-            await session.delete(branch)
-            await self._bump(session, adventure)
-            return f"Branch “{branch.name}” deleted. Its turns are kept where other lines use them."
-
-    @staticmethod
-    async def _bump(session: AsyncSession, adventure: Adventure) -> None:
-        moved = await session.execute(
-            update(Adventure)
-            .where(Adventure.id == adventure.id, Adventure.version == adventure.version)
-            .values(version=Adventure.version + 1, updated_at=utcnow())
-        )
-        if moved.rowcount != 1:
-            raise StoryMovedOn("The story moved on meanwhile; nothing was changed.")
-
-    # --- save points ---
-
-    async def add_save_point(
-        self, actor: Actor, channel_id: int, name: str, *, is_manager: bool = False
-    ) -> SavePointView:
-        name = self._valid_name(name, "save point")
-        async with self.db.session() as session, session.begin():
-            adventure = await self._adventure(session, channel_id, None)
-            await check_may_steer_story(session, adventure, actor, is_manager)
-            head = await self._head(session, adventure)
-            await self._check_free(session, SavePoint, adventure.id, name, "save point")
-            session.add(
-                SavePoint(
-                    adventure_id=adventure.id,
-                    branch_id=adventure.active_branch_id,
-                    node_id=head.id,
-                    name=name,
-                    created_by=actor.user_id,
-                )
-            )
-            await session.flush()
-            branch = await self._branch_name(session, adventure.active_branch_id)
-            return SavePointView(name, branch, head.index, True)
-
-    async def save_points(self, channel_id: int) -> list[SavePointView]:
-        async with self.db.session() as session:
-            adventure = await active_adventure(session, channel_id)
-            if adventure is None:
-                raise NotFound(NO_ADVENTURE)
-            rows = await session.execute(
-                select(
-                    SavePoint.name, SavePoint.node_id, Branch.name.label("branch"), StoryNode.index
-                )
-                .join(Branch, Branch.id == SavePoint.branch_id, isouter=True)
-                .join(StoryNode, StoryNode.id == SavePoint.node_id)
-                .where(SavePoint.adventure_id == adventure.id)
-                .order_by(SavePoint.created_at, SavePoint.id)
-            )
-            return [
-                SavePointView(r.name, r.branch or "", r.index, r.node_id == adventure.head_node_id)
-                for r in rows
-            ]
-
-    async def _find_save_point(
-        self, session: AsyncSession, adventure: Adventure, name: str
-    ) -> SavePoint:
-        point = await session.scalar(
-            select(SavePoint).where(
-                SavePoint.adventure_id == adventure.id, SavePoint.name == name.strip()
-            )
-        )
-        if point is None:
-            raise NotFound(
-                f"There is no save point called “{name.strip()}” here; /savepoint list shows them."
-            )
-        return point
-
-    async def restore_save_point(
-        self, actor: Actor, channel_id: int, name: str, *, is_manager: bool = False
-    ) -> HeadMove:
-        """Go back (or over) to a save point: a head move onto its node and branch."""
-        async with self.db.session() as session, session.begin():
-            adventure = await self._adventure(session, channel_id, None)
-            await check_may_steer_story(session, adventure, actor, is_manager)
-            head = await self._head(session, adventure)
-            point = await self._find_save_point(session, adventure, name)
-            if point.node_id == head.id:
-                raise InvalidInput(f"The story is already at “{point.name}”.")
-            target = await session.get(StoryNode, point.node_id)
-            assert target is not None
-            return await self._go(session, adventure, head, target, point.branch_id)
-
-    async def delete_save_point(
-        self, actor: Actor, channel_id: int, name: str, *, is_manager: bool = False
-    ) -> str:
-        async with self.db.session() as session, session.begin():
-            adventure = await self._adventure(session, channel_id, None)
-            await check_may_steer_story(session, adventure, actor, is_manager)
-            point = await self._find_save_point(session, adventure, name)
-            await session.delete(point)
-            return f"Save point “{point.name}” deleted; the story is unchanged."
-
-    # --- the picture ---
-
-    async def picture(self, channel_id: int) -> str:
-        """The story's shape as text: each branch, where it leaves its parent, its save points,
-        and where the head stands. Light columns of the nodes only."""
-        async with self.db.session() as session:
-            adventure = await active_adventure(session, channel_id)
-            if adventure is None:
-                raise NotFound(NO_ADVENTURE)
-            branches = list(
-                await session.scalars(
-                    select(Branch)
-                    .where(Branch.adventure_id == adventure.id)
-                    .order_by(Branch.created_at, Branch.id)
-                )
-            )
-            lines = {
-                b.id: await ancestry(session, b.tip_node_id)
-                for b in branches
-                if b.tip_node_id is not None
-            }
-            head_line = (
-                await ancestry(session, adventure.head_node_id) if adventure.head_node_id else {}
-            )
-            points = list(
-                await session.execute(
-                    select(SavePoint.name, SavePoint.branch_id, StoryNode.index)
-                    .join(StoryNode, StoryNode.id == SavePoint.node_id)
-                    .where(SavePoint.adventure_id == adventure.id)
-                    .order_by(SavePoint.id)
-                )
-            )
-        return draw_tree(
-            branches, lines, adventure.active_branch_id, adventure.head_node_id, head_line, points
-        )
