@@ -115,16 +115,13 @@ class TurnEngine:
         ``fence`` is checked inside the final transaction: when it answers False (the turn's
         lease passed to another process), nothing is stored.
         """
-        try:
-            # aclosing: an abandoned turn must close the model stream now, not at GC time.
-            async with aclosing(self._play(adventure_id, action, fence)) as events:
-                async for event in events:
-                    yield event
-        except CampfireError as error:
-            yield TurnFailed(error)
-        except Exception as error:
-            reference = log_incident(f"turn failed (adventure {adventure_id})", error)
-            yield TurnFailed(InternalError(reference))
+        failure = f"turn failed (adventure {adventure_id})"
+        # aclosing at each layer: an abandoned turn closes the model stream now.
+        async with aclosing(
+            _ending_in_failure(self._play(adventure_id, action, fence), failure)
+        ) as events:
+            async for event in events:
+                yield event
 
     async def _play(
         self, adventure_id: int, action: PlayerAction, fence: Fence | None
@@ -346,15 +343,13 @@ class TurnEngine:
         end: if the regeneration fails, nothing was written and the previous take is still
         live, with its state.
         """
-        try:
-            async with aclosing(self._retry(adventure_id, node_id, fence)) as events:
-                async for event in events:
-                    yield event
-        except CampfireError as error:
-            yield TurnFailed(error)
-        except Exception as error:
-            reference = log_incident(f"retry failed (adventure {adventure_id})", error)
-            yield TurnFailed(InternalError(reference))
+        failure = f"retry failed (adventure {adventure_id})"
+        # aclosing at each layer: an abandoned turn closes the model stream now.
+        async with aclosing(
+            _ending_in_failure(self._retry(adventure_id, node_id, fence), failure)
+        ) as events:
+            async for event in events:
+                yield event
 
     async def _retry(
         self, adventure_id: int, node_id: int | None, fence: Fence | None
@@ -592,6 +587,21 @@ class _Reply:
     @property
     def text(self) -> str:
         return "".join(self.pieces).rstrip()
+
+
+async def _ending_in_failure(
+    turn: AsyncIterator[TurnEvent], failure: str
+) -> AsyncIterator[TurnEvent]:
+    """A turn's events, where an error ends the stream as ``TurnFailed`` instead of raising:
+    the player's message for a ``CampfireError``, an incident reference for anything else."""
+    try:
+        async with aclosing(turn) as events:
+            async for event in events:
+                yield event
+    except CampfireError as error:
+        yield TurnFailed(error)
+    except Exception as error:
+        yield TurnFailed(InternalError(log_incident(failure, error)))
 
 
 def _ms_since(started: float) -> int:
