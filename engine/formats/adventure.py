@@ -22,10 +22,10 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import undefer
 
+from engine.formats.bundle import read_scripts
 from engine.formats.draft import (
     ImportedCard,
     ImportedScenario,
-    ImportedScript,
     ImportLimits,
     ScenarioDraft,
     finish,
@@ -405,19 +405,7 @@ def _steering(f: Fields, limits: ImportLimits) -> ScenarioDraft:
                 always_on=c.flag("always_on"),
             )
         )
-    for p, item in f.items("scripts"):
-        s = Fields(item, p)
-        draft.scripts.append(
-            ImportedScript(
-                name=s.text("name"),
-                description=s.text("description"),
-                enabled=s.flag("enabled", default=True),
-                shared_library=s.text("shared_library"),
-                on_input=s.text("on_input"),
-                on_model_context=s.text("on_model_context"),
-                on_output=s.text("on_output"),
-            )
-        )
+    draft.scripts.extend(read_scripts(f))
     finish(ImportedScenario("adventure", draft), limits)
     return draft
 

@@ -71,9 +71,20 @@ def read_bundle(raw: Any, path: str = "", *, fallback_title: str = "") -> Scenar
                 always_on=c.flag("always_on"),
             )
         )
+    draft.scripts.extend(read_scripts(f))
+    for p, item in f.items("options"):
+        draft.options.append(
+            read_bundle(item, p, fallback_title=f"Option {len(draft.options) + 1}")
+        )
+    return draft
+
+
+def read_scripts(f: Fields) -> list[ImportedScript]:
+    """The ``scripts`` of a bundle or an adventure file (the ``*_js`` names are AI-DnD's)."""
+    scripts = []
     for p, item in f.items("scripts"):
         s = Fields(item, p)
-        draft.scripts.append(
+        scripts.append(
             ImportedScript(
                 name=s.text("name"),
                 description=s.text("description"),
@@ -84,11 +95,7 @@ def read_bundle(raw: Any, path: str = "", *, fallback_title: str = "") -> Scenar
                 on_output=s.text("on_output", "output_js"),
             )
         )
-    for p, item in f.items("options"):
-        draft.options.append(
-            read_bundle(item, p, fallback_title=f"Option {len(draft.options) + 1}")
-        )
-    return draft
+    return scripts
 
 
 def write_bundle(draft: ScenarioDraft, *, top: bool = True) -> dict[str, Any]:
