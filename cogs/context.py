@@ -1,19 +1,37 @@
-"""From a Discord interaction to the engine's notion of who acts where."""
+"""From a Discord interaction to the engine's notion of who acts where, with what rights.
+
+The one helper every cog uses: the engine's access rules (``engine.access``) read the
+permissions carried here, so no cog decides a right itself.
+"""
 
 from __future__ import annotations
 
 import discord
 
-from engine.play import Actor
+from engine.access import Actor
 
 
 def actor_of(interaction: discord.Interaction) -> Actor:
+    """Who acts: their id and name, the server, and their permissions in this channel.
+
+    ``interaction.permissions`` are the member's resolved permissions in the channel, overwrites
+    included (Discord sends them with every interaction); Administrator implies every other.
+    In a DM they mean nothing, and the engine's rules ignore them there.
+    """
     guild = interaction.guild
+    if guild is None:
+        return Actor(user_id=interaction.user.id, user_name=interaction.user.display_name)
+    permissions = interaction.permissions
+    admin = permissions.administrator
+    roles = getattr(interaction.user, "roles", None) or []
     return Actor(
         user_id=interaction.user.id,
         user_name=interaction.user.display_name,
-        server_id=guild.id if guild is not None else None,
-        server_name=guild.name if guild is not None else "",
+        server_id=guild.id,
+        server_name=guild.name,
+        manages_server=admin or permissions.manage_guild,
+        manages_messages=admin or permissions.manage_messages,
+        role_ids=frozenset(role.id for role in roles),
     )
 
 

@@ -29,7 +29,7 @@ from engine.scenario_library import (
 
 if TYPE_CHECKING:
     from bot.discord_bot import CampfireBot
-    from engine.play import Actor
+    from engine.access import Actor
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from engine.formats.strict_json import MAX_ARRAY_ITEMS, JsonCaps, load_json
 from engine.storage.models import StoryNode, utcnow
 
 if TYPE_CHECKING:
-    from engine.play import Actor
+    from engine.access import Actor
     from engine.storage.database import Database
 
 NO_ADVENTURE = "There is no adventure running here to export. Start one with /start."

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from engine.access import Actor
 from engine.accounts import touch_server, touch_user
 from engine.actions import PlayerAction, format_action
 from engine.adventures import active_adventure, start_adventure
@@ -53,16 +54,6 @@ _FINAL = (TurnDone, TurnFailed)
 
 #: A request to write the newest turn again (stored so a failed retry can be retried).
 RETRY_PAYLOAD = {"type": "retry", "text": ""}
-
-
-@dataclass(frozen=True, slots=True)
-class Actor:
-    """Who is acting, and where."""
-
-    user_id: int
-    user_name: str = ""
-    server_id: int | None = None
-    server_name: str = ""
 
 
 @dataclass(frozen=True, slots=True)

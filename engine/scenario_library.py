@@ -37,7 +37,7 @@ from engine.scenarios import resolve_scenario, visible_scenarios
 from engine.storage.models import Scenario, ScenarioCard, ScenarioScript, Server
 
 if TYPE_CHECKING:
-    from engine.play import Actor
+    from engine.access import Actor
     from engine.storage.database import Database
 
 

@@ -24,7 +24,7 @@ from engine.errors import InvalidInput, NotAllowed, NotFound, StoryMovedOn
 from engine.storage.models import Adventure, AdventureCard, User
 
 if TYPE_CHECKING:
-    from engine.play import Actor
+    from engine.access import Actor
     from engine.storage.database import Database
 
 #: The longest steering text (author's note, plot essentials, AI instructions): what one

@@ -18,7 +18,7 @@ from engine.formats.adventure import parse_adventure
 from engine.formats.draft import ImportLimits
 from engine.formats.errors import ImportRejected
 from engine.formats.strict_json import JsonCaps, load_json
-from engine.play import Actor
+from engine.access import Actor
 from engine.storage.models import (
     ActionType,
     Adventure,

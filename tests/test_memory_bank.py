@@ -14,7 +14,7 @@ from engine.memory.cadence import MEMORY_CADENCE, SUMMARY_CADENCE, Cadence
 from engine.memory.cursors import LinePositions, line_positions, story_cut_back
 from engine.memory.prompts import MEMORY_MAX_CHARS, clean_memory, clean_summary
 from engine.memory.writer import MemoryWriter
-from engine.play import Actor
+from engine.access import Actor
 from engine.storage.models import (
     ActionType,
     Adventure,

@@ -11,7 +11,8 @@ from sqlalchemy import select
 from engine.actions import PlayerAction
 from engine.events import ActionAccepted, Queued, TurnDone, TurnFailed, TurnInterrupted
 from engine.leases import TurnLeases
-from engine.play import Actor, PlayService
+from engine.access import Actor
+from engine.play import PlayService
 from engine.queue import AdventureQueue
 from engine.storage.models import ActionType, RequestRecord, utcnow
 from engine.turns import TurnEngine

@@ -18,7 +18,7 @@ from engine.formats.bundle import write_bundle
 from engine.formats.detect import read_scenario
 from engine.formats.draft import ImportLimits
 from engine.formats.errors import ImportRejected
-from engine.play import Actor
+from engine.access import Actor
 from engine.scenario_library import ImportRights, ScenarioLibrary
 from engine.scenarios import resolve_scenario
 from engine.storage.models import AdventureCard, Scenario, ScenarioCard, StoryNode

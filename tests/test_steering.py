@@ -9,7 +9,7 @@ from sqlalchemy import select
 from engine.accounts import touch_server, touch_user
 from engine.adventures import start_adventure
 from engine.errors import InvalidInput, NotFound, StoryMovedOn
-from engine.play import Actor
+from engine.access import Actor
 from engine.steering import (
     CARD_ENTRY_MAX,
     CARD_KEYS_MAX,

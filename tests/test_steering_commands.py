@@ -7,7 +7,7 @@ import pytest
 from sqlalchemy import select
 
 from bot.standin.world import InteractionRecord, iter_components
-from engine.play import Actor
+from engine.access import Actor
 from engine.steering import CardDraft, add_card
 from engine.storage.models import Adventure, AdventureCard
 from tests.discord_env import DiscordEnv, campfire_on_standin

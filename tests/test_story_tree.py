@@ -12,7 +12,7 @@ from engine.accounts import touch_server, touch_user
 from engine.actions import PlayerAction
 from engine.errors import InvalidInput, ModelError, NotAllowed, NotFound, StoryMovedOn
 from engine.events import TurnDone, TurnFailed
-from engine.play import Actor
+from engine.access import Actor
 from engine.storage.models import (
     ActionType,
     Adventure,

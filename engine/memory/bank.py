@@ -22,7 +22,7 @@ from engine.steering import adventure_here, check_may_steer
 from engine.storage.models import Adventure, Memory, MemoryOrigin, StoryNode, SummaryVersion
 
 if TYPE_CHECKING:
-    from engine.play import Actor
+    from engine.access import Actor
     from engine.storage.database import Database
 
 #: A memory is one or two sentences; this leaves room for a long one.

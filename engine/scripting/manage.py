@@ -28,7 +28,7 @@ from engine.storage.models import ActionType, Adventure, AdventureScript, Role
 from engine.story import line_tail
 
 if TYPE_CHECKING:
-    from engine.play import Actor
+    from engine.access import Actor
     from engine.storage.database import Database
 
 DEFAULT_SCRIPT_NAME = "main"

@@ -17,7 +17,7 @@ from engine.storage.models import (
 )
 
 if TYPE_CHECKING:
-    from engine.play import Actor
+    from engine.access import Actor
 
 
 def may_rewrite(

@@ -31,7 +31,7 @@ from engine.story_tree.lines import (
 from engine.story_tree.picture import draw_tree
 
 if TYPE_CHECKING:
-    from engine.play import Actor
+    from engine.access import Actor
 from engine.story_tree.core import NO_ADVENTURE, HeadMove, TreeCore
 
 NAME_MAX = 50

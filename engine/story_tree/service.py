@@ -43,7 +43,7 @@ from engine.story_tree.takes import add_take
 from engine.tokens import count_tokens
 
 if TYPE_CHECKING:
-    from engine.play import Actor
+    from engine.access import Actor
 from engine.story_tree.branches import BranchesAndSavePoints
 from engine.story_tree.core import MOVED_ON, NO_ADVENTURE, HeadMove
 

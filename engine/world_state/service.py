@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from sqlalchemy import update
 
 from engine.errors import InvalidInput
-from engine.play import Actor
+from engine.access import Actor
 from engine.steering import adventure_here, check_may_steer
 from engine.storage.database import Database
 from engine.storage.models import Adventure, utcnow

@@ -1,0 +1,254 @@
+"""Who may do what, and where: the one place Campfire decides rights.
+
+A front end builds an ``Actor`` from whatever it knows about the person (their Discord
+permissions in the channel, their roles) and hands it to the engine; every rule below reads
+only that and the adventure or server rows. Nothing else in the engine or the front end decides
+a right: a cog never asks "is this a manager?" itself.
+
+The rules, in words:
+
+- **Steering** (author's note, plot essentials, AI instructions, cards, settings, memories, the
+  summary, world-state corrections): the adventure's host, and members who manage the server.
+- **Rewriting a turn** (retry, undo, edit, choose a take): the player whose action it answers,
+  the host, and members who manage the server or its messages.
+- **The story's shape** (branches, save points): the host, and members who manage the server
+  or its messages.
+- **Scripts** are code that runs every turn: members who manage the server.
+- **Importing and deleting scenarios**: members who manage the server, and the server's
+  importer role; choosing that role is for managers alone.
+- **In a DM** the player owns the story: server permissions mean nothing there, and the
+  adventure's owner (its host) may do all of the above.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from engine.errors import NotAllowed, NotFound, StoryMovedOn
+from engine.storage.models import Adventure, Role, Server, StoryNode, User
+
+#: The answer wherever a command needs an adventure and the channel has none.
+NO_ADVENTURE = "There is no adventure running here. Start one with /start."
+
+
+@dataclass(frozen=True, slots=True)
+class Actor:
+    """Who is acting, and where, with what the front end knows of their rights there.
+
+    The permission flags are the member's in the channel the interaction came from; a front end
+    with no notion of them (a DM, the console) leaves them false.
+    """
+
+    user_id: int
+    user_name: str = ""
+    server_id: int | None = None
+    server_name: str = ""
+    #: Manage Server (or Administrator) in this channel.
+    manages_server: bool = False
+    #: Manage Messages (or Administrator) in this channel.
+    manages_messages: bool = False
+    role_ids: frozenset[int] = frozenset()
+
+    @property
+    def in_dm(self) -> bool:
+        return self.server_id is None
+
+    @property
+    def is_server_manager(self) -> bool:
+        """Manages the server it acts in (never true in a DM)."""
+        return self.server_id is not None and self.manages_server
+
+    @property
+    def is_story_manager(self) -> bool:
+        """May rewrite anyone's turn and change the story's shape: manages the server or its
+        messages (never true in a DM)."""
+        return self.server_id is not None and (self.manages_server or self.manages_messages)
+
+
+# --- the adventure here ------------------------------------------------------------------------
+
+
+async def active_adventure(
+    session: AsyncSession, channel_id: int, *, for_update: bool = False
+) -> Adventure | None:
+    """The adventure running in a channel, thread or DM, if any."""
+    query = (
+        select(Adventure)
+        .where(Adventure.channel_id == channel_id, Adventure.ended_at.is_(None))
+        .order_by(Adventure.id.desc())
+        .limit(1)
+    )
+    if for_update:
+        # Changes to one adventure queue behind each other (PostgreSQL; SQLite has one writer
+        # at a time anyway), so two cards cannot take one title.
+        query = query.with_for_update()
+    return await session.scalar(query)
+
+
+async def adventure_here(
+    session: AsyncSession,
+    channel_id: int,
+    *,
+    for_update: bool = False,
+    expect: int | None = None,
+    missing: str = NO_ADVENTURE,
+) -> Adventure:
+    """The adventure running here, or the player-facing answer that there is none.
+
+    ``expect`` is the adventure a form was opened for: if another one runs here now, or none,
+    the change is refused rather than written into the wrong story."""
+    adventure = await active_adventure(session, channel_id, for_update=for_update)
+    if adventure is None:
+        if expect is not None:
+            raise StoryMovedOn("The adventure here ended while the form was open; nothing was saved.")
+        raise NotFound(missing)
+    if expect is not None and adventure.id != expect:
+        raise StoryMovedOn(
+            "Another adventure started here while the form was open; nothing was saved."
+        )
+    return adventure
+
+
+# --- the rules (pure) --------------------------------------------------------------------------
+
+
+def _owns_dm_story(adventure: Adventure, actor: Actor) -> bool:
+    return actor.user_id in {adventure.owner_id, adventure.host_id} - {None}
+
+
+def may_steer(adventure: Adventure, actor: Actor) -> bool:
+    """Steering text, cards, settings, memories, the summary, world-state corrections."""
+    if adventure.server_id is None:
+        return _owns_dm_story(adventure, actor)
+    return actor.is_server_manager or (
+        adventure.host_id is not None and actor.user_id == adventure.host_id
+    )
+
+
+def may_rewrite(adventure: Adventure, actor: Actor, author_id: int | None) -> bool:
+    """Retry, undo, edit or choose a take of a turn whose action ``author_id`` wrote."""
+    if adventure.server_id is None:
+        return actor.user_id in {adventure.owner_id, adventure.host_id, author_id} - {None}
+    return actor.is_story_manager or actor.user_id in {adventure.host_id, author_id} - {None}
+
+
+def may_shape_story(adventure: Adventure, actor: Actor) -> bool:
+    """Branches and save points move everyone's story."""
+    return may_rewrite(adventure, actor, None)
+
+
+def may_script(adventure: Adventure, actor: Actor) -> bool:
+    """Upload, switch, remove or test the adventure's scripts."""
+    if adventure.server_id is None:
+        return _owns_dm_story(adventure, actor)
+    return actor.is_server_manager
+
+
+def may_import(actor: Actor, importer_role_id: int | None) -> bool:
+    """Import or delete scenarios in the library of the place the actor is in."""
+    if actor.server_id is None or actor.is_server_manager:
+        return True
+    return importer_role_id is not None and importer_role_id in actor.role_ids
+
+
+# --- the checks (raise the refusal a player reads) ---------------------------------------------
+
+
+async def _host_name(session: AsyncSession, adventure: Adventure) -> str:
+    if adventure.host_id is None:
+        return ""
+    return await session.scalar(select(User.name).where(User.id == adventure.host_id)) or ""
+
+
+async def check_may_steer(session: AsyncSession, adventure: Adventure, actor: Actor) -> None:
+    if may_steer(adventure, actor):
+        return
+    if adventure.server_id is None:
+        raise NotAllowed("Only this adventure's player can change it.")
+    if adventure.host_id is None:
+        raise NotAllowed(
+            "Only members with the Manage Server permission can change this adventure "
+            "(its host has left)."
+        )
+    host = await _host_name(session, adventure)
+    if host:
+        raise NotAllowed(
+            f"Only {host} (this adventure's host) and members with the Manage Server "
+            "permission can change this adventure."
+        )
+    raise NotAllowed(
+        "Only this adventure's host and members with the Manage Server permission can change it."
+    )
+
+
+async def turn_author(session: AsyncSession, node: StoryNode) -> int | None:
+    """Who wrote the action a narrator turn answers (or asked it to go on)."""
+    if node.author_id is not None or node.parent_id is None:
+        return node.author_id
+    parent = await session.get(StoryNode, node.parent_id)
+    if parent is not None and parent.role == Role.PLAYER:
+        return parent.author_id
+    return None
+
+
+async def check_may_rewrite(
+    session: AsyncSession, adventure: Adventure, node: StoryNode, actor: Actor
+) -> None:
+    if may_rewrite(adventure, actor, await turn_author(session, node)):
+        return
+    if adventure.server_id is None:
+        raise NotAllowed("Only this adventure's player can change its turns.")
+    host = await _host_name(session, adventure)
+    who = f"{host} (the host)" if host else "the adventure's host"
+    raise NotAllowed(
+        f"Only the player who wrote that turn, {who} and members who can manage the server or "
+        "its messages can retry, undo or edit it."
+    )
+
+
+async def check_may_shape_story(session: AsyncSession, adventure: Adventure, actor: Actor) -> None:
+    if may_shape_story(adventure, actor):
+        return
+    if adventure.server_id is None:
+        raise NotAllowed("Only this adventure's player can change its branches and save points.")
+    host = await _host_name(session, adventure)
+    who = f"{host} (the host)" if host else "the adventure's host"
+    raise NotAllowed(
+        f"Only {who} and members who can manage the server or its messages can change "
+        "branches and save points."
+    )
+
+
+def check_may_script(adventure: Adventure, actor: Actor) -> None:
+    if may_script(adventure, actor):
+        return
+    if adventure.server_id is None:
+        raise NotAllowed("Only this adventure's player can change its scripts.")
+    raise NotAllowed(
+        "Scripts run code in every turn, so only members with the Manage Server permission "
+        "can change or test them."
+    )
+
+
+async def check_may_import(session: AsyncSession, actor: Actor, what: str) -> None:
+    """``what`` completes "Only … can ___ here", e.g. "import scenarios"."""
+    role = None
+    if actor.server_id is not None:
+        server = await session.get(Server, actor.server_id)
+        role = server.importer_role_id if server is not None else None
+    if may_import(actor, role):
+        return
+    who = "members with the Manage Server permission"
+    if role is not None:
+        who += f" and the <@&{role}> role"
+    raise NotAllowed(f"Only {who} can {what} here. In a DM with me you can import your own.")
+
+
+def check_may_choose_importers(actor: Actor) -> None:
+    if actor.server_id is None:
+        raise NotAllowed("Importer roles belong to a server; in a DM you import for yourself.")
+    if not actor.is_server_manager:
+        raise NotAllowed("Only members with the Manage Server permission can choose this.")
