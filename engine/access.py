@@ -103,7 +103,9 @@ async def adventure_here(
     adventure = await active_adventure(session, channel_id, for_update=for_update)
     if adventure is None:
         if expect is not None:
-            raise StoryMovedOn("The adventure here ended while the form was open; nothing was saved.")
+            raise StoryMovedOn(
+                "The adventure here ended while the form was open; nothing was saved."
+            )
         raise NotFound(missing)
     if expect is not None and adventure.id != expect:
         raise StoryMovedOn(

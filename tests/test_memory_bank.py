@@ -8,13 +8,13 @@ import asyncio
 import pytest
 from sqlalchemy import func, select, update
 
+from engine.access import Actor
 from engine.accounts import touch_server, touch_user
 from engine.memory.bank import add_memory, enforce_capacity
 from engine.memory.cadence import MEMORY_CADENCE, SUMMARY_CADENCE, Cadence
 from engine.memory.cursors import LinePositions, line_positions, story_cut_back
 from engine.memory.prompts import MEMORY_MAX_CHARS, clean_memory, clean_summary
 from engine.memory.writer import MemoryWriter
-from engine.access import Actor
 from engine.storage.models import (
     ActionType,
     Adventure,

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import select
 
+from engine.access import Actor
 from engine.accounts import touch_server, touch_user
 from engine.adventures import start_adventure
 from engine.errors import InvalidInput, NotFound, StoryMovedOn
-from engine.access import Actor
 from engine.steering import (
     CARD_ENTRY_MAX,
     CARD_KEYS_MAX,

@@ -8,11 +8,11 @@ import zlib
 import pytest
 from sqlalchemy import event, func, select, update
 
+from engine.access import Actor
 from engine.accounts import touch_server, touch_user
 from engine.actions import PlayerAction
 from engine.errors import InvalidInput, ModelError, NotAllowed, NotFound, StoryMovedOn
 from engine.events import TurnDone, TurnFailed
-from engine.access import Actor
 from engine.storage.models import (
     ActionType,
     Adventure,

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 from sqlalchemy import update
 
-from engine.errors import InvalidInput
 from engine.access import Actor
+from engine.errors import InvalidInput
 from engine.steering import adventure_here, check_may_steer
 from engine.storage.database import Database
 from engine.storage.models import Adventure, utcnow
