@@ -13,6 +13,7 @@ from engine.archive import AdventureArchive
 from engine.context import ContextEngine
 from engine.crypto import SecretBox
 from engine.formats.draft import ImportLimits
+from engine.insights import Insights
 from engine.leases import TurnLeases
 from engine.library import seed_builtin_scenarios
 from engine.memory.bank import MemoryBank
@@ -57,6 +58,7 @@ class Services:
     generation_settings: GenerationSettings
     memory_bank: MemoryBank
     world_state: WorldStateService
+    insights: Insights
 
     async def aclose(self) -> None:
         await self.provider.aclose()
@@ -164,4 +166,5 @@ async def build_services(settings: Settings) -> Services:
         ),
         memory_bank=MemoryBank(db, capacity=settings.max_memories),
         world_state=WorldStateService(db),
+        insights=Insights(db),
     )
