@@ -20,6 +20,7 @@ from engine.memory.bank import MemoryBank
 from engine.memory.retrieval import MemoryRetriever
 from engine.memory.writer import MemoryWriter
 from engine.play import PlayService
+from engine.profiles import Profiles
 from engine.providers.base import ChatProvider, GenerationParams
 from engine.providers.embeddings import EmbeddingClient
 from engine.providers.local import LocalLlamaProvider
@@ -59,6 +60,7 @@ class Services:
     memory_bank: MemoryBank
     world_state: WorldStateService
     insights: Insights
+    profiles: Profiles
 
     async def aclose(self) -> None:
         await self.provider.aclose()
@@ -167,4 +169,5 @@ async def build_services(settings: Settings) -> Services:
         memory_bank=MemoryBank(db, capacity=settings.max_memories),
         world_state=WorldStateService(db),
         insights=Insights(db),
+        profiles=Profiles(db, retention_days=settings.guest_retention_days),
     )
