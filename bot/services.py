@@ -13,11 +13,14 @@ from engine.archive import AdventureArchive
 from engine.context import ContextEngine
 from engine.crypto import SecretBox
 from engine.formats.draft import ImportLimits
+from engine.insights import Insights
 from engine.leases import TurnLeases
 from engine.library import seed_builtin_scenarios
+from engine.memory.bank import MemoryBank
 from engine.memory.retrieval import MemoryRetriever
 from engine.memory.writer import MemoryWriter
 from engine.play import PlayService
+from engine.profiles import Profiles
 from engine.providers.base import ChatProvider, GenerationParams
 from engine.providers.embeddings import EmbeddingClient
 from engine.providers.local import LocalLlamaProvider
@@ -25,9 +28,13 @@ from engine.providers.openai_compat import OpenAICompatibleProvider
 from engine.queue import AdventureQueue
 from engine.scenario_library import ScenarioLibrary
 from engine.scripting.sandbox import Limits
+from engine.steering.cards import StoryCards
+from engine.steering.settings import GenerationDefaults, GenerationSettings
+from engine.steering.text import SteeringText
 from engine.storage.database import Database
 from engine.story_tree import StoryTree
 from engine.turns import TurnEngine
+from engine.world_state.service import WorldStateService
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +53,14 @@ class Services:
     archive: AdventureArchive
     tree: StoryTree
     memory: MemoryWriter
+    # steering family (cogs: steering, memory, world_state, insights, profile, membership)
+    steering_text: SteeringText
+    story_cards: StoryCards
+    generation_settings: GenerationSettings
+    memory_bank: MemoryBank
+    world_state: WorldStateService
+    insights: Insights
+    profiles: Profiles
 
     async def aclose(self) -> None:
         await self.provider.aclose()
@@ -140,4 +155,19 @@ async def build_services(settings: Settings) -> Services:
         # Head moves wait for no turn: they are refused while one is being written here.
         StoryTree(db, queue),
         memory,
+        # steering family (cogs: steering, memory, world_state, insights, profile, membership)
+        steering_text=SteeringText(db),
+        story_cards=StoryCards(db, max_cards=settings.max_story_cards),
+        generation_settings=GenerationSettings(
+            db,
+            GenerationDefaults(
+                context_tokens=settings.context_tokens,
+                max_output_tokens=settings.max_output_tokens,
+                temperature=settings.temperature,
+            ),
+        ),
+        memory_bank=MemoryBank(db, capacity=settings.max_memories),
+        world_state=WorldStateService(db),
+        insights=Insights(db),
+        profiles=Profiles(db, retention_days=settings.guest_retention_days),
     )

@@ -24,7 +24,7 @@ from cogs.context import channel_id_of
 from cogs.replies import reply
 from engine.context_report import ContextReport, SectionReport
 from engine.errors import CampfireError, log_incident
-from engine.insights import SCRIPT_LOG_KEYS, TurnInsights, turn_insights
+from engine.insights import SCRIPT_LOG_KEYS, TurnInsights
 
 if TYPE_CHECKING:
     from bot.discord_bot import CampfireBot
@@ -313,15 +313,17 @@ def insights_files(insights: TurnInsights, *, full_report: bool) -> list[discord
 
 
 async def show_insights(
-    interaction: discord.Interaction, *, turn: int | None = None, node_id: int | None = None
+    interaction: discord.Interaction[CampfireBot],
+    *,
+    turn: int | None = None,
+    node_id: int | None = None,
 ) -> None:
     """Answer ``interaction`` privately with a turn's Insights (by number or node id)."""
-    bot: CampfireBot = interaction.client  # type: ignore[assignment]
     if not interaction.response.is_done():
         await interaction.response.defer(ephemeral=True, thinking=True)
     try:
-        insights = await turn_insights(
-            bot.services.db, channel_id_of(interaction), turn=turn, node_id=node_id
+        insights = await interaction.client.services.insights.for_turn(
+            channel_id_of(interaction), turn=turn, node_id=node_id
         )
     except CampfireError as error:
         await reply(interaction, f"⚠ {error.message}")
@@ -332,7 +334,9 @@ async def show_insights(
     )
 
 
-async def show_insights_safely(interaction: discord.Interaction, *, node_id: int) -> None:
+async def show_insights_safely(
+    interaction: discord.Interaction[CampfireBot], *, node_id: int
+) -> None:
     """For the button: an unexpected error is logged and answered, never left hanging."""
     try:
         await show_insights(interaction, node_id=node_id)
@@ -354,7 +358,7 @@ class InsightsCog(commands.Cog):
     )
     async def insights(
         self,
-        interaction: discord.Interaction,
+        interaction: discord.Interaction[CampfireBot],
         turn: app_commands.Range[int, 1, 1_000_000] | None = None,
     ) -> None:
         """See what went into a turn's context, what it cost, and the exact prompt (private)."""

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import discord
 from discord.ext import commands
 
-from engine.guests import record_contact, server_joined, server_left
+from cogs.context import actor_of
 
 if TYPE_CHECKING:
     from bot.discord_bot import CampfireBot
@@ -22,27 +22,20 @@ class MembershipCog(commands.Cog):
         self.bot = bot
 
     @commands.Cog.listener()
-    async def on_interaction(self, interaction: discord.Interaction) -> None:
-        guild = interaction.guild
+    async def on_interaction(self, interaction: discord.Interaction[CampfireBot]) -> None:
         try:
-            await record_contact(
-                self.bot.services.db,
-                interaction.user.id,
-                interaction.user.display_name,
-                server_id=guild.id if guild is not None else None,
-                server_name=guild.name if guild is not None else "",
-            )
+            await self.bot.services.profiles.record_contact(actor_of(interaction))
         except Exception:
             # Bookkeeping must never cost the player their command.
             log.warning("could not record contact with %s", interaction.user.id, exc_info=True)
 
     @commands.Cog.listener()
     async def on_guild_join(self, guild: discord.Guild) -> None:
-        await server_joined(self.bot.services.db, guild.id, guild.name)
+        await self.bot.services.profiles.server_joined(guild.id, guild.name)
 
     @commands.Cog.listener()
     async def on_guild_remove(self, guild: discord.Guild) -> None:
-        await server_left(self.bot.services.db, guild.id)
+        await self.bot.services.profiles.server_left(guild.id)
 
 
 async def setup(bot: CampfireBot) -> None:

@@ -1,8 +1,8 @@
 """The memory bank of the adventure running here: /memory … and /summary ….
 
-Each command is one engine call (``engine.memory.bank``) answered to the player alone. Anyone
-may read; changing is for the people who may steer the adventure (the engine's rule). The
-summary opens in a form for editing, prefilled, as the steering texts do.
+Each command is one call to the memory bank (``engine.memory.bank.MemoryBank``) answered to the
+player alone. Anyone may read; changing is for the people who may steer the adventure (the
+engine's rule). The summary opens in a form for editing, prefilled, as the steering texts do.
 """
 
 from __future__ import annotations
@@ -14,8 +14,7 @@ from discord import app_commands
 from discord.ext import commands
 
 from cogs.context import actor_of, channel_id_of
-from cogs.errors import on_app_command_error
-from cogs.steering import FORM_TIMEOUT_S, TEXT_INPUT_MAX, is_manager
+from cogs.forms import FORM_TIMEOUT_S, TEXT_INPUT_MAX, on_form_error
 from engine.errors import CampfireError
 from engine.memory.bank import (
     MEMORY_MAX_CHARS,
@@ -23,18 +22,11 @@ from engine.memory.bank import (
     MemoryPage,
     MemoryView,
     SummaryView,
-    add_memory,
-    check_may_edit,
-    edit_memory,
-    get_summary,
-    list_memories,
-    memory_choices,
-    set_memory_flag,
-    set_summary,
 )
 
 if TYPE_CHECKING:
     from bot.discord_bot import CampfireBot
+    from engine.memory.bank import MemoryBank
 
 EMBED_DESCRIPTION_MAX = 4096
 MEMORY_COLOUR = discord.Colour.teal()
@@ -89,10 +81,6 @@ def summary_embed(summary: SummaryView) -> discord.Embed:
     return embed
 
 
-def _bot(interaction: discord.Interaction) -> CampfireBot:
-    return interaction.client  # type: ignore[return-value]
-
-
 class SummaryModal(discord.ui.Modal):
     def __init__(self, current: str, adventure_id: int) -> None:
         super().__init__(title="Story summary", timeout=FORM_TIMEOUT_S)
@@ -107,13 +95,11 @@ class SummaryModal(discord.ui.Modal):
         )
         self.add_item(self.text)
 
-    async def on_submit(self, interaction: discord.Interaction) -> None:
-        saved = await set_summary(
-            _bot(interaction).services.db,
+    async def on_submit(self, interaction: discord.Interaction[CampfireBot]) -> None:
+        saved = await interaction.client.services.memory_bank.set_summary(
             channel_id_of(interaction),
             actor_of(interaction),
             self.text.value,
-            is_manager=is_manager(interaction),
             adventure_id=self.adventure_id,
         )
         await interaction.response.send_message(
@@ -122,8 +108,10 @@ class SummaryModal(discord.ui.Modal):
             ephemeral=True,
         )
 
-    async def on_error(self, interaction: discord.Interaction, error: Exception) -> None:
-        await on_app_command_error(interaction, error)  # type: ignore[arg-type]
+    async def on_error(
+        self, interaction: discord.Interaction[CampfireBot], error: Exception
+    ) -> None:
+        await on_form_error(interaction, error)
 
 
 class MemoryCog(commands.Cog):
@@ -136,11 +124,11 @@ class MemoryCog(commands.Cog):
         self.bot = bot
 
     @property
-    def _db(self):
-        return self.bot.services.db
+    def _bank(self) -> MemoryBank:
+        return self.bot.services.memory_bank
 
     async def _answer(
-        self, interaction: discord.Interaction, content: str, memory: MemoryView
+        self, interaction: discord.Interaction[CampfireBot], content: str, memory: MemoryView
     ) -> None:
         await interaction.response.send_message(
             content,
@@ -154,18 +142,12 @@ class MemoryCog(commands.Cog):
     @app_commands.describe(page="Which page to show", forgotten="Show the forgotten ones instead")
     async def memory_list(
         self,
-        interaction: discord.Interaction,
+        interaction: discord.Interaction[CampfireBot],
         page: app_commands.Range[int, 1] = 1,
         forgotten: bool = False,
     ) -> None:
         """Show the adventure's memories (to you alone)."""
-        found = await list_memories(
-            self._db,
-            channel_id_of(interaction),
-            page=page,
-            forgotten=forgotten,
-            capacity=self.bot.settings.max_memories,
-        )
+        found = await self._bank.page(channel_id_of(interaction), page=page, forgotten=forgotten)
         await interaction.response.send_message(
             embed=memories_embed(found, forgotten=forgotten), ephemeral=True
         )
@@ -173,80 +155,73 @@ class MemoryCog(commands.Cog):
     @memory.command(name="add")
     @app_commands.describe(text="A fact the narrator should remember, in a sentence or two")
     async def memory_add(
-        self, interaction: discord.Interaction, text: app_commands.Range[str, 1, MEMORY_MAX_CHARS]
+        self,
+        interaction: discord.Interaction[CampfireBot],
+        text: app_commands.Range[str, 1, MEMORY_MAX_CHARS],
     ) -> None:
         """Add a memory of your own; it stays through undo and retry."""
-        added = await add_memory(
-            self._db,
-            channel_id_of(interaction),
-            actor_of(interaction),
-            text,
-            is_manager=is_manager(interaction),
-            capacity=self.bot.settings.max_memories,
-        )
+        added = await self._bank.add(channel_id_of(interaction), actor_of(interaction), text)
         await self._answer(interaction, "Memory added; it applies from the next turn.", added)
 
     @memory.command(name="edit")
     @app_commands.describe(memory="The memory to change", text="Its new text")
     async def memory_edit(
         self,
-        interaction: discord.Interaction,
+        interaction: discord.Interaction[CampfireBot],
         memory: int,
         text: app_commands.Range[str, 1, MEMORY_MAX_CHARS],
     ) -> None:
         """Rewrite a memory."""
-        saved = await edit_memory(
-            self._db,
-            channel_id_of(interaction),
-            actor_of(interaction),
-            memory,
-            text,
-            is_manager=is_manager(interaction),
+        saved = await self._bank.edit(
+            channel_id_of(interaction), actor_of(interaction), memory, text
         )
         await self._answer(interaction, "Memory saved.", saved)
 
     @memory.command(name="pin")
     @app_commands.describe(memory="The memory to give the narrator every turn")
-    async def memory_pin(self, interaction: discord.Interaction, memory: int) -> None:
+    async def memory_pin(self, interaction: discord.Interaction[CampfireBot], memory: int) -> None:
         """Pin a memory: the narrator gets it every turn (it counts toward the memories shown)."""
         await self._flag(interaction, memory, "Memory pinned.", pinned=True)
 
     @memory.command(name="unpin")
     @app_commands.describe(memory="The memory to unpin")
-    async def memory_unpin(self, interaction: discord.Interaction, memory: int) -> None:
+    async def memory_unpin(
+        self, interaction: discord.Interaction[CampfireBot], memory: int
+    ) -> None:
         """Unpin a memory: it comes in only when it is relevant again."""
         await self._flag(interaction, memory, "Memory unpinned.", pinned=False)
 
     @memory.command(name="forget")
     @app_commands.describe(memory="The memory the narrator should no longer get")
-    async def memory_forget(self, interaction: discord.Interaction, memory: int) -> None:
+    async def memory_forget(
+        self, interaction: discord.Interaction[CampfireBot], memory: int
+    ) -> None:
         """Forget a memory (kept, so /memory restore can bring it back)."""
         await self._flag(interaction, memory, "Memory forgotten.", forgotten=True)
 
     @memory.command(name="restore")
     @app_commands.describe(memory="The forgotten memory to bring back")
-    async def memory_restore(self, interaction: discord.Interaction, memory: int) -> None:
+    async def memory_restore(
+        self, interaction: discord.Interaction[CampfireBot], memory: int
+    ) -> None:
         """Bring back a forgotten memory."""
         await self._flag(interaction, memory, "Memory restored.", forgotten=False)
 
     async def _flag(
         self,
-        interaction: discord.Interaction,
+        interaction: discord.Interaction[CampfireBot],
         memory_id: int,
         content: str,
         *,
         pinned: bool | None = None,
         forgotten: bool | None = None,
     ) -> None:
-        saved = await set_memory_flag(
-            self._db,
+        saved = await self._bank.set_flag(
             channel_id_of(interaction),
             actor_of(interaction),
             memory_id,
             pinned=pinned,
             forgotten=forgotten,
-            is_manager=is_manager(interaction),
-            capacity=self.bot.settings.max_memories,
         )
         await self._answer(interaction, content, saved)
 
@@ -256,10 +231,10 @@ class MemoryCog(commands.Cog):
     @memory_forget.autocomplete("memory")
     @memory_restore.autocomplete("memory")
     async def memory_autocomplete(
-        self, interaction: discord.Interaction, current: str
+        self, interaction: discord.Interaction[CampfireBot], current: str
     ) -> list[app_commands.Choice[int]]:
         try:
-            found = await memory_choices(self._db, channel_id_of(interaction), current)
+            found = await self._bank.choices(channel_id_of(interaction), current)
         except CampfireError:
             return []  # no adventure here: nothing to offer
         return [app_commands.Choice(name=label, value=value) for label, value in found]
@@ -267,20 +242,15 @@ class MemoryCog(commands.Cog):
     # --- /summary -----------------------------------------------------------------------------
 
     @summary.command(name="view")
-    async def summary_view(self, interaction: discord.Interaction) -> None:
+    async def summary_view(self, interaction: discord.Interaction[CampfireBot]) -> None:
         """Show the story summary the narrator reads (to you alone)."""
-        found = await get_summary(self._db, channel_id_of(interaction))
+        found = await self._bank.summary(channel_id_of(interaction))
         await interaction.response.send_message(embed=summary_embed(found), ephemeral=True)
 
     @summary.command(name="edit")
-    async def summary_edit(self, interaction: discord.Interaction) -> None:
+    async def summary_edit(self, interaction: discord.Interaction[CampfireBot]) -> None:
         """Edit the story summary in a form."""
-        found = await check_may_edit(
-            self._db,
-            channel_id_of(interaction),
-            actor_of(interaction),
-            is_manager=is_manager(interaction),
-        )
+        found = await self._bank.summary_to_edit(channel_id_of(interaction), actor_of(interaction))
         await interaction.response.send_modal(SummaryModal(found.text, found.adventure_id))
 
 

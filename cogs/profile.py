@@ -8,11 +8,12 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
+from cogs.context import actor_of
 from engine.errors import InvalidInput
-from engine.guests import Profile, delete_user, get_profile, set_keep_data
 
 if TYPE_CHECKING:
     from bot.discord_bot import CampfireBot
+    from engine.profiles import Profile
 
 #: What a person types to confirm deleting their data.
 CONFIRM_WORD = "delete"
@@ -55,40 +56,38 @@ class ProfileCog(commands.Cog):
         self.bot = bot
 
     @profile.command(name="show")
-    async def profile_show(self, interaction: discord.Interaction) -> None:
+    async def profile_show(self, interaction: discord.Interaction[CampfireBot]) -> None:
         """See what Campfire stores about you (to you alone)."""
-        found = await get_profile(
-            self.bot.services.db,
-            interaction.user.id,
-            retention_days=self.bot.settings.guest_retention_days,
-            name=interaction.user.display_name,
-        )
+        found = await self.bot.services.profiles.show(actor_of(interaction))
         await interaction.response.send_message(profile_text(found), ephemeral=True)
 
     @profile.command(name="keep")
     @app_commands.describe(keep="Keep your data even if you stop playing for a while")
-    async def profile_keep(self, interaction: discord.Interaction, keep: bool = True) -> None:
+    async def profile_keep(
+        self, interaction: discord.Interaction[CampfireBot], keep: bool = True
+    ) -> None:
         """Keep your data (you are no longer a guest whose data goes when idle)."""
-        await set_keep_data(
-            self.bot.services.db, interaction.user.id, keep, name=interaction.user.display_name
-        )
+        profiles = self.bot.services.profiles
+        await profiles.keep(actor_of(interaction), keep)
         if keep:
             text = "Your data will be kept until you delete it with `/profile delete`."
         else:
-            days = self.bot.settings.guest_retention_days
+            days = profiles.retention_days
             text = f"Your data will go after {days} idle days unless you own scenarios."
         await interaction.response.send_message(text, ephemeral=True)
 
     @profile.command(name="delete")
     @app_commands.describe(confirm=f"Type {CONFIRM_WORD} to confirm")
-    async def profile_delete(self, interaction: discord.Interaction, confirm: str) -> None:
+    async def profile_delete(
+        self, interaction: discord.Interaction[CampfireBot], confirm: str
+    ) -> None:
         """Delete everything Campfire stores about you, now."""
         if confirm.strip().casefold() != CONFIRM_WORD:
             raise InvalidInput(
                 f"Nothing was deleted: type `{CONFIRM_WORD}` in the confirm option to delete "
                 "your data."
             )
-        await delete_user(self.bot.services.db, interaction.user.id)
+        await self.bot.services.profiles.delete(actor_of(interaction))
         await interaction.response.send_message(
             "Everything Campfire stored about you is deleted. Playing again starts afresh.",
             ephemeral=True,

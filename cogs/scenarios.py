@@ -16,8 +16,8 @@ from discord import app_commands
 from discord.ext import commands
 
 from cogs.context import actor_of
+from cogs.forms import is_manager
 from cogs.replies import reply
-from cogs.steering import is_manager
 from engine.errors import CampfireError
 from engine.formats.draft import ImportedScenario
 from engine.scenario_library import (

@@ -14,8 +14,8 @@ from discord import app_commands
 from discord.ext import commands
 
 from cogs.context import actor_of, channel_id_of
+from cogs.forms import is_manager
 from cogs.replies import reply
-from cogs.steering import is_manager
 from engine.errors import CampfireError, InvalidInput
 from engine.scripting import manage
 from engine.scripting.hooks import Hook

@@ -1,10 +1,11 @@
 """Steering the adventure running here: /note, /essentials, /instructions, /card …, and
 /adventure settings.
 
-Each command is one engine call (``engine.steering``); a command without its text opens a form
-prefilled with the current value, and the form's submission is the second call. Changes answer
-the player alone and apply from the next turn. Who may change what is the engine's rule
-(``engine.steering.may_steer``); the cog only says whether the member can manage the server.
+Each command is one call to a steering service (``engine.steering``: the texts, the cards, the
+generation settings); a command without its text opens a form prefilled with the current value,
+and the form's submission is the second call. Changes answer the player alone and apply from the
+next turn. Who may change what is the engine's rule (``engine.access.may_steer``), read from the
+actor ``actor_of`` builds.
 """
 
 from __future__ import annotations
@@ -17,44 +18,25 @@ from discord import app_commands
 from discord.ext import commands
 
 from cogs.context import actor_of, channel_id_of
-from cogs.errors import on_app_command_error
+from cogs.forms import FORM_TIMEOUT_S, MODAL_TITLE_MAX, TEXT_INPUT_MAX, on_form_error
 from cogs.replies import reply
 from engine.errors import CampfireError, InvalidInput
-from engine.steering import (
+from engine.steering.cards import (
     CARD_ENTRY_MAX,
     CARD_KEYS_MAX,
     CARD_TITLE_MAX,
     CARD_TYPE_MAX,
     DEFAULT_CARD_TYPE,
-    TEXT_MAX_CHARS,
-    AdventureSettings,
     CardDraft,
     CardPage,
     CardView,
-    GenerationDefaults,
-    SteeringChange,
-    SteeringField,
-    add_card,
-    card_titles_for_autocomplete,
-    check_card_room,
-    edit_card,
-    get_card,
-    get_settings,
-    get_steering,
-    list_cards,
-    remove_card,
-    set_settings,
-    set_steering,
 )
+from engine.steering.settings import AdventureSettings
+from engine.steering.text import TEXT_MAX_CHARS, SteeringChange, SteeringField
 
 if TYPE_CHECKING:
     from bot.discord_bot import CampfireBot
 
-#: Discord's most for one text input, and so for a form prefilled with a stored value.
-TEXT_INPUT_MAX = 4000
-MODAL_TITLE_MAX = 45
-#: How long a form stays answerable; one left open longer is simply gone.
-FORM_TIMEOUT_S = 30 * 60
 CARDS_PER_PAGE = 8
 EMBED_DESCRIPTION_MAX = 4096
 PREVIEW_WORDS = 16
@@ -68,18 +50,6 @@ _HINTS = {
     SteeringField.AI_INSTRUCTIONS: "How the narrator should write, e.g. “Second person, "
     "present tense; never act for the player.”",
 }
-
-
-def is_manager(interaction: discord.Interaction) -> bool:
-    """Whether the member may manage the server (meaningless, and false, in a DM)."""
-    if interaction.guild_id is None:
-        return False
-    permissions = interaction.permissions
-    return permissions.manage_guild or permissions.administrator
-
-
-def _bot(interaction: discord.Interaction) -> CampfireBot:
-    return interaction.client  # type: ignore[return-value]
 
 
 def _cut(text: str, limit: int) -> str:
@@ -158,15 +128,17 @@ class CardPageButton(
 
     @classmethod
     async def from_custom_id(
-        cls, interaction: discord.Interaction, item: discord.ui.Item[Any], match: re.Match[str]
+        cls,
+        interaction: discord.Interaction[CampfireBot],
+        item: discord.ui.Item[Any],
+        match: re.Match[str],
     ) -> CardPageButton:
         return cls(int(match["page"]), match["way"])
 
-    async def callback(self, interaction: discord.Interaction) -> None:
-        bot = _bot(interaction)
+    async def callback(self, interaction: discord.Interaction[CampfireBot]) -> None:
         try:
-            page = await list_cards(
-                bot.services.db, channel_id_of(interaction), page=self.page, per_page=CARDS_PER_PAGE
+            page = await interaction.client.services.story_cards.page(
+                channel_id_of(interaction), page=self.page, per_page=CARDS_PER_PAGE
             )
         except CampfireError as error:
             await reply(interaction, f"⚠ {error.message}")
@@ -209,10 +181,6 @@ def settings_text(settings: AdventureSettings, *, changed: bool = False) -> str:
 # --- forms ---------------------------------------------------------------------------------------
 
 
-async def _form_error(interaction: discord.Interaction, error: Exception) -> None:
-    await on_app_command_error(interaction, error)  # type: ignore[arg-type]
-
-
 class SteeringModal(discord.ui.Modal):
     """One steering text in a paragraph box, prefilled; an empty box clears it."""
 
@@ -231,21 +199,21 @@ class SteeringModal(discord.ui.Modal):
         )
         self.add_item(self.text)
 
-    async def on_submit(self, interaction: discord.Interaction) -> None:
-        change = await set_steering(
-            _bot(interaction).services.db,
+    async def on_submit(self, interaction: discord.Interaction[CampfireBot]) -> None:
+        change = await interaction.client.services.steering_text.set(
             channel_id_of(interaction),
             actor_of(interaction),
             self.field,
             self.text.value,
-            is_manager=is_manager(interaction),
             adventure_id=self.adventure_id,
         )
         content, embed = change_reply(change)
         await _answer(interaction, content, embed)
 
-    async def on_error(self, interaction: discord.Interaction, error: Exception) -> None:
-        await _form_error(interaction, error)
+    async def on_error(
+        self, interaction: discord.Interaction[CampfireBot], error: Exception
+    ) -> None:
+        await on_form_error(interaction, error)
 
 
 class CardModal(discord.ui.Modal):
@@ -318,30 +286,16 @@ class CardModal(discord.ui.Modal):
             always_on=self.always_on,
         )
 
-    async def on_submit(self, interaction: discord.Interaction) -> None:
-        bot = _bot(interaction)
+    async def on_submit(self, interaction: discord.Interaction[CampfireBot]) -> None:
+        cards = interaction.client.services.story_cards
+        where, actor = channel_id_of(interaction), actor_of(interaction)
         draft = self.draft()
         try:
             if self.card is None:
-                saved = await add_card(
-                    bot.services.db,
-                    channel_id_of(interaction),
-                    actor_of(interaction),
-                    draft,
-                    max_cards=bot.settings.max_story_cards,
-                    is_manager=is_manager(interaction),
-                    adventure_id=self.adventure_id,
-                )
+                saved = await cards.add(where, actor, draft, adventure_id=self.adventure_id)
                 done = "added"
             else:
-                saved = await edit_card(
-                    bot.services.db,
-                    channel_id_of(interaction),
-                    actor_of(interaction),
-                    self.card.id,
-                    draft,
-                    is_manager=is_manager(interaction),
-                )
+                saved = await cards.edit(where, actor, self.card.id, draft)
                 done = "saved"
         except InvalidInput as error:
             # What was typed is not lost: a button opens the form again with it.
@@ -353,8 +307,10 @@ class CardModal(discord.ui.Modal):
             content += " It has no keys and is not always on, so the narrator will not see it."
         await _answer(interaction, content, None)
 
-    async def on_error(self, interaction: discord.Interaction, error: Exception) -> None:
-        await _form_error(interaction, error)
+    async def on_error(
+        self, interaction: discord.Interaction[CampfireBot], error: Exception
+    ) -> None:
+        await on_form_error(interaction, error)
 
 
 class ResubmitView(discord.ui.View):
@@ -366,7 +322,9 @@ class ResubmitView(discord.ui.View):
         self.draft = draft
 
     @discord.ui.button(label="Fix and send again", emoji="✏️", style=discord.ButtonStyle.primary)
-    async def again(self, interaction: discord.Interaction, button: discord.ui.Button) -> None:
+    async def again(
+        self, interaction: discord.Interaction[CampfireBot], button: discord.ui.Button
+    ) -> None:
         modal = self.modal
         await interaction.response.send_modal(
             CardModal(
@@ -379,7 +337,7 @@ class ResubmitView(discord.ui.View):
 
 
 async def _answer(
-    interaction: discord.Interaction, content: str, embed: discord.Embed | None
+    interaction: discord.Interaction[CampfireBot], content: str, embed: discord.Embed | None
 ) -> None:
     kwargs: dict[str, Any] = {"content": content, "ephemeral": True}
     if embed is not None:
@@ -409,7 +367,7 @@ class SteeringCog(commands.Cog):
     @app_commands.describe(text="The new author's note; leave empty to edit it in a form")
     async def note(
         self,
-        interaction: discord.Interaction,
+        interaction: discord.Interaction[CampfireBot],
         text: app_commands.Range[str, 1, TEXT_MAX_CHARS] | None = None,
     ) -> None:
         """Read or change the author's note: style and tone, placed near the story's end."""
@@ -419,7 +377,7 @@ class SteeringCog(commands.Cog):
     @app_commands.describe(text="The new plot essentials; leave empty to edit them in a form")
     async def essentials(
         self,
-        interaction: discord.Interaction,
+        interaction: discord.Interaction[CampfireBot],
         text: app_commands.Range[str, 1, TEXT_MAX_CHARS] | None = None,
     ) -> None:
         """Read or change the plot essentials: what the narrator must always remember."""
@@ -429,24 +387,23 @@ class SteeringCog(commands.Cog):
     @app_commands.describe(text="The new AI instructions; leave empty to edit them in a form")
     async def instructions(
         self,
-        interaction: discord.Interaction,
+        interaction: discord.Interaction[CampfireBot],
         text: app_commands.Range[str, 1, TEXT_MAX_CHARS] | None = None,
     ) -> None:
         """Read or change the AI instructions: how the narrator should write."""
         await self._steer(interaction, SteeringField.AI_INSTRUCTIONS, text)
 
     async def _steer(
-        self, interaction: discord.Interaction, field: SteeringField, text: str | None
+        self, interaction: discord.Interaction[CampfireBot], field: SteeringField, text: str | None
     ) -> None:
-        db = self.bot.services.db
+        steering = self.bot.services.steering_text
         where, actor = channel_id_of(interaction), actor_of(interaction)
-        manager = is_manager(interaction)
         if text is not None:
-            change = await set_steering(db, where, actor, field, text, is_manager=manager)
+            change = await steering.set(where, actor, field, text)
             content, embed = change_reply(change)
             await _answer(interaction, content, embed)
             return
-        current = await get_steering(db, where, actor, field, is_manager=manager)
+        current = await steering.get(where, actor, field)
         if len(current.text) > TEXT_INPUT_MAX:
             # A Discord form cannot hold it, and a cut copy would lose the rest on submit.
             await _answer(
@@ -466,14 +423,12 @@ class SteeringCog(commands.Cog):
     @app_commands.describe(
         always_on="Always give this card to the narrator, not only when its keys come up"
     )
-    async def card_add(self, interaction: discord.Interaction, always_on: bool = False) -> None:
+    async def card_add(
+        self, interaction: discord.Interaction[CampfireBot], always_on: bool = False
+    ) -> None:
         """Add a story card: a title, keys that bring it in, and what the narrator reads."""
-        adventure_id = await check_card_room(
-            self.bot.services.db,
-            channel_id_of(interaction),
-            actor_of(interaction),
-            max_cards=self.bot.settings.max_story_cards,
-            is_manager=is_manager(interaction),
+        adventure_id = await self.bot.services.story_cards.check_room(
+            channel_id_of(interaction), actor_of(interaction)
         )
         await interaction.response.send_modal(
             CardModal(adventure_id=adventure_id, always_on=always_on)
@@ -485,15 +440,14 @@ class SteeringCog(commands.Cog):
         always_on="Always give it to the narrator; leave empty to keep it as it is",
     )
     async def card_edit(
-        self, interaction: discord.Interaction, card: str, always_on: bool | None = None
+        self,
+        interaction: discord.Interaction[CampfireBot],
+        card: str,
+        always_on: bool | None = None,
     ) -> None:
         """Edit a story card in a form."""
-        found = await get_card(
-            self.bot.services.db,
-            channel_id_of(interaction),
-            actor_of(interaction),
-            card,
-            is_manager=is_manager(interaction),
+        found = await self.bot.services.story_cards.get(
+            channel_id_of(interaction), actor_of(interaction), card
         )
         if max(len(found.entry), len(found.keys), len(found.title)) > TEXT_INPUT_MAX:
             raise InvalidInput(
@@ -510,14 +464,10 @@ class SteeringCog(commands.Cog):
 
     @card.command(name="remove")
     @app_commands.describe(card="The card to remove")
-    async def card_remove(self, interaction: discord.Interaction, card: str) -> None:
+    async def card_remove(self, interaction: discord.Interaction[CampfireBot], card: str) -> None:
         """Remove a story card."""
-        removed = await remove_card(
-            self.bot.services.db,
-            channel_id_of(interaction),
-            actor_of(interaction),
-            card,
-            is_manager=is_manager(interaction),
+        removed = await self.bot.services.story_cards.remove(
+            channel_id_of(interaction), actor_of(interaction), card
         )
         title = removed.title or f"#{removed.id}"
         await _answer(
@@ -527,11 +477,11 @@ class SteeringCog(commands.Cog):
     @card.command(name="list")
     @app_commands.describe(page="Which page of cards to show")
     async def card_list(
-        self, interaction: discord.Interaction, page: app_commands.Range[int, 1] = 1
+        self, interaction: discord.Interaction[CampfireBot], page: app_commands.Range[int, 1] = 1
     ) -> None:
         """Show the adventure's story cards (to you alone)."""
-        found = await list_cards(
-            self.bot.services.db, channel_id_of(interaction), page=page, per_page=CARDS_PER_PAGE
+        found = await self.bot.services.story_cards.page(
+            channel_id_of(interaction), page=page, per_page=CARDS_PER_PAGE
         )
         view = pager(found)
         kwargs: dict[str, Any] = {"embed": cards_embed(found), "ephemeral": True}
@@ -541,22 +491,20 @@ class SteeringCog(commands.Cog):
 
     @card_edit.autocomplete("card")
     async def card_edit_choices(
-        self, interaction: discord.Interaction, current: str
+        self, interaction: discord.Interaction[CampfireBot], current: str
     ) -> list[app_commands.Choice[str]]:
         return await self._card_choices(interaction, current)
 
     @card_remove.autocomplete("card")
     async def card_remove_choices(
-        self, interaction: discord.Interaction, current: str
+        self, interaction: discord.Interaction[CampfireBot], current: str
     ) -> list[app_commands.Choice[str]]:
         return await self._card_choices(interaction, current)
 
     async def _card_choices(
-        self, interaction: discord.Interaction, current: str
+        self, interaction: discord.Interaction[CampfireBot], current: str
     ) -> list[app_commands.Choice[str]]:
-        choices = await card_titles_for_autocomplete(
-            self.bot.services.db, channel_id_of(interaction), current
-        )
+        choices = await self.bot.services.story_cards.choices(channel_id_of(interaction), current)
         return [app_commands.Choice(name=label, value=value) for label, value in choices]
 
     # --- generation settings ------------------------------------------------------------------
@@ -570,14 +518,14 @@ class SteeringCog(commands.Cog):
     )
     async def adventure_settings(
         self,
-        interaction: discord.Interaction,
+        interaction: discord.Interaction[CampfireBot],
         context_tokens: app_commands.Range[int, 512, 1_000_000] | None = None,
         max_output_tokens: app_commands.Range[int, 16, 32_768] | None = None,
         temperature: app_commands.Range[float, 0.0, 2.0] | None = None,
         reset: bool = False,
     ) -> None:
         """Show or change this adventure's generation settings."""
-        db = self.bot.services.db
+        settings = self.bot.services.generation_settings
         where = channel_id_of(interaction)
         if (
             not reset
@@ -585,29 +533,18 @@ class SteeringCog(commands.Cog):
             and max_output_tokens is None
             and temperature is None
         ):
-            current = await get_settings(db, where, self._defaults())
+            current = await settings.get(where)
             await _answer(interaction, settings_text(current), None)
             return
-        updated = await set_settings(
-            db,
+        updated = await settings.set(
             where,
             actor_of(interaction),
-            self._defaults(),
             context_tokens=context_tokens,
             max_output_tokens=max_output_tokens,
             temperature=temperature,
             reset=reset,
-            is_manager=is_manager(interaction),
         )
         await _answer(interaction, settings_text(updated, changed=True), None)
-
-    def _defaults(self) -> GenerationDefaults:
-        settings = self.bot.settings
-        return GenerationDefaults(
-            context_tokens=settings.context_tokens,
-            max_output_tokens=settings.max_output_tokens,
-            temperature=settings.temperature,
-        )
 
 
 async def setup(bot: CampfireBot) -> None:

@@ -10,7 +10,6 @@ from discord.ext import commands
 
 from cogs.context import actor_of, channel_id_of
 from cogs.replies import reply
-from engine.world_state.service import set_state, show_state
 
 if TYPE_CHECKING:
     from bot.discord_bot import CampfireBot
@@ -23,9 +22,9 @@ class WorldStateCog(commands.Cog):
         self.bot = bot
 
     @state.command(name="show")
-    async def show(self, interaction: discord.Interaction) -> None:
+    async def show(self, interaction: discord.Interaction[CampfireBot]) -> None:
         """Show the whole world state, with what each number means."""
-        view = await show_state(self.bot.services.db, channel_id_of(interaction))
+        view = await self.bot.services.world_state.show(channel_id_of(interaction))
         embed = discord.Embed(title=f"World state · {view.title}", description=view.text[:4096])
         await interaction.response.send_message(embed=embed, ephemeral=True)
 
@@ -34,15 +33,12 @@ class WorldStateCog(commands.Cog):
         path="What to change, e.g. player.hp or npcs.gwen.trust",
         value="The new value: a number, true/false, or text",
     )
-    async def set_(self, interaction: discord.Interaction, path: str, value: str) -> None:
+    async def set_(
+        self, interaction: discord.Interaction[CampfireBot], path: str, value: str
+    ) -> None:
         """Correct one value (the host and server managers), checked like any change."""
-        changed = await set_state(
-            self.bot.services.db,
-            channel_id_of(interaction),
-            actor_of(interaction),
-            path,
-            value,
-            is_manager=bool(interaction.permissions.manage_guild),
+        changed = await self.bot.services.world_state.set(
+            channel_id_of(interaction), actor_of(interaction), path, value
         )
         await reply(interaction, f"World state updated: {changed}", ephemeral=False)
 

@@ -13,24 +13,24 @@ import logging
 import zlib
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased, undefer
 
-from engine.adventures import active_adventure
+from engine.access import adventure_here
 from engine.context_report import ContextReport
 from engine.errors import InvalidInput, NotFound
-from engine.storage.database import Database
 from engine.storage.models import ActionType, Adventure, Role, StoryNode
+
+if TYPE_CHECKING:
+    from engine.storage.database import Database
 
 log = logging.getLogger(__name__)
 
 #: Keys of a turn's state report that hold script output rather than world-state changes.
 SCRIPT_LOG_KEYS = ("script_logs", "script_log", "logs", "script_errors")
-
-NO_ADVENTURE = "There is no adventure running here. Start one with /start."
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,36 +55,43 @@ class TurnInsights:
         return bool(self.prompt_text)
 
 
-async def turn_insights(
-    db: Database, channel_id: int, turn: int | None = None, node_id: int | None = None
-) -> TurnInsights:
-    """Insights for turn number ``turn`` of the story running in ``channel_id`` (the newest
-    when None), or for the narrator node ``node_id`` of an adventure played there.
+class Insights:
+    """What the front end calls for /insights and the 🔍 button. Anyone may look."""
 
-    Raises ``NotFound``/``InvalidInput`` with a message for players when there is no such turn.
-    """
-    async with db.session() as session:
-        if node_id is not None:
-            number = await _number_of(session, channel_id, node_id)
-        else:
-            node_id, number = await _node_for_turn(session, channel_id, turn)
-        node = await _load_one(session, node_id)
-    if node is None:  # removed between the two reads
-        raise NotFound("That turn no longer exists.")
-    return TurnInsights(
-        number=number,
-        node_id=node_id,
-        adventure_id=node.adventure_id,
-        model=node.model,
-        latency_ms=node.latency_ms,
-        prompt_tokens=node.prompt_tokens,
-        completion_tokens=node.completion_tokens,
-        created_at=node.created_at,
-        report=_report(node.context_report, node_id),
-        state_report=node.state_report or None,
-        prompt_text=render_prompt(node.prompt_snapshot),
-        script_logs=script_runs(node.context_report) + script_logs(node.state_report),
-    )
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def for_turn(
+        self, channel_id: int, *, turn: int | None = None, node_id: int | None = None
+    ) -> TurnInsights:
+        """Insights for turn number ``turn`` of the story running in ``channel_id`` (the
+        newest when None), or for the narrator node ``node_id`` of an adventure played there.
+
+        Raises ``NotFound``/``InvalidInput`` with a message for players when there is no such
+        turn.
+        """
+        async with self.db.session() as session:
+            if node_id is not None:
+                number = await _number_of(session, channel_id, node_id)
+            else:
+                node_id, number = await _node_for_turn(session, channel_id, turn)
+            node = await _load_one(session, node_id)
+        if node is None:  # removed between the two reads
+            raise NotFound("That turn no longer exists.")
+        return TurnInsights(
+            number=number,
+            node_id=node_id,
+            adventure_id=node.adventure_id,
+            model=node.model,
+            latency_ms=node.latency_ms,
+            prompt_tokens=node.prompt_tokens,
+            completion_tokens=node.completion_tokens,
+            created_at=node.created_at,
+            report=_report(node.context_report, node_id),
+            state_report=node.state_report or None,
+            prompt_text=render_prompt(node.prompt_snapshot),
+            script_logs=script_runs(node.context_report) + script_logs(node.state_report),
+        )
 
 
 # --- finding the turn --------------------------------------------------------------------------
@@ -114,9 +121,7 @@ async def narrator_turns(session: AsyncSession, head_id: int) -> list[int]:
 async def _node_for_turn(
     session: AsyncSession, channel_id: int, turn: int | None
 ) -> tuple[int, int]:
-    adventure = await active_adventure(session, channel_id)
-    if adventure is None:
-        raise NotFound(NO_ADVENTURE)
+    adventure = await adventure_here(session, channel_id)
     turns = await narrator_turns(session, adventure.head_node_id) if adventure.head_node_id else []
     if not turns:
         raise NotFound("The narrator has not replied yet, so there is nothing to show.")

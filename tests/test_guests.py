@@ -1,5 +1,5 @@
-"""Guest cleanup, server removal and /profile's engine: exactly the eligible rows go, in one
-statement, and nothing else."""
+"""Guest cleanup, server removal and /profile's engine (engine.guests, engine.profiles): exactly
+the eligible rows go, in one statement, and nothing else."""
 
 from __future__ import annotations
 
@@ -8,19 +8,12 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import event, func, select
 
+from engine.access import Actor
 from engine.accounts import touch_server, touch_user
 from engine.adventures import start_adventure
 from engine.errors import NotFound
-from engine.guests import (
-    delete_user,
-    get_profile,
-    record_contact,
-    remove_departed_servers,
-    remove_idle_guests,
-    server_joined,
-    server_left,
-    set_keep_data,
-)
+from engine.guests import remove_departed_servers, remove_idle_guests
+from engine.profiles import Profiles
 from engine.storage.models import (
     Adventure,
     AdventureCard,
@@ -39,6 +32,10 @@ TABLES = (User, Server, Scenario, Adventure, AdventureCard, StoryNode, Memory, S
 
 IDLE_GUEST, FRESH_GUEST, KEEPER, CREATOR, IDLE_HOST = 11, 12, 13, 14, 15
 SERVER = 900
+
+
+def profiles(db) -> Profiles:
+    return Profiles(db, retention_days=30)
 
 
 async def counts(db) -> dict[str, int]:
@@ -132,12 +129,12 @@ async def test_guest_cleanup_removes_exactly_the_idle_guests_in_one_statement(db
 
 async def test_a_server_left_goes_after_the_grace_period_unless_the_bot_rejoins(db):
     made = await seed_people(db)
-    await server_left(db, SERVER, now=utcnow() - timedelta(days=8))
-    await server_joined(db, SERVER, "Hearth")  # invited back: the removal is cancelled
+    await profiles(db).server_left(SERVER, now=utcnow() - timedelta(days=8))
+    await profiles(db).server_joined(SERVER, "Hearth")  # invited back: the removal is cancelled
     assert await remove_departed_servers(db, timedelta(days=7)) == 0
-    await server_left(db, SERVER, now=utcnow() - timedelta(days=6))
+    await profiles(db).server_left(SERVER, now=utcnow() - timedelta(days=6))
     assert await remove_departed_servers(db, timedelta(days=7)) == 0  # still in its grace
-    await server_left(db, SERVER, now=utcnow() - timedelta(days=8))
+    await profiles(db).server_left(SERVER, now=utcnow() - timedelta(days=8))
     assert await remove_departed_servers(db, timedelta(days=7)) == 1
     async with db.session() as session:
         assert await session.get(Adventure, made["server_adventure"]) is None
@@ -145,23 +142,23 @@ async def test_a_server_left_goes_after_the_grace_period_unless_the_bot_rejoins(
 
 
 async def test_every_contact_makes_a_user_row_and_a_profile_shows_it(db):
-    await record_contact(db, 77, "Wren", server_id=SERVER, server_name="Hearth")
-    profile = await get_profile(db, 77, retention_days=30)
+    await profiles(db).record_contact(Actor(77, "Wren", SERVER, "Hearth"))
+    profile = await profiles(db).show(Actor(77), seen=False)
     assert profile.name == "Wren" and profile.guest
     assert profile.removal_after == profile.last_seen_at + timedelta(days=30)
-    await set_keep_data(db, 77, True)
-    kept = await get_profile(db, 77, retention_days=30)
+    await profiles(db).keep(Actor(77), True)
+    kept = await profiles(db).show(Actor(77), seen=False)
     assert not kept.guest and kept.removal_after is None
 
 
 async def test_a_creator_is_no_guest_and_delete_takes_everything_now(db):
     await seed_people(db)
-    profile = await get_profile(db, CREATOR, retention_days=30)
+    profile = await profiles(db).show(Actor(CREATOR), seen=False)
     assert profile.scenarios == 1 and not profile.guest
-    guest = await get_profile(db, IDLE_GUEST, retention_days=30)
+    guest = await profiles(db).show(Actor(IDLE_GUEST), seen=False)
     assert (guest.own_adventures, guest.story_entries) == (1, 2)  # the opening and an action
-    await delete_user(db, IDLE_GUEST)
+    await profiles(db).delete(Actor(IDLE_GUEST))
     with pytest.raises(NotFound, match="stores nothing about you"):
-        await get_profile(db, IDLE_GUEST, retention_days=30)
+        await profiles(db).show(Actor(IDLE_GUEST), seen=False)
     with pytest.raises(NotFound):
-        await delete_user(db, IDLE_GUEST)
+        await profiles(db).delete(Actor(IDLE_GUEST))

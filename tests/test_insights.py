@@ -15,7 +15,7 @@ from sqlalchemy.orm import undefer
 from engine.adventures import start_adventure
 from engine.context_report import ContextReport, ItemReport, SectionReport
 from engine.errors import InvalidInput, NotFound
-from engine.insights import TurnInsights, render_prompt, script_logs, turn_insights
+from engine.insights import Insights, TurnInsights, render_prompt, script_logs
 from engine.storage.database import Database
 from engine.storage.models import ActionType, Adventure, Role, Scenario, StoryNode
 from tests.discord_env import DiscordEnv, campfire_on_standin
@@ -116,7 +116,7 @@ async def build_story(db: Database, turns: int = 2) -> tuple[int, int, list[int]
 
 async def test_the_newest_turn_is_the_default_and_numbers_count_narrator_replies(db: Database):
     _, _, narrators = await build_story(db, turns=2)
-    newest = await turn_insights(db, CHANNEL)
+    newest = await Insights(db).for_turn(CHANNEL)
     assert (newest.number, newest.node_id) == (2, narrators[1])
     assert newest.model == "fake-model" and newest.latency_ms == 1234
     assert (newest.prompt_tokens, newest.completion_tokens) == (1402, 92)
@@ -127,7 +127,7 @@ async def test_the_newest_turn_is_the_default_and_numbers_count_narrator_replies
         "=== system ===\nYou are the narrator.\n\n=== user ===\n> You try thing 2.\n"
     )
 
-    first = await turn_insights(db, CHANNEL, turn=1)
+    first = await Insights(db).for_turn(CHANNEL, turn=1)
     assert (first.number, first.node_id) == (1, narrators[0])
     assert first.report is None and first.state_report is None and first.script_logs == []
     assert "thing 1" in first.prompt_text
@@ -135,7 +135,7 @@ async def test_the_newest_turn_is_the_default_and_numbers_count_narrator_replies
 
 async def test_a_turn_is_found_by_node_id_with_its_number(db: Database):
     _, _, narrators = await build_story(db, turns=3)
-    found = await turn_insights(db, CHANNEL, node_id=narrators[1])
+    found = await Insights(db).for_turn(CHANNEL, node_id=narrators[1])
     assert (found.number, found.node_id) == (2, narrators[1])
     assert found.report == sample_report()
 
@@ -147,36 +147,36 @@ async def test_a_turn_off_the_current_line_keeps_its_own_number(db: Database):
         await session.execute(
             update(Adventure).where(Adventure.id == adventure_id).values(head_node_id=narrators[0])
         )
-    assert (await turn_insights(db, CHANNEL, node_id=narrators[2])).number == 3
+    assert (await Insights(db).for_turn(CHANNEL, node_id=narrators[2])).number == 3
     with pytest.raises(InvalidInput):
-        await turn_insights(db, CHANNEL, turn=2)
+        await Insights(db).for_turn(CHANNEL, turn=2)
 
 
 @pytest.mark.parametrize("turn", [0, 3, 9, -1])
 async def test_a_turn_out_of_range_is_a_clear_error(db: Database, turn: int):
     await build_story(db, turns=2)
     with pytest.raises(InvalidInput) as raised:
-        await turn_insights(db, CHANNEL, turn=turn)
+        await Insights(db).for_turn(CHANNEL, turn=turn)
     assert f"no turn {turn}" in raised.value.message
     assert "2 AI turns" in raised.value.message and "1 to 2" in raised.value.message
 
 
 async def test_nothing_to_show_is_said_plainly(db: Database):
     with pytest.raises(NotFound, match="no adventure running"):
-        await turn_insights(db, CHANNEL)
+        await Insights(db).for_turn(CHANNEL)
     _, opening, narrators = await build_story(db, turns=0)
     with pytest.raises(NotFound, match="not replied yet"):
-        await turn_insights(db, CHANNEL)
+        await Insights(db).for_turn(CHANNEL)
     with pytest.raises(NotFound, match="narrator's replies"):
-        await turn_insights(db, CHANNEL, node_id=opening)
+        await Insights(db).for_turn(CHANNEL, node_id=opening)
     with pytest.raises(NotFound):
-        await turn_insights(db, CHANNEL, node_id=999_999)
+        await Insights(db).for_turn(CHANNEL, node_id=999_999)
 
 
 async def test_a_node_of_another_channel_is_not_shown(db: Database):
     _, _, narrators = await build_story(db, turns=1)
     with pytest.raises(NotFound):
-        await turn_insights(db, CHANNEL + 1, node_id=narrators[0])
+        await Insights(db).for_turn(CHANNEL + 1, node_id=narrators[0])
 
 
 async def test_heavy_columns_are_loaded_for_that_one_node_only(db: Database):
@@ -188,7 +188,7 @@ async def test_heavy_columns_are_loaded_for_that_one_node_only(db: Database):
 
     event.listen(db.engine.sync_engine, "before_cursor_execute", listener)
     try:
-        found = await turn_insights(db, CHANNEL, turn=2)
+        found = await Insights(db).for_turn(CHANNEL, turn=2)
     finally:
         event.remove(db.engine.sync_engine, "before_cursor_execute", listener)
     assert found.node_id == narrators[1]

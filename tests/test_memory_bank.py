@@ -10,7 +10,7 @@ from sqlalchemy import func, select, update
 
 from engine.access import Actor
 from engine.accounts import touch_server, touch_user
-from engine.memory.bank import add_memory, enforce_capacity
+from engine.memory.bank import MemoryBank, enforce_capacity
 from engine.memory.cadence import MEMORY_CADENCE, SUMMARY_CADENCE, Cadence
 from engine.memory.cursors import LinePositions, line_positions, story_cut_back
 from engine.memory.prompts import MEMORY_MAX_CHARS, clean_memory, clean_summary
@@ -422,7 +422,7 @@ async def test_a_players_memory_over_capacity_stays_and_an_older_one_is_forgotte
         await touch_user(session, 1, "Wren")
         (await session.get(Adventure, adventure)).host_id = 1  # the DM's player
         session.add(Memory(adventure_id=adventure, text="Older, never used."))
-    view = await add_memory(db, 77, Actor(user_id=1), "The ford is cursed.", capacity=1)
+    view = await MemoryBank(db, capacity=1).add(77, Actor(user_id=1), "The ford is cursed.")
     async with db.session() as session:
         rows = dict((await session.execute(select(Memory.text, Memory.forgotten))).all())
     assert rows == {"Older, never used.": True, "The ford is cursed.": False}

@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import select, update
 
 from engine.context import ContextEngine
-from engine.insights import turn_insights
+from engine.insights import Insights
 from engine.memory.lexical import query_terms
 from engine.memory.retrieval import MemoryRetriever
 from engine.memory.semantic import CALIBRATION, SemanticIndex, calibrated_floor
@@ -202,7 +202,7 @@ async def test_an_uncalibrated_embedding_model_falls_back_to_lexical_and_insight
 
     async with db.session() as session:
         channel = (await session.get(Adventure, adventure)).channel_id
-    insights = await turn_insights(db, channel)
+    insights = await Insights(db).for_turn(channel)
     [section] = [s for s in insights.report.sections if s.key == "memories"]
     assert "no calibration for embedding model fake-embed" in section.reason
     assert "lexical only" in section.reason
@@ -222,7 +222,7 @@ async def test_insights_says_why_no_memory_came_in(db, provider, fake_model):
     async with db.session() as session:
         channel = (await session.get(Adventure, adventure)).channel_id
         assert (await session.scalar(select(Memory.use_count).limit(1))) == 0
-    insights = await turn_insights(db, channel)
+    insights = await Insights(db).for_turn(channel)
     [section] = [s for s in insights.report.sections if s.key == "memories"]
     assert section.tokens == 0 and section.items == []
     assert section.reason.startswith("0 of 3 memories")

@@ -14,7 +14,7 @@ from sqlalchemy.orm import undefer
 
 from engine.errors import InvalidInput
 from engine.events import ActionAccepted, TextDelta, TurnDone, TurnFailed
-from engine.insights import turn_insights
+from engine.insights import Insights
 from engine.scripting.hooks import ScriptStopped
 from engine.snapshots import restore
 from engine.storage.models import (
@@ -576,7 +576,7 @@ async def test_a_throwing_script_is_skipped_and_reported_in_insights(db, engine,
     assert "TypeError" in failed_run["error"] and failed_run["logs"] == ["about to fail"]
     assert ok_run["hook"] == "onOutput" and ok_run["error"] is None
 
-    insights = await turn_insights(db, 1)
+    insights = await Insights(db).for_turn(1)
     assert any(
         line.startswith("error: onInput · broken: TypeError") for line in insights.script_logs
     )
@@ -637,5 +637,5 @@ async def test_the_report_is_json_and_readable_without_scripts(db, engine, fake_
     node = await narrator_node(db, result.narrator_node_id)
     assert node.context_report["scripts"] == []
     json.dumps(node.context_report)
-    assert (await turn_insights(db, 1)).script_logs == []
+    assert (await Insights(db).for_turn(1)).script_logs == []
     assert [n.role for n in [node]] == [Role.NARRATOR]

@@ -1,45 +1,43 @@
 """Steering an adventure: author's note, plot essentials, AI instructions, story cards and
-generation settings (engine.steering), on every database backend."""
+generation settings (engine.steering's three services), on every database backend."""
 
 from __future__ import annotations
 
 import pytest
 from sqlalchemy import select
 
-from engine.access import Actor
+from engine.access import Actor, check_may_steer, may_steer
 from engine.accounts import touch_server, touch_user
 from engine.adventures import start_adventure
-from engine.errors import InvalidInput, NotFound, StoryMovedOn
-from engine.steering import (
-    CARD_ENTRY_MAX,
-    CARD_KEYS_MAX,
-    TEXT_MAX_CHARS,
-    CardDraft,
-    GenerationDefaults,
-    NotAllowed,
-    SteeringField,
-    add_card,
-    card_titles_for_autocomplete,
-    check_card_room,
-    edit_card,
-    get_card,
-    get_settings,
-    get_steering,
-    list_cards,
-    may_steer,
-    remove_card,
-    set_settings,
-    set_steering,
-    who_may_steer,
-)
+from engine.errors import InvalidInput, NotAllowed, NotFound, StoryMovedOn
+from engine.steering.cards import CARD_ENTRY_MAX, CARD_KEYS_MAX, CardDraft, StoryCards
+from engine.steering.settings import GenerationDefaults, GenerationSettings
+from engine.steering.text import TEXT_MAX_CHARS, SteeringField, SteeringText
 from engine.storage.database import Database
 from engine.storage.models import Adventure, AdventureCard, Scenario, ScenarioCard
 
 SERVER, HOST, OTHER, CHANNEL, DM_CHANNEL = 900, 11, 12, 100, 200
 HOST_ACTOR = Actor(HOST, "alice", SERVER, "The Hearth")
 OTHER_ACTOR = Actor(OTHER, "bob", SERVER, "The Hearth")
+#: bob again, as a member who can manage the server.
+MANAGER_ACTOR = Actor(OTHER, "bob", SERVER, "The Hearth", manages_server=True)
 DEFAULTS = GenerationDefaults(context_tokens=4096, max_output_tokens=300, temperature=0.8)
 MAX_CARDS = 500
+
+
+def cards(db: Database, max_cards: int = MAX_CARDS) -> StoryCards:
+    return StoryCards(db, max_cards=max_cards)
+
+
+def settings_of(db: Database) -> GenerationSettings:
+    return GenerationSettings(db, DEFAULTS)
+
+
+async def refusal(db: Database, adventure: Adventure, actor: Actor) -> str:
+    async with db.session() as session:
+        with pytest.raises(NotAllowed) as error:
+            await check_may_steer(session, adventure, actor)
+    return error.value.message
 
 
 async def server_adventure(db: Database, *, channel_id: int = CHANNEL) -> int:
@@ -77,29 +75,33 @@ async def load(db: Database, adventure_id: int) -> Adventure:
 
 def test_in_a_server_the_host_and_managers_may_steer():
     adventure = Adventure(title="t", server_id=SERVER, host_id=HOST)
-    assert may_steer(adventure, HOST, is_manager=False)
-    assert may_steer(adventure, OTHER, is_manager=True)
-    assert not may_steer(adventure, OTHER, is_manager=False)
+    assert may_steer(adventure, HOST_ACTOR)
+    assert may_steer(adventure, MANAGER_ACTOR)
+    assert not may_steer(adventure, OTHER_ACTOR)
 
 
-def test_a_server_adventure_whose_host_left_is_steered_by_managers_only():
+async def test_a_server_adventure_whose_host_left_is_steered_by_managers_only(db):
     adventure = Adventure(title="t", server_id=SERVER, host_id=None)
-    assert not may_steer(adventure, HOST, is_manager=False)
-    assert may_steer(adventure, HOST, is_manager=True)
-    assert "Manage Server" in who_may_steer(adventure)
+    assert not may_steer(adventure, HOST_ACTOR)
+    assert may_steer(adventure, Actor(HOST, "alice", SERVER, manages_server=True))
+    assert "Manage Server" in await refusal(db, adventure, HOST_ACTOR)
 
 
-def test_in_a_dm_only_its_player_may_steer():
+async def test_in_a_dm_only_its_player_may_steer(db):
     adventure = Adventure(title="t", server_id=None, owner_id=OTHER, host_id=OTHER)
-    assert may_steer(adventure, OTHER, is_manager=False)
+    assert may_steer(adventure, Actor(OTHER))
     # Server permissions mean nothing in someone else's DM adventure.
-    assert not may_steer(adventure, HOST, is_manager=True)
-    assert who_may_steer(adventure) == "Only this adventure's player can change it."
+    assert not may_steer(adventure, Actor(HOST, manages_server=True))
+    assert await refusal(db, adventure, Actor(HOST)) == (
+        "Only this adventure's player can change it."
+    )
 
 
-def test_the_refusal_names_the_host():
+async def test_the_refusal_names_the_host(db):
+    async with db.session() as session, session.begin():
+        await touch_user(session, HOST, "alice")
     adventure = Adventure(title="t", server_id=SERVER, host_id=HOST)
-    assert who_may_steer(adventure, "alice") == (
+    assert await refusal(db, adventure, OTHER_ACTOR) == (
         "Only alice (this adventure's host) and members with the Manage Server permission "
         "can change this adventure."
     )
@@ -111,8 +113,8 @@ def test_the_refusal_names_the_host():
 async def test_the_host_sets_the_authors_note_and_only_the_adventure_changes(db):
     adventure_id = await server_adventure(db)
     before = await load(db, adventure_id)
-    change = await set_steering(
-        db, CHANNEL, HOST_ACTOR, SteeringField.AUTHORS_NOTE, "  Keep it gothic.  \n"
+    change = await SteeringText(db).set(
+        CHANNEL, HOST_ACTOR, SteeringField.AUTHORS_NOTE, "  Keep it gothic.  \n"
     )
     assert change.text == "Keep it gothic."
     assert change.previous == before.authors_note
@@ -129,27 +131,27 @@ async def test_the_host_sets_the_authors_note_and_only_the_adventure_changes(db)
 @pytest.mark.parametrize("field", list(SteeringField))
 async def test_each_field_is_read_and_written(db, field):
     adventure_id = await server_adventure(db)
-    await set_steering(db, CHANNEL, HOST_ACTOR, field.value, f"new {field.value}")
-    current = await get_steering(db, CHANNEL, HOST_ACTOR, field)
+    await SteeringText(db).set(CHANNEL, HOST_ACTOR, field.value, f"new {field.value}")
+    current = await SteeringText(db).get(CHANNEL, HOST_ACTOR, field)
     assert (current.adventure_id, current.text) == (adventure_id, f"new {field.value}")
     assert current.label == field.label
 
 
 async def test_blank_text_clears_and_says_so(db):
     adventure_id = await server_adventure(db)
-    change = await set_steering(db, CHANNEL, HOST_ACTOR, "plot_essentials", "   \n ")
+    change = await SteeringText(db).set(CHANNEL, HOST_ACTOR, "plot_essentials", "   \n ")
     assert change.cleared
     assert change.message == "Plot essentials cleared; it applies from the next turn."
     assert (await load(db, adventure_id)).plot_essentials == ""
-    again = await set_steering(db, CHANNEL, HOST_ACTOR, "plot_essentials", "")
+    again = await SteeringText(db).set(CHANNEL, HOST_ACTOR, "plot_essentials", "")
     assert again.message == "Plot essentials was already empty; nothing changed."
 
 
 async def test_steering_text_over_the_cap_is_refused(db):
     await server_adventure(db)
-    await set_steering(db, CHANNEL, HOST_ACTOR, "ai_instructions", "x" * TEXT_MAX_CHARS)
+    await SteeringText(db).set(CHANNEL, HOST_ACTOR, "ai_instructions", "x" * TEXT_MAX_CHARS)
     with pytest.raises(InvalidInput) as error:
-        await set_steering(db, CHANNEL, HOST_ACTOR, "ai_instructions", "x" * 4001)
+        await SteeringText(db).set(CHANNEL, HOST_ACTOR, "ai_instructions", "x" * 4001)
     assert error.value.message == (
         "AI instructions can be at most 4,000 characters; this one has 4,001."
     )
@@ -158,27 +160,29 @@ async def test_steering_text_over_the_cap_is_refused(db):
 async def test_someone_else_is_refused_and_told_who_can(db):
     adventure_id = await server_adventure(db)
     with pytest.raises(NotAllowed) as error:
-        await set_steering(db, CHANNEL, OTHER_ACTOR, "authors_note", "mine now")
+        await SteeringText(db).set(CHANNEL, OTHER_ACTOR, "authors_note", "mine now")
     assert "Only alice (this adventure's host)" in error.value.message
     with pytest.raises(NotAllowed):
-        await get_steering(db, CHANNEL, OTHER_ACTOR, "authors_note")
+        await SteeringText(db).get(CHANNEL, OTHER_ACTOR, "authors_note")
     assert (await load(db, adventure_id)).authors_note != "mine now"
     # A member who can manage the server may.
-    await set_steering(db, CHANNEL, OTHER_ACTOR, "authors_note", "by a mod", is_manager=True)
+    await SteeringText(db).set(CHANNEL, MANAGER_ACTOR, "authors_note", "by a mod")
     assert (await load(db, adventure_id)).authors_note == "by a mod"
 
 
 async def test_a_dm_player_steers_their_own_adventure(db):
     await dm_adventure(db)
     player = Actor(OTHER, "bob")
-    await set_steering(db, DM_CHANNEL, player, "authors_note", "solo")
+    await SteeringText(db).set(DM_CHANNEL, player, "authors_note", "solo")
     with pytest.raises(NotAllowed):
-        await set_steering(db, DM_CHANNEL, Actor(HOST), "authors_note", "x", is_manager=True)
+        await SteeringText(db).set(
+            DM_CHANNEL, Actor(HOST, manages_server=True), "authors_note", "x"
+        )
 
 
 async def test_nothing_running_here(db):
     with pytest.raises(NotFound) as error:
-        await set_steering(db, 4242, HOST_ACTOR, "authors_note", "x")
+        await SteeringText(db).set(4242, HOST_ACTOR, "authors_note", "x")
     assert error.value.message == "There is no adventure running here. Start one with /start."
 
 
@@ -191,14 +195,14 @@ async def test_a_form_for_an_adventure_that_was_replaced_saves_nothing(db):
         adventure.ended_at = utcnow()
     second = await server_adventure(db)
     with pytest.raises(StoryMovedOn):
-        await set_steering(db, CHANNEL, HOST_ACTOR, "authors_note", "x", adventure_id=first)
+        await SteeringText(db).set(CHANNEL, HOST_ACTOR, "authors_note", "x", adventure_id=first)
     assert (await load(db, second)).authors_note != "x"
 
 
 async def test_an_unknown_field_is_refused(db):
     await server_adventure(db)
     with pytest.raises(InvalidInput):
-        await set_steering(db, CHANNEL, HOST_ACTOR, "prompt", "x")
+        await SteeringText(db).set(CHANNEL, HOST_ACTOR, "prompt", "x")
 
 
 # --- story cards ---------------------------------------------------------------------------------
@@ -206,17 +210,15 @@ async def test_an_unknown_field_is_refused(db):
 
 async def test_card_crud(db):
     adventure_id = await server_adventure(db)
-    shipped = (await list_cards(db, CHANNEL)).total
+    shipped = (await cards(db).page(CHANNEL)).total
     assert shipped == 3  # the Lantern Road's cards, copied at start
 
-    card = await add_card(
-        db,
+    card = await cards(db).add(
         CHANNEL,
         HOST_ACTOR,
         CardDraft(
             "  The   Ferryman ", "ferry, boatman,, river ", "Takes a coin.", "Character", True
         ),
-        max_cards=MAX_CARDS,
     )
     assert (card.title, card.keys, card.type, card.always_on) == (
         "The Ferryman",
@@ -227,12 +229,12 @@ async def test_card_crud(db):
     assert card.key_list == ["ferry", "boatman", "river"]
     assert card.position == 3 and card.adventure_id == adventure_id
 
-    page = await list_cards(db, CHANNEL)
+    page = await cards(db).page(CHANNEL)
     assert [c.title for c in page.cards][-1] == "The Ferryman"
     assert page.total == 4
 
-    edited = await edit_card(
-        db, CHANNEL, HOST_ACTOR, card.id, CardDraft("The Ferryman", "ferry", "Wants two coins.")
+    edited = await cards(db).edit(
+        CHANNEL, HOST_ACTOR, card.id, CardDraft("The Ferryman", "ferry", "Wants two coins.")
     )
     assert (edited.entry, edited.keys, edited.type, edited.always_on) == (
         "Wants two coins.",
@@ -240,16 +242,16 @@ async def test_card_crud(db):
         "custom",
         False,
     )
-    assert (await get_card(db, CHANNEL, HOST_ACTOR, "the ferryman")).id == card.id
-    assert (await get_card(db, CHANNEL, HOST_ACTOR, str(card.id))).title == "The Ferryman"
+    assert (await cards(db).get(CHANNEL, HOST_ACTOR, "the ferryman")).id == card.id
+    assert (await cards(db).get(CHANNEL, HOST_ACTOR, str(card.id))).title == "The Ferryman"
 
-    removed = await remove_card(db, CHANNEL, HOST_ACTOR, str(card.id))
+    removed = await cards(db).remove(CHANNEL, HOST_ACTOR, str(card.id))
     assert removed.title == "The Ferryman"
-    assert (await list_cards(db, CHANNEL)).total == 3
-    removed = await remove_card(db, CHANNEL, HOST_ACTOR, "old wenna")
+    assert (await cards(db).page(CHANNEL)).total == 3
+    removed = await cards(db).remove(CHANNEL, HOST_ACTOR, "old wenna")
     assert removed.title == "Old Wenna"
     with pytest.raises(NotFound) as error:
-        await remove_card(db, CHANNEL, HOST_ACTOR, "Old Wenna")
+        await cards(db).remove(CHANNEL, HOST_ACTOR, "Old Wenna")
     assert "no story card called “Old Wenna”" in error.value.message
 
     async with db.session() as session:
@@ -266,20 +268,20 @@ async def test_card_crud(db):
 async def test_duplicate_titles_are_refused_whatever_their_case(db):
     await server_adventure(db)
     with pytest.raises(InvalidInput) as error:
-        await add_card(db, CHANNEL, HOST_ACTOR, CardDraft("old  WENNA"), max_cards=MAX_CARDS)
+        await cards(db).add(CHANNEL, HOST_ACTOR, CardDraft("old  WENNA"))
     assert error.value.message == "This adventure already has a story card called “old WENNA”."
-    mill = await add_card(db, CHANNEL, HOST_ACTOR, CardDraft("The Mill"), max_cards=MAX_CARDS)
+    mill = await cards(db).add(CHANNEL, HOST_ACTOR, CardDraft("The Mill"))
     # Keeping its own title is fine; taking another card's is not.
-    await edit_card(db, CHANNEL, HOST_ACTOR, mill.id, CardDraft("THE MILL", "mill"))
+    await cards(db).edit(CHANNEL, HOST_ACTOR, mill.id, CardDraft("THE MILL", "mill"))
     with pytest.raises(InvalidInput):
-        await edit_card(db, CHANNEL, HOST_ACTOR, mill.id, CardDraft("Marsh-lights"))
+        await cards(db).edit(CHANNEL, HOST_ACTOR, mill.id, CardDraft("Marsh-lights"))
 
 
 async def test_the_same_title_in_another_adventure_is_fine(db):
     await server_adventure(db)
     await dm_adventure(db)
-    await add_card(db, DM_CHANNEL, Actor(OTHER), CardDraft("The Mill"), max_cards=MAX_CARDS)
-    await add_card(db, CHANNEL, HOST_ACTOR, CardDraft("The Mill"), max_cards=MAX_CARDS)
+    await cards(db).add(DM_CHANNEL, Actor(OTHER), CardDraft("The Mill"))
+    await cards(db).add(CHANNEL, HOST_ACTOR, CardDraft("The Mill"))
 
 
 @pytest.mark.parametrize(
@@ -305,84 +307,82 @@ async def test_the_same_title_in_another_adventure_is_fine(db):
 async def test_card_validation_messages(db, draft, message):
     await server_adventure(db)
     with pytest.raises(InvalidInput) as error:
-        await add_card(db, CHANNEL, HOST_ACTOR, draft, max_cards=MAX_CARDS)
+        await cards(db).add(CHANNEL, HOST_ACTOR, draft)
     assert error.value.message == message
-    assert (await list_cards(db, CHANNEL)).total == 3
+    assert (await cards(db).page(CHANNEL)).total == 3
 
 
 async def test_the_card_cap(db):
     await server_adventure(db)
-    assert await check_card_room(db, CHANNEL, HOST_ACTOR, max_cards=4)
-    await add_card(db, CHANNEL, HOST_ACTOR, CardDraft("Fourth"), max_cards=4)
+    assert await cards(db, 4).check_room(CHANNEL, HOST_ACTOR)
+    await cards(db, 4).add(CHANNEL, HOST_ACTOR, CardDraft("Fourth"))
     expected = "This adventure already has 4 story cards, the most it can hold. Remove one first."
     with pytest.raises(InvalidInput) as error:
-        await check_card_room(db, CHANNEL, HOST_ACTOR, max_cards=4)
+        await cards(db, 4).check_room(CHANNEL, HOST_ACTOR)
     assert error.value.message == expected
     with pytest.raises(InvalidInput) as error:
-        await add_card(db, CHANNEL, HOST_ACTOR, CardDraft("Fifth"), max_cards=4)
+        await cards(db, 4).add(CHANNEL, HOST_ACTOR, CardDraft("Fifth"))
     assert error.value.message == expected
 
 
 async def test_cards_are_changed_by_the_host_and_managers_only(db):
     await server_adventure(db)
     with pytest.raises(NotAllowed):
-        await check_card_room(db, CHANNEL, OTHER_ACTOR, max_cards=MAX_CARDS)
+        await cards(db).check_room(CHANNEL, OTHER_ACTOR)
     with pytest.raises(NotAllowed):
-        await add_card(db, CHANNEL, OTHER_ACTOR, CardDraft("Mine"), max_cards=MAX_CARDS)
+        await cards(db).add(CHANNEL, OTHER_ACTOR, CardDraft("Mine"))
     with pytest.raises(NotAllowed):
-        await get_card(db, CHANNEL, OTHER_ACTOR, "Old Wenna")
+        await cards(db).get(CHANNEL, OTHER_ACTOR, "Old Wenna")
     with pytest.raises(NotAllowed):
-        await remove_card(db, CHANNEL, OTHER_ACTOR, "Old Wenna")
-    wenna = await get_card(db, CHANNEL, HOST_ACTOR, "Old Wenna")
+        await cards(db).remove(CHANNEL, OTHER_ACTOR, "Old Wenna")
+    wenna = await cards(db).get(CHANNEL, HOST_ACTOR, "Old Wenna")
     with pytest.raises(NotAllowed):
-        await edit_card(db, CHANNEL, OTHER_ACTOR, wenna.id, CardDraft("Young Wenna"))
+        await cards(db).edit(CHANNEL, OTHER_ACTOR, wenna.id, CardDraft("Young Wenna"))
     # Anyone may look.
-    assert (await list_cards(db, CHANNEL)).total == 3
-    await remove_card(db, CHANNEL, OTHER_ACTOR, "Old Wenna", is_manager=True)
+    assert (await cards(db).page(CHANNEL)).total == 3
+    await cards(db).remove(CHANNEL, MANAGER_ACTOR, "Old Wenna")
 
 
 async def test_a_card_from_another_adventure_cannot_be_edited_here(db):
     await server_adventure(db)
     await dm_adventure(db)
-    theirs = await add_card(db, DM_CHANNEL, Actor(OTHER), CardDraft("Secret"), max_cards=MAX_CARDS)
+    theirs = await cards(db).add(DM_CHANNEL, Actor(OTHER), CardDraft("Secret"))
     with pytest.raises(NotFound):
-        await edit_card(db, CHANNEL, HOST_ACTOR, theirs.id, CardDraft("Stolen"))
+        await cards(db).edit(CHANNEL, HOST_ACTOR, theirs.id, CardDraft("Stolen"))
     with pytest.raises(NotFound):
-        await remove_card(db, CHANNEL, HOST_ACTOR, str(theirs.id))
+        await cards(db).remove(CHANNEL, HOST_ACTOR, str(theirs.id))
 
 
 async def test_the_card_list_is_paged(db):
     await server_adventure(db)
     for n in range(4):
-        await add_card(db, CHANNEL, HOST_ACTOR, CardDraft(f"Extra {n}"), max_cards=MAX_CARDS)
-    first = await list_cards(db, CHANNEL, per_page=3)
+        await cards(db).add(CHANNEL, HOST_ACTOR, CardDraft(f"Extra {n}"))
+    first = await cards(db).page(CHANNEL, per_page=3)
     assert (first.page, first.pages, first.total, len(first.cards)) == (1, 3, 7, 3)
-    last = await list_cards(db, CHANNEL, page=99, per_page=3)
+    last = await cards(db).page(CHANNEL, page=99, per_page=3)
     assert (last.page, [c.title for c in last.cards]) == (3, ["Extra 3"])
 
 
 async def test_autocomplete_offers_matching_titles_first(db):
     await server_adventure(db)
-    await add_card(
-        db, CHANNEL, HOST_ACTOR, CardDraft("Milestone keeper", "mill"), max_cards=MAX_CARDS
-    )
-    choices = await card_titles_for_autocomplete(db, CHANNEL, "mile")
+    await cards(db).add(CHANNEL, HOST_ACTOR, CardDraft("Milestone keeper", "mill"))
+    choices = await cards(db).choices(CHANNEL, "mile")
     assert [label for label, _ in choices] == ["Milestone keeper", "The Fallen Milestone"]
-    by_key = await card_titles_for_autocomplete(db, CHANNEL, "innkeeper")
+    by_key = await cards(db).choices(CHANNEL, "innkeeper")
     assert [label for label, _ in by_key] == ["Old Wenna"]
-    everything = await card_titles_for_autocomplete(db, CHANNEL, "")
+    everything = await cards(db).choices(CHANNEL, "")
     assert len(everything) == 4 and all(value.isdigit() for _, value in everything)
-    assert await card_titles_for_autocomplete(db, 4242, "") == []
+    assert await cards(db).choices(4242, "") == []
 
 
 async def test_untitled_imported_cards_are_offered_by_their_keys(db):
     adventure_id = await server_adventure(db)
     async with db.session() as session, session.begin():
         session.add(AdventureCard(adventure_id=adventure_id, title="", keys="heron, reeds"))
-    choices = await card_titles_for_autocomplete(db, CHANNEL, "heron")
+    choices = await cards(db).choices(CHANNEL, "heron")
     (label, value) = choices[0]
     assert label == f"(untitled #{value}) heron, reeds"
-    removed = await remove_card(db, CHANNEL, HOST_ACTOR, value)
+    removed = await cards(db).remove(CHANNEL, HOST_ACTOR, value)
     assert removed.keys == "heron, reeds"
 
 
@@ -391,7 +391,7 @@ async def test_untitled_imported_cards_are_offered_by_their_keys(db):
 
 async def test_settings_fall_back_to_the_defaults(db):
     await server_adventure(db)
-    settings = await get_settings(db, CHANNEL, DEFAULTS)
+    settings = await settings_of(db).get(CHANNEL)
     assert (settings.context_tokens, settings.max_output_tokens, settings.temperature) == (
         None,
         None,
@@ -404,10 +404,10 @@ async def test_settings_fall_back_to_the_defaults(db):
 
 async def test_settings_are_set_and_reset(db):
     adventure_id = await server_adventure(db)
-    settings = await set_settings(db, CHANNEL, HOST_ACTOR, DEFAULTS, temperature=0.3)
+    settings = await settings_of(db).set(CHANNEL, HOST_ACTOR, temperature=0.3)
     assert settings.temperature == 0.3 and settings.context_tokens is None
-    settings = await set_settings(
-        db, CHANNEL, HOST_ACTOR, DEFAULTS, context_tokens=8192, max_output_tokens=1000
+    settings = await settings_of(db).set(
+        CHANNEL, HOST_ACTOR, context_tokens=8192, max_output_tokens=1000
     )
     assert (settings.context_tokens, settings.max_output_tokens, settings.temperature) == (
         8192,
@@ -421,7 +421,7 @@ async def test_settings_are_set_and_reset(db):
         0.3,
     )
     assert stored.version == 0
-    settings = await set_settings(db, CHANNEL, HOST_ACTOR, DEFAULTS, reset=True, temperature=1.0)
+    settings = await settings_of(db).set(CHANNEL, HOST_ACTOR, reset=True, temperature=1.0)
     assert (settings.context_tokens, settings.max_output_tokens, settings.temperature) == (
         None,
         None,
@@ -461,7 +461,7 @@ async def test_settings_are_set_and_reset(db):
 async def test_settings_are_validated(db, options, message):
     adventure_id = await server_adventure(db)
     with pytest.raises(InvalidInput) as error:
-        await set_settings(db, CHANNEL, HOST_ACTOR, DEFAULTS, **options)
+        await settings_of(db).set(CHANNEL, HOST_ACTOR, **options)
     assert error.value.message == message
     stored = await load(db, adventure_id)
     assert (stored.context_tokens, stored.max_output_tokens, stored.temperature) == (
@@ -474,10 +474,8 @@ async def test_settings_are_validated(db, options, message):
 async def test_settings_are_changed_by_the_host_and_managers_only(db):
     await server_adventure(db)
     with pytest.raises(NotAllowed):
-        await set_settings(db, CHANNEL, OTHER_ACTOR, DEFAULTS, temperature=0.5)
+        await settings_of(db).set(CHANNEL, OTHER_ACTOR, temperature=0.5)
     # Anyone may look.
-    assert (await get_settings(db, CHANNEL, DEFAULTS)).temperature is None
-    settings = await set_settings(
-        db, CHANNEL, OTHER_ACTOR, DEFAULTS, temperature=0.5, is_manager=True
-    )
+    assert (await settings_of(db).get(CHANNEL)).temperature is None
+    settings = await settings_of(db).set(CHANNEL, MANAGER_ACTOR, temperature=0.5)
     assert settings.temperature == 0.5

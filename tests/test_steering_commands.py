@@ -8,7 +8,7 @@ from sqlalchemy import select
 
 from bot.standin.world import InteractionRecord, iter_components
 from engine.access import Actor
-from engine.steering import CardDraft, add_card
+from engine.steering.cards import CardDraft
 from engine.storage.models import Adventure, AdventureCard
 from tests.discord_env import DiscordEnv, campfire_on_standin
 
@@ -284,12 +284,8 @@ async def test_a_long_card_list_is_paged(env):
     thread = await start_thread(env)
     host = Actor(env.alice)
     for n in range(10):
-        await add_card(
-            env.bot.services.db,
-            thread,
-            host,
-            CardDraft(f"Card {n:02}", "k" * 400, "word " * 800),
-            max_cards=500,
+        await env.bot.services.story_cards.add(
+            thread, host, CardDraft(f"Card {n:02}", "k" * 400, "word " * 800)
         )
     record = await env.fake.slash(env.alice, thread, "card list")
     message = answer(env, record)

@@ -1,9 +1,9 @@
 """A scenario read from a file, before anything is written: what every format reader returns.
 
-``finish`` applies the same caps as live creation (card sizes from ``engine.steering``, steering
-text from one Discord text input, the script and card limits from the settings, the stat schema
-through ``engine.world_state.schema``), normalises line endings, and collects warnings a player
-sees in the preview. A reader never writes; ``engine.scenario_library`` saves a draft in one
+``finish`` applies the same caps as live creation (card sizes from ``engine.steering.cards``,
+steering text from one Discord text input, the script and card limits from the settings, the stat
+schema through ``engine.world_state.schema``), normalises line endings, and collects warnings a
+player sees in the preview. A reader never writes; ``engine.scenario_library`` saves a draft in one
 transaction.
 """
 
@@ -14,14 +14,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.formats.errors import ImportRejected
-from engine.steering import (
+from engine.steering.cards import (
     CARD_ENTRY_MAX,
     CARD_KEYS_MAX,
     CARD_TITLE_MAX,
     CARD_TYPE_MAX,
     DEFAULT_CARD_TYPE,
-    TEXT_MAX_CHARS,
 )
+from engine.steering.text import TEXT_MAX_CHARS
 from engine.world_state.schema import SchemaError, parse_schema
 
 TITLE_MAX = 100

@@ -1,7 +1,7 @@
 """The memory bank as players see it: list, add, edit, pin, forget, restore; and its capacity.
 
 Anyone may read an adventure's memories and summary; changing them is steering, so the same
-people may do it as may change the author's note (engine.steering.may_steer). Every change is
+people may do it as may change the author's note (``engine.access.may_steer``). Every change is
 one transaction and leaves the story and its version alone.
 
 Over capacity, the least used memories (then the least recently used, then the oldest) that
@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from engine.access import adventure_here, check_may_steer
 from engine.errors import InvalidInput, NotFound
 from engine.memory.cursors import LinePositions, line_positions
-from engine.steering import adventure_here, check_may_steer
 from engine.storage.models import Adventure, Memory, MemoryOrigin, StoryNode, SummaryVersion
 
 if TYPE_CHECKING:
@@ -103,40 +103,172 @@ async def enforce_capacity(
     return result.rowcount or 0
 
 
-# --- reading -------------------------------------------------------------------------------------
+# --- the bank ------------------------------------------------------------------------------------
 
 
-async def list_memories(
-    db: Database, channel_id: int, *, page: int = 1, forgotten: bool = False, capacity: int = 200
-) -> MemoryPage:
-    """One page of the adventure's memories (the forgotten ones with ``forgotten``)."""
-    async with db.session() as session:
-        adventure = await adventure_here(session, channel_id)
-        assert adventure.id is not None
-        counts = dict(
-            (
+class MemoryBank:
+    """What the front end calls for /memory … and /summary ….
+
+    ``capacity`` is how many memories one adventure keeps live (the operator's setting).
+    """
+
+    def __init__(self, db: Database, *, capacity: int) -> None:
+        self.db = db
+        self.capacity = capacity
+
+    # --- reading ----------------------------------------------------------------------------
+
+    async def page(self, channel_id: int, *, page: int = 1, forgotten: bool = False) -> MemoryPage:
+        """One page of the adventure's memories (the forgotten ones with ``forgotten``)."""
+        async with self.db.session() as session:
+            adventure = await adventure_here(session, channel_id)
+            assert adventure.id is not None
+            counts = dict(
+                (
+                    await session.execute(
+                        select(Memory.forgotten, func.count())
+                        .where(Memory.adventure_id == adventure.id)
+                        .group_by(Memory.forgotten)
+                    )
+                ).all()
+            )
+            live, gone = counts.get(False, 0), counts.get(True, 0)
+            total = gone if forgotten else live
+            pages = max(1, -(-total // PAGE_SIZE))
+            if not 1 <= page <= pages:
+                raise InvalidInput(f"There is no page {page}: choose a page from 1 to {pages}.")
+            rows = await session.scalars(
+                select(Memory)
+                .where(Memory.adventure_id == adventure.id, Memory.forgotten.is_(forgotten))
+                .order_by(Memory.pinned.desc(), Memory.id)
+                .offset((page - 1) * PAGE_SIZE)
+                .limit(PAGE_SIZE)
+            )
+            positions = await line_positions(session, adventure.head_node_id)
+            views = [_view(m, positions) for m in rows]
+        return MemoryPage(
+            adventure.id, adventure.title, views, live, gone, self.capacity, page, pages
+        )
+
+    async def choices(
+        self, channel_id: int, typed: str, *, limit: int = 25
+    ) -> list[tuple[str, int]]:
+        """(label, id) pairs for autocomplete: memories whose id or text contains what was
+        typed."""
+        typed = typed.strip().lstrip("#").casefold()
+        async with self.db.session() as session:
+            adventure = await adventure_here(session, channel_id)
+            rows = (
                 await session.execute(
-                    select(Memory.forgotten, func.count())
+                    select(Memory.id, Memory.text, Memory.forgotten)
                     .where(Memory.adventure_id == adventure.id)
-                    .group_by(Memory.forgotten)
+                    .order_by(Memory.id.desc())
                 )
             ).all()
-        )
-        live, gone = counts.get(False, 0), counts.get(True, 0)
-        total = gone if forgotten else live
-        pages = max(1, -(-total // PAGE_SIZE))
-        if not 1 <= page <= pages:
-            raise InvalidInput(f"There is no page {page}: choose a page from 1 to {pages}.")
-        rows = await session.scalars(
-            select(Memory)
-            .where(Memory.adventure_id == adventure.id, Memory.forgotten.is_(forgotten))
-            .order_by(Memory.pinned.desc(), Memory.id)
-            .offset((page - 1) * PAGE_SIZE)
-            .limit(PAGE_SIZE)
-        )
-        positions = await line_positions(session, adventure.head_node_id)
-        views = [_view(m, positions) for m in rows]
-    return MemoryPage(adventure.id, adventure.title, views, live, gone, capacity, page, pages)
+        found = [
+            (f"#{r.id}{' (forgotten)' if r.forgotten else ''} {r.text}"[:100], r.id)
+            for r in rows
+            if typed in str(r.id) or typed in r.text.casefold()
+        ]
+        return found[:limit]
+
+    async def summary(self, channel_id: int) -> SummaryView:
+        async with self.db.session() as session:
+            adventure = await adventure_here(session, channel_id)
+            return await _summary_of(session, adventure, adventure.story_summary)
+
+    # --- changing ---------------------------------------------------------------------------
+
+    async def add(self, channel_id: int, actor: Actor, text: str) -> MemoryView:
+        """A player's own memory: kept through undo and retry, since no story turn sourced
+        it."""
+        text = _clean(text, "A memory", MEMORY_MAX_CHARS)
+        async with self.db.session() as session, session.begin():
+            adventure = await adventure_here(session, channel_id, for_update=True)
+            await check_may_steer(session, adventure, actor)
+            assert adventure.id is not None
+            head_index = await _head_index(session, adventure)
+            memory = Memory(
+                adventure_id=adventure.id,
+                text=text,
+                origin=MemoryOrigin.PLAYER,
+                source_start=head_index,
+                source_end=head_index,
+            )
+            session.add(memory)
+            await session.flush()
+            await enforce_capacity(session, adventure.id, self.capacity, keep=memory.id)
+            assert memory.id is not None
+            return MemoryView(memory.id, text, False, False, MemoryOrigin.PLAYER.value, 0, None)
+
+    async def edit(self, channel_id: int, actor: Actor, memory_id: int, text: str) -> MemoryView:
+        text = _clean(text, "A memory", MEMORY_MAX_CHARS)
+        async with self.db.session() as session, session.begin():
+            adventure, memory = await _memory_here(session, channel_id, actor, memory_id)
+            # The old vector described the old text; the next job embeds the new one.
+            memory.text = text
+            memory.embedding = None
+            memory.embedding_model = None
+            memory.embedding_dim = None
+            return _view(memory, await line_positions(session, adventure.head_node_id))
+
+    async def set_flag(
+        self,
+        channel_id: int,
+        actor: Actor,
+        memory_id: int,
+        *,
+        pinned: bool | None = None,
+        forgotten: bool | None = None,
+    ) -> MemoryView:
+        """Pin/unpin or forget/restore one memory."""
+        async with self.db.session() as session, session.begin():
+            adventure, memory = await _memory_here(session, channel_id, actor, memory_id)
+            if pinned is not None:
+                if pinned and memory.forgotten:
+                    raise InvalidInput(
+                        f"Memory #{memory_id} is forgotten; restore it with /memory restore first."
+                    )
+                memory.pinned = pinned
+            if forgotten is not None:
+                memory.forgotten = forgotten
+                if forgotten:
+                    memory.pinned = False  # a forgotten memory is never put in a context
+            await session.flush()
+            if forgotten is False:
+                assert adventure.id is not None
+                await enforce_capacity(session, adventure.id, self.capacity, keep=memory_id)
+            return _view(memory, await line_positions(session, adventure.head_node_id))
+
+    async def summary_to_edit(self, channel_id: int, actor: Actor) -> SummaryView:
+        """The summary, for someone about to edit it (refused before a form is filled)."""
+        async with self.db.session() as session:
+            adventure = await adventure_here(session, channel_id)
+            await check_may_steer(session, adventure, actor)
+            return await _summary_of(session, adventure, adventure.story_summary)
+
+    async def set_summary(
+        self, channel_id: int, actor: Actor, text: str, *, adventure_id: int | None = None
+    ) -> SummaryView:
+        """A player's edit of the summary: kept as a version, so undo past it can bring back
+        the one before (and the next rewrite folds new memories into this text)."""
+        text = _clean(text, "The story summary", SUMMARY_MAX_CHARS, blank_ok=True)
+        async with self.db.session() as session, session.begin():
+            adventure = await adventure_here(
+                session, channel_id, for_update=True, expect=adventure_id
+            )
+            await check_may_steer(session, adventure, actor)
+            assert adventure.id is not None
+            adventure.story_summary = text
+            session.add(
+                SummaryVersion(
+                    adventure_id=adventure.id, text=text, through=adventure.summary_cursor
+                )
+            )
+            return await _summary_of(session, adventure, text)
+
+
+# --- shared --------------------------------------------------------------------------------------
 
 
 def _view(memory: Memory, positions: LinePositions) -> MemoryView:
@@ -158,21 +290,12 @@ def _view(memory: Memory, positions: LinePositions) -> MemoryView:
     )
 
 
-async def get_summary(db: Database, channel_id: int) -> SummaryView:
-    async with db.session() as session:
-        adventure = await adventure_here(session, channel_id)
-        assert adventure.id is not None
-        positions = await line_positions(session, adventure.head_node_id)
-        return SummaryView(
-            adventure.id,
-            adventure.title,
-            adventure.story_summary,
-            adventure.summary_cursor,
-            positions.count,
-        )
-
-
-# --- changing ------------------------------------------------------------------------------------
+async def _summary_of(session: AsyncSession, adventure: Adventure, text: str) -> SummaryView:
+    assert adventure.id is not None
+    positions = await line_positions(session, adventure.head_node_id)
+    return SummaryView(
+        adventure.id, adventure.title, text, adventure.summary_cursor, positions.count
+    )
 
 
 def _clean(text: str, what: str, limit: int, *, blank_ok: bool = False) -> str:
@@ -186,150 +309,11 @@ def _clean(text: str, what: str, limit: int, *, blank_ok: bool = False) -> str:
     return text
 
 
-async def add_memory(
-    db: Database,
-    channel_id: int,
-    actor: Actor,
-    text: str,
-    *,
-    is_manager: bool = False,
-    capacity: int = 200,
-) -> MemoryView:
-    """A player's own memory: kept through undo and retry, since no story turn sourced it."""
-    text = _clean(text, "A memory", MEMORY_MAX_CHARS)
-    async with db.session() as session, session.begin():
-        adventure = await adventure_here(session, channel_id, for_update=True)
-        await check_may_steer(session, adventure, actor, is_manager)
-        assert adventure.id is not None
-        head_index = await _head_index(session, adventure)
-        memory = Memory(
-            adventure_id=adventure.id,
-            text=text,
-            origin=MemoryOrigin.PLAYER,
-            source_start=head_index,
-            source_end=head_index,
-        )
-        session.add(memory)
-        await session.flush()
-        await enforce_capacity(session, adventure.id, capacity, keep=memory.id)
-        assert memory.id is not None
-        return MemoryView(memory.id, text, False, False, MemoryOrigin.PLAYER.value, 0, None)
-
-
-async def edit_memory(
-    db: Database,
-    channel_id: int,
-    actor: Actor,
-    memory_id: int,
-    text: str,
-    *,
-    is_manager: bool = False,
-) -> MemoryView:
-    text = _clean(text, "A memory", MEMORY_MAX_CHARS)
-    async with db.session() as session, session.begin():
-        adventure, memory = await _memory_here(session, channel_id, actor, memory_id, is_manager)
-        # The old vector described the old text; the next job embeds the new one.
-        memory.text = text
-        memory.embedding = None
-        memory.embedding_model = None
-        memory.embedding_dim = None
-        return _view(memory, await line_positions(session, adventure.head_node_id))
-
-
-async def set_memory_flag(
-    db: Database,
-    channel_id: int,
-    actor: Actor,
-    memory_id: int,
-    *,
-    pinned: bool | None = None,
-    forgotten: bool | None = None,
-    is_manager: bool = False,
-    capacity: int = 200,
-) -> MemoryView:
-    """Pin/unpin or forget/restore one memory."""
-    async with db.session() as session, session.begin():
-        adventure, memory = await _memory_here(session, channel_id, actor, memory_id, is_manager)
-        if pinned is not None:
-            if pinned and memory.forgotten:
-                raise InvalidInput(
-                    f"Memory #{memory_id} is forgotten; restore it with /memory restore first."
-                )
-            memory.pinned = pinned
-        if forgotten is not None:
-            memory.forgotten = forgotten
-            if forgotten:
-                memory.pinned = False  # a forgotten memory is never put in a context
-        await session.flush()
-        if forgotten is False:
-            assert adventure.id is not None
-            await enforce_capacity(session, adventure.id, capacity, keep=memory_id)
-        return _view(memory, await line_positions(session, adventure.head_node_id))
-
-
-async def memory_choices(
-    db: Database, channel_id: int, typed: str, *, limit: int = 25
-) -> list[tuple[str, int]]:
-    """(label, id) pairs for autocomplete: memories whose id or text contains what was typed."""
-    typed = typed.strip().lstrip("#").casefold()
-    async with db.session() as session:
-        adventure = await adventure_here(session, channel_id)
-        rows = (
-            await session.execute(
-                select(Memory.id, Memory.text, Memory.forgotten)
-                .where(Memory.adventure_id == adventure.id)
-                .order_by(Memory.id.desc())
-            )
-        ).all()
-    found = [
-        (f"#{r.id}{' (forgotten)' if r.forgotten else ''} {r.text}"[:100], r.id)
-        for r in rows
-        if typed in str(r.id) or typed in r.text.casefold()
-    ]
-    return found[:limit]
-
-
-async def set_summary(
-    db: Database,
-    channel_id: int,
-    actor: Actor,
-    text: str,
-    *,
-    is_manager: bool = False,
-    adventure_id: int | None = None,
-) -> SummaryView:
-    """A player's edit of the summary: kept as a version, so undo past it can bring back the
-    one before (and the next rewrite folds new memories into this text)."""
-    text = _clean(text, "The story summary", SUMMARY_MAX_CHARS, blank_ok=True)
-    async with db.session() as session, session.begin():
-        adventure = await adventure_here(session, channel_id, for_update=True, expect=adventure_id)
-        await check_may_steer(session, adventure, actor, is_manager)
-        assert adventure.id is not None
-        adventure.story_summary = text
-        session.add(
-            SummaryVersion(adventure_id=adventure.id, text=text, through=adventure.summary_cursor)
-        )
-        positions = await line_positions(session, adventure.head_node_id)
-        return SummaryView(
-            adventure.id, adventure.title, text, adventure.summary_cursor, positions.count
-        )
-
-
-async def check_may_edit(
-    db: Database, channel_id: int, actor: Actor, *, is_manager: bool = False
-) -> SummaryView:
-    """The summary, for someone about to edit it (refused before a form is filled)."""
-    async with db.session() as session:
-        adventure = await adventure_here(session, channel_id)
-        await check_may_steer(session, adventure, actor, is_manager)
-    return await get_summary(db, channel_id)
-
-
 async def _memory_here(
-    session: AsyncSession, channel_id: int, actor: Actor, memory_id: int, is_manager: bool
+    session: AsyncSession, channel_id: int, actor: Actor, memory_id: int
 ) -> tuple[Adventure, Memory]:
     adventure = await adventure_here(session, channel_id, for_update=True)
-    await check_may_steer(session, adventure, actor, is_manager)
+    await check_may_steer(session, adventure, actor)
     memory = await session.get(Memory, memory_id)
     if memory is None or memory.adventure_id != adventure.id:
         raise NotFound(

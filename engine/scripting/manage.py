@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from engine.access import adventure_here
 from engine.actions import PlayerAction, format_action
 from engine.context_types import ContextBuilder, ContextInputs
 from engine.errors import InvalidInput, NotAllowed, NotFound
 from engine.scripting import sandbox
 from engine.scripting.hooks import Hook, HookReport, ScriptStopped, TurnScripts
-from engine.steering import adventure_here
 from engine.storage.models import ActionType, Adventure, AdventureScript, Role
 from engine.story import line_tail
 

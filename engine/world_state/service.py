@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from sqlalchemy import update
 
-from engine.access import Actor
+from engine.access import adventure_here, check_may_steer
 from engine.errors import InvalidInput
-from engine.steering import adventure_here, check_may_steer
-from engine.storage.database import Database
 from engine.storage.models import Adventure, utcnow
 from engine.world_state.apply import current_state, schema_of
 from engine.world_state.referee import set_value
 from engine.world_state.render import chip, describe
+
+if TYPE_CHECKING:
+    from engine.access import Actor
+    from engine.storage.database import Database
 
 NO_STATE = "This adventure's scenario tracks no world state."
 
@@ -24,43 +27,47 @@ class StateView:
     text: str
 
 
-async def show_state(db: Database, channel_id: int) -> StateView:
-    async with db.session() as session:
-        adventure = await adventure_here(session, channel_id)
-        schema = schema_of(adventure.stat_schema)
-        if schema is None:
-            raise InvalidInput(NO_STATE)
-        return StateView(
-            adventure.title, describe(schema, current_state(schema, adventure.world_state))
-        )
+class WorldStateService:
+    """What the front end calls for /state show and /state set."""
 
+    def __init__(self, db: Database) -> None:
+        self.db = db
 
-async def set_state(
-    db: Database, channel_id: int, actor: Actor, path: str, value: str, *, is_manager: bool
-) -> str:
-    """Set one value, refereed for type and range like any change; the chip of what changed.
+    async def show(self, channel_id: int) -> StateView:
+        async with self.db.session() as session:
+            adventure = await adventure_here(session, channel_id)
+            schema = schema_of(adventure.stat_schema)
+            if schema is None:
+                raise InvalidInput(NO_STATE)
+            return StateView(
+                adventure.title, describe(schema, current_state(schema, adventure.world_state))
+            )
 
-    The story's version moves on, so a turn being written meanwhile is not saved over it.
-    """
-    async with db.session() as session, session.begin():
-        adventure = await adventure_here(session, channel_id, for_update=True)
-        await check_may_steer(session, adventure, actor, is_manager)
-        schema = schema_of(adventure.stat_schema)
-        if schema is None:
-            raise InvalidInput(NO_STATE)
-        new_state, report = set_value(
-            schema,
-            current_state(schema, adventure.world_state),
-            path.strip(),
-            value,
-            turn_index=0,  # a host's correction neither checks nor starts a cooldown
-        )
-        if report.rejected and not report.applied and not report.clamped:
-            problems = "; ".join(f"{r.path}: {r.reason}" for r in report.rejected)
-            raise InvalidInput(f"Nothing was changed ({problems}).")
-        await session.execute(
-            update(Adventure)
-            .where(Adventure.id == adventure.id)
-            .values(world_state=new_state, version=Adventure.version + 1, updated_at=utcnow())
-        )
-        return chip(schema, report) or "Nothing changed: it already had that value."
+    async def set(self, channel_id: int, actor: Actor, path: str, value: str) -> str:
+        """Set one value, refereed for type and range like any change; the chip of what
+        changed. Who may: whoever may steer the adventure.
+
+        The story's version moves on, so a turn being written meanwhile is not saved over it.
+        """
+        async with self.db.session() as session, session.begin():
+            adventure = await adventure_here(session, channel_id, for_update=True)
+            await check_may_steer(session, adventure, actor)
+            schema = schema_of(adventure.stat_schema)
+            if schema is None:
+                raise InvalidInput(NO_STATE)
+            new_state, report = set_value(
+                schema,
+                current_state(schema, adventure.world_state),
+                path.strip(),
+                value,
+                turn_index=0,  # a host's correction neither checks nor starts a cooldown
+            )
+            if report.rejected and not report.applied and not report.clamped:
+                problems = "; ".join(f"{r.path}: {r.reason}" for r in report.rejected)
+                raise InvalidInput(f"Nothing was changed ({problems}).")
+            await session.execute(
+                update(Adventure)
+                .where(Adventure.id == adventure.id)
+                .values(world_state=new_state, version=Adventure.version + 1, updated_at=utcnow())
+            )
+            return chip(schema, report) or "Nothing changed: it already had that value."

@@ -1,0 +1,139 @@
+"""What Campfire knows of the people and servers it meets: every contact recorded, servers
+joined and left, and ``/profile`` (what is stored about you, keeping it, deleting it).
+
+Rows are made and refreshed through ``engine.accounts``; what goes when, and why, is
+``engine.guests``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
+
+from sqlalchemy import ColumnElement, delete, func, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from engine.accounts import touch_server, touch_user
+from engine.errors import NotFound
+from engine.storage.models import Adventure, Scenario, Server, StoryNode, User, utcnow
+
+if TYPE_CHECKING:
+    from engine.access import Actor
+    from engine.storage.database import Database
+
+#: The answer to someone Campfire has no row for.
+STORES_NOTHING = "Campfire stores nothing about you."
+
+
+@dataclass(frozen=True, slots=True)
+class Profile:
+    """What Campfire stores about one person."""
+
+    user_id: int
+    name: str
+    created_at: datetime
+    last_seen_at: datetime
+    keep_data: bool
+    scenarios: int  # scenarios they own (imported or made)
+    own_adventures: int  # adventures that are theirs (DMs)
+    hosted_adventures: int  # server adventures they host (the server's, not theirs)
+    story_entries: int  # actions and turns they wrote, anywhere
+    retention_days: int
+
+    @property
+    def guest(self) -> bool:
+        return not self.keep_data and self.scenarios == 0
+
+    @property
+    def removal_after(self) -> datetime | None:
+        """When a guest's data goes if they do not come back."""
+        if not self.guest:
+            return None
+        return self.last_seen_at + timedelta(days=self.retention_days)
+
+
+class Profiles:
+    """What the front end calls when someone interacts, when the bot joins or leaves a server,
+    and for /profile.
+
+    ``retention_days``: how long a guest's data stays after they were last seen (the
+    operator's setting), shown on their profile.
+    """
+
+    def __init__(self, db: Database, *, retention_days: int) -> None:
+        self.db = db
+        self.retention_days = retention_days
+
+    # --- membership -------------------------------------------------------------------------
+
+    async def record_contact(self, actor: Actor) -> None:
+        """Someone interacted: their user row (and their server's) exists from now on and was
+        seen now."""
+        async with self.db.session() as session, session.begin():
+            await touch_user(session, actor.user_id, actor.user_name)
+            if actor.server_id is not None:
+                await touch_server(session, actor.server_id, actor.server_name)
+
+    async def server_joined(self, server_id: int, name: str = "") -> None:
+        """The bot is in a server (again): a pending removal is cancelled."""
+        async with self.db.session() as session, session.begin():
+            await touch_server(session, server_id, name)
+
+    async def server_left(self, server_id: int, *, now: datetime | None = None) -> None:
+        """The bot left (or was removed from) a server: its data goes after the grace period
+        (``engine.guests.remove_departed_servers``)."""
+        async with self.db.session() as session, session.begin():
+            await session.execute(
+                update(Server).where(Server.id == server_id).values(left_at=now or utcnow())
+            )
+
+    # --- /profile ---------------------------------------------------------------------------
+
+    async def show(self, actor: Actor, *, seen: bool = True) -> Profile:
+        """What is stored about ``actor``. ``seen``: they are asking, so they are here, and
+        their row is made or refreshed first; without it, a stranger is ``NotFound``."""
+        user_id = actor.user_id
+        async with self.db.session() as session, session.begin():
+            if seen:
+                await touch_user(session, user_id, actor.user_name)
+            user = await session.get(User, user_id)
+            if user is None:
+                raise NotFound(STORES_NOTHING)
+            return Profile(
+                user_id=user_id,
+                name=user.name,
+                created_at=user.created_at,
+                last_seen_at=user.last_seen_at,
+                keep_data=user.keep_data,
+                scenarios=await _count(session, Scenario, Scenario.owner_id == user_id),
+                own_adventures=await _count(session, Adventure, Adventure.owner_id == user_id),
+                hosted_adventures=await _count(
+                    session,
+                    Adventure,
+                    (Adventure.host_id == user_id) & Adventure.server_id.is_not(None),
+                ),
+                story_entries=await _count(session, StoryNode, StoryNode.author_id == user_id),
+                retention_days=self.retention_days,
+            )
+
+    async def keep(self, actor: Actor, keep: bool) -> None:
+        """Keep the actor's data however long they are away (or, with False, no longer)."""
+        async with self.db.session() as session, session.begin():
+            await touch_user(session, actor.user_id, actor.user_name)
+            result = await session.execute(
+                update(User).where(User.id == actor.user_id).values(keep_data=keep)
+            )
+            if result.rowcount != 1:
+                raise NotFound(STORES_NOTHING)
+
+    async def delete(self, actor: Actor) -> None:
+        """Delete the actor and everything they own, now (one statement)."""
+        async with self.db.session() as session, session.begin():
+            result = await session.execute(delete(User).where(User.id == actor.user_id))
+            if result.rowcount != 1:
+                raise NotFound(STORES_NOTHING)
+
+
+async def _count(session: AsyncSession, model: type, condition: ColumnElement[bool]) -> int:
+    return await session.scalar(select(func.count()).select_from(model).where(condition)) or 0

@@ -1,0 +1,187 @@
+"""Who may do what (engine.access): the pure rules over every kind of person, in a server and
+in a DM, and one check through Discord that the permissions actor_of reads are the ones the
+rules mean."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.standin.world import P_ADMINISTRATOR, P_MANAGE_MESSAGES, RoleRecord
+from engine.access import (
+    Actor,
+    check_may_choose_importers,
+    may_import,
+    may_rewrite,
+    may_script,
+    may_shape_story,
+    may_steer,
+)
+from engine.errors import NotAllowed
+from engine.storage.models import Adventure
+from tests.discord_env import DiscordEnv, campfire_on_standin
+
+SERVER, OTHER_SERVER = 900, 901
+HOST, AUTHOR, MEMBER, PLAYER, STRANGER = 1, 2, 3, 4, 5
+IMPORTERS = 77
+
+SERVER_ADVENTURE = Adventure(title="t", server_id=SERVER, owner_id=None, host_id=HOST)
+ORPHANED_ADVENTURE = Adventure(title="t", server_id=SERVER, owner_id=None, host_id=None)
+DM_ADVENTURE = Adventure(title="t", server_id=None, owner_id=PLAYER, host_id=PLAYER)
+
+
+def member(user_id: int = MEMBER, **permissions: bool) -> Actor:
+    return Actor(user_id, f"user{user_id}", SERVER, "The Hearth", **permissions)
+
+
+#: Everyone who may act on a server adventure, by what they are there.
+HOST_ACTOR = member(HOST)
+AUTHOR_ACTOR = member(AUTHOR)
+PLAIN = member()
+SERVER_MANAGER = member(manages_server=True)
+MESSAGE_MANAGER = member(manages_messages=True)
+#: Administrator implies every other permission; actor_of sets both flags.
+ADMINISTRATOR = member(manages_server=True, manages_messages=True)
+
+
+# --- the actor's own notions -------------------------------------------------------------------
+
+
+def test_server_permissions_mean_nothing_in_a_dm():
+    dm = Actor(STRANGER, manages_server=True, manages_messages=True)
+    assert dm.in_dm
+    assert not dm.is_server_manager and not dm.is_story_manager
+    assert SERVER_MANAGER.is_server_manager and SERVER_MANAGER.is_story_manager
+    assert MESSAGE_MANAGER.is_story_manager and not MESSAGE_MANAGER.is_server_manager
+    assert not PLAIN.is_server_manager and not PLAIN.is_story_manager
+
+
+# --- in a server -------------------------------------------------------------------------------
+
+# Each row: the actor, then whether they may steer, rewrite AUTHOR's turn, shape the story,
+# and script.
+SERVER_RIGHTS = [
+    pytest.param(HOST_ACTOR, True, True, True, False, id="host"),
+    pytest.param(AUTHOR_ACTOR, False, True, False, False, id="turn author"),
+    pytest.param(PLAIN, False, False, False, False, id="plain member"),
+    pytest.param(SERVER_MANAGER, True, True, True, True, id="manage server"),
+    pytest.param(MESSAGE_MANAGER, False, True, True, False, id="manage messages"),
+    pytest.param(ADMINISTRATOR, True, True, True, True, id="administrator"),
+]
+
+
+@pytest.mark.parametrize(("actor", "steer", "rewrite", "shape", "script"), SERVER_RIGHTS)
+def test_rights_on_a_server_adventure(actor, steer, rewrite, shape, script):
+    assert may_steer(SERVER_ADVENTURE, actor) is steer
+    assert may_rewrite(SERVER_ADVENTURE, actor, AUTHOR) is rewrite
+    assert may_shape_story(SERVER_ADVENTURE, actor) is shape
+    assert may_script(SERVER_ADVENTURE, actor) is script
+
+
+def test_a_turn_with_no_known_author_is_rewritten_by_the_host_and_managers_only():
+    assert may_rewrite(SERVER_ADVENTURE, HOST_ACTOR, None)
+    assert may_rewrite(SERVER_ADVENTURE, MESSAGE_MANAGER, None)
+    assert not may_rewrite(SERVER_ADVENTURE, AUTHOR_ACTOR, None)
+
+
+def test_once_the_host_has_left_only_managers_steer():
+    assert not may_steer(ORPHANED_ADVENTURE, HOST_ACTOR)
+    assert not may_steer(ORPHANED_ADVENTURE, MESSAGE_MANAGER)
+    assert may_steer(ORPHANED_ADVENTURE, SERVER_MANAGER)
+    assert may_shape_story(ORPHANED_ADVENTURE, MESSAGE_MANAGER)
+
+
+# --- in a DM -----------------------------------------------------------------------------------
+
+
+def test_in_a_dm_its_player_may_do_everything_and_no_one_else_anything():
+    player = Actor(PLAYER, "wren")
+    for rule in (may_steer, may_shape_story, may_script):
+        assert rule(DM_ADVENTURE, player)
+    assert may_rewrite(DM_ADVENTURE, player, None)
+    # Permissions from a server count for nothing in someone else's DM story.
+    for stranger in (Actor(STRANGER), Actor(STRANGER, manages_server=True, manages_messages=True)):
+        for rule in (may_steer, may_shape_story, may_script):
+            assert not rule(DM_ADVENTURE, stranger)
+        assert not may_rewrite(DM_ADVENTURE, stranger, None)
+
+
+# --- importing scenarios -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("actor", "without_role", "with_role"),
+    [
+        pytest.param(PLAIN, False, False, id="plain member"),
+        pytest.param(
+            Actor(MEMBER, server_id=SERVER, role_ids=frozenset({IMPORTERS})),
+            False,
+            True,
+            id="importer role",
+        ),
+        pytest.param(SERVER_MANAGER, True, True, id="manage server"),
+        pytest.param(MESSAGE_MANAGER, False, False, id="manage messages"),
+        pytest.param(ADMINISTRATOR, True, True, id="administrator"),
+        pytest.param(Actor(PLAYER), True, True, id="in a DM"),
+    ],
+)
+def test_who_may_import(actor, without_role, with_role):
+    assert may_import(actor, None) is without_role
+    assert may_import(actor, IMPORTERS) is with_role
+
+
+def test_only_server_managers_choose_the_importer_role():
+    check_may_choose_importers(SERVER_MANAGER)
+    for actor in (
+        PLAIN,
+        MESSAGE_MANAGER,
+        Actor(MEMBER, server_id=SERVER, role_ids=frozenset({IMPORTERS})),
+    ):
+        with pytest.raises(NotAllowed):
+            check_may_choose_importers(actor)
+    with pytest.raises(NotAllowed, match="in a DM you import for yourself"):
+        check_may_choose_importers(Actor(PLAYER))
+
+
+# --- through Discord ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+async def env(tmp_path, fake_model, caplog):
+    async with campfire_on_standin(tmp_path, fake_model, caplog) as environment:
+        yield environment
+
+
+def member_with_role(env: DiscordEnv, name: str, permissions: int) -> int:
+    """A member of the test server holding one role with ``permissions``."""
+    guild = env.fake.world.guilds[env.guild]
+    role_id = env.fake.world.snowflake()
+    guild.roles[role_id] = RoleRecord(role_id, f"{name}'s role", permissions, position=1)
+    user_id = env.fake.add_user(name, member_of=[env.guild])
+    guild.members[user_id] = [role_id]
+    return user_id
+
+
+async def test_manage_messages_does_not_steer_but_manage_server_and_administrator_do(env):
+    await env.fake.slash(env.bob, env.channel, "start")  # bob hosts; alice manages the server
+    await env.done()
+    thread = env.fake.threads(env.channel)[-1]
+    moderator = member_with_role(env, "carol", P_MANAGE_MESSAGES)
+    administrator = member_with_role(env, "dave", P_ADMINISTRATOR)
+
+    def answer_to(record) -> str:
+        assert record.failed is None
+        return env.fake.message(record.original_message_id).content
+
+    refused = await env.fake.slash(moderator, thread, "note", text="carol's note")
+    assert answer_to(refused) == (
+        "⚠ Only bob (this adventure's host) and members with the Manage Server permission "
+        "can change this adventure."
+    )
+    allowed = await env.fake.slash(env.alice, thread, "note", text="alice's note")
+    assert answer_to(allowed).startswith("Author's note updated")
+    allowed = await env.fake.slash(administrator, thread, "note", text="dave's note")
+    assert answer_to(allowed).startswith("Author's note updated")
+    adventure = await env.bot.services.play.adventure_in(thread)
+    async with env.bot.services.db.session() as session:
+        stored = await session.get(Adventure, adventure.adventure_id)
+    assert stored.authors_note == "dave's note"
