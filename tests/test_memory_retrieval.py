@@ -9,11 +9,11 @@ from sqlalchemy import select, update
 
 from engine.context import ContextEngine
 from engine.insights import turn_insights
-from engine.memory.lexical import query_terms
 from engine.memory.retrieval import MemoryRetriever
 from engine.memory.semantic import CALIBRATION, SemanticIndex, calibrated_floor
 from engine.memory.writer import MemoryWriter
 from engine.providers.embeddings import EmbeddingClient
+from engine.retrieval.lexical import query_terms
 from engine.storage.models import ActionType, Adventure, Memory
 from engine.turns import TurnEngine
 from tests.helpers import new_adventure, play
