@@ -105,6 +105,10 @@ class Retrieval:
 
 
 class MemoryRetriever:
+    """The retriever of the memories section (engine.retrieval.retriever's ``Retriever``)."""
+
+    section = "memories"
+
     def __init__(
         self,
         db: Database,

@@ -1,1 +1,2 @@
-"""Retrieval for the context: the lexical search over any table with text (``lexical``)."""
+"""Retrieval for the context: the retriever seam the context engine takes (``retriever``) and
+the lexical search over any table with text (``lexical``)."""
