@@ -21,6 +21,7 @@ import math
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from sqlalchemy import text
@@ -145,14 +146,14 @@ async def term_matches(
         return {}
     statement, params = term_matches_query(session, table, terms, scope)
     found: dict[str, set[int]] = {}
-    for term, ids in (await session.execute(text(statement), params)).tuples():
-        if ids:
-            found.setdefault(terms[term], set()).update(map(int, ids.split(",")))
+    for row in await session.execute(text(statement), params):
+        if row.ids:
+            found.setdefault(terms[int(row.term)], set()).update(map(int, row.ids.split(",")))
     return found
 
 
 def score_lexical(
-    matches: dict[str, set[int]], bank_size: int, names: set[str] = frozenset()
+    matches: dict[str, set[int]], bank_size: int, names: AbstractSet[str] = frozenset()
 ) -> dict[int, LexicalScore]:
     """Admission and score for every row that matched at least one term; ``names`` are the
     query's names (``names_in``)."""
