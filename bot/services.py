@@ -110,7 +110,7 @@ async def build_services(settings: Settings) -> Services:
     context = ContextEngine(
         budget=settings.context_tokens,
         max_output_tokens=settings.max_output_tokens,
-        memories=retriever,
+        retrievers=[retriever],
     )
     turns = TurnEngine(
         db,

@@ -8,21 +8,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from engine.storage.dialect import insert_for
 from engine.storage.models import Server, User, utcnow
-
-
-def _insert(session: AsyncSession, model: Any) -> Any:
-    dialect = session.get_bind().dialect.name
-    return (postgresql.insert if dialect == "postgresql" else sqlite.insert)(model)
 
 
 async def touch_user(session: AsyncSession, user_id: int, name: str = "") -> None:
     """Create the user's row on first contact; record that they were seen now."""
     now = utcnow()
-    stmt = _insert(session, User).values(id=user_id, name=name, created_at=now, last_seen_at=now)
+    stmt = insert_for(session, User).values(id=user_id, name=name, created_at=now, last_seen_at=now)
     update: dict[str, Any] = {"last_seen_at": now}
     if name:
         update["name"] = name
@@ -31,7 +26,7 @@ async def touch_user(session: AsyncSession, user_id: int, name: str = "") -> Non
 
 async def touch_server(session: AsyncSession, server_id: int, name: str = "") -> None:
     """Create the server's row on first contact; a server seen again is no longer 'left'."""
-    stmt = _insert(session, Server).values(id=server_id, name=name, created_at=utcnow())
+    stmt = insert_for(session, Server).values(id=server_id, name=name, created_at=utcnow())
     update: dict[str, Any] = {"left_at": None}
     if name:
         update["name"] = name

@@ -2,8 +2,9 @@
 
 Two steps, so the turn loop stays thin and the rules can be tested without a database:
 
-* ``gather`` reads what a turn needs (the adventure's cards, and the tail of the story line
-  sized by the tokens stored with each entry) into a ``ContextInputs``;
+* ``gather`` reads what a turn needs (the adventure's cards, the tail of the story line sized
+  by the tokens stored with each entry, and what its retrievers find for the recent story)
+  into a ``ContextInputs``;
 * ``build`` is pure: it fits the inputs into the token budget and renders the messages, the
   text AI Dungeon scripts see, and the ``ContextReport`` Insights shows.
 
@@ -54,8 +55,8 @@ from engine.context_types import (
     state_block_of,
     with_state_block,
 )
-from engine.memory.retrieval import MemoryRetriever
 from engine.providers.base import ChatMessage
+from engine.retrieval.retriever import Found, Retriever
 from engine.storage.models import Adventure, AdventureCard
 from engine.story import line_window
 from engine.tokens import count_tokens, truncate_to_tokens
@@ -86,6 +87,14 @@ HEADINGS = {
 }
 
 CONTINUE_CUE = "Continue the story."
+
+#: The sections retrievers fill, each with the ContextInputs fields it goes into: the chosen
+#: items, and the summary Insights shows for the section. Where they go and what budget they
+#: get is the layout's business (``_fixed``), not the retriever's.
+RETRIEVED_SECTIONS = {
+    "memories": ("memories", "memory_note"),
+    "knowledge": ("knowledge", "knowledge_note"),
+}
 
 # Sections and entries are counted apart and joined with newlines, which cost nothing more:
 # cl100k merges "\n\n" into the tokens around it (".\n\n" is one token), so the sum of the
@@ -189,7 +198,7 @@ class ContextEngine:
         scan_entries: int = DEFAULT_SCAN_ENTRIES,
         authors_note_depth: int = AUTHORS_NOTE_DEPTH,
         max_history_entries: int = MAX_HISTORY_ENTRIES,
-        memories: MemoryRetriever | None = None,
+        retrievers: Sequence[Retriever] = (),
     ) -> None:
         self.budget = budget
         self.max_output_tokens = max_output_tokens
@@ -199,7 +208,13 @@ class ContextEngine:
         self.scan_entries = scan_entries
         self.authors_note_depth = authors_note_depth
         self.max_history_entries = max_history_entries
-        self.memories = memories
+        sections = [retriever.section for retriever in retrievers]
+        for section in sections:
+            if section not in RETRIEVED_SECTIONS:
+                raise ValueError(f"no context section {section!r} for a retriever to fill")
+            if sections.count(section) > 1:
+                raise ValueError(f"two retrievers fill the {section!r} section")
+        self.retrievers = tuple(retrievers)
 
     # --- gather: the database reads ---
 
@@ -223,7 +238,7 @@ class ContextEngine:
             story_summary=adventure.story_summary,
             authors_note=memory.get("authorsNote") or adventure.authors_note,
             front_memory=memory.get("frontMemory", ""),
-            # Memories and knowledge are filled in by the issues that add them.
+            # Memories and knowledge are filled in below, by the retrievers.
             cards=await load_cards(session, adventure.id),
             action_text=action_text,
         )
@@ -256,15 +271,13 @@ class ContextEngine:
                     adventure.stat_schema, adventure.world_state, recent_text=recent
                 ).state,
             )
-        if self.memories is not None:
-            # The query is the new action and the newest entries, newest first.
+        if self.retrievers:
+            # The query is the new action and the newest entries, newest first. One session:
+            # the retrievers take their turns.
             recent = [action_text, *(n.text for n in reversed(nodes))]
-            found = await self.memories.retrieve(session, adventure.id, recent)
-            inputs = replace(
-                inputs,
-                memories=tuple((m.label, m.text, m.reason) for m in found.chosen),
-                memory_note=found.summary,
-            )
+            for retriever in self.retrievers:
+                found = await retriever.retrieve(session, adventure.id, recent)
+                inputs = _with_found(inputs, retriever.section, found)
         return replace(
             inputs,
             history=tuple(HistoryEntry.from_node(node) for node in nodes),
@@ -367,6 +380,7 @@ class ContextEngine:
                     inputs.knowledge_budget
                     if inputs.knowledge_budget is not None
                     else int(available * self.knowledge_share),
+                    inputs.knowledge_note,
                 ),
             )
             if s
@@ -553,6 +567,13 @@ class ContextEngine:
             items=items,
             truncated=truncated,
         )
+
+
+def _with_found(inputs: ContextInputs, section: str, found: Found) -> ContextInputs:
+    """``inputs`` with a retriever's answer in its section."""
+    items, note = RETRIEVED_SECTIONS[section]
+    chosen = tuple((item.label, item.text, item.reason) for item in found.chosen)
+    return replace(inputs, **{items: chosen, note: found.summary})
 
 
 def _retrieved(

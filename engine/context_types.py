@@ -110,6 +110,8 @@ class ContextInputs:
     #: semantic admission is off); shown even when no memory was admitted.
     memory_note: str = ""
     knowledge: Sequence[Retrieved] = ()
+    #: What Insights says about the knowledge section as a whole, as ``memory_note`` does.
+    knowledge_note: str = ""
     #: Tokens knowledge may use; None means 15% of what is available.
     knowledge_budget: int | None = None
     #: The adventure's cards, in their order (always-on or not, triggered or not).

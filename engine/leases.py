@@ -43,12 +43,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import and_, or_, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from engine.errors import CampfireError, NotFound
 from engine.storage.database import Database
+from engine.storage.dialect import insert_for, locked_read
 from engine.storage.models import TurnLease, utcnow
 
 log = logging.getLogger(__name__)
@@ -149,7 +149,7 @@ class TurnLeases:
         try:
             async with self.db.session() as session, session.begin():
                 previous = await _lock_row(session, adventure_id)
-                insert = (postgresql.insert if _is_postgres(session) else sqlite.insert)(_leases)
+                insert = insert_for(session, _leases)
                 insert = insert.values(
                     adventure_id=adventure_id,
                     holder=self.holder,
@@ -300,30 +300,10 @@ class TurnLeases:
             )
 
 
-def _is_postgres(session: AsyncSession) -> bool:
-    return session.get_bind().dialect.name == "postgresql"
-
-
 async def _lock_row(session: AsyncSession, adventure_id: int) -> Any:
-    """Read the adventure's lease row and keep it from changing until the transaction ends.
-
-    PostgreSQL: ``SELECT ... FOR UPDATE``. SQLite has no row locks, and with Python's sqlite3 a
-    plain SELECT even runs outside the transaction; a (no-op) UPDATE opens the transaction and
-    takes the database's write lock, which every other claim, heartbeat or release waits for.
-    """
+    """Read the adventure's lease row and keep it from changing until the transaction ends
+    (on SQLite, by taking the database's write lock, which every other claim, heartbeat or
+    release waits for)."""
     columns = (_leases.c.holder, _leases.c.fencing_token, _leases.c.expires_at)
-    if _is_postgres(session):
-        statement: Any = (
-            _leases.select()
-            .with_only_columns(*columns)
-            .where(_leases.c.adventure_id == adventure_id)
-            .with_for_update()
-        )
-    else:
-        statement = (
-            update(_leases)
-            .where(_leases.c.adventure_id == adventure_id)
-            .values(holder=_leases.c.holder)
-            .returning(*columns)
-        )
+    statement = locked_read(session, _leases, columns, _leases.c.adventure_id == adventure_id)
     return (await session.execute(statement)).first()

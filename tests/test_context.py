@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import pytest
 from sqlalchemy import event, select
@@ -22,7 +22,8 @@ from engine.context import (
     reattach_state_block,
 )
 from engine.context_report import ContextReport
-from engine.storage.models import ActionType, Adventure, AdventureCard, Role, StoryNode
+from engine.memory.retrieval import MemoryRetriever
+from engine.storage.models import ActionType, Adventure, AdventureCard, Memory, Role, StoryNode
 from engine.story import line_length, line_window
 from engine.tokens import count_tokens
 from engine.turns import TurnEngine
@@ -364,6 +365,72 @@ def test_memories_always_go_in_and_knowledge_keeps_to_its_own_budget():
     # By default knowledge may use 15% of what is available.
     default = sections(ENGINE.build(replace(inputs, knowledge_budget=None)))["knowledge"]
     assert default.reason.endswith(f"budget of {int(1748 * 0.15)} tokens")
+
+
+@dataclass(frozen=True)
+class Fact:
+    label: str
+    text: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Facts:
+    chosen: tuple[Fact, ...]
+    summary: str
+
+
+class Glossary:
+    """A second retriever, as a knowledge library will be: it fills its own section."""
+
+    def __init__(self, facts: dict[str, str], section: str = "knowledge") -> None:
+        self.facts = facts  # a keyword → its fact
+        self.section = section
+        self.queries: list[tuple[int, list[str]]] = []
+
+    async def retrieve(self, session, adventure_id, recent) -> Facts:
+        self.queries.append((adventure_id, list(recent)))
+        chosen = tuple(
+            Fact(key, fact, f"keyword: {key}")
+            for key, fact in self.facts.items()
+            if key in recent[0]
+        )
+        return Facts(chosen, f"{len(chosen)} of {len(self.facts)} facts")
+
+
+async def test_each_retriever_fills_its_own_section_with_its_own_budget(db):
+    adventure_id = await new_adventure(db)
+    async with db.session() as session, session.begin():
+        session.add(
+            Memory(adventure_id=adventure_id, text="Mira hid the lantern key.", pinned=True)
+        )
+    glossary = Glossary(
+        {"lantern": "Lantern oil is whale oil.", "salt": "Salt is taxed.", "trim": "wick " * 800}
+    )
+    engine = ContextEngine(retrievers=[MemoryRetriever(db), glossary])
+    async with db.session() as session:
+        adventure = await session.get(Adventure, adventure_id)
+        inputs = await engine.gather(session, adventure, "> You trim the lantern.")
+    # The query: the new action first, then the story, newest first.
+    [(asked_for, recent)] = glossary.queries
+    assert asked_for == adventure_id and recent[0] == "> You trim the lantern."
+    built = engine.build(inputs)
+    memories, knowledge = sections(built)["memories"], sections(built)["knowledge"]
+    assert [i.reason.split(" · ")[0] for i in memories.items] == ["pinned"]
+    assert memories.reason.startswith("1 of 1 memories (1 pinned)")
+    assert [(i.label, i.included, i.reason) for i in knowledge.items] == [
+        ("lantern", True, "keyword: lantern"),
+        ("trim", False, "over the knowledge budget"),
+    ]
+    assert knowledge.reason.startswith("2 of 3 facts, within its own budget of ")
+    assert "Knowledge:\nLantern oil is whale oil." in user_text(built)
+
+
+def test_a_retriever_needs_a_section_of_its_own():
+    with pytest.raises(ValueError, match="no context section 'glossary'"):
+        ContextEngine(retrievers=[Glossary({}, section="glossary")])
+    with pytest.raises(ValueError, match="two retrievers fill the 'knowledge' section"):
+        ContextEngine(retrievers=[Glossary({}), Glossary({})])
 
 
 # --- the world-state seam ----------------------------------------------------------------------

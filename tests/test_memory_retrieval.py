@@ -9,11 +9,11 @@ from sqlalchemy import select, update
 
 from engine.context import ContextEngine
 from engine.insights import Insights
-from engine.memory.lexical import query_terms
 from engine.memory.retrieval import MemoryRetriever
 from engine.memory.semantic import CALIBRATION, SemanticIndex, calibrated_floor
 from engine.memory.writer import MemoryWriter
 from engine.providers.embeddings import EmbeddingClient
+from engine.retrieval.lexical import query_terms
 from engine.storage.models import ActionType, Adventure, Memory
 from engine.turns import TurnEngine
 from tests.helpers import new_adventure, play
@@ -192,7 +192,7 @@ async def test_an_uncalibrated_embedding_model_falls_back_to_lexical_and_insight
     adventure = await new_adventure(db)
     await add_bank(db, adventure)
     retriever = MemoryRetriever(db, embedder)  # "fake-embed" has no calibration
-    engine = TurnEngine(db, provider, context=ContextEngine(memories=retriever))
+    engine = TurnEngine(db, provider, context=ContextEngine(retrievers=[retriever]))
     fake_model.queue("The ferryman bites a coin and nods.")
     await play(engine, adventure, ActionType.DO, "pay the ferryman three copper coins")
     prompt = fake_model.requests[-1]["messages"][-1]["content"]
@@ -215,7 +215,7 @@ async def test_insights_says_why_no_memory_came_in(db, provider, fake_model):
     adventure = await new_adventure(db)
     # Nothing here shares two words, or a name, with the opening or the new action.
     await add_bank(db, adventure, [BANK[0], BANK[1], BANK[4]])
-    engine = TurnEngine(db, provider, context=ContextEngine(memories=MemoryRetriever(db)))
+    engine = TurnEngine(db, provider, context=ContextEngine(retrievers=[MemoryRetriever(db)]))
     fake_model.queue("Rain falls.")
     await play(engine, adventure, ActionType.DO, "sing about the weather")
     assert "Memories:" not in fake_model.requests[-1]["messages"][-1]["content"]

@@ -2,7 +2,7 @@
 
 1. Pinned memories always go in, and count toward ``top_k``.
 2. Every other live memory is *admitted* or not, before any ranking: lexically (shared
-   meaningful words, engine.memory.lexical) always; semantically (cosine of the recent story's
+   meaningful words, engine.retrieval.lexical) always; semantically (cosine of the recent story's
    embedding, engine.memory.semantic) when an embedding model is configured and calibrated.
    Retrieval may rightly return nothing: an unrelated bank stays out of the context.
 3. The admitted are ranked by a blend of both scores and the best fill the free slots.
@@ -24,16 +24,11 @@ from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from engine.errors import CampfireError
-from engine.memory.lexical import (
-    LexicalScore,
-    names_in,
-    query_terms,
-    score_lexical,
-    term_matches,
-)
 from engine.memory.semantic import SemanticIndex, calibrated_floor, from_bytes
 from engine.providers.embeddings import EmbeddingClient
+from engine.retrieval.lexical import LexicalScore, search
 from engine.storage.database import Database
+from engine.storage.dialect import FullTextTable
 from engine.storage.models import Memory, utcnow
 
 log = logging.getLogger(__name__)
@@ -44,6 +39,16 @@ DEFAULT_TOP_K = 5
 SEMANTIC_TIMEOUT_S = 5.0
 #: How many of the newest story entries (with the new action) make the query.
 QUERY_ENTRIES = 4
+
+#: The memories' text as the lexical search reads it (the structures are migration 0006's);
+#: a search is scoped to one adventure and never finds a forgotten memory.
+MEMORY_TEXT = FullTextTable(
+    table="memories",
+    id_column="id",
+    fts_table="memories_fts",
+    tsvector_column="search_vector",
+    hidden_when=("forgotten",),
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +105,10 @@ class Retrieval:
 
 
 class MemoryRetriever:
+    """The retriever of the memories section (engine.retrieval.retriever's ``Retriever``)."""
+
+    section = "memories"
+
     def __init__(
         self,
         db: Database,
@@ -141,9 +150,8 @@ class MemoryRetriever:
         if not rows:
             return Retrieval(semantic_note=note)
         texts = [t for t in recent if t and t.strip()][:QUERY_ENTRIES]
-        terms = query_terms(texts)
-        lexical = score_lexical(
-            await term_matches(session, adventure_id, terms), len(rows), names_in(texts)
+        lexical = await search(
+            session, MEMORY_TEXT, texts, len(rows), {"adventure_id": adventure_id}
         )
 
         cosines: dict[int, float] = {}

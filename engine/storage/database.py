@@ -12,15 +12,12 @@ from typing import Any
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import event
-from sqlalchemy.engine import Connection, make_url
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker, create_async_engine
+from sqlalchemy.engine import Connection
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from engine.storage.dialect import create_engine
 
 MIGRATIONS = Path(__file__).resolve().parent.parent / "migrations"
-
-# How long an SQLite writer waits for another one before giving up, in milliseconds.
-SQLITE_BUSY_TIMEOUT_MS = 10_000
-
 
 #: Full-text search structures migration 0006 builds by hand, which the models do not describe
 #: (an FTS5 table and its shadow tables on SQLite; a generated column and its index on
@@ -42,27 +39,11 @@ def alembic_config(url: str | None = None, connection: Connection | None = None)
     return config
 
 
-def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
-    # WAL lets readers go on while a turn is written; foreign keys are off by default in
-    # SQLite and the cascading deletes depend on them.
-    cursor = dbapi_connection.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA foreign_keys=ON")
-    cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
-    cursor.execute("PRAGMA synchronous=NORMAL")
-    cursor.close()
-
-
 class Database:
     def __init__(self, url: str, *, echo: bool = False) -> None:
         self.url = url
-        parsed = make_url(url)
-        self.is_sqlite = parsed.get_backend_name() == "sqlite"
-        if self.is_sqlite and parsed.database and parsed.database != ":memory:":
-            Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
-        self.engine = create_async_engine(url, echo=echo, pool_pre_ping=not self.is_sqlite)
-        if self.is_sqlite:
-            event.listen(self.engine.sync_engine, "connect", _sqlite_pragmas)
+        self.engine = create_engine(url, echo=echo)
+        self.is_sqlite = self.engine.dialect.name == "sqlite"
         self.sessions = async_sessionmaker(self.engine, expire_on_commit=False)
 
     def session(self) -> AsyncSession:

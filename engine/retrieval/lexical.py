@@ -1,17 +1,18 @@
-"""Lexical retrieval: which memories share meaningful words with the recent story.
+"""Lexical search: which rows of a table share meaningful words with the recent story.
 
-The database does the matching with its own stemmer: SQLite's FTS5 table with the porter
-tokenizer, PostgreSQL's ``english`` text search over the stored ``search_vector`` column (both
-built by migration 0006). Each query term
-is matched on its own, in one ``UNION ALL`` statement, so we learn which terms each memory
-shares and how many memories each term matches (its rarity in this bank).
+Written once for any table with text and full-text structures over it (memories today), which a
+``FullTextTable`` describes. The database does the matching with its own stemmer: SQLite's FTS5
+table with the porter tokenizer, PostgreSQL's ``english`` text search over a stored ``tsvector``
+column (the statement is engine.storage.dialect's). Each query term is matched on its own, in
+one statement, so we learn which terms each row shares and how many rows each term matches (its
+rarity in this bank: the rows in scope, such as one adventure's live memories).
 
-Admission comes before ranking: a memory is admitted when it shares two distinct meaningful
-terms with the query, or one rare term. A term is rare when at most 5% of the bank matches it
-(at least one memory) and either the bank is large enough for that share to mean something
-(20 memories) or the term is a name in the query (capitalised mid-sentence: "Mira", "Brindle"),
-so that in a young bank one shared common word ("cross", "night") admits nothing. Function
-words never count: they are on the stop list and never reach the database.
+Admission comes before ranking: a row is admitted when it shares two distinct meaningful terms
+with the query, or one rare term. A term is rare when at most 5% of the bank matches it (at
+least one row) and either the bank is large enough for that share to mean something (20 rows)
+or the term is a name in the query (capitalised mid-sentence: "Mira", "Brindle"), so that in a
+young bank one shared common word ("cross", "night") admits nothing. Function words never
+count: they are on the stop list and never reach the database.
 """
 
 from __future__ import annotations
@@ -19,22 +20,25 @@ from __future__ import annotations
 import math
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from engine.storage.dialect import FullTextTable, term_matches_query
+
 #: Most query terms looked up per turn; the newest text's terms come first.
 MAX_TERMS = 32
-#: A term is rare when at most this share of the bank matches it (and at least one memory).
+#: A term is rare when at most this share of the bank matches it (and at least one row).
 RARE_SHARE = 0.05
-#: Terms shorter than this are never meaningful enough to admit a memory on their own.
+#: Terms shorter than this are never meaningful enough to admit a row on their own.
 MIN_TERM_CHARS = 3
-#: Below this many memories, only names can be rare (5% of a small bank is one memory).
+#: Below this many rows, only names can be rare (5% of a small bank is one row).
 MIN_BANK_FOR_RARITY = 20
 
-# Function words (and a few story-text fillers) that say nothing about what a memory is about.
+# Function words (and a few story-text fillers) that say nothing about what a text is about.
 STOP_WORDS = frozenset(
     """
     a about above after again against all almost also am an and any are aren't around as at
@@ -110,50 +114,48 @@ def _key(word: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class LexicalScore:
-    terms: tuple[str, ...]  # the query terms this memory shares
+    terms: tuple[str, ...]  # the query terms this row shares
     score: float  # the sum of their inverse document frequencies (BM25's idf)
     admitted: bool
     rare: tuple[str, ...] = ()
 
 
+async def search(
+    session: AsyncSession,
+    table: FullTextTable,
+    texts: Sequence[str],
+    bank_size: int,
+    scope: Mapping[str, object],
+) -> dict[int, LexicalScore]:
+    """Admission and score for every row in ``scope`` that shares a term with ``texts`` (the
+    newest text first); ``bank_size`` is how many rows the scope holds."""
+    terms = query_terms(texts)
+    return score_lexical(
+        await term_matches(session, table, terms, scope), bank_size, names_in(texts)
+    )
+
+
 async def term_matches(
-    session: AsyncSession, adventure_id: int, terms: Sequence[str]
+    session: AsyncSession,
+    table: FullTextTable,
+    terms: Sequence[str],
+    scope: Mapping[str, object],
 ) -> dict[str, set[int]]:
-    """For each term, the ids of the adventure's live memories that match it."""
+    """For each term, the ids of the rows in ``scope`` that match it."""
     if not terms:
         return {}
-    sqlite = session.get_bind().dialect.name == "sqlite"
-    parts = []
-    params: dict[str, object] = {"adventure": adventure_id}
-    for i, term in enumerate(terms):
-        params[f"q{i}"] = f'"{term}"' if sqlite else term
-        # The term's number is inlined (it is ours, an int): a bound parameter in a select
-        # list has no type PostgreSQL could infer.
-        if sqlite:
-            # The full-text index drives (one lookup per term); joined the other way round,
-            # SQLite would run the MATCH once per memory of the adventure.
-            parts.append(
-                f"SELECT {i} AS term, m.id AS id FROM memories AS m "
-                f"WHERE m.id IN (SELECT rowid FROM memories_fts WHERE memories_fts MATCH :q{i}) "
-                f"AND m.adventure_id = :adventure AND NOT m.forgotten"
-            )
-        else:
-            parts.append(
-                f"SELECT {i} AS term, m.id AS id FROM memories AS m "
-                f"WHERE m.adventure_id = :adventure AND NOT m.forgotten "
-                f"AND m.search_vector @@ plainto_tsquery('english', :q{i})"
-            )
-    rows = await session.execute(text(" UNION ALL ".join(parts)), params)
-    found: dict[str, set[int]] = defaultdict(set)
-    for row in rows:
-        found[terms[row.term]].add(row.id)
-    return dict(found)
+    statement, params = term_matches_query(session, table, terms, scope)
+    found: dict[str, set[int]] = {}
+    for row in await session.execute(text(statement), params):
+        if row.ids:
+            found.setdefault(terms[int(row.term)], set()).update(map(int, row.ids.split(",")))
+    return found
 
 
 def score_lexical(
-    matches: dict[str, set[int]], bank_size: int, names: set[str] = frozenset()
+    matches: dict[str, set[int]], bank_size: int, names: AbstractSet[str] = frozenset()
 ) -> dict[int, LexicalScore]:
-    """Admission and score for every memory that matched at least one term; ``names`` are the
+    """Admission and score for every row that matched at least one term; ``names`` are the
     query's names (``names_in``)."""
     if bank_size <= 0:
         return {}
@@ -163,15 +165,15 @@ def score_lexical(
         term: math.log(1 + (bank_size - len(ids) + 0.5) / (len(ids) + 0.5))
         for term, ids in matches.items()
     }
-    per_memory: dict[int, list[str]] = defaultdict(list)
+    per_row: dict[int, list[str]] = defaultdict(list)
     for term, ids in matches.items():
-        for memory_id in ids:
-            per_memory[memory_id].append(term)
+        for row_id in ids:
+            per_row[row_id].append(term)
     scores = {}
-    for memory_id, terms in per_memory.items():
+    for row_id, terms in per_row.items():
         terms.sort(key=lambda t: -idf[t])
         rare = tuple(t for t in terms if len(matches[t]) <= rare_limit and (big_bank or t in names))
-        scores[memory_id] = LexicalScore(
+        scores[row_id] = LexicalScore(
             terms=tuple(terms),
             score=sum(idf[t] for t in terms),
             admitted=len(terms) >= 2 or bool(rare),

@@ -1,0 +1,152 @@
+"""What differs between SQLite and PostgreSQL, in one place.
+
+The rest of the engine writes portable SQLAlchemy and comes here where the two backends differ:
+
+* connecting (``create_engine``): SQLite's file and its pragmas, PostgreSQL's pre-ping;
+* upserts (``insert_for``): both speak ``INSERT … ON CONFLICT``, each through its own construct;
+* row locks (``locked_read``): PostgreSQL locks the row, SQLite takes its one write lock;
+* full-text search (``FullTextTable``, ``term_matches_query``): SQLite's FTS5 tables,
+  PostgreSQL's ``tsvector`` columns.
+
+Migrations keep their own branches: they describe the schema per backend as it was at their
+revision, and must not change when this module does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import ColumnElement, Table, event, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, create_async_engine
+
+# How long an SQLite writer waits for another one before giving up, in milliseconds.
+SQLITE_BUSY_TIMEOUT_MS = 10_000
+
+
+def is_postgres(session: AsyncSession) -> bool:
+    return session.get_bind().dialect.name == "postgresql"
+
+
+# --- connecting ----------------------------------------------------------------------------------
+
+
+def create_engine(url: str, *, echo: bool = False) -> AsyncEngine:
+    """An engine for ``url``, set up for its backend."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite":
+        # A pooled PostgreSQL connection can be dropped by the server while it waits.
+        return create_async_engine(url, echo=echo, pool_pre_ping=True)
+    if parsed.database and parsed.database != ":memory:":
+        Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    engine = create_async_engine(url, echo=echo)
+    event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
+    return engine
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    # WAL lets readers go on while a turn is written; foreign keys are off by default in
+    # SQLite and the cascading deletes depend on them.
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.close()
+
+
+# --- writing and locking -------------------------------------------------------------------------
+
+
+def insert_for(session: AsyncSession, table: Any) -> Any:
+    """The backend's own ``INSERT`` construct for ``table`` (a model or a core table), which
+    has ``on_conflict_do_update`` / ``on_conflict_do_nothing`` for upserts."""
+    return (postgresql.insert if is_postgres(session) else sqlite.insert)(table)
+
+
+def locked_read(
+    session: AsyncSession, table: Table, columns: Sequence[Any], where: ColumnElement[bool]
+) -> Any:
+    """A statement that reads ``columns`` of the rows ``where`` selects and keeps them from
+    changing until the transaction ends.
+
+    PostgreSQL: ``SELECT ... FOR UPDATE``. SQLite has no row locks, and with Python's sqlite3 a
+    plain SELECT even runs outside the transaction; a (no-op) UPDATE opens the transaction and
+    takes the database's write lock, which every other writer waits for.
+    """
+    if is_postgres(session):
+        return table.select().with_only_columns(*columns).where(where).with_for_update()
+    first = columns[0]
+    return update(table).where(where).values({first.key: first}).returning(*columns)
+
+
+# --- full-text search ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class FullTextTable:
+    """A table with text and the full-text structures a migration built over that text: an FTS5
+    table on SQLite (external content, its rowid the row's id), a stored ``tsvector`` column on
+    PostgreSQL. Only what the queries need is named; which column is indexed is the
+    migration's business."""
+
+    table: str
+    id_column: str
+    #: SQLite: the FTS5 table.
+    fts_table: str
+    #: PostgreSQL: the ``tsvector`` column, and the text search configuration it was built with.
+    tsvector_column: str
+    text_search_config: str = "english"
+    #: Boolean columns that hide a row from the search while true ("forgotten").
+    hidden_when: tuple[str, ...] = ()
+
+
+def term_matches_query(
+    session: AsyncSession,
+    table: FullTextTable,
+    terms: Sequence[str],
+    scope: Mapping[str, object],
+) -> tuple[str, dict[str, object]]:
+    """One statement giving, for each term, the ids of the rows that match it, as one row
+    ``(term, ids)``: the term's position in ``terms`` and the ids comma-separated (NULL when
+    none match). Each term is matched on its own, so a row's shared terms are known; the ids
+    are aggregated in the database, so a bank's worth of rows is not sent one by one.
+
+    ``scope``: columns the rows must equal (``{"adventure_id": 7}``). Names of tables and
+    columns come from code, never from players; the terms and the scope's values are bound.
+    """
+    sqlite_fts = not is_postgres(session)
+    params: dict[str, object] = {}
+    conditions = []
+    for n, (column, value) in enumerate(scope.items()):
+        params[f"s{n}"] = value
+        conditions.append(f"t.{column} = :s{n}")
+    conditions += [f"NOT t.{column}" for column in table.hidden_when]
+    filters = "".join(f" AND {condition}" for condition in conditions)
+    t, row_id = table.table, table.id_column
+    parts = []
+    for i, term in enumerate(terms):
+        # The term's number is inlined (it is ours, an int): a bound parameter in a select
+        # list has no type PostgreSQL could infer.
+        if sqlite_fts:
+            # A phrase, so FTS5 reads the term as a word, never as its query syntax.
+            params[f"q{i}"] = f'"{term}"'
+            # The full-text index drives (one lookup per term); joined the other way round,
+            # SQLite would run the MATCH once per row in scope.
+            parts.append(
+                f"SELECT {i} AS term, group_concat(t.{row_id}) AS ids FROM {t} AS t "
+                f"WHERE t.{row_id} IN (SELECT rowid FROM {table.fts_table} "
+                f"WHERE {table.fts_table} MATCH :q{i}){filters}"
+            )
+        else:
+            params[f"q{i}"] = term
+            parts.append(
+                f"SELECT {i} AS term, string_agg(t.{row_id}::text, ',') AS ids FROM {t} AS t "
+                f"WHERE t.{table.tsvector_column} @@ "
+                f"plainto_tsquery('{table.text_search_config}', :q{i}){filters}"
+            )
+    return " UNION ALL ".join(parts), params

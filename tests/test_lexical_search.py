@@ -1,0 +1,72 @@
+"""The lexical search over a table that is not the memories: it needs only the table's
+description (``FullTextTable``) and the full-text structures a migration would build."""
+
+from __future__ import annotations
+
+from sqlalchemy import text
+
+from engine.retrieval.lexical import search, term_matches
+from engine.storage.dialect import FullTextTable
+
+NOTES = FullTextTable(
+    table="notes",
+    id_column="id",
+    fts_table="notes_fts",
+    tsvector_column="words",
+    hidden_when=("archived",),
+)
+
+SQLITE_SCHEMA = [
+    "CREATE TABLE notes (id INTEGER PRIMARY KEY, shelf INTEGER NOT NULL, text TEXT NOT NULL, "
+    "archived BOOLEAN NOT NULL DEFAULT 0)",
+    "CREATE VIRTUAL TABLE notes_fts USING fts5("
+    "text, content='notes', content_rowid='id', tokenize='porter unicode61')",
+    "CREATE TRIGGER notes_fts_insert AFTER INSERT ON notes BEGIN "
+    "INSERT INTO notes_fts(rowid, text) VALUES (new.id, new.text); END",
+]
+POSTGRES_SCHEMA = [
+    "CREATE TABLE notes (id SERIAL PRIMARY KEY, shelf INTEGER NOT NULL, text TEXT NOT NULL, "
+    "archived BOOLEAN NOT NULL DEFAULT false, "
+    "words tsvector GENERATED ALWAYS AS (to_tsvector('english', text)) STORED)",
+]
+
+SHELF = [
+    "Wolves circled the lantern maker's shop.",  # 1
+    "The lantern maker sells whale oil.",  # 2
+    "Wolves howled at the river.",  # 3
+]
+
+
+async def shelves(db) -> None:
+    async with db.session() as session, session.begin():
+        for statement in SQLITE_SCHEMA if db.is_sqlite else POSTGRES_SCHEMA:
+            await session.execute(text(statement))
+        rows = [(1, t, False) for t in SHELF]
+        rows += [(1, "An archived lantern.", True), (2, "Another shelf's lantern.", False)]
+        for shelf, note, archived in rows:
+            await session.execute(
+                text("INSERT INTO notes (shelf, text, archived) VALUES (:s, :t, :a)"),
+                {"s": shelf, "t": note, "a": archived},
+            )
+
+
+async def test_each_term_finds_the_live_rows_in_scope_through_the_stemmer(db):
+    await shelves(db)
+    async with db.session() as session:
+        found = await term_matches(
+            session, NOTES, ["lantern", "circling", "wolves", "kettle"], {"shelf": 1}
+        )
+    # The archived note and the other shelf's are never found; a term matching nothing is
+    # absent; "circling" finds "circled".
+    assert found == {"lantern": {1, 2}, "circling": {1}, "wolves": {1, 3}}
+
+
+async def test_admission_is_the_same_for_any_table(db):
+    await shelves(db)
+    async with db.session() as session:
+        scores = await search(
+            session, NOTES, ["> You follow the wolves' circling."], 3, {"shelf": 1}
+        )
+    # Two shared terms admit the first note; the third shares one common term, "wolves".
+    assert {row: score.admitted for row, score in scores.items()} == {1: True, 3: False}
+    assert set(scores[1].terms) == {"wolves", "circling"}
