@@ -96,15 +96,15 @@ class Console:
             buttons = message.buttons
             if not buttons:
                 continue
-            if command.index is not None:
-                if command.index > len(buttons):
+            if isinstance(command.target, int):
+                if command.target > len(buttons):
                     raise LookupError(f"The newest buttons are 1 to {len(buttons)}.")
-                return await self.fake.press(CONSOLE_USER_ID, message.id, index=command.index)
-            wanted = command.label.casefold()
+                return await self.fake.press(CONSOLE_USER_ID, message.id, index=command.target)
+            wanted = command.target.casefold()
             for label, custom_id, _ in buttons:
                 if label.casefold() == wanted:
                     return await self.fake.press(CONSOLE_USER_ID, message.id, custom_id)
-        raise LookupError(f"No message here has a button called {command.label or command.index}.")
+        raise LookupError(f"No message here has a button called {command.target}.")
 
     async def _follow(self, record: InteractionRecord) -> None:
         """Show the bot's answer as it comes, until it has finished with the interaction."""
