@@ -40,6 +40,8 @@ async def _discord(settings: Settings) -> None:
 
     from bot.discord_bot import CampfireBot
 
+    # main() opens the console instead when there is no token.
+    assert settings.discord_token is not None
     bot = CampfireBot(settings)
     try:
         async with bot:

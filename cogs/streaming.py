@@ -25,7 +25,8 @@ stalls the whole turn. Instead:
   pacer as long as needed and are retried on transient failures, never dropped.
 
 Works with any :class:`discord.abc.Messageable` that has an ``id`` (``TextChannel``, ``Thread``,
-``DMChannel``, ``VoiceChannel``…) and the :class:`discord.Message` objects its ``send`` returns.
+``DMChannel``, ``VoiceChannel``…: discord.py's ``MessageableChannel``) and the
+:class:`discord.Message` objects its ``send`` returns.
 """
 
 from __future__ import annotations
@@ -37,12 +38,16 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 import discord
 
 from cogs.text_split import DISCORD_LIMIT, display_pieces, take_piece
+
+if TYPE_CHECKING:
+    # discord.py names its channels that have an id and a send() only for type checkers.
+    from discord.abc import MessageableChannel
 
 log = logging.getLogger(__name__)
 
@@ -162,7 +167,7 @@ class StreamingMessage:
 
     def __init__(
         self,
-        channel: discord.abc.Messageable,
+        channel: MessageableChannel,
         pacer: RatePacer,
         *,
         marker: str = " ▌",
@@ -180,7 +185,7 @@ class StreamingMessage:
         self.first_edit_delay = first_edit_delay
         self.min_interval = pacer.steady_interval if min_interval is None else min_interval
         self.final_retry_delays = tuple(final_retry_delays)
-        self._channel_id: int = channel.id  # type: ignore[attr-defined]
+        self._channel_id = channel.id
         self._text = ""
         self._frozen: list[str] = []  # settled pieces, in order (raw, with their whitespace)
         self._frozen_len = 0

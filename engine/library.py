@@ -17,6 +17,7 @@ from typing import Any
 
 from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
 
 from engine.formats.bundle import read_bundle
 from engine.formats.detect import BUNDLE
@@ -58,7 +59,7 @@ async def seed_builtin_scenarios(session: AsyncSession, folder: Path = BUILTIN_S
             "ai_instructions": draft.ai_instructions,
             "stat_schema": draft.stat_schema,
         }
-        scenario = await session.scalar(select(Scenario).where(Scenario.builtin_key == key))
+        scenario = await session.scalar(select(Scenario).where(col(Scenario.builtin_key) == key))
         if scenario is None:
             scenario = Scenario(builtin_key=key, **fields)
             session.add(scenario)
@@ -68,11 +69,12 @@ async def seed_builtin_scenarios(session: AsyncSession, folder: Path = BUILTIN_S
                 setattr(scenario, name, value)
             scenario.updated_at = utcnow()
             await session.execute(
-                delete(ScenarioCard).where(ScenarioCard.scenario_id == scenario.id)
+                delete(ScenarioCard).where(col(ScenarioCard.scenario_id) == scenario.id)
             )
             await session.execute(
-                delete(ScenarioScript).where(ScenarioScript.scenario_id == scenario.id)
+                delete(ScenarioScript).where(col(ScenarioScript.scenario_id) == scenario.id)
             )
+        assert scenario.id is not None  # read from the database, or flushed into it above
         session.add_all(
             ScenarioCard(
                 scenario_id=scenario.id,

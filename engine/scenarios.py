@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from sqlalchemy import or_, select
+from sqlalchemy import ColumnElement, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
 
 from engine.errors import InvalidInput, NotFound
 from engine.storage.models import Scenario, Server
@@ -12,13 +13,13 @@ from engine.storage.models import Scenario, Server
 STARTER_KEY = "lantern-road"
 
 
-def _visible(server_id: int | None, user_id: int | None):
+def _visible(server_id: int | None, user_id: int | None) -> ColumnElement[bool]:
     """Shipped scenarios, the server's own, and the user's own; never another server's."""
-    clauses = [Scenario.builtin_key.is_not(None)]
+    clauses: list[ColumnElement[bool]] = [col(Scenario.builtin_key).is_not(None)]
     if server_id is not None:
-        clauses.append(Scenario.server_id == server_id)
+        clauses.append(col(Scenario.server_id) == server_id)
     if user_id is not None:
-        clauses.append(Scenario.owner_id == user_id)
+        clauses.append(col(Scenario.owner_id) == user_id)
     return or_(*clauses)
 
 
@@ -28,8 +29,8 @@ async def visible_scenarios(
     # Options of a menu scenario are chosen through their parent, never listed on their own.
     rows = await session.scalars(
         select(Scenario)
-        .where(_visible(server_id, user_id), Scenario.parent_id.is_(None))
-        .order_by(Scenario.title)
+        .where(_visible(server_id, user_id), col(Scenario.parent_id).is_(None))
+        .order_by(col(Scenario.title))
         .limit(limit)
     )
     return list(rows)
@@ -45,7 +46,9 @@ async def resolve_scenario(
         return await default_scenario(session, server_id)
     visible = _visible(server_id, user_id)
     if query.isdigit():
-        scenario = await session.scalar(select(Scenario).where(Scenario.id == int(query), visible))
+        scenario = await session.scalar(
+            select(Scenario).where(col(Scenario.id) == int(query), visible)
+        )
         if scenario is not None:
             return scenario
     matches = list(
@@ -53,10 +56,10 @@ async def resolve_scenario(
             select(Scenario)
             .where(
                 visible,
-                Scenario.parent_id.is_(None),
-                Scenario.title.ilike(f"%{_escape_like(query)}%", escape="\\"),
+                col(Scenario.parent_id).is_(None),
+                col(Scenario.title).ilike(f"%{_escape_like(query)}%", escape="\\"),
             )
-            .order_by(Scenario.title)
+            .order_by(col(Scenario.title))
             .limit(6)
         )
     )
@@ -78,10 +81,14 @@ async def default_scenario(session: AsyncSession, server_id: int | None) -> Scen
             scenario = await session.get(Scenario, server.default_scenario_id)
             if scenario is not None:
                 return scenario
-    scenario = await session.scalar(select(Scenario).where(Scenario.builtin_key == STARTER_KEY))
+    scenario = await session.scalar(
+        select(Scenario).where(col(Scenario.builtin_key) == STARTER_KEY)
+    )
     if scenario is None:
         scenario = await session.scalar(
-            select(Scenario).where(Scenario.builtin_key.is_not(None)).order_by(Scenario.id)
+            select(Scenario)
+            .where(col(Scenario.builtin_key).is_not(None))
+            .order_by(col(Scenario.id))
         )
     if scenario is None:
         raise NotFound("No scenarios are installed. Ask the bot's operator to check its data.")

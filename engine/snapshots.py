@@ -13,6 +13,7 @@ from typing import Any
 
 from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
 
 from engine.storage.models import Adventure, AdventureCard, AdventureScript
 
@@ -42,8 +43,8 @@ def _card_fields(card: Any) -> dict[str, Any]:
 async def load_cards(session: AsyncSession, adventure_id: int) -> list[AdventureCard]:
     result = await session.execute(
         select(AdventureCard)
-        .where(AdventureCard.adventure_id == adventure_id)
-        .order_by(AdventureCard.position, AdventureCard.id)
+        .where(col(AdventureCard.adventure_id) == adventure_id)
+        .order_by(col(AdventureCard.position), col(AdventureCard.id))
     )
     return list(result.scalars())
 
@@ -53,8 +54,11 @@ async def capture_current(session: AsyncSession, adventure: Adventure) -> dict[s
     them), the same rule a turn's snapshot follows."""
     assert adventure.id is not None
     scripted = await session.scalar(
-        select(AdventureScript.id)
-        .where(AdventureScript.adventure_id == adventure.id, AdventureScript.enabled.is_(True))
+        select(col(AdventureScript.id))
+        .where(
+            col(AdventureScript.adventure_id) == adventure.id,
+            col(AdventureScript.enabled).is_(True),
+        )
         .limit(1)
     )
     cards = await load_cards(session, adventure.id) if scripted is not None else None
@@ -65,7 +69,7 @@ async def restore(session: AsyncSession, adventure_id: int, snapshot: dict[str, 
     """Put the adventure's state back as ``snapshot`` holds it, inside the caller's transaction."""
     await session.execute(
         update(Adventure)
-        .where(Adventure.id == adventure_id)
+        .where(col(Adventure.id) == adventure_id)
         .values(
             world_state=snapshot.get("world_state") or {},
             script_state=snapshot.get("script_state") or {},
@@ -75,8 +79,10 @@ async def restore(session: AsyncSession, adventure_id: int, snapshot: dict[str, 
     if cards is None:
         return
     # Read before the delete: this adventure's own cards may hold the highest ids.
-    highest = await session.scalar(select(func.max(AdventureCard.id))) or 0
-    await session.execute(delete(AdventureCard).where(AdventureCard.adventure_id == adventure_id))
+    highest = await session.scalar(select(func.max(col(AdventureCard.id)))) or 0
+    await session.execute(
+        delete(AdventureCard).where(col(AdventureCard.adventure_id) == adventure_id)
+    )
     if not cards:
         return
     # A card keeps its id when that id is free and was issued by this database (no higher than
@@ -84,11 +90,8 @@ async def restore(session: AsyncSession, adventure_id: int, snapshot: dict[str, 
     # from elsewhere (a snapshot inside an imported adventure file) could collide with another
     # adventure's card or run ahead of PostgreSQL's sequence: those cards get new ids.
     wanted = [card["id"] for card in cards if isinstance(card.get("id"), int)]
-    taken: set[int] = set()
-    if wanted:
-        taken = set(
-            await session.scalars(select(AdventureCard.id).where(AdventureCard.id.in_(wanted)))
-        )
+    in_use = select(col(AdventureCard.id)).where(col(AdventureCard.id).in_(wanted))
+    taken = set(await session.scalars(in_use)) if wanted else set()
     rows = []
     for card in cards:
         row = {name: card[name] for name in CARD_FIELDS if name in card}

@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
+from discord import app_commands
+
 from bot.config import Settings
 from bot.console.commands import (
     ConsoleInputError,
@@ -38,20 +40,27 @@ Press a button with ! and its label or number: !continue, !1. Quit with /quit or
 
 class Console:
     def __init__(
-        self, standin: StandIn, out: TextIO, *, live: bool, files_dir: Path | None = None
+        self,
+        bot: CampfireBot,
+        standin: StandIn,
+        out: TextIO,
+        *,
+        live: bool,
+        files_dir: Path | None = None,
     ) -> None:
+        self.bot = bot  # the client the stand-in runs
         self.standin = standin
         self.fake = standin.fake
         self.screen = Screen(out, live=live, files_dir=files_dir)
         self.live = live
 
     @property
-    def tree(self):
-        return self.standin.client.tree  # type: ignore[attr-defined]
+    def tree(self) -> app_commands.CommandTree:
+        return self.bot.tree
 
     async def begin(self) -> None:
         self.screen.note(INTRO)
-        play = self.standin.client.services.play  # type: ignore[attr-defined]
+        play = self.bot.services.play
         if await play.adventure_in(CONSOLE_DM_ID) is None:
             await self.execute(SlashInput("start"))
         else:
@@ -96,15 +105,15 @@ class Console:
             buttons = message.buttons
             if not buttons:
                 continue
-            if command.index is not None:
-                if command.index > len(buttons):
+            if isinstance(command.target, int):
+                if command.target > len(buttons):
                     raise LookupError(f"The newest buttons are 1 to {len(buttons)}.")
-                return await self.fake.press(CONSOLE_USER_ID, message.id, index=command.index)
-            wanted = command.label.casefold()
+                return await self.fake.press(CONSOLE_USER_ID, message.id, index=command.target)
+            wanted = command.target.casefold()
             for label, custom_id, _ in buttons:
-                if label.casefold() == wanted:
+                if label is not None and label.casefold() == wanted:  # emoji-only: no label
                     return await self.fake.press(CONSOLE_USER_ID, message.id, custom_id)
-        raise LookupError(f"No message here has a button called {command.label or command.index}.")
+        raise LookupError(f"No message here has a button called {command.target}.")
 
     async def _follow(self, record: InteractionRecord) -> None:
         """Show the bot's answer as it comes, until it has finished with the interaction."""
@@ -152,7 +161,8 @@ async def run_console(
     standin.fake.add_user("Player", user_id=CONSOLE_USER_ID)
     standin.fake.dm_channel(CONSOLE_USER_ID, channel_id=CONSOLE_DM_ID)
     async with standin:
-        console = Console(standin, out, live=live, files_dir=settings.data_dir / "console-files")
+        files_dir = settings.data_dir / "console-files"
+        console = Console(bot, standin, out, live=live, files_dir=files_dir)
         await console.begin()
         while True:
             if live:

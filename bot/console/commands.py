@@ -32,8 +32,7 @@ class SlashInput:
 
 @dataclass(frozen=True)
 class PressInput:
-    label: str | None = None
-    index: int | None = None
+    target: str | int  # the button's label, or its position counted from 1
 
 
 @dataclass(frozen=True)
@@ -54,7 +53,7 @@ def parse_line(line: str, tree: app_commands.CommandTree) -> ConsoleInput:
         target = line[1:].strip()
         if not target:
             raise ConsoleInputError("Say which button: !Continue, or !1 for the first one.")
-        return PressInput(index=int(target)) if target.isdigit() else PressInput(label=target)
+        return PressInput(int(target) if target.isdigit() else target)
     if not line.startswith("/"):
         line = f"/do {line}"
     command, rest = _find_command(line[1:], tree)

@@ -21,6 +21,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import undefer
+from sqlmodel import col
 
 from engine.formats.bundle import read_scripts
 from engine.formats.draft import (
@@ -70,6 +71,7 @@ _NODE_LIGHT = (
     "state_block",
 )
 _NODE_HEAVY = ("reasoning", "state_before", "state_after", "state_report", "context_report")
+_TAKE_HEAVY = ("text", "reasoning", "state_after")
 
 
 def _iso(moment: datetime | None) -> str | None:
@@ -84,8 +86,8 @@ async def export_adventure(session: AsyncSession, adventure: Adventure) -> dict[
     nodes = list(
         await session.scalars(
             select(StoryNode)
-            .where(StoryNode.adventure_id == adventure.id)
-            .order_by(StoryNode.id)
+            .where(col(StoryNode.adventure_id) == adventure.id)
+            .order_by(col(StoryNode.id))
             # The whole tree is the point here, heavy columns included (bar the prompt).
             .options(*(undefer(getattr(StoryNode, name)) for name in _NODE_HEAVY))
         )
@@ -101,32 +103,34 @@ async def export_adventure(session: AsyncSession, adventure: Adventure) -> dict[
         node_rows.append(row)
     takes = await session.scalars(
         select(Take)
-        .join(StoryNode, Take.node_id == StoryNode.id)
-        .where(StoryNode.adventure_id == adventure.id)
-        .order_by(Take.node_id, Take.number)
-        .options(undefer(Take.text), undefer(Take.reasoning), undefer(Take.state_after))
+        .join(StoryNode, col(Take.node_id) == col(StoryNode.id))
+        .where(col(StoryNode.adventure_id) == adventure.id)
+        .order_by(col(Take.node_id), col(Take.number))
+        .options(*(undefer(getattr(Take, name)) for name in _TAKE_HEAVY))
     )
     branches = list(
         await session.scalars(
-            select(Branch).where(Branch.adventure_id == adventure.id).order_by(Branch.id)
+            select(Branch).where(col(Branch.adventure_id) == adventure.id).order_by(col(Branch.id))
         )
     )
     branch_name = {b.id: b.name for b in branches}
     save_points = await session.scalars(
-        select(SavePoint).where(SavePoint.adventure_id == adventure.id).order_by(SavePoint.id)
+        select(SavePoint)
+        .where(col(SavePoint.adventure_id) == adventure.id)
+        .order_by(col(SavePoint.id))
     )
     cards = await session.scalars(
         select(AdventureCard)
-        .where(AdventureCard.adventure_id == adventure.id)
-        .order_by(AdventureCard.position, AdventureCard.id)
+        .where(col(AdventureCard.adventure_id) == adventure.id)
+        .order_by(col(AdventureCard.position), col(AdventureCard.id))
     )
     scripts = await session.scalars(
         select(AdventureScript)
-        .where(AdventureScript.adventure_id == adventure.id)
-        .order_by(AdventureScript.position, AdventureScript.id)
+        .where(col(AdventureScript.adventure_id) == adventure.id)
+        .order_by(col(AdventureScript.position), col(AdventureScript.id))
     )
     memories = await session.scalars(
-        select(Memory).where(Memory.adventure_id == adventure.id).order_by(Memory.id)
+        select(Memory).where(col(Memory.adventure_id) == adventure.id).order_by(col(Memory.id))
     )
     return {
         "campfire": KIND,
@@ -587,4 +591,4 @@ async def _known_users(session: AsyncSession, nodes: list[dict[str, Any]]) -> se
     wanted = {row["author_id"] for row in nodes if row.get("author_id") is not None}
     if not wanted:
         return set()
-    return set(await session.scalars(select(User.id).where(User.id.in_(wanted))))
+    return set(await session.scalars(select(col(User.id)).where(col(User.id).in_(wanted))))

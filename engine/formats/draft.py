@@ -95,7 +95,8 @@ class ScenarioDraft:
 
     def walk(self) -> list[ScenarioDraft]:
         """This scenario and every option under it, parents first."""
-        out, stack = [], [self]
+        out: list[ScenarioDraft] = []
+        stack: list[ScenarioDraft] = [self]
         while stack:
             draft = stack.pop(0)
             out.append(draft)

@@ -77,8 +77,8 @@ def read_novelai(raw: dict[str, Any], *, title: str, warnings: list[str]) -> Sce
     f = Fields(raw, "")
     # Categories only name the cards' types: a malformed list costs the names, not the import.
     listed = raw.get("categories")
-    categories = {
-        str(c.get("id")): c.get("name")
+    categories: dict[str, str] = {
+        str(c.get("id")): c["name"]
         for c in (listed if isinstance(listed, list) else [])
         if isinstance(c, dict) and isinstance(c.get("name"), str)
     }

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Literal, Protocol
@@ -33,7 +33,7 @@ class ChatProvider(Protocol):
 
     def stream(
         self, messages: Sequence[ChatMessage], params: GenerationParams
-    ) -> AsyncIterator[ProviderChunk]:
+    ) -> AsyncGenerator[ProviderChunk, None]:
         """Yield deltas in order and end with exactly one ``StreamEnd``.
 
         Raises a ``ModelError`` subclass with a player-readable message on failure. Closing the
@@ -116,8 +116,8 @@ def _partial_suffix(text: str, tag: str) -> int:
 
 
 async def checked(
-    chunks: AsyncIterator[ProviderChunk], params: GenerationParams
-) -> AsyncIterator[ProviderChunk]:
+    chunks: AsyncGenerator[ProviderChunk, None], params: GenerationParams
+) -> AsyncGenerator[ProviderChunk, None]:
     """Pass a provider's stream through, failing clearly when it carried no story text.
 
     A reply that ran out of tokens while still reasoning is told apart from a plain empty reply,

@@ -13,7 +13,7 @@ import asyncio
 import importlib.util
 import logging
 import threading
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -67,7 +67,7 @@ class LocalLlamaProvider:
 
     def stream(
         self, messages: Sequence[ChatMessage], params: GenerationParams
-    ) -> AsyncIterator[ProviderChunk]:
+    ) -> AsyncGenerator[ProviderChunk, None]:
         return checked(self._stream(messages, params), params)
 
     async def _model(self) -> Any:
@@ -100,7 +100,7 @@ class LocalLlamaProvider:
 
     async def _stream(
         self, messages: Sequence[ChatMessage], params: GenerationParams
-    ) -> AsyncIterator[ProviderChunk]:
+    ) -> AsyncGenerator[ProviderChunk, None]:
         llama = await self._model()
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[Any] = asyncio.Queue()

@@ -95,7 +95,9 @@ def changes(
             continue
         kept.add(card_id)
         row = by_id[card_id]
-        changed = {name: value for name, value in values.items() if getattr(row, name) != value}
+        changed: dict[str, Any] = {
+            name: value for name, value in values.items() if getattr(row, name) != value
+        }
         if row.position != position:
             changed["position"] = position
         if changed:

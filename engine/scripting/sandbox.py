@@ -208,7 +208,8 @@ def _read(raw: Any) -> RunResult:
     )
 
 
-def _logs_after(context: quickjs.Context) -> list[str]:
+# quickjs.Context is a class of a compiled module without stubs: pyright sees a variable.
+def _logs_after(context: quickjs.Context) -> list[str]:  # pyright: ignore[reportInvalidTypeForm]
     try:
         context.set_time_limit(LOGS_TIME_SECONDS)
         raw = context.eval("__campfire_logs()")

@@ -33,7 +33,7 @@ from __future__ import annotations
 import copy
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from engine.world_state.parser import flatten_delta
 from engine.world_state.schema import Stat, StatSchema, fmt_number, sync_state
@@ -129,7 +129,7 @@ class _Refused(Exception):
         self.reason = reason
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: Any) -> TypeGuard[float]:
     return (
         isinstance(value, int | float)
         and not isinstance(value, bool)

@@ -56,12 +56,11 @@ def ladder(stat: Stat) -> str:
 def _span(stat: Stat) -> str:
     if stat.min is None and stat.max is None:
         return ""
-    lo = fmt_number(stat.min) if stat.min is not None else ""
-    hi = fmt_number(stat.max) if stat.max is not None else ""
-    if not hi:
-        return f"{lo}+"
-    if not lo:
-        return f"up to {hi}"
+    if stat.max is None:
+        return f"{fmt_number(stat.min)}+"
+    if stat.min is None:
+        return f"up to {fmt_number(stat.max)}"
+    lo, hi = fmt_number(stat.min), fmt_number(stat.max)
     return f"{lo} to {hi}" if stat.min < 0 else f"{lo}–{hi}"
 
 

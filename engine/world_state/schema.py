@@ -65,7 +65,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from engine.cards import parse_keys
 from engine.errors import CampfireError
@@ -241,7 +241,7 @@ class StatSchema:
 EMPTY = StatSchema()
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: Any) -> TypeGuard[float]:
     return (
         isinstance(value, int | float)
         and not isinstance(value, bool)
@@ -482,16 +482,12 @@ def _parse_bands(out: _Collector, path: str, raw: Any) -> tuple[Band, ...]:
         where = f"{path}[{i}]"
         if isinstance(item, dict):  # {"min": 0, "max": 25, "label": "hurt"} is read too
             item = [item.get("min"), item.get("max"), item.get("label", item.get("words"))]
-        if (
-            not isinstance(item, list | tuple)
-            or len(item) != 3
-            or not _is_number(item[0])
-            or not _is_number(item[1])
-            or not isinstance(item[2], str)
-        ):
+        lo, hi, words = (
+            item if isinstance(item, list | tuple) and len(item) == 3 else (None, None, None)
+        )
+        if not (_is_number(lo) and _is_number(hi) and isinstance(words, str)):
             out.add(where, 'must be [low, high_exclusive, "words"]')
             continue
-        lo, hi, words = item
         if hi <= lo:
             out.add(where, f"high ({fmt_number(hi)}) must be greater than low ({fmt_number(lo)})")
             continue
