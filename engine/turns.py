@@ -35,6 +35,7 @@ from engine.events import (
 )
 from engine.memory.cursors import story_cut_back
 from engine.providers.base import ChatProvider, GenerationParams
+from engine.providers.resolver import ProviderResolver
 from engine.scripting.hooks import ScriptStopped, TurnScripts
 from engine.scripting.sandbox import Limits
 from engine.snapshots import capture, load_cards, restore
@@ -91,7 +92,7 @@ class TurnEngine:
     def __init__(
         self,
         db: Database,
-        provider: ChatProvider,
+        providers: ProviderResolver,
         *,
         params: GenerationParams | None = None,
         context: ContextBuilder | None = None,
@@ -100,7 +101,7 @@ class TurnEngine:
         max_story_cards: int = 500,
     ) -> None:
         self.db = db
-        self.provider = provider
+        self.providers = providers
         self.params = params or GenerationParams()
         self.context = context or ContextEngine(max_output_tokens=self.params.max_tokens)
         self.max_action_chars = max_action_chars
@@ -161,8 +162,9 @@ class TurnEngine:
         # The state block after the prose is the engine's, not the players': held back.
         holder = BlockHolder() if schema_of(adventure.stat_schema) else None
         reply = _Reply()
+        provider = self.providers.for_adventure(adventure)
         async with aclosing(
-            self._stream_reply(built, self._params_for(adventure), holder, reply)
+            self._stream_reply(provider, built, self._params_for(adventure), holder, reply)
         ) as deltas:
             async for event in deltas:
                 yield event
@@ -189,6 +191,7 @@ class TurnEngine:
             built,
             world,
             scripts,
+            model=provider.label,
             reasoning="".join(reply.reasoning).strip(),
             usage=reply.usage,
             latency_ms=reply.latency_ms,
@@ -219,6 +222,7 @@ class TurnEngine:
         world: SettledWorld,
         scripts: TurnScripts | None,
         *,
+        model: str,
         reasoning: str,
         usage: Usage | None,
         latency_ms: int,
@@ -266,7 +270,7 @@ class TurnEngine:
                 author_id=action.author_id if not action_text else None,
                 text=text,
                 token_count=count_tokens(text),
-                model=self.provider.label,
+                model=model,
                 prompt_tokens=usage.prompt_tokens if usage else built.tokens,
                 completion_tokens=usage.completion_tokens if usage else None,
                 latency_ms=latency_ms,
@@ -321,7 +325,7 @@ class TurnEngine:
             action_text=action_text,
             text=text,
             reasoning=reasoning,
-            model=self.provider.label,
+            model=model,
             usage=usage,
             latency_ms=latency_ms,
             first_token_ms=first_token_ms,
@@ -392,8 +396,9 @@ class TurnEngine:
             built = await scripts.rewrite_context(built)
         holder = BlockHolder() if schema_of(adventure.stat_schema) else None
         reply = _Reply()
+        provider = self.providers.for_adventure(adventure)
         async with aclosing(
-            self._stream_reply(built, self._params_for(adventure), holder, reply)
+            self._stream_reply(provider, built, self._params_for(adventure), holder, reply)
         ) as deltas:
             async for event in deltas:
                 yield event
@@ -402,11 +407,14 @@ class TurnEngine:
         world = settle(
             adventure.stat_schema, adventure.world_state, output, turn_index=plan.node_index
         )
-        result = await self._store_take(fence, adventure, plan, built, world, reply, scripts)
+        result = await self._store_take(
+            fence, adventure, plan, built, world, reply, scripts, provider.label
+        )
         yield TurnDone(result)
 
     async def _stream_reply(
         self,
+        provider: ChatProvider,
         built: BuiltContext,
         params: GenerationParams,
         holder: BlockHolder | None,
@@ -414,7 +422,7 @@ class TurnEngine:
     ) -> AsyncIterator[TurnEvent]:
         """The model's reply as events, collected into ``reply`` as it streams."""
         started = time.perf_counter()
-        async with aclosing(self.provider.stream(built.messages, params)) as chunks:
+        async with aclosing(provider.stream(built.messages, params)) as chunks:
             async for chunk in chunks:
                 if isinstance(chunk, TextDelta):
                     piece = chunk.text if reply.pieces else chunk.text.lstrip()
@@ -442,6 +450,7 @@ class TurnEngine:
         world: SettledWorld,
         reply: _Reply,
         scripts: TurnScripts | None,
+        model: str,
     ) -> TurnResult:
         text = world.prose
         reasoning = "".join(reply.reasoning).strip() or None
@@ -452,7 +461,7 @@ class TurnEngine:
         script_state = scripts.saved_state() if scripts else adventure.script_state
         after = capture(world.state, script_state, plan.snapshot.get("cards"))
         measured = {
-            "model": self.provider.label,
+            "model": model,
             "prompt_tokens": reply.usage.prompt_tokens if reply.usage else built.tokens,
             "completion_tokens": reply.usage.completion_tokens if reply.usage else None,
             "latency_ms": reply.latency_ms,
@@ -535,7 +544,7 @@ class TurnEngine:
             action_text=plan.action_text,
             text=text,
             reasoning=reasoning or "",
-            model=self.provider.label,
+            model=model,
             usage=reply.usage,
             latency_ms=reply.latency_ms,
             first_token_ms=reply.first_token_ms,

@@ -11,6 +11,7 @@ from sqlalchemy.orm import undefer
 from engine.actions import PlayerAction
 from engine.errors import ModelError, StoryMovedOn
 from engine.events import ActionAccepted, TextDelta, TurnDone, TurnFailed
+from engine.providers.resolver import OperatorDefault
 from engine.storage.models import ActionType, Adventure, Role, StoryNode
 from engine.story import line_tail
 from engine.turns import TurnEngine
@@ -20,7 +21,7 @@ from tests.helpers import new_adventure, node_count, play
 
 @pytest.fixture
 def engine(db, provider) -> TurnEngine:
-    return TurnEngine(db, provider)
+    return TurnEngine(db, OperatorDefault(provider))
 
 
 def streamed_text(events) -> str:
@@ -128,7 +129,9 @@ async def test_unreachable_endpoint_is_explained(db):
     # Port 9 (discard) on loopback has nothing listening here; the connection is refused.
     provider = OpenAICompatibleProvider("http://127.0.0.1:9/v1", "any", timeout=2)
     adventure_id = await new_adventure(db)
-    events = await play(TurnEngine(db, provider), adventure_id, ActionType.DO, "look")
+    events = await play(
+        TurnEngine(db, OperatorDefault(provider)), adventure_id, ActionType.DO, "look"
+    )
     await provider.aclose()
     assert isinstance(events[-1], TurnFailed)
     assert "Couldn't reach the model at 127.0.0.1:9" in events[-1].error.message
