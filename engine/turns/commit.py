@@ -63,12 +63,13 @@ async def commit(db: Database, plan: TurnPlan, draft: Draft, fence: Fence | None
     measured = _measured(draft)
     async with db.session() as session, session.begin():
         if fence is not None and not await fence(session):
-            raise StoryMovedOn(
-                "This turn took too long and another one took its place, so it was not "
-                "saved. Look at the newest turn and try again."
+            late = (
+                "This turn took too long and another one took its place"
                 if plan.replaces is None
-                else "This retry took too long and another turn took its place, so it was not "
-                "saved. Look at the newest turn and try again."
+                else "This retry took too long and another turn took its place"
+            )
+            raise StoryMovedOn(
+                f"{late}, so it was not saved. Look at the newest turn and try again."
             )
         if plan.replaces is None:
             return await _write_turn(session, plan, draft, measured)
@@ -100,6 +101,7 @@ def _narrator_node(
     state_after: dict[str, Any],
 ) -> StoryNode:
     world = draft.world
+    assert plan.adventure.id is not None
     return StoryNode(
         adventure_id=plan.adventure.id,
         parent_id=parent_id,
@@ -119,12 +121,20 @@ def _narrator_node(
 
 
 def _result(
-    plan: TurnPlan, draft: Draft, *, version: int, narrator_node_id: int, **rest: Any
+    plan: TurnPlan,
+    draft: Draft,
+    *,
+    version: int,
+    narrator_node_id: int,
+    action_node_id: int | None = None,
+    take: int = 1,
+    replaced_node_id: int | None = None,
 ) -> TurnResult:
     assert plan.adventure.id is not None
     return TurnResult(
         adventure_id=plan.adventure.id,
         version=version,
+        action_node_id=action_node_id,
         narrator_node_id=narrator_node_id,
         action_text=draft.action_text,
         text=draft.world.prose,
@@ -134,8 +144,10 @@ def _result(
         latency_ms=draft.reply.latency_ms,
         first_token_ms=draft.reply.first_token_ms,
         state_chip=draft.world.chip,
+        take=take,
+        take_count=take,
+        replaced_node_id=replaced_node_id,
         script_message=plan.scripts.message if plan.scripts else "",
-        **rest,
     )
 
 
@@ -287,8 +299,6 @@ async def _write_take(
         draft,
         version=version,
         narrator_node_id=node.id,
-        action_node_id=None,
         take=take,
-        take_count=take,
         replaced_node_id=replaced,
     )

@@ -11,7 +11,7 @@ players are told what happened.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from contextlib import aclosing
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -51,7 +51,7 @@ class TurnEngine:
 
     def play(
         self, adventure_id: int, action: PlayerAction, *, fence: Fence | None = None
-    ) -> AsyncIterator[TurnEvent]:
+    ) -> AsyncGenerator[TurnEvent]:
         """Run one turn, yielding events. Ends with ``TurnDone`` or ``TurnFailed``.
 
         ``fence`` is checked inside the final transaction: when it answers False (the turn's
@@ -61,7 +61,7 @@ class TurnEngine:
 
     def play_actions(
         self, adventure_id: int, actions: Sequence[PlayerAction], *, fence: Fence | None = None
-    ) -> AsyncIterator[TurnEvent]:
+    ) -> AsyncGenerator[TurnEvent]:
         """Like ``play``, for several players' actions at once: each is written, in order, and
         one narration answers them all."""
 
@@ -81,7 +81,7 @@ class TurnEngine:
 
     def retry(
         self, adventure_id: int, *, node_id: int | None = None, fence: Fence | None = None
-    ) -> AsyncIterator[TurnEvent]:
+    ) -> AsyncGenerator[TurnEvent]:
         """Write the newest narrator turn again, as another take. Ends with ``TurnDone`` or
         ``TurnFailed``.
 
@@ -106,7 +106,7 @@ class TurnEngine:
 
     async def _run(
         self, planned: Callable[[AsyncSession], Awaitable[TurnPlan]], fence: Fence | None
-    ) -> AsyncIterator[TurnEvent]:
+    ) -> AsyncGenerator[TurnEvent]:
         async with self.db.session() as session:
             plan = await planned(session)
             generation = Generation(
@@ -127,8 +127,8 @@ class TurnEngine:
 
 
 async def _ending_in_failure(
-    turn: AsyncIterator[TurnEvent], failure: str
-) -> AsyncIterator[TurnEvent]:
+    turn: AsyncGenerator[TurnEvent], failure: str
+) -> AsyncGenerator[TurnEvent]:
     """A turn's events, where an error ends the stream as ``TurnFailed`` instead of raising:
     the player's message for a ``CampfireError``, an incident reference for anything else."""
     try:

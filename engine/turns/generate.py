@@ -7,7 +7,7 @@ changed: that is kept, as upstream keeps it.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncGenerator, Awaitable
 from contextlib import aclosing
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
@@ -130,7 +130,7 @@ class Generation:
         self._inputs = inputs
         return self._answered
 
-    async def narrate(self) -> AsyncIterator[TurnEvent]:
+    async def narrate(self) -> AsyncGenerator[TurnEvent]:
         """The context built and sent, the reply as events, the reply's state refereed."""
         assert self._inputs is not None, "prepare first"
         plan, scripts = self.plan, self.plan.scripts
@@ -166,7 +166,7 @@ class Generation:
 
     async def _stream(
         self, built: BuiltContext, holder: BlockHolder | None, reply: Reply
-    ) -> AsyncIterator[TurnEvent]:
+    ) -> AsyncGenerator[TurnEvent]:
         """The model's reply as events, collected into ``reply`` as it streams."""
         started = time.perf_counter()
         async with aclosing(self.provider.stream(built.messages, self.params)) as chunks:
