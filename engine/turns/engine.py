@@ -107,6 +107,8 @@ class TurnEngine:
     async def _run(
         self, planned: Callable[[AsyncSession], Awaitable[TurnPlan]], fence: Fence | None
     ) -> AsyncGenerator[TurnEvent]:
+        """One turn through the pipeline: the plan and the context's reads in one session, then
+        the reply (holding no connection), then the commit."""
         async with self.db.session() as session:
             plan = await planned(session)
             generation = Generation(
