@@ -25,6 +25,7 @@ from engine.providers.base import ChatProvider, GenerationParams
 from engine.providers.embeddings import EmbeddingClient
 from engine.providers.local import LocalLlamaProvider
 from engine.providers.openai_compat import OpenAICompatibleProvider
+from engine.providers.resolver import OperatorDefault
 from engine.queue import AdventureQueue
 from engine.scenario_library import ScenarioLibrary
 from engine.scripting.sandbox import Limits
@@ -96,6 +97,8 @@ async def build_services(settings: Settings) -> Services:
     log.info("database ready; %d shipped scenarios", count)
     provider = make_chat_provider(settings)
     log.info("narrating with %s", provider.label)
+    # The operator may keep the default model for narration only (CAMPFIRE_BACKGROUND_MODEL_USE).
+    providers = OperatorDefault(provider, background=settings.background_model_use)
     params = GenerationParams(
         max_tokens=settings.max_output_tokens,
         temperature=settings.temperature,
@@ -114,7 +117,7 @@ async def build_services(settings: Settings) -> Services:
     )
     turns = TurnEngine(
         db,
-        provider,
+        providers,
         params=params,
         context=context,
         max_action_chars=settings.max_action_chars,
@@ -129,13 +132,7 @@ async def build_services(settings: Settings) -> Services:
     leases = TurnLeases(db, holder=holder)
     queue = AdventureQueue(cap=settings.max_queued_actions)
     play = PlayService(db, turns, leases, queue)
-    # The operator may keep the default model for narration only (CAMPFIRE_BACKGROUND_MODEL_USE).
-    memory = MemoryWriter(
-        db,
-        provider if settings.background_model_use else None,
-        embedder,
-        capacity=settings.max_memories,
-    )
+    memory = MemoryWriter(db, providers, embedder, capacity=settings.max_memories)
     limits = ImportLimits(
         max_bytes=settings.max_import_bytes,
         max_cards=settings.max_story_cards,

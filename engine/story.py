@@ -1,4 +1,5 @@
-"""Reading a line of the story tree: the path from the root to a head, or its tail.
+"""Reading a line of the story tree (the path from the root to a head, or its tail), and the
+version guard every change of the story's head passes.
 
 A line is found by walking ``parent_id`` links in one recursive query, never by loading every
 node of the adventure, and only light columns are selected (heavy ones are deferred).
@@ -18,11 +19,13 @@ from sqlalchemy import (
     literal,
     literal_column,
     select,
+    update,
 )
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
-from engine.storage.models import StoryNode
+from engine.errors import StoryMovedOn
+from engine.storage.models import Adventure, StoryNode, utcnow
 
 
 async def line_tail(session: AsyncSession, head_id: int, limit: int) -> list[StoryNode]:
@@ -103,3 +106,35 @@ async def line_window(
 def line_length(head: StoryNode) -> int:
     """How many entries the line ending at ``head`` has: its index is its depth from the root."""
     return head.index + 1
+
+
+async def advance_version(
+    session: AsyncSession, adventure_id: int, expected: int, *, moved_on: str, **values: Any
+) -> int:
+    """The version guard: move the adventure from version ``expected`` to the next, writing
+    ``values`` to its row with it; returns the new version.
+
+    Raises ``StoryMovedOn`` with the ``moved_on`` message when the version is no longer
+    ``expected`` (someone moved the story since it was read): the caller's transaction is then
+    rolled back whole, so nothing it wrote before the guard is kept either.
+    """
+    if not await update_unmoved(
+        session, adventure_id, expected, version=Adventure.version + 1, **values
+    ):
+        raise StoryMovedOn(moved_on)
+    return expected + 1
+
+
+async def update_unmoved(
+    session: AsyncSession, adventure_id: int, expected: int, **values: Any
+) -> bool:
+    """Write ``values`` to the adventure's row only while its version is still ``expected``;
+    whether it was. The version stays as it is: this is for a change that is no step of the
+    story (a script that stopped an action keeps its state), so buttons drawn for the current
+    version still work after it."""
+    moved = await session.execute(
+        update(Adventure)
+        .where(Adventure.id == adventure_id, Adventure.version == expected)
+        .values(updated_at=utcnow(), **values)
+    )
+    return moved.rowcount == 1

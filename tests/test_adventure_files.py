@@ -19,6 +19,7 @@ from engine.formats.adventure import parse_adventure
 from engine.formats.draft import ImportLimits
 from engine.formats.errors import ImportRejected
 from engine.formats.strict_json import JsonCaps, load_json
+from engine.providers.resolver import OperatorDefault
 from engine.storage.models import (
     ActionType,
     Adventure,
@@ -45,7 +46,7 @@ def archive(db) -> AdventureArchive:
 async def grown_adventure(db, provider, fake_model, channel_id: int = 1) -> int:
     """Three turns, a second take, a fork on its own branch, a save point, a memory."""
     adventure_id = await new_adventure(db, channel_id=channel_id)
-    engine = TurnEngine(db, provider)
+    engine = TurnEngine(db, OperatorDefault(provider))
     fake_model.queue("The road bends.", "A heron lifts off.")
     await play(engine, adventure_id, ActionType.DO, "walk on")
     await play(engine, adventure_id, ActionType.SAY, "Hello, heron")

@@ -23,6 +23,7 @@ from engine.context import (
 )
 from engine.context_report import ContextReport
 from engine.memory.retrieval import MemoryRetriever
+from engine.providers.resolver import OperatorDefault
 from engine.storage.models import ActionType, Adventure, AdventureCard, Memory, Role, StoryNode
 from engine.story import line_length, line_window
 from engine.tokens import count_tokens
@@ -554,7 +555,9 @@ async def test_a_turn_uses_the_engine_and_stores_its_report(db, provider, fake_m
             )
         )
     fake_model.queue("Mira shrugs.")
-    events = await play(TurnEngine(db, provider), adventure_id, ActionType.SAY, "Hello, Mira")
+    events = await play(
+        TurnEngine(db, OperatorDefault(provider)), adventure_id, ActionType.SAY, "Hello, Mira"
+    )
     done = events[-1]
     prompt = fake_model.requests[-1]["messages"][-1]["content"]
     assert "Mira smuggles salt." in prompt
@@ -575,7 +578,7 @@ HEAVY = ("prompt_snapshot", "reasoning", "state_before", "state_report", "contex
 
 async def test_a_turn_never_reads_heavy_columns_in_bulk(db, provider, fake_model):
     adventure_id = await new_adventure(db)
-    engine = TurnEngine(db, provider)
+    engine = TurnEngine(db, OperatorDefault(provider))
     fake_model.queue("The reeds whisper.", "The lantern dims.")
     await play(engine, adventure_id, ActionType.DO, "listen")  # heavy columns now have values
 

@@ -15,6 +15,7 @@ from engine.memory.cadence import MEMORY_CADENCE, SUMMARY_CADENCE, Cadence
 from engine.memory.cursors import LinePositions, line_positions, story_cut_back
 from engine.memory.prompts import MEMORY_MAX_CHARS, clean_memory, clean_summary
 from engine.memory.writer import MemoryWriter
+from engine.providers.resolver import OperatorDefault
 from engine.storage.models import (
     ActionType,
     Adventure,
@@ -123,12 +124,12 @@ async def memory_call_made(fake_model) -> None:
 
 @pytest.fixture
 def engine(db, provider) -> TurnEngine:
-    return TurnEngine(db, provider)
+    return TurnEngine(db, OperatorDefault(provider))
 
 
 @pytest.fixture
 def writer(db, provider) -> MemoryWriter:
-    return MemoryWriter(db, provider)
+    return MemoryWriter(db, OperatorDefault(provider))
 
 
 async def test_first_memory_at_12_then_every_6_and_the_summary_at_15(
@@ -289,7 +290,7 @@ async def test_a_job_killed_midway_is_caught_up_by_the_sweep_once(db, engine, wr
         await job
     assert await memories(db, adventure) == []
 
-    restarted = MemoryWriter(db, writer.provider)  # a new process: only the database is left
+    restarted = MemoryWriter(db, writer.providers)  # a new process: only the database is left
     assert await restarted.lagging() == [adventure]
     fake_model.queue("Mira reached the drowned bell.")
     reports = await restarted.sweep()
@@ -305,7 +306,8 @@ async def test_two_writers_at_once_write_one_memory(db, engine, provider, fake_m
         Reply(text="First process's memory.", delay=0.05),
         Reply(text="Second process's memory.", delay=0.05),
     )
-    one, two = MemoryWriter(db, provider), MemoryWriter(db, provider)
+    providers = OperatorDefault(provider)
+    one, two = MemoryWriter(db, providers), MemoryWriter(db, providers)
     reports = await asyncio.gather(one.catch_up(adventure), two.catch_up(adventure))
     assert sorted(r.memories for r in reports) == [0, 1]
     assert len(await memories(db, adventure)) == 1
@@ -326,11 +328,11 @@ async def test_in_one_process_a_second_call_waits_for_the_running_one(
     assert len(chat_calls) == 1
 
 
-async def test_without_background_model_use_no_model_call_is_made(db, engine, fake_model):
+async def test_without_background_model_use_no_model_call_is_made(db, engine, provider, fake_model):
     adventure = await new_adventure(db)
     await play_turns(engine, fake_model, adventure, 1, 12)
     calls = len(fake_model.requests)
-    report = await MemoryWriter(db, None).catch_up(adventure)
+    report = await MemoryWriter(db, OperatorDefault(provider, background=False)).catch_up(adventure)
     assert report.memories == 0
     assert report.skipped == "the operator does not allow background use of the model"
     assert len(fake_model.requests) == calls
@@ -368,7 +370,9 @@ async def test_the_memory_job_enforces_capacity(db, engine, provider, fake_model
         session.add(Memory(adventure_id=adventure, text="An old fact nobody used."))
     await play_turns(engine, fake_model, adventure, 1, 12)
     fake_model.queue("A new fact.")
-    assert (await MemoryWriter(db, provider, capacity=1).catch_up(adventure)).memories == 1
+    assert (
+        await MemoryWriter(db, OperatorDefault(provider), capacity=1).catch_up(adventure)
+    ).memories == 1
     async with db.session() as session:
         rows = dict((await session.execute(select(Memory.text, Memory.forgotten))).all())
     assert rows == {"An old fact nobody used.": True, "A new fact.": False}

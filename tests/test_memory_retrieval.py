@@ -13,6 +13,7 @@ from engine.memory.retrieval import MemoryRetriever
 from engine.memory.semantic import CALIBRATION, SemanticIndex, calibrated_floor
 from engine.memory.writer import MemoryWriter
 from engine.providers.embeddings import EmbeddingClient
+from engine.providers.resolver import OperatorDefault
 from engine.retrieval.lexical import query_terms
 from engine.storage.models import ActionType, Adventure, Memory
 from engine.turns import TurnEngine
@@ -153,11 +154,17 @@ async def embedder(fake_model):
         await client.aclose()
 
 
-async def test_a_calibrated_model_admits_by_cosine_what_shares_no_word(db, embedder, fake_model):
+async def test_a_calibrated_model_admits_by_cosine_what_shares_no_word(
+    db, provider, embedder, fake_model
+):
     adventure = await new_adventure(db)
     # Function words only: no lexical term at all. The fake embeds equal texts equally.
     ids = await add_bank(db, adventure, ["Over there, by it.", "Under it all."])
-    assert (await MemoryWriter(db, None, embedder).catch_up(adventure)).embedded == 2
+    assert (
+        await MemoryWriter(db, OperatorDefault(provider, background=False), embedder).catch_up(
+            adventure
+        )
+    ).embedded == 2
     retriever = MemoryRetriever(db, embedder, floor=0.9)
     found = await retrieve(db, retriever, adventure, "Over there, by it.")
     assert [m.id for m in found.chosen] == [ids[0]]
@@ -166,10 +173,12 @@ async def test_a_calibrated_model_admits_by_cosine_what_shares_no_word(db, embed
     assert found.semantic_note == ""
 
 
-async def test_a_vector_from_another_model_or_size_scores_zero(db, embedder, fake_model):
+async def test_a_vector_from_another_model_or_size_scores_zero(db, provider, embedder, fake_model):
     adventure = await new_adventure(db)
     ids = await add_bank(db, adventure, ["Over there, by it.", "Over there, by it!"])
-    await MemoryWriter(db, None, embedder).catch_up(adventure)
+    await MemoryWriter(db, OperatorDefault(provider, background=False), embedder).catch_up(
+        adventure
+    )
     async with db.session() as session, session.begin():
         await session.execute(
             update(Memory)
@@ -192,7 +201,9 @@ async def test_an_uncalibrated_embedding_model_falls_back_to_lexical_and_insight
     adventure = await new_adventure(db)
     await add_bank(db, adventure)
     retriever = MemoryRetriever(db, embedder)  # "fake-embed" has no calibration
-    engine = TurnEngine(db, provider, context=ContextEngine(retrievers=[retriever]))
+    engine = TurnEngine(
+        db, OperatorDefault(provider), context=ContextEngine(retrievers=[retriever])
+    )
     fake_model.queue("The ferryman bites a coin and nods.")
     await play(engine, adventure, ActionType.DO, "pay the ferryman three copper coins")
     prompt = fake_model.requests[-1]["messages"][-1]["content"]
@@ -215,7 +226,9 @@ async def test_insights_says_why_no_memory_came_in(db, provider, fake_model):
     adventure = await new_adventure(db)
     # Nothing here shares two words, or a name, with the opening or the new action.
     await add_bank(db, adventure, [BANK[0], BANK[1], BANK[4]])
-    engine = TurnEngine(db, provider, context=ContextEngine(retrievers=[MemoryRetriever(db)]))
+    engine = TurnEngine(
+        db, OperatorDefault(provider), context=ContextEngine(retrievers=[MemoryRetriever(db)])
+    )
     fake_model.queue("Rain falls.")
     await play(engine, adventure, ActionType.DO, "sing about the weather")
     assert "Memories:" not in fake_model.requests[-1]["messages"][-1]["content"]
@@ -230,11 +243,13 @@ async def test_insights_says_why_no_memory_came_in(db, provider, fake_model):
 
 
 async def test_a_failing_or_slow_embedding_server_leaves_lexical_retrieval_working(
-    db, embedder, fake_model
+    db, provider, embedder, fake_model
 ):
     adventure = await new_adventure(db)
     await add_bank(db, adventure)
-    await MemoryWriter(db, None, embedder).catch_up(adventure)
+    await MemoryWriter(db, OperatorDefault(provider, background=False), embedder).catch_up(
+        adventure
+    )
     retriever = MemoryRetriever(db, embedder, floor=0.5, semantic_timeout=0.3)
     fake_model.queue_embedding_fault("500")
     found = await retrieve(db, retriever, adventure, "> You pay the ferryman copper coins.")

@@ -13,6 +13,7 @@ from engine.actions import PlayerAction
 from engine.events import ActionAccepted, Queued, TurnDone, TurnFailed, TurnInterrupted
 from engine.leases import TurnLeases
 from engine.play import PlayService
+from engine.providers.resolver import OperatorDefault
 from engine.queue import AdventureQueue
 from engine.storage.models import ActionType, RequestRecord, utcnow
 from engine.turns import TurnEngine
@@ -25,7 +26,7 @@ BOB = Actor(user_id=2, user_name="Bob", server_id=GUILD, server_name="Hearth")
 
 
 def service(db, provider, *, holder: str = "p1", clock=utcnow, cap: int = 5) -> PlayService:
-    turns = TurnEngine(db, provider)
+    turns = TurnEngine(db, OperatorDefault(provider))
     return PlayService(
         db, turns, TurnLeases(db, holder=holder, clock=clock), AdventureQueue(cap=cap)
     )

@@ -15,6 +15,7 @@ from sqlalchemy.orm import undefer
 from engine.errors import InvalidInput
 from engine.events import ActionAccepted, TextDelta, TurnDone, TurnFailed
 from engine.insights import Insights
+from engine.providers.resolver import OperatorDefault
 from engine.scripting.hooks import ScriptStopped
 from engine.snapshots import restore
 from engine.storage.models import (
@@ -34,7 +35,7 @@ SCRIPTS = Path(__file__).parent / "scripts"
 
 @pytest.fixture
 def engine(db, provider) -> TurnEngine:
-    return TurnEngine(db, provider)
+    return TurnEngine(db, OperatorDefault(provider))
 
 
 async def add_script(
@@ -359,7 +360,9 @@ async def test_on_output_runs_before_the_state_block_is_settled(db, provider, fa
         adventure_id = (await start_adventure(session, scenario_id, channel_id=5)).id
     await add_script(db, adventure_id, on_output="state.raw = text; text")
     fake_model.queue('You rest.\n```state\n{"player": {"hp": -5}}\n```')
-    result = done(await play(TurnEngine(db, provider), adventure_id, ActionType.DO, "rest")).result
+    result = done(
+        await play(TurnEngine(db, OperatorDefault(provider)), adventure_id, ActionType.DO, "rest")
+    ).result
     assert result.text == "You rest."
     assert "```state" in (await adventure(db, adventure_id)).script_state["raw"]
 
@@ -617,7 +620,7 @@ async def test_a_runaway_script_is_stopped_and_the_turn_completes(
 
 
 async def test_a_script_leaving_too_many_cards_changes_nothing(db, provider, fake_model):
-    engine = TurnEngine(db, provider, max_story_cards=5)
+    engine = TurnEngine(db, OperatorDefault(provider), max_story_cards=5)
     adventure_id = await new_adventure(db)
     before = len(await cards(db, adventure_id))
     await add_script(

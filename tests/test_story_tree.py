@@ -13,6 +13,7 @@ from engine.accounts import touch_server, touch_user
 from engine.actions import PlayerAction
 from engine.errors import InvalidInput, ModelError, NotAllowed, NotFound, StoryMovedOn
 from engine.events import TurnDone, TurnFailed
+from engine.providers.resolver import OperatorDefault
 from engine.storage.models import (
     ActionType,
     Adventure,
@@ -40,7 +41,7 @@ def block(hp: int, mana: int = 0) -> str:
 
 @pytest.fixture
 def engine(db, provider) -> TurnEngine:
-    return TurnEngine(db, provider)
+    return TurnEngine(db, OperatorDefault(provider))
 
 
 @pytest.fixture

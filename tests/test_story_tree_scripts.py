@@ -12,6 +12,7 @@ from sqlalchemy import select
 
 from engine.actions import PlayerAction
 from engine.events import TurnDone
+from engine.providers.resolver import OperatorDefault
 from engine.storage.models import ActionType, Adventure, AdventureCard, AdventureScript
 from engine.story_tree import StoryTree
 from engine.turns import TurnEngine
@@ -35,7 +36,7 @@ async def learned(db, adventure_id: int) -> tuple[dict[str, str], dict]:
 
 
 async def test_undo_redo_and_retry_rewind_the_scripts_state_and_cards(db, provider, fake_model):
-    engine, tree = TurnEngine(db, provider), StoryTree(db)
+    engine, tree = TurnEngine(db, OperatorDefault(provider)), StoryTree(db)
     adventure_id = await new_adventure(db)
     await host(db, adventure_id)
     async with db.session() as session, session.begin():

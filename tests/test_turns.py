@@ -8,9 +8,10 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import undefer
 
-from engine.actions import PlayerAction
+from engine.actions import PlayerAction, format_action
 from engine.errors import ModelError, StoryMovedOn
 from engine.events import ActionAccepted, TextDelta, TurnDone, TurnFailed
+from engine.providers.resolver import OperatorDefault
 from engine.storage.models import ActionType, Adventure, Role, StoryNode
 from engine.story import line_tail
 from engine.turns import TurnEngine
@@ -20,7 +21,7 @@ from tests.helpers import new_adventure, node_count, play
 
 @pytest.fixture
 def engine(db, provider) -> TurnEngine:
-    return TurnEngine(db, provider)
+    return TurnEngine(db, OperatorDefault(provider))
 
 
 def streamed_text(events) -> str:
@@ -66,6 +67,54 @@ async def test_three_turns_are_stored_in_order_with_the_text_streamed(db, engine
     # The model saw the story so far, with the action the AI Dungeon way, newest last.
     last_prompt = fake_model.requests[-1]["messages"][-1]["content"]
     assert last_prompt.index("> You open the door.") < last_prompt.index(replies[1])
+
+
+async def test_one_turn_writes_several_players_actions_in_order_then_one_narration(
+    db, engine, fake_model
+):
+    adventure_id = await new_adventure(db)
+    async with db.session() as session:
+        before = await session.get(Adventure, adventure_id)
+    reply = "Mira's lantern swings wide; Gwen ducks under it, laughing."
+    fake_model.queue(reply)
+    actions = [
+        PlayerAction(ActionType.DO, "swing the lantern", author_id=11, actor="Mira"),
+        PlayerAction(ActionType.SAY, "Watch it!", author_id=12, actor="Gwen"),
+    ]
+    events = [event async for event in engine.play_actions(adventure_id, actions)]
+    assert isinstance(events[0], ActionAccepted)
+    done = events[-1]
+    assert isinstance(done, TurnDone), done
+    assert streamed_text(events) == reply
+
+    mira, gwen = (format_action(action) for action in actions)
+    async with db.session() as session:
+        adventure = await session.get(Adventure, adventure_id)
+        line = await line_tail(session, adventure.head_node_id, 4)
+        states = list(
+            await session.scalars(
+                select(StoryNode.state_before)
+                .where(StoryNode.id.in_([n.id for n in line[1:]]))
+                .order_by(StoryNode.index)
+            )
+        )
+    opening, *turn = line
+    assert opening.id == before.head_node_id
+    assert [(n.role, n.action, n.author_id, n.text) for n in turn] == [
+        (Role.PLAYER, ActionType.DO, 11, mira),
+        (Role.PLAYER, ActionType.SAY, 12, gwen),
+        (Role.NARRATOR, ActionType.CONTINUE, None, reply),
+    ]
+    # One chain below the old head, one index apart, the head on the narration.
+    assert [n.parent_id for n in turn] == [opening.id, turn[0].id, turn[1].id]
+    assert [n.index for n in turn] == [opening.index + 1, opening.index + 2, opening.index + 3]
+    assert adventure.version == before.version + 1
+    assert (done.result.action_node_id, done.result.narrator_node_id) == (turn[0].id, turn[2].id)
+    # Undo goes back to before the whole turn: only its first node holds the state before it.
+    assert states[0] is not None and states[1:] == [None, None]
+    # The narration answered both actions, in order.
+    prompt = fake_model.requests[-1]["messages"][-1]["content"]
+    assert prompt.index(mira) < prompt.index(gwen)
 
 
 async def test_reasoning_is_kept_apart_from_the_story(db, engine, fake_model):
@@ -128,7 +177,9 @@ async def test_unreachable_endpoint_is_explained(db):
     # Port 9 (discard) on loopback has nothing listening here; the connection is refused.
     provider = OpenAICompatibleProvider("http://127.0.0.1:9/v1", "any", timeout=2)
     adventure_id = await new_adventure(db)
-    events = await play(TurnEngine(db, provider), adventure_id, ActionType.DO, "look")
+    events = await play(
+        TurnEngine(db, OperatorDefault(provider)), adventure_id, ActionType.DO, "look"
+    )
     await provider.aclose()
     assert isinstance(events[-1], TurnFailed)
     assert "Couldn't reach the model at 127.0.0.1:9" in events[-1].error.message

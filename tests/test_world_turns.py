@@ -11,6 +11,7 @@ from sqlalchemy import select
 from engine.actions import PlayerAction
 from engine.adventures import start_adventure
 from engine.events import TextDelta, TurnDone
+from engine.providers.resolver import OperatorDefault
 from engine.storage.models import ActionType, Adventure, Scenario, StoryNode
 from engine.turns import TurnEngine
 from tests.discord_env import campfire_on_standin
@@ -33,7 +34,7 @@ async def bandit_camp(db, channel_id: int = 1) -> int:
 
 
 async def test_a_turn_applies_its_block_and_hides_it(db, provider, fake_model):
-    engine = TurnEngine(db, provider)
+    engine = TurnEngine(db, OperatorDefault(provider))
     adventure_id = await bandit_camp(db)
     async with db.session() as session:
         start = await session.get(Adventure, adventure_id)
@@ -89,7 +90,7 @@ async def anext_done(engine, adventure_id, text):
 
 
 async def test_a_malformed_block_changes_nothing_and_the_turn_goes_on(db, provider, fake_model):
-    engine = TurnEngine(db, provider)
+    engine = TurnEngine(db, OperatorDefault(provider))
     adventure_id = await bandit_camp(db)
     fake_model.queue(Reply(text=f"{PROSE}\n\n```state\n{{hp: lots\n```"))
     done = await anext_done(engine, adventure_id, "creep closer")

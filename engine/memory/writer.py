@@ -41,6 +41,7 @@ from engine.memory.prompts import (
 from engine.memory.semantic import to_bytes
 from engine.providers.base import ChatMessage, ChatProvider, GenerationParams, checked
 from engine.providers.embeddings import EmbeddingClient
+from engine.providers.resolver import ProviderResolver
 from engine.storage.database import Database
 from engine.storage.models import (
     Adventure,
@@ -85,17 +86,17 @@ class MemoryWriter:
     def __init__(
         self,
         db: Database,
-        provider: ChatProvider | None,
+        providers: ProviderResolver,
         embedder: EmbeddingClient | None = None,
         *,
         capacity: int = 200,
         memory_cadence: Cadence = MEMORY_CADENCE,
         summary_cadence: Cadence = SUMMARY_CADENCE,
     ) -> None:
-        """``provider`` None: the operator does not allow background use of the model, so
-        only embeddings are done."""
+        """``providers`` answers which model writes an adventure's memories and summary; where
+        it answers none, only embeddings are done."""
         self.db = db
-        self.provider = provider
+        self.providers = providers
         self.embedder = embedder
         self.capacity = capacity
         self.memory_cadence = memory_cadence
@@ -192,14 +193,15 @@ class MemoryWriter:
 
     async def _work(self, adventure_id: int, report: CatchUp) -> None:
         await self._heal(adventure_id)
-        if await self._model_allowed(adventure_id, report):
+        provider = await self._background_model(adventure_id, report)
+        if provider is not None:
             for _ in range(MAX_STEPS):
-                outcome = await self._write_memory(adventure_id)
+                outcome = await self._write_memory(provider, adventure_id)
                 if outcome == NOTHING:
                     break
                 report.memories += outcome == WROTE
             for _ in range(MAX_STEPS):
-                outcome = await self._rewrite_summary(adventure_id)
+                outcome = await self._rewrite_summary(provider, adventure_id)
                 if outcome == NOTHING:
                     break
                 report.summaries += outcome == WROTE
@@ -228,20 +230,28 @@ class MemoryWriter:
             )
             await story_cut_back(session, adventure_id, head_index or 0)
 
-    async def _model_allowed(self, adventure_id: int, report: CatchUp) -> bool:
-        if self.provider is None:
-            report.skipped = "the operator does not allow background use of the model"
-            return False
+    async def _background_model(self, adventure_id: int, report: CatchUp) -> ChatProvider | None:
+        """The model for this adventure's memories and summary; None (and why, in ``report``)
+        when the operator's or the server's choice is that none be used."""
         async with self.db.session() as session:
-            allowed = await session.scalar(
-                select(Server.allow_background_model_use)
-                .join(Adventure, Adventure.server_id == Server.id)
-                .where(Adventure.id == adventure_id)
-            )
+            row = (
+                await session.execute(
+                    select(Adventure, Server.allow_background_model_use)
+                    .outerjoin(Server, Adventure.server_id == Server.id)
+                    .where(Adventure.id == adventure_id)
+                )
+            ).first()
+        if row is None:
+            return None
+        adventure, allowed = row
+        provider = self.providers.for_background(adventure)
+        if provider is None:
+            report.skipped = "the operator does not allow background use of the model"
+            return None
         if allowed is False:
             report.skipped = "the server does not allow background use of the model"
-            return False
-        return True
+            return None
+        return provider
 
     async def _has_work(self, session: AsyncSession, adventure_id: int) -> bool:
         adventure = await session.get(Adventure, adventure_id)
@@ -268,7 +278,7 @@ class MemoryWriter:
         )
         return bool(missing)
 
-    async def _write_memory(self, adventure_id: int) -> str:
+    async def _write_memory(self, provider: ChatProvider, adventure_id: int) -> str:
         """Write the memory due now, if one is."""
         async with self.db.session() as session:
             adventure = await session.get(Adventure, adventure_id)
@@ -284,7 +294,7 @@ class MemoryWriter:
             assert end_id is not None
             nodes = await line_tail(session, end_id, last - first + 1)
         passage = "\n\n".join(n.text.strip() for n in nodes if n.index >= first and n.text.strip())
-        text = clean_memory(await self._ask(memory_messages(passage), MEMORY_PARAMS))
+        text = clean_memory(await self._ask(provider, memory_messages(passage), MEMORY_PARAMS))
         if not text:
             log.warning("the model wrote an empty memory for adventure %s", adventure_id)
             return NOTHING
@@ -309,7 +319,7 @@ class MemoryWriter:
             return LOOK_AGAIN
         return WROTE
 
-    async def _rewrite_summary(self, adventure_id: int) -> str:
+    async def _rewrite_summary(self, provider: ChatProvider, adventure_id: int) -> str:
         async with self.db.session() as session:
             adventure = await session.get(Adventure, adventure_id)
             if adventure is None:
@@ -327,7 +337,9 @@ class MemoryWriter:
         through = max(through, positions.position_of(max(m.source_end for m in memories)))
         text = clean_summary(
             await self._ask(
-                summary_messages(old_summary, [m.text for m in memories]), SUMMARY_PARAMS
+                provider,
+                summary_messages(old_summary, [m.text for m in memories]),
+                SUMMARY_PARAMS,
             )
         )
         if not text:
@@ -411,10 +423,11 @@ class MemoryWriter:
             if present != len(folded):
                 raise _Superseded  # a cut-back removed one: the summary would describe it
 
-    async def _ask(self, messages: list[ChatMessage], params: GenerationParams) -> str:
-        assert self.provider is not None
+    async def _ask(
+        self, provider: ChatProvider, messages: list[ChatMessage], params: GenerationParams
+    ) -> str:
         pieces: list[str] = []
-        stream = checked(self.provider.stream(messages, params), params)
+        stream = checked(provider.stream(messages, params), params)
         async with aclosing(stream) as chunks:
             async for chunk in chunks:
                 if isinstance(chunk, TextDelta):

@@ -23,6 +23,7 @@ be read) changes nothing: its error and logs go to Insights, and the turn goes o
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
@@ -164,7 +165,7 @@ class TurnScripts:
         session: AsyncSession,
         adventure: Adventure,
         *,
-        actor: str = "You",
+        actors: Sequence[str] = (),
         limits: sandbox.Limits | None = None,
         max_cards: int = 500,
     ) -> TurnScripts | None:
@@ -192,7 +193,8 @@ class TurnScripts:
             for node in nodes
         ]
         state = dict(adventure.script_state or {})
-        names = [actor] if actor and actor != "You" else []
+        # "You" is solo play, no character; a round's players are named once each.
+        names = [actor for actor in dict.fromkeys(actors) if actor and actor != "You"]
         return cls(
             adventure_id=adventure.id,
             scripts=scripts,

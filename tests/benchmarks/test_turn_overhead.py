@@ -12,6 +12,7 @@ import time
 import pytest
 
 from engine.providers.base import ChatMessage, GenerationParams
+from engine.providers.resolver import OperatorDefault
 from engine.storage.models import ActionType
 from engine.turns import TurnEngine
 from tests.helpers import new_adventure, play
@@ -38,7 +39,7 @@ async def _turn(engine: TurnEngine, adventure_id: int) -> float:
 
 async def test_engine_overhead_per_turn(db, provider, fake_model, capsys):
     fake_model.default_text = REPLY
-    engine = TurnEngine(db, provider)
+    engine = TurnEngine(db, OperatorDefault(provider))
     adventure_id = await new_adventure(db)
     for _ in range(3):  # warm up connections and caches
         await _raw_stream(provider)

@@ -1,0 +1,304 @@
+"""A turn's commit: what the plan and the generate step decided, stored in one transaction.
+
+The transaction is guarded by the adventure's version: if anyone moved the story while the
+reply was being written, nothing of the turn is kept, and the players are told.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from engine.accounts import touch_user
+from engine.errors import StoryMovedOn
+from engine.events import Usage
+from engine.memory.cursors import story_cut_back
+from engine.snapshots import capture, load_cards, restore
+from engine.storage.database import Database
+from engine.storage.models import ActionType, Role, StoryNode
+from engine.story import advance_version
+from engine.story_tree.lines import advance_line, fork_beside, has_children
+from engine.story_tree.takes import RetryPlan, add_take
+from engine.tokens import count_tokens
+from engine.turns.generate import Draft
+from engine.turns.plan import Fence, TurnPlan
+
+
+@dataclass(frozen=True, slots=True)
+class TurnResult:
+    adventure_id: int
+    version: int
+    #: The first player node the turn wrote (a round writes several, in order after it).
+    action_node_id: int | None
+    narrator_node_id: int
+    action_text: str
+    text: str
+    reasoning: str
+    model: str
+    usage: Usage | None
+    latency_ms: int
+    first_token_ms: int | None
+    #: What the turn changed in the world state, in a line ("hp 100 → 85 (hurt) · …").
+    state_chip: str = ""
+    #: Which take of the turn this is, of how many (a retry adds one).
+    take: int = 1
+    take_count: int = 1
+    #: A retry that could not replace its turn in place (later turns follow it) wrote this
+    #: new turn beside it on a branch of its own; the replaced turn's node.
+    replaced_node_id: int | None = None
+    #: What the adventure's scripts set in ``state.message``, shown under the turn.
+    script_message: str = ""
+
+
+async def commit(db: Database, plan: TurnPlan, draft: Draft, fence: Fence | None) -> TurnResult:
+    """Store the turn; raises ``StoryMovedOn`` (storing nothing) when the fence or the version
+    guard refuses it.
+
+    ``fence`` is checked first inside the transaction: when it answers False (the turn's lease
+    passed to another process), nothing is stored.
+    """
+    measured = _measured(draft)
+    async with db.session() as session, session.begin():
+        if fence is not None and not await fence(session):
+            late = (
+                "This turn took too long and another one took its place"
+                if plan.replaces is None
+                else "This retry took too long and another turn took its place"
+            )
+            raise StoryMovedOn(
+                f"{late}, so it was not saved. Look at the newest turn and try again."
+            )
+        if plan.replaces is None:
+            return await _write_turn(session, plan, draft, measured)
+        return await _write_take(session, plan, plan.replaces, draft, measured)
+
+
+def _measured(draft: Draft) -> dict[str, Any]:
+    """How the narration was made (model, tokens, time, the prompt), as its node stores it."""
+    usage = draft.reply.usage
+    return {
+        "model": draft.model,
+        "prompt_tokens": usage.prompt_tokens if usage else draft.built.tokens,
+        "completion_tokens": usage.completion_tokens if usage else None,
+        "latency_ms": draft.reply.latency_ms,
+        "prompt_snapshot": zlib.compress(draft.built.snapshot()),
+        "context_report": draft.built.report.to_json(),
+    }
+
+
+def _narrator_node(
+    plan: TurnPlan,
+    draft: Draft,
+    measured: dict[str, Any],
+    *,
+    parent_id: int,
+    index: int,
+    author_id: int | None,
+    state_before: dict[str, Any] | None,
+    state_after: dict[str, Any],
+) -> StoryNode:
+    world = draft.world
+    assert plan.adventure.id is not None
+    return StoryNode(
+        adventure_id=plan.adventure.id,
+        parent_id=parent_id,
+        index=index,
+        role=Role.NARRATOR,
+        action=ActionType.CONTINUE,
+        author_id=author_id,
+        text=world.prose,
+        token_count=count_tokens(world.prose),
+        reasoning=draft.reasoning or None,
+        state_block=world.report.block if world.report else None,
+        state_report=world.report.to_json() if world.report else None,
+        state_before=state_before,
+        state_after=state_after,
+        **measured,
+    )
+
+
+def _result(
+    plan: TurnPlan,
+    draft: Draft,
+    *,
+    version: int,
+    narrator_node_id: int,
+    action_node_id: int | None = None,
+    take: int = 1,
+    replaced_node_id: int | None = None,
+) -> TurnResult:
+    assert plan.adventure.id is not None
+    return TurnResult(
+        adventure_id=plan.adventure.id,
+        version=version,
+        action_node_id=action_node_id,
+        narrator_node_id=narrator_node_id,
+        action_text=draft.action_text,
+        text=draft.world.prose,
+        reasoning=draft.reasoning,
+        model=draft.model,
+        usage=draft.reply.usage,
+        latency_ms=draft.reply.latency_ms,
+        first_token_ms=draft.reply.first_token_ms,
+        state_chip=draft.world.chip,
+        take=take,
+        take_count=take,
+        replaced_node_id=replaced_node_id,
+        script_message=plan.scripts.message if plan.scripts else "",
+    )
+
+
+async def _write_turn(
+    session: AsyncSession, plan: TurnPlan, draft: Draft, measured: dict[str, Any]
+) -> TurnResult:
+    """A new turn below the plan's parent: its actions, then the narration; the head moves to
+    the narration."""
+    adventure, scripts, world = plan.adventure, plan.scripts, draft.world
+    assert adventure.id is not None
+    for player in plan.players:
+        await touch_user(session, player)
+    parent_id, parent_index = plan.parent_id, plan.parent_index
+    written: list[StoryNode] = []
+    for planned, text in zip(plan.actions, draft.action_texts, strict=True):
+        node = StoryNode(
+            adventure_id=adventure.id,
+            parent_id=parent_id,
+            index=parent_index + 1,
+            role=Role.PLAYER,
+            action=planned.action.type,
+            author_id=planned.action.author_id,
+            text=text,
+            token_count=count_tokens(text),
+            # The turn's first node holds the state before it, for undo.
+            state_before=None if written else plan.snapshot,
+        )
+        session.add(node)
+        await session.flush()
+        assert node.id is not None
+        written.append(node)
+        parent_id, parent_index = node.id, node.index
+    narrator = _narrator_node(
+        plan,
+        draft,
+        measured,
+        parent_id=parent_id,
+        index=parent_index + 1,
+        author_id=plan.narrator_author_id,
+        state_before=None if written else plan.snapshot,
+        state_after=capture(world.state, adventure.script_state),
+    )
+    session.add(narrator)
+    await session.flush()
+    assert narrator.id is not None
+    # If anyone moved the story while this reply was being written, the guard updates nothing
+    # and the whole transaction (every node above) is rolled back.
+    version = await advance_version(
+        session,
+        adventure.id,
+        adventure.version,
+        moved_on="The story moved on while this turn was being written, so it was not saved. "
+        "Look at the newest turn and try again.",
+        head_node_id=narrator.id,
+        world_state=world.state,
+        **({"script_state": scripts.saved_state()} if scripts else {}),
+    )
+    if scripts is not None:
+        await scripts.save(session)
+        # The state the turn leaves, cards as the scripts left them, for redo.
+        narrator.state_after = capture(
+            world.state, scripts.saved_state(), await load_cards(session, adventure.id)
+        )
+    # Extends the branch, or forks one when the head had been moved back.
+    await advance_line(
+        session,
+        adventure,
+        head_id=plan.parent_id,
+        head_index=plan.parent_index,
+        new_tip_id=narrator.id,
+        head_state=plan.snapshot,
+    )
+    return _result(
+        plan,
+        draft,
+        version=version,
+        narrator_node_id=narrator.id,
+        action_node_id=written[0].id if written else None,
+    )
+
+
+async def _write_take(
+    session: AsyncSession,
+    plan: TurnPlan,
+    retry: RetryPlan,
+    draft: Draft,
+    measured: dict[str, Any],
+) -> TurnResult:
+    """Another take of the retried turn, made live; or, when later turns follow the turn, a new
+    turn beside it on a branch of its own. The head moves to it, with its state."""
+    adventure, scripts, world = plan.adventure, plan.scripts, draft.world
+    assert adventure.id is not None
+    node = await session.get(StoryNode, retry.node_id)
+    if node is None:
+        raise StoryMovedOn("The turn being retried is gone; nothing was saved.")
+    script_state = scripts.saved_state() if scripts else adventure.script_state
+    if scripts is not None:
+        # Back to the cards the turn first saw, then the scripts' changes on top.
+        await restore(session, adventure.id, retry.snapshot)
+        await scripts.save(session)
+        after = capture(world.state, script_state, await load_cards(session, adventure.id))
+    else:
+        after = capture(world.state, script_state, retry.snapshot.get("cards"))
+    replaced: int | None = None
+    if await has_children(session, retry.node_id):
+        # Later turns follow this one: the new version goes beside it, on a branch.
+        fresh = _narrator_node(
+            plan,
+            draft,
+            measured,
+            parent_id=retry.parent_id,
+            index=node.index,
+            author_id=node.author_id,
+            state_before=retry.snapshot if retry.parent_is_narrator else None,
+            state_after=after,
+        )
+        session.add(fresh)
+        await session.flush()
+        assert fresh.id is not None
+        replaced, node, take = node.id, fresh, 1
+        await fork_beside(session, adventure, retry.node_id, fresh.id)
+    else:
+        take = await add_take(
+            session,
+            node,
+            text=world.prose,
+            reasoning=draft.reasoning or None,
+            snapshot=after,
+            block=world.report.block if world.report else None,
+            report=world.report.to_json() if world.report else None,
+            extra=measured,
+        )
+    assert node.id is not None
+    version = await advance_version(
+        session,
+        adventure.id,
+        adventure.version,
+        moved_on="The story moved on while this turn was being written again, so it was not "
+        "saved. Look at the newest turn and try again.",
+        head_node_id=node.id,
+        **({"world_state": world.state, "script_state": script_state} if scripts else {}),
+    )
+    if scripts is None:
+        await restore(session, adventure.id, after)
+    # The replaced text leaves the line: memories past the parent are cut back.
+    await story_cut_back(session, adventure.id, kept_through=retry.node_index - 1)
+    return _result(
+        plan,
+        draft,
+        version=version,
+        narrator_node_id=node.id,
+        take=take,
+        replaced_node_id=replaced,
+    )

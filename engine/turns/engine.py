@@ -1,0 +1,143 @@
+"""The turn engine: play, continue and retry, each a plan run through one pipeline.
+
+    plan      what the turn answers and writes, and where (``engine.turns.plan``)
+    generate  the scripts' hooks, the context, the model's stream, the referee
+    commit    everything stored in one transaction, guarded by the adventure's version
+
+Nothing is written until the whole reply has arrived. A failure anywhere before that (the
+model, a cancelled stream, a concurrent change) leaves the adventure exactly as it was, and the
+players are told what happened.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
+from contextlib import aclosing
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from engine.actions import PlayerAction
+from engine.context import ContextBuilder, ContextEngine
+from engine.errors import CampfireError, InternalError, log_incident
+from engine.events import ActionAccepted, TurnDone, TurnEvent, TurnFailed
+from engine.providers.base import GenerationParams
+from engine.providers.resolver import ProviderResolver
+from engine.scripting.sandbox import Limits
+from engine.storage.database import Database
+from engine.turns.commit import commit
+from engine.turns.generate import Generation, params_for
+from engine.turns.plan import Fence, TurnPlan, plan_take, plan_turn
+
+
+class TurnEngine:
+    def __init__(
+        self,
+        db: Database,
+        providers: ProviderResolver,
+        *,
+        params: GenerationParams | None = None,
+        context: ContextBuilder | None = None,
+        max_action_chars: int = 2000,
+        script_limits: Limits | None = None,
+        max_story_cards: int = 500,
+    ) -> None:
+        self.db = db
+        self.providers = providers
+        self.params = params or GenerationParams()
+        self.context = context or ContextEngine(max_output_tokens=self.params.max_tokens)
+        self.max_action_chars = max_action_chars
+        self.script_limits = script_limits or Limits()
+        self.max_story_cards = max_story_cards
+
+    def play(
+        self, adventure_id: int, action: PlayerAction, *, fence: Fence | None = None
+    ) -> AsyncGenerator[TurnEvent]:
+        """Run one turn, yielding events. Ends with ``TurnDone`` or ``TurnFailed``.
+
+        ``fence`` is checked inside the final transaction: when it answers False (the turn's
+        lease passed to another process), nothing is stored.
+        """
+        return self.play_actions(adventure_id, (action,), fence=fence)
+
+    def play_actions(
+        self, adventure_id: int, actions: Sequence[PlayerAction], *, fence: Fence | None = None
+    ) -> AsyncGenerator[TurnEvent]:
+        """Like ``play``, for several players' actions at once: each is written, in order, and
+        one narration answers them all."""
+
+        async def planned(session: AsyncSession) -> TurnPlan:
+            return await plan_turn(
+                session,
+                adventure_id,
+                actions,
+                max_action_chars=self.max_action_chars,
+                script_limits=self.script_limits,
+                max_story_cards=self.max_story_cards,
+            )
+
+        return _ending_in_failure(
+            self._run(planned, fence), f"turn failed (adventure {adventure_id})"
+        )
+
+    def retry(
+        self, adventure_id: int, *, node_id: int | None = None, fence: Fence | None = None
+    ) -> AsyncGenerator[TurnEvent]:
+        """Write the newest narrator turn again, as another take. Ends with ``TurnDone`` or
+        ``TurnFailed``.
+
+        The new take, its state and the head are written in one version-guarded transaction at
+        the end: if the regeneration fails, nothing was written and the previous take is still
+        live, with its state. ``node_id``: the turn the player asked to retry, refused when a
+        newer one has arrived since.
+        """
+
+        async def planned(session: AsyncSession) -> TurnPlan:
+            return await plan_take(
+                session,
+                adventure_id,
+                node_id,
+                script_limits=self.script_limits,
+                max_story_cards=self.max_story_cards,
+            )
+
+        return _ending_in_failure(
+            self._run(planned, fence), f"retry failed (adventure {adventure_id})"
+        )
+
+    async def _run(
+        self, planned: Callable[[AsyncSession], Awaitable[TurnPlan]], fence: Fence | None
+    ) -> AsyncGenerator[TurnEvent]:
+        """One turn through the pipeline: the plan and the context's reads in one session, then
+        the reply (holding no connection), then the commit."""
+        async with self.db.session() as session:
+            plan = await planned(session)
+            generation = Generation(
+                plan,
+                db=self.db,
+                provider=self.providers.for_adventure(plan.adventure),
+                params=params_for(plan.adventure, self.params),
+                context=self.context,
+                fence=fence,
+            )
+            answered = await generation.prepare(session)
+        yield ActionAccepted(answered)
+        # aclosing at each layer: an abandoned turn closes the model stream now.
+        async with aclosing(generation.narrate()) as events:
+            async for event in events:
+                yield event
+        yield TurnDone(await commit(self.db, plan, generation.draft(), fence))
+
+
+async def _ending_in_failure(
+    turn: AsyncGenerator[TurnEvent], failure: str
+) -> AsyncGenerator[TurnEvent]:
+    """A turn's events, where an error ends the stream as ``TurnFailed`` instead of raising:
+    the player's message for a ``CampfireError``, an incident reference for anything else."""
+    try:
+        async with aclosing(turn) as events:
+            async for event in events:
+                yield event
+    except CampfireError as error:
+        yield TurnFailed(error)
+    except Exception as error:
+        yield TurnFailed(InternalError(log_incident(failure, error)))

@@ -1,0 +1,219 @@
+"""A turn's generate step: the scripts' hooks, the context, the model's stream, the referee.
+
+It stores nothing (the commit does, at the end), except what a script that stops an action
+changed: that is kept, as upstream keeps it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncGenerator, Awaitable
+from contextlib import aclosing
+from dataclasses import dataclass, field, replace
+from typing import TypeVar
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from engine.context import BuiltContext, ContextBuilder, ContextInputs
+from engine.events import ReasoningDelta, StreamEnd, TextDelta, TurnEvent, Usage
+from engine.providers.base import ChatProvider, GenerationParams
+from engine.scripting.hooks import ScriptStopped
+from engine.storage.database import Database
+from engine.storage.models import Adventure
+from engine.story import update_unmoved
+from engine.turns.plan import Fence, TurnPlan
+from engine.world_state.apply import BlockHolder, SettledWorld, schema_of, settle
+
+T = TypeVar("T")
+
+#: The narrator stops where it would start writing the player's next action for them.
+STOP_AT_PLAYER_ACTION = ("\n>",)
+
+
+def params_for(adventure: Adventure, defaults: GenerationParams) -> GenerationParams:
+    """The operator's generation settings with the adventure's own on top."""
+    return GenerationParams(
+        max_tokens=adventure.max_output_tokens or defaults.max_tokens,
+        temperature=(
+            adventure.temperature if adventure.temperature is not None else defaults.temperature
+        ),
+        top_p=defaults.top_p,
+        stop=defaults.stop or STOP_AT_PLAYER_ACTION,
+    )
+
+
+@dataclass
+class Reply:
+    """A streamed reply as it accumulates."""
+
+    pieces: list[str] = field(default_factory=list)
+    reasoning: list[str] = field(default_factory=list)
+    usage: Usage | None = None
+    first_token_ms: int | None = None
+    latency_ms: int = 0
+
+    @property
+    def text(self) -> str:
+        return "".join(self.pieces).rstrip()
+
+
+@dataclass(frozen=True, slots=True)
+class Draft:
+    """A generated turn, ready for the commit."""
+
+    #: The plan's actions as the scripts' onInput left them, in the plan's order.
+    action_texts: tuple[str, ...]
+    #: The action the narration answers, as the players were shown it was accepted.
+    action_text: str
+    built: BuiltContext
+    reply: Reply
+    #: The reply's prose, and the world state its state block leaves after the referee.
+    world: SettledWorld
+    #: The provider's label.
+    model: str
+
+    @property
+    def reasoning(self) -> str:
+        return "".join(self.reply.reasoning).strip()
+
+
+class Generation:
+    """One turn's generate step, in two parts: ``prepare`` reads what the context needs, in the
+    session the plan was read in; ``narrate`` builds the context and streams the reply, holding
+    no connection while the model writes."""
+
+    def __init__(
+        self,
+        plan: TurnPlan,
+        *,
+        db: Database,
+        provider: ChatProvider,
+        params: GenerationParams,
+        context: ContextBuilder,
+        fence: Fence | None,
+    ) -> None:
+        self.plan = plan
+        self.db = db
+        self.provider = provider
+        self.params = params
+        self.context = context
+        self.fence = fence
+        self._action_texts: tuple[str, ...] = ()
+        self._answered = ""
+        self._inputs: ContextInputs | None = None
+        self._draft: Draft | None = None
+
+    async def prepare(self, session: AsyncSession) -> str:
+        """Run onInput on the actions to write and gather the context's inputs; returns the
+        action the narration answers."""
+        plan, scripts = self.plan, self.plan.scripts
+        texts = []
+        for planned in plan.actions:
+            text = planned.text
+            if scripts is not None:
+                # onInput runs before anything is stored. Continue has no input and skips it;
+                # a retry does not run it again: its action was played once, and is not
+                # written again.
+                text = await self._hook(scripts.on_input(text, planned.action.type))
+            texts.append(text)
+        self._action_texts = tuple(texts)
+        # A round's actions are answered together, as one passage.
+        self._answered = plan.replaces.action_text if plan.replaces else "\n".join(texts)
+        inputs = await self.context.gather(
+            session,
+            plan.adventure,
+            self._answered,
+            script_state=scripts.state if scripts else None,
+        )
+        if scripts is not None:
+            inputs = replace(inputs, cards=scripts.context_cards())
+        self._inputs = inputs
+        return self._answered
+
+    async def narrate(self) -> AsyncGenerator[TurnEvent]:
+        """The context built and sent, the reply as events, the reply's state refereed."""
+        assert self._inputs is not None, "prepare first"
+        plan, scripts = self.plan, self.plan.scripts
+        adventure = plan.adventure
+        built = self.context.build(self._inputs)
+        if scripts is not None:
+            built = await self._hook(scripts.rewrite_context(built))
+        # The state block after the prose is the engine's, not the players': held back.
+        holder = BlockHolder() if schema_of(adventure.stat_schema) else None
+        reply = Reply()
+        async with aclosing(self._stream(built, holder, reply)) as deltas:
+            async for event in deltas:
+                yield event
+        output = reply.text
+        if scripts is not None:
+            # onOutput needs the whole reply, so it runs after the stream: players watched the
+            # model's text arrive, and the final edit (TurnDone's text) shows the script's.
+            output = await scripts.on_output(output)
+            built.report.scripts = scripts.report_json()
+        world = settle(adventure.stat_schema, adventure.world_state, output, turn_index=plan.index)
+        self._draft = Draft(
+            action_texts=self._action_texts,
+            action_text=self._answered,
+            built=built,
+            reply=reply,
+            world=world,
+            model=self.provider.label,
+        )
+
+    def draft(self) -> Draft:
+        assert self._draft is not None, "narrate first"
+        return self._draft
+
+    async def _stream(
+        self, built: BuiltContext, holder: BlockHolder | None, reply: Reply
+    ) -> AsyncGenerator[TurnEvent]:
+        """The model's reply as events, collected into ``reply`` as it streams."""
+        started = time.perf_counter()
+        async with aclosing(self.provider.stream(built.messages, self.params)) as chunks:
+            async for chunk in chunks:
+                if isinstance(chunk, TextDelta):
+                    piece = chunk.text if reply.pieces else chunk.text.lstrip()
+                    if not piece:
+                        continue
+                    if reply.first_token_ms is None:
+                        reply.first_token_ms = _ms_since(started)
+                    reply.pieces.append(piece)
+                    visible = holder.feed(piece) if holder else piece
+                    if visible:
+                        yield TextDelta(visible)
+                elif isinstance(chunk, ReasoningDelta):
+                    reply.reasoning.append(chunk.text)
+                    yield chunk
+                elif isinstance(chunk, StreamEnd):
+                    reply.usage = chunk.usage
+        reply.latency_ms = _ms_since(started)
+
+    async def _hook(self, step: Awaitable[T]) -> T:
+        """Run a hook; when a script stops the turn, keep what the scripts changed and stop.
+
+        A stopped turn stores no story, but a script that stops an action (a command such as
+        "/roll") expects its state, cards and message to stick, as upstream. A stopped retry
+        keeps nothing: its scripts ran on the state its turn first saw, and the live take
+        stays, with its own.
+        """
+        try:
+            return await step
+        except ScriptStopped:
+            if self.plan.replaces is None:
+                await self._keep_stopped_scripts()
+            raise
+
+    async def _keep_stopped_scripts(self) -> None:
+        scripts, adventure = self.plan.scripts, self.plan.adventure
+        assert scripts is not None and adventure.id is not None
+        async with self.db.session() as session, session.begin():
+            if self.fence is not None and not await self.fence(session):
+                return
+            if await update_unmoved(
+                session, adventure.id, adventure.version, script_state=scripts.saved_state()
+            ):
+                await scripts.save(session)
+
+
+def _ms_since(started: float) -> int:
+    return int((time.perf_counter() - started) * 1000)
