@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
 
 from engine.errors import NotAllowed, NotFound, StoryMovedOn
 from engine.storage.models import Adventure, Role, Server, StoryNode, User
@@ -77,8 +78,8 @@ async def active_adventure(
     """The adventure running in a channel, thread or DM, if any."""
     query = (
         select(Adventure)
-        .where(Adventure.channel_id == channel_id, Adventure.ended_at.is_(None))
-        .order_by(Adventure.id.desc())
+        .where(col(Adventure.channel_id) == channel_id, col(Adventure.ended_at).is_(None))
+        .order_by(col(Adventure.id).desc())
         .limit(1)
     )
     if for_update:
@@ -162,7 +163,9 @@ def may_import(actor: Actor, importer_role_id: int | None) -> bool:
 async def _host_name(session: AsyncSession, adventure: Adventure) -> str:
     if adventure.host_id is None:
         return ""
-    return await session.scalar(select(User.name).where(User.id == adventure.host_id)) or ""
+    return (
+        await session.scalar(select(col(User.name)).where(col(User.id) == adventure.host_id)) or ""
+    )
 
 
 async def check_may_steer(session: AsyncSession, adventure: Adventure, actor: Actor) -> None:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import SQLModel, col
 
 from engine.errors import NotFound
 from engine.formats.draft import fill_placeholders
@@ -56,7 +58,7 @@ async def start_adventure(
     cards = [
         _copy(card, CardFields)
         for card in await session.scalars(
-            select(ScenarioCard).where(ScenarioCard.scenario_id == scenario.id)
+            select(ScenarioCard).where(col(ScenarioCard.scenario_id) == scenario.id)
         )
     ]
     if answers:
@@ -78,10 +80,11 @@ async def start_adventure(
         adventure.world_state = initial_state(schema)
     session.add(adventure)
     await session.flush()
+    assert adventure.id is not None  # flushed just above
 
     session.add_all(AdventureCard(**card, adventure_id=adventure.id) for card in cards)
     scripts = await session.scalars(
-        select(ScenarioScript).where(ScenarioScript.scenario_id == scenario.id)
+        select(ScenarioScript).where(col(ScenarioScript.scenario_id) == scenario.id)
     )
     session.add_all(
         AdventureScript(**_copy(script, ScriptFields), adventure_id=adventure.id)
@@ -108,8 +111,11 @@ async def start_adventure(
     return adventure
 
 
-def _copy(source: object, fields: type) -> dict[str, object]:
-    """The values of the shared field set, deep enough that the copy owns its JSON."""
+def _copy(source: SQLModel, fields: type[SQLModel]) -> dict[str, Any]:
+    """The values of the shared field set, deep enough that the copy owns its JSON.
+
+    Keyed by field name, each value of its field's type: the sets differ, hence ``Any``.
+    """
     return {name: copy.deepcopy(getattr(source, name)) for name in fields.model_fields}
 
 
@@ -117,8 +123,8 @@ async def active_adventure(session: AsyncSession, channel_id: int) -> Adventure 
     """The adventure running in a channel, thread or DM, if any."""
     return await session.scalar(
         select(Adventure)
-        .where(Adventure.channel_id == channel_id, Adventure.ended_at.is_(None))
-        .order_by(Adventure.id.desc())
+        .where(col(Adventure.channel_id) == channel_id, col(Adventure.ended_at).is_(None))
+        .order_by(col(Adventure.id).desc())
         .limit(1)
     )
 

@@ -39,6 +39,7 @@ from typing import Any
 
 from sqlalchemy import Integer, Select, bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
 
 from engine.cards import DEFAULT_SCAN_ENTRIES, Card, match_cards, scan_text
 from engine.context_report import ContextReport, ItemReport, SectionReport
@@ -635,16 +636,16 @@ def _cards_query() -> Select[Any]:
     """``load_cards``' statement, built once: light columns only, never the description."""
     return (
         select(
-            AdventureCard.id,
-            AdventureCard.title,
-            AdventureCard.keys,
-            AdventureCard.entry,
-            AdventureCard.type,
-            AdventureCard.always_on,
-            AdventureCard.position,
+            col(AdventureCard.id),
+            col(AdventureCard.title),
+            col(AdventureCard.keys),
+            col(AdventureCard.entry),
+            col(AdventureCard.type),
+            col(AdventureCard.always_on),
+            col(AdventureCard.position),
         )
-        .where(AdventureCard.adventure_id == bindparam("adventure_id", type_=Integer))
-        .order_by(AdventureCard.position, AdventureCard.id)
+        .where(col(AdventureCard.adventure_id) == bindparam("adventure_id", type_=Integer))
+        .order_by(col(AdventureCard.position), col(AdventureCard.id))
     )
 
 

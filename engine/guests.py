@@ -16,7 +16,9 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from sqlalchemy import ColumnElement, delete, select
+from sqlmodel import col
 
+from engine.storage.changes import rows_changed
 from engine.storage.models import Scenario, Server, User, utcnow
 
 if TYPE_CHECKING:
@@ -27,12 +29,12 @@ DEFAULT_SERVER_GRACE = timedelta(days=7)
 
 
 def _owns_lasting_things() -> ColumnElement[bool]:
-    return select(Scenario.id).where(Scenario.owner_id == User.id).exists()
+    return select(col(Scenario.id)).where(col(Scenario.owner_id) == col(User.id)).exists()
 
 
 def is_guest_clause() -> ColumnElement[bool]:
     """SQL for "this user is a guest": keeps nothing and owns no scenario."""
-    return User.keep_data.is_(False) & ~_owns_lasting_things()
+    return col(User.keep_data).is_(False) & ~_owns_lasting_things()
 
 
 async def remove_idle_guests(
@@ -42,10 +44,9 @@ async def remove_idle_guests(
     returns how many users went."""
     cutoff = (now or utcnow()) - retention
     async with db.session() as session, session.begin():
-        result = await session.execute(
-            delete(User).where(User.last_seen_at < cutoff, is_guest_clause())
+        return await rows_changed(
+            session, delete(User).where(col(User.last_seen_at) < cutoff, is_guest_clause())
         )
-        return result.rowcount or 0
 
 
 async def remove_departed_servers(
@@ -54,7 +55,7 @@ async def remove_departed_servers(
     """Delete servers the bot left more than ``grace`` ago, with all they own (one statement)."""
     cutoff = (now or utcnow()) - grace
     async with db.session() as session, session.begin():
-        result = await session.execute(
-            delete(Server).where(Server.left_at.is_not(None), Server.left_at < cutoff)
+        return await rows_changed(
+            session,
+            delete(Server).where(col(Server.left_at).is_not(None), col(Server.left_at) < cutoff),
         )
-        return result.rowcount or 0

@@ -17,12 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import aliased, undefer
+from sqlalchemy.orm import aliased
+from sqlmodel import col
 
 from engine.access import adventure_here
 from engine.context_report import ContextReport
 from engine.errors import InvalidInput, NotFound
-from engine.storage.models import ActionType, Adventure, Role, StoryNode
+from engine.storage.models import ActionType, Adventure, Role, StoryNode, undefer_field
 
 if TYPE_CHECKING:
     from engine.storage.database import Database
@@ -104,18 +105,21 @@ async def narrator_turns(session: AsyncSession, head_id: int) -> list[int]:
     """
     step = aliased(StoryNode)
     line = (
-        select(StoryNode.id, StoryNode.parent_id)
-        .where(StoryNode.id == head_id)
+        select(col(StoryNode.id), col(StoryNode.parent_id))
+        .where(col(StoryNode.id) == head_id)
         .cte("insight_line", recursive=True)
     )
-    line = line.union_all(select(step.id, step.parent_id).join(line, step.id == line.c.parent_id))
-    rows = await session.scalars(
-        select(StoryNode.id)
-        .join(line, StoryNode.id == line.c.id)
-        .where(StoryNode.role == Role.NARRATOR, StoryNode.action != ActionType.START)
-        .order_by(StoryNode.index)
+    line = line.union_all(
+        select(col(step.id), col(step.parent_id)).join(line, col(step.id) == line.c.parent_id)
     )
-    return list(rows)
+    rows = await session.scalars(
+        select(col(StoryNode.id))
+        .join(line, col(StoryNode.id) == line.c.id)
+        .where(col(StoryNode.role) == Role.NARRATOR, col(StoryNode.action) != ActionType.START)
+        .order_by(col(StoryNode.index))
+    )
+    # A stored node always has its id; the model's type allows None for one not yet flushed.
+    return [node_id for node_id in rows if node_id is not None]
 
 
 async def _node_for_turn(
@@ -143,9 +147,9 @@ async def _number_of(session: AsyncSession, channel_id: int, node_id: int) -> in
     no longer current); it must belong to an adventure played in ``channel_id``."""
     found = (
         await session.execute(
-            select(StoryNode.role, StoryNode.action, Adventure.channel_id)
-            .join(Adventure, Adventure.id == StoryNode.adventure_id)
-            .where(StoryNode.id == node_id)
+            select(col(StoryNode.role), col(StoryNode.action), col(Adventure.channel_id))
+            .join(Adventure, col(Adventure.id) == col(StoryNode.adventure_id))
+            .where(col(StoryNode.id) == node_id)
         )
     ).first()
     if found is None or found.channel_id != channel_id:
@@ -160,11 +164,11 @@ async def _load_one(session: AsyncSession, node_id: int) -> StoryNode | None:
     """The node with the heavy columns Insights needs, for this one node only."""
     return await session.scalar(
         select(StoryNode)
-        .where(StoryNode.id == node_id)
+        .where(col(StoryNode.id) == node_id)
         .options(
-            undefer(StoryNode.prompt_snapshot),
-            undefer(StoryNode.state_report),
-            undefer(StoryNode.context_report),
+            undefer_field(StoryNode.prompt_snapshot),
+            undefer_field(StoryNode.state_report),
+            undefer_field(StoryNode.context_report),
         )
         .execution_options(populate_existing=True)
     )

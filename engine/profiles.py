@@ -13,9 +13,11 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import ColumnElement, delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
 
 from engine.accounts import touch_server, touch_user
 from engine.errors import NotFound
+from engine.storage.changes import rows_changed
 from engine.storage.models import Adventure, Scenario, Server, StoryNode, User, utcnow
 
 if TYPE_CHECKING:
@@ -85,7 +87,7 @@ class Profiles:
         (``engine.guests.remove_departed_servers``)."""
         async with self.db.session() as session, session.begin():
             await session.execute(
-                update(Server).where(Server.id == server_id).values(left_at=now or utcnow())
+                update(Server).where(col(Server.id) == server_id).values(left_at=now or utcnow())
             )
 
     # --- /profile ---------------------------------------------------------------------------
@@ -106,14 +108,14 @@ class Profiles:
                 created_at=user.created_at,
                 last_seen_at=user.last_seen_at,
                 keep_data=user.keep_data,
-                scenarios=await _count(session, Scenario, Scenario.owner_id == user_id),
-                own_adventures=await _count(session, Adventure, Adventure.owner_id == user_id),
+                scenarios=await _count(session, Scenario, col(Scenario.owner_id) == user_id),
+                own_adventures=await _count(session, Adventure, col(Adventure.owner_id) == user_id),
                 hosted_adventures=await _count(
                     session,
                     Adventure,
-                    (Adventure.host_id == user_id) & Adventure.server_id.is_not(None),
+                    (col(Adventure.host_id) == user_id) & col(Adventure.server_id).is_not(None),
                 ),
-                story_entries=await _count(session, StoryNode, StoryNode.author_id == user_id),
+                story_entries=await _count(session, StoryNode, col(StoryNode.author_id) == user_id),
                 retention_days=self.retention_days,
             )
 
@@ -121,17 +123,17 @@ class Profiles:
         """Keep the actor's data however long they are away (or, with False, no longer)."""
         async with self.db.session() as session, session.begin():
             await touch_user(session, actor.user_id, actor.user_name)
-            result = await session.execute(
-                update(User).where(User.id == actor.user_id).values(keep_data=keep)
+            changed = await rows_changed(
+                session, update(User).where(col(User.id) == actor.user_id).values(keep_data=keep)
             )
-            if result.rowcount != 1:
+            if changed != 1:
                 raise NotFound(STORES_NOTHING)
 
     async def delete(self, actor: Actor) -> None:
         """Delete the actor and everything they own, now (one statement)."""
         async with self.db.session() as session, session.begin():
-            result = await session.execute(delete(User).where(User.id == actor.user_id))
-            if result.rowcount != 1:
+            deleted = await rows_changed(session, delete(User).where(col(User.id) == actor.user_id))
+            if deleted != 1:
                 raise NotFound(STORES_NOTHING)
 
 

@@ -15,10 +15,12 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
 
 from engine.access import adventure_here, check_may_steer
 from engine.errors import InvalidInput, NotFound
 from engine.memory.cursors import LinePositions, line_positions
+from engine.storage.changes import rows_changed
 from engine.storage.models import Adventure, Memory, MemoryOrigin, StoryNode, SummaryVersion
 
 if TYPE_CHECKING:
@@ -80,27 +82,28 @@ async def enforce_capacity(
     live = await session.scalar(
         select(func.count())
         .select_from(Memory)
-        .where(Memory.adventure_id == adventure_id, Memory.forgotten.is_(False))
+        .where(col(Memory.adventure_id) == adventure_id, col(Memory.forgotten).is_(False))
     )
     over = (live or 0) - capacity
     if over <= 0:
         return 0
     victims = (
-        select(Memory.id)
+        select(col(Memory.id))
         .where(
-            Memory.adventure_id == adventure_id,
-            Memory.forgotten.is_(False),
-            Memory.pinned.is_(False),
-            *([Memory.id != keep] if keep is not None else []),
+            col(Memory.adventure_id) == adventure_id,
+            col(Memory.forgotten).is_(False),
+            col(Memory.pinned).is_(False),
+            *([col(Memory.id) != keep] if keep is not None else []),
         )
-        .order_by(Memory.use_count, Memory.last_used_at.asc().nulls_first(), Memory.id)
+        .order_by(
+            col(Memory.use_count), col(Memory.last_used_at).asc().nulls_first(), col(Memory.id)
+        )
         .limit(over)
         .scalar_subquery()
     )
-    result = await session.execute(
-        update(Memory).where(Memory.id.in_(victims)).values(forgotten=True)
+    return await rows_changed(
+        session, update(Memory).where(col(Memory.id).in_(victims)).values(forgotten=True)
     )
-    return result.rowcount or 0
 
 
 # --- the bank ------------------------------------------------------------------------------------
@@ -126,11 +129,13 @@ class MemoryBank:
             counts = dict(
                 (
                     await session.execute(
-                        select(Memory.forgotten, func.count())
-                        .where(Memory.adventure_id == adventure.id)
-                        .group_by(Memory.forgotten)
+                        select(col(Memory.forgotten), func.count())
+                        .where(col(Memory.adventure_id) == adventure.id)
+                        .group_by(col(Memory.forgotten))
                     )
-                ).all()
+                )
+                .tuples()
+                .all()
             )
             live, gone = counts.get(False, 0), counts.get(True, 0)
             total = gone if forgotten else live
@@ -139,8 +144,11 @@ class MemoryBank:
                 raise InvalidInput(f"There is no page {page}: choose a page from 1 to {pages}.")
             rows = await session.scalars(
                 select(Memory)
-                .where(Memory.adventure_id == adventure.id, Memory.forgotten.is_(forgotten))
-                .order_by(Memory.pinned.desc(), Memory.id)
+                .where(
+                    col(Memory.adventure_id) == adventure.id,
+                    col(Memory.forgotten).is_(forgotten),
+                )
+                .order_by(col(Memory.pinned).desc(), col(Memory.id))
                 .offset((page - 1) * PAGE_SIZE)
                 .limit(PAGE_SIZE)
             )
@@ -160,9 +168,9 @@ class MemoryBank:
             adventure = await adventure_here(session, channel_id)
             rows = (
                 await session.execute(
-                    select(Memory.id, Memory.text, Memory.forgotten)
-                    .where(Memory.adventure_id == adventure.id)
-                    .order_by(Memory.id.desc())
+                    select(col(Memory.id), col(Memory.text), col(Memory.forgotten))
+                    .where(col(Memory.adventure_id) == adventure.id)
+                    .order_by(col(Memory.id).desc())
                 )
             ).all()
         found = [
@@ -326,6 +334,8 @@ async def _head_index(session: AsyncSession, adventure: Adventure) -> int:
     if adventure.head_node_id is None:
         return 0
     return (
-        await session.scalar(select(StoryNode.index).where(StoryNode.id == adventure.head_node_id))
+        await session.scalar(
+            select(col(StoryNode.index)).where(col(StoryNode.id) == adventure.head_node_id)
+        )
         or 0
     )

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
+from sqlmodel import col
 
 from engine.storage.models import (
     ActionType,
@@ -78,20 +79,24 @@ async def line_positions(session: AsyncSession, head_id: int | None) -> LinePosi
         return LinePositions()
     step = aliased(StoryNode)
     line = (
-        select(StoryNode.id, StoryNode.parent_id)
-        .where(StoryNode.id == head_id)
+        select(col(StoryNode.id), col(StoryNode.parent_id))
+        .where(col(StoryNode.id) == head_id)
         .cte("memory_line", recursive=True)
     )
-    line = line.union_all(select(step.id, step.parent_id).join(line, step.id == line.c.parent_id))
+    line = line.union_all(
+        select(col(step.id), col(step.parent_id)).join(line, col(step.id) == line.c.parent_id)
+    )
     rows = (
         await session.execute(
-            select(StoryNode.index, StoryNode.id)
-            .join(line, StoryNode.id == line.c.id)
-            .where(StoryNode.role == Role.NARRATOR, StoryNode.action != ActionType.START)
-            .order_by(StoryNode.index)
+            # Labelled: read as ``row.index``, the column would be taken for the method every
+            # sequence has by that name.
+            select(col(StoryNode.index).label("node_index"), col(StoryNode.id))
+            .join(line, col(StoryNode.id) == line.c.id)
+            .where(col(StoryNode.role) == Role.NARRATOR, col(StoryNode.action) != ActionType.START)
+            .order_by(col(StoryNode.index))
         )
     ).all()
-    return LinePositions(tuple(row.index for row in rows), tuple(row.id for row in rows))
+    return LinePositions(tuple(row.node_index for row in rows), tuple(row.id for row in rows))
 
 
 async def story_cut_back(session: AsyncSession, adventure_id: int, kept_through: int) -> None:
@@ -109,8 +114,12 @@ async def story_cut_back(session: AsyncSession, adventure_id: int, kept_through:
     """
     found = (
         await session.execute(
-            select(Adventure.head_node_id, Adventure.memory_cursor, Adventure.summary_cursor)
-            .where(Adventure.id == adventure_id)
+            select(
+                col(Adventure.head_node_id),
+                col(Adventure.memory_cursor),
+                col(Adventure.summary_cursor),
+            )
+            .where(col(Adventure.id) == adventure_id)
             .with_for_update()
         )
     ).first()
@@ -121,21 +130,21 @@ async def story_cut_back(session: AsyncSession, adventure_id: int, kept_through:
 
     await session.execute(
         delete(Memory).where(
-            Memory.adventure_id == adventure_id,
-            Memory.origin == MemoryOrigin.STORY,
-            Memory.source_end > kept_through,
+            col(Memory.adventure_id) == adventure_id,
+            col(Memory.origin) == MemoryOrigin.STORY,
+            col(Memory.source_end) > kept_through,
         )
     )
     newest_end = await session.scalar(
-        select(func.max(Memory.source_end)).where(
-            Memory.adventure_id == adventure_id, Memory.origin == MemoryOrigin.STORY
+        select(func.max(col(Memory.source_end))).where(
+            col(Memory.adventure_id) == adventure_id, col(Memory.origin) == MemoryOrigin.STORY
         )
     )
     memory_cursor = positions.position_of(newest_end) if newest_end is not None else 0
 
     await session.execute(
         delete(SummaryVersion).where(
-            SummaryVersion.adventure_id == adventure_id, SummaryVersion.through > cut
+            col(SummaryVersion.adventure_id) == adventure_id, col(SummaryVersion.through) > cut
         )
     )
     # Never forward: a cursor already behind the memories stays where it is.
@@ -143,12 +152,14 @@ async def story_cut_back(session: AsyncSession, adventure_id: int, kept_through:
     if found.summary_cursor > cut:
         kept = (
             await session.execute(
-                select(SummaryVersion.text, SummaryVersion.through)
-                .where(SummaryVersion.adventure_id == adventure_id)
-                .order_by(SummaryVersion.through.desc(), SummaryVersion.id.desc())
+                select(col(SummaryVersion.text), col(SummaryVersion.through))
+                .where(col(SummaryVersion.adventure_id) == adventure_id)
+                .order_by(col(SummaryVersion.through).desc(), col(SummaryVersion.id).desc())
                 .limit(1)
             )
         ).first()
         values["story_summary"] = kept.text if kept else ""
         values["summary_cursor"] = kept.through if kept else 0
-    await session.execute(update(Adventure).where(Adventure.id == adventure_id).values(**values))
+    await session.execute(
+        update(Adventure).where(col(Adventure.id) == adventure_id).values(**values)
+    )

@@ -22,6 +22,7 @@ import numpy as np
 from sqlalchemy import select, update
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
 
 from engine.errors import CampfireError
 from engine.memory.semantic import SemanticIndex, calibrated_floor, from_bytes
@@ -141,9 +142,9 @@ class MemoryRetriever:
         then the latest entries)."""
         rows = (
             await session.execute(
-                select(Memory.id, Memory.text, Memory.pinned)
-                .where(Memory.adventure_id == adventure_id, Memory.forgotten.is_(False))
-                .order_by(Memory.id)
+                select(col(Memory.id), col(Memory.text), col(Memory.pinned))
+                .where(col(Memory.adventure_id) == adventure_id, col(Memory.forgotten).is_(False))
+                .order_by(col(Memory.id))
             )
         ).all()
         note = self.semantic_off_reason()
@@ -190,10 +191,10 @@ class MemoryRetriever:
         found = (
             await session.execute(
                 # Named columns: the deferred vector is read because it is asked for.
-                select(Memory.id, Memory.embedding, Memory.embedding_model).where(
-                    Memory.adventure_id == adventure_id,
-                    Memory.forgotten.is_(False),
-                    Memory.embedding.is_not(None),
+                select(col(Memory.id), col(Memory.embedding), col(Memory.embedding_model)).where(
+                    col(Memory.adventure_id) == adventure_id,
+                    col(Memory.forgotten).is_(False),
+                    col(Memory.embedding).is_not(None),
                 )
             )
         ).all()
@@ -219,8 +220,8 @@ class MemoryRetriever:
             async with self.db.session() as session, session.begin():
                 await session.execute(
                     update(Memory)
-                    .where(Memory.id.in_(ids))
-                    .values(use_count=Memory.use_count + 1, last_used_at=utcnow())
+                    .where(col(Memory.id).in_(ids))
+                    .values(use_count=col(Memory.use_count) + 1, last_used_at=utcnow())
                 )
         except OperationalError:
             # A busy database (SQLite's one writer) must not cost the player the turn; a

@@ -51,4 +51,7 @@ if context.is_offline_mode():
 elif (connection := config.attributes.get("connection")) is not None:
     _run(connection)
 else:
-    asyncio.run(_run_with_own_engine(config.get_main_option("sqlalchemy.url")))
+    url = config.get_main_option("sqlalchemy.url")
+    if url is None:
+        raise RuntimeError("No database to migrate: set sqlalchemy.url to its URL.")
+    asyncio.run(_run_with_own_engine(url))

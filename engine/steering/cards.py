@@ -4,12 +4,12 @@ its keys come up in the story (or always, for a card marked always on)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
 
 from engine.access import active_adventure, adventure_here, check_may_steer
 from engine.errors import InvalidInput, NotFound
@@ -36,6 +36,16 @@ class CardDraft:
     entry: str = ""
     type: str = DEFAULT_CARD_TYPE
     always_on: bool = False
+
+
+class _CardFields(TypedDict):
+    """A draft's fields once validated: the card's columns they set."""
+
+    title: str
+    keys: str
+    entry: str
+    type: str
+    always_on: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,8 +114,8 @@ class StoryCards:
             page = min(max(1, page), pages)
             rows = await session.scalars(
                 select(AdventureCard)
-                .where(AdventureCard.adventure_id == adventure.id)
-                .order_by(AdventureCard.position, AdventureCard.id)
+                .where(col(AdventureCard.adventure_id) == adventure.id)
+                .order_by(col(AdventureCard.position), col(AdventureCard.id))
                 .offset((page - 1) * per_page)
                 .limit(per_page)
             )
@@ -126,9 +136,9 @@ class StoryCards:
                 return []
             rows = (
                 await session.execute(
-                    select(AdventureCard.id, AdventureCard.title, AdventureCard.keys)
-                    .where(AdventureCard.adventure_id == adventure.id)
-                    .order_by(AdventureCard.position, AdventureCard.id)
+                    select(col(AdventureCard.id), col(AdventureCard.title), col(AdventureCard.keys))
+                    .where(col(AdventureCard.adventure_id) == adventure.id)
+                    .order_by(col(AdventureCard.position), col(AdventureCard.id))
                 )
             ).all()
         typed = typed.casefold().strip()
@@ -178,8 +188,8 @@ class StoryCards:
             _check_room(await _card_count(session, adventure.id), self.max_cards)
             await _check_unique_title(session, adventure.id, fields["title"])
             last = await session.scalar(
-                select(func.max(AdventureCard.position)).where(
-                    AdventureCard.adventure_id == adventure.id
+                select(func.max(col(AdventureCard.position))).where(
+                    col(AdventureCard.adventure_id) == adventure.id
                 )
             )
             card = AdventureCard(
@@ -225,7 +235,7 @@ def _card_label(card_id: int, title: str, keys: str) -> str:
     return (f"(untitled #{card_id}) {shown}" if shown else f"(untitled #{card_id})")[:100]
 
 
-def _validated(draft: CardDraft) -> dict[str, object]:
+def _validated(draft: CardDraft) -> _CardFields:
     title = " ".join(draft.title.split())
     if not title:
         raise InvalidInput("A story card needs a title.")
@@ -276,20 +286,20 @@ async def _card_count(session: AsyncSession, adventure_id: int) -> int:
         await session.scalar(
             select(func.count())
             .select_from(AdventureCard)
-            .where(AdventureCard.adventure_id == adventure_id)
+            .where(col(AdventureCard.adventure_id) == adventure_id)
         )
         or 0
     )
 
 
 async def _check_unique_title(
-    session: AsyncSession, adventure_id: int, title: object, *, besides: int | None = None
+    session: AsyncSession, adventure_id: int, title: str, *, besides: int | None = None
 ) -> None:
     """Titles compare as players read them: case and runs of spaces do not count."""
-    folded = str(title).casefold()
+    folded = title.casefold()
     rows = await session.execute(
-        select(AdventureCard.id, AdventureCard.title).where(
-            AdventureCard.adventure_id == adventure_id
+        select(col(AdventureCard.id), col(AdventureCard.title)).where(
+            col(AdventureCard.adventure_id) == adventure_id
         )
     )
     if any(
@@ -301,11 +311,11 @@ async def _check_unique_title(
 
 async def _find_card(session: AsyncSession, adventure: Adventure, query: str) -> AdventureCard:
     wanted = " ".join(query.split())
-    rows: Sequence[tuple[int, str]] = (
+    rows = (
         await session.execute(
-            select(AdventureCard.id, AdventureCard.title)
-            .where(AdventureCard.adventure_id == adventure.id)
-            .order_by(AdventureCard.position, AdventureCard.id)
+            select(col(AdventureCard.id), col(AdventureCard.title))
+            .where(col(AdventureCard.adventure_id) == adventure.id)
+            .order_by(col(AdventureCard.position), col(AdventureCard.id))
         )
     ).all()
     folded = wanted.casefold()

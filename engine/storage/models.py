@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, ClassVar
 
 from sqlalchemy import (
     JSON,
@@ -28,7 +28,8 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
 )
-from sqlalchemy.orm import declared_attr, deferred
+from sqlalchemy.orm import QueryableAttribute, declared_attr, deferred, undefer
+from sqlalchemy.orm.interfaces import LoaderOption
 from sqlmodel import Field, SQLModel
 
 
@@ -82,6 +83,14 @@ def _defer(*names: str) -> Any:
     return declared_attr.directive(mapper_args)
 
 
+def undefer_field(field: object) -> LoaderOption:
+    """The load option that reads the deferred ``field`` (``StoryNode.prompt_snapshot``) with
+    its row: ``sqlalchemy.orm.undefer``, taking a model field as type checkers see it (as its
+    value's type) and checking that it is the mapped attribute it is at run time."""
+    assert isinstance(field, QueryableAttribute), field
+    return undefer(field)
+
+
 class ActionType(StrEnum):
     """The kinds of story entries, named as AI Dungeon's ``history[].type``."""
 
@@ -98,12 +107,14 @@ class Role(StrEnum):
 
 
 # --- people and places -------------------------------------------------------------------------
+# Each table's ``__tablename__`` is declared a ``ClassVar[str]``: SQLModel declares it as a
+# ``declared_attr`` (its default names a table after its class), which a plain name is not.
 
 
 class Server(SQLModel, table=True):
     """A Discord server (guild) and the settings its admins chose."""
 
-    __tablename__ = "servers"
+    __tablename__: ClassVar[str] = "servers"
 
     id: int = Field(sa_column=Column(BigInteger, primary_key=True, autoincrement=False))
     name: str = ""
@@ -125,7 +136,7 @@ class Server(SQLModel, table=True):
 class User(SQLModel, table=True):
     """Anyone who has interacted with the bot. A guest until they own something lasting."""
 
-    __tablename__ = "users"
+    __tablename__: ClassVar[str] = "users"
 
     id: int = Field(sa_column=Column(BigInteger, primary_key=True, autoincrement=False))
     name: str = ""
@@ -180,7 +191,7 @@ class Scenario(SteeringFields, table=True):
     Campfire, identified by ``builtin_key`` so re-seeding updates instead of duplicating).
     """
 
-    __tablename__ = "scenarios"
+    __tablename__: ClassVar[str] = "scenarios"
 
     id: int | None = Field(default=None, primary_key=True)
     server_id: int | None = _fk("servers.id", ondelete="CASCADE", big=True)
@@ -196,14 +207,14 @@ class Scenario(SteeringFields, table=True):
 
 
 class ScenarioCard(CardFields, table=True):
-    __tablename__ = "scenario_cards"
+    __tablename__: ClassVar[str] = "scenario_cards"
 
     id: int | None = Field(default=None, primary_key=True)
     scenario_id: int = _fk("scenarios.id", ondelete="CASCADE", nullable=False)
 
 
 class ScenarioScript(ScriptFields, table=True):
-    __tablename__ = "scenario_scripts"
+    __tablename__: ClassVar[str] = "scenario_scripts"
 
     id: int | None = Field(default=None, primary_key=True)
     scenario_id: int = _fk("scenarios.id", ondelete="CASCADE", nullable=False)
@@ -216,7 +227,7 @@ class Adventure(SteeringFields, table=True):
     adventure belongs to its player.
     """
 
-    __tablename__ = "adventures"
+    __tablename__: ClassVar[str] = "adventures"
     __table_args__ = (Index("ix_adventures_channel_active", "channel_id", "ended_at"),)
 
     id: int | None = Field(default=None, primary_key=True)
@@ -255,14 +266,14 @@ class Adventure(SteeringFields, table=True):
 
 
 class AdventureCard(CardFields, table=True):
-    __tablename__ = "adventure_cards"
+    __tablename__: ClassVar[str] = "adventure_cards"
 
     id: int | None = Field(default=None, primary_key=True)
     adventure_id: int = _fk("adventures.id", ondelete="CASCADE", nullable=False)
 
 
 class AdventureScript(ScriptFields, table=True):
-    __tablename__ = "adventure_scripts"
+    __tablename__: ClassVar[str] = "adventure_scripts"
 
     id: int | None = Field(default=None, primary_key=True)
     adventure_id: int = _fk("adventures.id", ondelete="CASCADE", nullable=False)
@@ -275,7 +286,7 @@ class StoryNode(SQLModel, table=True):
     ``index`` is the depth on that path, the same for every take of a turn.
     """
 
-    __tablename__ = "story_nodes"
+    __tablename__: ClassVar[str] = "story_nodes"
     __table_args__ = (Index("ix_story_nodes_adventure_index", "adventure_id", "index"),)
     __mapper_args__ = _defer(
         "reasoning",
@@ -324,7 +335,7 @@ class StoryNode(SQLModel, table=True):
 class Take(SQLModel, table=True):
     """Another attempt at a narrator turn: only what differs, never the prompt."""
 
-    __tablename__ = "takes"
+    __tablename__: ClassVar[str] = "takes"
     __table_args__ = (UniqueConstraint("node_id", "number"),)
     __mapper_args__ = _defer("text", "reasoning", "state_after")
 
@@ -340,7 +351,7 @@ class Take(SQLModel, table=True):
 class Branch(SQLModel, table=True):
     """A named line of play. Borrows its ancestors' nodes instead of copying them."""
 
-    __tablename__ = "branches"
+    __tablename__: ClassVar[str] = "branches"
     __table_args__ = (UniqueConstraint("adventure_id", "name"),)
 
     id: int | None = Field(default=None, primary_key=True)
@@ -351,7 +362,7 @@ class Branch(SQLModel, table=True):
 
 
 class SavePoint(SQLModel, table=True):
-    __tablename__ = "save_points"
+    __tablename__: ClassVar[str] = "save_points"
     __table_args__ = (UniqueConstraint("adventure_id", "name"),)
 
     id: int | None = Field(default=None, primary_key=True)
@@ -377,7 +388,7 @@ class Memory(SQLModel, table=True):
     index; migration 0006).
     """
 
-    __tablename__ = "memories"
+    __tablename__: ClassVar[str] = "memories"
     __mapper_args__ = _defer("embedding")
 
     id: int | None = Field(default=None, primary_key=True)
@@ -407,7 +418,7 @@ class SummaryVersion(SQLModel, table=True):
     story (undo, a branch switch) get back the summary that did not yet know the cut turns.
     """
 
-    __tablename__ = "summary_versions"
+    __tablename__: ClassVar[str] = "summary_versions"
 
     id: int | None = Field(default=None, primary_key=True)
     adventure_id: int = _fk("adventures.id", ondelete="CASCADE", nullable=False)
@@ -423,7 +434,7 @@ class SummaryVersion(SQLModel, table=True):
 class TurnLease(SQLModel, table=True):
     """Who is generating for an adventure right now. A row, so it holds across processes."""
 
-    __tablename__ = "turn_leases"
+    __tablename__: ClassVar[str] = "turn_leases"
 
     adventure_id: int = Field(
         sa_column=Column(Integer, ForeignKey("adventures.id", ondelete="CASCADE"), primary_key=True)
@@ -437,7 +448,7 @@ class TurnLease(SQLModel, table=True):
 class RequestRecord(SQLModel, table=True):
     """One Discord interaction's request and result, so a repeat is answered, not re-run."""
 
-    __tablename__ = "request_records"
+    __tablename__: ClassVar[str] = "request_records"
 
     interaction_id: int = Field(sa_column=Column(BigInteger, primary_key=True, autoincrement=False))
     adventure_id: int | None = _fk("adventures.id", ondelete="CASCADE")

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sqlalchemy import update
+from sqlmodel import col
 
 from engine.access import adventure_here, check_may_steer
 from engine.errors import InvalidInput
@@ -67,7 +68,9 @@ class WorldStateService:
                 raise InvalidInput(f"Nothing was changed ({problems}).")
             await session.execute(
                 update(Adventure)
-                .where(Adventure.id == adventure.id)
-                .values(world_state=new_state, version=Adventure.version + 1, updated_at=utcnow())
+                .where(col(Adventure.id) == adventure.id)
+                .values(
+                    world_state=new_state, version=col(Adventure.version) + 1, updated_at=utcnow()
+                )
             )
             return chip(schema, report) or "Nothing changed: it already had that value."
