@@ -12,13 +12,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import func, select
 
+from engine.access import Actor
 from engine.archive import AdventureArchive
 from engine.errors import NotFound
 from engine.formats.adventure import parse_adventure
 from engine.formats.draft import ImportLimits
 from engine.formats.errors import ImportRejected
 from engine.formats.strict_json import JsonCaps, load_json
-from engine.access import Actor
 from engine.storage.models import (
     ActionType,
     Adventure,
