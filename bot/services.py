@@ -24,6 +24,7 @@ from engine.providers.local import LocalLlamaProvider
 from engine.providers.openai_compat import OpenAICompatibleProvider
 from engine.queue import AdventureQueue
 from engine.scenario_library import ScenarioLibrary
+from engine.scripting.manage import ScriptService
 from engine.scripting.sandbox import Limits
 from engine.storage.database import Database
 from engine.story_tree import StoryTree
@@ -46,6 +47,8 @@ class Services:
     archive: AdventureArchive
     tree: StoryTree
     memory: MemoryWriter
+    # story and library family (cogs: tree, buttons, play, scenarios, scripts, adventure_files)
+    scripts: ScriptService
 
     async def aclose(self) -> None:
         await self.provider.aclose()
@@ -97,16 +100,17 @@ async def build_services(settings: Settings) -> Services:
         max_output_tokens=settings.max_output_tokens,
         memories=retriever,
     )
+    script_limits = Limits(
+        memory_bytes=settings.script_memory_mb * 1024 * 1024,
+        time_seconds=settings.script_time_seconds,
+    )
     turns = TurnEngine(
         db,
         provider,
         params=params,
         context=context,
         max_action_chars=settings.max_action_chars,
-        script_limits=Limits(
-            memory_bytes=settings.script_memory_mb * 1024 * 1024,
-            time_seconds=settings.script_time_seconds,
-        ),
+        script_limits=script_limits,
         max_story_cards=settings.max_story_cards,
     )
     # Names this process in lease rows, so a reclaimed lease says whose turn was cut off.
@@ -140,4 +144,12 @@ async def build_services(settings: Settings) -> Services:
         # Head moves wait for no turn: they are refused while one is being written here.
         StoryTree(db, queue),
         memory,
+        # story and library family
+        ScriptService(
+            db,
+            context,
+            limits=script_limits,
+            max_cards=settings.max_story_cards,
+            max_chars=settings.max_script_chars,
+        ),
     )
