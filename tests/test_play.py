@@ -8,10 +8,10 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import select
 
+from engine.access import Actor
 from engine.actions import PlayerAction
 from engine.events import ActionAccepted, Queued, TurnDone, TurnFailed, TurnInterrupted
 from engine.leases import TurnLeases
-from engine.access import Actor
 from engine.play import PlayService
 from engine.queue import AdventureQueue
 from engine.storage.models import ActionType, RequestRecord, utcnow
