@@ -28,6 +28,7 @@ from engine.providers.openai_compat import OpenAICompatibleProvider
 from engine.providers.resolver import OperatorDefault
 from engine.queue import AdventureQueue
 from engine.scenario_library import ScenarioLibrary
+from engine.scripting.manage import ScriptService
 from engine.scripting.sandbox import Limits
 from engine.steering.cards import StoryCards
 from engine.steering.settings import GenerationDefaults, GenerationSettings
@@ -62,6 +63,8 @@ class Services:
     world_state: WorldStateService
     insights: Insights
     profiles: Profiles
+    # story and library family (cogs: tree, buttons, play, scenarios, scripts, adventure_files)
+    scripts: ScriptService
 
     async def aclose(self) -> None:
         await self.provider.aclose()
@@ -115,16 +118,17 @@ async def build_services(settings: Settings) -> Services:
         max_output_tokens=settings.max_output_tokens,
         retrievers=[retriever],
     )
+    script_limits = Limits(
+        memory_bytes=settings.script_memory_mb * 1024 * 1024,
+        time_seconds=settings.script_time_seconds,
+    )
     turns = TurnEngine(
         db,
         providers,
         params=params,
         context=context,
         max_action_chars=settings.max_action_chars,
-        script_limits=Limits(
-            memory_bytes=settings.script_memory_mb * 1024 * 1024,
-            time_seconds=settings.script_time_seconds,
-        ),
+        script_limits=script_limits,
         max_story_cards=settings.max_story_cards,
     )
     # Names this process in lease rows, so a reclaimed lease says whose turn was cut off.
@@ -167,4 +171,12 @@ async def build_services(settings: Settings) -> Services:
         world_state=WorldStateService(db),
         insights=Insights(db),
         profiles=Profiles(db, retention_days=settings.guest_retention_days),
+        # story and library family
+        scripts=ScriptService(
+            db,
+            context,
+            limits=script_limits,
+            max_cards=settings.max_story_cards,
+            max_chars=settings.max_script_chars,
+        ),
     )

@@ -15,20 +15,17 @@ from discord import app_commands
 from discord.ext import commands
 
 from cogs.context import actor_of, channel_id_of
+from engine.errors import InvalidInput
 
 if TYPE_CHECKING:
     from bot.discord_bot import CampfireBot
 
 
-def _bot(interaction: discord.Interaction) -> CampfireBot:
-    return interaction.client  # type: ignore[return-value]
-
-
 @app_commands.command(name="export")
-async def export_adventure(interaction: discord.Interaction) -> None:
+async def export_adventure(interaction: discord.Interaction[CampfireBot]) -> None:
     """The adventure here as a file: every branch, take and save point (sent to you alone)."""
     await interaction.response.defer(ephemeral=True, thinking=True)
-    exported = await _bot(interaction).services.archive.export(channel_id_of(interaction))
+    exported = await interaction.client.services.archive.export(channel_id_of(interaction))
     await interaction.followup.send(
         f"**{discord.utils.escape_markdown(exported.title)}**: the whole story tree. "
         "`/adventure import` restores it anywhere.",
@@ -39,9 +36,11 @@ async def export_adventure(interaction: discord.Interaction) -> None:
 
 @app_commands.command(name="import")
 @app_commands.describe(file="A file made by /adventure export")
-async def import_adventure(interaction: discord.Interaction, file: discord.Attachment) -> None:
+async def import_adventure(
+    interaction: discord.Interaction[CampfireBot], file: discord.Attachment
+) -> None:
     """Restore an exported adventure: a new thread in a server, or here in a DM or thread."""
-    bot = _bot(interaction)
+    bot = interaction.client
     archive = bot.services.archive
     archive.check_size(file.size)
     await interaction.response.defer(thinking=True)
@@ -57,10 +56,13 @@ async def import_adventure(interaction: discord.Interaction, file: discord.Attac
             reason=f"Campfire adventure imported by {interaction.user}",
         )
         target: discord.abc.Messageable = thread
+        target_id = thread.id
+    elif isinstance(channel, discord.abc.Messageable):
+        target, target_id = channel, channel.id
     else:
-        target = channel  # type: ignore[assignment]
+        raise InvalidInput("Adventures can be restored in text channels, threads or DMs.")
     try:
-        restored = await archive.restore(actor_of(interaction), target.id, parsed)  # type: ignore[attr-defined]
+        restored = await archive.restore(actor_of(interaction), target_id, parsed)
     except BaseException:
         if thread is not None:
             with contextlib.suppress(discord.HTTPException):

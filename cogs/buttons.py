@@ -12,16 +12,15 @@ anywhere.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import discord
 
 from cogs.context import actor_of, channel_id_of
 from cogs.insights import show_insights_safely
 from cogs.replies import reply
-from engine.actions import PlayerAction
+from engine.actions import ActionType, PlayerAction
 from engine.errors import CampfireError
-from engine.storage.models import ActionType
 from engine.story_tree import MOVED_ON
 
 if TYPE_CHECKING:
@@ -34,13 +33,10 @@ def _button(
     return discord.ui.Button(label=label, emoji=emoji, style=style, custom_id=custom_id, row=row)
 
 
-def is_story_manager(interaction: discord.Interaction) -> bool:
-    """Whether the member may retry, undo or edit anyone's turn and change branches: Manage
-    Server or Manage Messages (meaningless, and false, in a DM)."""
-    if interaction.guild_id is None:
-        return False
-    permissions = interaction.permissions
-    return permissions.manage_guild or permissions.manage_messages or permissions.administrator
+def bot_of(interaction: discord.Interaction) -> CampfireBot:
+    """The bot a button or form answers for. discord.py types the callbacks these override for
+    any client; the client that registered them is Campfire's."""
+    return cast("CampfireBot", interaction.client)
 
 
 def _story_template(kind: str) -> str:
@@ -60,6 +56,7 @@ class _StoryButton:
         self.adventure_id = adventure_id
         self.version = version
         custom_id = f"cf:{self.KIND}:{adventure_id}:{version}"
+        # The DynamicItem after this mixin takes the button; a checker sees only ``object``.
         super().__init__(_button(self.LABEL, self.EMOJI, custom_id, self.STYLE))  # type: ignore[call-arg]
 
     @classmethod
@@ -80,7 +77,7 @@ class ContinueButton(
     STYLE = discord.ButtonStyle.primary
 
     async def callback(self, interaction: discord.Interaction) -> None:
-        bot: CampfireBot = interaction.client  # type: ignore[assignment]
+        bot = bot_of(interaction)
         current = await bot.services.play.adventure_in(channel_id_of(interaction))
         if current is None or current.version != self.version:
             # Answered to the presser alone; a press that races another is caught later, by
@@ -115,7 +112,7 @@ class RetryButton(discord.ui.DynamicItem[discord.ui.Button], template=r"cf:retry
         return cls(int(match["request"]))
 
     async def callback(self, interaction: discord.Interaction) -> None:
-        bot: CampfireBot = interaction.client  # type: ignore[assignment]
+        bot = bot_of(interaction)
         await interaction.response.defer(thinking=True)
         events = bot.services.play.retry_request(
             actor_of(interaction),
@@ -160,7 +157,7 @@ class RetakeButton(
     EMOJI = "🔁"
 
     async def callback(self, interaction: discord.Interaction) -> None:
-        bot: CampfireBot = interaction.client  # type: ignore[assignment]
+        bot = bot_of(interaction)
         current = await bot.services.play.adventure_in(channel_id_of(interaction))
         if current is None or current.version != self.version:
             await reply(interaction, f"⚠ {MOVED_ON}")
@@ -173,20 +170,15 @@ class RetakeButton(
             channel_id_of(interaction),
             request_id=interaction.id,
             seen_version=self.version,
-            is_manager=is_story_manager(interaction),
         )
         await bot.narrator.show(interaction, events, retrying=True)
 
 
 async def retry_allowed(interaction: discord.Interaction) -> bool:
     """Checked before deferring, so a refusal (not yours, the opening) is told privately."""
-    bot: CampfireBot = interaction.client  # type: ignore[assignment]
+    bot = bot_of(interaction)
     try:
-        await bot.services.tree.check_retry(
-            actor_of(interaction),
-            channel_id_of(interaction),
-            is_manager=is_story_manager(interaction),
-        )
+        await bot.services.tree.check_retry(actor_of(interaction), channel_id_of(interaction))
     except CampfireError as error:
         await reply(interaction, f"⚠ {error.message}")
         return False
@@ -203,14 +195,13 @@ class UndoButton(
     EMOJI = "↩️"
 
     async def callback(self, interaction: discord.Interaction) -> None:
-        bot: CampfireBot = interaction.client  # type: ignore[assignment]
+        bot = bot_of(interaction)
         await bot.narrator.head_move(
             interaction,
             bot.services.tree.undo(
                 actor_of(interaction),
                 channel_id_of(interaction),
                 seen_version=self.version,
-                is_manager=is_story_manager(interaction),
             ),
             "↩️ *{who} undid the last turn.*",
         )
@@ -226,14 +217,13 @@ class RedoButton(
     EMOJI = "↪️"
 
     async def callback(self, interaction: discord.Interaction) -> None:
-        bot: CampfireBot = interaction.client  # type: ignore[assignment]
+        bot = bot_of(interaction)
         await bot.narrator.head_move(
             interaction,
             bot.services.tree.redo(
                 actor_of(interaction),
                 channel_id_of(interaction),
                 seen_version=self.version,
-                is_manager=is_story_manager(interaction),
             ),
             "↪️ *{who} brought the turn back.*",
         )
@@ -276,7 +266,7 @@ class TakeButton(
         )
 
     async def callback(self, interaction: discord.Interaction) -> None:
-        bot: CampfireBot = interaction.client  # type: ignore[assignment]
+        bot = bot_of(interaction)
         await bot.narrator.show_take(
             interaction,
             bot.services.tree.choose_take(
@@ -285,7 +275,6 @@ class TakeButton(
                 self.node_id,
                 self.take,
                 seen_version=self.version,
-                is_manager=is_story_manager(interaction),
             ),
         )
 

@@ -22,9 +22,8 @@ def unwrap(error: BaseException) -> BaseException:
     return error
 
 
-async def on_app_command_error(
-    interaction: discord.Interaction, error: app_commands.AppCommandError
-) -> None:
+async def on_app_command_error(interaction: discord.Interaction, error: Exception) -> None:
+    """Also the ``on_error`` of forms and views, which are handed the bare exception."""
     original = unwrap(error)
     if isinstance(original, CampfireError):
         await reply(interaction, f"⚠ {original.message}")
@@ -47,10 +46,10 @@ class ErrorsCog(commands.Cog):
 
     async def cog_load(self) -> None:
         self._previous = self.bot.tree.on_error
-        self.bot.tree.on_error = on_app_command_error  # type: ignore[method-assign]
+        self.bot.tree.error(on_app_command_error)
 
     async def cog_unload(self) -> None:
-        self.bot.tree.on_error = self._previous  # type: ignore[method-assign]
+        self.bot.tree.error(self._previous)
 
 
 async def setup(bot: CampfireBot) -> None:

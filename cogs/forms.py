@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import discord
 
-from cogs.context import actor_of
 from cogs.errors import on_app_command_error
 
 #: Discord's most for one text input, and so for a form prefilled with a stored value.
@@ -18,13 +17,4 @@ FORM_TIMEOUT_S = 30 * 60
 
 async def on_form_error(interaction: discord.Interaction, error: Exception) -> None:
     """A form's submission failed: answered as a failed command is."""
-    # The handler takes any exception (it unwraps command errors and answers the rest alike);
-    # its annotation names the type the command tree passes it.
-    await on_app_command_error(interaction, error)  # type: ignore[arg-type]
-
-
-def is_manager(interaction: discord.Interaction) -> bool:
-    """Whether the member manages the server (never in a DM): ``engine.access``'s notion,
-    read from the interaction as ``actor_of`` reads it, for cogs that still hand the engine a
-    manager flag instead of the actor."""
-    return actor_of(interaction).is_server_manager
+    await on_app_command_error(interaction, error)

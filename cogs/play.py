@@ -13,10 +13,9 @@ from discord.ext import commands
 from cogs.context import actor_of, channel_id_of
 from cogs.errors import on_app_command_error
 from cogs.replies import reply
-from engine.actions import PlayerAction
+from engine.actions import ActionType, PlayerAction
 from engine.formats.draft import question_for
 from engine.play import StartPlan
-from engine.storage.models import ActionType
 
 if TYPE_CHECKING:
     from bot.discord_bot import CampfireBot
@@ -80,7 +79,9 @@ class PlayCog(commands.Cog):
 
     @app_commands.command(name="start")
     @app_commands.describe(scenario="A scenario from the library; leave empty for the default")
-    async def start(self, interaction: discord.Interaction, scenario: str | None = None) -> None:
+    async def start(
+        self, interaction: discord.Interaction[CampfireBot], scenario: str | None = None
+    ) -> None:
         """Start an adventure here: a new thread in a server, or a solo story in DMs."""
         # Looked up before answering: a menu or a form must be the interaction's first answer.
         plan = await self.bot.services.play.start_plan(actor_of(interaction), scenario)
@@ -88,6 +89,7 @@ class PlayCog(commands.Cog):
 
     async def begin(
         self,
+        # Also answered from a menu's button or a form, which discord.py types for any client.
         interaction: discord.Interaction,
         plan: StartPlan,
         answers: dict[str, str] | None = None,
@@ -117,18 +119,14 @@ class PlayCog(commands.Cog):
                 reason=f"Campfire adventure started by {interaction.user}",
             )
             target: discord.abc.Messageable = thread
+            target_id = thread.id
         elif isinstance(channel, discord.abc.Messageable):
-            target = channel
+            target, target_id = channel, channel.id
         else:
             await reply(interaction, "Adventures can be started in text channels, threads or DMs.")
             return
         try:
-            started = await play.start(
-                actor,
-                target.id,  # type: ignore[attr-defined]
-                str(plan.scenario_id),
-                answers,
-            )
+            started = await play.start(actor, target_id, str(plan.scenario_id), answers)
         except BaseException:
             # No empty thread is left behind by a start that failed.
             if thread is not None:
@@ -152,7 +150,7 @@ class PlayCog(commands.Cog):
 
     @start.autocomplete("scenario")
     async def scenario_choices(
-        self, interaction: discord.Interaction, current: str
+        self, interaction: discord.Interaction[CampfireBot], current: str
     ) -> list[app_commands.Choice[str]]:
         choices = await self.bot.services.play.scenario_choices(actor_of(interaction), current)
         return [app_commands.Choice(name=label, value=value) for label, value in choices]
@@ -161,7 +159,7 @@ class PlayCog(commands.Cog):
     @app_commands.describe(action="What you do, e.g. “open the door”")
     async def do(
         self,
-        interaction: discord.Interaction,
+        interaction: discord.Interaction[CampfireBot],
         action: app_commands.Range[str, 1, ACTION_LIMIT],
     ) -> None:
         """Do something in the story."""
@@ -171,7 +169,7 @@ class PlayCog(commands.Cog):
     @app_commands.describe(words="What you say, e.g. “Who goes there?”")
     async def say(
         self,
-        interaction: discord.Interaction,
+        interaction: discord.Interaction[CampfireBot],
         words: app_commands.Range[str, 1, ACTION_LIMIT],
     ) -> None:
         """Say something in the story."""
@@ -181,25 +179,27 @@ class PlayCog(commands.Cog):
     @app_commands.describe(text="Text to add to the story as written")
     async def story(
         self,
-        interaction: discord.Interaction,
+        interaction: discord.Interaction[CampfireBot],
         text: app_commands.Range[str, 1, ACTION_LIMIT],
     ) -> None:
         """Add to the story in your own words."""
         await self._act(interaction, ActionType.STORY, text)
 
     @app_commands.command(name="continue")
-    async def continue_(self, interaction: discord.Interaction) -> None:
+    async def continue_(self, interaction: discord.Interaction[CampfireBot]) -> None:
         """Let the narrator go on."""
         await self._act(interaction, ActionType.CONTINUE, "")
 
     @app_commands.command(name="help")
-    async def help(self, interaction: discord.Interaction) -> None:
+    async def help(self, interaction: discord.Interaction[CampfireBot]) -> None:
         """How to play Campfire."""
         # An embed: the whole guide is longer than a message's 2000 characters.
         guide = discord.Embed(title="How to play", description=HELP)
         await interaction.response.send_message(embed=guide, ephemeral=True)
 
-    async def _act(self, interaction: discord.Interaction, kind: ActionType, text: str) -> None:
+    async def _act(
+        self, interaction: discord.Interaction[CampfireBot], kind: ActionType, text: str
+    ) -> None:
         play = self.bot.services.play
         channel_id = channel_id_of(interaction)
         # Checked before deferring so that "nothing here" is answered to the player alone.
@@ -234,6 +234,7 @@ def option_menu(cog: PlayCog, plan: StartPlan) -> dict:
             option = await cog.bot.services.play.start_plan(actor_of(interaction), value)
             await cog.begin(interaction, option)
 
+        # discord.py's way to answer a button made on the fly; a checker sees a method.
         button.callback = chosen  # type: ignore[method-assign]
         view.add_item(button)
     return {"content": _cut(f"{header}\n{intro}", 2000), "view": view}
@@ -243,7 +244,7 @@ class OptionMenu(discord.ui.View):
     async def on_error(
         self, interaction: discord.Interaction, error: Exception, _item: discord.ui.Item
     ) -> None:
-        await on_app_command_error(interaction, error)  # type: ignore[arg-type]
+        await on_app_command_error(interaction, error)
 
 
 class PlaceholderModal(discord.ui.Modal):
@@ -272,7 +273,7 @@ class PlaceholderModal(discord.ui.Modal):
         await self.cog.begin(interaction, self.plan, answers)
 
     async def on_error(self, interaction: discord.Interaction, error: Exception) -> None:
-        await on_app_command_error(interaction, error)  # type: ignore[arg-type]
+        await on_app_command_error(interaction, error)
 
 
 def _cut(text: str, limit: int) -> str:

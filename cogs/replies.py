@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import discord
 
@@ -17,7 +18,7 @@ async def reply(
     view: discord.ui.View | None = None,
 ) -> None:
     """Send ``content`` as the interaction's answer, or as a follow-up once it has one."""
-    kwargs = {"content": content, "ephemeral": ephemeral}
+    kwargs: dict[str, Any] = {"content": content, "ephemeral": ephemeral}
     if view is not None:
         kwargs["view"] = view
     try:

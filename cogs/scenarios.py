@@ -16,16 +16,10 @@ from discord import app_commands
 from discord.ext import commands
 
 from cogs.context import actor_of
-from cogs.forms import is_manager
 from cogs.replies import reply
 from engine.errors import CampfireError
 from engine.formats.draft import ImportedScenario
-from engine.scenario_library import (
-    ImportRights,
-    LibraryListing,
-    ScenarioDetails,
-    ScenarioEntry,
-)
+from engine.scenario_library import LibraryListing, ScenarioDetails, ScenarioEntry
 
 if TYPE_CHECKING:
     from bot.discord_bot import CampfireBot
@@ -37,12 +31,6 @@ LIBRARY_COLOUR = discord.Colour.teal()
 PREVIEW_SECONDS = 600
 EMBED_DESCRIPTION_MAX = 4096
 FIELD_MAX = 1024
-
-
-def rights_of(interaction: discord.Interaction) -> ImportRights:
-    user = interaction.user
-    roles = frozenset(r.id for r in getattr(user, "roles", []) or [])
-    return ImportRights(is_manager=is_manager(interaction), role_ids=roles)
 
 
 def _cut(text: str, limit: int) -> str:
@@ -82,13 +70,10 @@ def preview_embed(imported: ImportedScenario) -> discord.Embed:
 class ImportPreview(discord.ui.View):
     """Confirm or Cancel under a preview; only the member who attached the file may press."""
 
-    def __init__(
-        self, bot: CampfireBot, actor: Actor, rights: ImportRights, imported: ImportedScenario
-    ) -> None:
+    def __init__(self, bot: CampfireBot, actor: Actor, imported: ImportedScenario) -> None:
         super().__init__(timeout=PREVIEW_SECONDS)
         self.bot = bot
         self.actor = actor
-        self.rights = rights
         self.imported = imported
         self.message: discord.WebhookMessage | None = None
 
@@ -102,7 +87,7 @@ class ImportPreview(discord.ui.View):
     async def confirm(self, interaction: discord.Interaction, _button: discord.ui.Button) -> None:
         self.stop()
         try:
-            saved = await self.bot.services.scenarios.save(self.actor, self.imported, self.rights)
+            saved = await self.bot.services.scenarios.save(self.actor, self.imported)
         except CampfireError as error:
             await interaction.response.edit_message(
                 content=f"⚠ {error.message} Nothing was imported.", embed=None, view=None
@@ -203,24 +188,26 @@ class ScenarioCog(commands.Cog):
     @app_commands.describe(
         file="An AI Dungeon, AI-DnD, SillyTavern, NovelAI, Character Card or Campfire JSON file"
     )
-    async def import_(self, interaction: discord.Interaction, file: discord.Attachment) -> None:
+    async def import_(
+        self, interaction: discord.Interaction[CampfireBot], file: discord.Attachment
+    ) -> None:
         """Import a scenario or lorebook from a file (a preview comes first)."""
         library = self.bot.services.scenarios
-        actor, rights = actor_of(interaction), rights_of(interaction)
+        actor = actor_of(interaction)
         # Refused before the download: no one waits on a file they could not import.
-        await library.check_may_import(actor, rights)
+        await library.check_may_import(actor)
         library.check_size(file.size)
         await interaction.response.defer(ephemeral=True, thinking=True)
         data = await file.read()
-        imported = await library.preview(actor, data, file.filename, rights)
-        view = ImportPreview(self.bot, actor, rights, imported)
+        imported = await library.preview(actor, data, file.filename)
+        view = ImportPreview(self.bot, actor, imported)
         view.message = await interaction.followup.send(
             embed=preview_embed(imported), view=view, ephemeral=True, wait=True
         )
 
     @scenario.command(name="export")
     @app_commands.describe(scenario="The scenario to export")
-    async def export(self, interaction: discord.Interaction, scenario: str) -> None:
+    async def export(self, interaction: discord.Interaction[CampfireBot], scenario: str) -> None:
         """A scenario as a Campfire file, and its story cards as an AI Dungeon file."""
         exported = await self.bot.services.scenarios.export(actor_of(interaction), scenario)
         files = [discord.File(io.BytesIO(f.content), filename=f.filename) for f in exported.files]
@@ -232,7 +219,7 @@ class ScenarioCog(commands.Cog):
         )
 
     @scenario.command(name="list")
-    async def list_(self, interaction: discord.Interaction) -> None:
+    async def list_(self, interaction: discord.Interaction[CampfireBot]) -> None:
         """The scenarios you can play here."""
         listing = await self.bot.services.scenarios.listing(actor_of(interaction))
         await interaction.response.send_message(
@@ -241,18 +228,16 @@ class ScenarioCog(commands.Cog):
 
     @scenario.command(name="show")
     @app_commands.describe(scenario="The scenario to look at")
-    async def show(self, interaction: discord.Interaction, scenario: str) -> None:
+    async def show(self, interaction: discord.Interaction[CampfireBot], scenario: str) -> None:
         """A scenario's description, cards, options and opening."""
         details = await self.bot.services.scenarios.show(actor_of(interaction), scenario)
         await interaction.response.send_message(embed=details_embed(details), ephemeral=True)
 
     @scenario.command(name="delete")
     @app_commands.describe(scenario="The scenario to delete (adventures keep their copies)")
-    async def delete(self, interaction: discord.Interaction, scenario: str) -> None:
+    async def delete(self, interaction: discord.Interaction[CampfireBot], scenario: str) -> None:
         """Delete an imported scenario."""
-        title = await self.bot.services.scenarios.delete(
-            actor_of(interaction), scenario, rights_of(interaction)
-        )
+        title = await self.bot.services.scenarios.delete(actor_of(interaction), scenario)
         await reply(
             interaction,
             f"Deleted **{discord.utils.escape_markdown(title)}**. Adventures started from it "
@@ -262,11 +247,11 @@ class ScenarioCog(commands.Cog):
     @scenario.command(name="importers")
     @app_commands.describe(role="Members with this role may import; leave empty for managers only")
     async def importers(
-        self, interaction: discord.Interaction, role: discord.Role | None = None
+        self, interaction: discord.Interaction[CampfireBot], role: discord.Role | None = None
     ) -> None:
         """Choose who besides server managers may import scenarios."""
         await self.bot.services.scenarios.set_importer_role(
-            actor_of(interaction), role.id if role else None, rights_of(interaction)
+            actor_of(interaction), role.id if role else None
         )
         if role is None:
             message = "Only members with the Manage Server permission may import scenarios now."
@@ -278,7 +263,7 @@ class ScenarioCog(commands.Cog):
     @show.autocomplete("scenario")
     @delete.autocomplete("scenario")
     async def scenario_choices(
-        self, interaction: discord.Interaction, current: str
+        self, interaction: discord.Interaction[CampfireBot], current: str
     ) -> list[app_commands.Choice[str]]:
         choices = await self.bot.services.play.scenario_choices(actor_of(interaction), current)
         return [app_commands.Choice(name=label, value=value) for label, value in choices]

@@ -1,7 +1,8 @@
 """/script upload|list|enable|disable|remove|test: the adventure's AI Dungeon scripts.
 
-Each command is one call to ``engine.scripting.manage``; every answer is for the member alone.
-Who may change or test scripts is the engine's rule (server managers; in a DM, its player).
+Each command is one call to the script service (``engine.scripting.manage.ScriptService``);
+every answer is for the member alone. Who may change or test scripts is the engine's rule
+(server managers; in a DM, its player).
 """
 
 from __future__ import annotations
@@ -14,12 +15,10 @@ from discord import app_commands
 from discord.ext import commands
 
 from cogs.context import actor_of, channel_id_of
-from cogs.forms import is_manager
 from cogs.replies import reply
-from engine.errors import CampfireError, InvalidInput
-from engine.scripting import manage
+from engine.errors import CampfireError
 from engine.scripting.hooks import Hook
-from engine.scripting.manage import HookTest, ScriptPart, ScriptView
+from engine.scripting.manage import SCRIPT_NAME_MAX, HookTest, ScriptPart, ScriptView
 
 if TYPE_CHECKING:
     from bot.discord_bot import CampfireBot
@@ -61,13 +60,13 @@ def test_report(result: HookTest) -> str:
 
 
 def test_summary(result: HookTest) -> str:
-    errors = [r for r in result.reports if r.error]
+    errors = [r.error for r in result.reports if r.error]
     logs = sum(len(r.logs) for r in result.reports)
     ms = sum(r.ms for r in result.reports)
     head = f"🧪 **{result.hook.label}** ran {len(result.reports)} script(s) in {ms} ms"
     head += f", {logs} log line(s)"
     if errors:
-        head += f", ⚠ {len(errors)} error(s): {errors[0].error.splitlines()[0]}"[:300]
+        head += f", ⚠ {len(errors)} error(s): {errors[0].splitlines()[0]}"[:300]
     if result.stop:
         head += "; the script stopped the turn"
     out = result.text_out
@@ -93,29 +92,23 @@ class ScriptsCog(commands.Cog):
     @app_commands.choices(hook=PART_CHOICES)
     async def upload(
         self,
-        interaction: discord.Interaction,
+        interaction: discord.Interaction[CampfireBot],
         hook: str,
         file: discord.Attachment,
-        name: app_commands.Range[str, 1, manage.SCRIPT_NAME_MAX] | None = None,
+        name: app_commands.Range[str, 1, SCRIPT_NAME_MAX] | None = None,
     ) -> None:
         """Upload one part of a script (AI Dungeon's library, input, context or output tab)."""
-        limit = self.bot.settings.max_script_chars
-        # Four bytes a character at most: refuse a huge file before reading it.
-        if file.size > limit * 4:
-            raise InvalidInput(
-                f"“{file.filename}” is {file.size:,} bytes; a script may have at most "
-                f"{limit:,} characters."
-            )
+        scripts = self.bot.services.scripts
+        # A huge file is refused before it is read.
+        scripts.check_size(file.filename, file.size)
         await interaction.response.defer(ephemeral=True, thinking=True)
-        code = manage.decode_script(await file.read(), file.filename, max_chars=limit)
-        view, created = await manage.upload(
-            self.bot.services.db,
+        view, created = await scripts.upload(
             channel_id_of(interaction),
             actor_of(interaction),
             hook,
-            code,
+            await file.read(),
+            file.filename,
             name=name,
-            is_manager=is_manager(interaction),
         )
         what = ScriptPart(hook).label
         done = "added as a new script" if created else "saved"
@@ -126,9 +119,9 @@ class ScriptsCog(commands.Cog):
         )
 
     @script.command(name="list")
-    async def list_scripts(self, interaction: discord.Interaction) -> None:
+    async def list_scripts(self, interaction: discord.Interaction[CampfireBot]) -> None:
         """The adventure's scripts, in the order they run."""
-        views = await manage.list_scripts(self.bot.services.db, channel_id_of(interaction))
+        views = await self.bot.services.scripts.scripts(channel_id_of(interaction))
         if not views:
             await reply(
                 interaction,
@@ -140,24 +133,21 @@ class ScriptsCog(commands.Cog):
 
     @script.command(name="enable")
     @app_commands.describe(name="The script to turn on")
-    async def enable(self, interaction: discord.Interaction, name: str) -> None:
+    async def enable(self, interaction: discord.Interaction[CampfireBot], name: str) -> None:
         """Turn a script on: it runs from the next turn."""
         await self._set_enabled(interaction, name, True)
 
     @script.command(name="disable")
     @app_commands.describe(name="The script to turn off")
-    async def disable(self, interaction: discord.Interaction, name: str) -> None:
+    async def disable(self, interaction: discord.Interaction[CampfireBot], name: str) -> None:
         """Turn a script off without removing it."""
         await self._set_enabled(interaction, name, False)
 
-    async def _set_enabled(self, interaction: discord.Interaction, name: str, on: bool) -> None:
-        view = await manage.set_enabled(
-            self.bot.services.db,
-            channel_id_of(interaction),
-            actor_of(interaction),
-            name,
-            on,
-            is_manager=is_manager(interaction),
+    async def _set_enabled(
+        self, interaction: discord.Interaction[CampfireBot], name: str, on: bool
+    ) -> None:
+        view = await self.bot.services.scripts.set_enabled(
+            channel_id_of(interaction), actor_of(interaction), name, on
         )
         state = "on: it runs from the next turn" if on else "off"
         await reply(interaction, f"📜 **{discord.utils.escape_markdown(view.name)}** is {state}.")
@@ -168,16 +158,11 @@ class ScriptsCog(commands.Cog):
     )
     @app_commands.choices(hook=PART_CHOICES)
     async def remove(
-        self, interaction: discord.Interaction, name: str, hook: str | None = None
+        self, interaction: discord.Interaction[CampfireBot], name: str, hook: str | None = None
     ) -> None:
         """Remove a script, or one part of it."""
-        left = await manage.remove(
-            self.bot.services.db,
-            channel_id_of(interaction),
-            actor_of(interaction),
-            name,
-            hook,
-            is_manager=is_manager(interaction),
+        left = await self.bot.services.scripts.remove(
+            channel_id_of(interaction), actor_of(interaction), name, hook
         )
         if left is None:
             await reply(
@@ -197,23 +182,14 @@ class ScriptsCog(commands.Cog):
     @app_commands.choices(hook=HOOK_CHOICES)
     async def test(
         self,
-        interaction: discord.Interaction,
+        interaction: discord.Interaction[CampfireBot],
         hook: str,
         text: app_commands.Range[str, 1, 4000] | None = None,
     ) -> None:
         """Run a hook against this adventure without saving anything; see its result and logs."""
         await interaction.response.defer(ephemeral=True, thinking=True)
-        services = self.bot.services
-        result = await manage.test_hook(
-            services.db,
-            services.turns.context,
-            channel_id_of(interaction),
-            actor_of(interaction),
-            Hook(hook),
-            text=text,
-            is_manager=is_manager(interaction),
-            limits=services.turns.script_limits,
-            max_cards=services.turns.max_story_cards,
+        result = await self.bot.services.scripts.test_hook(
+            channel_id_of(interaction), actor_of(interaction), Hook(hook), text=text
         )
         report = discord.File(
             fp=io.BytesIO(test_report(result).encode()),
@@ -225,12 +201,10 @@ class ScriptsCog(commands.Cog):
     @disable.autocomplete("name")
     @remove.autocomplete("name")
     async def name_choices(
-        self, interaction: discord.Interaction, current: str
+        self, interaction: discord.Interaction[CampfireBot], current: str
     ) -> list[app_commands.Choice[str]]:
         try:
-            names = await manage.script_names(
-                self.bot.services.db, channel_id_of(interaction), current
-            )
+            names = await self.bot.services.scripts.names(channel_id_of(interaction), current)
         except CampfireError:
             return []
         return [app_commands.Choice(name=name[:100], value=name[:100]) for name in names]

@@ -3,8 +3,8 @@
 Each command is one call to the engine (``engine.story_tree.StoryTree``, or the play service for a
 retry, which writes a turn); the narrator shows what changed. Who may rewrite a turn (its
 action's author, the host, members who manage the server or its messages) and who may change
-branches and save points (the host and those members) is the engine's rule; the cog only says
-whether the member is such a manager.
+branches and save points (the host and those members) is the engine's rule
+(``engine.access``), read from the member's permissions that ``actor_of`` carries.
 """
 
 from __future__ import annotations
@@ -15,11 +15,12 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from cogs.buttons import is_story_manager, retry_allowed
+from cogs.buttons import retry_allowed
 from cogs.context import actor_of, channel_id_of
 from cogs.errors import on_app_command_error
+from cogs.forms import FORM_TIMEOUT_S
 from cogs.replies import reply
-from engine.story_tree import EDIT_MAX_CHARS, NAME_MAX, BranchView, SavePointView
+from engine.story_tree import EDIT_MAX_CHARS, NAME_MAX, BranchView, HeadMove, SavePointView
 
 if TYPE_CHECKING:
     from bot.discord_bot import CampfireBot
@@ -28,12 +29,6 @@ TREE_LEGEND = (
     "● a branch's newest entry · ◀ where the story stands · ⚑ a save point · "
     "numbers count story entries (actions and narration)"
 )
-#: How long the edit form stays answerable.
-FORM_TIMEOUT_S = 30 * 60
-
-
-def _bot(interaction: discord.Interaction) -> CampfireBot:
-    return interaction.client  # type: ignore[return-value]
 
 
 def _name(text: str) -> str:
@@ -63,8 +58,9 @@ def save_point_lines(points: list[SavePointView]) -> str:
 class EditTurnModal(discord.ui.Modal):
     """The newest turn's text, prefilled; submitting stores the correction as a new take."""
 
-    def __init__(self, text: str, node_id: int, version: int) -> None:
+    def __init__(self, bot: CampfireBot, text: str, node_id: int, version: int) -> None:
         super().__init__(title="Edit the newest turn", timeout=FORM_TIMEOUT_S)
+        self.bot = bot
         self.node_id = node_id
         self.version = version
         self.text: discord.ui.TextInput[EditTurnModal] = discord.ui.TextInput(
@@ -78,14 +74,13 @@ class EditTurnModal(discord.ui.Modal):
         self.add_item(self.text)
 
     async def on_submit(self, interaction: discord.Interaction) -> None:
-        bot = _bot(interaction)
+        bot = self.bot
         move = await bot.services.tree.edit(
             actor_of(interaction),
             channel_id_of(interaction),
             self.text.value,
             node_id=self.node_id,
             seen_version=self.version,
-            is_manager=is_story_manager(interaction),
         )
         await interaction.response.send_message(
             f"✏️ *{interaction.user.display_name} corrected the newest turn "
@@ -96,7 +91,7 @@ class EditTurnModal(discord.ui.Modal):
             await bot.narrator.show_edit(channel, move)
 
     async def on_error(self, interaction: discord.Interaction, error: Exception) -> None:
-        await on_app_command_error(interaction, error)  # type: ignore[arg-type]
+        await on_app_command_error(interaction, error)
 
 
 class StoryTreeCog(commands.Cog):
@@ -109,7 +104,7 @@ class StoryTreeCog(commands.Cog):
     # --- turns ---
 
     @app_commands.command(name="retry")
-    async def retry(self, interaction: discord.Interaction) -> None:
+    async def retry(self, interaction: discord.Interaction[CampfireBot]) -> None:
         """Write the newest turn again; every take is kept (‹ › pages them)."""
         if not await retry_allowed(interaction):
             return
@@ -118,48 +113,46 @@ class StoryTreeCog(commands.Cog):
             actor_of(interaction),
             channel_id_of(interaction),
             request_id=interaction.id,
-            is_manager=is_story_manager(interaction),
         )
         await self.bot.narrator.show(interaction, events, retrying=True)
 
     @app_commands.command(name="undo")
-    async def undo(self, interaction: discord.Interaction) -> None:
+    async def undo(self, interaction: discord.Interaction[CampfireBot]) -> None:
         """Take back the newest turn (nothing is deleted; /redo brings it back)."""
         await self.bot.narrator.head_move(
             interaction,
             self.bot.services.tree.undo(
                 actor_of(interaction),
                 channel_id_of(interaction),
-                is_manager=is_story_manager(interaction),
             ),
             "↩️ *{who} undid the last turn.*",
         )
 
     @app_commands.command(name="redo")
-    async def redo(self, interaction: discord.Interaction) -> None:
+    async def redo(self, interaction: discord.Interaction[CampfireBot]) -> None:
         """Bring back the turn that was undone last."""
         await self.bot.narrator.head_move(
             interaction,
             self.bot.services.tree.redo(
                 actor_of(interaction),
                 channel_id_of(interaction),
-                is_manager=is_story_manager(interaction),
             ),
             "↪️ *{who} brought the turn back.*",
         )
 
     @app_commands.command(name="edit")
-    async def edit(self, interaction: discord.Interaction) -> None:
+    async def edit(self, interaction: discord.Interaction[CampfireBot]) -> None:
         """Correct the newest turn's text in a form (the original stays as a take)."""
         turn = await self.bot.services.tree.turn_to_edit(
             actor_of(interaction),
             channel_id_of(interaction),
-            is_manager=is_story_manager(interaction),
         )
-        await interaction.response.send_modal(EditTurnModal(turn.text, turn.node_id, turn.version))
+        await interaction.response.send_modal(
+            EditTurnModal(self.bot, turn.text, turn.node_id, turn.version)
+        )
 
     @app_commands.command(name="tree")
-    async def tree(self, interaction: discord.Interaction) -> None:
+    async def tree(self, interaction: discord.Interaction[CampfireBot]) -> None:
         """The story's shape: its branches, where they part, save points, where you are."""
         picture = await self.bot.services.tree.picture(channel_id_of(interaction))
         body = picture if len(picture) < 1800 else picture[:1790] + "\n…"
@@ -168,7 +161,7 @@ class StoryTreeCog(commands.Cog):
     # --- branches ---
 
     @branch.command(name="list")
-    async def branch_list(self, interaction: discord.Interaction) -> None:
+    async def branch_list(self, interaction: discord.Interaction[CampfireBot]) -> None:
         """The branches of this story."""
         branches = await self.bot.services.tree.branches(channel_id_of(interaction))
         await reply(interaction, branch_lines(branches))
@@ -176,14 +169,15 @@ class StoryTreeCog(commands.Cog):
     @branch.command(name="new")
     @app_commands.describe(name="A name for the new line, e.g. “the river path”")
     async def branch_new(
-        self, interaction: discord.Interaction, name: app_commands.Range[str, 1, NAME_MAX]
+        self,
+        interaction: discord.Interaction[CampfireBot],
+        name: app_commands.Range[str, 1, NAME_MAX],
     ) -> None:
         """Start a branch here; new turns go on it, the other branches keep their own."""
         move = await self.bot.services.tree.new_branch(
             actor_of(interaction),
             channel_id_of(interaction),
             name,
-            is_manager=is_story_manager(interaction),
         )
         await interaction.response.send_message(
             f"🌿 *{interaction.user.display_name} started the branch “{_name(move.branch)}” here.*"
@@ -192,7 +186,7 @@ class StoryTreeCog(commands.Cog):
 
     @branch.command(name="switch")
     @app_commands.describe(name="The branch to go to")
-    async def branch_switch(self, interaction: discord.Interaction, name: str) -> None:
+    async def branch_switch(self, interaction: discord.Interaction[CampfireBot], name: str) -> None:
         """Go to another branch's newest turn, with that line's world state."""
         await self.bot.narrator.head_move(
             interaction,
@@ -200,7 +194,6 @@ class StoryTreeCog(commands.Cog):
                 actor_of(interaction),
                 channel_id_of(interaction),
                 name,
-                is_manager=is_story_manager(interaction),
             ),
             "🌿 *{who} switched to the branch “{branch}”.*",
         )
@@ -209,7 +202,7 @@ class StoryTreeCog(commands.Cog):
     @app_commands.describe(name="The branch to rename", new_name="Its new name")
     async def branch_rename(
         self,
-        interaction: discord.Interaction,
+        interaction: discord.Interaction[CampfireBot],
         name: str,
         new_name: app_commands.Range[str, 1, NAME_MAX],
     ) -> None:
@@ -219,19 +212,17 @@ class StoryTreeCog(commands.Cog):
             channel_id_of(interaction),
             name,
             new_name,
-            is_manager=is_story_manager(interaction),
         )
         await reply(interaction, message)
 
     @branch.command(name="delete")
     @app_commands.describe(name="The branch to forget (its shared turns stay)")
-    async def branch_delete(self, interaction: discord.Interaction, name: str) -> None:
+    async def branch_delete(self, interaction: discord.Interaction[CampfireBot], name: str) -> None:
         """Delete a branch that the story is not on and no save point uses."""
         message = await self.bot.services.tree.delete_branch(
             actor_of(interaction),
             channel_id_of(interaction),
             name,
-            is_manager=is_story_manager(interaction),
         )
         await reply(interaction, message)
 
@@ -239,7 +230,7 @@ class StoryTreeCog(commands.Cog):
     @branch_rename.autocomplete("name")
     @branch_delete.autocomplete("name")
     async def branch_names(
-        self, interaction: discord.Interaction, current: str
+        self, interaction: discord.Interaction[CampfireBot], current: str
     ) -> list[app_commands.Choice[str]]:
         try:
             branches = await self.bot.services.tree.branches(channel_id_of(interaction))
@@ -257,14 +248,15 @@ class StoryTreeCog(commands.Cog):
     @savepoint.command(name="add")
     @app_commands.describe(name="A name for this place in the story")
     async def savepoint_add(
-        self, interaction: discord.Interaction, name: app_commands.Range[str, 1, NAME_MAX]
+        self,
+        interaction: discord.Interaction[CampfireBot],
+        name: app_commands.Range[str, 1, NAME_MAX],
     ) -> None:
         """Name the place the story stands now, to come back to it later."""
         point = await self.bot.services.tree.add_save_point(
             actor_of(interaction),
             channel_id_of(interaction),
             name,
-            is_manager=is_story_manager(interaction),
         )
         await reply(
             interaction,
@@ -273,14 +265,16 @@ class StoryTreeCog(commands.Cog):
         )
 
     @savepoint.command(name="list")
-    async def savepoint_list(self, interaction: discord.Interaction) -> None:
+    async def savepoint_list(self, interaction: discord.Interaction[CampfireBot]) -> None:
         """The save points of this story."""
         points = await self.bot.services.tree.save_points(channel_id_of(interaction))
         await reply(interaction, save_point_lines(points))
 
     @savepoint.command(name="restore")
     @app_commands.describe(name="The save point to go back to")
-    async def savepoint_restore(self, interaction: discord.Interaction, name: str) -> None:
+    async def savepoint_restore(
+        self, interaction: discord.Interaction[CampfireBot], name: str
+    ) -> None:
         """Go back to a save point (nothing is deleted; /redo walks forward again)."""
         await self.bot.narrator.head_move(
             interaction,
@@ -288,27 +282,27 @@ class StoryTreeCog(commands.Cog):
                 actor_of(interaction),
                 channel_id_of(interaction),
                 name,
-                is_manager=is_story_manager(interaction),
             ),
             "⚑ *{who} went back to a save point.*",
         )
 
     @savepoint.command(name="delete")
     @app_commands.describe(name="The save point to delete")
-    async def savepoint_delete(self, interaction: discord.Interaction, name: str) -> None:
+    async def savepoint_delete(
+        self, interaction: discord.Interaction[CampfireBot], name: str
+    ) -> None:
         """Delete a save point (the story does not change)."""
         message = await self.bot.services.tree.delete_save_point(
             actor_of(interaction),
             channel_id_of(interaction),
             name,
-            is_manager=is_story_manager(interaction),
         )
         await reply(interaction, message)
 
     @savepoint_restore.autocomplete("name")
     @savepoint_delete.autocomplete("name")
     async def save_point_names(
-        self, interaction: discord.Interaction, current: str
+        self, interaction: discord.Interaction[CampfireBot], current: str
     ) -> list[app_commands.Choice[str]]:
         try:
             points = await self.bot.services.tree.save_points(channel_id_of(interaction))
@@ -321,7 +315,7 @@ class StoryTreeCog(commands.Cog):
             if typed in p.name.casefold()
         ][:25]
 
-    async def _place(self, interaction: discord.Interaction, move) -> None:
+    async def _place(self, interaction: discord.Interaction[CampfireBot], move: HeadMove) -> None:
         channel = interaction.channel
         if isinstance(channel, discord.abc.Messageable):
             await self.bot.narrator.show_head(channel, move)

@@ -8,9 +8,9 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from engine.access import active_adventure, adventure_here
 from engine.accounts import touch_server, touch_user
-from engine.adventures import active_adventure
-from engine.errors import InvalidInput, NotFound
+from engine.errors import InvalidInput
 from engine.formats import adventure as adventure_file
 from engine.formats.draft import ImportLimits
 from engine.formats.errors import ImportRejected
@@ -21,7 +21,8 @@ if TYPE_CHECKING:
     from engine.access import Actor
     from engine.storage.database import Database
 
-NO_ADVENTURE = "There is no adventure running here to export. Start one with /start."
+#: The answer to an export where no adventure runs.
+NOTHING_TO_EXPORT = "There is no adventure running here to export. Start one with /start."
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,9 +59,7 @@ class AdventureArchive:
     async def export(self, channel_id: int) -> AdventureFile:
         """The adventure running here, every branch and take of it, as one JSON file."""
         async with self.db.session() as session:
-            adventure = await active_adventure(session, channel_id)
-            if adventure is None:
-                raise NotFound(NO_ADVENTURE)
+            adventure = await adventure_here(session, channel_id, missing=NOTHING_TO_EXPORT)
             raw = await adventure_file.export_adventure(session, adventure)
         content = (json.dumps(raw, ensure_ascii=False, indent=1) + "\n").encode("utf-8")
         if len(content) > adventure_file.MAX_BYTES:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from engine.access import Actor
+from engine.access import Actor, check_may_rewrite
 from engine.accounts import touch_server, touch_user
 from engine.actions import PlayerAction, format_action
 from engine.adventures import active_adventure, start_adventure
@@ -45,7 +45,6 @@ from engine.storage.models import (
     utcnow,
 )
 from engine.story import line_tail
-from engine.story_tree import check_may_rewrite
 from engine.turns import Fence, TurnEngine
 
 log = logging.getLogger(__name__)
@@ -228,7 +227,6 @@ class PlayService:
         *,
         request_id: int,
         seen_version: int | None = None,
-        is_manager: bool = False,
     ) -> AsyncIterator[TurnEvent]:
         """Write the newest narrator turn again as another take (``TurnEngine.retry``).
 
@@ -242,7 +240,7 @@ class PlayService:
             assert adventure.head_node_id is not None
             head = await session.get(StoryNode, adventure.head_node_id)
             assert head is not None
-            await check_may_rewrite(session, adventure, head, actor, is_manager)
+            await check_may_rewrite(session, adventure, head, actor)
             # The turn retried is the newest one now, even if the retry waits in the queue.
             asked_for.append(adventure.head_node_id)
 

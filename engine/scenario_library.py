@@ -1,9 +1,9 @@
 """A server's and a user's scenario library: import, export, list, show, delete.
 
-Who may import: in a server, members who can manage it or hold the role its admins named
-(``/scenario importers``); in a DM, anyone, into their own library. The same people may delete
-what was imported (a user always their own). Scenarios imported in one server are not visible
-in another; a user's own scenarios go with them everywhere.
+Who may import (``engine.access.may_import``): in a server, members who can manage it or hold
+the role its admins named (``/scenario importers``); in a DM, anyone, into their own library.
+The same people may delete what was imported (a user always their own). Scenarios imported
+in one server are not visible in another; a user's own scenarios go with them everywhere.
 
 An import is read and checked in full before the player is asked to confirm (``preview``), and
 saved in one transaction (``save``): a file with one bad card writes nothing.
@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from engine.access import check_may_choose_importers, check_may_import
 from engine.accounts import touch_server, touch_user
 from engine.errors import NotAllowed
 from engine.formats import aidungeon
@@ -39,14 +40,6 @@ from engine.storage.models import Scenario, ScenarioCard, ScenarioScript, Server
 if TYPE_CHECKING:
     from engine.access import Actor
     from engine.storage.database import Database
-
-
-@dataclass(frozen=True, slots=True)
-class ImportRights:
-    """What the front end knows about the member: Manage Server, and their role ids."""
-
-    is_manager: bool = False
-    role_ids: frozenset[int] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,9 +103,9 @@ class ScenarioLibrary:
 
     # --- import ----------------------------------------------------------------------------
 
-    async def check_may_import(self, actor: Actor, rights: ImportRights) -> None:
+    async def check_may_import(self, actor: Actor) -> None:
         async with self.db.session() as session:
-            await _check_may_manage(session, actor, rights, "import scenarios")
+            await check_may_import(session, actor, "import scenarios")
 
     def check_size(self, size: int) -> None:
         """Refuse a file by its announced size, before downloading it."""
@@ -122,20 +115,16 @@ class ScenarioLibrary:
                 f"{self.limits.max_bytes / 1024:,.0f} KiB."
             )
 
-    async def preview(
-        self, actor: Actor, data: bytes, filename: str, rights: ImportRights
-    ) -> ImportedScenario:
+    async def preview(self, actor: Actor, data: bytes, filename: str) -> ImportedScenario:
         """Read and check a file (nothing is written); raises ``ImportRejected``."""
-        await self.check_may_import(actor, rights)
+        await self.check_may_import(actor)
         # Parsing a 2 MiB file takes a moment: off the event loop, so other turns keep going.
         return await asyncio.to_thread(read_scenario, data, filename, self.limits)
 
-    async def save(
-        self, actor: Actor, imported: ImportedScenario, rights: ImportRights
-    ) -> SavedScenario:
+    async def save(self, actor: Actor, imported: ImportedScenario) -> SavedScenario:
         """Write a previewed scenario, its cards, scripts and options, in one transaction."""
         async with self.db.session() as session, session.begin():
-            await _check_may_manage(session, actor, rights, "import scenarios")
+            await check_may_import(session, actor, "import scenarios")
             await touch_user(session, actor.user_id, actor.user_name)
             server_id = actor.server_id
             owner_id = None if server_id is not None else actor.user_id
@@ -210,7 +199,7 @@ class ScenarioLibrary:
                 bool(draft.stat_schema),
             )
 
-    async def delete(self, actor: Actor, query: str, rights: ImportRights) -> str:
+    async def delete(self, actor: Actor, query: str) -> str:
         """Delete a scenario with its cards, scripts and options; adventures keep their copies."""
         async with self.db.session() as session, session.begin():
             scenario = await resolve_scenario(
@@ -225,19 +214,14 @@ class ScenarioLibrary:
                     "delete that scenario instead."
                 )
             if scenario.owner_id != actor.user_id:
-                await _check_may_manage(session, actor, rights, "delete this server's scenarios")
+                await check_may_import(session, actor, "delete this server's scenarios")
             title = scenario.title
             await session.execute(delete(Scenario).where(Scenario.id == scenario.id))
             return title
 
-    async def set_importer_role(
-        self, actor: Actor, role_id: int | None, rights: ImportRights
-    ) -> None:
+    async def set_importer_role(self, actor: Actor, role_id: int | None) -> None:
         """Name the role whose members may import (None: only managers)."""
-        if actor.server_id is None:
-            raise NotAllowed("Importer roles belong to a server; in a DM you import for yourself.")
-        if not rights.is_manager:
-            raise NotAllowed("Only members with the Manage Server permission can choose this.")
+        check_may_choose_importers(actor)
         async with self.db.session() as session, session.begin():
             await touch_server(session, actor.server_id, actor.server_name)
             server = await session.get(Server, actor.server_id)
@@ -246,21 +230,6 @@ class ScenarioLibrary:
 
 
 # --- helpers -------------------------------------------------------------------------------------
-
-
-async def _check_may_manage(
-    session: AsyncSession, actor: Actor, rights: ImportRights, what: str
-) -> None:
-    if actor.server_id is None or rights.is_manager:
-        return
-    server = await session.get(Server, actor.server_id)
-    role = server.importer_role_id if server is not None else None
-    if role is not None and role in rights.role_ids:
-        return
-    who = "members with the Manage Server permission"
-    if role is not None:
-        who += f" and the <@&{role}> role"
-    raise NotAllowed(f"Only {who} can {what} here. In a DM with me you can import your own.")
 
 
 async def _free_title(

@@ -5,6 +5,7 @@ imported scenario (options, placeholders)."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -19,15 +20,16 @@ from engine.formats.bundle import write_bundle
 from engine.formats.detect import read_scenario
 from engine.formats.draft import ImportLimits
 from engine.formats.errors import ImportRejected
-from engine.scenario_library import ImportRights, ScenarioLibrary
+from engine.scenario_library import ScenarioLibrary
 from engine.scenarios import resolve_scenario
 from engine.storage.models import AdventureCard, Scenario, ScenarioCard, StoryNode
 from tests.fuzz_inputs import FIXTURES, json_values
 
 DATA = Path(__file__).parent / "data"
-MANAGER = ImportRights(is_manager=True)
-MEMBER = ImportRights()
-ALICE_HERE = Actor(user_id=11, user_name="alice", server_id=500, server_name="Hearth")
+# Alice manages the Hearth; Bob is a member there.
+ALICE_HERE = Actor(
+    user_id=11, user_name="alice", server_id=500, server_name="Hearth", manages_server=True
+)
 BOB_HERE = Actor(user_id=12, user_name="bob", server_id=500, server_name="Hearth")
 ALICE_ELSEWHERE = Actor(user_id=11, user_name="alice", server_id=600, server_name="Other")
 ALICE_DM = Actor(user_id=11, user_name="alice")
@@ -38,10 +40,10 @@ def library(db) -> ScenarioLibrary:
     return ScenarioLibrary(db, ImportLimits())
 
 
-async def import_file(library, actor, name, rights=MANAGER):
+async def import_file(library, actor, name):
     data = (DATA / name).read_bytes()
-    imported = await library.preview(actor, data, name, rights)
-    return await library.save(actor, imported, rights)
+    imported = await library.preview(actor, data, name)
+    return await library.save(actor, imported)
 
 
 async def scenario_count(db) -> int:
@@ -58,9 +60,7 @@ async def test_each_fixture_imports_and_exports_equal(db, library, name):
     assert bundle == expected
     # And the exported bundle imports again to the same scenario.
     again = await library.save(
-        ALICE_HERE,
-        await library.preview(ALICE_HERE, exported.files[0].content, "again.json", MANAGER),
-        MANAGER,
+        ALICE_HERE, await library.preview(ALICE_HERE, exported.files[0].content, "again.json")
     )
     second = json.loads((await library.export(ALICE_HERE, str(again.scenario_id))).files[0].content)
     # The same library already holds that title, so the second copy is numbered.
@@ -136,23 +136,20 @@ async def test_scenarios_of_one_server_are_not_visible_in_another(library):
 async def test_who_may_import(db, library):
     data = (DATA / "aid-world-info.json").read_bytes()
     with pytest.raises(NotAllowed) as refused:
-        await library.preview(BOB_HERE, data, "wi.json", MEMBER)
+        await library.preview(BOB_HERE, data, "wi.json")
     assert "Manage Server" in refused.value.message
     # In a DM anyone imports into their own library.
-    await library.preview(Actor(user_id=12, user_name="bob"), data, "wi.json", MEMBER)
+    await library.preview(Actor(user_id=12, user_name="bob"), data, "wi.json")
     # A role named by a manager opens the door.
-    await library.set_importer_role(ALICE_HERE, 777, MANAGER)
+    await library.set_importer_role(ALICE_HERE, 777)
     with pytest.raises(NotAllowed) as refused:
-        await library.preview(BOB_HERE, data, "wi.json", ImportRights(role_ids=frozenset({1})))
+        await library.preview(replace(BOB_HERE, role_ids=frozenset({1})), data, "wi.json")
     assert "<@&777>" in refused.value.message
-    saved = await library.save(
-        BOB_HERE,
-        await library.preview(BOB_HERE, data, "wi.json", ImportRights(role_ids=frozenset({777}))),
-        ImportRights(role_ids=frozenset({777})),
-    )
+    storyteller = replace(BOB_HERE, role_ids=frozenset({777}))
+    saved = await library.save(storyteller, await library.preview(storyteller, data, "wi.json"))
     assert saved.where == "this server's library"
     with pytest.raises(NotAllowed):
-        await library.set_importer_role(BOB_HERE, 1, MEMBER)
+        await library.set_importer_role(BOB_HERE, 1)
 
 
 async def test_delete_rules(db, library):
@@ -161,12 +158,12 @@ async def test_delete_rules(db, library):
         adventure = await start_adventure(session, saved.scenario_id, server_id=None, host_id=None)
         adventure_id = adventure.id
     with pytest.raises(NotAllowed):
-        await library.delete(BOB_HERE, "The Clockwork City", MEMBER)
+        await library.delete(BOB_HERE, "The Clockwork City")
     with pytest.raises(NotAllowed) as shipped:
-        await library.delete(ALICE_HERE, "The Lantern Road", MANAGER)
+        await library.delete(ALICE_HERE, "The Lantern Road")
     assert "ships with Campfire" in shipped.value.message
     before = await scenario_count(db)
-    assert await library.delete(ALICE_HERE, "The Clockwork City", MANAGER) == "The Clockwork City"
+    assert await library.delete(ALICE_HERE, "The Clockwork City") == "The Clockwork City"
     assert await scenario_count(db) == before - 3  # with its two options
     async with db.session() as session:
         assert (
@@ -185,8 +182,9 @@ async def test_delete_rules(db, library):
         )
         assert cards == 2
     # A user deletes their own scenario anywhere, without managing anything.
-    own = await import_file(library, ALICE_DM, "aid-world-info.json", MEMBER)
-    assert await library.delete(ALICE_HERE, str(own.scenario_id), MEMBER) == "aid-world-info"
+    own = await import_file(library, ALICE_DM, "aid-world-info.json")
+    alice_member = replace(ALICE_HERE, manages_server=False)
+    assert await library.delete(alice_member, str(own.scenario_id)) == "aid-world-info"
 
 
 async def test_a_repeated_import_gets_a_numbered_title(library):
@@ -200,21 +198,21 @@ async def test_a_rejected_file_writes_nothing(db, library):
     raw = json.loads((DATA / "aid-new-scenario.json").read_text())
     raw["options"][1]["storyCards"] = [{"keys": "k", "value": "x" * 5000, "title": "Huge"}]
     with pytest.raises(ImportRejected) as rejected:
-        await library.preview(ALICE_HERE, json.dumps(raw).encode(), "x.json", MANAGER)
+        await library.preview(ALICE_HERE, json.dumps(raw).encode(), "x.json")
     assert "Option “Guard”: story card 1 (“Huge”): its entry" in rejected.value.message
     assert await scenario_count(db) == before
 
 
 async def test_a_save_that_fails_midway_leaves_nothing(db, library):
     imported = await library.preview(
-        ALICE_HERE, (DATA / "aid-new-scenario.json").read_bytes(), "x.json", MANAGER
+        ALICE_HERE, (DATA / "aid-new-scenario.json").read_bytes(), "x.json"
     )
     # A value the database refuses in the last option (written after the scenario, its cards
     # and the first option): the whole import rolls back.
     imported.draft.options[-1].title = None  # type: ignore[assignment]
     before = await scenario_count(db)
     with pytest.raises(Exception):  # noqa: B017 - any database error
-        await library.save(ALICE_HERE, imported, MANAGER)
+        await library.save(ALICE_HERE, imported)
     assert await scenario_count(db) == before
 
 
@@ -239,7 +237,7 @@ async def test_start_fills_placeholders_everywhere(db, library):
 
 async def test_preview_refuses_bad_input_as_invalid_input(library):
     with pytest.raises(InvalidInput):
-        await library.preview(ALICE_HERE, b"not json", "x.json", MANAGER)
+        await library.preview(ALICE_HERE, b"not json", "x.json")
     with pytest.raises(InvalidInput):
         library.check_size(10 * 1024 * 1024)
 
@@ -268,6 +266,6 @@ async def test_mutated_files_that_pass_the_checks_also_save_and_export(db, libra
     collect()
     assert accepted
     for imported in accepted[:30]:
-        saved = await library.save(ALICE_HERE, imported, MANAGER)
+        saved = await library.save(ALICE_HERE, imported)
         exported = await library.export(ALICE_HERE, str(saved.scenario_id))
         read_scenario(exported.files[0].content, "again.json", ImportLimits())

@@ -4,6 +4,7 @@ what a page of turns reads from the database."""
 from __future__ import annotations
 
 import zlib
+from dataclasses import replace
 
 import pytest
 from sqlalchemy import event, func, select, update
@@ -273,7 +274,8 @@ async def test_only_the_author_host_or_a_manager_may_undo(db, engine, tree, fake
         await tree.undo(BOB, CHANNEL)
     await tree.undo(carol, CHANNEL)  # the author
     await tree.redo(ALICE, CHANNEL)  # the host
-    await tree.undo(BOB, CHANNEL, is_manager=True)  # a server manager
+    manager = replace(BOB, server_id=9, manages_server=True)
+    await tree.undo(manager, CHANNEL)  # a server manager
 
 
 async def test_writing_below_a_moved_back_head_forks_a_branch(db, engine, tree, fake_model):

@@ -9,7 +9,8 @@ import asyncio
 import pytest
 from sqlalchemy import select
 
-from engine.storage.models import Adventure, StoryNode
+from bot.standin.interactions import StandinFile
+from engine.storage.models import Adventure, AdventureScript, StoryNode
 from tests.discord_env import DiscordEnv, campfire_on_standin
 from tests.fakes.openai_server import Reply
 
@@ -184,6 +185,28 @@ async def test_only_the_author_the_host_or_a_manager_may_undo(env, fake_model):
     own = await env.fake.slash(env.bob, thread, "undo")
     await env.done()
     assert not own.ephemeral
+
+
+async def test_a_moderator_may_undo_anyones_turn_but_not_change_scripts(env, fake_model):
+    """Manage Messages without Manage Server: a story manager, not a script manager."""
+    carol = env.fake.add_user("carol", member_of=[env.guild], manage_messages=True)
+    await env.fake.flush()
+    thread = await start_thread(env)  # alice hosts
+    fake_model.queue("Bob's turn.")
+    await act(env, thread, env.bob, "wave")
+    undone = await env.fake.slash(carol, thread, "undo")
+    await env.done()
+    assert not undone.ephemeral and "carol undid the last turn" in answer(env, undone).content
+    script = StandinFile("o.js", b"text", "text/javascript")
+    refused = await env.fake.slash(carol, thread, "script upload", hook="output", file=script)
+    await env.done()
+    message = answer(env, refused)
+    assert message.ephemeral and "only members with the Manage Server permission" in (
+        message.content
+    )
+    async with env.bot.services.db.session() as session:
+        scripts = await session.scalars(select(AdventureScript))
+        assert list(scripts) == []
 
 
 async def test_edit_opens_a_prefilled_form_and_corrects_the_turn(env, fake_model):

@@ -164,13 +164,18 @@ class FakeDiscord(InteractionDriver):
         *,
         member_of: tuple[int, ...] | list[int] = (),
         manage_guild: bool = False,
+        manage_messages: bool = False,
         user_id: int | None = None,
     ) -> int:
-        """A user; ``user_id`` fixes the id (the console keeps one across runs)."""
+        """A user; ``user_id`` fixes the id (the console keeps one across runs).
+        ``manage_guild`` and ``manage_messages`` give them the guilds' Manager or Moderator
+        role."""
         user = self.world.add_user(name, user_id=user_id)
         for gid in member_of:
             guild = self.world.guilds[gid]
-            guild.members[user.id] = [guild.manager_role_id] if manage_guild else []
+            roles = [guild.manager_role_id] if manage_guild else []
+            roles += [guild.moderator_role_id] if manage_messages else []
+            guild.members[user.id] = roles
             if self.gateway.connected:
                 self._dispatch_later(
                     "GUILD_MEMBER_ADD",

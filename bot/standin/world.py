@@ -114,6 +114,8 @@ class GuildRecord:
     members: dict[int, list[int]] = field(default_factory=dict)
     joined_at: str = field(default_factory=iso_now)
     manager_role_id: int = 0
+    #: Manage Messages without Manage Server: a moderator.
+    moderator_role_id: int = 0
     bot_role_id: int = 0
 
 
@@ -292,6 +294,13 @@ class World:
         guild.bot_role_id = self.snowflake()
         guild.roles[guild.bot_role_id] = RoleRecord(
             guild.bot_role_id, self.bot_user.name, BOT_ROLE_PERMISSIONS, position=2, managed=True
+        )
+        guild.moderator_role_id = self.snowflake()
+        guild.roles[guild.moderator_role_id] = RoleRecord(
+            guild.moderator_role_id,
+            "Moderator",
+            EVERYONE_PERMISSIONS | P_MANAGE_MESSAGES,
+            position=1,
         )
         guild.members[self.bot_user.id] = [guild.bot_role_id]
         guild.members[owner_id] = []

@@ -3,10 +3,11 @@
 Scripts belong to scenarios and are copied into an adventure when it starts; these commands
 change the copy of the adventure running in a channel, like the card commands. Scripts are
 code, so in a server only members who can manage it may change or test them; in a DM, the
-adventure's own player. Anyone may list them (names and sizes, never the code).
+adventure's own player (``engine.access.may_script``). Anyone may list them (names and sizes,
+never the code).
 
-``test_hook`` runs a hook against the adventure as it stands, exactly as a turn would (same
-globals, same limits), and saves nothing.
+``ScriptService.test_hook`` runs a hook against the adventure as it stands, exactly as a turn
+would (same globals, same limits), and saves nothing.
 """
 
 from __future__ import annotations
@@ -18,13 +19,13 @@ from typing import TYPE_CHECKING
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from engine.access import adventure_here
+from engine.access import adventure_here, check_may_script
 from engine.actions import PlayerAction, format_action
 from engine.context_types import ContextBuilder, ContextInputs
-from engine.errors import InvalidInput, NotAllowed, NotFound
+from engine.errors import InvalidInput, NotFound
 from engine.scripting import sandbox
 from engine.scripting.hooks import Hook, HookReport, ScriptStopped, TurnScripts
-from engine.storage.models import ActionType, Adventure, AdventureScript, Role
+from engine.storage.models import ActionType, AdventureScript, Role
 from engine.story import line_tail
 
 if TYPE_CHECKING:
@@ -34,7 +35,6 @@ if TYPE_CHECKING:
 DEFAULT_SCRIPT_NAME = "main"
 SCRIPT_NAME_MAX = 64
 MAX_SCRIPTS = 20
-DEFAULT_TEST_INPUT = "> You look around."
 
 
 class ScriptPart(StrEnum):
@@ -75,18 +75,6 @@ class HookTest:
     message: str
 
 
-def _may_script(adventure: Adventure, actor: Actor, is_manager: bool) -> None:
-    if adventure.server_id is None:
-        if actor.user_id in {adventure.owner_id, adventure.host_id} - {None}:
-            return
-        raise NotAllowed("Only this adventure's player can change its scripts.")
-    if not is_manager:
-        raise NotAllowed(
-            "Scripts run code in every turn, so only members with the Manage Server permission "
-            "can change or test them."
-        )
-
-
 def _clean_name(name: str | None) -> str:
     name = " ".join((name or "").split()) or DEFAULT_SCRIPT_NAME
     if len(name) > SCRIPT_NAME_MAX:
@@ -106,7 +94,198 @@ async def _script_named(session: AsyncSession, adventure_id: int, name: str) -> 
     return script
 
 
-def decode_script(data: bytes, filename: str, *, max_chars: int) -> str:
+class ScriptService:
+    """What a front end calls for ``/script``: each command is one method, given the place and
+    who acts. Built once with what a turn's scripts run under (the context engine, the
+    sandbox's limits, the card cap), so a test runs a hook exactly as a turn would."""
+
+    def __init__(
+        self,
+        db: Database,
+        context: ContextBuilder,
+        *,
+        limits: sandbox.Limits,
+        max_cards: int,
+        max_chars: int,
+    ) -> None:
+        self.db = db
+        self.context = context
+        self.limits = limits
+        self.max_cards = max_cards
+        #: The most characters one uploaded file may have.
+        self.max_chars = max_chars
+
+    def check_size(self, filename: str, size: int) -> None:
+        """Refuse a file by its announced size, before downloading it."""
+        # Four bytes a character at most.
+        if size > self.max_chars * 4:
+            raise InvalidInput(
+                f"“{filename}” is {size:,} bytes; a script may have at most "
+                f"{self.max_chars:,} characters."
+            )
+
+    async def upload(
+        self,
+        channel_id: int,
+        actor: Actor,
+        part: ScriptPart | str,
+        data: bytes,
+        filename: str,
+        *,
+        name: str | None = None,
+    ) -> tuple[ScriptView, bool]:
+        """Set one part of the named script (created when new) to an uploaded file's code.
+        Returns the script and whether it is new."""
+        code = _decode(data, filename, max_chars=self.max_chars)
+        part = _part(part)
+        name = _clean_name(name)
+        problem = await sandbox.syntax_error(code)
+        if problem:
+            raise InvalidInput(
+                f"The {part.label} code does not parse, so it was not saved: {problem}"
+            )
+        async with self.db.session() as session, session.begin():
+            adventure = await adventure_here(session, channel_id, for_update=True)
+            check_may_script(adventure, actor)
+            assert adventure.id is not None
+            try:
+                script = await _script_named(session, adventure.id, name)
+                created = False
+            except NotFound:
+                count = await session.scalar(
+                    select(func.count()).where(AdventureScript.adventure_id == adventure.id)
+                )
+                if (count or 0) >= MAX_SCRIPTS:
+                    raise InvalidInput(
+                        f"This adventure already has {MAX_SCRIPTS} scripts; remove one first."
+                    ) from None
+                last = await session.scalar(
+                    select(func.max(AdventureScript.position)).where(
+                        AdventureScript.adventure_id == adventure.id
+                    )
+                )
+                script = AdventureScript(
+                    adventure_id=adventure.id,
+                    name=name,
+                    position=(last + 1) if last is not None else 0,
+                )
+                session.add(script)
+                created = True
+            setattr(script, part.column, code)
+            await session.flush()
+            return _view(script), created
+
+    async def scripts(self, channel_id: int) -> list[ScriptView]:
+        """The adventure's scripts, in the order they run (anyone may list them)."""
+        async with self.db.session() as session:
+            adventure = await adventure_here(session, channel_id)
+            rows = await session.scalars(
+                select(AdventureScript)
+                .where(AdventureScript.adventure_id == adventure.id)
+                .order_by(AdventureScript.position, AdventureScript.id)
+            )
+            return [_view(row) for row in rows]
+
+    async def set_enabled(
+        self, channel_id: int, actor: Actor, name: str, enabled: bool
+    ) -> ScriptView:
+        async with self.db.session() as session, session.begin():
+            adventure = await adventure_here(session, channel_id, for_update=True)
+            check_may_script(adventure, actor)
+            assert adventure.id is not None
+            script = await _script_named(session, adventure.id, _clean_name(name))
+            script.enabled = enabled
+            await session.flush()
+            return _view(script)
+
+    async def remove(
+        self, channel_id: int, actor: Actor, name: str, part: ScriptPart | str | None = None
+    ) -> ScriptView | None:
+        """Remove a whole script, or one part of it (the script is kept). Returns what is
+        left."""
+        async with self.db.session() as session, session.begin():
+            adventure = await adventure_here(session, channel_id, for_update=True)
+            check_may_script(adventure, actor)
+            assert adventure.id is not None
+            script = await _script_named(session, adventure.id, _clean_name(name))
+            if part is None:
+                await session.delete(script)
+                return None
+            part = _part(part)
+            if not (getattr(script, part.column) or "").strip():
+                raise NotFound(f"The script “{script.name}” has no {part.label} code to remove.")
+            setattr(script, part.column, "")
+            await session.flush()
+            return _view(script)
+
+    async def names(self, channel_id: int, typed: str) -> list[str]:
+        """Names for autocomplete."""
+        async with self.db.session() as session:
+            adventure = await adventure_here(session, channel_id)
+            rows = await session.scalars(
+                select(AdventureScript.name)
+                .where(AdventureScript.adventure_id == adventure.id)
+                .order_by(AdventureScript.position, AdventureScript.id)
+            )
+            typed = typed.casefold()
+            return [name for name in rows if typed in name.casefold()][:25]
+
+    async def test_hook(
+        self, channel_id: int, actor: Actor, hook: Hook | str, *, text: str | None = None
+    ) -> HookTest:
+        """Run ``hook`` of the adventure's enabled scripts as the next turn would; save nothing.
+
+        ``text`` is the input for onInput (a /do action) or the output for onOutput (default:
+        the newest narration); onModelContext gets the context the next turn would build.
+        """
+        hook = _hook(hook)
+        async with self.db.session() as session:
+            adventure = await adventure_here(session, channel_id)
+            check_may_script(adventure, actor)
+            scripts = await TurnScripts.load(
+                session, adventure, limits=self.limits, max_cards=self.max_cards
+            )
+            if scripts is None or not scripts.has(hook):
+                raise NotFound(
+                    f"No enabled script of this adventure has {hook.label} code to test."
+                )
+            action_text = ""
+            if hook is not Hook.OUTPUT:
+                action_text = format_action(
+                    PlayerAction(ActionType.DO, text or "look around"), max_chars=4000
+                )
+            if hook is Hook.CONTEXT:
+                inputs = await self.context.gather(
+                    session, adventure, action_text, script_state=scripts.state
+                )
+            elif hook is Hook.OUTPUT and text is None:
+                nodes = await line_tail(session, adventure.head_node_id or 0, 1)
+                text = nodes[-1].text if nodes and nodes[-1].role == Role.NARRATOR else ""
+        stop = False
+        if hook is Hook.INPUT:
+            text_in = action_text
+            try:
+                text_out = await scripts.on_input(action_text, ActionType.DO)
+            except ScriptStopped:
+                text_out, stop = "", True
+            except InvalidInput:
+                text_out = ""
+        elif hook is Hook.CONTEXT:
+            scripts.add_current_action(action_text, ActionType.DO)
+            built = self.context.build(_with_cards(inputs, scripts))
+            text_in = built.script_text
+            try:
+                text_out = (await scripts.rewrite_context(built)).script_text
+            except ScriptStopped:
+                text_out, stop = "", True
+        else:
+            text_in = text or ""
+            text_out = await scripts.on_output(text_in)
+            stop = text_out == "stop"
+        return HookTest(hook, text_in, text_out, stop, scripts.reports, scripts.message)
+
+
+def _decode(data: bytes, filename: str, *, max_chars: int) -> str:
     """An uploaded file's text; a clear error for a file that is not a script."""
     if not data.strip():
         raise InvalidInput(f"“{filename}” is empty.")
@@ -124,183 +303,6 @@ def decode_script(data: bytes, filename: str, *, max_chars: int) -> str:
             f"{max_chars:,}."
         )
     return code
-
-
-async def upload(
-    db: Database,
-    channel_id: int,
-    actor: Actor,
-    part: ScriptPart | str,
-    code: str,
-    *,
-    name: str | None = None,
-    is_manager: bool = False,
-) -> tuple[ScriptView, bool]:
-    """Set one part of the named script (created when new). Returns it and whether it is new."""
-    part = _part(part)
-    name = _clean_name(name)
-    problem = await sandbox.syntax_error(code)
-    if problem:
-        raise InvalidInput(f"The {part.label} code does not parse, so it was not saved: {problem}")
-    async with db.session() as session, session.begin():
-        adventure = await adventure_here(session, channel_id, for_update=True)
-        _may_script(adventure, actor, is_manager)
-        assert adventure.id is not None
-        try:
-            script = await _script_named(session, adventure.id, name)
-            created = False
-        except NotFound:
-            count = await session.scalar(
-                select(func.count()).where(AdventureScript.adventure_id == adventure.id)
-            )
-            if (count or 0) >= MAX_SCRIPTS:
-                raise InvalidInput(
-                    f"This adventure already has {MAX_SCRIPTS} scripts; remove one first."
-                ) from None
-            last = await session.scalar(
-                select(func.max(AdventureScript.position)).where(
-                    AdventureScript.adventure_id == adventure.id
-                )
-            )
-            script = AdventureScript(
-                adventure_id=adventure.id,
-                name=name,
-                position=(last + 1) if last is not None else 0,
-            )
-            session.add(script)
-            created = True
-        setattr(script, part.column, code)
-        await session.flush()
-        return _view(script), created
-
-
-async def list_scripts(db: Database, channel_id: int) -> list[ScriptView]:
-    async with db.session() as session:
-        adventure = await adventure_here(session, channel_id)
-        rows = await session.scalars(
-            select(AdventureScript)
-            .where(AdventureScript.adventure_id == adventure.id)
-            .order_by(AdventureScript.position, AdventureScript.id)
-        )
-        return [_view(row) for row in rows]
-
-
-async def set_enabled(
-    db: Database,
-    channel_id: int,
-    actor: Actor,
-    name: str,
-    enabled: bool,
-    *,
-    is_manager: bool = False,
-) -> ScriptView:
-    async with db.session() as session, session.begin():
-        adventure = await adventure_here(session, channel_id, for_update=True)
-        _may_script(adventure, actor, is_manager)
-        assert adventure.id is not None
-        script = await _script_named(session, adventure.id, _clean_name(name))
-        script.enabled = enabled
-        await session.flush()
-        return _view(script)
-
-
-async def remove(
-    db: Database,
-    channel_id: int,
-    actor: Actor,
-    name: str,
-    part: ScriptPart | str | None = None,
-    *,
-    is_manager: bool = False,
-) -> ScriptView | None:
-    """Remove a whole script, or one part of it (the script is kept). Returns what is left."""
-    async with db.session() as session, session.begin():
-        adventure = await adventure_here(session, channel_id, for_update=True)
-        _may_script(adventure, actor, is_manager)
-        assert adventure.id is not None
-        script = await _script_named(session, adventure.id, _clean_name(name))
-        if part is None:
-            await session.delete(script)
-            return None
-        part = _part(part)
-        if not (getattr(script, part.column) or "").strip():
-            raise NotFound(f"The script “{script.name}” has no {part.label} code to remove.")
-        setattr(script, part.column, "")
-        await session.flush()
-        return _view(script)
-
-
-async def script_names(db: Database, channel_id: int, typed: str) -> list[str]:
-    """Names for autocomplete."""
-    async with db.session() as session:
-        adventure = await adventure_here(session, channel_id)
-        rows = await session.scalars(
-            select(AdventureScript.name)
-            .where(AdventureScript.adventure_id == adventure.id)
-            .order_by(AdventureScript.position, AdventureScript.id)
-        )
-        typed = typed.casefold()
-        return [name for name in rows if typed in name.casefold()][:25]
-
-
-async def test_hook(
-    db: Database,
-    context: ContextBuilder,
-    channel_id: int,
-    actor: Actor,
-    hook: Hook | str,
-    *,
-    text: str | None = None,
-    is_manager: bool = False,
-    limits: sandbox.Limits | None = None,
-    max_cards: int = 500,
-) -> HookTest:
-    """Run ``hook`` of the adventure's enabled scripts as the next turn would; save nothing.
-
-    ``text`` is the input for onInput (a /do action) or the output for onOutput (default: the
-    newest narration); onModelContext gets the context the next turn would build.
-    """
-    hook = _hook(hook)
-    async with db.session() as session:
-        adventure = await adventure_here(session, channel_id)
-        _may_script(adventure, actor, is_manager)
-        scripts = await TurnScripts.load(session, adventure, limits=limits, max_cards=max_cards)
-        if scripts is None or not scripts.has(hook):
-            raise NotFound(f"No enabled script of this adventure has {hook.label} code to test.")
-        action_text = ""
-        if hook is not Hook.OUTPUT:
-            action_text = format_action(
-                PlayerAction(ActionType.DO, text or "look around"), max_chars=4000
-            )
-        if hook is Hook.CONTEXT:
-            inputs = await context.gather(
-                session, adventure, action_text, script_state=scripts.state
-            )
-        elif hook is Hook.OUTPUT and text is None:
-            nodes = await line_tail(session, adventure.head_node_id or 0, 1)
-            text = nodes[-1].text if nodes and nodes[-1].role == Role.NARRATOR else ""
-    stop = False
-    if hook is Hook.INPUT:
-        text_in = action_text
-        try:
-            text_out = await scripts.on_input(action_text, ActionType.DO)
-        except ScriptStopped:
-            text_out, stop = "", True
-        except InvalidInput:
-            text_out = ""
-    elif hook is Hook.CONTEXT:
-        scripts.add_current_action(action_text, ActionType.DO)
-        built = context.build(_with_cards(inputs, scripts))
-        text_in = built.script_text
-        try:
-            text_out = (await scripts.rewrite_context(built)).script_text
-        except ScriptStopped:
-            text_out, stop = "", True
-    else:
-        text_in = text or ""
-        text_out = await scripts.on_output(text_in)
-        stop = text_out == "stop"
-    return HookTest(hook, text_in, text_out, stop, scripts.reports, scripts.message)
 
 
 def _with_cards(inputs: ContextInputs, scripts: TurnScripts) -> ContextInputs:

@@ -2,11 +2,11 @@
 
 ``service.StoryTree`` is what a front end calls (its shared steps in ``core``, branches and
 save points in ``branches``); ``lines`` reads and grows lines (and forks),
-``takes`` keeps a turn's attempts, ``access`` says who may change what, ``picture`` draws
-/tree. A turn being stored calls ``lines.advance_line``; a retry uses ``takes.plan_retry``.
+``takes`` keeps a turn's attempts, ``picture`` draws /tree. Who may change what is
+``engine.access``'s rule. A turn being stored calls ``lines.advance_line``; a retry uses
+``takes.plan_retry``.
 """
 
-from engine.story_tree.access import check_may_rewrite, may_rewrite
 from engine.story_tree.branches import NAME_MAX, BranchView, SavePointView
 from engine.story_tree.core import MOVED_ON, HeadMove
 from engine.story_tree.service import EDIT_MAX_CHARS, StoryTree, TurnText
@@ -20,6 +20,4 @@ __all__ = [
     "SavePointView",
     "StoryTree",
     "TurnText",
-    "check_may_rewrite",
-    "may_rewrite",
 ]

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from engine.adventures import active_adventure
+from engine.access import adventure_here, check_may_shape_story
 from engine.errors import InvalidInput, NotFound
 from engine.snapshots import capture_current
 from engine.storage.models import (
@@ -22,7 +22,6 @@ from engine.storage.models import (
     SavePoint,
     StoryNode,
 )
-from engine.story_tree.access import check_may_steer_story
 from engine.story_tree.lines import (
     ancestry,
     shared_depth,
@@ -32,7 +31,7 @@ from engine.story_tree.picture import draw_tree
 
 if TYPE_CHECKING:
     from engine.access import Actor
-from engine.story_tree.core import NO_ADVENTURE, HeadMove, TreeCore
+from engine.story_tree.core import HeadMove, TreeCore
 
 NAME_MAX = 50
 
@@ -61,9 +60,7 @@ class BranchesAndSavePoints(TreeCore):
 
     async def branches(self, channel_id: int) -> list[BranchView]:
         async with self.db.session() as session:
-            adventure = await active_adventure(session, channel_id)
-            if adventure is None:
-                raise NotFound(NO_ADVENTURE)
+            adventure = await adventure_here(session, channel_id)
             saves = (
                 select(SavePoint.branch_id, func.count().label("n"))
                 .where(SavePoint.adventure_id == adventure.id)
@@ -116,14 +113,12 @@ class BranchesAndSavePoints(TreeCore):
         if taken is not None:
             raise InvalidInput(f"There is already a {what} called “{name}” here.")
 
-    async def new_branch(
-        self, actor: Actor, channel_id: int, name: str, *, is_manager: bool = False
-    ) -> HeadMove:
+    async def new_branch(self, actor: Actor, channel_id: int, name: str) -> HeadMove:
         """Start a branch at the head and make it active (the story itself does not move)."""
         name = self._valid_name(name, "branch")
         async with self.db.session() as session, session.begin():
             adventure = await self._adventure(session, channel_id, None)
-            await check_may_steer_story(session, adventure, actor, is_manager)
+            await check_may_shape_story(session, adventure, actor)
             head = await self._head(session, adventure)
             await self._check_free(session, Branch, adventure.id, name, "branch")
             branch = Branch(adventure_id=adventure.id, name=name, tip_node_id=head.id)
@@ -138,13 +133,11 @@ class BranchesAndSavePoints(TreeCore):
             )
             return await self._result(session, adventure, head, version, branch.id)
 
-    async def switch_branch(
-        self, actor: Actor, channel_id: int, name: str, *, is_manager: bool = False
-    ) -> HeadMove:
+    async def switch_branch(self, actor: Actor, channel_id: int, name: str) -> HeadMove:
         """Go to a branch's tip, with that line's world state, script state and clocks."""
         async with self.db.session() as session, session.begin():
             adventure = await self._adventure(session, channel_id, None)
-            await check_may_steer_story(session, adventure, actor, is_manager)
+            await check_may_shape_story(session, adventure, actor)
             head = await self._head(session, adventure)
             branch = await self._find_branch(session, adventure, name)
             if branch.id == adventure.active_branch_id and branch.tip_node_id == head.id:
@@ -191,13 +184,11 @@ class BranchesAndSavePoints(TreeCore):
             restored=tuple(node for node in new_line if node not in old_line),
         )
 
-    async def rename_branch(
-        self, actor: Actor, channel_id: int, name: str, new_name: str, *, is_manager: bool = False
-    ) -> str:
+    async def rename_branch(self, actor: Actor, channel_id: int, name: str, new_name: str) -> str:
         new_name = self._valid_name(new_name, "branch")
         async with self.db.session() as session, session.begin():
             adventure = await self._adventure(session, channel_id, None)
-            await check_may_steer_story(session, adventure, actor, is_manager)
+            await check_may_shape_story(session, adventure, actor)
             branch = await self._find_branch(session, adventure, name)
             if branch.name == new_name:
                 raise InvalidInput(f"The branch is already called “{new_name}”.")
@@ -207,13 +198,11 @@ class BranchesAndSavePoints(TreeCore):
             await self._bump(session, adventure)
             return f"Branch “{old}” is now called “{new_name}”."
 
-    async def delete_branch(
-        self, actor: Actor, channel_id: int, name: str, *, is_manager: bool = False
-    ) -> str:
+    async def delete_branch(self, actor: Actor, channel_id: int, name: str) -> str:
         """Forget a branch's name; its turns stay (other lines may borrow them)."""
         async with self.db.session() as session, session.begin():
             adventure = await self._adventure(session, channel_id, None)
-            await check_may_steer_story(session, adventure, actor, is_manager)
+            await check_may_shape_story(session, adventure, actor)
             branch = await self._find_branch(session, adventure, name)
             if branch.id == adventure.active_branch_id:
                 raise InvalidInput(
@@ -236,13 +225,11 @@ class BranchesAndSavePoints(TreeCore):
 
     # --- save points ---
 
-    async def add_save_point(
-        self, actor: Actor, channel_id: int, name: str, *, is_manager: bool = False
-    ) -> SavePointView:
+    async def add_save_point(self, actor: Actor, channel_id: int, name: str) -> SavePointView:
         name = self._valid_name(name, "save point")
         async with self.db.session() as session, session.begin():
             adventure = await self._adventure(session, channel_id, None)
-            await check_may_steer_story(session, adventure, actor, is_manager)
+            await check_may_shape_story(session, adventure, actor)
             head = await self._head(session, adventure)
             await self._check_free(session, SavePoint, adventure.id, name, "save point")
             session.add(
@@ -260,9 +247,7 @@ class BranchesAndSavePoints(TreeCore):
 
     async def save_points(self, channel_id: int) -> list[SavePointView]:
         async with self.db.session() as session:
-            adventure = await active_adventure(session, channel_id)
-            if adventure is None:
-                raise NotFound(NO_ADVENTURE)
+            adventure = await adventure_here(session, channel_id)
             rows = await session.execute(
                 select(
                     SavePoint.name, SavePoint.node_id, Branch.name.label("branch"), StoryNode.index
@@ -291,13 +276,11 @@ class BranchesAndSavePoints(TreeCore):
             )
         return point
 
-    async def restore_save_point(
-        self, actor: Actor, channel_id: int, name: str, *, is_manager: bool = False
-    ) -> HeadMove:
+    async def restore_save_point(self, actor: Actor, channel_id: int, name: str) -> HeadMove:
         """Go back (or over) to a save point: a head move onto its node and branch."""
         async with self.db.session() as session, session.begin():
             adventure = await self._adventure(session, channel_id, None)
-            await check_may_steer_story(session, adventure, actor, is_manager)
+            await check_may_shape_story(session, adventure, actor)
             head = await self._head(session, adventure)
             point = await self._find_save_point(session, adventure, name)
             if point.node_id == head.id:
@@ -306,12 +289,10 @@ class BranchesAndSavePoints(TreeCore):
             assert target is not None
             return await self._go(session, adventure, head, target, point.branch_id)
 
-    async def delete_save_point(
-        self, actor: Actor, channel_id: int, name: str, *, is_manager: bool = False
-    ) -> str:
+    async def delete_save_point(self, actor: Actor, channel_id: int, name: str) -> str:
         async with self.db.session() as session, session.begin():
             adventure = await self._adventure(session, channel_id, None)
-            await check_may_steer_story(session, adventure, actor, is_manager)
+            await check_may_shape_story(session, adventure, actor)
             point = await self._find_save_point(session, adventure, name)
             await session.delete(point)
             return f"Save point “{point.name}” deleted; the story is unchanged."
@@ -322,9 +303,7 @@ class BranchesAndSavePoints(TreeCore):
         """The story's shape as text: each branch, where it leaves its parent, its save points,
         and where the head stands. Light columns of the nodes only."""
         async with self.db.session() as session:
-            adventure = await active_adventure(session, channel_id)
-            if adventure is None:
-                raise NotFound(NO_ADVENTURE)
+            adventure = await adventure_here(session, channel_id)
             branches = list(
                 await session.scalars(
                     select(Branch)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from engine.adventures import active_adventure
+from engine.access import NO_ADVENTURE, adventure_here
 from engine.errors import NotFound, StoryMovedOn
 from engine.memory.cursors import story_cut_back
 from engine.snapshots import capture_current, restore
@@ -29,7 +29,6 @@ if TYPE_CHECKING:
     from engine.queue import AdventureQueue
     from engine.storage.database import Database
 
-NO_ADVENTURE = "There is no adventure running here. Start one with /start."
 MOVED_ON = "The story has moved on since that button was drawn."
 
 
@@ -63,8 +62,8 @@ class TreeCore:
     async def _adventure(
         self, session: AsyncSession, channel_id: int, seen_version: int | None
     ) -> Adventure:
-        adventure = await active_adventure(session, channel_id)
-        if adventure is None or adventure.head_node_id is None:
+        adventure = await adventure_here(session, channel_id)
+        if adventure.head_node_id is None:
             raise NotFound(NO_ADVENTURE)
         if seen_version is not None and seen_version != adventure.version:
             raise StoryMovedOn(MOVED_ON)

@@ -19,7 +19,7 @@ from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import undefer
 
-from engine.adventures import active_adventure
+from engine.access import NO_ADVENTURE, active_adventure, adventure_here, check_may_rewrite
 from engine.errors import InvalidInput, NotFound, StoryMovedOn
 from engine.memory.cursors import story_cut_back
 from engine.snapshots import capture
@@ -32,7 +32,6 @@ from engine.storage.models import (
     utcnow,
 )
 from engine.story import line_tail
-from engine.story_tree.access import check_may_rewrite
 from engine.story_tree.lines import (
     has_children,
     is_turn_boundary,
@@ -45,7 +44,7 @@ from engine.tokens import count_tokens
 if TYPE_CHECKING:
     from engine.access import Actor
 from engine.story_tree.branches import BranchesAndSavePoints
-from engine.story_tree.core import MOVED_ON, NO_ADVENTURE, HeadMove
+from engine.story_tree.core import MOVED_ON, HeadMove
 
 #: The longest turn text an edit accepts: what one Discord text input holds.
 EDIT_MAX_CHARS = 4000
@@ -64,19 +63,19 @@ class TurnText:
 class StoryTree(BranchesAndSavePoints):
     """What the front end calls for /undo, /redo, takes, /edit, /branch, /savepoint, /tree."""
 
-    async def check_retry(self, actor: Actor, channel_id: int, *, is_manager: bool = False) -> None:
+    async def check_retry(self, actor: Actor, channel_id: int) -> None:
         """Whether ``actor`` may retry the newest turn here; raises the reason if not. Asked
         before a retry is queued, so a refusal is told to the player alone."""
         async with self.db.session() as session:
-            adventure = await active_adventure(session, channel_id)
-            if adventure is None or adventure.head_node_id is None:
+            adventure = await adventure_here(session, channel_id)
+            if adventure.head_node_id is None:
                 raise NotFound(NO_ADVENTURE)
             head = await self._head(session, adventure)
             if head.parent_id is None or head.role != Role.NARRATOR:
                 raise InvalidInput(
                     "There is no narrator turn to retry yet: the story is at its opening."
                 )
-            await check_may_rewrite(session, adventure, head, actor, is_manager)
+            await check_may_rewrite(session, adventure, head, actor)
 
     # --- undo and redo ---
 
@@ -86,7 +85,6 @@ class StoryTree(BranchesAndSavePoints):
         channel_id: int,
         *,
         seen_version: int | None = None,
-        is_manager: bool = False,
     ) -> HeadMove:
         """Move the head back over the newest turn (its action and narration); delete nothing."""
         async with self.db.session() as session, session.begin():
@@ -94,7 +92,7 @@ class StoryTree(BranchesAndSavePoints):
             head = await self._head(session, adventure)
             if head.parent_id is None:
                 raise InvalidInput("There is nothing to undo: the story is at its opening.")
-            await check_may_rewrite(session, adventure, head, actor, is_manager)
+            await check_may_rewrite(session, adventure, head, actor)
             # The turn is the head and, when a player acted, the action above it.
             stretch = await line_tail(session, head.id, 3)  # oldest first
             removed = [head]
@@ -127,7 +125,6 @@ class StoryTree(BranchesAndSavePoints):
         channel_id: int,
         *,
         seen_version: int | None = None,
-        is_manager: bool = False,
     ) -> HeadMove:
         """Walk the head one turn toward its branch's tip again."""
         async with self.db.session() as session, session.begin():
@@ -150,7 +147,7 @@ class StoryTree(BranchesAndSavePoints):
                 if is_turn_boundary(node):
                     break
             target = restored[-1]
-            await check_may_rewrite(session, adventure, target, actor, is_manager)
+            await check_may_rewrite(session, adventure, target, actor)
             snapshot = await state_after(session, adventure, target)
             version = await self._move(session, adventure, target, snapshot)
             return await self._result(
@@ -172,7 +169,6 @@ class StoryTree(BranchesAndSavePoints):
         number: int,
         *,
         seen_version: int | None = None,
-        is_manager: bool = False,
     ) -> HeadMove:
         """Make take ``number`` of the newest turn live again (text and resulting state)."""
         async with self.db.session() as session, session.begin():
@@ -184,7 +180,7 @@ class StoryTree(BranchesAndSavePoints):
                 raise InvalidInput(
                     f"This turn has {node.take_count} take(s); there is no take {number}."
                 )
-            await check_may_rewrite(session, adventure, node, actor, is_manager)
+            await check_may_rewrite(session, adventure, node, actor)
             await self._refuse_if_continued(session, node)
             take = await session.scalar(
                 select(Take)
@@ -244,14 +240,12 @@ class StoryTree(BranchesAndSavePoints):
                 "own."
             )
 
-    async def turn_to_edit(
-        self, actor: Actor, channel_id: int, *, is_manager: bool = False
-    ) -> TurnText:
+    async def turn_to_edit(self, actor: Actor, channel_id: int) -> TurnText:
         """The newest turn's text, for a form prefilled with it (checked before it opens)."""
         async with self.db.session() as session:
             adventure = await self._adventure(session, channel_id, None)
             node = await self._head(session, adventure)
-            await check_may_rewrite(session, adventure, node, actor, is_manager)
+            await check_may_rewrite(session, adventure, node, actor)
             await self._refuse_if_continued(session, node)
             if len(node.text) > EDIT_MAX_CHARS:
                 raise InvalidInput(
@@ -269,7 +263,6 @@ class StoryTree(BranchesAndSavePoints):
         *,
         node_id: int,
         seen_version: int,
-        is_manager: bool = False,
     ) -> HeadMove:
         """Correct the newest turn's text; the original stays as a take."""
         text = text.strip()
@@ -285,7 +278,7 @@ class StoryTree(BranchesAndSavePoints):
             node = await self._head(session, adventure)
             if node.id != node_id:
                 raise StoryMovedOn("The story moved on while the form was open; nothing was saved.")
-            await check_may_rewrite(session, adventure, node, actor, is_manager)
+            await check_may_rewrite(session, adventure, node, actor)
             await self._refuse_if_continued(session, node)
             if text == node.text:
                 raise InvalidInput("The text is unchanged; nothing was saved.")
