@@ -22,8 +22,8 @@ from engine.storage.models import (
     Adventure,
     Branch,
     StoryNode,
-    utcnow,
 )
+from engine.story import advance_version
 
 if TYPE_CHECKING:
     from engine.queue import AdventureQueue
@@ -102,20 +102,10 @@ class TreeCore:
             .where(StoryNode.id == adventure.head_node_id)
             .values(state_after=leaving)
         )
-        values: dict[str, Any] = {
-            "head_node_id": target.id,
-            "version": Adventure.version + 1,
-            "updated_at": utcnow(),
-        }
+        values: dict[str, Any] = {"head_node_id": target.id}
         if branch_id is not None:
             values["active_branch_id"] = branch_id
-        moved = await session.execute(
-            update(Adventure)
-            .where(Adventure.id == adventure.id, Adventure.version == expected)
-            .values(**values)
-        )
-        if moved.rowcount != 1:
-            raise StoryMovedOn(MOVED_ON)
+        await advance_version(session, adventure.id, expected, moved_on=MOVED_ON, **values)
         await restore(session, adventure.id, snapshot)
         if kept_through is not None:
             await story_cut_back(session, adventure.id, kept_through=kept_through)
@@ -160,10 +150,10 @@ class TreeCore:
 
     @staticmethod
     async def _bump(session: AsyncSession, adventure: Adventure) -> None:
-        moved = await session.execute(
-            update(Adventure)
-            .where(Adventure.id == adventure.id, Adventure.version == adventure.version)
-            .values(version=Adventure.version + 1, updated_at=utcnow())
+        assert adventure.id is not None
+        await advance_version(
+            session,
+            adventure.id,
+            adventure.version,
+            moved_on="The story moved on meanwhile; nothing was changed.",
         )
-        if moved.rowcount != 1:
-            raise StoryMovedOn("The story moved on meanwhile; nothing was changed.")

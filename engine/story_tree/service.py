@@ -29,9 +29,8 @@ from engine.storage.models import (
     Role,
     StoryNode,
     Take,
-    utcnow,
 )
-from engine.story import line_tail
+from engine.story import advance_version, line_tail
 from engine.story_tree.lines import (
     has_children,
     is_turn_boundary,
@@ -301,13 +300,12 @@ class StoryTree(BranchesAndSavePoints):
             )
             # Memories of the old wording no longer match the story.
             await story_cut_back(session, adventure.id, kept_through=node.index - 1)
-            moved = await session.execute(
-                update(Adventure)
-                .where(Adventure.id == adventure.id, Adventure.version == expected)
-                .values(version=Adventure.version + 1, updated_at=utcnow())
+            await advance_version(
+                session,
+                adventure.id,
+                expected,
+                moved_on="The story moved on while the form was open; nothing was saved.",
             )
-            if moved.rowcount != 1:
-                raise StoryMovedOn("The story moved on while the form was open; nothing was saved.")
             await session.refresh(node)
             return await self._result(
                 session, adventure, node, expected + 1, adventure.active_branch_id

@@ -5,12 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from sqlalchemy import update
-from sqlmodel import col
-
 from engine.access import adventure_here, check_may_steer
 from engine.errors import InvalidInput
-from engine.storage.models import Adventure, utcnow
+from engine.story import advance_version
 from engine.world_state.apply import current_state, schema_of
 from engine.world_state.referee import set_value
 from engine.world_state.render import chip, describe
@@ -52,6 +49,7 @@ class WorldStateService:
         """
         async with self.db.session() as session, session.begin():
             adventure = await adventure_here(session, channel_id, for_update=True)
+            assert adventure.id is not None  # a stored row
             await check_may_steer(session, adventure, actor)
             schema = schema_of(adventure.stat_schema)
             if schema is None:
@@ -66,11 +64,11 @@ class WorldStateService:
             if report.rejected and not report.applied and not report.clamped:
                 problems = "; ".join(f"{r.path}: {r.reason}" for r in report.rejected)
                 raise InvalidInput(f"Nothing was changed ({problems}).")
-            await session.execute(
-                update(Adventure)
-                .where(col(Adventure.id) == adventure.id)
-                .values(
-                    world_state=new_state, version=col(Adventure.version) + 1, updated_at=utcnow()
-                )
+            await advance_version(
+                session,
+                adventure.id,
+                adventure.version,
+                moved_on="The story moved on meanwhile; nothing was changed.",
+                world_state=new_state,
             )
             return chip(schema, report) or "Nothing changed: it already had that value."
