@@ -47,6 +47,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from engine.errors import CampfireError, NotFound
+from engine.storage.changes import rows_changed
 from engine.storage.database import Database
 from engine.storage.dialect import insert_for, locked_read
 from engine.storage.models import TurnLease, utcnow
@@ -59,7 +60,10 @@ DEFAULT_TTL = 30.0
 #: The holder of a lease row that nobody holds (released, or reaped after it expired).
 FREE = ""
 
-_leases = TurnLease.__table__  # core statements: no ORM bookkeeping for a coordination row
+# Core statements: no ORM bookkeeping for a coordination row. The table is looked up in the
+# metadata by name, where it is typed as a Table (SQLModel does not declare ``__table__`` to
+# type checkers).
+_leases = TurnLease.metadata.tables[TurnLease.__tablename__]
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,12 +199,13 @@ class TurnLeases:
         """
         now = self._now()
         async with self.db.session() as session, session.begin():
-            result = await session.execute(
+            renewed = await rows_changed(
+                session,
                 update(_leases)
                 .where(_held(lease))
-                .values(expires_at=now + self.ttl, heartbeat_at=now)
+                .values(expires_at=now + self.ttl, heartbeat_at=now),
             )
-        return result.rowcount == 1
+        return renewed == 1
 
     async def release(self, lease: Lease) -> None:
         """Give the lease up, if it is still this one (a stale lease changes nothing)."""

@@ -23,8 +23,10 @@ from sqlalchemy import (
 )
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
+from sqlmodel import col
 
 from engine.errors import StoryMovedOn
+from engine.storage.changes import rows_changed
 from engine.storage.models import Adventure, StoryNode, utcnow
 
 
@@ -34,17 +36,17 @@ async def line_tail(session: AsyncSession, head_id: int, limit: int) -> list[Sto
         return []
     step = aliased(StoryNode)
     line = (
-        select(StoryNode.id, StoryNode.parent_id, literal(1).label("depth"))
-        .where(StoryNode.id == head_id)
+        select(col(StoryNode.id), col(StoryNode.parent_id), literal(1).label("depth"))
+        .where(col(StoryNode.id) == head_id)
         .cte("line", recursive=True)
     )
     line = line.union_all(
-        select(step.id, step.parent_id, (line.c.depth + 1).label("depth"))
-        .join(line, step.id == line.c.parent_id)
+        select(col(step.id), col(step.parent_id), (line.c.depth + 1).label("depth"))
+        .join(line, col(step.id) == line.c.parent_id)
         .where(line.c.depth < limit)
     )
     rows = await session.scalars(
-        select(StoryNode).join(line, StoryNode.id == line.c.id).order_by(StoryNode.index)
+        select(StoryNode).join(line, col(StoryNode.id) == line.c.id).order_by(col(StoryNode.index))
     )
     return list(rows)
 
@@ -60,28 +62,30 @@ def _window_query() -> Select[tuple[StoryNode]]:
     step = aliased(StoryNode)
     line = (
         select(
-            StoryNode.id,
-            StoryNode.parent_id,
+            col(StoryNode.id),
+            col(StoryNode.parent_id),
             literal_column("1", Integer).label("depth"),
             _measured(StoryNode).label("total"),
         )
-        .where(StoryNode.id == bindparam("head_id", type_=Integer))
+        .where(col(StoryNode.id) == bindparam("head_id", type_=Integer))
         .cte("line", recursive=True)
     )
     line = line.union_all(
         select(
-            step.id,
-            step.parent_id,
+            col(step.id),
+            col(step.parent_id),
             (line.c.depth + 1).label("depth"),
             (line.c.total + _measured(step)).label("total"),
         )
-        .join(line, step.id == line.c.parent_id)
+        .join(line, col(step.id) == line.c.parent_id)
         .where(
             line.c.depth < bindparam("max_entries", type_=Integer),
             line.c.total < bindparam("token_limit", type_=Integer),
         )
     )
-    return select(StoryNode).join(line, StoryNode.id == line.c.id).order_by(StoryNode.index)
+    return (
+        select(StoryNode).join(line, col(StoryNode.id) == line.c.id).order_by(col(StoryNode.index))
+    )
 
 
 async def line_window(
@@ -132,9 +136,10 @@ async def update_unmoved(
     whether it was. The version stays as it is: this is for a change that is no step of the
     story (a script that stopped an action keeps its state), so buttons drawn for the current
     version still work after it."""
-    moved = await session.execute(
+    moved = await rows_changed(
+        session,
         update(Adventure)
-        .where(Adventure.id == adventure_id, Adventure.version == expected)
-        .values(updated_at=utcnow(), **values)
+        .where(col(Adventure.id) == adventure_id, col(Adventure.version) == expected)
+        .values(updated_at=utcnow(), **values),
     )
-    return moved.rowcount == 1
+    return moved == 1

@@ -14,7 +14,6 @@ from types import TracebackType
 
 import discord
 import discord.http
-import discord.webhook.async_
 import yarl
 from discord.gateway import DiscordWebSocket
 
@@ -35,17 +34,13 @@ class StandIn:
         self.fake.client = client
         self._token = token
         self._task: asyncio.Task[None] | None = None
-        self._saved: tuple[str, str, yarl.URL] | None = None
+        self._saved: tuple[str, yarl.URL] | None = None
 
     async def start(self) -> None:
         await self.fake.start()
-        self._saved = (
-            discord.http.Route.BASE,
-            discord.webhook.async_.Route.BASE,
-            DiscordWebSocket.DEFAULT_GATEWAY,
-        )
+        # One class: the webhook adapter imports ``discord.http.Route``.
+        self._saved = (discord.http.Route.BASE, DiscordWebSocket.DEFAULT_GATEWAY)
         discord.http.Route.BASE = self.fake.api_base
-        discord.webhook.async_.Route.BASE = self.fake.api_base
         DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(self.fake.gateway_url)
         self.client._connection.guild_ready_timeout = min(
             self.client._connection.guild_ready_timeout, GUILD_READY_TIMEOUT_S
@@ -82,11 +77,7 @@ class StandIn:
             self._task = None
         await self.fake.close()
         if self._saved is not None:
-            (
-                discord.http.Route.BASE,
-                discord.webhook.async_.Route.BASE,
-                DiscordWebSocket.DEFAULT_GATEWAY,
-            ) = self._saved
+            discord.http.Route.BASE, DiscordWebSocket.DEFAULT_GATEWAY = self._saved
             self._saved = None
 
     async def idle(self, timeout: float = 60.0) -> None:  # noqa: ASYNC109 - a wait limit

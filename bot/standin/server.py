@@ -116,9 +116,10 @@ class FakeDiscord(InteractionDriver):
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()
-        server = site._server  # aiohttp exposes the bound port only through the server
-        assert server is not None and server.sockets
-        self.port = server.sockets[0].getsockname()[1]
+        # Port 0 lets the system pick one; the runner lists the addresses its sites are bound to.
+        addresses = self._runner.addresses
+        assert addresses, "the stand-in's site is not listening"
+        self.port = addresses[0][1]
         self.world.base_url = self.base_url
         self._watchdog = asyncio.create_task(self._interaction_routes.watch_acks())
 

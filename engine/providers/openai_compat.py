@@ -8,7 +8,7 @@ differ in where a reasoning trace goes (``reasoning_content``, ``reasoning`` or 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from typing import Any
 
 import httpx
@@ -62,7 +62,7 @@ class OpenAICompatibleProvider:
 
     def stream(
         self, messages: Sequence[ChatMessage], params: GenerationParams
-    ) -> AsyncIterator[ProviderChunk]:
+    ) -> AsyncGenerator[ProviderChunk, None]:
         return checked(self._stream(messages, params), params)
 
     async def complete(self, messages: Sequence[ChatMessage], params: GenerationParams) -> str:
@@ -90,7 +90,7 @@ class OpenAICompatibleProvider:
 
     async def _stream(
         self, messages: Sequence[ChatMessage], params: GenerationParams
-    ) -> AsyncIterator[ProviderChunk]:
+    ) -> AsyncGenerator[ProviderChunk, None]:
         url = f"{self.base_url}/chat/completions"
         splitter = ThinkTagSplitter()
         finish_reason: str | None = None

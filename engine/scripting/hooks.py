@@ -30,6 +30,7 @@ from typing import Any
 
 from sqlalchemy import delete, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
 
 from engine.cards import Card
 from engine.context import HEADINGS, BuiltContext
@@ -173,8 +174,8 @@ class TurnScripts:
         assert adventure.id is not None
         rows = await session.scalars(
             select(AdventureScript)
-            .where(AdventureScript.adventure_id == adventure.id, AdventureScript.enabled)
-            .order_by(AdventureScript.position, AdventureScript.id)
+            .where(col(AdventureScript.adventure_id) == adventure.id, col(AdventureScript.enabled))
+            .order_by(col(AdventureScript.position), col(AdventureScript.id))
         )
         scripts = [ScriptCode.of(row) for row in rows]
         if not scripts:
@@ -393,8 +394,8 @@ class TurnScripts:
         if removed:
             await session.execute(
                 delete(AdventureCard).where(
-                    AdventureCard.adventure_id == self.adventure_id,
-                    AdventureCard.id.in_(removed),
+                    col(AdventureCard.adventure_id) == self.adventure_id,
+                    col(AdventureCard.id).in_(removed),
                 )
             )
         if updated:
@@ -425,8 +426,8 @@ def message_text(message: Any) -> str:
 async def _load_card_rows(session: AsyncSession, adventure_id: int) -> list[CardRow]:
     result = await session.scalars(
         select(AdventureCard)
-        .where(AdventureCard.adventure_id == adventure_id)
-        .order_by(AdventureCard.position, AdventureCard.id)
+        .where(col(AdventureCard.adventure_id) == adventure_id)
+        .order_by(col(AdventureCard.position), col(AdventureCard.id))
     )
     return [CardRow.of(card) for card in result]
 

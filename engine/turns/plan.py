@@ -14,6 +14,7 @@ from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
 
 from engine.actions import PlayerAction, format_action
 from engine.errors import NotFound, StoryMovedOn
@@ -82,9 +83,9 @@ async def plan_turn(
     # The head's index with the adventure, in the one read.
     row = (
         await session.execute(
-            select(Adventure, StoryNode.index)
-            .outerjoin(StoryNode, StoryNode.id == Adventure.head_node_id)
-            .where(Adventure.id == adventure_id)
+            select(Adventure, col(StoryNode.index))
+            .outerjoin(StoryNode, col(StoryNode.id) == Adventure.head_node_id)
+            .where(col(Adventure.id) == adventure_id)
         )
     ).first()
     if row is None or row[0].ended_at is not None:
