@@ -6,18 +6,11 @@ from __future__ import annotations
 
 import asyncio
 
-import pytest
 from sqlalchemy import select
 
 from engine.storage.models import Adventure, StoryNode
-from tests.discord_env import DiscordEnv, campfire_on_standin
+from tests.discord_env import DiscordEnv
 from tests.fakes.openai_server import Reply
-
-
-@pytest.fixture
-async def env(tmp_path, fake_model, caplog):
-    async with campfire_on_standin(tmp_path, fake_model, caplog) as environment:
-        yield environment
 
 
 async def start_thread(env: DiscordEnv) -> int:
