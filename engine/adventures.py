@@ -127,11 +127,3 @@ async def active_adventure(session: AsyncSession, channel_id: int) -> Adventure 
         .order_by(col(Adventure.id).desc())
         .limit(1)
     )
-
-
-async def list_scenarios(session: AsyncSession) -> list[Scenario]:
-    """Shipped scenarios (server and personal ones join them with the scenario library)."""
-    rows = await session.scalars(
-        select(Scenario).where(Scenario.builtin_key.is_not(None)).order_by(Scenario.id)
-    )
-    return list(rows)

@@ -1,8 +1,9 @@
-"""Shared fixtures: a migrated database, the fake model server, a provider pointed at it.
+"""Shared fixtures: a migrated database, the fake model server, a provider pointed at it, and
+(from ``tests.discord_env``) Campfire on the Discord stand-in.
 
-The database fixture runs every test on SQLite, and also on PostgreSQL when
+The database fixtures run every test on SQLite, and also on PostgreSQL when
 ``CAMPFIRE_TEST_POSTGRES_URL`` names a server (``scripts/test`` starts a throwaway one), each
-test in a database of its own.
+test in a database of its own. ``tests/README.md`` says which fixture to use when.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from engine.library import seed_builtin_scenarios
 from engine.providers.openai_compat import OpenAICompatibleProvider
 from engine.storage.database import Database
 from tests.fakes.openai_server import FakeModelServer
+
+pytest_plugins = ["tests.discord_env"]
 
 POSTGRES_URL = os.environ.get("CAMPFIRE_TEST_POSTGRES_URL")
 BACKENDS = ["sqlite"] + (["postgresql"] if POSTGRES_URL else [])
@@ -93,21 +96,27 @@ def _drop_templates() -> Iterator[None]:
 
 
 @pytest.fixture(params=BACKENDS)
-async def db(
+async def database_url(
     request: pytest.FixtureRequest, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
-) -> AsyncIterator[Database]:
-    name = None
+) -> AsyncIterator[str]:
+    """The URL of a migrated and seeded database of the test's own, on each backend in turn."""
     if request.param == "postgresql":
         url, name = await _postgres_database()
+        try:
+            yield url
+        finally:
+            await _drop_postgres_database(name)
     else:
-        url = await _sqlite_database(tmp_path / "campfire.db", tmp_path_factory.getbasetemp())
-    database = Database(url)
+        yield await _sqlite_database(tmp_path / "campfire.db", tmp_path_factory.getbasetemp())
+
+
+@pytest.fixture
+async def db(database_url: str) -> AsyncIterator[Database]:
+    database = Database(database_url)
     try:
         yield database
     finally:
         await database.dispose()
-        if name:
-            await _drop_postgres_database(name)
 
 
 @pytest.fixture

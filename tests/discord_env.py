@@ -1,4 +1,8 @@
-"""Campfire's own bot on the local Discord stand-in, with the fake model behind it."""
+"""Campfire's own bot on the local Discord stand-in, with the fake model behind it.
+
+Loaded as a plugin by ``tests/conftest.py``, so the ``env`` fixture is there in every test
+module; a test that needs other settings calls ``campfire_on_standin`` itself.
+"""
 
 from __future__ import annotations
 
@@ -41,11 +45,18 @@ class DiscordEnv:
 
 @asynccontextmanager
 async def campfire_on_standin(
-    tmp_path: Path, model: FakeModelServer, caplog: pytest.LogCaptureFixture, **settings
+    tmp_path: Path,
+    model: FakeModelServer,
+    caplog: pytest.LogCaptureFixture,
+    database_url: str,
+    **settings,
 ) -> AsyncIterator[DiscordEnv]:
+    """The bot on ``database_url`` (the ``database_url`` fixture: a copy of the migrated
+    template, on each backend), its data folder in ``tmp_path``."""
     caplog.set_level(logging.WARNING)
     config = load_settings(
         data_dir=tmp_path / "data",
+        database_url=database_url,
         model_url=model.base_url,
         model_name=model.model,
         model_timeout=3,
@@ -66,3 +77,16 @@ async def campfire_on_standin(
     assert fake.rate_limited == []  # the bot paced itself under Discord's limits
     errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
     assert errors == []
+
+
+@pytest.fixture
+async def env(
+    tmp_path: Path,
+    fake_model: FakeModelServer,
+    caplog: pytest.LogCaptureFixture,
+    database_url: str,
+) -> AsyncIterator[DiscordEnv]:
+    """Campfire on the stand-in with the default settings: a guild, a channel, alice (who
+    manages the server) and bob."""
+    async with campfire_on_standin(tmp_path, fake_model, caplog, database_url) as environment:
+        yield environment

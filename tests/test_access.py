@@ -18,7 +18,7 @@ from engine.access import (
 )
 from engine.errors import NotAllowed
 from engine.storage.models import Adventure
-from tests.discord_env import DiscordEnv, campfire_on_standin
+from tests.discord_env import DiscordEnv
 
 SERVER, OTHER_SERVER = 900, 901
 HOST, AUTHOR, MEMBER, PLAYER, STRANGER = 1, 2, 3, 4, 5
@@ -143,12 +143,6 @@ def test_only_server_managers_choose_the_importer_role():
 
 
 # --- through Discord ---------------------------------------------------------------------------
-
-
-@pytest.fixture
-async def env(tmp_path, fake_model, caplog):
-    async with campfire_on_standin(tmp_path, fake_model, caplog) as environment:
-        yield environment
 
 
 def member_with_role(env: DiscordEnv, name: str, permissions: int) -> int:

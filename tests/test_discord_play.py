@@ -8,14 +8,8 @@ import asyncio
 
 import pytest
 
-from tests.discord_env import DiscordEnv, campfire_on_standin
+from tests.discord_env import DiscordEnv
 from tests.fakes.openai_server import Reply
-
-
-@pytest.fixture
-async def env(tmp_path, fake_model, caplog):
-    async with campfire_on_standin(tmp_path, fake_model, caplog) as environment:
-        yield environment
 
 
 async def start_thread(env: DiscordEnv) -> int:
@@ -105,8 +99,13 @@ async def test_two_players_at_once_are_queued_and_played_in_order(env, fake_mode
         env.fake.slash(env.alice, thread, "do", action="raise the lantern"),
         env.fake.slash(env.bob, thread, "say", words="Show yourself!"),
     )
-    await asyncio.sleep(0.1)
-    queued = env.fake.message(second.original_message_id).content
+    # The second action's first answer, once the bot has written one: a fixed wait is too short
+    # on a busy machine, where the deferred response is still empty.
+    queued = ""
+    for _ in range(100):
+        if queued := env.fake.message(second.original_message_id).content:
+            break
+        await asyncio.sleep(0.05)
     await env.done()
     assert queued.startswith("⏳ Queued behind 1 turn") or queued == '> You say "Show yourself!"'
     assert env.narration(thread)[-2:] == [

@@ -18,7 +18,7 @@ from engine.errors import InvalidInput, NotFound
 from engine.insights import Insights, TurnInsights, render_prompt, script_logs
 from engine.storage.database import Database
 from engine.storage.models import ActionType, Adventure, Role, Scenario, StoryNode
-from tests.discord_env import DiscordEnv, campfire_on_standin
+from tests.discord_env import DiscordEnv
 
 CHANNEL = 4242
 HEAVY = ("prompt_snapshot", "context_report", "state_report", "reasoning", "state_before")
@@ -338,12 +338,6 @@ def test_a_huge_report_is_cut_to_discords_limits_and_attached_whole():
 
 
 # --- through Discord ---------------------------------------------------------------------------
-
-
-@pytest.fixture
-async def env(tmp_path, fake_model, caplog):
-    async with campfire_on_standin(tmp_path, fake_model, caplog) as environment:
-        yield environment
 
 
 async def play_one_turn(env: DiscordEnv, fake_model) -> int:

@@ -5,19 +5,12 @@ from __future__ import annotations
 
 import asyncio
 
-import pytest
 from sqlalchemy import select
 
 from engine.memory.cadence import Cadence
 from engine.storage.models import Memory, User
-from tests.discord_env import DiscordEnv, campfire_on_standin
+from tests.discord_env import DiscordEnv
 from tests.test_steering_commands import adventure_here, answer, form, start_thread
-
-
-@pytest.fixture
-async def env(tmp_path, fake_model, caplog):
-    async with campfire_on_standin(tmp_path, fake_model, caplog) as environment:
-        yield environment
 
 
 async def bank(env: DiscordEnv, channel_id: int) -> list[Memory]:

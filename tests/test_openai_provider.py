@@ -204,19 +204,12 @@ async def test_inline_think_block_split_across_many_deltas(
     assert text_of(chunks) == "A lantern flickers."
 
 
-async def test_complete_returns_the_whole_text(
-    fake_model: FakeModelServer, provider: OpenAICompatibleProvider
-) -> None:
-    fake_model.queue(Reply(text=STORY, reasoning="thinking first"))
-    assert await provider.complete(MESSAGES, PARAMS) == STORY
-
-
 async def test_provider_can_be_reused_for_several_replies(
     fake_model: FakeModelServer, provider: OpenAICompatibleProvider
 ) -> None:
     fake_model.queue("First reply.", "Second reply.")
-    assert await provider.complete(MESSAGES, PARAMS) == "First reply."
-    assert await provider.complete(MESSAGES, PARAMS) == "Second reply."
+    assert text_of(await collect(provider)) == "First reply."
+    assert text_of(await collect(provider)) == "Second reply."
 
 
 # --------------------------------------------------------------------------- faults
@@ -447,4 +440,4 @@ async def test_breaking_out_and_closing_closes_the_stream(
     assert await asyncio.to_thread(fake_model.wait_for_disconnect, 3)
     # The provider is still usable afterwards.
     fake_model.queue("After the break.")
-    assert await provider.complete(MESSAGES, PARAMS) == "After the break."
+    assert text_of(await collect(provider)) == "After the break."

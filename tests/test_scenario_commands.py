@@ -6,21 +6,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 from sqlalchemy import func, select
 
 from bot.standin import StandinFile
 from bot.standin.world import InteractionRecord, RoleRecord, iter_components
 from engine.storage.models import Adventure, Scenario, StoryNode
-from tests.discord_env import DiscordEnv, campfire_on_standin
+from tests.discord_env import DiscordEnv
 
 DATA = Path(__file__).parent / "data"
-
-
-@pytest.fixture
-async def env(tmp_path, fake_model, caplog):
-    async with campfire_on_standin(tmp_path, fake_model, caplog) as environment:
-        yield environment
 
 
 def attachment(name: str) -> StandinFile:

@@ -11,15 +11,9 @@ from sqlalchemy import select
 from bot.standin.interactions import StandinFile
 from bot.standin.world import InteractionRecord
 from engine.storage.models import Adventure, AdventureScript
-from tests.discord_env import DiscordEnv, campfire_on_standin
+from tests.discord_env import DiscordEnv
 
 SCRIPTS = Path(__file__).parent / "scripts"
-
-
-@pytest.fixture
-async def env(tmp_path, fake_model, caplog):
-    async with campfire_on_standin(tmp_path, fake_model, caplog) as environment:
-        yield environment
 
 
 async def start_thread(env: DiscordEnv) -> int:

@@ -3,7 +3,6 @@ on the local stand-in. Every answer is ephemeral; forms come back prefilled."""
 
 from __future__ import annotations
 
-import pytest
 from sqlalchemy import select
 
 from bot.standin.world import InteractionRecord, iter_components
@@ -11,12 +10,6 @@ from engine.access import Actor
 from engine.steering.cards import CardDraft
 from engine.storage.models import Adventure, AdventureCard
 from tests.discord_env import DiscordEnv, campfire_on_standin
-
-
-@pytest.fixture
-async def env(tmp_path, fake_model, caplog):
-    async with campfire_on_standin(tmp_path, fake_model, caplog) as environment:
-        yield environment
 
 
 async def start_thread(env: DiscordEnv, host: int | None = None) -> int:
@@ -299,8 +292,12 @@ async def test_a_long_card_list_is_paged(env):
     assert [disabled for _, _, disabled in message.buttons] == [False, True]
 
 
-async def test_the_card_cap_is_checked_before_the_form_opens(tmp_path, fake_model, caplog):
-    async with campfire_on_standin(tmp_path, fake_model, caplog, max_story_cards=3) as env:
+async def test_the_card_cap_is_checked_before_the_form_opens(
+    tmp_path, fake_model, caplog, database_url
+):
+    async with campfire_on_standin(
+        tmp_path, fake_model, caplog, database_url, max_story_cards=3
+    ) as env:
         thread = await start_thread(env)
         record = await env.fake.slash(env.alice, thread, "card add")
         assert record.modal is None

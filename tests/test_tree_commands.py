@@ -6,19 +6,12 @@ from __future__ import annotations
 
 import asyncio
 
-import pytest
 from sqlalchemy import select
 
 from bot.standin.interactions import StandinFile
 from engine.storage.models import Adventure, AdventureScript, StoryNode
-from tests.discord_env import DiscordEnv, campfire_on_standin
+from tests.discord_env import DiscordEnv
 from tests.fakes.openai_server import Reply
-
-
-@pytest.fixture
-async def env(tmp_path, fake_model, caplog):
-    async with campfire_on_standin(tmp_path, fake_model, caplog) as environment:
-        yield environment
 
 
 async def start_thread(env: DiscordEnv) -> int:

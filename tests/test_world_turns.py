@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
 from sqlalchemy import select
 
 from engine.actions import PlayerAction
@@ -14,7 +13,6 @@ from engine.events import TextDelta, TurnDone
 from engine.providers.resolver import OperatorDefault
 from engine.storage.models import ActionType, Adventure, Scenario, StoryNode
 from engine.turns import TurnEngine
-from tests.discord_env import campfire_on_standin
 from tests.fakes.openai_server import Reply
 
 PROSE = "An arrow grazes your arm. Gwen pulls you behind the wagon, eyes on the camp."
@@ -98,12 +96,6 @@ async def test_a_malformed_block_changes_nothing_and_the_turn_goes_on(db, provid
     async with db.session() as session:
         adventure = await session.get(Adventure, adventure_id)
         assert adventure.world_state["values"]["player.hp"] == 100
-
-
-@pytest.fixture
-async def env(tmp_path, fake_model, caplog):
-    async with campfire_on_standin(tmp_path, fake_model, caplog) as environment:
-        yield environment
 
 
 async def test_the_chip_and_state_commands_in_discord(env, fake_model):

@@ -114,8 +114,11 @@ class StandIn:
         await self.stop()
 
 
-#: Names discord.py gives the tasks that run interaction handlers (not view time-outs).
+#: Names discord.py gives the tasks that run interaction handlers (not view time-outs), and the
+#: event listeners' (``on_interaction`` records who acted): a test that ends while a listener
+#: still writes would close the database under it.
 HANDLER_TASK_PREFIXES = (
+    "discord.py: ",
     "CommandTree-invoker",
     "discord-ui-view-dispatch-",
     "discord-ui-dynamic-item-",

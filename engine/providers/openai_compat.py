@@ -65,14 +65,6 @@ class OpenAICompatibleProvider:
     ) -> AsyncGenerator[ProviderChunk, None]:
         return checked(self._stream(messages, params), params)
 
-    async def complete(self, messages: Sequence[ChatMessage], params: GenerationParams) -> str:
-        """The whole story text of one reply (for background work such as summaries)."""
-        parts: list[str] = []
-        async for chunk in self.stream(messages, params):
-            if isinstance(chunk, TextDelta):
-                parts.append(chunk.text)
-        return "".join(parts)
-
     def _body(self, messages: Sequence[ChatMessage], params: GenerationParams) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": self.model,

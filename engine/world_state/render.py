@@ -146,38 +146,6 @@ def live_state(schema: StatSchema, state: dict, *, recent_text: str) -> str:
     return "\n".join(lines)
 
 
-def emit_rule(schema: StatSchema) -> str:
-    """The emit rule with an example built from this schema's own paths ("" if empty)."""
-    if schema.is_empty:
-        return ""
-    example: dict[str, Any] = {}
-    picked: dict[str, Stat | None] = {"number": None, "npc": None, "milestone": None}
-    numbers = sorted(schema.stats, key=lambda s: s.type != "number")  # numbers before counters
-    for stat in numbers:
-        if stat.npc is None and stat.numeric and picked["number"] is None:
-            picked["number"] = stat
-        elif stat.npc is not None and stat.numeric and picked["npc"] is None:
-            picked["npc"] = stat
-        elif stat.type == "milestone" and picked["milestone"] is None:
-            picked["milestone"] = stat
-    for stat in picked.values():
-        if stat is None:
-            continue
-        node = example
-        parts = stat.path.split(".")
-        for part in parts[:-1]:
-            node = node.setdefault(part, {})
-        node[parts[-1]] = True if stat.type == "milestone" else -5 if stat.type == "number" else 1
-    if not example:
-        return EMIT_RULE
-    rule = EMIT_RULE.split("e.g.\n")[1].split("\n```\n", 1)[1]
-    return (
-        "After your reply, add a fenced ```state block holding a JSON object of only what "
-        f"changed this turn, by the paths above, e.g.\n```state\n{json.dumps(example)}\n```\n"
-        + rule
-    )
-
-
 def reminder(schema: StatSchema) -> str:
     """One line, last in the prompt ("" for an empty schema)."""
     return "" if schema.is_empty else REMINDER
