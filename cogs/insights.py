@@ -34,7 +34,6 @@ log = logging.getLogger(__name__)
 # Discord's embed limits, and the share of them each part may take (title ≤ 256, description
 # ≤ 4096, field value ≤ 1024, footer ≤ 2048, ≤ 25 fields, all of it together ≤ 6000).
 EMBED_TOTAL_MAX = 6000
-FIELD_VALUE_MAX = 1024
 DESCRIPTION_BUDGET = 2300
 INCLUDED_BUDGET = 1024
 EXCLUDED_BUDGET = 1024

@@ -54,10 +54,6 @@ class Actor:
     role_ids: frozenset[int] = frozenset()
 
     @property
-    def in_dm(self) -> bool:
-        return self.server_id is None
-
-    @property
     def is_server_manager(self) -> bool:
         """Manages the server it acts in (never true in a DM)."""
         return self.server_id is not None and self.manages_server
