@@ -13,7 +13,11 @@ DATA = Path(__file__).parent / "data"
 FIXTURES = [path.read_bytes() for path in sorted(DATA.glob("*.json"))]
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=20),
     lambda children: (
         st.lists(children, max_size=5)
         | st.dictionaries(
