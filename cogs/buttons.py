@@ -56,8 +56,9 @@ class _StoryButton:
         self.adventure_id = adventure_id
         self.version = version
         custom_id = f"cf:{self.KIND}:{adventure_id}:{version}"
+        button = _button(self.LABEL, self.EMOJI, custom_id, self.STYLE)
         # The DynamicItem after this mixin takes the button; a checker sees only ``object``.
-        super().__init__(_button(self.LABEL, self.EMOJI, custom_id, self.STYLE))  # type: ignore[call-arg]
+        super().__init__(button)  # type: ignore[call-arg]  # object's __init__ to a checker
 
     @classmethod
     async def from_custom_id(
@@ -141,7 +142,7 @@ class InsightsButton(
     ) -> InsightsButton:
         return cls(int(match["node"]))
 
-    async def callback(self, interaction: discord.Interaction) -> None:
+    async def callback(self, interaction: discord.Interaction[CampfireBot]) -> None:
         await show_insights_safely(interaction, node_id=self.node_id)
 
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
 
 from engine.access import check_may_choose_importers, check_may_import
 from engine.accounts import touch_server, touch_user
@@ -163,8 +164,8 @@ class ScenarioLibrary:
         async with self.db.session() as session:
             scenarios = await visible_scenarios(session, actor.server_id, actor.user_id, limit=300)
             ids = [s.id for s in scenarios]
-            cards = await _counts(session, ScenarioCard.scenario_id, ids)
-            options = await _counts(session, Scenario.parent_id, ids)
+            cards = await _counts(session, col(ScenarioCard.scenario_id), ids)
+            options = await _counts(session, col(Scenario.parent_id), ids)
         listing = LibraryListing()
         for s in scenarios:
             assert s.id is not None
@@ -216,12 +217,13 @@ class ScenarioLibrary:
             if scenario.owner_id != actor.user_id:
                 await check_may_import(session, actor, "delete this server's scenarios")
             title = scenario.title
-            await session.execute(delete(Scenario).where(Scenario.id == scenario.id))
+            await session.execute(delete(Scenario).where(col(Scenario.id) == scenario.id))
             return title
 
     async def set_importer_role(self, actor: Actor, role_id: int | None) -> None:
         """Name the role whose members may import (None: only managers)."""
         check_may_choose_importers(actor)
+        assert actor.server_id is not None  # the check above refuses a DM
         async with self.db.session() as session, session.begin():
             await touch_server(session, actor.server_id, actor.server_name)
             server = await session.get(Server, actor.server_id)
@@ -238,14 +240,14 @@ async def _free_title(
     """The title, numbered if the library already has one like it (so /start can tell them
     apart)."""
     scope = (
-        Scenario.server_id == server_id
+        col(Scenario.server_id) == server_id
         if server_id is not None
-        else (Scenario.owner_id == owner_id)
+        else (col(Scenario.owner_id) == owner_id)
     )
     taken = {
         t.casefold()
         for t in await session.scalars(
-            select(Scenario.title).where(scope, Scenario.parent_id.is_(None))
+            select(col(Scenario.title)).where(scope, col(Scenario.parent_id).is_(None))
         )
     }
     candidate, n = title, 2
@@ -329,16 +331,16 @@ async def load_draft(session: AsyncSession, scenario: Scenario) -> ScenarioDraft
     )
     cards = await session.scalars(
         select(ScenarioCard)
-        .where(ScenarioCard.scenario_id == scenario.id)
-        .order_by(ScenarioCard.position, ScenarioCard.id)
+        .where(col(ScenarioCard.scenario_id) == scenario.id)
+        .order_by(col(ScenarioCard.position), col(ScenarioCard.id))
     )
     draft.cards = [
         ImportedCard(c.title, c.keys, c.entry, c.type, c.description, c.always_on) for c in cards
     ]
     scripts = await session.scalars(
         select(ScenarioScript)
-        .where(ScenarioScript.scenario_id == scenario.id)
-        .order_by(ScenarioScript.position, ScenarioScript.id)
+        .where(col(ScenarioScript.scenario_id) == scenario.id)
+        .order_by(col(ScenarioScript.position), col(ScenarioScript.id))
     )
     draft.scripts = [
         ImportedScript(
@@ -353,7 +355,7 @@ async def load_draft(session: AsyncSession, scenario: Scenario) -> ScenarioDraft
         for s in scripts
     ]
     children = await session.scalars(
-        select(Scenario).where(Scenario.parent_id == scenario.id).order_by(Scenario.id)
+        select(Scenario).where(col(Scenario.parent_id) == scenario.id).order_by(col(Scenario.id))
     )
     draft.options = [await load_draft(session, child) for child in list(children)]
     return draft

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
 
 from engine.access import adventure_here, check_may_script
 from engine.actions import PlayerAction, format_action
@@ -85,8 +86,8 @@ def _clean_name(name: str | None) -> str:
 async def _script_named(session: AsyncSession, adventure_id: int, name: str) -> AdventureScript:
     script = await session.scalar(
         select(AdventureScript).where(
-            AdventureScript.adventure_id == adventure_id,
-            func.lower(AdventureScript.name) == name.casefold(),
+            col(AdventureScript.adventure_id) == adventure_id,
+            func.lower(col(AdventureScript.name)) == name.casefold(),
         )
     )
     if script is None:
@@ -153,15 +154,15 @@ class ScriptService:
                 created = False
             except NotFound:
                 count = await session.scalar(
-                    select(func.count()).where(AdventureScript.adventure_id == adventure.id)
+                    select(func.count()).where(col(AdventureScript.adventure_id) == adventure.id)
                 )
                 if (count or 0) >= MAX_SCRIPTS:
                     raise InvalidInput(
                         f"This adventure already has {MAX_SCRIPTS} scripts; remove one first."
                     ) from None
                 last = await session.scalar(
-                    select(func.max(AdventureScript.position)).where(
-                        AdventureScript.adventure_id == adventure.id
+                    select(func.max(col(AdventureScript.position))).where(
+                        col(AdventureScript.adventure_id) == adventure.id
                     )
                 )
                 script = AdventureScript(
@@ -181,8 +182,8 @@ class ScriptService:
             adventure = await adventure_here(session, channel_id)
             rows = await session.scalars(
                 select(AdventureScript)
-                .where(AdventureScript.adventure_id == adventure.id)
-                .order_by(AdventureScript.position, AdventureScript.id)
+                .where(col(AdventureScript.adventure_id) == adventure.id)
+                .order_by(col(AdventureScript.position), col(AdventureScript.id))
             )
             return [_view(row) for row in rows]
 
@@ -223,9 +224,9 @@ class ScriptService:
         async with self.db.session() as session:
             adventure = await adventure_here(session, channel_id)
             rows = await session.scalars(
-                select(AdventureScript.name)
-                .where(AdventureScript.adventure_id == adventure.id)
-                .order_by(AdventureScript.position, AdventureScript.id)
+                select(col(AdventureScript.name))
+                .where(col(AdventureScript.adventure_id) == adventure.id)
+                .order_by(col(AdventureScript.position), col(AdventureScript.id))
             )
             typed = typed.casefold()
             return [name for name in rows if typed in name.casefold()][:25]

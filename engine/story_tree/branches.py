@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
 
 from engine.access import adventure_here, check_may_shape_story
 from engine.errors import InvalidInput, NotFound
@@ -62,22 +63,30 @@ class BranchesAndSavePoints(TreeCore):
         async with self.db.session() as session:
             adventure = await adventure_here(session, channel_id)
             saves = (
-                select(SavePoint.branch_id, func.count().label("n"))
-                .where(SavePoint.adventure_id == adventure.id)
-                .group_by(SavePoint.branch_id)
+                select(col(SavePoint.branch_id), func.count().label("n"))
+                .where(col(SavePoint.adventure_id) == adventure.id)
+                .group_by(col(SavePoint.branch_id))
                 .subquery()
             )
             rows = await session.execute(
-                select(Branch.id, Branch.name, Branch.created_at, StoryNode.index, saves.c.n)
-                .join(StoryNode, StoryNode.id == Branch.tip_node_id, isouter=True)
-                .join(saves, saves.c.branch_id == Branch.id, isouter=True)
-                .where(Branch.adventure_id == adventure.id)
-                .order_by(Branch.created_at, Branch.id)
+                select(
+                    col(Branch.id),
+                    col(Branch.name),
+                    col(Branch.created_at),
+                    # Labelled: read as ``row.index``, the column would be taken for the method
+                    # every sequence has by that name.
+                    col(StoryNode.index).label("tip_index"),
+                    saves.c.n,
+                )
+                .join(StoryNode, col(StoryNode.id) == col(Branch.tip_node_id), isouter=True)
+                .join(saves, saves.c.branch_id == col(Branch.id), isouter=True)
+                .where(col(Branch.adventure_id) == adventure.id)
+                .order_by(col(Branch.created_at), col(Branch.id))
             )
             return [
                 BranchView(
                     row.name,
-                    row.index or 0,
+                    row.tip_index or 0,
                     row.id == adventure.active_branch_id,
                     row.n or 0,
                     row.created_at,
@@ -87,7 +96,9 @@ class BranchesAndSavePoints(TreeCore):
 
     async def _find_branch(self, session: AsyncSession, adventure: Adventure, name: str) -> Branch:
         branch = await session.scalar(
-            select(Branch).where(Branch.adventure_id == adventure.id, Branch.name == name.strip())
+            select(Branch).where(
+                col(Branch.adventure_id) == adventure.id, col(Branch.name) == name.strip()
+            )
         )
         if branch is None:
             raise NotFound(
@@ -118,6 +129,7 @@ class BranchesAndSavePoints(TreeCore):
         name = self._valid_name(name, "branch")
         async with self.db.session() as session, session.begin():
             adventure = await self._adventure(session, channel_id, None)
+            assert adventure.id is not None  # a stored row
             await check_may_shape_story(session, adventure, actor)
             head = await self._head(session, adventure)
             await self._check_free(session, Branch, adventure.id, name, "branch")
@@ -188,6 +200,7 @@ class BranchesAndSavePoints(TreeCore):
         new_name = self._valid_name(new_name, "branch")
         async with self.db.session() as session, session.begin():
             adventure = await self._adventure(session, channel_id, None)
+            assert adventure.id is not None  # a stored row
             await check_may_shape_story(session, adventure, actor)
             branch = await self._find_branch(session, adventure, name)
             if branch.name == new_name:
@@ -210,7 +223,7 @@ class BranchesAndSavePoints(TreeCore):
                 )
             saves = list(
                 await session.scalars(
-                    select(SavePoint.name).where(SavePoint.branch_id == branch.id)
+                    select(col(SavePoint.name)).where(col(SavePoint.branch_id) == branch.id)
                 )
             )
             if saves:
@@ -231,6 +244,7 @@ class BranchesAndSavePoints(TreeCore):
             adventure = await self._adventure(session, channel_id, None)
             await check_may_shape_story(session, adventure, actor)
             head = await self._head(session, adventure)
+            assert adventure.id is not None and head.id is not None  # stored rows
             await self._check_free(session, SavePoint, adventure.id, name, "save point")
             session.add(
                 SavePoint(
@@ -250,15 +264,21 @@ class BranchesAndSavePoints(TreeCore):
             adventure = await adventure_here(session, channel_id)
             rows = await session.execute(
                 select(
-                    SavePoint.name, SavePoint.node_id, Branch.name.label("branch"), StoryNode.index
+                    col(SavePoint.name),
+                    col(SavePoint.node_id),
+                    col(Branch.name).label("branch"),
+                    # Labelled, as in ``branches``: ``r.index`` reads as the sequence method.
+                    col(StoryNode.index).label("node_index"),
                 )
-                .join(Branch, Branch.id == SavePoint.branch_id, isouter=True)
-                .join(StoryNode, StoryNode.id == SavePoint.node_id)
-                .where(SavePoint.adventure_id == adventure.id)
-                .order_by(SavePoint.created_at, SavePoint.id)
+                .join(Branch, col(Branch.id) == col(SavePoint.branch_id), isouter=True)
+                .join(StoryNode, col(StoryNode.id) == col(SavePoint.node_id))
+                .where(col(SavePoint.adventure_id) == adventure.id)
+                .order_by(col(SavePoint.created_at), col(SavePoint.id))
             )
             return [
-                SavePointView(r.name, r.branch or "", r.index, r.node_id == adventure.head_node_id)
+                SavePointView(
+                    r.name, r.branch or "", r.node_index, r.node_id == adventure.head_node_id
+                )
                 for r in rows
             ]
 
@@ -267,7 +287,7 @@ class BranchesAndSavePoints(TreeCore):
     ) -> SavePoint:
         point = await session.scalar(
             select(SavePoint).where(
-                SavePoint.adventure_id == adventure.id, SavePoint.name == name.strip()
+                col(SavePoint.adventure_id) == adventure.id, col(SavePoint.name) == name.strip()
             )
         )
         if point is None:
@@ -307,24 +327,28 @@ class BranchesAndSavePoints(TreeCore):
             branches = list(
                 await session.scalars(
                     select(Branch)
-                    .where(Branch.adventure_id == adventure.id)
-                    .order_by(Branch.created_at, Branch.id)
+                    .where(col(Branch.adventure_id) == adventure.id)
+                    .order_by(col(Branch.created_at), col(Branch.id))
                 )
             )
-            lines = {
-                b.id: await ancestry(session, b.tip_node_id)
-                for b in branches
-                if b.tip_node_id is not None
-            }
+            lines: dict[int, dict[int, int]] = {}
+            for branch in branches:
+                assert branch.id is not None  # a stored row
+                if branch.tip_node_id is not None:
+                    lines[branch.id] = await ancestry(session, branch.tip_node_id)
             head_line = (
                 await ancestry(session, adventure.head_node_id) if adventure.head_node_id else {}
             )
             points = list(
                 await session.execute(
-                    select(SavePoint.name, SavePoint.branch_id, StoryNode.index)
-                    .join(StoryNode, StoryNode.id == SavePoint.node_id)
-                    .where(SavePoint.adventure_id == adventure.id)
-                    .order_by(SavePoint.id)
+                    select(
+                        col(SavePoint.name),
+                        col(SavePoint.branch_id),
+                        col(StoryNode.index).label("node_index"),
+                    )
+                    .join(StoryNode, col(StoryNode.id) == col(SavePoint.node_id))
+                    .where(col(SavePoint.adventure_id) == adventure.id)
+                    .order_by(col(SavePoint.id))
                 )
             )
         return draw_tree(

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
 
 from engine.access import NO_ADVENTURE, adventure_here
 from engine.errors import NotFound, StoryMovedOn
@@ -99,7 +100,7 @@ class TreeCore:
         leaving = await capture_current(session, adventure)
         await session.execute(
             update(StoryNode)
-            .where(StoryNode.id == adventure.head_node_id)
+            .where(col(StoryNode.id) == adventure.head_node_id)
             .values(state_after=leaving)
         )
         values: dict[str, Any] = {"head_node_id": target.id}
@@ -114,12 +115,16 @@ class TreeCore:
     async def _branch_name(self, session: AsyncSession, branch_id: int | None) -> str:
         if branch_id is None:
             return ""
-        return await session.scalar(select(Branch.name).where(Branch.id == branch_id)) or ""
+        return (
+            await session.scalar(select(col(Branch.name)).where(col(Branch.id) == branch_id)) or ""
+        )
 
     async def _can_redo(self, session: AsyncSession, head_id: int, branch_id: int | None) -> bool:
         if branch_id is None:
             return False
-        tip = await session.scalar(select(Branch.tip_node_id).where(Branch.id == branch_id))
+        tip = await session.scalar(
+            select(col(Branch.tip_node_id)).where(col(Branch.id) == branch_id)
+        )
         return tip is not None and tip != head_id
 
     async def _result(

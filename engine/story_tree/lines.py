@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
+from sqlmodel import col
 
 from engine.memory.cursors import story_cut_back
 from engine.snapshots import capture
@@ -25,15 +26,19 @@ async def ancestry(session: AsyncSession, node_id: int) -> dict[int, int]:
     """Every node on the line ending at ``node_id``: id → index (two light columns only)."""
     step = aliased(StoryNode)
     line = (
-        select(StoryNode.id, StoryNode.parent_id, StoryNode.index)
-        .where(StoryNode.id == node_id)
+        select(col(StoryNode.id), col(StoryNode.parent_id), col(StoryNode.index))
+        .where(col(StoryNode.id) == node_id)
         .cte("ancestry", recursive=True)
     )
     line = line.union_all(
-        select(step.id, step.parent_id, step.index).join(line, step.id == line.c.parent_id)
+        select(col(step.id), col(step.parent_id), col(step.index)).join(
+            line, col(step.id) == line.c.parent_id
+        )
     )
-    rows = await session.execute(select(line.c.id, line.c.index))
-    return {row.id: row.index for row in rows}
+    # Labelled: read as ``row.index``, the column would be taken for the method every sequence
+    # has by that name.
+    rows = await session.execute(select(line.c.id, line.c.index.label("node_index")))
+    return {row.id: row.node_index for row in rows}
 
 
 async def shared_depth(session: AsyncSession, a: int, b: int) -> int:
@@ -45,7 +50,7 @@ async def shared_depth(session: AsyncSession, a: int, b: int) -> int:
 
 async def has_children(session: AsyncSession, node_id: int) -> bool:
     child = await session.scalar(
-        select(StoryNode.id).where(StoryNode.parent_id == node_id).limit(1)
+        select(col(StoryNode.id)).where(col(StoryNode.parent_id) == node_id).limit(1)
     )
     return child is not None
 
@@ -53,14 +58,16 @@ async def has_children(session: AsyncSession, node_id: int) -> bool:
 async def state_after(session: AsyncSession, adventure: Adventure, node: StoryNode) -> dict:
     """The state to put back when the head comes to ``node`` from elsewhere."""
     assert node.id is not None
-    stored = await session.scalar(select(StoryNode.state_after).where(StoryNode.id == node.id))
+    stored = await session.scalar(
+        select(col(StoryNode.state_after)).where(col(StoryNode.id) == node.id)
+    )
     if stored is not None:
         return stored
     # The opening (and turns stored before state_after existed): what its first child saw.
     child_state = await session.scalar(
-        select(StoryNode.state_before)
-        .where(StoryNode.parent_id == node.id, StoryNode.state_before.is_not(None))
-        .order_by(StoryNode.id)
+        select(col(StoryNode.state_before))
+        .where(col(StoryNode.parent_id) == node.id, col(StoryNode.state_before).is_not(None))
+        .order_by(col(StoryNode.id))
         .limit(1)
     )
     if child_state is not None:
@@ -70,7 +77,9 @@ async def state_after(session: AsyncSession, adventure: Adventure, node: StoryNo
 
 
 async def state_before_of(session: AsyncSession, node_id: int) -> dict | None:
-    return await session.scalar(select(StoryNode.state_before).where(StoryNode.id == node_id))
+    return await session.scalar(
+        select(col(StoryNode.state_before)).where(col(StoryNode.id) == node_id)
+    )
 
 
 def is_turn_boundary(node: StoryNode) -> bool:
@@ -80,7 +89,9 @@ def is_turn_boundary(node: StoryNode) -> bool:
 
 async def fork_name(session: AsyncSession, adventure_id: int) -> str:
     taken = set(
-        await session.scalars(select(Branch.name).where(Branch.adventure_id == adventure_id))
+        await session.scalars(
+            select(col(Branch.name)).where(col(Branch.adventure_id) == adventure_id)
+        )
     )
     number = 2
     while f"fork {number}" in taken:
@@ -107,17 +118,17 @@ async def advance_line(
         # The head's state as the turn found it (a host's corrections included), for a later
         # Redo or branch switch back to it.
         await session.execute(
-            update(StoryNode).where(StoryNode.id == head_id).values(state_after=head_state)
+            update(StoryNode).where(col(StoryNode.id) == head_id).values(state_after=head_state)
         )
     if adventure.active_branch_id is None:
         return None
     tip = await session.scalar(
-        select(Branch.tip_node_id).where(Branch.id == adventure.active_branch_id)
+        select(col(Branch.tip_node_id)).where(col(Branch.id) == adventure.active_branch_id)
     )
     if tip == head_id or tip is None:
         await session.execute(
             update(Branch)
-            .where(Branch.id == adventure.active_branch_id)
+            .where(col(Branch.id) == adventure.active_branch_id)
             .values(tip_node_id=new_tip_id)
         )
         return adventure.active_branch_id
@@ -129,7 +140,9 @@ async def advance_line(
     session.add(branch)
     await session.flush()
     await session.execute(
-        update(Adventure).where(Adventure.id == adventure.id).values(active_branch_id=branch.id)
+        update(Adventure)
+        .where(col(Adventure.id) == adventure.id)
+        .values(active_branch_id=branch.id)
     )
     await story_cut_back(session, adventure.id, kept_through=head_index)
     return branch.id
@@ -144,11 +157,13 @@ async def fork_beside(
     if adventure.active_branch_id is None:
         return
     tip = await session.scalar(
-        select(Branch.tip_node_id).where(Branch.id == adventure.active_branch_id)
+        select(col(Branch.tip_node_id)).where(col(Branch.id) == adventure.active_branch_id)
     )
     if tip == replaced_id:
         await session.execute(
-            update(Branch).where(Branch.id == adventure.active_branch_id).values(tip_node_id=new_id)
+            update(Branch)
+            .where(col(Branch.id) == adventure.active_branch_id)
+            .values(tip_node_id=new_id)
         )
         return
     branch = Branch(
@@ -157,5 +172,7 @@ async def fork_beside(
     session.add(branch)
     await session.flush()
     await session.execute(
-        update(Adventure).where(Adventure.id == adventure.id).values(active_branch_id=branch.id)
+        update(Adventure)
+        .where(col(Adventure.id) == adventure.id)
+        .values(active_branch_id=branch.id)
     )

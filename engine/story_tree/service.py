@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import undefer
+from sqlmodel import col
 
 from engine.access import NO_ADVENTURE, active_adventure, adventure_here, check_may_rewrite
 from engine.errors import InvalidInput, NotFound, StoryMovedOn
@@ -29,6 +29,7 @@ from engine.storage.models import (
     Role,
     StoryNode,
     Take,
+    undefer_field,
 )
 from engine.story import advance_version, line_tail
 from engine.story_tree.lines import (
@@ -47,6 +48,12 @@ from engine.story_tree.core import MOVED_ON, HeadMove
 
 #: The longest turn text an edit accepts: what one Discord text input holds.
 EDIT_MAX_CHARS = 4000
+
+
+def _ids(nodes: list[StoryNode]) -> tuple[int, ...]:
+    ids = tuple(node.id for node in nodes if node.id is not None)
+    assert len(ids) == len(nodes)  # nodes read from the database, each with its id
+    return ids
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +99,7 @@ class StoryTree(BranchesAndSavePoints):
             if head.parent_id is None:
                 raise InvalidInput("There is nothing to undo: the story is at its opening.")
             await check_may_rewrite(session, adventure, head, actor)
+            assert head.id is not None  # a stored row
             # The turn is the head and, when a player acted, the action above it.
             stretch = await line_tail(session, head.id, 3)  # oldest first
             removed = [head]
@@ -102,8 +110,9 @@ class StoryTree(BranchesAndSavePoints):
                 removed.append(node)
             else:  # pragma: no cover - a line always starts with the opening, a narrator node
                 raise NotFound("This story has no earlier turn to go back to.")
+            removed_ids = _ids(removed)
             # The state before the oldest removed node is exactly the state at the target.
-            snapshot = await state_before_of(session, removed[-1].id) or await state_after(
+            snapshot = await state_before_of(session, removed_ids[-1]) or await state_after(
                 session, adventure, target
             )
             version = await self._move(
@@ -115,7 +124,7 @@ class StoryTree(BranchesAndSavePoints):
                 target,
                 version,
                 adventure.active_branch_id,
-                removed=tuple(n.id for n in removed),
+                removed=removed_ids,
             )
 
     async def redo(
@@ -132,11 +141,14 @@ class StoryTree(BranchesAndSavePoints):
             tip_id = None
             if adventure.active_branch_id is not None:
                 tip_id = await session.scalar(
-                    select(Branch.tip_node_id).where(Branch.id == adventure.active_branch_id)
+                    select(col(Branch.tip_node_id)).where(
+                        col(Branch.id) == adventure.active_branch_id
+                    )
                 )
             tip = await session.get(StoryNode, tip_id) if tip_id is not None else None
             if tip is None or tip.id == head.id or tip.index <= head.index:
                 raise InvalidInput("There is nothing to redo: this is the newest turn.")
+            assert tip.id is not None  # a stored row
             stretch = await line_tail(session, tip.id, tip.index - head.index + 1)
             if not stretch or stretch[0].id != head.id:
                 raise InvalidInput("There is nothing to redo on this branch from here.")
@@ -155,7 +167,7 @@ class StoryTree(BranchesAndSavePoints):
                 target,
                 version,
                 adventure.active_branch_id,
-                restored=tuple(n.id for n in restored),
+                restored=_ids(restored),
             )
 
     # --- takes and edits ---
@@ -183,8 +195,12 @@ class StoryTree(BranchesAndSavePoints):
             await self._refuse_if_continued(session, node)
             take = await session.scalar(
                 select(Take)
-                .where(Take.node_id == node.id, Take.number == number)
-                .options(undefer(Take.text), undefer(Take.reasoning), undefer(Take.state_after))
+                .where(col(Take.node_id) == node.id, col(Take.number) == number)
+                .options(
+                    undefer_field(Take.text),
+                    undefer_field(Take.reasoning),
+                    undefer_field(Take.state_after),
+                )
             )
             if take is None:
                 raise NotFound(f"Take {number} of this turn is missing.")
@@ -193,7 +209,7 @@ class StoryTree(BranchesAndSavePoints):
             report = kept.pop("state_report", None)
             await session.execute(
                 update(StoryNode)
-                .where(StoryNode.id == node.id)
+                .where(col(StoryNode.id) == node.id)
                 .values(
                     text=take.text,
                     reasoning=take.reasoning,
@@ -211,7 +227,9 @@ class StoryTree(BranchesAndSavePoints):
                 session, adventure, node, snapshot, kept_through=node.index - 1
             )
             await session.execute(
-                update(StoryNode).where(StoryNode.id == node.id).values(state_after=kept or None)
+                update(StoryNode)
+                .where(col(StoryNode.id) == node.id)
+                .values(state_after=kept or None)
             )
             await session.refresh(node)
             return await self._result(session, adventure, node, version, adventure.active_branch_id)
@@ -281,12 +299,15 @@ class StoryTree(BranchesAndSavePoints):
             await self._refuse_if_continued(session, node)
             if text == node.text:
                 raise InvalidInput("The text is unchanged; nothing was saved.")
+            assert adventure.id is not None  # a stored row
             expected = adventure.version
             row = (
                 await session.execute(
                     select(
-                        StoryNode.state_after, StoryNode.state_block, StoryNode.state_report
-                    ).where(StoryNode.id == node.id)
+                        col(StoryNode.state_after),
+                        col(StoryNode.state_block),
+                        col(StoryNode.state_report),
+                    ).where(col(StoryNode.id) == node.id)
                 )
             ).one()
             await add_take(

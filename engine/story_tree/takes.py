@@ -11,6 +11,7 @@ from typing import Any
 
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
 
 from engine.errors import InvalidInput, NotFound
 from engine.storage.models import (
@@ -36,19 +37,20 @@ async def keep_first_take(session: AsyncSession, node: StoryNode) -> None:
     (a turn that is never retried keeps no take rows at all)."""
     if node.take_count > 1:
         return
+    assert node.id is not None  # a stored row
     exists = await session.scalar(
-        select(Take.id).where(Take.node_id == node.id, Take.number == 1).limit(1)
+        select(col(Take.id)).where(col(Take.node_id) == node.id, col(Take.number) == 1).limit(1)
     )
     if exists is not None:
         return
     row = await session.execute(
         select(
-            StoryNode.text,
-            StoryNode.reasoning,
-            StoryNode.state_after,
-            StoryNode.state_block,
-            StoryNode.state_report,
-        ).where(StoryNode.id == node.id)
+            col(StoryNode.text),
+            col(StoryNode.reasoning),
+            col(StoryNode.state_after),
+            col(StoryNode.state_block),
+            col(StoryNode.state_report),
+        ).where(col(StoryNode.id) == node.id)
     )
     original = row.one()
     session.add(
@@ -77,6 +79,7 @@ async def add_take(
     extra: dict[str, Any] | None = None,
 ) -> int:
     """Append a take to ``node`` and make it live; returns its number."""
+    assert node.id is not None  # a stored row
     await keep_first_take(session, node)
     number = node.take_count + 1
     session.add(
@@ -90,7 +93,7 @@ async def add_take(
     )
     await session.execute(
         update(StoryNode)
-        .where(StoryNode.id == node.id)
+        .where(col(StoryNode.id) == node.id)
         .values(
             text=text,
             reasoning=reasoning,
