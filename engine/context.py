@@ -59,7 +59,7 @@ from engine.context_types import (
 from engine.providers.base import ChatMessage
 from engine.retrieval.retriever import Found, Retriever
 from engine.storage.models import Adventure, AdventureCard
-from engine.story import line_window
+from engine.story_line.read import line_window
 from engine.tokens import count_tokens, truncate_to_tokens
 from engine.world_state.apply import world_sections
 

@@ -44,7 +44,7 @@ from engine.storage.models import (
     StoryNode,
     utcnow,
 )
-from engine.story import line_tail
+from engine.story_line.read import line_tail
 from engine.turns import Fence, TurnEngine
 
 log = logging.getLogger(__name__)

@@ -25,7 +25,7 @@ from engine.context_report import ContextReport
 from engine.memory.retrieval import MemoryRetriever
 from engine.providers.resolver import OperatorDefault
 from engine.storage.models import ActionType, Adventure, AdventureCard, Memory, Role, StoryNode
-from engine.story import line_length, line_window
+from engine.story_line.read import line_length, line_window
 from engine.tokens import count_tokens
 from engine.turns import TurnEngine
 from tests.benchmarks.bench_context import seed_adventure

@@ -24,7 +24,7 @@ from engine.storage.models import (
     StoryNode,
     Take,
 )
-from engine.story import line_tail, line_window
+from engine.story_line.read import line_tail, line_window
 from engine.story_tree import StoryTree
 from engine.turns import TurnEngine
 from tests.fakes.openai_server import Reply

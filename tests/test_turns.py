@@ -13,7 +13,7 @@ from engine.errors import ModelError, StoryMovedOn
 from engine.events import ActionAccepted, TextDelta, TurnDone, TurnFailed
 from engine.providers.resolver import OperatorDefault
 from engine.storage.models import ActionType, Adventure, Role, StoryNode
-from engine.story import line_tail
+from engine.story_line.read import line_tail
 from engine.turns import TurnEngine
 from tests.fakes.openai_server import Reply
 from tests.helpers import new_adventure, node_count, play

@@ -51,7 +51,7 @@ from engine.storage.models import (
     StoryNode,
     SummaryVersion,
 )
-from engine.story import line_tail
+from engine.story_line.read import line_tail
 
 log = logging.getLogger(__name__)
 

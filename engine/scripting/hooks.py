@@ -40,7 +40,7 @@ from engine.scripting import sandbox
 from engine.scripting.cards import CardRow, changes, script_card, to_context_cards
 from engine.snapshots import CARD_FIELDS
 from engine.storage.models import ActionType, Adventure, AdventureCard, AdventureScript, Role
-from engine.story import line_tail
+from engine.story_line.read import line_tail
 
 #: How many of the newest story entries scripts see in ``history``.
 HISTORY_ENTRIES = 100

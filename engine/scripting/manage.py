@@ -27,7 +27,7 @@ from engine.errors import InvalidInput, NotFound
 from engine.scripting import sandbox
 from engine.scripting.hooks import Hook, HookReport, ScriptStopped, TurnScripts
 from engine.storage.models import ActionType, AdventureScript, Role
-from engine.story import line_tail
+from engine.story_line.read import line_tail
 
 if TYPE_CHECKING:
     from engine.access import Actor

@@ -1,9 +1,9 @@
 """The story tree: takes, undo and redo, edits, branches and save points.
 
 ``service.StoryTree`` is what a front end calls (its shared steps in ``core``, branches and
-save points in ``branches``); ``lines`` reads and grows lines (and forks),
+save points in ``branches``); lines are read and grown in ``engine.story_line``,
 ``takes`` keeps a turn's attempts, ``picture`` draws /tree. Who may change what is
-``engine.access``'s rule. A turn being stored calls ``lines.advance_line``; a retry uses
+``engine.access``'s rule. A turn being stored calls ``story_line.write.advance_line``; a retry uses
 ``takes.plan_retry``.
 """
 

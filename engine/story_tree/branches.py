@@ -23,11 +23,7 @@ from engine.storage.models import (
     SavePoint,
     StoryNode,
 )
-from engine.story_tree.lines import (
-    ancestry,
-    shared_depth,
-    state_after,
-)
+from engine.story_line.read import ancestry, shared_depth, state_after
 from engine.story_tree.picture import draw_tree
 
 if TYPE_CHECKING:

@@ -24,7 +24,7 @@ from engine.storage.models import (
     Branch,
     StoryNode,
 )
-from engine.story import advance_version
+from engine.story_line.write import advance_version
 
 if TYPE_CHECKING:
     from engine.queue import AdventureQueue

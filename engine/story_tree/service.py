@@ -31,13 +31,14 @@ from engine.storage.models import (
     Take,
     undefer_field,
 )
-from engine.story import advance_version, line_tail
-from engine.story_tree.lines import (
+from engine.story_line.read import (
     has_children,
     is_turn_boundary,
+    line_tail,
     state_after,
     state_before_of,
 )
+from engine.story_line.write import advance_version
 from engine.story_tree.takes import add_take
 from engine.tokens import count_tokens
 

@@ -20,7 +20,7 @@ from engine.storage.models import (
     StoryNode,
     Take,
 )
-from engine.story_tree.lines import state_after, state_before_of
+from engine.story_line.read import state_after, state_before_of
 from engine.tokens import count_tokens
 
 

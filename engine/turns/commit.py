@@ -19,8 +19,8 @@ from engine.memory.cursors import story_cut_back
 from engine.snapshots import capture, load_cards, restore
 from engine.storage.database import Database
 from engine.storage.models import ActionType, Role, StoryNode
-from engine.story import advance_version
-from engine.story_tree.lines import advance_line, fork_beside, has_children
+from engine.story_line.read import has_children
+from engine.story_line.write import advance_line, advance_version, fork_beside
 from engine.story_tree.takes import RetryPlan, add_take
 from engine.tokens import count_tokens
 from engine.turns.generate import Draft

@@ -20,7 +20,7 @@ from engine.providers.base import ChatProvider, GenerationParams
 from engine.scripting.hooks import ScriptStopped
 from engine.storage.database import Database
 from engine.storage.models import Adventure
-from engine.story import update_unmoved
+from engine.story_line.write import update_unmoved
 from engine.turns.plan import Fence, TurnPlan
 from engine.world_state.apply import BlockHolder, SettledWorld, schema_of, settle
 

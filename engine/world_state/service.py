@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from engine.access import adventure_here, check_may_steer
 from engine.errors import InvalidInput
-from engine.story import advance_version
+from engine.story_line.write import advance_version
 from engine.world_state.apply import current_state, schema_of
 from engine.world_state.referee import set_value
 from engine.world_state.render import chip, describe

@@ -1,5 +1,5 @@
-"""Reading and growing the tree's lines: ancestries, where two lines part, the state a position
-leaves behind, and the branch a new turn lands on (extended, or forked)."""
+"""Writing the story's line: the version guard every change of the story's head passes, and
+the branch a new turn lands on (the line extended, or forked beside a moved-back head)."""
 
 from __future__ import annotations
 
@@ -7,84 +7,45 @@ from typing import Any
 
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import aliased
 from sqlmodel import col
 
+from engine.errors import StoryMovedOn
 from engine.memory.cursors import story_cut_back
-from engine.snapshots import capture
-from engine.storage.models import (
-    Adventure,
-    Branch,
-    Role,
-    StoryNode,
-)
-from engine.world_state.apply import schema_of
-from engine.world_state.schema import initial_state
+from engine.storage.changes import rows_changed
+from engine.storage.models import Adventure, Branch, StoryNode, utcnow
 
 
-async def ancestry(session: AsyncSession, node_id: int) -> dict[int, int]:
-    """Every node on the line ending at ``node_id``: id → index (two light columns only)."""
-    step = aliased(StoryNode)
-    line = (
-        select(col(StoryNode.id), col(StoryNode.parent_id), col(StoryNode.index))
-        .where(col(StoryNode.id) == node_id)
-        .cte("ancestry", recursive=True)
+async def advance_version(
+    session: AsyncSession, adventure_id: int, expected: int, *, moved_on: str, **values: Any
+) -> int:
+    """The version guard: move the adventure from version ``expected`` to the next, writing
+    ``values`` to its row with it; returns the new version.
+
+    Raises ``StoryMovedOn`` with the ``moved_on`` message when the version is no longer
+    ``expected`` (someone moved the story since it was read): the caller's transaction is then
+    rolled back whole, so nothing it wrote before the guard is kept either.
+    """
+    if not await update_unmoved(
+        session, adventure_id, expected, version=Adventure.version + 1, **values
+    ):
+        raise StoryMovedOn(moved_on)
+    return expected + 1
+
+
+async def update_unmoved(
+    session: AsyncSession, adventure_id: int, expected: int, **values: Any
+) -> bool:
+    """Write ``values`` to the adventure's row only while its version is still ``expected``;
+    whether it was. The version stays as it is: this is for a change that is no step of the
+    story (a script that stopped an action keeps its state), so buttons drawn for the current
+    version still work after it."""
+    moved = await rows_changed(
+        session,
+        update(Adventure)
+        .where(col(Adventure.id) == adventure_id, col(Adventure.version) == expected)
+        .values(updated_at=utcnow(), **values),
     )
-    line = line.union_all(
-        select(col(step.id), col(step.parent_id), col(step.index)).join(
-            line, col(step.id) == line.c.parent_id
-        )
-    )
-    # Labelled: read as ``row.index``, the column would be taken for the method every sequence
-    # has by that name.
-    rows = await session.execute(select(line.c.id, line.c.index.label("node_index")))
-    return {row.id: row.node_index for row in rows}
-
-
-async def shared_depth(session: AsyncSession, a: int, b: int) -> int:
-    """The index of the deepest node the lines ending at ``a`` and ``b`` share."""
-    first, second = await ancestry(session, a), await ancestry(session, b)
-    common = [index for node, index in first.items() if node in second]
-    return max(common) if common else 0
-
-
-async def has_children(session: AsyncSession, node_id: int) -> bool:
-    child = await session.scalar(
-        select(col(StoryNode.id)).where(col(StoryNode.parent_id) == node_id).limit(1)
-    )
-    return child is not None
-
-
-async def state_after(session: AsyncSession, adventure: Adventure, node: StoryNode) -> dict:
-    """The state to put back when the head comes to ``node`` from elsewhere."""
-    assert node.id is not None
-    stored = await session.scalar(
-        select(col(StoryNode.state_after)).where(col(StoryNode.id) == node.id)
-    )
-    if stored is not None:
-        return stored
-    # The opening (and turns stored before state_after existed): what its first child saw.
-    child_state = await session.scalar(
-        select(col(StoryNode.state_before))
-        .where(col(StoryNode.parent_id) == node.id, col(StoryNode.state_before).is_not(None))
-        .order_by(col(StoryNode.id))
-        .limit(1)
-    )
-    if child_state is not None:
-        return child_state
-    schema = schema_of(adventure.stat_schema)
-    return capture(initial_state(schema) if schema else {}, {})
-
-
-async def state_before_of(session: AsyncSession, node_id: int) -> dict | None:
-    return await session.scalar(
-        select(col(StoryNode.state_before)).where(col(StoryNode.id) == node_id)
-    )
-
-
-def is_turn_boundary(node: StoryNode) -> bool:
-    """Where the head may stand: a narrator's text (the opening included)."""
-    return node.role == Role.NARRATOR
+    return moved == 1
 
 
 async def fork_name(session: AsyncSession, adventure_id: int) -> str:
