@@ -15,7 +15,6 @@ from engine.crypto import SecretBox
 from engine.formats.draft import ImportLimits
 from engine.insights import Insights
 from engine.leases import TurnLeases
-from engine.library import seed_builtin_scenarios
 from engine.memory.bank import MemoryBank
 from engine.memory.retrieval import MemoryRetriever
 from engine.memory.writer import MemoryWriter
@@ -27,7 +26,8 @@ from engine.providers.local import LocalLlamaProvider
 from engine.providers.openai_compat import OpenAICompatibleProvider
 from engine.providers.resolver import OperatorDefault
 from engine.queue import AdventureQueue
-from engine.scenario_library import ScenarioLibrary
+from engine.scenarios.library import ScenarioLibrary
+from engine.scenarios.shipped import seed_builtin_scenarios
 from engine.scripting.manage import ScriptService
 from engine.scripting.sandbox import Limits
 from engine.steering.cards import StoryCards

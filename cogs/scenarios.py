@@ -19,7 +19,7 @@ from cogs.context import actor_of
 from cogs.replies import reply
 from engine.errors import CampfireError
 from engine.formats.draft import ImportedScenario
-from engine.scenario_library import LibraryListing, ScenarioDetails, ScenarioEntry
+from engine.scenarios.library import LibraryListing, ScenarioDetails, ScenarioEntry
 
 if TYPE_CHECKING:
     from bot.discord_bot import CampfireBot

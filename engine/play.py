@@ -19,10 +19,9 @@ from dataclasses import dataclass
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from engine.access import Actor, check_may_rewrite
+from engine.access import Actor, active_adventure, check_may_rewrite
 from engine.accounts import touch_server, touch_user
 from engine.actions import PlayerAction, format_action
-from engine.adventures import active_adventure, start_adventure
 from engine.errors import CampfireError, InternalError, NotFound, StoryMovedOn, log_incident
 from engine.events import (
     Queued,
@@ -34,7 +33,8 @@ from engine.events import (
 from engine.formats.draft import MAX_OPTIONS, MAX_PLACEHOLDERS, placeholders_in
 from engine.leases import TurnLeases
 from engine.queue import AdventureQueue
-from engine.scenarios import resolve_scenario, visible_scenarios
+from engine.scenarios.lookup import resolve_scenario, visible_scenarios
+from engine.scenarios.start import start_adventure
 from engine.storage.database import Database
 from engine.storage.models import (
     ActionType,

@@ -20,8 +20,8 @@ from sqlalchemy import text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from engine.library import seed_builtin_scenarios
 from engine.providers.openai_compat import OpenAICompatibleProvider
+from engine.scenarios.shipped import seed_builtin_scenarios
 from engine.storage.database import Database
 from tests.fakes.openai_server import FakeModelServer
 

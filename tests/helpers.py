@@ -5,8 +5,8 @@ from __future__ import annotations
 from sqlalchemy import func, select
 
 from engine.actions import PlayerAction
-from engine.adventures import start_adventure
 from engine.events import TurnEvent
+from engine.scenarios.start import start_adventure
 from engine.storage.database import Database
 from engine.storage.models import ActionType, Scenario, StoryNode
 from engine.turns import TurnEngine

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from sqlalchemy import select
 
-from engine.adventures import active_adventure, start_adventure
+from engine.access import active_adventure
+from engine.scenarios.start import start_adventure
 from engine.storage.models import (
     ActionType,
     Adventure,

@@ -10,10 +10,10 @@ from sqlalchemy import event, func, select
 
 from engine.access import Actor
 from engine.accounts import touch_server, touch_user
-from engine.adventures import start_adventure
 from engine.errors import NotFound
 from engine.guests import remove_departed_servers, remove_idle_guests
 from engine.profiles import Profiles
+from engine.scenarios.start import start_adventure
 from engine.storage.models import (
     Adventure,
     AdventureCard,

@@ -12,10 +12,10 @@ import pytest
 from sqlalchemy import event, select, update
 from sqlalchemy.orm import undefer
 
-from engine.adventures import start_adventure
 from engine.context_report import ContextReport, ItemReport, SectionReport
 from engine.errors import InvalidInput, NotFound
 from engine.insights import Insights, TurnInsights, render_prompt, script_logs
+from engine.scenarios.start import start_adventure
 from engine.storage.database import Database
 from engine.storage.models import ActionType, Adventure, Role, Scenario, StoryNode
 from tests.discord_env import DiscordEnv

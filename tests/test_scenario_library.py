@@ -14,14 +14,14 @@ from hypothesis import strategies as st
 from sqlalchemy import func, select
 
 from engine.access import Actor
-from engine.adventures import start_adventure
 from engine.errors import InvalidInput, NotAllowed, NotFound
 from engine.formats.bundle import write_bundle
 from engine.formats.detect import read_scenario
 from engine.formats.draft import ImportLimits
 from engine.formats.errors import ImportRejected
-from engine.scenario_library import ScenarioLibrary
-from engine.scenarios import resolve_scenario
+from engine.scenarios.library import ScenarioLibrary
+from engine.scenarios.lookup import resolve_scenario
+from engine.scenarios.start import start_adventure
 from engine.storage.models import AdventureCard, Scenario, ScenarioCard, StoryNode
 from tests.fuzz_inputs import FIXTURES, json_values
 

@@ -350,7 +350,7 @@ async def test_an_empty_output_leaves_the_reply_as_written(db, engine, fake_mode
 
 
 async def test_on_output_runs_before_the_state_block_is_settled(db, provider, fake_model):
-    from engine.adventures import start_adventure
+    from engine.scenarios.start import start_adventure
     from engine.storage.models import Scenario
 
     async with db.session() as session, session.begin():

@@ -8,8 +8,8 @@ from sqlalchemy import select
 
 from engine.access import Actor, check_may_steer, may_steer
 from engine.accounts import touch_server, touch_user
-from engine.adventures import start_adventure
 from engine.errors import InvalidInput, NotAllowed, NotFound, StoryMovedOn
+from engine.scenarios.start import start_adventure
 from engine.steering.cards import CARD_ENTRY_MAX, CARD_KEYS_MAX, CardDraft, StoryCards
 from engine.steering.settings import GenerationDefaults, GenerationSettings
 from engine.steering.text import TEXT_MAX_CHARS, SteeringField, SteeringText

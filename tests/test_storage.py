@@ -12,7 +12,7 @@ from sqlalchemy import delete, event, func, select, text
 from sqlmodel import SQLModel
 
 from engine.accounts import touch_server, touch_user
-from engine.adventures import start_adventure
+from engine.scenarios.start import start_adventure
 from engine.storage.database import Database, alembic_config, described_by_models
 from engine.storage.models import (
     Adventure,

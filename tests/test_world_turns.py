@@ -8,9 +8,9 @@ import json
 from sqlalchemy import select
 
 from engine.actions import PlayerAction
-from engine.adventures import start_adventure
 from engine.events import TextDelta, TurnDone
 from engine.providers.resolver import OperatorDefault
+from engine.scenarios.start import start_adventure
 from engine.storage.models import ActionType, Adventure, Scenario, StoryNode
 from engine.turns import TurnEngine
 from tests.fakes.openai_server import Reply

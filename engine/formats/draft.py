@@ -3,7 +3,7 @@
 ``finish`` applies the same caps as live creation (card sizes from ``engine.steering.cards``,
 steering text from one Discord text input, the script and card limits from the settings, the stat
 schema through ``engine.world_state.schema``), normalises line endings, and collects warnings a
-player sees in the preview. A reader never writes; ``engine.scenario_library`` saves a draft in one
+player sees in the preview. A reader never writes; ``engine.scenarios.library`` saves a draft in one
 transaction.
 """
 

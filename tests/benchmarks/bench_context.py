@@ -42,10 +42,10 @@ from typing import Any
 
 from sqlalchemy import event, func, insert, select, text, update
 
-from engine.adventures import start_adventure
 from engine.context import ContextEngine
-from engine.library import seed_builtin_scenarios
 from engine.memory.retrieval import MemoryRetriever
+from engine.scenarios.shipped import seed_builtin_scenarios
+from engine.scenarios.start import start_adventure
 from engine.storage.database import Database
 from engine.storage.models import (
     ActionType,

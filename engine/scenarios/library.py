@@ -35,7 +35,7 @@ from engine.formats.draft import (
     ScenarioDraft,
 )
 from engine.formats.errors import ImportRejected
-from engine.scenarios import resolve_scenario, visible_scenarios
+from engine.scenarios.lookup import resolve_scenario, visible_scenarios
 from engine.storage.models import Scenario, ScenarioCard, ScenarioScript, Server
 
 if TYPE_CHECKING:

@@ -117,13 +117,3 @@ def _copy(source: SQLModel, fields: type[SQLModel]) -> dict[str, Any]:
     Keyed by field name, each value of its field's type: the sets differ, hence ``Any``.
     """
     return {name: copy.deepcopy(getattr(source, name)) for name in fields.model_fields}
-
-
-async def active_adventure(session: AsyncSession, channel_id: int) -> Adventure | None:
-    """The adventure running in a channel, thread or DM, if any."""
-    return await session.scalar(
-        select(Adventure)
-        .where(col(Adventure.channel_id) == channel_id, col(Adventure.ended_at).is_(None))
-        .order_by(col(Adventure.id).desc())
-        .limit(1)
-    )
