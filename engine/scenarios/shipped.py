@@ -24,7 +24,7 @@ from engine.formats.detect import BUNDLE
 from engine.formats.draft import ImportedScenario, ImportLimits, ScenarioDraft, finish
 from engine.storage.models import Scenario, ScenarioCard, ScenarioScript, utcnow
 
-DATA_DIR = Path(__file__).resolve().parent.parent / "data"
+DATA_DIR = Path(__file__).resolve().parents[2] / "data"
 BUILTIN_SCENARIOS = DATA_DIR / "scenarios"
 
 
