@@ -1,0 +1,170 @@
+"""Coordination on a real database (SQLite and PostgreSQL): request identity (the same request
+delivered twice plays once), background jobs under job leases (one process runs each, and the
+model is never asked twice for the same memory), and the per-process pieces named in one
+place."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from sqlalchemy import func, select
+
+from engine.access import Actor
+from engine.actions import PlayerAction
+from engine.coordination.requests import RequestReused
+from engine.events import AlreadyHandled, TurnDone, TurnFailed
+from engine.leases import TurnLeases
+from engine.play import PlayService
+from engine.queue import AdventureQueue
+from engine.storage.database import Database
+from engine.storage.models import ActionType, RequestRecord, Role, StoryNode
+from engine.turns import TurnEngine
+from tests.fakes.openai_server import Reply
+
+ROOT = Path(__file__).resolve().parent.parent
+GUILD = 700
+ALICE = Actor(user_id=1, user_name="Alice", server_id=GUILD, server_name="Hearth")
+BOB = Actor(user_id=2, user_name="Bob", server_id=GUILD, server_name="Hearth")
+LOOK = PlayerAction(ActionType.DO, "look around", ALICE.user_id)
+
+
+def process(db: Database, provider, name: str) -> PlayService:
+    """The play service of one process (its own queue and lease holder)."""
+    return PlayService(
+        db, TurnEngine(db, provider), TurnLeases(db, holder=name), AdventureQueue(cap=5)
+    )
+
+
+async def collect(stream) -> list:
+    return [event async for event in stream]
+
+
+async def narrator_nodes(db: Database, adventure_id: int) -> int:
+    async with db.session() as session:
+        return await session.scalar(
+            select(func.count())
+            .select_from(StoryNode)
+            .where(StoryNode.adventure_id == adventure_id, StoryNode.role == Role.NARRATOR)
+        )
+
+
+def model_calls(fake_model) -> int:
+    return len(fake_model.requests)
+
+
+# --- request identity ----------------------------------------------------------------------------
+
+
+async def test_the_same_request_again_gets_the_stored_outcome(db, provider, fake_model):
+    service = process(db, provider, "p1")
+    started = await service.start(ALICE, channel_id=10, query=None)
+    fake_model.queue("The lantern shows a narrow path.")
+    first = await collect(service.act(ALICE, 10, LOOK, request_id=900))
+    done = first[-1]
+    assert isinstance(done, TurnDone)
+    calls = model_calls(fake_model)
+
+    again = await collect(service.act(ALICE, 10, LOOK, request_id=900))
+    result = done.result
+    assert again == [
+        AlreadyHandled(900, "done", version=result.version, node_id=result.narrator_node_id)
+    ]
+    assert model_calls(fake_model) == calls
+    assert await narrator_nodes(db, started.adventure_id) == 2  # the opening and one turn
+
+
+async def test_a_repeat_while_the_first_runs_says_so_and_plays_nothing(db, provider, fake_model):
+    service = process(db, provider, "p1")
+    started = await service.start(ALICE, channel_id=11, query=None)
+    fake_model.queue(Reply(text="Fog rolls in over the reeds.", delay=0.2))
+    first = asyncio.create_task(collect(service.act(ALICE, 11, LOOK, request_id=901)))
+    async with asyncio.timeout(5):
+        while model_calls(fake_model) == 0:  # noqa: ASYNC110 - polling a thread
+            await asyncio.sleep(0.01)
+    again = await collect(service.act(ALICE, 11, LOOK, request_id=901))
+    assert again == [AlreadyHandled(901, "running")]
+    assert isinstance((await first)[-1], TurnDone)
+    assert model_calls(fake_model) == 1
+    assert await narrator_nodes(db, started.adventure_id) == 2
+
+
+async def test_two_processes_given_one_request_play_it_once(db, provider, fake_model):
+    """Separate engines and connection pools on one database, as separate processes have."""
+    other_db = Database(db.url)
+    try:
+        here, there = process(db, provider, "p1"), process(other_db, provider, "p2")
+        started = await here.start(ALICE, channel_id=12, query=None)
+        fake_model.queue(Reply(text="A heron lifts from the water.", delay=0.05))
+        outcomes = await asyncio.gather(
+            collect(here.act(ALICE, 12, LOOK, request_id=902)),
+            collect(there.act(ALICE, 12, LOOK, request_id=902)),
+        )
+    finally:
+        await other_db.dispose()
+    ends = sorted(type(events[-1]).__name__ for events in outcomes)
+    assert ends == ["AlreadyHandled", "TurnDone"]
+    assert model_calls(fake_model) == 1
+    assert await narrator_nodes(db, started.adventure_id) == 2
+
+
+async def test_the_same_id_with_another_payload_is_refused(db, provider, fake_model):
+    service = process(db, provider, "p1")
+    await service.start(ALICE, channel_id=13, query=None)
+    fake_model.queue("Nothing stirs.")
+    await collect(service.act(ALICE, 13, LOOK, request_id=903))
+    calls = model_calls(fake_model)
+    other_text = PlayerAction(ActionType.DO, "run away", ALICE.user_id)
+    other_kind = PlayerAction(ActionType.SAY, "look around", ALICE.user_id)
+    for actor, action in ((ALICE, other_text), (ALICE, other_kind), (BOB, LOOK)):
+        [refused] = await collect(service.act(actor, 13, action, request_id=903))
+        assert isinstance(refused, TurnFailed) and isinstance(refused.error, RequestReused)
+        assert "was not played" in refused.error.message
+    assert model_calls(fake_model) == calls
+    async with db.session() as session:
+        record = await session.get(RequestRecord, 903)
+    assert record.payload == {"type": "do", "text": "look around"} and record.status == "done"
+
+
+async def test_a_repeated_button_press_gets_its_outcome_not_a_stale_refusal(
+    db, provider, fake_model
+):
+    service = process(db, provider, "p1")
+    started = await service.start(ALICE, channel_id=14, query=None)
+    go_on = PlayerAction(ActionType.CONTINUE, "", ALICE.user_id)
+    fake_model.queue("The road bends north.")
+    first = await collect(
+        service.act(ALICE, 14, go_on, request_id=904, seen_version=started.version)
+    )
+    # The press moved the story on; its repeat is still the same press, not a stale one.
+    again = await collect(
+        service.act(ALICE, 14, go_on, request_id=904, seen_version=started.version)
+    )
+    assert again == [
+        AlreadyHandled(
+            904, "done", version=first[-1].result.version, node_id=first[-1].result.narrator_node_id
+        )
+    ]
+    # A second press of that button is another interaction: refused as before.
+    [stale] = await collect(
+        service.act(ALICE, 14, go_on, request_id=905, seen_version=started.version)
+    )
+    assert isinstance(stale, TurnFailed) and "moved on" in stale.error.message
+
+
+async def test_a_repeat_of_a_failed_request_tells_its_failure_and_a_refusal_is_not_stored(
+    db, provider, fake_model
+):
+    service = process(db, provider, "p1")
+    await service.start(ALICE, channel_id=15, query=None)
+    fake_model.queue(Reply(fault="401"))
+    [*_, failed] = await collect(service.act(ALICE, 15, LOOK, request_id=906))
+    assert isinstance(failed, TurnFailed)
+    [again] = await collect(service.act(ALICE, 15, LOOK, request_id=906))
+    assert again == AlreadyHandled(906, "failed", error=failed.error.message)
+
+    # Refused before it was recorded (nothing runs here): nothing is stored under its id.
+    [nowhere] = await collect(service.act(ALICE, 99, LOOK, request_id=907))
+    assert isinstance(nowhere, TurnFailed) and "Start one" in nowhere.error.message
+    async with db.session() as session:
+        assert await session.get(RequestRecord, 907) is None
