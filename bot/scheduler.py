@@ -2,10 +2,14 @@
 
 * after each turn: the memory bank's work for that adventure (memories, the summary,
   embeddings), when its cadence is due; one job id per adventure, so a pending job is replaced
-  rather than doubled, and the writer's lock keeps two from running at once;
+  rather than doubled, and the adventure's job lease keeps two from running at once;
 * every few minutes: a sweep for adventures whose cursors lag (a restart, a failed model call,
   a job killed midway) that catches them up;
 * every few hours: idle guests deleted, and servers the bot left past their grace period.
+
+Every process schedules all of them; each runs under its job lease
+(``engine.coordination.jobs``), so in a multi-process deployment one process at a time runs
+each, and a process that finds one running elsewhere skips that round.
 
 Lease reaping (turns cut off by a dead process) is scheduled by bot.discord_bot, which also
 tells the channels concerned.
@@ -22,6 +26,7 @@ from datetime import timedelta
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from bot.services import Services
+from engine.coordination.jobs import CLEANUP, MEMORY_SWEEP, JobLeases
 from engine.guests import remove_departed_servers, remove_idle_guests
 
 log = logging.getLogger(__name__)
@@ -30,7 +35,9 @@ MEMORY_SWEEP_MINUTES = 5
 CLEANUP_HOURS = 6
 
 
-def schedule_background_work(scheduler: AsyncIOScheduler, services: Services) -> None:
+def schedule_background_work(
+    scheduler: AsyncIOScheduler, services: Services, jobs: JobLeases
+) -> None:
     """Add the recurring jobs, and have every stored turn schedule its memory work."""
     settings = services.settings
     retention = timedelta(days=settings.guest_retention_days)
@@ -38,16 +45,19 @@ def schedule_background_work(scheduler: AsyncIOScheduler, services: Services) ->
 
     async def sweep_memories() -> None:
         with stopped_by_shutdown("the memory sweep"):
-            reports = await services.memory.sweep()
+            reports = await jobs.run_alone(MEMORY_SWEEP, services.memory.sweep)
             if reports:
                 log.info("memory sweep caught up %d adventures", len(reports))
 
+    async def remove_idle() -> tuple[int, int]:
+        guests = await remove_idle_guests(services.db, retention)
+        return guests, await remove_departed_servers(services.db, grace)
+
     async def clean_up() -> None:
         with stopped_by_shutdown("the cleanup"):
-            guests = await remove_idle_guests(services.db, retention)
-            servers = await remove_departed_servers(services.db, grace)
-            if guests or servers:
-                log.info("removed %d idle guests and %d departed servers", guests, servers)
+            removed = await jobs.run_alone(CLEANUP, remove_idle)
+            if removed and any(removed):
+                log.info("removed %d idle guests and %d departed servers", *removed)
 
     common = {"coalesce": True, "max_instances": 1, "replace_existing": True}
     scheduler.add_job(

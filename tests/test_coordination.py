@@ -6,21 +6,27 @@ place."""
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta
 from pathlib import Path
 
+import pytest
 from sqlalchemy import func, select
 
 from engine.access import Actor
 from engine.actions import PlayerAction
+from engine.coordination.jobs import JobLeases, memory_job
 from engine.coordination.requests import RequestReused
 from engine.events import AlreadyHandled, TurnDone, TurnFailed
 from engine.leases import TurnLeases
+from engine.memory.writer import MemoryWriter
 from engine.play import PlayService
 from engine.queue import AdventureQueue
 from engine.storage.database import Database
-from engine.storage.models import ActionType, RequestRecord, Role, StoryNode
+from engine.storage.models import ActionType, Memory, RequestRecord, Role, StoryNode, utcnow
 from engine.turns import TurnEngine
 from tests.fakes.openai_server import Reply
+from tests.helpers import new_adventure
+from tests.helpers import play as play_turn
 
 ROOT = Path(__file__).resolve().parent.parent
 GUILD = 700
@@ -168,3 +174,84 @@ async def test_a_repeat_of_a_failed_request_tells_its_failure_and_a_refusal_is_n
     assert isinstance(nowhere, TurnFailed) and "Start one" in nowhere.error.message
     async with db.session() as session:
         assert await session.get(RequestRecord, 907) is None
+
+
+# --- background jobs under job leases ------------------------------------------------------------
+
+
+async def twelve_turns_played(db: Database, provider, fake_model) -> int:
+    """An adventure whose first memory is due."""
+    adventure = await new_adventure(db)
+    engine = TurnEngine(db, provider)
+    for n in range(1, 13):
+        fake_model.queue(f"Narration {n}: the heron watched.")
+        events = await play_turn(engine, adventure, ActionType.DO, f"step forward ({n})")
+        assert isinstance(events[-1], TurnDone)
+    return adventure
+
+
+def memory_calls(fake_model) -> int:
+    return sum("Passage:" in r["messages"][-1]["content"] for r in fake_model.requests)
+
+
+async def until_memory_call(fake_model) -> None:
+    async with asyncio.timeout(5):
+        while memory_calls(fake_model) == 0:  # noqa: ASYNC110 - polling a thread
+            await asyncio.sleep(0.01)
+
+
+async def stored_memories(db: Database, adventure_id: int) -> list[str]:
+    async with db.session() as session:
+        return list(
+            await session.scalars(select(Memory.text).where(Memory.adventure_id == adventure_id))
+        )
+
+
+@pytest.mark.parametrize("first", ["sweep", "after turn", "together"])
+async def test_a_sweep_and_an_after_turn_job_never_both_ask_the_model(
+    db, provider, fake_model, first
+):
+    """The sweep in one process, the job after a turn in another, on the same adventure."""
+    adventure = await twelve_turns_played(db, provider, fake_model)
+    other_db = Database(db.url)
+    try:
+        sweeping = MemoryWriter(db, provider, jobs=JobLeases(db, holder="sweeper"))
+        after_turn = MemoryWriter(other_db, provider, jobs=JobLeases(other_db, holder="player"))
+        fake_model.queue(
+            Reply(text="Mira reached the drowned bell.", delay=0.1),
+            Reply(text="A memory nobody should ask for.", delay=0.1),
+        )
+        if first == "sweep":
+            running = asyncio.create_task(sweeping.sweep())
+            await until_memory_call(fake_model)
+            second = await after_turn.catch_up(adventure)
+            assert second.skipped == "already running"
+            assert [r.memories for r in await running] == [1]
+        elif first == "after turn":
+            running = asyncio.create_task(after_turn.catch_up(adventure))
+            await until_memory_call(fake_model)
+            assert await sweeping.sweep() == []  # it leaves a running job alone
+            assert (await running).memories == 1
+        else:
+            await asyncio.gather(sweeping.sweep(), after_turn.catch_up(adventure))
+    finally:
+        await other_db.dispose()
+    assert memory_calls(fake_model) == 1
+    assert await stored_memories(db, adventure) == ["Mira reached the drowned bell."]
+
+
+async def test_memory_work_of_a_dead_process_is_taken_over_after_expiry(db, provider, fake_model):
+    adventure = await twelve_turns_played(db, provider, fake_model)
+    now = [utcnow()]
+    # A process claimed the adventure's memory work and died before it wrote anything.
+    assert await JobLeases(db, holder="dead", clock=lambda: now[0]).claim(memory_job(adventure))
+    writer = MemoryWriter(db, provider, jobs=JobLeases(db, holder="alive", clock=lambda: now[0]))
+    assert await writer.lagging() == []  # it looks busy until its lease expires
+    assert (await writer.catch_up(adventure)).skipped == "already running"
+    assert memory_calls(fake_model) == 0
+
+    now[0] += timedelta(minutes=2)
+    assert await writer.lagging() == [adventure]
+    fake_model.queue("Mira reached the drowned bell.")
+    assert (await writer.catch_up(adventure)).memories == 1
+    assert memory_calls(fake_model) == 1
