@@ -5,7 +5,9 @@ place."""
 
 from __future__ import annotations
 
+import ast
 import asyncio
+import importlib
 from datetime import timedelta
 from pathlib import Path
 
@@ -15,6 +17,7 @@ from sqlalchemy import func, select
 from engine.access import Actor
 from engine.actions import PlayerAction
 from engine.coordination.jobs import JobLeases, memory_job
+from engine.coordination.per_process import PER_PROCESS
 from engine.coordination.requests import RequestReused
 from engine.events import AlreadyHandled, TurnDone, TurnFailed
 from engine.leases import TurnLeases
@@ -255,3 +258,55 @@ async def test_memory_work_of_a_dead_process_is_taken_over_after_expiry(db, prov
     fake_model.queue("Mira reached the drowned bell.")
     assert (await writer.catch_up(adventure)).memories == 1
     assert memory_calls(fake_model) == 1
+
+
+# --- the per-process pieces, named in one place --------------------------------------------------
+
+#: What keeps state in a process: asyncio/threading primitives made when an object or module is
+#: set up, and memoising decorators.
+_PRIMITIVES = {"Lock", "Event", "Semaphore", "Condition", "ThreadPoolExecutor"}
+_CACHES = {"cache", "lru_cache"}
+
+
+def _keeps_state(tree: ast.Module) -> bool:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            for decorator in node.decorator_list:
+                target = decorator.func if isinstance(decorator, ast.Call) else decorator
+                name = (
+                    target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+                )
+                if name in _CACHES:
+                    return True
+    # Made when the module or an object is set up, or by a function that sets a global.
+    setups = [tree.body] + [
+        node.body
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef)
+        and (node.name == "__init__" or any(isinstance(n, ast.Global) for n in ast.walk(node)))
+    ]
+    for body in setups:
+        for statement in body:
+            for node in ast.walk(statement):
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                    if node.func.attr in _PRIMITIVES:
+                        return True
+    return False
+
+
+def test_every_piece_of_per_process_state_is_named_with_why_it_is_safe():
+    named = {piece.module for piece in PER_PROCESS}
+    for piece in PER_PROCESS:
+        module, attribute = piece.where.split(":")
+        assert hasattr(importlib.import_module(module), attribute), piece.where
+        assert piece.what and piece.why_safe
+    unnamed = []
+    for folder in ("engine", "cogs", "bot"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            relative = path.relative_to(ROOT)
+            if relative.parts[:2] == ("bot", "standin"):
+                continue  # the stand-in Discord itself, not Campfire's state
+            module = ".".join(relative.with_suffix("").parts)
+            if _keeps_state(ast.parse(path.read_text(encoding="utf-8"))) and module not in named:
+                unnamed.append(module)
+    assert unnamed == [], "name these in engine/coordination/per_process.py"
