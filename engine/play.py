@@ -3,7 +3,8 @@
 Each front-end command is one call here. Turns of one adventure run one at a time: in this
 process through the adventure queue (so actions that arrive together are played in order and
 told their place in line), across processes through the turn lease. Every action is recorded
-as a request before it runs, so a turn that fails, or dies with its process, can be retried.
+as a request before it runs (``engine.coordination.requests``), so a turn that fails, or dies
+with its process, can be retried, and a request delivered twice is played once.
 """
 
 from __future__ import annotations
@@ -323,6 +324,7 @@ class PlayService:
                 return repeat
             if adventure is None:
                 raise NotFound("There is no adventure running here. Start one with /start.")
+            assert adventure.id is not None
             if seen_version is not None and (
                 seen_version != adventure.version
                 or await self.requests.button_pressed(

@@ -150,8 +150,8 @@ class RequestLog:
     async def set_status(self, request_id: int, status: str) -> None:
         async with self.db.session() as session, session.begin():
             await session.execute(
-                update(RequestRecord)
-                .where(RequestRecord.interaction_id == request_id)
+                update(_requests)
+                .where(_requests.c.interaction_id == request_id)
                 .values(status=status)
             )
 
@@ -168,8 +168,8 @@ class RequestLog:
             result = {"error": event.error.message}
         async with self.db.session() as session, session.begin():
             await session.execute(
-                update(RequestRecord)
-                .where(RequestRecord.interaction_id == request_id)
+                update(_requests)
+                .where(_requests.c.interaction_id == request_id)
                 .values(
                     status=status or (DONE if isinstance(event, TurnDone) else FAILED),
                     result=result,
@@ -184,13 +184,13 @@ class RequestLog:
         request other than ``besides``: a button acts once, even while its first press is
         still being written."""
         taken = await session.scalar(
-            select(RequestRecord.interaction_id)
+            select(_requests.c.interaction_id)
             .where(
-                RequestRecord.adventure_id == adventure_id,
-                RequestRecord.seen_version == version,
-                RequestRecord.from_button.is_(True),
-                RequestRecord.status.in_((QUEUED, RUNNING, DONE)),
-                RequestRecord.interaction_id != besides,
+                _requests.c.adventure_id == adventure_id,
+                _requests.c.seen_version == version,
+                _requests.c.from_button.is_(True),
+                _requests.c.status.in_((QUEUED, RUNNING, DONE)),
+                _requests.c.interaction_id != besides,
             )
             .limit(1)
         )
@@ -203,11 +203,11 @@ class RequestLog:
             record = await session.scalar(
                 select(RequestRecord)
                 .where(
-                    RequestRecord.adventure_id == adventure_id,
-                    RequestRecord.status == RUNNING,
-                    RequestRecord.interaction_id != besides,
+                    _requests.c.adventure_id == adventure_id,
+                    _requests.c.status == RUNNING,
+                    _requests.c.interaction_id != besides,
                 )
-                .order_by(RequestRecord.created_at.desc())
+                .order_by(_requests.c.created_at.desc())
                 .limit(1)
             )
             if record is None:
