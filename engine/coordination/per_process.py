@@ -114,6 +114,12 @@ PER_PROCESS: tuple[PerProcess, ...] = (
         "A statement without data; the rows are read from the database each time.",
     ),
     PerProcess(
+        "bot.scheduler:BackgroundWork",
+        "the background jobs running in this process now",
+        "Only this process's own tasks, kept so that closing lets them end and release their "
+        "job leases; a process that dies without that leaves leases that expire.",
+    ),
+    PerProcess(
         "bot.discord_bot:CampfireBot",
         "the scheduler (APScheduler) and discord.py's caches of servers, channels, messages",
         "Every process schedules every background job; each runs under its job lease, so one "
