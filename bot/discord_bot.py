@@ -9,8 +9,9 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from discord.ext import commands
 
 from bot.config import Settings
-from bot.scheduler import schedule_background_work
+from bot.scheduler import BackgroundWork, schedule_background_work
 from bot.services import Services, build_services
+from engine.coordination.jobs import LEASE_REAPING, JobLeases
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +43,7 @@ discord.VoiceClient.warn_dave = False
 
 class CampfireBot(commands.Bot):
     services: Services
+    background: BackgroundWork
 
     def __init__(self, settings: Settings) -> None:
         intents = discord.Intents.default()
@@ -60,6 +62,7 @@ class CampfireBot(commands.Bot):
         from cogs.streaming import RatePacer
 
         self.services = await build_services(self.settings)
+        self.background = BackgroundWork(JobLeases(self.services.db))
         self.narrator = Narrator(self, RatePacer())
         self.add_dynamic_items(*DYNAMIC_ITEMS)
         for extension in EXTENSIONS:
@@ -72,14 +75,20 @@ class CampfireBot(commands.Bot):
             coalesce=True,
             max_instances=1,
         )
-        schedule_background_work(self.scheduler, self.services)
+        schedule_background_work(self.scheduler, self.services, self.background)
         self.scheduler.start()
         # The command tree is synced on request (`python -m bot sync`), never here: Discord
         # allows 200 command creations a day per server.
 
     async def announce_interrupted_turns(self) -> None:
-        """Tell channels whose turn died with its process that it was cut off."""
-        for channel_id, event in await self.services.play.reap_interrupted():
+        """Tell channels whose turn died with its process that it was cut off.
+
+        One process reaps at a time (a job lease); each cut-off turn is reported once anyway,
+        by the reaper or by the next claim of its turn lease."""
+        found = await self.background.run_alone(
+            LEASE_REAPING, "lease reaping", self.services.play.reap_interrupted
+        )
+        for channel_id, event in found or []:
             channel = self.get_channel(channel_id)
             if isinstance(channel, discord.abc.Messageable):
                 try:
@@ -89,6 +98,9 @@ class CampfireBot(commands.Bot):
 
     async def close(self) -> None:
         if self.scheduler.running:
+            self.scheduler.pause()
+            if hasattr(self, "background"):
+                await self.background.stop()
             self.scheduler.shutdown(wait=False)
         await super().close()
         if hasattr(self, "services"):

@@ -2,10 +2,14 @@
 
 * after each turn: the memory bank's work for that adventure (memories, the summary,
   embeddings), when its cadence is due; one job id per adventure, so a pending job is replaced
-  rather than doubled, and the writer's lock keeps two from running at once;
+  rather than doubled, and the adventure's job lease keeps two from running at once;
 * every few minutes: a sweep for adventures whose cursors lag (a restart, a failed model call,
   a job killed midway) that catches them up;
 * every few hours: idle guests deleted, and servers the bot left past their grace period.
+
+Every process schedules all of them; each runs under its job lease
+(``engine.coordination.jobs``), so in a multi-process deployment one process at a time runs
+each, and a process that finds one running elsewhere skips that round.
 
 Lease reaping (turns cut off by a dead process) is scheduled by bot.discord_bot, which also
 tells the channels concerned.
@@ -15,61 +19,109 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
+from typing import Any, TypeVar
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from bot.services import Services
+from engine.coordination.jobs import CLEANUP, MEMORY_SWEEP, JobLeases
 from engine.guests import remove_departed_servers, remove_idle_guests
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
+
 MEMORY_SWEEP_MINUTES = 5
 CLEANUP_HOURS = 6
+#: Seconds closing waits for running jobs before cutting them off (and again for them to let
+#: go of their leases).
+STOP_GRACE_SECONDS = 5.0
 
 
-def schedule_background_work(scheduler: AsyncIOScheduler, services: Services) -> None:
+class BackgroundWork:
+    """This process's side of the background jobs: the job leases it runs them under, and the
+    jobs running now, so that closing lets them end (and release their leases) before the
+    database closes."""
+
+    def __init__(self, jobs: JobLeases) -> None:
+        self.jobs = jobs
+        self._running: set[asyncio.Task[Any]] = set()
+
+    @contextmanager
+    def running(self, what: str) -> Iterator[None]:
+        """Around a job's body. A job cut off by the bot closing ends quietly: its cursors did
+        not move, so the next sweep does the same work again. (The scheduler would log the
+        cancellation as a failure.)"""
+        task = asyncio.current_task()
+        assert task is not None
+        self._running.add(task)
+        try:
+            yield
+        except asyncio.CancelledError:
+            log.info("%s stopped as the bot closed; the next sweep resumes it", what)
+        finally:
+            self._running.discard(task)
+
+    async def run_alone(self, name: str, what: str, job: Callable[[], Awaitable[T]]) -> T | None:
+        """Run ``job`` under its job lease; None if another process runs it now (or it was cut
+        off by closing)."""
+        with self.running(what):
+            return await self.jobs.run_alone(name, job)
+        return None
+
+    async def stop(self, grace: float = STOP_GRACE_SECONDS) -> None:
+        """Let the running jobs end within ``grace`` seconds, then cut the rest off and wait
+        for them to release their leases. (Pause the scheduler first: nothing new starts.)"""
+        if not self._running:
+            return
+        _, late = await asyncio.wait(set(self._running), timeout=grace)
+        for task in late:
+            task.cancel()
+        if late:
+            await asyncio.wait(late, timeout=grace)
+
+
+def schedule_background_work(
+    scheduler: AsyncIOScheduler, services: Services, background: BackgroundWork
+) -> None:
     """Add the recurring jobs, and have every stored turn schedule its memory work."""
     settings = services.settings
     retention = timedelta(days=settings.guest_retention_days)
     grace = timedelta(days=settings.server_grace_days)
 
     async def sweep_memories() -> None:
-        with stopped_by_shutdown("the memory sweep"):
-            reports = await services.memory.sweep()
-            if reports:
-                log.info("memory sweep caught up %d adventures", len(reports))
+        reports = await background.run_alone(
+            MEMORY_SWEEP, "the memory sweep", services.memory.sweep
+        )
+        if reports:
+            log.info("memory sweep caught up %d adventures", len(reports))
+
+    async def remove_idle() -> tuple[int, int]:
+        guests = await remove_idle_guests(services.db, retention)
+        return guests, await remove_departed_servers(services.db, grace)
 
     async def clean_up() -> None:
-        with stopped_by_shutdown("the cleanup"):
-            guests = await remove_idle_guests(services.db, retention)
-            servers = await remove_departed_servers(services.db, grace)
-            if guests or servers:
-                log.info("removed %d idle guests and %d departed servers", guests, servers)
+        removed = await background.run_alone(CLEANUP, "the cleanup", remove_idle)
+        if removed and any(removed):
+            log.info("removed %d idle guests and %d departed servers", *removed)
 
     common = {"coalesce": True, "max_instances": 1, "replace_existing": True}
     scheduler.add_job(
         sweep_memories, "interval", minutes=MEMORY_SWEEP_MINUTES, id="memory-sweep", **common
     )
     scheduler.add_job(clean_up, "interval", hours=CLEANUP_HOURS, id="cleanup", **common)
-    services.play.after_turn = memory_job_scheduler(scheduler, services)
+    services.play.after_turn = memory_job_scheduler(scheduler, services, background)
 
 
-@contextmanager
-def stopped_by_shutdown(what: str) -> Iterator[None]:
-    """A job cut off by the bot closing ends quietly: its cursors did not move, so the next
-    sweep does the same work again. (The scheduler would log the cancellation as a failure.)"""
-    try:
-        yield
-    except asyncio.CancelledError:
-        log.info("%s stopped as the bot closed; the next sweep resumes it", what)
-
-
-def memory_job_scheduler(scheduler: AsyncIOScheduler, services: Services) -> Callable[[int], None]:
+def memory_job_scheduler(
+    scheduler: AsyncIOScheduler, services: Services, background: BackgroundWork
+) -> Callable[[int], None]:
     async def memory_work(adventure_id: int) -> None:
-        with stopped_by_shutdown(f"memory work for adventure {adventure_id}"):
+        # Under the adventure's job lease, taken by the writer itself.
+        with background.running(f"memory work for adventure {adventure_id}"):
             await services.memory.catch_up(adventure_id)
 
     def after_turn(adventure_id: int) -> None:

@@ -18,7 +18,7 @@ import discord
 
 from cogs.context import actor_of, channel_id_of
 from cogs.insights import show_insights_safely
-from cogs.replies import reply
+from cogs.replies import defer_request, reply
 from engine.actions import ActionType, PlayerAction
 from engine.errors import CampfireError
 from engine.story_tree import MOVED_ON
@@ -85,7 +85,7 @@ class ContinueButton(
             # the request record.
             await reply(interaction, f"⚠ {MOVED_ON}")
             return
-        await interaction.response.defer(thinking=True)
+        await defer_request(interaction)
         action = PlayerAction(ActionType.CONTINUE, "", interaction.user.id)
         events = bot.services.play.act(
             actor_of(interaction),
@@ -114,7 +114,7 @@ class RetryButton(discord.ui.DynamicItem[discord.ui.Button], template=r"cf:retry
 
     async def callback(self, interaction: discord.Interaction) -> None:
         bot = bot_of(interaction)
-        await interaction.response.defer(thinking=True)
+        await defer_request(interaction)
         events = bot.services.play.retry_request(
             actor_of(interaction),
             channel_id_of(interaction),
@@ -165,7 +165,7 @@ class RetakeButton(
             return
         if not await retry_allowed(interaction):
             return
-        await interaction.response.defer(thinking=True)
+        await defer_request(interaction)
         events = bot.services.play.retry_turn(
             actor_of(interaction),
             channel_id_of(interaction),

@@ -25,9 +25,11 @@ import discord
 from cogs.buttons import retry_button, turn_buttons
 from cogs.replies import reply
 from cogs.streaming import RatePacer, StreamingMessage
+from engine.coordination.requests import RequestReused
 from engine.errors import CampfireError
 from engine.events import (
     ActionAccepted,
+    AlreadyHandled,
     Queued,
     TextDelta,
     TurnDone,
@@ -165,6 +167,16 @@ class Narrator:
                     if result.action_node_id is not None and action_message is not None:
                         # The player's action is marked with its turn when undone.
                         self._remember(result.action_node_id, [action_message])
+                elif isinstance(event, AlreadyHandled):
+                    # A repeat delivery of this interaction: the first one answers it.
+                    log.info("interaction %s: already %s", interaction.id, event.status)
+                elif isinstance(event, TurnFailed) and isinstance(event.error, RequestReused):
+                    # The response belongs to the request that used this id first.
+                    note = f"⚠ {event.error.message}"
+                    try:
+                        await interaction.followup.send(note, ephemeral=True)
+                    except discord.HTTPException:
+                        log.warning("could not answer interaction %s", interaction.id)
                 elif isinstance(event, TurnFailed):
                     if stream is not None:
                         await stream.fail("⚠ *The narration stopped here; nothing was saved.*")

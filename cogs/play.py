@@ -12,7 +12,7 @@ from discord.ext import commands
 
 from cogs.context import actor_of, channel_id_of
 from cogs.errors import on_app_command_error
-from cogs.replies import reply
+from cogs.replies import defer_request, reply
 from engine.actions import ActionType, PlayerAction
 from engine.formats.draft import question_for
 from engine.play import StartPlan
@@ -206,7 +206,7 @@ class PlayCog(commands.Cog):
         if await play.adventure_in(channel_id) is None:
             await reply(interaction, "There is no adventure running here. Start one with `/start`.")
             return
-        await interaction.response.defer(thinking=True)
+        await defer_request(interaction)
         events = play.act(
             actor_of(interaction),
             channel_id,

@@ -9,6 +9,9 @@ import discord
 
 log = logging.getLogger(__name__)
 
+#: Discord's error for a second initial response to one interaction.
+ALREADY_ACKNOWLEDGED = 40060
+
 
 async def reply(
     interaction: discord.Interaction,
@@ -28,3 +31,21 @@ async def reply(
             await interaction.response.send_message(**kwargs)
     except discord.HTTPException:
         log.warning("could not answer interaction %s", interaction.id, exc_info=True)
+
+
+async def defer_request(interaction: discord.Interaction) -> None:
+    """Defer (the player sees "thinking") an interaction that carries a request to the engine.
+
+    Discord may deliver one interaction twice (a gateway replay, one event reaching two
+    processes), and acknowledges it once: the second defer fails with 40060. That delivery
+    carries on all the same, since the engine decides in the database which delivery plays the
+    request (the other gets ``AlreadyHandled``), and the interaction's token answers for 15
+    minutes after whichever acknowledgement came first (discord-api-docs, "Receiving and
+    Responding").
+    """
+    try:
+        await interaction.response.defer(thinking=True)
+    except discord.HTTPException as error:
+        if error.code != ALREADY_ACKNOWLEDGED:
+            raise
+        log.info("interaction %s arrived again; answering through its token", interaction.id)

@@ -86,6 +86,29 @@ class TurnInterrupted:
     action_text: str
 
 
+@dataclass(frozen=True, slots=True)
+class AlreadyHandled:
+    """This request arrived before (the same interaction id and payload): nothing runs again.
+
+    ``status`` is what became of the first delivery: ``queued`` or ``running`` (still being
+    played), ``done`` (``node_id`` is its narration, ``version`` the story's version after it),
+    ``failed`` or ``refused`` (``error`` is what its player was told), ``interrupted``.
+    """
+
+    request_id: int
+    status: str
+    version: int | None = None
+    node_id: int | None = None
+    error: str = ""
+
+
 TurnEvent = (
-    Queued | TurnInterrupted | ActionAccepted | ReasoningDelta | TextDelta | TurnFailed | TurnDone
+    Queued
+    | TurnInterrupted
+    | ActionAccepted
+    | ReasoningDelta
+    | TextDelta
+    | TurnFailed
+    | TurnDone
+    | AlreadyHandled
 )

@@ -3,27 +3,34 @@
 Each front-end command is one call here. Turns of one adventure run one at a time: in this
 process through the adventure queue (so actions that arrive together are played in order and
 told their place in line), across processes through the turn lease. Every action is recorded
-as a request before it runs, so a turn that fails, or dies with its process, can be retried.
+as a request before it runs (``engine.coordination.requests``), so a turn that fails, or dies
+with its process, can be retried, and a request delivered twice is played once.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
 
-from sqlalchemy import select, update
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from engine.access import Actor, active_adventure, check_may_rewrite
 from engine.accounts import touch_server, touch_user
 from engine.actions import PlayerAction, format_action
+from engine.coordination.requests import (
+    REFUSED,
+    RETRY_PAYLOAD,
+    RUNNING,
+    NewRequest,
+    RequestLog,
+)
 from engine.errors import CampfireError, InternalError, NotFound, StoryMovedOn, log_incident
 from engine.events import (
+    AlreadyHandled,
     Queued,
     TurnDone,
     TurnEvent,
@@ -39,7 +46,6 @@ from engine.storage.database import Database
 from engine.storage.models import (
     ActionType,
     Adventure,
-    RequestRecord,
     Scenario,
     StoryNode,
     utcnow,
@@ -50,9 +56,6 @@ from engine.turns import Fence, TurnEngine
 log = logging.getLogger(__name__)
 
 _FINAL = (TurnDone, TurnFailed)
-
-#: A request to write the newest turn again (stored so a failed retry can be retried).
-RETRY_PAYLOAD = {"type": "retry", "text": ""}
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +97,7 @@ class PlayService:
         self.turns = turns
         self.leases = leases
         self.queue = queue
+        self.requests = RequestLog(db)
         #: Called with the adventure's id after each turn is stored (the bot schedules the
         #: memory bank's work there). Must not block: it runs on the turn's path.
         self.after_turn: Callable[[int], None] | None = None
@@ -203,15 +207,20 @@ class PlayService:
         """Play an action in the adventure running in ``channel_id``.
 
         Yields ``Queued`` when other turns are ahead, then the turn's events. Ends with
-        ``TurnDone`` or ``TurnFailed``.
+        ``TurnDone`` or ``TurnFailed``; or is only ``AlreadyHandled`` when ``request_id`` was
+        played before (a repeated delivery of the same interaction).
         """
         try:
             format_action(action, max_chars=self.turns.max_action_chars)  # fail fast
             payload = {"type": str(action.type), "text": action.text}
-            adventure_id = await self._record(actor, channel_id, payload, request_id, seen_version)
+            recorded = await self._record(actor, channel_id, payload, request_id, seen_version)
         except CampfireError as error:
             yield TurnFailed(error)
             return
+        if isinstance(recorded, AlreadyHandled):
+            yield recorded
+            return
+        adventure_id = recorded
 
         def turn(fence: Fence) -> AsyncIterator[TurnEvent]:
             return self.turns.play(adventure_id, action, fence=fence)
@@ -245,12 +254,16 @@ class PlayService:
             asked_for.append(adventure.head_node_id)
 
         try:
-            adventure_id = await self._record(
+            recorded = await self._record(
                 actor, channel_id, RETRY_PAYLOAD, request_id, seen_version, check=allowed
             )
         except CampfireError as error:
             yield TurnFailed(error)
             return
+        if isinstance(recorded, AlreadyHandled):
+            yield recorded
+            return
+        adventure_id = recorded
 
         def turn(fence: Fence) -> AsyncIterator[TurnEvent]:
             return self.turns.retry(adventure_id, node_id=asked_for[0], fence=fence)
@@ -263,12 +276,11 @@ class PlayService:
         self, actor: Actor, channel_id: int, request_id: int, *, new_request_id: int
     ) -> AsyncIterator[TurnEvent]:
         """Play again the action of a request that failed or was interrupted."""
-        async with self.db.session() as session:
-            record = await session.get(RequestRecord, request_id)
-        if record is None or not record.payload:
+        payload = await self.requests.payload_of(request_id)
+        if not payload:
             yield TurnFailed(NotFound("That action is no longer available to retry."))
             return
-        if record.payload == RETRY_PAYLOAD:
+        if payload == RETRY_PAYLOAD:
             # A retry of a turn that failed: write the newest turn again once more.
             async with aclosing(
                 self.retry_turn(actor, channel_id, request_id=new_request_id)
@@ -276,9 +288,7 @@ class PlayService:
                 async for event in events:
                     yield event
             return
-        action = PlayerAction(
-            ActionType(record.payload["type"]), record.payload.get("text", ""), actor.user_id
-        )
+        action = PlayerAction(ActionType(payload["type"]), payload.get("text", ""), actor.user_id)
         async with aclosing(
             self.act(actor, channel_id, action, request_id=new_request_id)
         ) as events:
@@ -294,32 +304,34 @@ class PlayService:
         seen_version: int | None,
         *,
         check: Callable[[AsyncSession, Adventure], Awaitable[None]] | None = None,
-    ) -> int:
-        digest = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+    ) -> int | AlreadyHandled:
+        """Record the request before it runs; its adventure's id, or its stored outcome when
+        ``request_id`` was recorded before. Every check after the record rolls it back."""
         async with self.db.session() as session, session.begin():
             await self._touch(session, actor)
             adventure = await active_adventure(session, channel_id)
+            request = NewRequest(
+                request_id,
+                actor.user_id,
+                payload,
+                version=adventure.version if adventure else None,
+                from_button=seen_version is not None,
+            )
+            repeat = await self.requests.open(session, request, adventure.id if adventure else None)
+            if repeat is not None:
+                return repeat
             if adventure is None:
                 raise NotFound("There is no adventure running here. Start one with /start.")
+            assert adventure.id is not None
             if seen_version is not None and (
                 seen_version != adventure.version
-                or await self._version_taken(session, adventure.id, seen_version)
+                or await self.requests.button_pressed(
+                    session, adventure.id, seen_version, besides=request_id
+                )
             ):
                 raise StoryMovedOn("The story has moved on since that button was drawn.")
             if check is not None:
                 await check(session, adventure)
-            session.add(
-                RequestRecord(
-                    interaction_id=request_id,
-                    adventure_id=adventure.id,
-                    user_id=actor.user_id,
-                    payload_digest=digest,
-                    payload=payload,
-                    seen_version=adventure.version,
-                    from_button=seen_version is not None,
-                    status="queued",
-                )
-            )
             return adventure.id
 
     async def _run_queued(
@@ -335,24 +347,25 @@ class PlayService:
             try:
                 async with self.leases.hold(adventure_id) as lease:
                     if lease.reclaimed_from is not None:
-                        events.put_nowait(await self._mark_interrupted(adventure_id, request_id))
-                    await self._set_status(request_id, "running")
+                        cut_off = await self.requests.cut_off(adventure_id, besides=request_id)
+                        events.put_nowait(cut_off)
+                    await self.requests.set_status(request_id, RUNNING)
                     stream = turn(self.leases.fence(lease))
                     async with aclosing(stream) as running:
                         async for event in running:
                             if isinstance(event, _FINAL):
-                                await self._finish(request_id, event)
+                                await self.requests.finish(request_id, event)
                             events.put_nowait(event)
                             if isinstance(event, TurnDone) and self.after_turn is not None:
                                 self.after_turn(adventure_id)
             except CampfireError as error:
-                await self._set_status(request_id, "failed")
+                await self.requests.finish(request_id, TurnFailed(error))
                 events.put_nowait(TurnFailed(error))
 
         try:
             ticket = await self.queue.submit(adventure_id, job)
         except CampfireError as error:
-            await self._set_status(request_id, "refused")
+            await self.requests.finish(request_id, TurnFailed(error), status=REFUSED)
             yield TurnFailed(error)
             return
         if ticket.position > 0:
@@ -381,76 +394,12 @@ class PlayService:
         """Expired leases (their process died): each adventure's cut-off turn, by channel."""
         found = []
         for adventure_id in await self.leases.reap_expired():
-            event = await self._mark_interrupted(adventure_id, request_id=0)
+            event = await self.requests.cut_off(adventure_id)
             async with self.db.session() as session:
                 adventure = await session.get(Adventure, adventure_id)
             if adventure is not None and adventure.channel_id is not None:
                 found.append((adventure.channel_id, event))
         return found
-
-    async def _mark_interrupted(self, adventure_id: int, request_id: int) -> TurnInterrupted:
-        """A dead process held this adventure's lease: its running request was cut off."""
-        async with self.db.session() as session, session.begin():
-            record = await session.scalar(
-                select(RequestRecord)
-                .where(
-                    RequestRecord.adventure_id == adventure_id,
-                    RequestRecord.status == "running",
-                    RequestRecord.interaction_id != request_id,
-                )
-                .order_by(RequestRecord.created_at.desc())
-                .limit(1)
-            )
-            if record is None:
-                return TurnInterrupted(None, "")
-            record.status = "interrupted"
-            payload = record.payload or {}
-            text = ""
-            try:
-                text = format_action(
-                    PlayerAction(ActionType(payload.get("type")), payload.get("text", ""))
-                )
-            except (CampfireError, ValueError):
-                pass
-            return TurnInterrupted(record.interaction_id, text)
-
-    async def _finish(self, request_id: int, event: TurnEvent) -> None:
-        status = "done" if isinstance(event, TurnDone) else "failed"
-        result = (
-            {"version": event.result.version, "node": event.result.narrator_node_id}
-            if isinstance(event, TurnDone)
-            else {"error": event.error.message}
-        )
-        async with self.db.session() as session, session.begin():
-            await session.execute(
-                update(RequestRecord)
-                .where(RequestRecord.interaction_id == request_id)
-                .values(status=status, result=result)
-            )
-
-    async def _set_status(self, request_id: int, status: str) -> None:
-        async with self.db.session() as session, session.begin():
-            await session.execute(
-                update(RequestRecord)
-                .where(RequestRecord.interaction_id == request_id)
-                .values(status=status)
-            )
-
-    @staticmethod
-    async def _version_taken(session: AsyncSession, adventure_id: int, version: int) -> bool:
-        """Whether a button drawn for ``version`` was already pressed (a double click): a
-        button acts once, even while its first press is still being written."""
-        taken = await session.scalar(
-            select(RequestRecord.interaction_id)
-            .where(
-                RequestRecord.adventure_id == adventure_id,
-                RequestRecord.seen_version == version,
-                RequestRecord.from_button.is_(True),
-                RequestRecord.status.in_(("queued", "running", "done")),
-            )
-            .limit(1)
-        )
-        return taken is not None
 
     async def _touch(self, session: AsyncSession, actor: Actor) -> None:
         await touch_user(session, actor.user_id, actor.user_name)

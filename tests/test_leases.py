@@ -1,4 +1,5 @@
-"""Turn leases on a real database (SQLite and PostgreSQL), and the in-process action queue."""
+"""Turn leases and job leases on a real database (SQLite and PostgreSQL), and the in-process
+action queue."""
 
 from __future__ import annotations
 
@@ -8,10 +9,12 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 from sqlalchemy import select
 
+from engine.coordination.jobs import JobLease, JobLeases
 from engine.errors import CampfireError, NotFound
 from engine.leases import Lease, LeaseBusy, TurnLeases, as_utc
 from engine.queue import AdventureQueue, QueueFull
 from engine.storage.database import Database
+from engine.storage.models import JobLease as JobLeaseRow
 from engine.storage.models import TurnLease
 from tests.helpers import new_adventure
 
@@ -344,6 +347,136 @@ async def test_reap_expired(db: Database, clock: Clock) -> None:
 
     clock.advance(30)
     assert await scheduler.reap_expired() == sorted([expired, live])
+
+
+# --- job leases: one process at a time runs each background job -------------------------------
+
+
+def jobs(db: Database, holder: str, clock: Clock, **kw) -> JobLeases:
+    return JobLeases(db, holder=holder, ttl=60, clock=clock, **kw)
+
+
+async def job_row(db: Database, name: str) -> JobLeaseRow | None:
+    async with db.session() as session:
+        return await session.get(JobLeaseRow, name)
+
+
+async def test_a_job_is_claimed_by_one_holder_at_a_time(db: Database, clock: Clock) -> None:
+    a, b = jobs(db, "a", clock), jobs(db, "b", clock)
+    lease = await a.claim("cleanup")
+    assert lease == JobLease("cleanup", "a", 1)
+    assert await b.claim("cleanup") is None
+    assert await a.claim("cleanup") is None  # one run at a time, whoever asks
+    assert await a.claim("memory:1") == JobLease("memory:1", "a", 1)  # a job of its own
+    assert await b.running(["cleanup", "memory:1", "memory:2"]) == {"cleanup", "memory:1"}
+
+    await a.release(lease)
+    assert await b.running(["cleanup"]) == set()
+    again = await b.claim("cleanup")
+    assert (again.holder, again.token, again.taken_over_from) == ("b", 2, None)
+
+
+async def test_racing_holders_one_runs_the_job(db: Database, clock: Clock) -> None:
+    """Separate engines and connection pools as well, as separate processes have."""
+    others = [Database(db.url) for _ in range(2)]
+    try:
+        contenders = [jobs(d, f"p{i}", clock) for i, d in enumerate([db, db, *others])]
+        ran: list[str] = []
+
+        async def job(holder: str) -> str:
+            ran.append(holder)
+            await asyncio.sleep(0.05)  # still running while the others try
+            return holder
+
+        results = await asyncio.gather(
+            *(c.run_alone("memory-sweep", lambda c=c: job(c.holder)) for c in contenders)
+        )
+        assert len(ran) == 1 and [r for r in results if r is not None] == ran
+
+        # Racing to take over the same expired lease: one does, and the token moves once.
+        held = await contenders[0].claim("cleanup")
+        clock.advance(61)
+        claims = await asyncio.gather(*(c.claim("cleanup") for c in contenders[1:]))
+        [winner] = [c for c in claims if c is not None]
+        assert winner.token == held.token + 1 and winner.taken_over_from == "p0"
+    finally:
+        for other in others:
+            await other.dispose()
+
+
+async def test_an_expired_holder_is_taken_over_and_cannot_touch_the_new_lease(
+    db: Database, clock: Clock
+) -> None:
+    dead, alive = jobs(db, "dead", clock), jobs(db, "alive", clock)
+    old = await dead.claim("memory:7")
+    clock.advance(59.9)
+    assert await alive.claim("memory:7") is None
+    clock.advance(0.1)  # exactly at expiry: expired
+    new = await alive.claim("memory:7")
+    assert (new.holder, new.token, new.taken_over_from) == ("alive", 2, "dead")
+
+    # The stale holder comes back: it can neither renew nor release the new lease.
+    assert not await dead.heartbeat(old)
+    await dead.release(old)
+    assert await dead.release_unless_wanted(old)  # nothing of its own left to do
+    row = await job_row(db, "memory:7")
+    assert (row.holder, row.fencing_token) == ("alive", 2)
+    assert await alive.heartbeat(new)
+
+
+async def test_a_job_asked_for_while_it_runs_runs_once_more(db: Database, clock: Clock) -> None:
+    a, b = jobs(db, "a", clock), jobs(db, "b", clock)
+    lease = await a.claim("memory:3")
+    assert await a.release_unless_wanted(lease)  # nobody asked: released
+    lease = await a.claim("memory:3")
+    assert await b.claim("memory:3") is None  # busy, and not asked again
+    assert await b.claim("memory:3", ask_again=True) is None
+    assert await b.claim("memory:3", ask_again=True) is None  # asking twice is once
+    assert not await a.release_unless_wanted(lease)  # asked: keep it and look again
+    assert await b.running(["memory:3"]) == {"memory:3"}
+    assert await a.release_unless_wanted(lease)
+    assert await b.running(["memory:3"]) == set()
+    # A new holder starts without the old request.
+    fresh = await b.claim("memory:3")
+    assert await b.release_unless_wanted(fresh)
+
+
+async def test_hold_heartbeats_and_releases_on_error_and_cancellation(
+    db: Database, clock: Clock
+) -> None:
+    a = jobs(db, "a", clock, heartbeat_every=0.01)
+    b = jobs(db, "b", clock)
+    async with a.hold("cleanup") as lease:
+        assert lease is not None
+        for _ in range(3):  # 40 s apart, alive thanks to the heartbeats
+            clock.advance(40)
+            renewed = clock.now + timedelta(seconds=60)
+            async with asyncio.timeout(5):
+                while as_utc((await job_row(db, "cleanup")).expires_at) != renewed:  # noqa: ASYNC110 - the heartbeat is a background task
+                    await asyncio.sleep(0.01)
+            async with b.hold("cleanup") as busy:
+                assert busy is None
+    assert await b.running(["cleanup"]) == set()
+
+    with pytest.raises(RuntimeError):
+        async with a.hold("cleanup"):
+            raise RuntimeError("the job fell over")
+    assert await b.running(["cleanup"]) == set()
+
+    inside = asyncio.Event()
+
+    async def job() -> None:
+        async with a.hold("cleanup"):
+            inside.set()
+            await asyncio.sleep(60)
+
+    task = asyncio.create_task(job())
+    await asyncio.wait_for(inside.wait(), 5)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    after = await b.claim("cleanup")
+    assert after is not None and after.taken_over_from is None
 
 
 # --- the action queue --------------------------------------------------------------------------

@@ -1,8 +1,9 @@
 """A local Discord stand-in: a fake Discord REST API and Gateway on 127.0.0.1.
 
 A real ``discord.Client`` / ``commands.Bot`` logs in and connects to it as to Discord; users are
-played by ``FakeDiscord.slash`` / ``press`` / ``submit_modal``; everything the bot does is
-recorded, and Discord's limits and rate limits answer with Discord's own errors.
+played by ``FakeDiscord.slash`` / ``press`` / ``submit_modal`` (and ``redeliver`` sends one of
+their interactions again, as a gateway replay does); everything the bot does is recorded, and
+Discord's limits and rate limits answer with Discord's own errors.
 """
 
 from .harness import StandIn

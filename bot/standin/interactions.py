@@ -9,6 +9,7 @@ options) come from the client's tree, so no sync is needed.
 from __future__ import annotations
 
 import asyncio
+import copy
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -118,6 +119,7 @@ class InteractionDriver:
         self, record: InteractionRecord, payload: dict[str, Any], *, wait: bool = True
     ) -> InteractionRecord:
         await self.flush()
+        record.payload = payload
         self.register_interaction(record)
         await self.gateway.dispatch("INTERACTION_CREATE", payload)
         if wait:
@@ -256,6 +258,12 @@ class InteractionDriver:
         self, user_id: int, channel_id: int, command: str, /, **options: Any
     ) -> InteractionRecord:
         """Run ``/command`` (``"group sub"`` for subcommands) with typed options."""
+        record, payload = self._slash(user_id, channel_id, command, options)
+        return await self._send(record, payload)
+
+    def _slash(
+        self, user_id: int, channel_id: int, command: str, options: dict[str, Any]
+    ) -> tuple[InteractionRecord, dict[str, Any]]:
         guild_id = self.world.channels[channel_id].guild_id
         definition, scope, defs, path = self._walk(command, guild_id)
         by_name = {o["name"]: o for o in defs}
@@ -281,7 +289,29 @@ class InteractionDriver:
         if scope is not None:
             data["guild_id"] = str(scope)
         payload["data"] = data
-        return await self._send(record, payload)
+        return record, payload
+
+    async def redeliver(self, record: InteractionRecord, /, **options: Any) -> InteractionRecord:
+        """Deliver an interaction again, as Discord's gateway may (a replay after a resume, one
+        event reaching two processes): the same id, token and payload. Discord takes one
+        initial response per interaction (a second gets 40060), so the bot can answer this
+        delivery only through the token's followups and ``@original`` edits.
+
+        With ``options`` (a slash command's), the payload differs under the same id, which
+        Discord never sends: for testing that the bot refuses it. Returns without waiting for
+        an acknowledgement (the first delivery's stands); ``idle`` waits for the handling.
+        """
+        if record.payload is None:
+            raise ValueError(f"interaction {record.id} was never delivered")
+        payload = copy.deepcopy(record.payload)
+        if options:
+            if record.type != 2 or record.name is None:
+                raise ValueError("only a slash command's options can be changed")
+            _, changed = self._slash(record.user_id, record.channel_id, record.name, options)
+            payload["data"] = changed["data"]
+        await self.flush()
+        await self.gateway.dispatch("INTERACTION_CREATE", payload)
+        return record
 
     async def autocomplete(
         self,

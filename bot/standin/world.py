@@ -237,6 +237,8 @@ class InteractionRecord:
     choices: list[dict[str, Any]] | None = None
     failed: str | None = None
     done: asyncio.Event = field(default_factory=asyncio.Event)
+    # The INTERACTION_CREATE payload as sent, so the same interaction can be delivered again.
+    payload: dict[str, Any] | None = None
 
     @property
     def ephemeral(self) -> bool:

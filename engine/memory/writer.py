@@ -3,19 +3,20 @@
 ``catch_up`` does whatever the cadence says is due, oldest first, and is safe to call at any
 time and as often as wanted: after every turn, from the sweep, from two processes at once.
 
-* Never two at once for one adventure in this process (a lock; a call that finds it taken asks
-  the running one to look again before it stops).
-* Across processes, and against a story cut back while the model was writing, every write is a
-  compare-and-set: the cursor must still be where the work started and the turns it describes
-  must still be on the adventure's line, checked after the adventure row is locked for the
-  update. Otherwise nothing is written and the work is looked at again from the new state.
+* Never two at once for one adventure, in any process: the work runs under the adventure's job
+  lease (``engine.coordination.jobs``), so the model is asked once for each memory. A call that
+  finds the lease taken asks the holder to look again before it lets go.
+* Against a story cut back while the model was writing (and a holder overtaken after stalling
+  past its lease), every write is a compare-and-set: the cursor must still be where the work
+  started and the turns it describes must still be on the adventure's line, checked after the
+  adventure row is locked for the update. Otherwise nothing is written and the work is looked
+  at again from the new state.
 * A cursor moves in the transaction that stores its memory or summary, so a job killed midway
   leaves nothing behind and the sweep does the same stretch again, once.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Sequence
 from contextlib import aclosing
@@ -25,6 +26,7 @@ from sqlalchemy import func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
+from engine.coordination.jobs import JobLeases, memory_job
 from engine.errors import CampfireError, log_incident
 from engine.events import TextDelta
 from engine.memory.bank import enforce_capacity
@@ -92,39 +94,33 @@ class MemoryWriter:
         capacity: int = 200,
         memory_cadence: Cadence = MEMORY_CADENCE,
         summary_cadence: Cadence = SUMMARY_CADENCE,
+        jobs: JobLeases | None = None,
     ) -> None:
         """``providers`` answers which model writes an adventure's memories and summary; where
-        it answers none, only embeddings are done."""
+        it answers none, only embeddings are done. ``jobs``: the job leases, held as this
+        process by default."""
         self.db = db
         self.providers = providers
         self.embedder = embedder
         self.capacity = capacity
         self.memory_cadence = memory_cadence
         self.summary_cadence = summary_cadence
-        self._locks: dict[int, asyncio.Lock] = {}
-        self._again: set[int] = set()
+        self.jobs = jobs or JobLeases(db)
 
     # --- entry points --------------------------------------------------------------------------
-
-    def running(self, adventure_id: int) -> bool:
-        lock = self._locks.get(adventure_id)
-        return lock is not None and lock.locked()
 
     async def catch_up(self, adventure_id: int) -> CatchUp:
         """Do the work due for one adventure; errors are logged, never raised."""
         report = CatchUp(adventure_id)
-        lock = self._locks.setdefault(adventure_id, asyncio.Lock())
-        if lock.locked():
-            # The running job looks again before it stops, and will see what is due now.
-            self._again.add(adventure_id)
-            report.skipped = "already running"
-            return report
-        async with lock:
+        async with self.jobs.hold(memory_job(adventure_id), ask_again=True) as lease:
+            if lease is None:
+                # The running job looks again before it stops, and will see what is due now.
+                report.skipped = "already running"
+                return report
             try:
                 while True:
-                    self._again.discard(adventure_id)
                     await self._work(adventure_id, report)
-                    if adventure_id not in self._again:
+                    if await self.jobs.release_unless_wanted(lease):
                         break
             except CampfireError as error:
                 # The model or embedding endpoint failed: the cursors did not move, so the
@@ -132,8 +128,6 @@ class MemoryWriter:
                 log.warning("memory work for adventure %s stopped: %s", adventure_id, error)
             except Exception as error:
                 log_incident(f"memory work failed (adventure {adventure_id})", error)
-        if not lock.locked():
-            self._locks.pop(adventure_id, None)
         return report
 
     async def lagging(self, limit: int = SWEEP_BATCH) -> list[int]:
@@ -175,11 +169,12 @@ class MemoryWriter:
                     .order_by(Adventure.updated_at)
                 )
             ).all()
+            running = await self.jobs.running(memory_job(row.id) for row in rows)
             due = []
             for row in rows:
                 if len(due) >= limit:
                     break
-                if self.running(row.id):
+                if memory_job(row.id) in running:
                     continue
                 if await self._has_work(session, row.id):
                     due.append(row.id)

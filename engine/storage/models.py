@@ -445,6 +445,21 @@ class TurnLease(SQLModel, table=True):
     heartbeat_at: datetime = _when()
 
 
+class JobLease(SQLModel, table=True):
+    """Which process runs a background job now (``engine.coordination.jobs``).
+
+    One row per job name, never deleted, so its fencing token only grows."""
+
+    __tablename__ = "job_leases"
+
+    name: str = Field(sa_column=Column(String(100), primary_key=True))
+    holder: str
+    fencing_token: int = 0
+    expires_at: datetime = _when()
+    # Asked for while it ran: the holder looks for work again before it lets go.
+    asked_again: bool = False
+
+
 class RequestRecord(SQLModel, table=True):
     """One Discord interaction's request and result, so a repeat is answered, not re-run."""
 

@@ -1,0 +1,272 @@
+"""Job leases: each background job runs in one process at a time.
+
+Every process runs the same scheduler (memory work after turns, the memory sweep, cleanup,
+lease reaping), so without a lease each job would run once per process, and two processes
+could spend a model call each on the same memory. A job lease is a ``job_leases`` row named
+after the job (``memory:<adventure id>`` for an adventure's memory work): whoever claims it
+runs the job; everyone else skips it. It is the turn lease's design (``engine.leases``) for a
+name instead of an adventure:
+
+* the claim is one ``INSERT … ON CONFLICT DO UPDATE … WHERE free or expired`` the database runs
+  atomically against every other claim, so exactly one contender wins;
+* the holder heartbeats while it works; a process that dies stops heartbeating, its lease
+  expires, and the next claim takes the job over (``JobLease.taken_over_from`` names it);
+* the fencing token grows every time the lease changes hands, and rows are never deleted, so
+  a stale holder can neither renew nor release a newer holder's lease.
+
+A job asked for while another process runs it is not lost: ``claim(…, ask_again=True)`` marks
+the row, and the holder, before letting go, looks for work once more
+(``release_unless_wanted``). A holder that stalls past its expiry can be overtaken while it
+works; the jobs guard their own writes as well (the memory writer's compare-and-set cursors),
+so such an overlap costs at most a model call, never a doubled memory.
+
+Times come from this process's clock, so the processes sharing a database need clocks that
+agree to well within the lease's time to live.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from functools import cache
+from typing import Any, TypeVar
+
+from sqlalchemy import and_, or_, select, update
+
+from engine.coordination.dialect import insert, lock_row
+from engine.leases import FREE, as_utc
+from engine.storage.database import Database
+from engine.storage.models import JobLease as JobLeaseRow
+from engine.storage.models import utcnow
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+#: Seconds a job lease lives without a heartbeat. Longer than a turn lease's: nobody waits on
+#: a background job, and a dead one is only a little late.
+DEFAULT_TTL = 60.0
+
+# The jobs (names of job_leases rows).
+MEMORY_SWEEP = "memory-sweep"
+CLEANUP = "cleanup"
+LEASE_REAPING = "lease-reaping"
+
+
+def memory_job(adventure_id: int) -> str:
+    """An adventure's memory work: after its turns and from the sweep, one job, one lease."""
+    return f"memory:{adventure_id}"
+
+
+@cache
+def this_process() -> str:
+    """This process's name in lease rows (and in logs): host, pid and a random tail, since a
+    pid is reused after a restart."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+
+
+_jobs = JobLeaseRow.__table__  # core statements: no ORM bookkeeping for a coordination row
+
+
+@dataclass(frozen=True, slots=True)
+class JobLease:
+    name: str
+    holder: str
+    #: Fencing token: strictly increases every time the lease changes hands.
+    token: int
+    #: The holder whose expired lease this claim took over (it died, or stalled).
+    taken_over_from: str | None = field(default=None, compare=False)
+
+
+def _held(lease: JobLease) -> Any:
+    return and_(
+        _jobs.c.name == lease.name,
+        _jobs.c.holder == lease.holder,
+        _jobs.c.fencing_token == lease.token,
+    )
+
+
+class JobLeases:
+    """Claims, heartbeats and releases job leases for one holder (this process, by default)."""
+
+    def __init__(
+        self,
+        db: Database,
+        *,
+        holder: str | None = None,
+        ttl: float = DEFAULT_TTL,
+        clock: Callable[[], datetime] = utcnow,
+        heartbeat_every: float | None = None,
+    ) -> None:
+        if ttl <= 0:
+            raise ValueError("a lease's time to live must be positive")
+        self.db = db
+        self.holder = holder or this_process()
+        self.ttl = timedelta(seconds=ttl)
+        self.clock = clock
+        #: Seconds between ``hold``'s heartbeats.
+        self.heartbeat_every = heartbeat_every if heartbeat_every is not None else ttl / 3
+        self._finishing: set[asyncio.Task[None]] = set()
+
+    def _now(self) -> datetime:
+        return as_utc(self.clock())
+
+    # --- the lease ------------------------------------------------------------------------------
+
+    async def claim(self, name: str, *, ask_again: bool = False) -> JobLease | None:
+        """Take the job's lease; ``None`` if a live one is held by anyone (this holder too).
+
+        ``ask_again``: when the job is busy, have its holder look for work once more before it
+        lets go (the work that made this caller ask may have arrived after the holder looked).
+        """
+        now = self._now()
+        async with self.db.session() as session, session.begin():
+            previous = await lock_row(
+                session, _jobs, name, _jobs.c.holder, _jobs.c.expires_at, _jobs.c.fencing_token
+            )
+            statement = insert(session, _jobs).values(
+                name=name,
+                holder=self.holder,
+                fencing_token=1,
+                expires_at=now + self.ttl,
+                asked_again=False,
+            )
+            # The one statement that decides: it writes only where the row is free or expired,
+            # and the database runs it atomically against any other claim.
+            claim = statement.on_conflict_do_update(
+                index_elements=[_jobs.c.name],
+                set_={
+                    "holder": statement.excluded.holder,
+                    "fencing_token": _jobs.c.fencing_token + 1,
+                    "expires_at": statement.excluded.expires_at,
+                    "asked_again": False,
+                },
+                where=or_(_jobs.c.holder == FREE, _jobs.c.expires_at <= now),
+            ).returning(_jobs.c.fencing_token)
+            token = await session.scalar(claim)
+            if token is None:
+                if not ask_again:
+                    return None
+                # The row is locked by this transaction, so its holder cannot let go between
+                # the claim and this mark; "live" guards the first claim ever, made unlocked.
+                marked = await session.execute(
+                    update(_jobs)
+                    .where(_jobs.c.name == name, _jobs.c.holder != FREE, _jobs.c.expires_at > now)
+                    .values(asked_again=True)
+                )
+                if marked.rowcount == 1:
+                    return None
+        if token is None:
+            return await self.claim(name, ask_again=True)  # let go meanwhile: free now
+        taken_over_from = previous.holder if previous and previous.holder != FREE else None
+        if taken_over_from is not None:
+            log.warning(
+                "job %s: took over the expired lease of %s (token %s)", name, taken_over_from, token
+            )
+        return JobLease(name, self.holder, token, taken_over_from)
+
+    async def heartbeat(self, lease: JobLease) -> bool:
+        """Push the lease's expiry forward; False if it was lost (taken over or released)."""
+        async with self.db.session() as session, session.begin():
+            result = await session.execute(
+                update(_jobs).where(_held(lease)).values(expires_at=self._now() + self.ttl)
+            )
+        return result.rowcount == 1
+
+    async def release(self, lease: JobLease) -> None:
+        """Give the lease up, if it is still this one (a stale lease changes nothing)."""
+        async with self.db.session() as session, session.begin():
+            await session.execute(
+                update(_jobs).where(_held(lease)).values(holder=FREE, expires_at=self._now())
+            )
+
+    async def release_unless_wanted(self, lease: JobLease) -> bool:
+        """Release the lease, unless the job was asked for while it ran: then keep it, clear the
+        request and return False, so the holder runs the job once more.
+
+        True also when the lease was lost already: another holder has the job now."""
+        async with self.db.session() as session, session.begin():
+            released = await session.execute(
+                update(_jobs)
+                .where(_held(lease), _jobs.c.asked_again.is_(False))
+                .values(holder=FREE, expires_at=self._now())
+            )
+            if released.rowcount == 1:
+                return True
+            kept = await session.execute(
+                update(_jobs)
+                .where(_held(lease))
+                .values(asked_again=False, expires_at=self._now() + self.ttl)
+            )
+            return kept.rowcount != 1
+
+    async def running(self, names: Iterable[str]) -> set[str]:
+        """Which of these jobs some process holds a live lease on now."""
+        wanted = list(names)
+        if not wanted:
+            return set()
+        async with self.db.session() as session:
+            rows = await session.scalars(
+                select(_jobs.c.name).where(
+                    _jobs.c.name.in_(wanted),
+                    _jobs.c.holder != FREE,
+                    _jobs.c.expires_at > self._now(),
+                )
+            )
+            return set(rows)
+
+    # --- holding it for a job -------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def hold(self, name: str, *, ask_again: bool = False) -> AsyncIterator[JobLease | None]:
+        """Claim the job (``None`` if another holder runs it), heartbeat it in the background,
+        release it on the way out, also when the body raises or is cancelled."""
+        lease = await self.claim(name, ask_again=ask_again)
+        if lease is None:
+            yield None
+            return
+        beating = asyncio.create_task(self._keep_alive(lease), name=f"job-heartbeat-{name}")
+        try:
+            yield lease
+        finally:
+            beating.cancel()
+            # Its own task: a second cancellation of the caller cannot cut the release short.
+            finishing = asyncio.create_task(self._finish(lease, beating))
+            self._finishing.add(finishing)
+            finishing.add_done_callback(self._finishing.discard)
+            await asyncio.shield(finishing)
+
+    async def run_alone(self, name: str, job: Callable[[], Awaitable[T]]) -> T | None:
+        """Run ``job`` under its lease; ``None`` without running it if another holder runs it."""
+        async with self.hold(name) as lease:
+            if lease is None:
+                log.debug("job %s runs elsewhere; skipped here", name)
+                return None
+            return await job()
+
+    async def _keep_alive(self, lease: JobLease) -> None:
+        while True:
+            await asyncio.sleep(self.heartbeat_every)
+            try:
+                alive = await self.heartbeat(lease)
+            except Exception:
+                log.warning("job %s: heartbeat failed; trying again", lease.name, exc_info=True)
+                continue
+            if not alive:
+                log.warning("job %s: lost its lease (token %s)", lease.name, lease.token)
+                return
+
+    async def _finish(self, lease: JobLease, beating: asyncio.Task[None]) -> None:
+        await asyncio.wait({beating})
+        try:
+            await self.release(lease)
+        except Exception:
+            # It expires on its own; the job's own error, if any, is the one worth raising.
+            log.warning("job %s: could not release its lease", lease.name, exc_info=True)

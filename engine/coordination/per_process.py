@@ -1,0 +1,128 @@
+"""The state each process keeps to itself on purpose, and why that is safe.
+
+Everything that must agree between processes lives in the database: turn leases
+(``engine.leases``), request records (``requests``), job leases (``jobs``), the story and its
+version guard. What is listed here lives in one process's memory and is lost when it stops.
+Each entry says why that is safe; a new lock, event, cache or per-process table belongs in
+this list (``tests/test_coordination.py`` looks for them in ``engine/``, ``cogs/`` and
+``bot/`` and fails on one that is not named here).
+
+Several processes share one bot when Discord shards are split among them: the events of a
+server (and so of its channels and threads) reach one shard, and a DM reaches shard 0. A
+channel's turns are therefore normally played, streamed and shown by one process; nothing
+below relies on that for correctness, only for tidiness.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class PerProcess:
+    #: ``module:attribute`` of the piece.
+    where: str
+    what: str
+    why_safe: str
+
+    @property
+    def module(self) -> str:
+        return self.where.split(":")[0]
+
+
+PER_PROCESS: tuple[PerProcess, ...] = (
+    PerProcess(
+        "engine.queue:AdventureQueue",
+        "the adventure queue: this process's actions of one adventure, in arrival order",
+        "It only orders and counts; exclusion is the turn lease, claimed by each queued job "
+        "when it runs. An action that reaches another process while a turn is written here "
+        "is refused there politely (the lease is busy), never played twice or lost.",
+    ),
+    PerProcess(
+        "engine.story_tree.core:TreeCore",
+        "head moves refused while this process's queue writes or holds a turn",
+        "A courtesy check against a turn it can see; a head move from another process "
+        "meanwhile bumps the adventure's version, and the turn's store is refused by its "
+        "version guard instead.",
+    ),
+    PerProcess(
+        "cogs.streaming:RatePacer",
+        "the streaming pacer: per-channel edit buckets and a global request budget",
+        "A channel's turns are streamed by the process whose shard receives its events, so "
+        "its bucket is complete there; the global budget is per process, so give each "
+        "process its share of Discord's 50 requests a second (discord.py still waits out a "
+        "429 if they overlap).",
+    ),
+    PerProcess(
+        "cogs.streaming:StreamingMessage",
+        "one message's editor: its latest text, wake-up event and final-edit lock",
+        "It lives as long as the message is being streamed, by the process streaming it.",
+    ),
+    PerProcess(
+        "cogs.narration:Narrator",
+        "the message map (which Discord messages show which turn, and which carries the "
+        "buttons) and the count of turns being shown",
+        "Cosmetic only: it marks undone turns and moves the buttons. Buttons carry the story "
+        "version in their custom_id, so a press under a message this process does not know "
+        "(another process's, or from before a restart) is refused by the version check.",
+    ),
+    PerProcess(
+        "engine.leases:TurnLeases",
+        "this process's lease releases still in flight",
+        "They concern only leases this process holds; an unreleased lease expires.",
+    ),
+    PerProcess(
+        "engine.coordination.jobs:JobLeases",
+        "this process's job-lease releases still in flight, and its name in lease rows",
+        "As for the turn leases: only this process's own leases, which expire if it dies.",
+    ),
+    PerProcess(
+        "engine.providers.local:LocalLlamaProvider",
+        "the embedded model, loaded once, and the lock serialising its generations",
+        "The model's weights and llama.cpp context are in this process's memory; another "
+        "process has its own copy.",
+    ),
+    PerProcess(
+        "engine.scripting.sandbox:run",
+        "the worker threads that run scripts, and the prelude read once",
+        "Each script run starts a fresh QuickJS context and returns its results as data; "
+        "nothing a script leaves behind is kept between runs.",
+    ),
+    PerProcess(
+        "engine.tokens:count_tokens",
+        "token counts remembered by text",
+        "A pure function of the text: a cached count cannot go stale.",
+    ),
+    PerProcess(
+        "engine.cards:compile_keys",
+        "story cards' parsed keys and compiled keyword matchers",
+        "Pure functions of the keys: a cached matcher cannot go stale.",
+    ),
+    PerProcess(
+        "engine.world_state.apply:schema_of",
+        "parsed stat schemas, by their JSON",
+        "A pure function of the schema's text.",
+    ),
+    PerProcess(
+        "engine.story:line_window",
+        "the story-line window statement, built once",
+        "A statement without data; the rows are read from the database each time.",
+    ),
+    PerProcess(
+        "engine.context:load_cards",
+        "the card-loading statement, built once",
+        "A statement without data; the rows are read from the database each time.",
+    ),
+    PerProcess(
+        "bot.scheduler:BackgroundWork",
+        "the background jobs running in this process now",
+        "Only this process's own tasks, kept so that closing lets them end and release their "
+        "job leases; a process that dies without that leaves leases that expire.",
+    ),
+    PerProcess(
+        "bot.discord_bot:CampfireBot",
+        "the scheduler (APScheduler) and discord.py's caches of servers, channels, messages",
+        "Every process schedules every background job; each runs under its job lease, so one "
+        "process at a time runs it. discord.py's caches are per shard by Discord's design.",
+    ),
+)
