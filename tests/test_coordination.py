@@ -23,6 +23,7 @@ from engine.events import AlreadyHandled, TurnDone, TurnFailed
 from engine.leases import TurnLeases
 from engine.memory.writer import MemoryWriter
 from engine.play import PlayService
+from engine.providers.resolver import OperatorDefault
 from engine.queue import AdventureQueue
 from engine.storage.database import Database
 from engine.storage.models import ActionType, Memory, RequestRecord, Role, StoryNode, utcnow
@@ -41,7 +42,10 @@ LOOK = PlayerAction(ActionType.DO, "look around", ALICE.user_id)
 def process(db: Database, provider, name: str) -> PlayService:
     """The play service of one process (its own queue and lease holder)."""
     return PlayService(
-        db, TurnEngine(db, provider), TurnLeases(db, holder=name), AdventureQueue(cap=5)
+        db,
+        TurnEngine(db, OperatorDefault(provider)),
+        TurnLeases(db, holder=name),
+        AdventureQueue(cap=5),
     )
 
 
@@ -185,7 +189,7 @@ async def test_a_repeat_of_a_failed_request_tells_its_failure_and_a_refusal_is_n
 async def twelve_turns_played(db: Database, provider, fake_model) -> int:
     """An adventure whose first memory is due."""
     adventure = await new_adventure(db)
-    engine = TurnEngine(db, provider)
+    engine = TurnEngine(db, OperatorDefault(provider))
     for n in range(1, 13):
         fake_model.queue(f"Narration {n}: the heron watched.")
         events = await play_turn(engine, adventure, ActionType.DO, f"step forward ({n})")
@@ -218,8 +222,10 @@ async def test_a_sweep_and_an_after_turn_job_never_both_ask_the_model(
     adventure = await twelve_turns_played(db, provider, fake_model)
     other_db = Database(db.url)
     try:
-        sweeping = MemoryWriter(db, provider, jobs=JobLeases(db, holder="sweeper"))
-        after_turn = MemoryWriter(other_db, provider, jobs=JobLeases(other_db, holder="player"))
+        sweeping = MemoryWriter(db, OperatorDefault(provider), jobs=JobLeases(db, holder="sweeper"))
+        after_turn = MemoryWriter(
+            other_db, OperatorDefault(provider), jobs=JobLeases(other_db, holder="player")
+        )
         fake_model.queue(
             Reply(text="Mira reached the drowned bell.", delay=0.1),
             Reply(text="A memory nobody should ask for.", delay=0.1),
@@ -248,7 +254,9 @@ async def test_memory_work_of_a_dead_process_is_taken_over_after_expiry(db, prov
     now = [utcnow()]
     # A process claimed the adventure's memory work and died before it wrote anything.
     assert await JobLeases(db, holder="dead", clock=lambda: now[0]).claim(memory_job(adventure))
-    writer = MemoryWriter(db, provider, jobs=JobLeases(db, holder="alive", clock=lambda: now[0]))
+    writer = MemoryWriter(
+        db, OperatorDefault(provider), jobs=JobLeases(db, holder="alive", clock=lambda: now[0])
+    )
     assert await writer.lagging() == []  # it looks busy until its lease expires
     assert (await writer.catch_up(adventure)).skipped == "already running"
     assert memory_calls(fake_model) == 0
