@@ -11,7 +11,7 @@ from discord.ext import commands
 from bot.config import Settings
 from bot.scheduler import BackgroundWork, schedule_background_work
 from bot.services import Services, build_services
-from engine.coordination.jobs import LEASE_REAPING, JobLeases
+from engine.coordination.jobs import LEASE_REAPING
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +62,7 @@ class CampfireBot(commands.Bot):
         from cogs.streaming import RatePacer
 
         self.services = await build_services(self.settings)
-        self.background = BackgroundWork(JobLeases(self.services.db))
+        self.background = BackgroundWork(self.services.jobs)
         self.narrator = Narrator(self, RatePacer())
         self.add_dynamic_items(*DYNAMIC_ITEMS)
         for extension in EXTENSIONS:

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import logging
-import os
-import socket
-import uuid
 from dataclasses import dataclass
 
 from bot.config import Settings
 from engine.archive import AdventureArchive
 from engine.context import ContextEngine
+from engine.coordination.jobs import JobLeases, this_process
 from engine.crypto import SecretBox
 from engine.formats.draft import ImportLimits
 from engine.insights import Insights
@@ -55,6 +53,8 @@ class Services:
     archive: AdventureArchive
     tree: StoryTree
     memory: MemoryWriter
+    #: Background jobs run once across processes through these (bot.scheduler).
+    jobs: JobLeases
     # steering family (cogs: steering, memory, world_state, insights, profile, membership)
     steering_text: SteeringText
     story_cards: StoryCards
@@ -131,12 +131,14 @@ async def build_services(settings: Settings) -> Services:
         script_limits=script_limits,
         max_story_cards=settings.max_story_cards,
     )
-    # Names this process in lease rows, so a reclaimed lease says whose turn was cut off.
-    holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+    # One name for this process in every lease row (turns and background jobs), so a reclaimed
+    # lease says whose work was cut off.
+    holder = this_process()
     leases = TurnLeases(db, holder=holder)
+    jobs = JobLeases(db, holder=holder)
     queue = AdventureQueue(cap=settings.max_queued_actions)
     play = PlayService(db, turns, leases, queue)
-    memory = MemoryWriter(db, providers, embedder, capacity=settings.max_memories)
+    memory = MemoryWriter(db, providers, embedder, capacity=settings.max_memories, jobs=jobs)
     limits = ImportLimits(
         max_bytes=settings.max_import_bytes,
         max_cards=settings.max_story_cards,
@@ -156,6 +158,7 @@ async def build_services(settings: Settings) -> Services:
         # Head moves wait for no turn: they are refused while one is being written here.
         StoryTree(db, queue),
         memory,
+        jobs,
         # steering family (cogs: steering, memory, world_state, insights, profile, membership)
         steering_text=SteeringText(db),
         story_cards=StoryCards(db, max_cards=settings.max_story_cards),

@@ -19,7 +19,7 @@ from cogs.buttons import retry_allowed
 from cogs.context import actor_of, channel_id_of
 from cogs.errors import on_app_command_error
 from cogs.forms import FORM_TIMEOUT_S
-from cogs.replies import reply
+from cogs.replies import defer_request, reply
 from engine.story_tree import EDIT_MAX_CHARS, NAME_MAX, BranchView, HeadMove, SavePointView
 
 if TYPE_CHECKING:
@@ -108,7 +108,7 @@ class StoryTreeCog(commands.Cog):
         """Write the newest turn again; every take is kept (‹ › pages them)."""
         if not await retry_allowed(interaction):
             return
-        await interaction.response.defer(thinking=True)
+        await defer_request(interaction)
         events = self.bot.services.play.retry_turn(
             actor_of(interaction),
             channel_id_of(interaction),

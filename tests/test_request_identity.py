@@ -18,8 +18,8 @@ REPLY = "The lantern catches, and the reeds lean away from its light."
 
 
 @pytest.fixture
-async def env(tmp_path, fake_model, caplog):
-    async with campfire_on_standin(tmp_path, fake_model, caplog) as environment:
+async def env(tmp_path, fake_model, caplog, database_url):
+    async with campfire_on_standin(tmp_path, fake_model, caplog, database_url) as environment:
         caplog.set_level(logging.INFO, logger="cogs.narration")
         yield environment
 

@@ -40,9 +40,9 @@ from typing import Any, TypeVar
 
 from sqlalchemy import and_, or_, select, update
 
-from engine.coordination.dialect import insert, lock_row
 from engine.leases import FREE, as_utc
 from engine.storage.database import Database
+from engine.storage.dialect import insert_for, locked_read
 from engine.storage.models import JobLease as JobLeaseRow
 from engine.storage.models import utcnow
 
@@ -128,10 +128,17 @@ class JobLeases:
         """
         now = self._now()
         async with self.db.session() as session, session.begin():
-            previous = await lock_row(
-                session, _jobs, name, _jobs.c.holder, _jobs.c.expires_at, _jobs.c.fencing_token
-            )
-            statement = insert(session, _jobs).values(
+            previous = (
+                await session.execute(
+                    locked_read(
+                        session,
+                        _jobs,
+                        (_jobs.c.holder, _jobs.c.expires_at, _jobs.c.fencing_token),
+                        _jobs.c.name == name,
+                    )
+                )
+            ).first()
+            statement = insert_for(session, _jobs).values(
                 name=name,
                 holder=self.holder,
                 fencing_token=1,

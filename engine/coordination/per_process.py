@@ -104,7 +104,7 @@ PER_PROCESS: tuple[PerProcess, ...] = (
         "A pure function of the schema's text.",
     ),
     PerProcess(
-        "engine.story:line_window",
+        "engine.story_line.read:line_window",
         "the story-line window statement, built once",
         "A statement without data; the rows are read from the database each time.",
     ),

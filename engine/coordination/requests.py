@@ -32,10 +32,10 @@ from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from engine.actions import PlayerAction, format_action
-from engine.coordination.dialect import insert
 from engine.errors import CampfireError
 from engine.events import AlreadyHandled, TurnDone, TurnFailed, TurnInterrupted
 from engine.storage.database import Database
+from engine.storage.dialect import insert_for
 from engine.storage.models import ActionType, RequestRecord, utcnow
 
 #: A request to write the newest turn again (stored so a failed retry can be retried).
@@ -99,7 +99,7 @@ class RequestLog:
         caller's checks that fail after it roll the row back with the transaction.
         """
         digest = payload_digest(request.payload)
-        statement = insert(session, _requests).values(
+        statement = insert_for(session, _requests).values(
             interaction_id=request.request_id,
             adventure_id=adventure_id,
             user_id=request.user_id,
