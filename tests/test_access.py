@@ -48,7 +48,6 @@ ADMINISTRATOR = member(manages_server=True, manages_messages=True)
 
 def test_server_permissions_mean_nothing_in_a_dm():
     dm = Actor(STRANGER, manages_server=True, manages_messages=True)
-    assert dm.in_dm
     assert not dm.is_server_manager and not dm.is_story_manager
     assert SERVER_MANAGER.is_server_manager and SERVER_MANAGER.is_story_manager
     assert MESSAGE_MANAGER.is_story_manager and not MESSAGE_MANAGER.is_server_manager
