@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncGenerator, Awaitable
 from contextlib import aclosing
 from typing import TYPE_CHECKING
 
@@ -40,6 +40,10 @@ from engine.events import (
 from engine.story_tree import HeadMove
 
 if TYPE_CHECKING:
+    # discord.py's union of the channels a message can be sent to: unlike the Messageable
+    # protocol, every one of them has an id.
+    from discord.abc import MessageableChannel
+
     from bot.discord_bot import CampfireBot
     from engine.turns import TurnResult
 
@@ -97,7 +101,7 @@ class Narrator:
     async def show(
         self,
         interaction: discord.Interaction,
-        events: AsyncIterator[TurnEvent],
+        events: AsyncGenerator[TurnEvent, None],
         *,
         retrying: bool = False,
     ) -> None:
@@ -112,7 +116,7 @@ class Narrator:
     async def _show(
         self,
         interaction: discord.Interaction,
-        events: AsyncIterator[TurnEvent],
+        events: AsyncGenerator[TurnEvent, None],
         retrying: bool = False,
     ) -> None:
         channel = interaction.channel
@@ -187,7 +191,7 @@ class Narrator:
 
     async def post_opening(
         self,
-        channel: discord.abc.Messageable,
+        channel: MessageableChannel,
         opening: str,
         adventure_id: int,
         version: int,
@@ -230,7 +234,7 @@ class Narrator:
         if isinstance(channel, discord.abc.Messageable):
             await self.show_head(channel, result)
 
-    async def show_head(self, channel: discord.abc.Messageable, move: HeadMove) -> None:
+    async def show_head(self, channel: MessageableChannel, move: HeadMove) -> None:
         self._begin()
         try:
             await self._mark(channel, move.removed, "↩️ Undone. /redo (or ↪️ Redo) brings it back.")
@@ -263,7 +267,7 @@ class Narrator:
         finally:
             self._end()
 
-    async def show_edit(self, channel: discord.abc.Messageable, move: HeadMove) -> None:
+    async def show_edit(self, channel: MessageableChannel, move: HeadMove) -> None:
         """A corrected turn: its message shows the new text, with the pager."""
         shown = self._shown.get(move.head_node_id)
         if not shown:
@@ -313,7 +317,7 @@ class Narrator:
         while len(self._shown) > REMEMBERED_TURNS:
             self._shown.popitem(last=False)
 
-    async def _mark(self, channel: discord.abc.Messageable, nodes, note: str) -> None:
+    async def _mark(self, channel: MessageableChannel, nodes, note: str) -> None:
         for node_id in nodes:
             for message in self._shown.get(node_id, []):
                 try:
@@ -334,7 +338,7 @@ class Narrator:
                     log.debug("could not unmark message %s", message.id, exc_info=True)
 
     async def announce_interrupted(
-        self, channel: discord.abc.Messageable, event: TurnInterrupted
+        self, channel: MessageableChannel, event: TurnInterrupted
     ) -> None:
         what = f" for “{event.action_text}”" if event.action_text else ""
         view = retry_button(event.request_id) if event.request_id else discord.utils.MISSING
@@ -344,7 +348,7 @@ class Narrator:
             view=view,
         )
 
-    async def _drop_buttons(self, channel: discord.abc.Messageable) -> None:
+    async def _drop_buttons(self, channel: MessageableChannel) -> None:
         previous = self._with_buttons.pop(channel.id, None)
         if previous is None:
             return

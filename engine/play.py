@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
 
 from engine.access import Actor, active_adventure, check_may_rewrite
 from engine.accounts import touch_server, touch_user
@@ -125,8 +126,8 @@ class PlayService:
             )
             options = await session.scalars(
                 select(Scenario)
-                .where(Scenario.parent_id == scenario.id)
-                .order_by(Scenario.id)
+                .where(col(Scenario.parent_id) == scenario.id)
+                .order_by(col(Scenario.id))
                 .limit(MAX_OPTIONS)
             )
             assert scenario.id is not None
@@ -160,6 +161,7 @@ class PlayService:
             running = await active_adventure(session, channel_id)
             if running is not None:
                 running.ended_at = utcnow()
+            assert scenario.id is not None
             adventure = await start_adventure(
                 session,
                 scenario.id,
@@ -168,6 +170,7 @@ class PlayService:
                 host_id=actor.user_id,
                 answers=answers,
             )
+            assert adventure.id is not None
             return StartedAdventure(
                 adventure.id,
                 adventure.title,
@@ -182,6 +185,7 @@ class PlayService:
             adventure = await active_adventure(session, channel_id)
             if adventure is None:
                 return None
+            assert adventure.id is not None
             return AdventureRef(adventure.id, adventure.title, adventure.version)
 
     async def recent_story(self, channel_id: int, entries: int = 4) -> list[str]:
@@ -203,7 +207,7 @@ class PlayService:
         *,
         request_id: int,
         seen_version: int | None = None,
-    ) -> AsyncIterator[TurnEvent]:
+    ) -> AsyncGenerator[TurnEvent, None]:
         """Play an action in the adventure running in ``channel_id``.
 
         Yields ``Queued`` when other turns are ahead, then the turn's events. Ends with
@@ -222,7 +226,7 @@ class PlayService:
             return
         adventure_id = recorded
 
-        def turn(fence: Fence) -> AsyncIterator[TurnEvent]:
+        def turn(fence: Fence) -> AsyncGenerator[TurnEvent, None]:
             return self.turns.play(adventure_id, action, fence=fence)
 
         async with aclosing(self._run_queued(adventure_id, turn, request_id)) as events:
@@ -236,7 +240,7 @@ class PlayService:
         *,
         request_id: int,
         seen_version: int | None = None,
-    ) -> AsyncIterator[TurnEvent]:
+    ) -> AsyncGenerator[TurnEvent, None]:
         """Write the newest narrator turn again as another take (``TurnEngine.retry``).
 
         Who may: the author of the turn's action, the host, server managers. Queued like any
@@ -265,7 +269,7 @@ class PlayService:
             return
         adventure_id = recorded
 
-        def turn(fence: Fence) -> AsyncIterator[TurnEvent]:
+        def turn(fence: Fence) -> AsyncGenerator[TurnEvent, None]:
             return self.turns.retry(adventure_id, node_id=asked_for[0], fence=fence)
 
         async with aclosing(self._run_queued(adventure_id, turn, request_id)) as events:
@@ -274,7 +278,7 @@ class PlayService:
 
     async def retry_request(
         self, actor: Actor, channel_id: int, request_id: int, *, new_request_id: int
-    ) -> AsyncIterator[TurnEvent]:
+    ) -> AsyncGenerator[TurnEvent, None]:
         """Play again the action of a request that failed or was interrupted."""
         payload = await self.requests.payload_of(request_id)
         if not payload:
@@ -337,9 +341,9 @@ class PlayService:
     async def _run_queued(
         self,
         adventure_id: int,
-        turn: Callable[[Fence], AsyncIterator[TurnEvent]],
+        turn: Callable[[Fence], AsyncGenerator[TurnEvent, None]],
         request_id: int,
-    ) -> AsyncIterator[TurnEvent]:
+    ) -> AsyncGenerator[TurnEvent, None]:
         """Run the turn through the adventure's queue, forwarding its events as they come."""
         events: asyncio.Queue[TurnEvent] = asyncio.Queue()
 

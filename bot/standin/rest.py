@@ -44,6 +44,8 @@ async def read_body(request: web.Request) -> tuple[Any, list[FileUpload]]:
             if part is None:
                 break
             name = getattr(part, "name", None) or ""
+            # The ignores below: a part may be typed as a nested multipart reader, which has no
+            # text() or read(); discord.py sends only plain body parts.
             if name == "payload_json":
                 payload = json.loads(await part.text())  # type: ignore[union-attr]
             elif name.startswith("files["):

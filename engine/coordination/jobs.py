@@ -41,6 +41,7 @@ from typing import Any, TypeVar
 from sqlalchemy import and_, or_, select, update
 
 from engine.leases import FREE, as_utc
+from engine.storage.changes import rows_changed
 from engine.storage.database import Database
 from engine.storage.dialect import insert_for, locked_read
 from engine.storage.models import JobLease as JobLeaseRow
@@ -72,7 +73,10 @@ def this_process() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
 
 
-_jobs = JobLeaseRow.__table__  # core statements: no ORM bookkeeping for a coordination row
+# Core statements: no ORM bookkeeping for a coordination row. The table is looked up in the
+# metadata by name, where it is typed as a Table (SQLModel does not declare ``__table__`` to
+# type checkers).
+_jobs = JobLeaseRow.metadata.tables[JobLeaseRow.__tablename__]
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,12 +167,13 @@ class JobLeases:
                     return None
                 # The row is locked by this transaction, so its holder cannot let go between
                 # the claim and this mark; "live" guards the first claim ever, made unlocked.
-                marked = await session.execute(
+                marked = await rows_changed(
+                    session,
                     update(_jobs)
                     .where(_jobs.c.name == name, _jobs.c.holder != FREE, _jobs.c.expires_at > now)
-                    .values(asked_again=True)
+                    .values(asked_again=True),
                 )
-                if marked.rowcount == 1:
+                if marked == 1:
                     return None
         if token is None:
             return await self.claim(name, ask_again=True)  # let go meanwhile: free now
@@ -182,10 +187,11 @@ class JobLeases:
     async def heartbeat(self, lease: JobLease) -> bool:
         """Push the lease's expiry forward; False if it was lost (taken over or released)."""
         async with self.db.session() as session, session.begin():
-            result = await session.execute(
-                update(_jobs).where(_held(lease)).values(expires_at=self._now() + self.ttl)
+            renewed = await rows_changed(
+                session,
+                update(_jobs).where(_held(lease)).values(expires_at=self._now() + self.ttl),
             )
-        return result.rowcount == 1
+        return renewed == 1
 
     async def release(self, lease: JobLease) -> None:
         """Give the lease up, if it is still this one (a stale lease changes nothing)."""
@@ -200,19 +206,21 @@ class JobLeases:
 
         True also when the lease was lost already: another holder has the job now."""
         async with self.db.session() as session, session.begin():
-            released = await session.execute(
+            released = await rows_changed(
+                session,
                 update(_jobs)
                 .where(_held(lease), _jobs.c.asked_again.is_(False))
-                .values(holder=FREE, expires_at=self._now())
+                .values(holder=FREE, expires_at=self._now()),
             )
-            if released.rowcount == 1:
+            if released == 1:
                 return True
-            kept = await session.execute(
+            kept = await rows_changed(
+                session,
                 update(_jobs)
                 .where(_held(lease))
-                .values(asked_again=False, expires_at=self._now() + self.ttl)
+                .values(asked_again=False, expires_at=self._now() + self.ttl),
             )
-            return kept.rowcount != 1
+            return kept != 1
 
     async def running(self, names: Iterable[str]) -> set[str]:
         """Which of these jobs some process holds a live lease on now."""

@@ -51,7 +51,10 @@ QUEUED, RUNNING, DONE, FAILED, REFUSED, INTERRUPTED = (
     "interrupted",
 )
 
-_requests = RequestRecord.__table__  # core statements: the INSERT must be able to conflict
+# Core statements: the INSERT must be able to conflict. The table is looked up in the metadata
+# by name, where it is typed as a Table (SQLModel does not declare ``__table__`` to type
+# checkers).
+_requests = RequestRecord.metadata.tables[RequestRecord.__tablename__]
 
 
 class RequestReused(CampfireError):

@@ -64,6 +64,7 @@ class SemanticIndex:
         self._by_dim: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         for dim in set(dims) - {0}:
             rows = np.fromiter((i for i, d in enumerate(dims) if d == dim), dtype=np.int64)
+            # A checker sees each vector as possibly None; the rows taken all have a dimension.
             matrix = np.stack([unit(vectors[i]) for i in rows])  # type: ignore[arg-type]
             self._by_dim[dim] = (rows, matrix)
 

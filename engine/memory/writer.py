@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from sqlalchemy import func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
+from sqlmodel import col
 
 from engine.coordination.jobs import JobLeases, memory_job
 from engine.errors import CampfireError, log_incident
@@ -44,6 +45,7 @@ from engine.memory.semantic import to_bytes
 from engine.providers.base import ChatMessage, ChatProvider, GenerationParams, checked
 from engine.providers.embeddings import EmbeddingClient
 from engine.providers.resolver import ProviderResolver
+from engine.storage.changes import rows_changed
 from engine.storage.database import Database
 from engine.storage.models import (
     Adventure,
@@ -142,19 +144,19 @@ class MemoryWriter:
         # An index is never smaller than the position it ends, so this finds every adventure
         # that could be due (and some that are not; the exact check follows).
         could_be_due = or_(
-            head.index - Adventure.memory_cursor > smallest,
-            head.index - Adventure.summary_cursor > smallest,
+            col(head.index) - col(Adventure.memory_cursor) > smallest,
+            col(head.index) - col(Adventure.summary_cursor) > smallest,
         )
         conditions = [could_be_due]
         if self.embedder is not None:
             unembedded = (
-                select(Memory.id)
+                select(col(Memory.id))
                 .where(
-                    Memory.adventure_id == Adventure.id,
-                    Memory.forgotten.is_(False),
+                    col(Memory.adventure_id) == col(Adventure.id),
+                    col(Memory.forgotten).is_(False),
                     or_(
-                        Memory.embedding_model.is_(None),
-                        Memory.embedding_model != self.embedder.model,
+                        col(Memory.embedding_model).is_(None),
+                        col(Memory.embedding_model) != self.embedder.model,
                     ),
                 )
                 .exists()
@@ -163,10 +165,10 @@ class MemoryWriter:
         async with self.db.session() as session:
             rows = (
                 await session.execute(
-                    select(Adventure.id, Adventure.head_node_id)
-                    .join(head, head.id == Adventure.head_node_id)
-                    .where(Adventure.ended_at.is_(None), or_(*conditions))
-                    .order_by(Adventure.updated_at)
+                    select(col(Adventure.id), col(Adventure.head_node_id))
+                    .join(head, col(head.id) == col(Adventure.head_node_id))
+                    .where(col(Adventure.ended_at).is_(None), or_(*conditions))
+                    .order_by(col(Adventure.updated_at))
                 )
             ).all()
             running = await self.jobs.running(memory_job(row.id) for row in rows)
@@ -221,7 +223,7 @@ class MemoryWriter:
                 positions.count,
             )
             head_index = await session.scalar(
-                select(StoryNode.index).where(StoryNode.id == adventure.head_node_id)
+                select(col(StoryNode.index)).where(col(StoryNode.id) == adventure.head_node_id)
             )
             await story_cut_back(session, adventure_id, head_index or 0)
 
@@ -231,9 +233,9 @@ class MemoryWriter:
         async with self.db.session() as session:
             row = (
                 await session.execute(
-                    select(Adventure, Server.allow_background_model_use)
-                    .outerjoin(Server, Adventure.server_id == Server.id)
-                    .where(Adventure.id == adventure_id)
+                    select(Adventure, col(Server.allow_background_model_use))
+                    .outerjoin(Server, col(Adventure.server_id) == col(Server.id))
+                    .where(col(Adventure.id) == adventure_id)
                 )
             ).first()
         if row is None:
@@ -263,11 +265,11 @@ class MemoryWriter:
             select(func.count())
             .select_from(Memory)
             .where(
-                Memory.adventure_id == adventure_id,
-                Memory.forgotten.is_(False),
+                col(Memory.adventure_id) == adventure_id,
+                col(Memory.forgotten).is_(False),
                 or_(
-                    Memory.embedding_model.is_(None),
-                    Memory.embedding_model != self.embedder.model,
+                    col(Memory.embedding_model).is_(None),
+                    col(Memory.embedding_model) != self.embedder.model,
                 ),
             )
         )
@@ -352,7 +354,9 @@ class MemoryWriter:
                     folded=[m.id for m in memories if m.id is not None],
                 )
                 await session.execute(
-                    update(Adventure).where(Adventure.id == adventure_id).values(story_summary=text)
+                    update(Adventure)
+                    .where(col(Adventure.id) == adventure_id)
+                    .values(story_summary=text)
                 )
                 session.add(SummaryVersion(adventure_id=adventure_id, text=text, through=through))
         except _Superseded:
@@ -372,11 +376,11 @@ class MemoryWriter:
         rows = await session.scalars(
             select(Memory)
             .where(
-                Memory.adventure_id == adventure_id,
-                Memory.origin == MemoryOrigin.STORY,
-                Memory.source_end > positions.index_of(cursor),
+                col(Memory.adventure_id) == adventure_id,
+                col(Memory.origin) == MemoryOrigin.STORY,
+                col(Memory.source_end) > positions.index_of(cursor),
             )
-            .order_by(Memory.source_end)
+            .order_by(col(Memory.source_end))
         )
         return list(rows)
 
@@ -398,22 +402,24 @@ class MemoryWriter:
         too) either finished before and is seen by the checks below, or waits for this
         transaction and then cuts back what it stored."""
         column = getattr(Adventure, cursor)
-        condition = [Adventure.id == adventure_id, column == expected]
+        condition = [col(Adventure.id) == adventure_id, column == expected]
         if summary is not None:
-            condition.append(Adventure.story_summary == summary)  # a player's edit wins
-        moved = await session.execute(update(Adventure).where(*condition).values({cursor: to}))
-        if moved.rowcount != 1:
+            condition.append(col(Adventure.story_summary) == summary)  # a player's edit wins
+        moved = await rows_changed(
+            session, update(Adventure).where(*condition).values({cursor: to})
+        )
+        if moved != 1:
             raise _Superseded
         if still_on_line is not None:
             position, node_id = still_on_line
             head = await session.scalar(
-                select(Adventure.head_node_id).where(Adventure.id == adventure_id)
+                select(col(Adventure.head_node_id)).where(col(Adventure.id) == adventure_id)
             )
             if (await line_positions(session, head)).id_at(position) != node_id:
                 raise _Superseded
         if folded:
             present = await session.scalar(
-                select(func.count()).select_from(Memory).where(Memory.id.in_(folded))
+                select(func.count()).select_from(Memory).where(col(Memory.id).in_(folded))
             )
             if present != len(folded):
                 raise _Superseded  # a cut-back removed one: the summary would describe it
@@ -439,13 +445,16 @@ class MemoryWriter:
             async with self.db.session() as session:
                 rows = (
                     await session.execute(
-                        select(Memory.id, Memory.text)
+                        select(col(Memory.id), col(Memory.text))
                         .where(
-                            Memory.adventure_id == adventure_id,
-                            Memory.forgotten.is_(False),
-                            or_(Memory.embedding_model.is_(None), Memory.embedding_model != model),
+                            col(Memory.adventure_id) == adventure_id,
+                            col(Memory.forgotten).is_(False),
+                            or_(
+                                col(Memory.embedding_model).is_(None),
+                                col(Memory.embedding_model) != model,
+                            ),
                         )
-                        .order_by(Memory.id)
+                        .order_by(col(Memory.id))
                         .limit(EMBED_BATCH)
                     )
                 ).all()
@@ -457,7 +466,7 @@ class MemoryWriter:
                     # Only if the text is still the one embedded (an edit clears the vector).
                     await session.execute(
                         update(Memory)
-                        .where(Memory.id == row.id, Memory.text == row.text)
+                        .where(col(Memory.id) == row.id, col(Memory.text) == row.text)
                         .values(
                             embedding=to_bytes(vector),
                             embedding_model=model,

@@ -450,7 +450,7 @@ class JobLease(SQLModel, table=True):
 
     One row per job name, never deleted, so its fencing token only grows."""
 
-    __tablename__ = "job_leases"
+    __tablename__: ClassVar[str] = "job_leases"
 
     name: str = Field(sa_column=Column(String(100), primary_key=True))
     holder: str
