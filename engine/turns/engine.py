@@ -51,7 +51,7 @@ class TurnEngine:
 
     def play(
         self, adventure_id: int, action: PlayerAction, *, fence: Fence | None = None
-    ) -> AsyncGenerator[TurnEvent]:
+    ) -> AsyncGenerator[TurnEvent, None]:
         """Run one turn, yielding events. Ends with ``TurnDone`` or ``TurnFailed``.
 
         ``fence`` is checked inside the final transaction: when it answers False (the turn's
@@ -61,7 +61,7 @@ class TurnEngine:
 
     def play_actions(
         self, adventure_id: int, actions: Sequence[PlayerAction], *, fence: Fence | None = None
-    ) -> AsyncGenerator[TurnEvent]:
+    ) -> AsyncGenerator[TurnEvent, None]:
         """Like ``play``, for several players' actions at once: each is written, in order, and
         one narration answers them all."""
 
@@ -81,7 +81,7 @@ class TurnEngine:
 
     def retry(
         self, adventure_id: int, *, node_id: int | None = None, fence: Fence | None = None
-    ) -> AsyncGenerator[TurnEvent]:
+    ) -> AsyncGenerator[TurnEvent, None]:
         """Write the newest narrator turn again, as another take. Ends with ``TurnDone`` or
         ``TurnFailed``.
 
@@ -106,7 +106,7 @@ class TurnEngine:
 
     async def _run(
         self, planned: Callable[[AsyncSession], Awaitable[TurnPlan]], fence: Fence | None
-    ) -> AsyncGenerator[TurnEvent]:
+    ) -> AsyncGenerator[TurnEvent, None]:
         """One turn through the pipeline: the plan and the context's reads in one session, then
         the reply (holding no connection), then the commit."""
         async with self.db.session() as session:
@@ -129,8 +129,8 @@ class TurnEngine:
 
 
 async def _ending_in_failure(
-    turn: AsyncGenerator[TurnEvent], failure: str
-) -> AsyncGenerator[TurnEvent]:
+    turn: AsyncGenerator[TurnEvent, None], failure: str
+) -> AsyncGenerator[TurnEvent, None]:
     """A turn's events, where an error ends the stream as ``TurnFailed`` instead of raising:
     the player's message for a ``CampfireError``, an incident reference for anything else."""
     try:

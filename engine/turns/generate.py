@@ -130,7 +130,7 @@ class Generation:
         self._inputs = inputs
         return self._answered
 
-    async def narrate(self) -> AsyncGenerator[TurnEvent]:
+    async def narrate(self) -> AsyncGenerator[TurnEvent, None]:
         """The context built and sent, the reply as events, the reply's state refereed."""
         assert self._inputs is not None, "prepare first"
         plan, scripts = self.plan, self.plan.scripts
@@ -166,7 +166,7 @@ class Generation:
 
     async def _stream(
         self, built: BuiltContext, holder: BlockHolder | None, reply: Reply
-    ) -> AsyncGenerator[TurnEvent]:
+    ) -> AsyncGenerator[TurnEvent, None]:
         """The model's reply as events, collected into ``reply`` as it streams."""
         started = time.perf_counter()
         async with aclosing(self.provider.stream(built.messages, self.params)) as chunks:
