@@ -240,7 +240,7 @@ class ContextEngine:
             authors_note=memory.get("authorsNote") or adventure.authors_note,
             front_memory=memory.get("frontMemory", ""),
             # Memories and knowledge are filled in below, by the retrievers.
-            cards=await load_cards(session, adventure.id),
+            cards=await load_context_cards(session, adventure.id),
             action_text=action_text,
         )
         world = world_sections(
@@ -633,7 +633,8 @@ def _first_words(text: str, n: int = 6) -> str:
 
 @cache
 def _cards_query() -> Select[Any]:
-    """``load_cards``' statement, built once: light columns only, never the description."""
+    """``load_context_cards``' statement, built once: light columns only, never the
+    description."""
     return (
         select(
             col(AdventureCard.id),
@@ -649,8 +650,9 @@ def _cards_query() -> Select[Any]:
     )
 
 
-async def load_cards(session: AsyncSession, adventure_id: int) -> list[Card]:
-    """The adventure's cards, in their order."""
+async def load_context_cards(session: AsyncSession, adventure_id: int) -> list[Card]:
+    """The adventure's cards as the context reads them (no description), in their order; whole
+    rows, for snapshots and scripts, are ``engine.snapshots.load_cards``."""
     rows = await session.execute(_cards_query(), {"adventure_id": adventure_id})
     return [
         Card.of(
@@ -675,7 +677,7 @@ __all__ = [
     "ContextInputs",
     "HistoryEntry",
     "available_tokens",
-    "load_cards",
+    "load_context_cards",
     "output_hint",
     "output_words",
     "reattach_state_block",

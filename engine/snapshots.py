@@ -41,6 +41,8 @@ def _card_fields(card: Any) -> dict[str, Any]:
 
 
 async def load_cards(session: AsyncSession, adventure_id: int) -> list[AdventureCard]:
+    """The adventure's cards, whole rows, in their order: what snapshots and scripts see (the
+    context reads lighter ones, ``engine.context.load_context_cards``)."""
     result = await session.execute(
         select(AdventureCard)
         .where(col(AdventureCard.adventure_id) == adventure_id)

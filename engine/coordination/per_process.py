@@ -109,7 +109,7 @@ PER_PROCESS: tuple[PerProcess, ...] = (
         "A statement without data; the rows are read from the database each time.",
     ),
     PerProcess(
-        "engine.context:load_cards",
+        "engine.context:load_context_cards",
         "the card-loading statement, built once",
         "A statement without data; the rows are read from the database each time.",
     ),

@@ -38,7 +38,7 @@ from engine.errors import CampfireError, InvalidInput
 from engine.providers.base import ChatMessage
 from engine.scripting import sandbox
 from engine.scripting.cards import CardRow, changes, script_card, to_context_cards
-from engine.snapshots import CARD_FIELDS
+from engine.snapshots import CARD_FIELDS, load_cards
 from engine.storage.models import ActionType, Adventure, AdventureCard, AdventureScript, Role
 from engine.story_line.read import line_tail
 
@@ -180,7 +180,7 @@ class TurnScripts:
         scripts = [ScriptCode.of(row) for row in rows]
         if not scripts:
             return None
-        cards = await _load_card_rows(session, adventure.id)
+        cards = [CardRow.of(card) for card in await load_cards(session, adventure.id)]
         nodes = (
             await line_tail(session, adventure.head_node_id, HISTORY_ENTRIES)
             if adventure.head_node_id
@@ -421,15 +421,6 @@ def message_text(message: Any) -> str:
     if isinstance(message, list):
         return "\n".join(part for part in (message_text(item) for item in message) if part)
     return str(message)
-
-
-async def _load_card_rows(session: AsyncSession, adventure_id: int) -> list[CardRow]:
-    result = await session.scalars(
-        select(AdventureCard)
-        .where(col(AdventureCard.adventure_id) == adventure_id)
-        .order_by(col(AdventureCard.position), col(AdventureCard.id))
-    )
-    return [CardRow.of(card) for card in result]
 
 
 def _json_text(value: Any) -> str:
