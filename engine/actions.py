@@ -14,6 +14,10 @@ from dataclasses import dataclass
 from engine.errors import InvalidInput
 from engine.storage.models import ActionType
 
+# ActionType is the front end's too (a cog names the kind of action it plays), and cogs do not
+# import storage: it is re-exported here, with the actions it classifies.
+__all__ = ["ActionType", "PlayerAction", "format_action"]
+
 _FIRST_PERSON = re.compile(r"^(i|you)\b\s*", re.IGNORECASE)
 # "I am" must become "You are", not "You am"; the common irregulars only.
 _VERB_FIXES = {"am": "are", "was": "were", "'m": "'re"}
