@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, or_, update
+from sqlalchemy import Table, and_, or_, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -102,6 +102,36 @@ def as_utc(moment: datetime) -> datetime:
     return moment.astimezone(UTC)
 
 
+def claim_statement(
+    session: AsyncSession,
+    table: Table,
+    key: str,
+    value: object,
+    *,
+    holder: str,
+    expires_at: datetime,
+    now: datetime,
+    **values: Any,
+) -> Any:
+    """The one statement that decides a claim, for any lease table (a turn's, a job's): it
+    writes only where the row is free or expired, bumping the fencing token, and the database
+    runs it atomically against any other claim. Returns the new token, or no row when a live
+    lease is held. ``values`` are further columns set on the claim."""
+    insert = insert_for(session, table).values(
+        {key: value, "holder": holder, "fencing_token": 1, "expires_at": expires_at, **values}
+    )
+    return insert.on_conflict_do_update(
+        index_elements=[table.c[key]],
+        set_={
+            "holder": insert.excluded.holder,
+            "fencing_token": table.c.fencing_token + 1,
+            "expires_at": insert.excluded.expires_at,
+            **{name: insert.excluded[name] for name in values},
+        },
+        where=or_(table.c.holder == FREE, table.c.expires_at <= now),
+    ).returning(table.c.fencing_token)
+
+
 def _held(lease: Lease) -> Any:
     return and_(
         _leases.c.adventure_id == lease.adventure_id,
@@ -153,26 +183,16 @@ class TurnLeases:
         try:
             async with self.db.session() as session, session.begin():
                 previous = await _lock_row(session, adventure_id)
-                insert = insert_for(session, _leases)
-                insert = insert.values(
-                    adventure_id=adventure_id,
+                claim = claim_statement(
+                    session,
+                    _leases,
+                    "adventure_id",
+                    adventure_id,
                     holder=self.holder,
-                    fencing_token=1,
                     expires_at=now + self.ttl,
+                    now=now,
                     heartbeat_at=now,
                 )
-                # The one statement that decides: it writes only where the row is free or
-                # expired, and the database runs it atomically against any other claim.
-                claim = insert.on_conflict_do_update(
-                    index_elements=[_leases.c.adventure_id],
-                    set_={
-                        "holder": insert.excluded.holder,
-                        "fencing_token": _leases.c.fencing_token + 1,
-                        "expires_at": insert.excluded.expires_at,
-                        "heartbeat_at": insert.excluded.heartbeat_at,
-                    },
-                    where=or_(_leases.c.holder == FREE, _leases.c.expires_at <= now),
-                ).returning(_leases.c.fencing_token)
                 token = await session.scalar(claim)
         except IntegrityError as error:
             raise NotFound("That adventure no longer exists.") from error

@@ -38,12 +38,12 @@ from datetime import datetime, timedelta
 from functools import cache
 from typing import Any, TypeVar
 
-from sqlalchemy import and_, or_, select, update
+from sqlalchemy import and_, select, update
 
-from engine.leases import FREE, as_utc
+from engine.leases import FREE, as_utc, claim_statement
 from engine.storage.changes import rows_changed
 from engine.storage.database import Database
-from engine.storage.dialect import insert_for, locked_read
+from engine.storage.dialect import locked_read
 from engine.storage.models import JobLease as JobLeaseRow
 from engine.storage.models import utcnow
 
@@ -142,25 +142,16 @@ class JobLeases:
                     )
                 )
             ).first()
-            statement = insert_for(session, _jobs).values(
-                name=name,
+            claim = claim_statement(
+                session,
+                _jobs,
+                "name",
+                name,
                 holder=self.holder,
-                fencing_token=1,
                 expires_at=now + self.ttl,
+                now=now,
                 asked_again=False,
             )
-            # The one statement that decides: it writes only where the row is free or expired,
-            # and the database runs it atomically against any other claim.
-            claim = statement.on_conflict_do_update(
-                index_elements=[_jobs.c.name],
-                set_={
-                    "holder": statement.excluded.holder,
-                    "fencing_token": _jobs.c.fencing_token + 1,
-                    "expires_at": statement.excluded.expires_at,
-                    "asked_again": False,
-                },
-                where=or_(_jobs.c.holder == FREE, _jobs.c.expires_at <= now),
-            ).returning(_jobs.c.fencing_token)
             token = await session.scalar(claim)
             if token is None:
                 if not ask_again:
