@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
 from sqlalchemy import delete, func, select
@@ -258,6 +258,19 @@ async def _free_title(
     return candidate
 
 
+def add_parts(session: AsyncSession, scenario_id: int, draft: ScenarioDraft) -> None:
+    """Add a draft's cards and scripts to a stored scenario, in their order (an import, or a
+    shipped scenario seeded or updated)."""
+    session.add_all(
+        ScenarioCard(scenario_id=scenario_id, position=i, **asdict(card))
+        for i, card in enumerate(draft.cards)
+    )
+    session.add_all(
+        ScenarioScript(scenario_id=scenario_id, position=i, **asdict(script))
+        for i, script in enumerate(draft.scripts)
+    )
+
+
 async def _insert(
     session: AsyncSession,
     draft: ScenarioDraft,
@@ -283,33 +296,7 @@ async def _insert(
     session.add(scenario)
     await session.flush()
     assert scenario.id is not None
-    session.add_all(
-        ScenarioCard(
-            scenario_id=scenario.id,
-            position=i,
-            title=c.title,
-            type=c.type,
-            keys=c.keys,
-            entry=c.entry,
-            description=c.description,
-            always_on=c.always_on,
-        )
-        for i, c in enumerate(draft.cards)
-    )
-    session.add_all(
-        ScenarioScript(
-            scenario_id=scenario.id,
-            position=i,
-            name=s.name,
-            description=s.description,
-            enabled=s.enabled,
-            shared_library=s.shared_library,
-            on_input=s.on_input,
-            on_model_context=s.on_model_context,
-            on_output=s.on_output,
-        )
-        for i, s in enumerate(draft.scripts)
-    )
+    add_parts(session, scenario.id, draft)
     for option in draft.options:
         await _insert(session, option, option.title, server_id, owner_id, parent_id=scenario.id)
     await session.flush()

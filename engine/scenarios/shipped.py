@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +21,7 @@ from sqlmodel import col
 from engine.formats.bundle import read_bundle
 from engine.formats.detect import BUNDLE
 from engine.formats.draft import ImportedScenario, ImportLimits, ScenarioDraft, finish
+from engine.scenarios.library import add_parts
 from engine.storage.models import Scenario, ScenarioCard, ScenarioScript, utcnow
 
 DATA_DIR = Path(__file__).resolve().parents[2] / "data"
@@ -75,22 +75,6 @@ async def seed_builtin_scenarios(session: AsyncSession, folder: Path = BUILTIN_S
                 delete(ScenarioScript).where(col(ScenarioScript.scenario_id) == scenario.id)
             )
         assert scenario.id is not None  # read from the database, or flushed into it above
-        session.add_all(
-            ScenarioCard(
-                scenario_id=scenario.id,
-                position=i,
-                type=card.type,
-                title=card.title,
-                keys=card.keys,
-                entry=card.entry,
-                description=card.description,
-                always_on=card.always_on,
-            )
-            for i, card in enumerate(draft.cards)
-        )
-        session.add_all(
-            ScenarioScript(scenario_id=scenario.id, position=i, **asdict(script))
-            for i, script in enumerate(draft.scripts)
-        )
+        add_parts(session, scenario.id, draft)
     await session.flush()
     return len(files)
