@@ -178,3 +178,37 @@ def test_prose_with_an_appended_bare_object_is_recovered(prose, delta):
     found_prose, found_delta = extract_delta(text)
     assert found_delta == flatten_delta(delta)
     assert found_prose == prose
+
+
+_prose_piece = st.text(alphabet=st.characters(blacklist_characters="`"), max_size=40).filter(
+    # A word right after an unlabelled run is that run's label; "state" would make it a block.
+    lambda t: not t.lstrip(" \t").casefold().startswith("state")
+)
+_stray = st.tuples(
+    st.integers(3, 5),
+    st.sampled_from(["", "python", "json", "text", "js"]),
+    st.sampled_from(["\n", " ", ""]),
+).map(lambda t: "`" * t[0] + t[1] + t[2])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(_prose_piece, _stray), min_size=1, max_size=4),
+    _prose_piece,
+    _delta,
+    st.sampled_from(["state", "json", ""]),
+    st.sampled_from(["\n", "\n\n", " "]),
+)
+@example([("She types ", "```")], " into the terminal.", {"hp": -5}, "state", "\n\n")
+@example([("", "````python\n")], "print(1)", {"hp": -5}, "", "\n")
+def test_stray_fences_before_the_block_never_hide_it(pieces, last, delta, label, gap):
+    """Unpaired runs of 3-5 backticks in the prose, labelled or not, before a valid block:
+    the block is still found, and the prose shown is the prose, strays and all, never the
+    raw block."""
+    prose = "".join(piece + stray for piece, stray in pieces) + last
+    block = f"```{label}\n{json.dumps(delta)}\n```"
+    found = extract_state(f"{prose}{gap}{block}\n")
+    assert found.delta == flatten_delta(delta)
+    assert found.block == block
+    assert found.prose == prose.rstrip()
+    assert block not in found.prose

@@ -128,3 +128,26 @@ async def test_the_chip_and_state_commands_in_discord(env, fake_model):
         ).one()
         assert adventure.world_state["values"]["player.hp"] == 100  # clamped to the range
     assert json.dumps(adventure.world_state)
+
+
+async def test_a_stray_fence_in_the_narration_does_not_hide_the_block(env, fake_model):
+    """The model's prose holds an unpaired ``` before its state block: the players never see
+    the raw block, and the state is applied."""
+    await env.fake.slash(env.alice, env.channel, "start", scenario="bandit")
+    await env.done()
+    (thread,) = env.fake.threads(env.channel)
+    prose = "Gwen scratches ``` into the dirt, a sign only bandits read. The camp sleeps."
+    fake_model.queue(Reply(text=f"{prose}\n\n{BLOCK}", delay=0.005))
+    await env.fake.slash(env.alice, thread, "do", action="creep closer")
+    await env.done()
+    narration = env.narration(thread)[-1]
+    assert narration.startswith(prose)
+    assert "```state" not in narration and '"hp"' not in narration
+    assert "hp 100 → 85" in narration
+    async with env.bot.services.db.session() as session:
+        adventure = (
+            await session.scalars(select(Adventure).where(Adventure.channel_id == thread))
+        ).one()
+        assert adventure.world_state["values"]["player.hp"] == 85
+        node = await session.get(StoryNode, adventure.head_node_id)
+        assert node.text == prose

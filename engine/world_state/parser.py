@@ -13,6 +13,13 @@ What counts as the block (the last one wins when there are several):
 
 A fence cut off by the end of the reply (no closing backticks) counts as closed there.
 
+Fences are found from their labels and from the end of the reply, never by pairing backticks
+from the start: a stray run of backticks in the prose (```` ``` ```` typed into a story, a code
+fence the model never closed) must not hide the block after it, or the raw block would be shown
+to the players and stored as prose. So a ``state`` fence is wherever a run of three or more
+backticks is labelled ``state``, and closes at the next run; a ``json`` or unlabelled fence is
+the last two runs when the reply ends with one (or the last run, cut off, when it does not).
+
 Tolerated inside the block: trailing commas, ``+5``, unquoted keys (``{hp: -5}``), single-line
 fences (```` ```state {"hp": -5}``` ````), Python's True/False/None.
 
@@ -41,10 +48,10 @@ BARE_TRIES = 40
 #: Deeper nesting than this is not a delta.
 MAX_DEPTH = 6
 
-_FENCE = re.compile(
-    r"```[ \t]*(?P<label>[A-Za-z]*)[ \t]*(?P<body>.*?)(?:```|\Z)",
-    re.DOTALL,
-)
+#: A run of backticks that may open or close a fence (Markdown's are three or more long).
+_RUN = re.compile(r"`{3,}")
+#: What follows a run that opens a fence: its label, on the same line.
+_LABEL = re.compile(r"[ \t]*(?P<label>[A-Za-z]*)[ \t]*")
 _PATH_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*\Z")
 _SET_KEYS = ("set", "=")
 
@@ -74,24 +81,22 @@ def extract_state(text: str) -> Extraction:
 def _extract(text: str) -> Extraction:
     if not isinstance(text, str):
         return Extraction("", {}, "")
-    fences = list(_FENCE.finditer(text)) if "```" in text else []
-    state_fences = [m for m in fences if m.group("label").casefold() == "state"]
+    runs = list(_RUN.finditer(text)) if "```" in text else []
+    state_fences = _state_fences(text, runs)
     if state_fences:
-        delta = _as_delta(state_fences[-1].group("body"), bare=False)
+        read = [(f, _as_delta(f.body, bare=False)) for f in state_fences]
+        well_formed = [(f, d) for f, d in read if d is not None]
+        fence, delta = well_formed[-1] if well_formed else read[-1]
         pieces, at = [], 0
-        for m in state_fences:
-            pieces.append(text[at : m.start()])
-            at = m.end()
+        for f in state_fences:
+            pieces.append(text[at : f.start])
+            at = f.end
         pieces.append(text[at:])
-        prose = _join(pieces)
-        block = state_fences[-1].group(0).strip()
-        return Extraction(prose, delta or {}, block)
-    if fences:
-        last = fences[-1]
-        if last.group("label").casefold() in ("json", "") and not text[last.end() :].strip():
-            delta = _as_delta(last.group("body"), bare=False)
-            if delta is not None:
-                return Extraction(text[: last.start()].rstrip(), delta, last.group(0).strip())
+        return Extraction(_join(pieces), delta or {}, fence.raw.strip())
+    tail = _tail_fence(text, runs)
+    if tail is not None:
+        fence, delta = tail
+        return Extraction(text[: fence.start].rstrip(), delta, fence.raw.strip())
     stripped = text.rstrip()
     if stripped.endswith("}"):
         found = _bare_tail(stripped)
@@ -99,6 +104,76 @@ def _extract(text: str) -> Extraction:
             start, delta = found
             return Extraction(stripped[:start].rstrip(), delta, stripped[start:])
     return Extraction(stripped, {}, "")
+
+
+@dataclass(frozen=True, slots=True)
+class _Fence:
+    start: int
+    end: int
+    label: str
+    body: str
+    raw: str
+
+
+def _fence(text: str, runs: list[re.Match[str]], i: int) -> _Fence:
+    """The fence opened by ``runs[i]``: closed by the next run, or cut off by the end."""
+    opener = runs[i]
+    label = _LABEL.match(text, opener.end())
+    assert label is not None  # the pattern matches the empty string
+    closer = runs[i + 1] if i + 1 < len(runs) else None
+    body_end = closer.start() if closer else len(text)
+    end = closer.end() if closer else len(text)
+    body = text[label.end() : body_end]
+    return _Fence(
+        opener.start(), end, label.group("label").casefold(), body, text[opener.start() : end]
+    )
+
+
+def _state_fences(text: str, runs: list[re.Match[str]]) -> list[_Fence]:
+    """Every fence labelled ``state``, in order. A run labelled so opens one wherever it is,
+    and the run after it closes it (it opens nothing itself)."""
+    fences, i = [], 0
+    while i < len(runs):
+        fence = _fence(text, runs, i)
+        if fence.label == "state" and _label_ends(text, runs[i]):
+            fences.append(fence)
+            i += 2
+        else:
+            i += 1
+    return fences
+
+
+def _label_ends(text: str, run: re.Match[str]) -> bool:
+    """Whether the word after the run is a whole label (``state``, not ``statement``)."""
+    label = _LABEL.match(text, run.end())
+    assert label is not None
+    after = run.end() + len(label.group(0).rstrip(" \t"))
+    return after >= len(text) or text[after] in " \t\r\n{"
+
+
+def _tail_fence(text: str, runs: list[re.Match[str]]) -> tuple[_Fence, dict] | None:
+    """A ``json`` or unlabelled fence ending the reply, whose content is a delta."""
+    if not runs:
+        return None
+    last = runs[-1]
+    if last.end() == len(text.rstrip()):
+        if len(runs) < 2:
+            return None
+        candidate = _fence(text, runs, len(runs) - 2)  # closed by the reply's last run
+    else:
+        candidate = _fence(text, runs, len(runs) - 1)  # cut off by the end of the reply
+        if len(runs) >= 2 and _delta_fence(_fence(text, runs, len(runs) - 2)) is not None:
+            # The last run closes a block before it, and what follows is prose (or a bare
+            # object, which the bare rule reads): it opens nothing.
+            return None
+    delta = _delta_fence(candidate)
+    return (candidate, delta) if delta is not None else None
+
+
+def _delta_fence(fence: _Fence) -> dict | None:
+    if fence.label not in ("json", ""):
+        return None
+    return _as_delta(fence.body, bare=False)
 
 
 def _join(pieces: list[str]) -> str:
