@@ -263,6 +263,23 @@ def test_nan_is_not_json():
 
 
 @pytest.mark.parametrize(
+    "number",
+    [b"9" * 5000, b"-" + b"9" * 101, b"9" * 400 + b".5", b"1e999"],
+)
+def test_a_number_too_long_to_read_is_refused_with_its_line(number):
+    """Python's reader stops at 4,300 digits with a ValueError of its own, and a huge float is
+    infinity: both are a file's problem, answered like any other."""
+    data = b'{"title": "x 12345",\n "prompt": "p",\n "memory": "",\n "n": ' + number + b"}"
+    message = rejected(data)
+    assert message.startswith("The file has a number too long to read (line 4)")
+
+
+def test_long_numbers_inside_text_are_only_text():
+    raw = {"title": "t", "prompt": "9" * 5000, "memory": ""}
+    assert read_raw(raw).draft.prompt == "9" * 5000
+
+
+@pytest.mark.parametrize(
     ("raw", "expected"),
     [
         ({"title": ["a"], "prompt": "p", "memory": ""}, "title: expected text, found a list"),

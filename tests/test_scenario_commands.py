@@ -109,6 +109,25 @@ async def test_a_bad_file_is_answered_with_its_problem(env):
     assert await imported_titles(env) == []
 
 
+async def test_a_number_too_long_to_read_is_answered_as_a_bad_file(env):
+    """A 5,000-digit integer stops Python's JSON reader; the player is told what is wrong with
+    the file (its line), in /scenario import and in /adventure import alike."""
+    data = b'{"title": "x",\n "prompt": "p",\n "n": ' + b"9" * 5000 + b"}"
+    for command in ("scenario import", "adventure import"):
+        record = await env.fake.slash(
+            env.alice, env.channel, command, file=StandinFile("huge.json", data)
+        )
+        await env.done()
+        assert record.failed is None
+        reply = env.fake.message(
+            record.followups[-1] if record.followups else record.original_message_id
+        )
+        assert reply.content.startswith("⚠ The file has a number too long to read (line 3)"), (
+            command
+        )
+    assert await imported_titles(env) == []
+
+
 async def test_in_a_dm_anyone_imports_into_their_own_library(env):
     dm = env.fake.dm_channel(env.bob)
     _record, message = await preview(env, env.bob, dm, "novelai-lorebook.json")

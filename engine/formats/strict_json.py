@@ -2,15 +2,19 @@
 
 Uploaded files come from anywhere, so the reader refuses what a lenient one would guess at:
 bytes that are not UTF-8 (or UTF-16 with its byte-order mark), a file cut short, a key given
-twice in one object (which value would win is a guess), ``NaN``, and anything larger, longer or
-deeper than the caps. Every refusal is an ``ImportRejected`` whose message says what was wrong
-and where, so nothing but that error ever reaches a player.
+twice in one object (which value would win is a guess), ``NaN``, a number longer than any real
+one (a 5,000-digit integer would otherwise stop Python's own reader, whose limit is 4,300
+digits, and a huge float is infinity), and anything larger, longer or deeper than the caps.
+Every refusal is an ``ImportRejected`` whose message says what was wrong and where, so nothing
+but that error ever reaches a player.
 """
 
 from __future__ import annotations
 
 import codecs
 import json
+import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +26,8 @@ MAX_DEPTH = 40
 MAX_ARRAY_ITEMS = 10_000
 #: Values in the whole file, so a flat file of tiny objects cannot run up memory either.
 MAX_VALUES = 1_000_000
+#: Digits in one integer: ids and counts in real exports are 20 at most (a snowflake is 19).
+MAX_INT_DIGITS = 100
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +81,45 @@ def _no_constants(name: str) -> Any:
     raise ImportRejected(f"The file uses {name}, which is not standard JSON.")
 
 
+class _NumberTooLong(Exception):
+    """A number no export holds; where it is gets found after the reader stops."""
+
+
+def _bounded_int(digits: str) -> int:
+    if len(digits.lstrip("-")) > MAX_INT_DIGITS:
+        raise _NumberTooLong
+    return int(digits)
+
+
+def _finite_float(digits: str) -> float:
+    value = float(digits)
+    if not math.isfinite(value):
+        raise _NumberTooLong
+    return value
+
+
+#: A JSON string (skipped) or a number: the first number matched is the first number in the file.
+_STRING_OR_NUMBER = re.compile(r'"(?:[^"\\]|\\.)*"|-?\d[\d.eE+-]*')
+
+
+def _number_too_long(text: str) -> ImportRejected:
+    line = 0
+    for match in _STRING_OR_NUMBER.finditer(text):
+        token = match.group(0)
+        if token.startswith('"'):
+            continue
+        try:
+            _finite_float(token) if any(c in token for c in ".eE") else _bounded_int(token)
+        except (_NumberTooLong, ValueError):
+            line = text.count("\n", 0, match.start()) + 1
+            break
+    where = f" (line {line})" if line else ""
+    return ImportRejected(
+        f"The file has a number too long to read{where}: at most {MAX_INT_DIGITS} digits are "
+        "accepted, and no export writes a longer one. Check the file, or export it again."
+    )
+
+
 def load_json(data: bytes, caps: JsonCaps) -> Any:
     """Parse ``data`` as one JSON document within ``caps``."""
     if len(data) > caps.max_bytes:
@@ -91,7 +136,15 @@ def load_json(data: bytes, caps: JsonCaps) -> Any:
             "export gave you."
         )
     try:
-        value = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constants)
+        value = json.loads(
+            text,
+            object_pairs_hook=_no_duplicates,
+            parse_constant=_no_constants,
+            parse_int=_bounded_int,
+            parse_float=_finite_float,
+        )
+    except _NumberTooLong:
+        raise _number_too_long(text) from None
     except RecursionError:
         raise ImportRejected(
             f"The file's JSON is nested too deeply (more than {caps.max_depth} levels)."
