@@ -23,17 +23,18 @@ from engine.memory.bank import (
     MemoryView,
     SummaryView,
 )
+from engine.sanitise import ROW_ID_MAX, echo
 
 if TYPE_CHECKING:
     from bot.discord_bot import CampfireBot
     from engine.memory.bank import MemoryBank
 
+#: A memory's number as Discord asks for it: bounded like every row id, so Discord refuses a
+#: number no memory can have before it reaches the bot.
+MemoryId = app_commands.Range[int, 1, ROW_ID_MAX]
+
 EMBED_DESCRIPTION_MAX = 4096
 MEMORY_COLOUR = discord.Colour.teal()
-
-
-def _cut(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 def memory_line(memory: MemoryView) -> str:
@@ -44,13 +45,13 @@ def memory_line(memory: MemoryView) -> str:
     else:
         where = "added by a player"
     used = f" · used {memory.use_count}×" if memory.use_count else ""
-    text = discord.utils.escape_markdown(_cut(memory.text, 300))
+    text = discord.utils.escape_markdown(echo(memory.text, 300))
     return f"**#{memory.id}**{marks} · {where}{used}\n{text}"
 
 
 def memories_embed(page: MemoryPage, *, forgotten: bool) -> discord.Embed:
     kind = "Forgotten memories" if forgotten else "Memories"
-    title = _cut(f"{kind} · {page.title}", 256)
+    title = echo(f"{kind} · {page.title}", 256)
     if page.memories:
         description = "\n\n".join(memory_line(m) for m in page.memories)
     elif forgotten:
@@ -61,7 +62,7 @@ def memories_embed(page: MemoryPage, *, forgotten: bool) -> discord.Embed:
             "add one yourself with `/memory add`."
         )
     embed = discord.Embed(
-        title=title, description=_cut(description, EMBED_DESCRIPTION_MAX), colour=MEMORY_COLOUR
+        title=title, description=echo(description, EMBED_DESCRIPTION_MAX), colour=MEMORY_COLOUR
     )
     embed.set_footer(
         text=f"Page {page.page}/{page.pages} · {page.live} of {page.capacity} kept · "
@@ -73,8 +74,8 @@ def memories_embed(page: MemoryPage, *, forgotten: bool) -> discord.Embed:
 def summary_embed(summary: SummaryView) -> discord.Embed:
     text = summary.text or "No summary yet: the first one is written after 15 actions."
     embed = discord.Embed(
-        title=_cut(f"Story summary · {summary.title}", 256),
-        description=_cut(discord.utils.escape_markdown(text), EMBED_DESCRIPTION_MAX),
+        title=echo(f"Story summary · {summary.title}", 256),
+        description=echo(discord.utils.escape_markdown(text), EMBED_DESCRIPTION_MAX),
         colour=MEMORY_COLOUR,
     )
     embed.set_footer(text=f"Covers the story through action {summary.through} of {summary.actions}")
@@ -168,7 +169,7 @@ class MemoryCog(commands.Cog):
     async def memory_edit(
         self,
         interaction: discord.Interaction[CampfireBot],
-        memory: int,
+        memory: MemoryId,
         text: app_commands.Range[str, 1, MEMORY_MAX_CHARS],
     ) -> None:
         """Rewrite a memory."""
@@ -179,14 +180,16 @@ class MemoryCog(commands.Cog):
 
     @memory.command(name="pin")
     @app_commands.describe(memory="The memory to give the narrator every turn")
-    async def memory_pin(self, interaction: discord.Interaction[CampfireBot], memory: int) -> None:
+    async def memory_pin(
+        self, interaction: discord.Interaction[CampfireBot], memory: MemoryId
+    ) -> None:
         """Pin a memory: the narrator gets it every turn (it counts toward the memories shown)."""
         await self._flag(interaction, memory, "Memory pinned.", pinned=True)
 
     @memory.command(name="unpin")
     @app_commands.describe(memory="The memory to unpin")
     async def memory_unpin(
-        self, interaction: discord.Interaction[CampfireBot], memory: int
+        self, interaction: discord.Interaction[CampfireBot], memory: MemoryId
     ) -> None:
         """Unpin a memory: it comes in only when it is relevant again."""
         await self._flag(interaction, memory, "Memory unpinned.", pinned=False)
@@ -194,7 +197,7 @@ class MemoryCog(commands.Cog):
     @memory.command(name="forget")
     @app_commands.describe(memory="The memory the narrator should no longer get")
     async def memory_forget(
-        self, interaction: discord.Interaction[CampfireBot], memory: int
+        self, interaction: discord.Interaction[CampfireBot], memory: MemoryId
     ) -> None:
         """Forget a memory (kept, so /memory restore can bring it back)."""
         await self._flag(interaction, memory, "Memory forgotten.", forgotten=True)
@@ -202,7 +205,7 @@ class MemoryCog(commands.Cog):
     @memory.command(name="restore")
     @app_commands.describe(memory="The forgotten memory to bring back")
     async def memory_restore(
-        self, interaction: discord.Interaction[CampfireBot], memory: int
+        self, interaction: discord.Interaction[CampfireBot], memory: MemoryId
     ) -> None:
         """Bring back a forgotten memory."""
         await self._flag(interaction, memory, "Memory restored.", forgotten=False)

@@ -37,6 +37,7 @@ from engine.events import (
     TurnFailed,
     TurnInterrupted,
 )
+from engine.sanitise import QUOTE_MAX, echo
 from engine.story_tree import HeadMove
 
 if TYPE_CHECKING:
@@ -258,7 +259,7 @@ class Narrator:
                 else:
                     # A turn this process never showed: say where the story stands.
                     target = await channel.send(
-                        f"-# The story now stands here:\n{_cut(move.head_text, MESSAGE_MAX - 40)}",
+                        f"-# The story now stands here:\n{echo(move.head_text, MESSAGE_MAX - 40)}",
                         view=view,
                     )
                 self._with_buttons[channel.id] = target
@@ -284,7 +285,8 @@ class Narrator:
         await self._drop_buttons(channel)
         try:
             await self.pacer.acquire(channel.id)
-            await shown[-1].edit(content=_cut(move.head_text), view=view)
+            # A take longer than a message is cut here; it stays whole in the story and Insights.
+            await shown[-1].edit(content=echo(move.head_text, MESSAGE_MAX), view=view)
             self._with_buttons[channel.id] = shown[-1]
         except discord.HTTPException:
             log.warning("could not show the edit in %s", channel.id, exc_info=True)
@@ -304,7 +306,9 @@ class Narrator:
             takes=result.take_count,
             can_redo=result.can_redo,
         )
-        await interaction.response.edit_message(content=_cut(result.head_text), view=view)
+        await interaction.response.edit_message(
+            content=echo(result.head_text, MESSAGE_MAX), view=view
+        )
         if interaction.message is not None and interaction.channel_id is not None:
             self._with_buttons[interaction.channel_id] = interaction.message
             self._remember(result.head_node_id, [interaction.message])
@@ -340,7 +344,7 @@ class Narrator:
     async def announce_interrupted(
         self, channel: MessageableChannel, event: TurnInterrupted
     ) -> None:
-        what = f" for “{event.action_text}”" if event.action_text else ""
+        what = f" for “{echo(event.action_text, QUOTE_MAX)}”" if event.action_text else ""
         view = retry_button(event.request_id) if event.request_id else discord.utils.MISSING
         await self.pacer.acquire(channel.id)
         await channel.send(
@@ -385,9 +389,3 @@ class Narrator:
             except discord.HTTPException:
                 log.warning("could not post to channel %s", channel.id, exc_info=True)
         return None
-
-
-def _cut(text: str, limit: int = MESSAGE_MAX) -> str:
-    """A take shown in one message: a longer one is cut with an ellipsis (it stays whole in
-    the story and in /insights)."""
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"

@@ -16,6 +16,7 @@ from cogs.replies import defer_request, reply
 from engine.actions import ActionType, PlayerAction
 from engine.formats.draft import question_for
 from engine.play import StartPlan
+from engine.sanitise import echo
 
 if TYPE_CHECKING:
     from bot.discord_bot import CampfireBot
@@ -227,7 +228,7 @@ def option_menu(cog: PlayCog, plan: StartPlan) -> dict:
     view = OptionMenu(timeout=600)
     for label, value in plan.options:
         button: discord.ui.Button = discord.ui.Button(
-            label=_cut(label, 80), style=discord.ButtonStyle.primary
+            label=echo(label, 80), style=discord.ButtonStyle.primary
         )
 
         async def chosen(interaction: discord.Interaction, value: str = value) -> None:
@@ -237,7 +238,7 @@ def option_menu(cog: PlayCog, plan: StartPlan) -> dict:
         # discord.py's way to answer a button made on the fly; a checker sees a method.
         button.callback = chosen  # type: ignore[method-assign]
         view.add_item(button)
-    return {"content": _cut(f"{header}\n{intro}", 2000), "view": view}
+    return {"content": echo(f"{header}\n{intro}", 2000), "view": view}
 
 
 class OptionMenu(discord.ui.View):
@@ -251,15 +252,15 @@ class PlaceholderModal(discord.ui.Modal):
     """The scenario's ``${questions}``, asked before it starts (at most five: one form)."""
 
     def __init__(self, cog: PlayCog, plan: StartPlan) -> None:
-        super().__init__(title=_cut(plan.title, 45) or "Before you begin", timeout=900)
+        super().__init__(title=echo(plan.title, 45) or "Before you begin", timeout=900)
         self.cog = cog
         self.plan = plan
         self.inputs: list[discord.ui.TextInput] = []
         for placeholder in plan.placeholders:
             question = question_for(placeholder)
             item: discord.ui.TextInput = discord.ui.TextInput(
-                label=_cut(question, 45),
-                placeholder=_cut(question, 100) if len(question) > 45 else None,
+                label=echo(question, 45),
+                placeholder=echo(question, 100) if len(question) > 45 else None,
                 max_length=200,
             )
             self.inputs.append(item)
@@ -274,10 +275,6 @@ class PlaceholderModal(discord.ui.Modal):
 
     async def on_error(self, interaction: discord.Interaction, error: Exception) -> None:
         await on_app_command_error(interaction, error)
-
-
-def _cut(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 async def setup(bot: CampfireBot) -> None:

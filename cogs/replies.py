@@ -7,6 +7,9 @@ from typing import Any
 
 import discord
 
+from cogs.text_split import DISCORD_LIMIT
+from engine.sanitise import echo
+
 log = logging.getLogger(__name__)
 
 #: Discord's error for a second initial response to one interaction.
@@ -20,8 +23,11 @@ async def reply(
     ephemeral: bool = True,
     view: discord.ui.View | None = None,
 ) -> None:
-    """Send ``content`` as the interaction's answer, or as a follow-up once it has one."""
-    kwargs: dict[str, Any] = {"content": content, "ephemeral": ephemeral}
+    """Send ``content`` as the interaction's answer, or as a follow-up once it has one.
+
+    Cut to Discord's limit whatever it holds (an error may quote a player's long text): a
+    message over the limit would be refused whole (50035 Invalid Form Body)."""
+    kwargs: dict[str, Any] = {"content": echo(content, DISCORD_LIMIT), "ephemeral": ephemeral}
     if view is not None:
         kwargs["view"] = view
     try:

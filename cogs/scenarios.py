@@ -19,6 +19,7 @@ from cogs.context import actor_of
 from cogs.replies import reply
 from engine.errors import CampfireError
 from engine.formats.draft import ImportedScenario
+from engine.sanitise import echo
 from engine.scenarios.library import LibraryListing, ScenarioDetails, ScenarioEntry
 
 if TYPE_CHECKING:
@@ -33,15 +34,11 @@ EMBED_DESCRIPTION_MAX = 4096
 FIELD_MAX = 1024
 
 
-def _cut(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-
-
 def preview_embed(imported: ImportedScenario) -> discord.Embed:
     draft = imported.draft
     embed = discord.Embed(
-        title=_cut(f"{draft.icon} {draft.title}".strip(), 256),
-        description=_cut(draft.description or draft.prompt or "(no description)", 600),
+        title=echo(f"{draft.icon} {draft.title}".strip(), 256),
+        description=echo(draft.description or draft.prompt or "(no description)", 600),
         colour=LIBRARY_COLOUR,
     )
     embed.add_field(name="Format", value=imported.format, inline=False)
@@ -50,17 +47,17 @@ def preview_embed(imported: ImportedScenario) -> discord.Embed:
     if draft.options:
         names = ", ".join(o.title for o in draft.options)
         embed.add_field(
-            name=f"Options ({len(draft.options)})", value=_cut(names, FIELD_MAX), inline=False
+            name=f"Options ({len(draft.options)})", value=echo(names, FIELD_MAX), inline=False
         )
     if draft.placeholders:
         asked = ", ".join(f"`{p}`" for p in draft.placeholders)
-        embed.add_field(name="Asked at /start", value=_cut(asked, FIELD_MAX), inline=False)
+        embed.add_field(name="Asked at /start", value=echo(asked, FIELD_MAX), inline=False)
     if draft.stat_schema:
         embed.add_field(name="World state", value="tracked (stat schema)", inline=False)
     if imported.warnings:
         embed.add_field(
             name="Warnings",
-            value=_cut("\n".join(f"⚠ {w}" for w in imported.warnings), FIELD_MAX),
+            value=echo("\n".join(f"⚠ {w}" for w in imported.warnings), FIELD_MAX),
             inline=False,
         )
     embed.set_footer(text="Nothing is saved until you press Confirm.")
@@ -148,33 +145,33 @@ def listing_embed(listing: LibraryListing, in_server: bool) -> discord.Embed:
     sections.append("**Shipped with Campfire**\n" + "\n".join(map(_entry_line, listing.shipped)))
     return discord.Embed(
         title="Scenarios",
-        description=_cut("\n\n".join(sections), EMBED_DESCRIPTION_MAX),
+        description=echo("\n\n".join(sections), EMBED_DESCRIPTION_MAX),
         colour=LIBRARY_COLOUR,
     )
 
 
 def details_embed(details: ScenarioDetails) -> discord.Embed:
     embed = discord.Embed(
-        title=_cut(f"{details.icon} {details.title}".strip(), 256),
-        description=_cut(details.description or "(no description)", 1000),
+        title=echo(f"{details.icon} {details.title}".strip(), 256),
+        description=echo(details.description or "(no description)", 1000),
         colour=LIBRARY_COLOUR,
     )
     embed.add_field(name="From", value=details.source)
     embed.add_field(name="Story cards", value=f"{details.cards:,}")
     embed.add_field(name="Scripts", value=f"{details.scripts:,}")
     if details.tags:
-        embed.add_field(name="Tags", value=_cut(", ".join(details.tags), FIELD_MAX), inline=False)
+        embed.add_field(name="Tags", value=echo(", ".join(details.tags), FIELD_MAX), inline=False)
     if details.options:
         embed.add_field(
-            name="Options", value=_cut(", ".join(details.options), FIELD_MAX), inline=False
+            name="Options", value=echo(", ".join(details.options), FIELD_MAX), inline=False
         )
     if details.placeholders:
         asked = ", ".join(f"`{p}`" for p in details.placeholders)
-        embed.add_field(name="Asked at /start", value=_cut(asked, FIELD_MAX), inline=False)
+        embed.add_field(name="Asked at /start", value=echo(asked, FIELD_MAX), inline=False)
     if details.tracks_world_state:
         embed.add_field(name="World state", value="tracked", inline=False)
     if details.prompt:
-        embed.add_field(name="Opening", value=_cut(details.prompt, FIELD_MAX), inline=False)
+        embed.add_field(name="Opening", value=echo(details.prompt, FIELD_MAX), inline=False)
     return embed
 
 

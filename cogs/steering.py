@@ -21,6 +21,7 @@ from cogs.context import actor_of, channel_id_of
 from cogs.forms import FORM_TIMEOUT_S, MODAL_TITLE_MAX, TEXT_INPUT_MAX, on_form_error
 from cogs.replies import reply
 from engine.errors import CampfireError, InvalidInput
+from engine.sanitise import echo
 from engine.steering.cards import (
     CARD_ENTRY_MAX,
     CARD_KEYS_MAX,
@@ -52,14 +53,10 @@ _HINTS = {
 }
 
 
-def _cut(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-
-
 def _preview(text: str, words: int = PREVIEW_WORDS) -> str:
     parts = text.split()
     shown = " ".join(parts[:words])
-    return _cut(shown + ("…" if len(parts) > words else ""), 200)
+    return echo(shown + ("…" if len(parts) > words else ""), 200)
 
 
 # --- rendering -----------------------------------------------------------------------------------
@@ -68,7 +65,7 @@ def _preview(text: str, words: int = PREVIEW_WORDS) -> str:
 def steering_embed(label: str, text: str) -> discord.Embed:
     return discord.Embed(
         title=label,
-        description=_cut(text, EMBED_DESCRIPTION_MAX),
+        description=echo(text, EMBED_DESCRIPTION_MAX),
         colour=STEERING_COLOUR,
     )
 
@@ -85,20 +82,20 @@ def card_line(number: int, card: CardView) -> str:
     if card.always_on:
         head += " · 📌 always on"
     keys = ", ".join(card.key_list)
-    lines = [head, f"keys: {discord.utils.escape_markdown(_cut(keys, 120))}" if keys else "no keys"]
+    lines = [head, f"keys: {discord.utils.escape_markdown(echo(keys, 120))}" if keys else "no keys"]
     if card.entry.strip():
         lines.append(f"> {discord.utils.escape_markdown(_preview(card.entry))}")
     return "\n".join(lines)
 
 
 def cards_embed(page: CardPage) -> discord.Embed:
-    title = _cut(f"Story cards · {page.adventure_title}", 256)
+    title = echo(f"Story cards · {page.adventure_title}", 256)
     if not page.cards:
         description = "This adventure has no story cards yet. Add one with `/card add`."
     else:
         first = (page.page - 1) * CARDS_PER_PAGE + 1
         blocks = [card_line(first + i, card) for i, card in enumerate(page.cards)]
-        description = _cut("\n\n".join(blocks), EMBED_DESCRIPTION_MAX)
+        description = echo("\n\n".join(blocks), EMBED_DESCRIPTION_MAX)
     embed = discord.Embed(title=title, description=description, colour=STEERING_COLOUR)
     if page.total:
         embed.set_footer(
@@ -193,7 +190,7 @@ class SteeringModal(discord.ui.Modal):
             custom_id="text",
             style=discord.TextStyle.paragraph,
             default=current or None,
-            placeholder=_cut(_HINTS[field], 100),
+            placeholder=echo(_HINTS[field], 100),
             required=False,
             max_length=TEXT_INPUT_MAX,
         )
@@ -228,7 +225,7 @@ class CardModal(discord.ui.Modal):
         draft: CardDraft | None = None,
     ) -> None:
         title = "New story card" if card is None else f"Edit card: {card.title}"
-        super().__init__(title=_cut(title, MODAL_TITLE_MAX), timeout=FORM_TIMEOUT_S)
+        super().__init__(title=echo(title, MODAL_TITLE_MAX), timeout=FORM_TIMEOUT_S)
         self.adventure_id = adventure_id
         self.always_on = always_on
         self.card = card

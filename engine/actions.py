@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 
 from engine.errors import InvalidInput
+from engine.sanitise import sanitise
 from engine.storage.models import ActionType
 
 # ActionType is the front end's too (a cog names the kind of action it plays), and cogs do not
@@ -31,6 +32,12 @@ class PlayerAction:
     author_id: int | None = None
     #: Who acts: "You" when solo; a character name in group play.
     actor: str = "You"
+
+    def __post_init__(self) -> None:
+        # Every action is made here, whichever front end or stored request it comes from: one
+        # place where its text enters the engine.
+        object.__setattr__(self, "text", sanitise(self.text))
+        object.__setattr__(self, "actor", sanitise(self.actor))
 
 
 def format_action(action: PlayerAction, *, max_chars: int = 2000) -> str:

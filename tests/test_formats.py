@@ -274,6 +274,12 @@ def test_a_number_too_long_to_read_is_refused_with_its_line(number):
     assert message.startswith("The file has a number too long to read (line 4)")
 
 
+def test_a_number_too_long_in_world_info_text_is_refused():
+    inner = '[{"keys": "a", "entry": "b", "n": ' + "9" * 5000 + "}]"
+    message = rejected({"title": "t", "prompt": "p", "memory": "", "worldInfo": inner})
+    assert message.startswith("worldInfo has a number too long to read (line 1)")
+
+
 def test_long_numbers_inside_text_are_only_text():
     raw = {"title": "t", "prompt": "9" * 5000, "memory": ""}
     assert read_raw(raw).draft.prompt == "9" * 5000
@@ -420,6 +426,15 @@ def test_more_than_five_questions_are_warned_about():
     assert any("asks 7 questions" in w for w in imported.warnings)
 
 
-def test_an_unpaired_surrogate_is_refused():
-    message = rejected(b'{"title": "x\\ud800", "prompt": "", "memory": ""}')
-    assert "title holds an invalid character" in message
+def test_nul_and_unpaired_surrogates_are_sanitised_away():
+    """JSON can escape both; neither can be stored (PostgreSQL text holds no NUL, and a lone
+    surrogate is not text): NUL goes, a lone surrogate becomes U+FFFD, in code too."""
+    imported = read_scenario(
+        b'{"title": "x\\ud800", "prompt": "a\\u0000b\\u001bc", "memory": "",'
+        b' "gameCodeOnInput": "const a = 1;\\u0000"}',
+        "file.json",
+        LIMITS,
+    )
+    draft = imported.draft
+    assert (draft.title, draft.prompt) == ("x\ufffd", "abc")
+    assert draft.scripts[0].on_input == "const a = 1;"

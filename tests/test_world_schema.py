@@ -122,6 +122,13 @@ def test_initial_outside_range():
     assert problems_of(raw) == ["npcs.gwen.stats.trust.initial: must be between -100 and 100"]
 
 
+@pytest.mark.parametrize("initial", [[], {}])
+def test_initial_that_is_not_a_number(initial):
+    raw = fixture_schema()
+    raw["player"]["hp"]["initial"] = initial
+    assert problems_of(raw) == ["player.hp.initial: must be a number"]
+
+
 def test_unknown_type_and_field():
     raw = fixture_schema()
     raw["player"]["luck"] = {"type": "dice"}

@@ -30,10 +30,10 @@ from engine.formats.draft import (
     ImportLimits,
     ScenarioDraft,
     finish,
-    normalise,
 )
 from engine.formats.errors import ImportRejected
 from engine.formats.fields import INT64_MAX, Fields
+from engine.sanitise import sanitise
 from engine.storage.models import (
     ActionType,
     Adventure,
@@ -275,12 +275,12 @@ def parse_adventure(raw: Any, limits: ImportLimits) -> ParsedAdventure:
     head = f.integer("head", default=None, low=0, high=len(nodes) - 1)
     if head is None:
         raise ImportRejected("head: the file does not say where the story stands.")
-    active = f.text("active_branch", default="") or None
+    active = sanitise(f.text("active_branch", default="")).strip() or None
     if active is not None and active not in names:
         raise ImportRejected(f"active_branch: there is no branch called “{active[:60]}”.")
     settings = f.obj("settings") or Fields({}, "settings")
     fields: dict[str, Any] = {
-        "story_summary": normalise(f.text("story_summary")),
+        "story_summary": sanitise(f.text("story_summary")),
         "world_state": _state(f, "world_state") or {},
         "script_state": _state(f, "script_state") or {},
         "context_tokens": settings.integer("context_tokens", default=None, low=512, high=1_000_000),
@@ -445,7 +445,7 @@ def _nodes(f: Fields) -> list[dict[str, Any]]:
                 + ", ".join(a.value for a in ActionType)
                 + "."
             )
-        text = _clean(n.text("text"))
+        text = sanitise(n.text("text"))
         if len(text) > NODE_TEXT_MAX:
             raise ImportRejected(
                 f"{n.at('text')}: {len(text):,} characters; at most {NODE_TEXT_MAX:,}."
@@ -491,7 +491,7 @@ def _takes(f: Fields, nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
         row: dict[str, Any] = {
             "node": node,
             "number": number,
-            "text": _clean(t.text("text")),
+            "text": sanitise(t.text("text")),
             "reasoning": _optional_text(t, "reasoning"),
             "state_after": _state(t, "state_after"),
         }
@@ -506,7 +506,7 @@ def _branches(f: Fields, node_count: int) -> list[dict[str, Any]]:
     out, names = [], set()
     for path, item in f.items("branches"):
         b = Fields(item, path)
-        name = b.text("name").strip()
+        name = sanitise(b.text("name")).strip()
         if not name or len(name) > 100:
             raise ImportRejected(f"{b.at('name')}: a branch needs a name of 1 to 100 characters.")
         if name in names:
@@ -527,7 +527,7 @@ def _save_points(f: Fields, node_count: int, branches: set[str]) -> list[dict[st
     out, names = [], set()
     for path, item in f.items("save_points"):
         p = Fields(item, path)
-        name = p.text("name").strip()
+        name = sanitise(p.text("name")).strip()
         if not name or len(name) > 100:
             raise ImportRejected(
                 f"{p.at('name')}: a save point needs a name of 1 to 100 characters."
@@ -535,7 +535,7 @@ def _save_points(f: Fields, node_count: int, branches: set[str]) -> list[dict[st
         if name in names:
             raise ImportRejected(f"{p.at('name')}: two save points are called “{name}”.")
         names.add(name)
-        branch = p.text("branch", default="") or None
+        branch = sanitise(p.text("branch", default="")).strip() or None
         if branch is not None and branch not in branches:
             raise ImportRejected(f"{p.at('branch')}: there is no branch called “{branch[:60]}”.")
         row: dict[str, Any] = {
@@ -555,7 +555,7 @@ def _memories(f: Fields) -> list[dict[str, Any]]:
     for path, item in f.items("memories"):
         m = Fields(item, path)
         row: dict[str, Any] = {
-            "text": _clean(m.text("text")),
+            "text": sanitise(m.text("text")),
             "source_start": m.integer("source_start", low=0),
             "source_end": m.integer("source_end", low=0),
             "pinned": m.flag("pinned"),
@@ -570,13 +570,8 @@ def _memories(f: Fields) -> list[dict[str, Any]]:
     return out
 
 
-def _clean(text: str) -> str:
-    """Text as stored: PostgreSQL refuses the NUL character in text columns."""
-    return text.replace("\x00", "")
-
-
 def _optional_text(f: Fields, key: str) -> str | None:
-    return None if f.raw.get(key) is None else _clean(f.text(key))
+    return None if f.raw.get(key) is None else sanitise(f.text(key))
 
 
 def _temperature(settings: Fields) -> float | None:

@@ -22,6 +22,7 @@ from typing import Any
 from engine.formats.draft import ImportedCard, ImportedScript, ScenarioDraft
 from engine.formats.errors import ImportRejected
 from engine.formats.fields import Fields, kind_of
+from engine.formats.strict_json import loads
 
 NEW_CODE_KEYS = (
     "gameCodeSharedLibrary",
@@ -116,7 +117,7 @@ def _world_info(f: Fields) -> list[ImportedCard]:
     if isinstance(value, str):
         # The old API returned world info as a JSON string inside the JSON.
         try:
-            value = json.loads(value)
+            value = loads(value, what=path)
         except json.JSONDecodeError as error:
             raise ImportRejected(
                 f"{path}: a text that should hold the world-info list is not valid JSON "

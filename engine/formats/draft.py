@@ -2,9 +2,9 @@
 
 ``finish`` applies the same caps as live creation (card sizes from ``engine.steering.cards``,
 steering text from one Discord text input, the script and card limits from the settings, the stat
-schema through ``engine.world_state.schema``), normalises line endings, and collects warnings a
-player sees in the preview. A reader never writes; ``engine.scenarios.library`` saves a draft in one
-transaction.
+schema through ``engine.world_state.schema``), sanitises every text (``engine.sanitise``), and
+collects warnings a player sees in the preview. A reader never writes; ``engine.scenarios.library``
+saves a draft in one transaction.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.formats.errors import ImportRejected
+from engine.sanitise import sanitise, sanitise_code
 from engine.steering.cards import (
     CARD_ENTRY_MAX,
     CARD_KEYS_MAX,
@@ -157,17 +158,14 @@ def fill_placeholders(text: str, answers: dict[str, str]) -> str:
         return text
 
     def swap(match: re.Match[str]) -> str:
-        return answers.get(match.group(1).strip(), match.group(0))
+        # The answers are what a player typed at /start: sanitised as they enter the story.
+        answer = answers.get(match.group(1).strip())
+        return match.group(0) if answer is None else sanitise(answer)
 
     return PLACEHOLDER.sub(swap, text)
 
 
 # --- finishing a draft ---------------------------------------------------------------------------
-
-
-def normalise(text: str) -> str:
-    """CRLF and lone CR become LF; the NUL character, which PostgreSQL refuses, goes."""
-    return text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")
 
 
 def finish(imported: ImportedScenario, limits: ImportLimits) -> ImportedScenario:
@@ -187,23 +185,23 @@ def finish(imported: ImportedScenario, limits: ImportLimits) -> ImportedScenario
 def _finish_one(
     draft: ScenarioDraft, where: str, limits: ImportLimits, warnings: list[str]
 ) -> None:
-    draft.title = " ".join(normalise(draft.title).split())
+    draft.title = " ".join(sanitise(draft.title).split())
     if not draft.title:
         raise ImportRejected(f"{where} has no title.")
     _cap(draft.title, TITLE_MAX, f"{where}'s title")
-    draft.icon = normalise(draft.icon).strip()
+    draft.icon = sanitise(draft.icon).strip()
     _cap(draft.icon, ICON_MAX, f"{where}'s icon")
-    draft.description = normalise(draft.description).strip()
+    draft.description = sanitise(draft.description).strip()
     _cap(draft.description, DESCRIPTION_MAX, f"{where}'s description")
     draft.tags = _tags(draft.tags, where)
-    draft.prompt = normalise(draft.prompt).strip("\n")
+    draft.prompt = sanitise(draft.prompt).strip("\n")
     _cap(draft.prompt, PROMPT_MAX_CHARS, f"{where}'s opening prompt")
     for name, label in (
         ("plot_essentials", "plot essentials (memory)"),
         ("authors_note", "author's note"),
         ("ai_instructions", "AI instructions"),
     ):
-        value = normalise(getattr(draft, name)).strip()
+        value = sanitise(getattr(draft, name)).strip()
         _cap(value, TEXT_MAX_CHARS, f"{where}'s {label}")
         setattr(draft, name, value)
     try:
@@ -230,7 +228,7 @@ def _finish_one(
 def _tags(tags: list[str], where: str) -> list[str]:
     out: list[str] = []
     for tag in tags:
-        tag = " ".join(normalise(tag).split())
+        tag = " ".join(sanitise(tag).split())
         if tag and tag not in out:
             _cap(tag, TAG_MAX_CHARS, f"{where}'s tag “{tag[:20]}…”")
             out.append(tag)
@@ -251,12 +249,10 @@ def _finish_cards(
     renamed = 0
     for n, card in enumerate(draft.cards, start=1):
         keys = ",".join(
-            key.rstrip()
-            for key in normalise(card.keys).replace("\n", ",").split(",")
-            if key.strip()
+            key.rstrip() for key in sanitise(card.keys).replace("\n", ",").split(",") if key.strip()
         )
         card.keys = keys
-        title = " ".join(normalise(card.title).split())
+        title = " ".join(sanitise(card.title).split())
         if not title:
             # Old world info and lorebooks have no titles: the first key names the card.
             first = keys.split(",")[0].strip() if keys else ""
@@ -264,11 +260,11 @@ def _finish_cards(
         label = f"{where}: story card {n} (“{title[:40]}”)"
         _cap(title, CARD_TITLE_MAX, f"{label}: its title")
         _cap(keys, CARD_KEYS_MAX, f"{label}: its keys together")
-        card.entry = "\n".join(line.rstrip() for line in normalise(card.entry).strip().splitlines())
+        card.entry = "\n".join(line.rstrip() for line in sanitise(card.entry).strip().splitlines())
         _cap(card.entry, CARD_ENTRY_MAX, f"{label}: its entry")
-        card.description = normalise(card.description).strip()
+        card.description = sanitise(card.description).strip()
         _cap(card.description, CARD_ENTRY_MAX, f"{label}: its notes")
-        kind = " ".join(normalise(card.type).split()).lower() or DEFAULT_CARD_TYPE
+        kind = " ".join(sanitise(card.type).split()).lower() or DEFAULT_CARD_TYPE
         _cap(kind, CARD_TYPE_MAX, f"{label}: its type")
         card.type = kind
         # Titles are unique per adventure (cards are edited by title), so a repeat is numbered.
@@ -294,9 +290,9 @@ def _finish_scripts(
     if len(draft.scripts) > MAX_SCRIPTS:
         raise ImportRejected(f"{where} has {len(draft.scripts)} scripts; at most {MAX_SCRIPTS}.")
     for n, script in enumerate(draft.scripts, start=1):
-        script.name = " ".join(normalise(script.name).split()) or f"Script {n}"
+        script.name = " ".join(sanitise(script.name).split()) or f"Script {n}"
         _cap(script.name, SCRIPT_NAME_MAX, f"{where}: script {n}'s name")
-        script.description = normalise(script.description).strip()
+        script.description = sanitise(script.description).strip()
         _cap(script.description, DESCRIPTION_MAX, f"{where}: script “{script.name}”'s description")
         for hook, label in (
             ("shared_library", "shared library"),
@@ -304,7 +300,7 @@ def _finish_scripts(
             ("on_model_context", "context hook"),
             ("on_output", "output hook"),
         ):
-            code = normalise(getattr(script, hook))
+            code = sanitise_code(getattr(script, hook))
             _cap(code, limits.max_script_chars, f"{where}: script “{script.name}”'s {label}")
             setattr(script, hook, code)
     if draft.scripts:

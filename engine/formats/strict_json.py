@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.formats.errors import ImportRejected
+from engine.sanitise import sanitise_code, sanitise_json
 
 #: Deeper than any real export (AI Dungeon's options nest two or three levels).
 MAX_DEPTH = 40
@@ -102,7 +103,23 @@ def _finite_float(digits: str) -> float:
 _STRING_OR_NUMBER = re.compile(r'"(?:[^"\\]|\\.)*"|-?\d[\d.eE+-]*')
 
 
-def _number_too_long(text: str) -> ImportRejected:
+def loads(text: str, *, what: str = "The file") -> Any:
+    """``json.loads`` with the reader's rules: no key twice, no ``NaN``, no number too long to
+    read (refused as ``what`` having one). Raises ``json.JSONDecodeError`` for text that is not
+    JSON, for the caller to word."""
+    try:
+        return json.loads(
+            text,
+            object_pairs_hook=_no_duplicates,
+            parse_constant=_no_constants,
+            parse_int=_bounded_int,
+            parse_float=_finite_float,
+        )
+    except _NumberTooLong:
+        raise _number_too_long(text, what) from None
+
+
+def _number_too_long(text: str, what: str) -> ImportRejected:
     line = 0
     for match in _STRING_OR_NUMBER.finditer(text):
         token = match.group(0)
@@ -115,7 +132,7 @@ def _number_too_long(text: str) -> ImportRejected:
             break
     where = f" (line {line})" if line else ""
     return ImportRejected(
-        f"The file has a number too long to read{where}: at most {MAX_INT_DIGITS} digits are "
+        f"{what} has a number too long to read{where}: at most {MAX_INT_DIGITS} digits are "
         "accepted, and no export writes a longer one. Check the file, or export it again."
     )
 
@@ -136,15 +153,7 @@ def load_json(data: bytes, caps: JsonCaps) -> Any:
             "export gave you."
         )
     try:
-        value = json.loads(
-            text,
-            object_pairs_hook=_no_duplicates,
-            parse_constant=_no_constants,
-            parse_int=_bounded_int,
-            parse_float=_finite_float,
-        )
-    except _NumberTooLong:
-        raise _number_too_long(text) from None
+        value = loads(text)
     except RecursionError:
         raise ImportRejected(
             f"The file's JSON is nested too deeply (more than {caps.max_depth} levels)."
@@ -160,7 +169,10 @@ def load_json(data: bytes, caps: JsonCaps) -> Any:
             f"column {error.colno})."
         ) from None
     _check_shape(value, caps)
-    return value
+    # JSON may escape NUL (``\u0000``), which no PostgreSQL text holds, and half of a UTF-16
+    # pair alone (``\ud800``), which is not text at all: every string of the file is made
+    # storable here, whatever it is (code included); readers sanitise the texts they keep.
+    return sanitise_json(value, sanitise_code)
 
 
 def _unclosed(text: str) -> bool:
@@ -204,27 +216,11 @@ def _check_shape(value: Any, caps: JsonCaps) -> None:
                     f"{caps.max_array_items:,} are accepted."
                 )
             stack.extend((child, depth + 1, f"{where}[{i}]") for i, child in enumerate(item))
-        elif isinstance(item, str):
-            _check_text(item, where)
         elif isinstance(item, dict):
-            for key in item:
-                _check_text(key, where)
             stack.extend(
                 (child, depth + 1, f"{where}.{key}" if where else str(key))
                 for key, child in item.items()
             )
-
-
-def _check_text(text: str, where: str) -> None:
-    """JSON may escape half of a UTF-16 pair (``\\ud800``) alone; no database or file can hold
-    that, so it is refused here rather than failing at the write."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ImportRejected(
-            f"{where or 'The file'} holds an invalid character (an unpaired \\u escape of a "
-            "UTF-16 surrogate)."
-        ) from None
 
 
 def _size(n: int) -> str:

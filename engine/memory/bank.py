@@ -20,6 +20,7 @@ from sqlmodel import col
 from engine.access import adventure_here, check_may_steer
 from engine.errors import InvalidInput, NotFound
 from engine.memory.cursors import LinePositions, line_positions
+from engine.sanitise import ROW_ID_MAX, sanitise
 from engine.storage.changes import rows_changed
 from engine.storage.models import Adventure, Memory, MemoryOrigin, StoryNode, SummaryVersion
 
@@ -307,7 +308,7 @@ async def _summary_of(session: AsyncSession, adventure: Adventure, text: str) ->
 
 
 def _clean(text: str, what: str, limit: int, *, blank_ok: bool = False) -> str:
-    text = "\n".join(line.rstrip() for line in (text or "").strip().splitlines())
+    text = "\n".join(line.rstrip() for line in sanitise(text or "").strip().splitlines())
     if not text and not blank_ok:
         raise InvalidInput(f"{what} cannot be empty.")
     if len(text) > limit:
@@ -322,7 +323,8 @@ async def _memory_here(
 ) -> tuple[Adventure, Memory]:
     adventure = await adventure_here(session, channel_id, for_update=True)
     await check_may_steer(session, adventure, actor)
-    memory = await session.get(Memory, memory_id)
+    # A number beyond any id is no memory's, and is not put in a query (the database refuses it).
+    memory = await session.get(Memory, memory_id) if 0 < memory_id <= ROW_ID_MAX else None
     if memory is None or memory.adventure_id != adventure.id:
         raise NotFound(
             f"This adventure has no memory #{memory_id}. /memory list shows their numbers."

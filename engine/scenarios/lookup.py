@@ -7,6 +7,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from engine.errors import InvalidInput, NotFound
+from engine.sanitise import QUOTE_MAX, echo, row_id, sanitise
 from engine.storage.models import Scenario, Server
 
 #: The scenario a new server plays until an admin picks another.
@@ -41,13 +42,16 @@ async def resolve_scenario(
 ) -> Scenario:
     """The scenario a player asked for: an id (from autocomplete), a unique part of a title, or
     with no query the server's default, else the starter."""
-    query = (query or "").strip()
+    query = sanitise(query or "").strip()
     if not query:
         return await default_scenario(session, server_id)
     visible = _visible(server_id, user_id)
-    if query.isdigit():
+    # A number beyond any id is looked for among the titles only (it never goes into the id
+    # query: the database would refuse it), and is not found like any other unknown id.
+    scenario_id = row_id(query)
+    if scenario_id is not None:
         scenario = await session.scalar(
-            select(Scenario).where(col(Scenario.id) == int(query), visible)
+            select(Scenario).where(col(Scenario.id) == scenario_id, visible)
         )
         if scenario is not None:
             return scenario
@@ -69,9 +73,13 @@ async def resolve_scenario(
     if len(matches) == 1:
         return matches[0]
     if not matches:
-        raise NotFound(f"No scenario matches “{query}”. Start typing to see the list.")
+        raise NotFound(
+            f"No scenario matches “{echo(query, QUOTE_MAX)}”. Start typing to see the list."
+        )
     titles = ", ".join(f"“{s.title}”" for s in matches[:5])
-    raise InvalidInput(f"“{query}” matches several scenarios: {titles}. Be more specific.")
+    raise InvalidInput(
+        f"“{echo(query, QUOTE_MAX)}” matches several scenarios: {titles}. Be more specific."
+    )
 
 
 async def default_scenario(session: AsyncSession, server_id: int | None) -> Scenario:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.cards import Card
+from engine.sanitise import row_id
 from engine.storage.models import AdventureCard
 
 #: The fields scripts see and may change.
@@ -53,8 +54,8 @@ def script_card(row: CardRow) -> dict[str, str]:
 
 
 def _known_id(card: dict[str, Any], rows: dict[int, CardRow]) -> int | None:
-    text = str(card.get("id", ""))
-    return int(text) if text.isdigit() and int(text) in rows else None
+    found = row_id(str(card.get("id", "")))
+    return found if found in rows else None
 
 
 def to_context_cards(cards: Sequence[dict[str, Any]], rows: Sequence[CardRow]) -> list[Card]:

@@ -24,6 +24,7 @@ from engine.access import adventure_here, check_may_script
 from engine.actions import PlayerAction, format_action
 from engine.context_types import ContextBuilder, ContextInputs
 from engine.errors import InvalidInput, NotFound
+from engine.sanitise import QUOTE_MAX, echo, sanitise
 from engine.scripting import sandbox
 from engine.scripting.hooks import Hook, HookReport, ScriptStopped, TurnScripts
 from engine.storage.models import ActionType, AdventureScript, Role
@@ -77,13 +78,14 @@ class HookTest:
 
 
 def _clean_name(name: str | None) -> str:
-    name = " ".join((name or "").split()) or DEFAULT_SCRIPT_NAME
+    name = " ".join(sanitise(name or "").split()) or DEFAULT_SCRIPT_NAME
     if len(name) > SCRIPT_NAME_MAX:
         raise InvalidInput(f"A script's name can be at most {SCRIPT_NAME_MAX} characters.")
     return name
 
 
 async def _script_named(session: AsyncSession, adventure_id: int, name: str) -> AdventureScript:
+    name = sanitise(name)
     script = await session.scalar(
         select(AdventureScript).where(
             col(AdventureScript.adventure_id) == adventure_id,
@@ -91,7 +93,10 @@ async def _script_named(session: AsyncSession, adventure_id: int, name: str) -> 
         )
     )
     if script is None:
-        raise NotFound(f"This adventure has no script called “{name}”. `/script list` shows them.")
+        raise NotFound(
+            f"This adventure has no script called “{echo(name, QUOTE_MAX)}”. "
+            "`/script list` shows them."
+        )
     return script
 
 

@@ -13,6 +13,7 @@ from sqlmodel import col
 
 from engine.access import active_adventure, adventure_here, check_may_steer
 from engine.errors import InvalidInput, NotFound
+from engine.sanitise import QUOTE_MAX, echo, row_id, sanitise
 from engine.steering.text import clean_text
 from engine.storage.models import Adventure, AdventureCard
 
@@ -236,7 +237,7 @@ def _card_label(card_id: int, title: str, keys: str) -> str:
 
 
 def _validated(draft: CardDraft) -> _CardFields:
-    title = " ".join(draft.title.split())
+    title = " ".join(sanitise(draft.title).split())
     if not title:
         raise InvalidInput("A story card needs a title.")
     if len(title) > CARD_TITLE_MAX:
@@ -246,7 +247,9 @@ def _validated(draft: CardDraft) -> _CardFields:
         )
     # Keys stay as typed (AI Dungeon reads a leading space as "at a word start"); only empty
     # ones and line breaks go.
-    keys = ",".join(key.rstrip() for key in draft.keys.replace("\n", ",").split(",") if key.strip())
+    keys = ",".join(
+        key.rstrip() for key in sanitise(draft.keys).replace("\n", ",").split(",") if key.strip()
+    )
     if len(keys) > CARD_KEYS_MAX:
         raise InvalidInput(
             f"A card's keys can be at most {CARD_KEYS_MAX} characters together; "
@@ -258,7 +261,7 @@ def _validated(draft: CardDraft) -> _CardFields:
             f"A card's entry can be at most {CARD_ENTRY_MAX:,} characters; "
             f"this one has {len(entry):,}."
         )
-    kind = " ".join(draft.type.split()).lower() or DEFAULT_CARD_TYPE
+    kind = " ".join(sanitise(draft.type).split()).lower() or DEFAULT_CARD_TYPE
     if len(kind) > CARD_TYPE_MAX:
         raise InvalidInput(
             f"A card's type can be at most {CARD_TYPE_MAX} characters, like "
@@ -310,7 +313,7 @@ async def _check_unique_title(
 
 
 async def _find_card(session: AsyncSession, adventure: Adventure, query: str) -> AdventureCard:
-    wanted = " ".join(query.split())
+    wanted = " ".join(sanitise(query).split())
     rows = (
         await session.execute(
             select(col(AdventureCard.id), col(AdventureCard.title))
@@ -323,12 +326,13 @@ async def _find_card(session: AsyncSession, adventure: Adventure, query: str) ->
         (cid for cid, title in rows if folded and " ".join(title.split()).casefold() == folded),
         None,
     )
-    if card_id is None and wanted.isdigit() and any(cid == int(wanted) for cid, _ in rows):
-        card_id = int(wanted)
+    typed_id = row_id(wanted)
+    if card_id is None and any(cid == typed_id for cid, _ in rows):
+        card_id = typed_id
     card = await session.get(AdventureCard, card_id) if card_id is not None else None
     if card is None:
         raise NotFound(
-            f"There is no story card called “{wanted[:100]}” in this adventure; "
+            f"There is no story card called “{echo(wanted, QUOTE_MAX)}” in this adventure; "
             "/card list shows them."
         )
     return card

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from engine.access import adventure_here, check_may_steer
 from engine.errors import InvalidInput
+from engine.sanitise import sanitise
 
 if TYPE_CHECKING:
     from engine.access import Actor
@@ -77,8 +78,8 @@ class SteeringChange:
 
 
 def clean_text(text: str) -> str:
-    """Trailing spaces and blank edges go; a text of only whitespace is empty."""
-    return "\n".join(line.rstrip() for line in text.strip().splitlines())
+    """Sanitised; trailing spaces and blank edges go; a text of only whitespace is empty."""
+    return "\n".join(line.rstrip() for line in sanitise(text).strip().splitlines())
 
 
 class SteeringText:

@@ -16,6 +16,7 @@ from sqlmodel import col
 
 from engine.access import adventure_here, check_may_shape_story
 from engine.errors import InvalidInput, NotFound
+from engine.sanitise import QUOTE_MAX, echo, sanitise
 from engine.snapshots import capture_current
 from engine.storage.models import (
     Adventure,
@@ -93,18 +94,19 @@ class BranchesAndSavePoints(TreeCore):
     async def _find_branch(self, session: AsyncSession, adventure: Adventure, name: str) -> Branch:
         branch = await session.scalar(
             select(Branch).where(
-                col(Branch.adventure_id) == adventure.id, col(Branch.name) == name.strip()
+                col(Branch.adventure_id) == adventure.id, col(Branch.name) == sanitise(name).strip()
             )
         )
         if branch is None:
             raise NotFound(
-                f"There is no branch called “{name.strip()}” here; /branch list shows them."
+                f"There is no branch called “{echo(name.strip(), QUOTE_MAX)}” here; "
+                "/branch list shows them."
             )
         return branch
 
     @staticmethod
     def _valid_name(name: str, what: str) -> str:
-        name = " ".join(name.split())
+        name = " ".join(sanitise(name).split())
         if not name:
             raise InvalidInput(f"A {what} needs a name.")
         if len(name) > NAME_MAX:
@@ -283,12 +285,14 @@ class BranchesAndSavePoints(TreeCore):
     ) -> SavePoint:
         point = await session.scalar(
             select(SavePoint).where(
-                col(SavePoint.adventure_id) == adventure.id, col(SavePoint.name) == name.strip()
+                col(SavePoint.adventure_id) == adventure.id,
+                col(SavePoint.name) == sanitise(name).strip(),
             )
         )
         if point is None:
             raise NotFound(
-                f"There is no save point called “{name.strip()}” here; /savepoint list shows them."
+                f"There is no save point called “{echo(name.strip(), QUOTE_MAX)}” here; "
+                "/savepoint list shows them."
             )
         return point
 

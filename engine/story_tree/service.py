@@ -22,6 +22,7 @@ from sqlmodel import col
 from engine.access import NO_ADVENTURE, active_adventure, adventure_here, check_may_rewrite
 from engine.errors import InvalidInput, NotFound, StoryMovedOn
 from engine.memory.cursors import story_cut_back
+from engine.sanitise import sanitise
 from engine.snapshots import capture
 from engine.storage.models import (
     Adventure,
@@ -283,7 +284,7 @@ class StoryTree(BranchesAndSavePoints):
         seen_version: int,
     ) -> HeadMove:
         """Correct the newest turn's text; the original stays as a take."""
-        text = text.strip()
+        text = sanitise(text).strip()
         if not text:
             raise InvalidInput("A turn cannot be empty; nothing was changed.")
         if len(text) > EDIT_MAX_CHARS:

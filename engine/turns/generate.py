@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from engine.context import BuiltContext, ContextBuilder, ContextInputs
 from engine.events import ReasoningDelta, StreamEnd, TextDelta, TurnEvent, Usage
 from engine.providers.base import ChatProvider, GenerationParams
+from engine.sanitise import sanitise
 from engine.scripting.hooks import ScriptStopped
 from engine.storage.database import Database
 from engine.storage.models import Adventure
@@ -74,7 +75,7 @@ class Draft:
 
     @property
     def reasoning(self) -> str:
-        return "".join(self.reply.reasoning).strip()
+        return sanitise("".join(self.reply.reasoning)).strip()
 
 
 class Generation:
@@ -150,6 +151,9 @@ class Generation:
             # model's text arrive, and the final edit (TurnDone's text) shows the script's.
             output = await scripts.on_output(output)
             built.report.scripts = scripts.report_json()
+        # The model's words enter the story here: an endpoint may send anything (NUL, a lone
+        # surrogate), so they are sanitised as a player's are.
+        output = sanitise(output)
         world = settle(adventure.stat_schema, adventure.world_state, output, turn_index=plan.index)
         self._draft = Draft(
             action_texts=self._action_texts,

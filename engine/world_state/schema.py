@@ -454,9 +454,7 @@ def _parse_numeric(out: _Collector, where: str, raw: dict, base: dict[str, Any])
     max_delta = number("max_delta_per_turn")
     if max_delta is not None and max_delta <= 0:
         out.add(f"{where}.max_delta_per_turn", "must be greater than 0")
-    integer = all(
-        v is None or float(v).is_integer() for v in (lo, hi, raw.get("initial"), max_delta)
-    )
+    integer = all(v is None or float(v).is_integer() for v in (lo, hi, initial, max_delta))
     bands = _parse_bands(out, f"{where}.bands", raw.get("bands"))
     if integer:
         initial = int(initial)

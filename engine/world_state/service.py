@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from engine.access import adventure_here, check_may_steer
 from engine.errors import InvalidInput
+from engine.sanitise import QUOTE_MAX, echo, sanitise
 from engine.story_line.write import advance_version
 from engine.world_state.apply import current_state, schema_of
 from engine.world_state.referee import set_value
@@ -47,6 +48,7 @@ class WorldStateService:
 
         The story's version moves on, so a turn being written meanwhile is not saved over it.
         """
+        path, value = sanitise(path).strip(), sanitise(value)
         async with self.db.session() as session, session.begin():
             adventure = await adventure_here(session, channel_id, for_update=True)
             assert adventure.id is not None  # a stored row
@@ -57,12 +59,14 @@ class WorldStateService:
             new_state, report = set_value(
                 schema,
                 current_state(schema, adventure.world_state),
-                path.strip(),
+                path,
                 value,
                 turn_index=0,  # a host's correction neither checks nor starts a cooldown
             )
             if report.rejected and not report.applied and not report.clamped:
-                problems = "; ".join(f"{r.path}: {r.reason}" for r in report.rejected)
+                problems = "; ".join(
+                    f"{echo(r.path, QUOTE_MAX)}: {r.reason}" for r in report.rejected
+                )
                 raise InvalidInput(f"Nothing was changed ({problems}).")
             await advance_version(
                 session,

@@ -1,0 +1,117 @@
+"""Text at the engine's boundary, as a player meets it through Discord: characters no database or
+HTTP request can carry are sanitised where they enter, numbers no row can have are "not found",
+and a player's long text quoted back never pushes a reply over Discord's limits."""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+
+from bot.standin.limits import CONTENT_MAX
+from engine.storage.models import Adventure, StoryNode
+from tests.discord_env import DiscordEnv
+from tests.fakes.openai_server import Reply
+
+# Discord's largest integer option value (discord-api-docs, Application Commands: "Any integer
+# between -2^53+1 and 2^53-1").
+DISCORD_INTEGER_MAX = 2**53 - 1
+
+
+async def start_thread(env: DiscordEnv) -> int:
+    record = await env.fake.slash(env.alice, env.channel, "start")
+    await env.done()
+    assert record.failed is None
+    (thread,) = env.fake.threads(env.channel)
+    return thread
+
+
+async def stored_story(env: DiscordEnv, thread: int) -> list[str]:
+    async with env.bot.services.db.session() as session:
+        adventure_id = await session.scalar(
+            select(Adventure.id).where(Adventure.channel_id == thread)
+        )
+        rows = await session.scalars(
+            select(StoryNode.text)
+            .where(StoryNode.adventure_id == adventure_id)
+            .order_by(StoryNode.id)
+        )
+        return list(rows)
+
+
+def answer(env: DiscordEnv, record) -> str:
+    assert record.failed is None
+    message_id = record.followups[-1] if record.followups else record.original_message_id
+    return env.fake.message(message_id).content
+
+
+async def test_an_action_with_nul_plays(env, fake_model):
+    """PostgreSQL text cannot hold NUL: stored as it came, every retry of the turn failed."""
+    thread = await start_thread(env)
+    fake_model.queue(Reply(text="The door groans open.", delay=0.005))
+    record = await env.fake.slash(env.alice, thread, "do", action="open\x00 the door\x00")
+    await env.done()
+    assert answer(env, record) == "> You open the door."
+    assert env.narration(thread)[-1] == "The door groans open."
+    assert (await stored_story(env, thread))[-2:] == ["> You open the door.", "The door groans open."]
+
+
+async def test_an_action_with_a_lone_surrogate_reaches_the_model_and_plays(env, fake_model):
+    """Discord's JSON can carry an escaped lone surrogate (``\\ud800``), which is not text: it
+    reaches the model (and the database) as U+FFFD instead of failing to encode."""
+    thread = await start_thread(env)
+    fake_model.queue(Reply(text="The rune flickers.", delay=0.005))
+    record = await env.fake.slash(env.alice, thread, "do", action="trace the rune \ud800 twice")
+    await env.done()
+    assert answer(env, record) == "> You trace the rune \ufffd twice."
+    sent = fake_model.requests[-1]["messages"][-1]["content"]
+    assert "trace the rune \ufffd twice" in sent
+    assert env.narration(thread)[-1] == "The rune flickers."
+
+
+async def test_steering_text_with_nul_is_kept_clean(env, fake_model):
+    thread = await start_thread(env)
+    record = await env.fake.slash(env.alice, thread, "note", text="Keep\x00 it tense\x1b[0m.")
+    await env.done()
+    assert record.failed is None
+    async with env.bot.services.db.session() as session:
+        note = await session.scalar(
+            select(Adventure.authors_note).where(Adventure.channel_id == thread)
+        )
+    assert note == "Keep it tense[0m."
+
+
+async def test_a_scenario_number_beyond_any_id_is_not_found(env):
+    """A number no row can have never reaches the id query (SQLite overflowed past 2**63,
+    PostgreSQL refuses past 2**31): it is not found, like any unknown id."""
+    for typed in ("9" * 30, str(2**31), "²"):
+        record = await env.fake.slash(env.alice, env.channel, "scenario show", scenario=typed)
+        await env.done()
+        assert answer(env, record) == (
+            f"⚠ No scenario matches “{typed}”. Start typing to see the list."
+        ), typed
+
+
+async def test_a_long_query_gets_a_clear_reply_within_discords_limit(env):
+    """A 6,000-character query (Discord's longest string option) is quoted back cut short: the
+    whole reply stays under 2,000 characters, which Discord would otherwise refuse (50035)."""
+    query = "lantern " * 750
+    record = await env.fake.slash(env.alice, env.channel, "scenario show", scenario=query)
+    await env.done()
+    content = answer(env, record)
+    assert len(content) <= CONTENT_MAX
+    assert content.startswith("⚠ No scenario matches “lantern lantern")
+    assert content.endswith("…”. Start typing to see the list.")
+
+
+async def test_a_memory_number_beyond_any_id_is_not_found(env, fake_model):
+    thread = await start_thread(env)
+    record = await env.fake.slash(env.alice, thread, "memory pin", memory=DISCORD_INTEGER_MAX)
+    await env.done()
+    assert answer(env, record).startswith(f"⚠ This adventure has no memory #{DISCORD_INTEGER_MAX}")
+
+
+def test_memory_numbers_are_bounded_for_discord(env):
+    """Discord refuses an integer option outside its bounds before the bot sees it."""
+    definition, _ = env.fake._definition("memory", env.guild)
+    pin = next(o for o in definition["options"] if o["name"] == "pin")
+    (option,) = pin["options"]
+    assert (option["min_value"], option["max_value"]) == (1, 2**31 - 1)
