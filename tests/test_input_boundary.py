@@ -51,7 +51,10 @@ async def test_an_action_with_nul_plays(env, fake_model):
     await env.done()
     assert answer(env, record) == "> You open the door."
     assert env.narration(thread)[-1] == "The door groans open."
-    assert (await stored_story(env, thread))[-2:] == ["> You open the door.", "The door groans open."]
+    assert (await stored_story(env, thread))[-2:] == [
+        "> You open the door.",
+        "The door groans open.",
+    ]
 
 
 async def test_an_action_with_a_lone_surrogate_reaches_the_model_and_plays(env, fake_model):
@@ -65,6 +68,24 @@ async def test_an_action_with_a_lone_surrogate_reaches_the_model_and_plays(env, 
     sent = fake_model.requests[-1]["messages"][-1]["content"]
     assert "trace the rune \ufffd twice" in sent
     assert env.narration(thread)[-1] == "The rune flickers."
+
+
+async def test_a_model_reply_with_nul_and_a_lone_surrogate_is_stored_clean(env, fake_model):
+    """A hostile endpoint may send anything: its words enter the story sanitised, reasoning
+    too, so the turn is stored (on PostgreSQL as well) instead of failing."""
+    thread = await start_thread(env)
+    fake_model.queue(
+        Reply(text="The door\x00 opens \ud800 slowly.", reasoning="Think\x00ing.", delay=0.005)
+    )
+    await env.fake.slash(env.alice, thread, "do", action="push the door")
+    await env.done()
+    assert env.narration(thread)[-1] == "The door opens \ufffd slowly."
+    assert (await stored_story(env, thread))[-1] == "The door opens \ufffd slowly."
+    async with env.bot.services.db.session() as session:
+        reasoning = await session.scalar(
+            select(StoryNode.reasoning).order_by(StoryNode.id.desc()).limit(1)
+        )
+    assert reasoning == "Thinking."
 
 
 async def test_steering_text_with_nul_is_kept_clean(env, fake_model):
