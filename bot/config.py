@@ -45,7 +45,7 @@ class Settings(BaseSettings):
     )
     data_dir: Path = Field(
         default_factory=lambda: Path(platformdirs.user_data_dir("campfire", appauthor=False)),
-        description="Where the database, the secret key and logs live (owner-only).",
+        description="Where the database, the secret key and logs live (created owner-only).",
     )
     database_url: str | None = Field(
         default=None,
@@ -154,8 +154,7 @@ class Settings(BaseSettings):
         return tuple(values)
 
     def ensure_data_dir(self) -> Path:
-        """The data folder, owner-only (created so, or narrowed when an older run left it
-        open)."""
+        """The data folder, created owner-only when missing."""
         try:
             private_folder(self.data_dir)
         except OSError as exc:

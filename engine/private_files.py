@@ -3,8 +3,9 @@ the secret key.
 
 The database holds every story and the encrypted API keys, the secret key decrypts them, and
 the log names players and servers: none of it is for the machine's other users. New ones are
-created owner-only from the start (not created, then narrowed), and ones an earlier version
-left readable are narrowed at start-up, where they are ours.
+created owner-only from the start (not created, then narrowed). Files an earlier version left
+readable are narrowed at start-up, where they are this user's; a folder that already exists is
+the operator's arrangement (a shared mount, a container volume) and keeps its mode.
 """
 
 from __future__ import annotations
@@ -18,9 +19,8 @@ FILE_MODE = 0o600
 
 
 def private_folder(path: Path) -> Path:
-    """``path`` as a folder only its owner may enter, created (with its parents) if missing."""
+    """``path``, created (with its parents) as a folder only its owner may enter if missing."""
     path.mkdir(parents=True, exist_ok=True, mode=FOLDER_MODE)
-    _narrow(path, FOLDER_MODE)
     return path
 
 

@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 
 from bot.__main__ import main
+from bot.config import load_settings
 from engine.redaction import Redactor, host_of, redact_logs, redact_url
+from engine.storage.dialect import create_engine
 from tests.discord_env import campfire_on_standin
 from tests.fakes.openai_server import Reply
 
@@ -145,12 +147,7 @@ def mode(path) -> int:
 
 
 def test_the_data_folder_and_its_files_are_the_owners_alone(tmp_path, fake_model):
-    data = tmp_path / "data"
-    data.mkdir(mode=0o755)
-    data.chmod(0o755)  # as an earlier version left it
-    old_log = data / "campfire.log"
-    old_log.write_text("an earlier run\n")
-    old_log.chmod(0o644)
+    data = tmp_path / "campfire" / "data"
     env = {
         key: value
         for key, value in os.environ.items()
@@ -180,3 +177,21 @@ def test_the_data_folder_and_its_files_are_the_owners_alone(tmp_path, fake_model
     files = {path.name: mode(path) for path in data.iterdir() if path.is_file()}
     assert {"campfire.db", "campfire.log", "secret.key"} <= files.keys()
     assert files == dict.fromkeys(files, 0o600)
+
+
+def test_files_an_earlier_version_left_open_are_narrowed_and_the_folder_is_left_alone(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    data.chmod(0o755)  # the operator's (a volume, a shared mount)
+    for name in ("campfire.db", "campfire.db-wal", "secret.key"):
+        (data / name).write_bytes(b"")
+        (data / name).chmod(0o644)
+    settings = load_settings(_env_file=None, data_dir=data, secret_key=None)
+    settings.resolve_secret_key()
+    create_engine(settings.effective_database_url)
+    assert mode(data) == 0o755
+    assert {path.name: mode(path) for path in data.iterdir()} == {
+        "campfire.db": 0o600,
+        "campfire.db-wal": 0o600,
+        "secret.key": 0o600,
+    }
