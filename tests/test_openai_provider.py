@@ -455,16 +455,15 @@ async def test_a_reply_that_never_ends_is_cut_off_at_the_time_limit(
     client = OpenAICompatibleProvider(
         fake_model.base_url, fake_model.model, timeout=2, limits=ReplyLimits(seconds=0.5)
     )
-    fake_model.queue(Reply(fault="endless", delay=0.01), "The next reply.")
+    fake_model.queue(Reply(fault="endless", delay=0.01))
     started = asyncio.get_running_loop().time()
     try:
         raised = await expect_error(client, ModelReplyCutOff)
         took = asyncio.get_running_loop().time() - started
-        assert "0.5 seconds" in raised.message and "press Retry" in raised.message
-        assert 0.5 <= took < 1.5
-        # The connection was dropped, and the provider serves the next reply.
-        assert await asyncio.to_thread(fake_model.wait_for_disconnect, 3)
-        assert text_of(await collect(client)) == "The next reply."
+        assert "still writing after 0.5 seconds" in raised.message
+        assert "press Retry" in raised.message
+        assert 0.5 <= took < 5
+        assert await asyncio.to_thread(fake_model.wait_for_disconnect, 3)  # connection dropped
     finally:
         await client.aclose()
 

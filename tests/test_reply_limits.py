@@ -50,10 +50,17 @@ async def test_a_reply_that_never_ends_is_stopped_at_the_time_limit_and_play_goe
     async with campfire_on_standin(
         tmp_path, fake_model, caplog, database_url, model_reply_seconds=0.8
     ) as env:
+        provider = env.bot.services.provider
+        assert isinstance(provider, OpenAICompatibleProvider)
+        assert provider.limits == ReplyLimits(seconds=0.8, chars=20_000)  # from the settings
         thread = await start_thread(env)
+        # A turn to undo later, played under a roomy limit: on a busy machine even a short
+        # reply can take longer than the 0.8 s meant for the endless one.
+        provider.limits = ReplyLimits(seconds=30)
         fake_model.queue("The reeds part.")
         await env.fake.slash(env.alice, thread, "do", action="listen")
         await env.done()
+        provider.limits = ReplyLimits(seconds=0.8)
         before = await story_of(env, thread)
 
         fake_model.queue(Reply(fault="endless", delay=0.01))
@@ -98,30 +105,29 @@ async def test_a_reply_past_the_length_limit_is_stopped_and_nothing_is_saved(
         assert await story_of(env, thread) == before
 
 
-async def test_background_work_is_bounded_too(db, fake_model: FakeModelServer):
-    """A memory call whose model never stops ends at the limit, moves no cursor, and the
-    writer's next call is answered."""
-    provider = OpenAICompatibleProvider(
+async def test_background_work_is_bounded_too(db, provider, fake_model: FakeModelServer):
+    """A memory call whose model never stops ends at the limit and moves no cursor."""
+    engine = TurnEngine(db, OperatorDefault(provider))
+    adventure = await new_adventure(db)
+    for n in range(12):
+        fake_model.queue(f"Turn {n} goes by.")
+        events = await play(engine, adventure, ActionType.DO, f"walk on ({n})")
+        assert type(events[-1]).__name__ == "TurnDone", events[-1]
+    bounded = OpenAICompatibleProvider(
         fake_model.base_url, fake_model.model, timeout=3, limits=ReplyLimits(seconds=0.5)
     )
     try:
-        engine = TurnEngine(db, OperatorDefault(provider))
-        writer = MemoryWriter(db, OperatorDefault(provider))
-        adventure = await new_adventure(db)
-        for n in range(12):
-            fake_model.queue(f"Turn {n} goes by.")
-            events = await play(engine, adventure, ActionType.DO, f"walk on ({n})")
-            assert type(events[-1]).__name__ == "TurnDone", events[-1]
+        writer = MemoryWriter(db, OperatorDefault(bounded))
         fake_model.queue(Reply(fault="endless", delay=0.01))
         async with asyncio.timeout(10):
             report = await writer.catch_up(adventure)
-        assert report.memories == 0
-        assert "Passage:" in fake_model.requests[-1]["messages"][-1]["content"]
-        assert await asyncio.to_thread(fake_model.wait_for_disconnect, 3)
-        async with db.session() as session:
-            assert (await session.get(Adventure, adventure)).memory_cursor == 0
     finally:
-        await provider.aclose()
+        await bounded.aclose()
+    assert report.memories == 0
+    assert "Passage:" in fake_model.requests[-1]["messages"][-1]["content"]
+    assert await asyncio.to_thread(fake_model.wait_for_disconnect, 3)
+    async with db.session() as session:
+        assert (await session.get(Adventure, adventure)).memory_cursor == 0
 
 
 @pytest.mark.skipif(bundled_model_path() is None, reason="the 'local' extra is not installed")
