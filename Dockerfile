@@ -24,7 +24,7 @@ RUN apt-get update \
     && apt-get install -y --no-install-recommends libgomp1 \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --create-home --uid 10001 campfire \
-    && mkdir /data && chown campfire /data
+    && mkdir -m 700 /data && chown campfire /data
 COPY --from=build /venv /venv
 WORKDIR /app
 COPY --chown=campfire bot bot

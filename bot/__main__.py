@@ -13,13 +13,17 @@ import logging
 import sys
 
 from bot.config import ConfigError, Settings, load_settings
+from engine.private_files import private_file
+from engine.redaction import redact_logs
 
 
 def _logging(settings: Settings, *, to_file: bool) -> None:
+    # Before the first record: no credential reaches a log, from Campfire or a library.
+    redact_logs(settings.secret_values)
     level = settings.log_level.upper()
     if to_file:
-        # The console's terminal is for the story; logs go to the data directory.
-        path = settings.ensure_data_dir() / "campfire.log"
+        # The console's terminal is for the story; logs go to the data directory, owner-only.
+        path = private_file(settings.ensure_data_dir() / "campfire.log")
         logging.basicConfig(
             filename=path, level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
         )

@@ -15,7 +15,12 @@ import platformdirs
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from engine.private_files import private_file, private_folder
+from engine.redaction import redact, url_secrets
+
 SECRET_KEY_FILE = "secret.key"
+#: Settings whose values are never repeated back, not even in an error about them.
+SECRET_FIELDS = ("discord_token", "model_api_key", "embedding_api_key", "secret_key")
 
 
 class ConfigError(Exception):
@@ -40,7 +45,7 @@ class Settings(BaseSettings):
     )
     data_dir: Path = Field(
         default_factory=lambda: Path(platformdirs.user_data_dir("campfire", appauthor=False)),
-        description="Where the database, the secret key and logs live.",
+        description="Where the database, the secret key and logs live (created owner-only).",
     )
     database_url: str | None = Field(
         default=None,
@@ -59,6 +64,18 @@ class Settings(BaseSettings):
     top_p: float | None = Field(default=None, gt=0.0, le=1.0)
     context_tokens: int = Field(default=4096, ge=512, le=1_000_000)
     model_timeout: float = Field(default=60.0, gt=0.0, le=3600.0)
+    model_reply_seconds: float = Field(
+        default=180.0,
+        gt=0.0,
+        le=3600.0,
+        description="The longest one model reply may take, start to end, before it is stopped.",
+    )
+    model_reply_chars: int = Field(
+        default=20_000,
+        ge=100,
+        le=1_000_000,
+        description="The most characters (story and reasoning) one model reply may have.",
+    )
     local_model_path: Path | None = Field(
         default=None, description="Another GGUF file for the embedded model."
     )
@@ -123,9 +140,23 @@ class Settings(BaseSettings):
     def effective_database_url(self) -> str:
         return self.database_url or f"sqlite+aiosqlite:///{self.data_dir / 'campfire.db'}"
 
+    @property
+    def secret_values(self) -> tuple[str, ...]:
+        """Every secret these settings hold: keys, the token, the URLs' passwords. Masked in
+        anything shown or logged (engine.redaction)."""
+        values: list[str] = []
+        for name in SECRET_FIELDS:
+            secret = getattr(self, name)
+            if secret is not None:
+                values.append(secret.get_secret_value())
+        for url in (self.database_url, self.model_url, self.embedding_url):
+            values.extend(url_secrets(url))
+        return tuple(values)
+
     def ensure_data_dir(self) -> Path:
+        """The data folder, created owner-only when missing."""
         try:
-            self.data_dir.mkdir(parents=True, exist_ok=True)
+            private_folder(self.data_dir)
         except OSError as exc:
             raise ConfigError(
                 f"CAMPFIRE_DATA_DIR: cannot create {self.data_dir} ({exc.strerror}); "
@@ -146,7 +177,7 @@ class Settings(BaseSettings):
             return raw.encode()
         path = self.ensure_data_dir() / SECRET_KEY_FILE
         if path.exists():
-            return path.read_bytes().strip()
+            return private_file(path).read_bytes().strip()
         key = secrets.token_urlsafe(32).encode()
         # Created with owner-only permissions from the start, never world-readable.
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -162,15 +193,22 @@ def env_name(field: str) -> str:
 
 
 def load_settings(**overrides: Any) -> Settings:
-    """Read settings, turning validation errors into one message per bad variable."""
+    """Read settings, turning validation errors into one message per bad variable.
+
+    The message repeats the wrong value, so the operator sees what was read; a secret's value is
+    never repeated, and a URL's password is masked (the message goes to a terminal and logs).
+    """
     try:
         return Settings(**overrides)
     except ValidationError as exc:
         lines = []
         for error in exc.errors():
             field = str(error["loc"][0]) if error["loc"] else "?"
-            got = error.get("input")
-            lines.append(f"{env_name(field)}: expected {_expected(error)}, got {got!r}")
+            line = f"{env_name(field)}: expected {_expected(error)}"
+            if field not in SECRET_FIELDS:
+                got = error.get("input")
+                line += f", got {redact(repr(got), url_secrets(str(got)))}"
+            lines.append(line)
         raise ConfigError("Campfire cannot start:\n  " + "\n  ".join(lines)) from None
 
 

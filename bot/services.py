@@ -18,12 +18,13 @@ from engine.memory.retrieval import MemoryRetriever
 from engine.memory.writer import MemoryWriter
 from engine.play import PlayService
 from engine.profiles import Profiles
-from engine.providers.base import ChatProvider, GenerationParams
+from engine.providers.base import ChatProvider, GenerationParams, ReplyLimits
 from engine.providers.embeddings import EmbeddingClient
 from engine.providers.local import LocalLlamaProvider
 from engine.providers.openai_compat import OpenAICompatibleProvider
 from engine.providers.resolver import OperatorDefault
 from engine.queue import AdventureQueue
+from engine.redaction import redact_logs
 from engine.scenarios.library import ScenarioLibrary
 from engine.scenarios.shipped import seed_builtin_scenarios
 from engine.scripting.manage import ScriptService
@@ -73,24 +74,44 @@ class Services:
         await self.db.dispose()
 
 
+def reply_limits(settings: Settings) -> ReplyLimits:
+    return ReplyLimits(seconds=settings.model_reply_seconds, chars=settings.model_reply_chars)
+
+
 def make_chat_provider(settings: Settings) -> ChatProvider:
     """The operator's endpoint when one is set, otherwise the embedded model."""
     if settings.model_url:
         key = settings.model_api_key.get_secret_value() if settings.model_api_key else None
         return OpenAICompatibleProvider(
-            settings.model_url, settings.model_name, api_key=key, timeout=settings.model_timeout
+            settings.model_url,
+            settings.model_name,
+            api_key=key,
+            timeout=settings.model_timeout,
+            limits=reply_limits(settings),
         )
-    return LocalLlamaProvider(settings.local_model_path, n_ctx=min(settings.context_tokens, 8192))
+    return LocalLlamaProvider(
+        settings.local_model_path,
+        n_ctx=min(settings.context_tokens, 8192),
+        limits=reply_limits(settings),
+    )
 
 
 def make_embedder(settings: Settings) -> EmbeddingClient | None:
     if not (settings.embedding_url and settings.embedding_model):
         return None
     key = settings.embedding_api_key.get_secret_value() if settings.embedding_api_key else None
-    return EmbeddingClient(settings.embedding_url, settings.embedding_model, api_key=key)
+    return EmbeddingClient(
+        settings.embedding_url,
+        settings.embedding_model,
+        api_key=key,
+        limits=reply_limits(settings),
+    )
 
 
 async def build_services(settings: Settings) -> Services:
+    # Also here, not only at start-up: whatever runs the services (the console, a test, a
+    # benchmark) logs nothing these settings hold as secret.
+    redact_logs(settings.secret_values)
     settings.ensure_data_dir()
     secrets = SecretBox(settings.resolve_secret_key())
     db = Database(settings.effective_database_url)

@@ -25,6 +25,7 @@ from cogs.replies import reply
 from engine.context_report import ContextReport, SectionReport
 from engine.errors import CampfireError, log_incident
 from engine.insights import SCRIPT_LOG_KEYS, TurnInsights
+from engine.redaction import redact
 
 if TYPE_CHECKING:
     from bot.discord_bot import CampfireBot
@@ -192,7 +193,9 @@ def _state_lines(state_report: dict[str, Any] | None) -> list[str]:
 
 
 def _footer(insights: TurnInsights) -> str:
-    parts = [insights.model or "model unknown"]
+    # The label names the model's host; one stored by an older version may hold the URL's
+    # credentials, which players never see.
+    parts = [redact(insights.model) if insights.model else "model unknown"]
     if insights.latency_ms is not None:
         parts.append(f"{insights.latency_ms / 1000:.1f} s")
     tokens = []

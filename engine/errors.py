@@ -104,6 +104,10 @@ class ModelEmptyReply(ModelError):
     pass
 
 
+class ModelReplyCutOff(ModelError):
+    """The reply passed the operator's limit on one reply's time or length and was stopped."""
+
+
 class ReasoningExhausted(ModelError):
     """The whole output budget went into a reasoning trace, leaving no story text."""
 

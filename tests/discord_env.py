@@ -49,18 +49,23 @@ async def campfire_on_standin(
     model: FakeModelServer,
     caplog: pytest.LogCaptureFixture,
     database_url: str,
+    *,
+    log_level: int = logging.WARNING,
     **settings,
 ) -> AsyncIterator[DiscordEnv]:
     """The bot on ``database_url`` (the ``database_url`` fixture: a copy of the migrated
-    template, on each backend), its data folder in ``tmp_path``."""
-    caplog.set_level(logging.WARNING)
+    template, on each backend), its data folder in ``tmp_path``; ``settings`` add to (or
+    replace) the defaults below."""
+    caplog.set_level(log_level)
     config = load_settings(
-        data_dir=tmp_path / "data",
-        database_url=database_url,
-        model_url=model.base_url,
-        model_name=model.model,
-        model_timeout=3,
-        **settings,
+        **{
+            "data_dir": tmp_path / "data",
+            "database_url": database_url,
+            "model_url": model.base_url,
+            "model_name": model.model,
+            "model_timeout": 3,
+        }
+        | settings
     )
     bot = CampfireBot(config)
     standin = StandIn(bot)

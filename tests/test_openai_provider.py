@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import math
 import re
 from collections.abc import AsyncIterator
@@ -16,13 +17,14 @@ from engine.errors import (
     ModelKeyRefused,
     ModelNotFound,
     ModelRateLimited,
+    ModelReplyCutOff,
     ModelServerError,
     ModelTimedOut,
     ModelUnreachable,
     ReasoningExhausted,
 )
 from engine.events import ProviderChunk, ReasoningDelta, StreamEnd, TextDelta, Usage
-from engine.providers.base import ChatMessage, GenerationParams
+from engine.providers.base import ChatMessage, GenerationParams, ReplyLimits
 from engine.providers.openai_compat import OpenAICompatibleProvider
 from tests.fakes.openai_server import FakeModelServer, Reply
 from tests.fakes.static_server import static_server
@@ -441,3 +443,103 @@ async def test_breaking_out_and_closing_closes_the_stream(
     # The provider is still usable afterwards.
     fake_model.queue("After the break.")
     assert text_of(await collect(provider)) == "After the break."
+
+
+# --------------------------------------------------------------------------- limits per reply
+
+
+async def test_a_reply_that_never_ends_is_cut_off_at_the_time_limit(
+    fake_model: FakeModelServer,
+) -> None:
+    # Pieces keep coming, so the read timeout (2 s of silence) never fires: only the total does.
+    client = OpenAICompatibleProvider(
+        fake_model.base_url, fake_model.model, timeout=2, limits=ReplyLimits(seconds=0.5)
+    )
+    fake_model.queue(Reply(fault="endless", delay=0.01))
+    started = asyncio.get_running_loop().time()
+    try:
+        raised = await expect_error(client, ModelReplyCutOff)
+        took = asyncio.get_running_loop().time() - started
+        assert "still writing after 0.5 seconds" in raised.message
+        assert "press Retry" in raised.message
+        assert 0.5 <= took < 5
+        assert await asyncio.to_thread(fake_model.wait_for_disconnect, 3)  # connection dropped
+    finally:
+        await client.aclose()
+
+
+async def test_a_silent_server_is_cut_off_at_the_time_limit_before_its_read_timeout(
+    fake_model: FakeModelServer,
+) -> None:
+    client = OpenAICompatibleProvider(
+        fake_model.base_url, fake_model.model, timeout=5, limits=ReplyLimits(seconds=0.3)
+    )
+    fake_model.queue(Reply(fault="timeout"))
+    try:
+        raised = await expect_error(client, ModelReplyCutOff)
+    finally:
+        await client.aclose()
+    assert "had not answered in 0.3 seconds" in raised.message
+
+
+async def test_a_reply_past_the_length_limit_is_cut_off_counting_its_reasoning(
+    fake_model: FakeModelServer,
+) -> None:
+    client = OpenAICompatibleProvider(
+        fake_model.base_url, fake_model.model, timeout=2, limits=ReplyLimits(chars=300)
+    )
+    # 200 characters of reasoning and 200 of story: each alone is under the limit.
+    fake_model.queue(Reply(reasoning="think " * 33 + "ok", text="story " * 33 + "ok"))
+    fake_model.queue(Reply(fault="endless"))
+    try:
+        raised = await expect_error(client, ModelReplyCutOff)
+        assert "300 characters" in raised.message
+        raised = await expect_error(client, ModelReplyCutOff)
+        assert await asyncio.to_thread(fake_model.wait_for_disconnect, 3)
+    finally:
+        await client.aclose()
+
+
+async def test_a_reply_within_the_limits_is_whole(fake_model: FakeModelServer) -> None:
+    client = OpenAICompatibleProvider(
+        fake_model.base_url, fake_model.model, limits=ReplyLimits(seconds=5, chars=len(STORY))
+    )
+    fake_model.queue(Reply(text=STORY, delay=0.001))
+    try:
+        assert text_of(await collect(client)) == STORY
+    finally:
+        await client.aclose()
+
+
+# --------------------------------------------------------------------------- credentials
+
+
+@pytest.mark.parametrize("fault", ["500", "401", "404", "disconnect"])
+async def test_an_endpoints_credentials_never_reach_the_error_or_the_label(
+    fake_model: FakeModelServer, fault: str
+) -> None:
+    url = fake_model.base_url.replace("http://", "http://bob:hunter2@")
+    client = OpenAICompatibleProvider(url, fake_model.model, timeout=2)
+    fake_model.queue(Reply(fault=fault, text="Half a story, then nothing."))
+    try:
+        raised = await expect_error(client, ModelError)
+    finally:
+        await client.aclose()
+    host = fake_model.base_url.split("//")[1].split("/")[0]
+    for shown in (raised.message, client.label, client.host):
+        assert "hunter2" not in shown and "bob" not in shown
+    assert host in raised.message and client.label == f"{fake_model.model} at {host}"
+    # The credentials were still used, as HTTP basic auth.
+    basic = base64.b64encode(b"bob:hunter2").decode()
+    assert fake_model.requests[-1]["_headers"]["authorization"] == f"Basic {basic}"
+
+
+async def test_what_a_server_echoes_of_the_key_is_masked() -> None:
+    body = b'{"error": {"message": "key sk-operator-key is not valid for this model"}}'
+    with static_server(400, "application/json", body) as url:
+        client = OpenAICompatibleProvider(url, "any", api_key="sk-operator-key", timeout=2)
+        try:
+            raised = await expect_error(client, ModelServerError)
+        finally:
+            await client.aclose()
+    assert "sk-operator-key" not in raised.message and "is not valid" in raised.message

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from engine.errors import ModelEmptyReply, ReasoningExhausted
+from engine.errors import ModelEmptyReply, ModelReplyCutOff, ReasoningExhausted
 from engine.events import ProviderChunk, ReasoningDelta, StreamEnd, TextDelta
 
 
@@ -25,6 +26,22 @@ class GenerationParams:
     stop: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class ReplyLimits:
+    """The most one reply may take, whatever the server does.
+
+    A model that never stops (a sampling loop, a server that ignores ``max_tokens``) would
+    otherwise hold its turn, the adventure's lease and the channel's messages for ever: the
+    client's read timeout bounds only the silence between two pieces, and a steady stream has
+    none. Both count from the request and cover the reasoning trace as well as the story.
+    """
+
+    #: Wall-clock seconds from the request to the reply's end.
+    seconds: float = 180.0
+    #: Characters of text and reasoning together.
+    chars: int = 20_000
+
+
 class ChatProvider(Protocol):
     """A model that streams a reply to a list of chat messages."""
 
@@ -36,7 +53,8 @@ class ChatProvider(Protocol):
     ) -> AsyncGenerator[ProviderChunk, None]:
         """Yield deltas in order and end with exactly one ``StreamEnd``.
 
-        Raises a ``ModelError`` subclass with a player-readable message on failure. Closing the
+        Raises a ``ModelError`` subclass with a player-readable message on failure, and
+        ``ModelReplyCutOff`` when the reply passes the provider's ``ReplyLimits``. Closing the
         iterator (or cancelling the task consuming it) stops generation.
         """
         ...
@@ -116,17 +134,35 @@ def _partial_suffix(text: str, tag: str) -> int:
 
 
 async def checked(
-    chunks: AsyncGenerator[ProviderChunk, None], params: GenerationParams
+    chunks: AsyncGenerator[ProviderChunk, None],
+    params: GenerationParams,
+    limits: ReplyLimits | None = None,
 ) -> AsyncGenerator[ProviderChunk, None]:
-    """Pass a provider's stream through, failing clearly when it carried no story text.
+    """Pass a provider's stream through, failing clearly when it carried no story text, or when
+    it passed ``limits``.
 
     A reply that ran out of tokens while still reasoning is told apart from a plain empty reply,
-    because the fix differs: a larger output budget, or a model that does not reason.
+    because the fix differs: a larger output budget, or a model that does not reason. A reply
+    over its limits is stopped here, for every provider alike: the provider's stream is closed
+    (for an HTTP server, its connection dropped) before ``ModelReplyCutOff`` is raised.
     """
     saw_text = False
     saw_reasoning = False
+    written = 0
+    deadline = None if limits is None else asyncio.get_running_loop().time() + limits.seconds
     async with aclosing(chunks):
-        async for chunk in chunks:
+        while True:
+            try:
+                chunk = await _next_before(chunks, deadline, limits, started=written > 0)
+            except StopAsyncIteration:
+                return
+            if isinstance(chunk, TextDelta | ReasoningDelta):
+                written += len(chunk.text)
+                if limits is not None and written > limits.chars:
+                    raise ModelReplyCutOff(
+                        f"The model kept writing past {limits.chars:,} characters, the most one "
+                        "reply may have, so it was stopped. Nothing was saved; press Retry."
+                    )
             if isinstance(chunk, TextDelta) and chunk.text.strip():
                 saw_text = True
             elif isinstance(chunk, ReasoningDelta) and chunk.text.strip():
@@ -144,3 +180,41 @@ async def checked(
                     "the model may need a different prompt or setting."
                 )
             yield chunk
+
+
+async def _next_before(
+    chunks: AsyncGenerator[ProviderChunk, None],
+    deadline: float | None,
+    limits: ReplyLimits | None,
+    *,
+    started: bool,
+) -> ProviderChunk:
+    """The stream's next piece, or ``ModelReplyCutOff`` once ``deadline`` has passed.
+
+    Only the wait for the provider is timed: the cancellation lands inside the provider's own
+    await (an HTTP read, the embedded model's queue), never in the consumer's work between two
+    pieces, which still counts towards the deadline.
+    """
+    if deadline is None or limits is None:
+        return await anext(chunks)
+    timeout = asyncio.timeout_at(deadline)
+    try:
+        async with timeout:
+            if asyncio.get_running_loop().time() >= deadline:
+                raise TimeoutError  # a piece ready at once would otherwise slip through
+            return await anext(chunks)
+    except TimeoutError:
+        if not timeout.expired() and asyncio.get_running_loop().time() < deadline:
+            raise
+        what = "was still writing after" if started else "had not answered in"
+        raise ModelReplyCutOff(
+            f"The model {what} {_duration(limits.seconds)}, the most one reply may take, so it "
+            "was stopped. Nothing was saved; press Retry."
+        ) from None
+
+
+def _duration(seconds: float) -> str:
+    if seconds >= 60 and seconds % 60 == 0:
+        minutes = int(seconds // 60)
+        return f"{minutes} minute{'s' if minutes != 1 else ''}"
+    return f"{seconds:g} second{'s' if seconds != 1 else ''}"

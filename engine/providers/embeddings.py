@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 
 import httpx
 import numpy as np
 
-from engine.errors import ModelBadReply
+from engine.errors import ModelBadReply, ModelTimedOut
+from engine.providers.base import ReplyLimits
 from engine.providers.http_errors import (
     TRANSPORT_ERRORS,
     Endpoint,
@@ -24,12 +26,16 @@ class EmbeddingClient:
         *,
         api_key: str | None = None,
         timeout: float = 30.0,
+        limits: ReplyLimits | None = None,
         client: httpx.AsyncClient | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.model = model
-        self.endpoint = Endpoint(self.base_url, model, "embedding model")
+        self.endpoint = Endpoint(self.base_url, model, "embedding model", api_key=api_key)
         self.host = self.endpoint.host
+        # A turn waits for the query's vector: a server that trickles its answer must not hold
+        # it longer than a model's reply may take (httpx's timeouts bound each read, not all).
+        self.limits = limits or ReplyLimits()
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = client or httpx.AsyncClient(headers=headers, timeout=timeout)
 
@@ -41,11 +47,17 @@ class EmbeddingClient:
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
         try:
-            response = await self._client.post(
-                f"{self.base_url}/embeddings", json={"model": self.model, "input": list(texts)}
-            )
+            async with asyncio.timeout(self.limits.seconds):
+                response = await self._client.post(
+                    f"{self.base_url}/embeddings", json={"model": self.model, "input": list(texts)}
+                )
         except TRANSPORT_ERRORS as error:
             raise transport_error(self.endpoint, error) from None
+        except TimeoutError:
+            raise ModelTimedOut(
+                f"The embedding model at {self.host} did not answer within "
+                f"{self.limits.seconds:g} seconds."
+            ) from None
         if response.status_code >= 400:
             raise status_error(self.endpoint, response)
         try:

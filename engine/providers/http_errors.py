@@ -1,15 +1,16 @@
 """Turning HTTP failures from a model server into errors a player can act on.
 
 Chat and embedding endpoints fail the same ways (refused key, unknown model, rate limits, a
-server down or unreachable); only the words for what was being talked to differ.
+server down or unreachable); only the words for what was being talked to differ. Players read
+these messages, so an endpoint is named by its host alone, and whatever the server said is
+redacted before it is passed on (a proxy may echo the key it refused).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 
@@ -23,6 +24,7 @@ from engine.errors import (
     ModelTimedOut,
     ModelUnreachable,
 )
+from engine.redaction import host_of, redact, redact_url, url_secrets
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,19 +33,23 @@ class Endpoint:
     model: str
     #: What the player knows this as: "model" or "embedding model".
     what: str = "model"
+    #: Masked in anything the server says that is passed on.
+    api_key: str | None = field(default=None, repr=False)
 
     @property
     def host(self) -> str:
-        try:
-            return urlsplit(self.base_url).netloc or self.base_url
-        except ValueError:
-            return self.base_url
+        """Where the endpoint is, as players may see it: host and port, never credentials."""
+        return host_of(self.base_url)
+
+    def said(self, detail: str) -> str:
+        """What the server said, safe to pass on."""
+        return redact(detail, [self.api_key, *url_secrets(self.base_url)])
 
 
 def status_error(endpoint: Endpoint, response: httpx.Response) -> ModelError:
     """The error for an HTTP status of 400 or more (the body must have been read)."""
     status, host, what = response.status_code, endpoint.host, endpoint.what
-    detail = error_message(_json_or_none(response))
+    detail = endpoint.said(error_message(_json_or_none(response)))
     if status in (401, 403):
         return ModelKeyRefused(
             f"The {what} server at {host} refused the API key ({status}). "
@@ -89,8 +95,8 @@ def transport_error(endpoint: Endpoint, error: Exception) -> ModelError:
         return broken_off(endpoint)
     if isinstance(error, httpx.UnsupportedProtocol | httpx.InvalidURL):
         return ModelUnreachable(
-            f"'{endpoint.base_url}' is not a usable {what} address. It should look like "
-            "http://localhost:11434/v1."
+            f"'{redact_url(endpoint.base_url)}' is not a usable {what} address. It should look "
+            "like http://localhost:11434/v1."
         )
     return ModelUnreachable(
         f"Talking to the {what} at {host} failed. Is it running, and is the address right?"

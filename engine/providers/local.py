@@ -19,7 +19,7 @@ from typing import Any
 
 from engine.errors import ModelError, ModelNotFound
 from engine.events import ProviderChunk, StreamEnd, TextDelta, Usage
-from engine.providers.base import ChatMessage, GenerationParams, checked
+from engine.providers.base import ChatMessage, GenerationParams, ReplyLimits, checked
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +50,7 @@ class LocalLlamaProvider:
         n_ctx: int = 4096,
         threads: int | None = None,
         repeat_penalty: float = 1.2,
+        limits: ReplyLimits | None = None,
     ) -> None:
         self.model_path = model_path or bundled_model_path()
         self.n_ctx = n_ctx
@@ -57,6 +58,7 @@ class LocalLlamaProvider:
         self.repeat_penalty = repeat_penalty
         name = self.model_path.name if self.model_path else SMOLLM2_FILE
         self.label = f"{name} (embedded)"
+        self.limits = limits or ReplyLimits()
         self._llama: Any = None
         self._load_lock = asyncio.Lock()
         # Serialises generations on the one llama.cpp context.
@@ -68,7 +70,7 @@ class LocalLlamaProvider:
     def stream(
         self, messages: Sequence[ChatMessage], params: GenerationParams
     ) -> AsyncGenerator[ProviderChunk, None]:
-        return checked(self._stream(messages, params), params)
+        return checked(self._stream(messages, params), params, self.limits)
 
     async def _model(self) -> Any:
         async with self._load_lock:

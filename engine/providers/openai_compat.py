@@ -20,7 +20,13 @@ from engine.errors import (
     ModelServerError,
 )
 from engine.events import ProviderChunk, ReasoningDelta, StreamEnd, TextDelta, Usage
-from engine.providers.base import ChatMessage, GenerationParams, ThinkTagSplitter, checked
+from engine.providers.base import (
+    ChatMessage,
+    GenerationParams,
+    ReplyLimits,
+    ThinkTagSplitter,
+    checked,
+)
 from engine.providers.http_errors import (
     TRANSPORT_ERRORS,
     Endpoint,
@@ -42,16 +48,20 @@ class OpenAICompatibleProvider:
         api_key: str | None = None,
         timeout: float = 60.0,
         connect_timeout: float = 10.0,
+        limits: ReplyLimits | None = None,
         client: httpx.AsyncClient | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.model = model
-        self.endpoint = Endpoint(self.base_url, model, "model")
+        self.endpoint = Endpoint(self.base_url, model, "model", api_key=api_key)
+        # Players see the label (Insights): the host, never the URL's credentials.
         self.host = self.endpoint.host
         self.label = f"{model} at {self.host}"
+        self.limits = limits or ReplyLimits()
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         # ``read`` bounds the silence between two chunks, not the whole reply: a long story
-        # streamed steadily never times out, a server that stops sending does.
+        # streamed steadily never times out, a server that stops sending does. The whole
+        # reply is bounded by ``limits``, in ``checked``.
         self._client = client or httpx.AsyncClient(
             headers=headers,
             timeout=httpx.Timeout(timeout, connect=connect_timeout),
@@ -63,7 +73,7 @@ class OpenAICompatibleProvider:
     def stream(
         self, messages: Sequence[ChatMessage], params: GenerationParams
     ) -> AsyncGenerator[ProviderChunk, None]:
-        return checked(self._stream(messages, params), params)
+        return checked(self._stream(messages, params), params, self.limits)
 
     def _body(self, messages: Sequence[ChatMessage], params: GenerationParams) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -110,7 +120,7 @@ class OpenAICompatibleProvider:
                     if isinstance(chunk, dict) and "error" in chunk:
                         raise ModelServerError(
                             f"The model server at {self.host} reported an error mid-reply: "
-                            f"{error_message(chunk)}"
+                            f"{self.endpoint.said(error_message(chunk))}"
                         )
                     for delta in _deltas(chunk, splitter):
                         yield delta

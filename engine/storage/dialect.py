@@ -24,6 +24,8 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, create_async_engine
 
+from engine.private_files import private_sqlite_database
+
 # How long an SQLite writer waits for another one before giving up, in milliseconds.
 SQLITE_BUSY_TIMEOUT_MS = 10_000
 
@@ -41,8 +43,9 @@ def create_engine(url: str, *, echo: bool = False) -> AsyncEngine:
     if parsed.get_backend_name() != "sqlite":
         # A pooled PostgreSQL connection can be dropped by the server while it waits.
         return create_async_engine(url, echo=echo, pool_pre_ping=True)
-    if parsed.database and parsed.database != ":memory:":
-        Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    if parsed.database and parsed.database != ":memory:" and not parsed.query.get("uri"):
+        # Created owner-only before SQLite opens it: its -wal and -shm files take its mode.
+        private_sqlite_database(Path(parsed.database).expanduser())
     engine = create_async_engine(url, echo=echo)
     event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
     return engine

@@ -388,6 +388,8 @@ class _ChatStream:
             self._malformed()
         elif fault == "disconnect":
             self._disconnect()
+        elif fault == "endless":
+            self._endless()
         else:
             self._content(self.reply.reasoning, self.reply.text)
             self._finish(self.reply.reasoning, self.reply.text, self.reply.finish_reason)
@@ -417,6 +419,14 @@ class _ChatStream:
         self._wait()
         self._write(b"data: [DONE]\n\n")
         self._end()
+
+    def _endless(self) -> None:
+        """A model that never stops: ``text`` (or filler) over and over, a chunk every
+        ``delay``, until the client hangs up or the server stops."""
+        pieces = tokens(self.reply.text or "and on ")
+        while True:
+            for tok in pieces:
+                self._event(self._chunk({"content": tok}))
 
     def _disconnect(self) -> None:
         text_tokens = tokens(self.reply.text)

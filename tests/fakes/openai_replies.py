@@ -16,7 +16,7 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
-FAULTS = ("500", "429", "401", "404", "timeout", "disconnect", "malformed", "empty")
+FAULTS = ("500", "429", "401", "404", "timeout", "disconnect", "malformed", "empty", "endless")
 EMBEDDING_FAULTS = ("500", "429", "timeout")
 
 _TOKEN_RE = re.compile(r"\S+\s*|\s+")
@@ -31,7 +31,7 @@ class Reply:
     reasoning_field: str = "reasoning_content"  # or "reasoning" (OpenRouter/Ollama style)
     delay: float = 0.0  # seconds before EACH streamed chunk (non-streamed: the same total)
     finish_reason: str = "stop"  # "stop" or "length"
-    fault: str | None = None  # one of FAULTS
+    fault: str | None = None  # one of FAULTS; "endless": a stream of ``text`` that never ends
     retry_after: float = 2.0  # for fault "429"
     status_delay: float = 0.0  # seconds before the response headers are sent at all
     prompt_tokens: int | None = None  # default: whitespace words of the messages
