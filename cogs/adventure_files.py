@@ -14,7 +14,7 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from cogs.context import actor_of, channel_id_of
+from cogs.context import actor_of, channel_id_of, place_of
 from engine.errors import InvalidInput
 
 if TYPE_CHECKING:
@@ -25,10 +25,25 @@ if TYPE_CHECKING:
 async def export_adventure(interaction: discord.Interaction[CampfireBot]) -> None:
     """The adventure here as a file: every branch, take and save point (sent to you alone)."""
     await interaction.response.defer(ephemeral=True, thinking=True)
-    exported = await interaction.client.services.archive.export(channel_id_of(interaction))
-    await interaction.followup.send(
+    exported = await interaction.client.services.archive.export(
+        actor_of(interaction), channel_id_of(interaction)
+    )
+    content = (
         f"**{discord.utils.escape_markdown(exported.title)}**: the whole story tree. "
-        "`/adventure import` restores it anywhere.",
+        "`/adventure import` restores it anywhere."
+    )
+    if exported.scripts_left_out:
+        names = ", ".join(
+            f"**{discord.utils.escape_markdown(name)}**" for name in exported.scripts_left_out[:10]
+        )
+        more = len(exported.scripts_left_out) - 10
+        names += f" and {more} more" if more > 0 else ""
+        content += (
+            f"\nIts scripts ({names}) are left out: their code is shown only to members "
+            "with the Manage Server permission."
+        )
+    await interaction.followup.send(
+        content[:2000],
         file=discord.File(io.BytesIO(exported.content), filename=exported.filename),
         ephemeral=True,
     )
@@ -44,8 +59,10 @@ async def import_adventure(
     archive = bot.services.archive
     archive.check_size(file.size)
     await interaction.response.defer(thinking=True)
-    # Checked in full before a thread is opened for it: a bad file leaves nothing behind.
+    # Checked in full before a thread is opened for it: a bad file, or an import that would be
+    # refused here, leaves nothing behind.
     parsed = await archive.read(await file.read())
+    await archive.check_may_restore(actor_of(interaction), place_of(interaction), parsed)
     channel = interaction.channel
     thread: discord.Thread | None = None
     if isinstance(channel, discord.TextChannel):
