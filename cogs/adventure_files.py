@@ -21,6 +21,16 @@ if TYPE_CHECKING:
     from bot.discord_bot import CampfireBot
 
 
+def scripts_left_out_note(names: tuple[str, ...]) -> str:
+    """The line under an export that carries no scripts: the exporter may not read their code."""
+    shown = ", ".join(f"**{discord.utils.escape_markdown(name)}**" for name in names[:10])
+    if len(names) > 10:
+        shown += f" and {len(names) - 10} more"
+    return (
+        f"\nIts scripts ({shown}) are left out: their code goes only to those who may change them."
+    )
+
+
 @app_commands.command(name="export")
 async def export_adventure(interaction: discord.Interaction[CampfireBot]) -> None:
     """The adventure here as a file: every branch, take and save point (sent to you alone)."""
@@ -33,15 +43,7 @@ async def export_adventure(interaction: discord.Interaction[CampfireBot]) -> Non
         "`/adventure import` restores it anywhere."
     )
     if exported.scripts_left_out:
-        names = ", ".join(
-            f"**{discord.utils.escape_markdown(name)}**" for name in exported.scripts_left_out[:10]
-        )
-        more = len(exported.scripts_left_out) - 10
-        names += f" and {more} more" if more > 0 else ""
-        content += (
-            f"\nIts scripts ({names}) are left out: their code is shown only to members "
-            "with the Manage Server permission."
-        )
+        content += scripts_left_out_note(exported.scripts_left_out)
     await interaction.followup.send(
         content[:2000],
         file=discord.File(io.BytesIO(exported.content), filename=exported.filename),

@@ -16,7 +16,8 @@ The rules, in words:
 - **Scripts** are code that runs every turn: members who manage the server. The same right
   brings scripts in with a new adventure (an import, or a player's own scenario started in a
   server; the server's library and shipped scenarios were vetted when they came in), and reads
-  their code (an export carries it only for them).
+  their code (an export carries it only for them). A scenario's code is read by those who
+  may import and delete in its library (a player's own: that player; shipped: anyone).
 - **Starting or importing where an adventure runs** ends it: its host, and members who manage
   the server or its messages.
 - **A button** acts only on the adventure it was drawn for, in the place it is pressed; a Retry
@@ -159,6 +160,19 @@ def may_script(adventure: Adventure, actor: Actor) -> bool:
 def may_read_scripts(adventure: Adventure, actor: Actor) -> bool:
     """See the scripts' code, or export it: those who may change the scripts."""
     return may_script(adventure, actor)
+
+
+def may_read_scenario_scripts(
+    scenario: Scenario, actor: Actor, importer_role_id: int | None
+) -> bool:
+    """See or export the code of a scenario's scripts: a shipped scenario's is Campfire's own;
+    a player's own, its owner's; a server library's, for those who may import and delete
+    there (they bring scripts in)."""
+    if scenario.builtin_key is not None:
+        return True
+    if scenario.owner_id is not None:
+        return scenario.owner_id == actor.user_id
+    return scenario.server_id == actor.server_id and may_import(actor, importer_role_id)
 
 
 def may_bring_scripts(actor: Actor) -> bool:
@@ -348,6 +362,15 @@ def check_may_retry_request(adventure: Adventure, request: RequestRecord | None)
     if request.status == DONE:
         raise StoryMovedOn("That action was played already; nothing was played again.")
     raise StoryMovedOn("That action is being played right now; wait for it to arrive.")
+
+
+async def reads_scenario_scripts(session: AsyncSession, scenario: Scenario, actor: Actor) -> bool:
+    """``may_read_scenario_scripts``, with the server's importer role looked up."""
+    role = None
+    if scenario.server_id is not None:
+        server = await session.get(Server, scenario.server_id)
+        role = server.importer_role_id if server is not None else None
+    return may_read_scenario_scripts(scenario, actor, role)
 
 
 async def check_may_import(session: AsyncSession, actor: Actor, what: str) -> None:

@@ -14,6 +14,7 @@ from engine.access import (
     may_bring_scripts,
     may_import,
     may_press,
+    may_read_scenario_scripts,
     may_read_scripts,
     may_replace,
     may_retry_request,
@@ -193,6 +194,23 @@ def test_a_scenarios_scripts_come_in_freely_from_the_library_and_a_players_own_n
     assert not may_start_with_scripts(own, MESSAGE_MANAGER)
     assert may_start_with_scripts(own, SERVER_MANAGER)
     assert may_start_with_scripts(own, Actor(MEMBER))  # in the player's DM
+
+
+def test_a_scenarios_code_is_read_by_who_may_import_in_its_library():
+    shipped = Scenario(title="s", builtin_key="lantern-road")
+    library = Scenario(title="s", server_id=SERVER)
+    own = Scenario(title="s", owner_id=MEMBER)
+    importer = Actor(MEMBER, server_id=SERVER, role_ids=frozenset({IMPORTERS}))
+    assert may_read_scenario_scripts(shipped, PLAIN, None)
+    assert may_read_scenario_scripts(library, SERVER_MANAGER, None)
+    assert may_read_scenario_scripts(library, importer, IMPORTERS)
+    assert not may_read_scenario_scripts(library, PLAIN, IMPORTERS)
+    assert not may_read_scenario_scripts(library, MESSAGE_MANAGER, None)
+    # Another server's managers read nothing of this one's library.
+    elsewhere = Actor(MEMBER, server_id=OTHER_SERVER, manages_server=True)
+    assert not may_read_scenario_scripts(library, elsewhere, None)
+    assert may_read_scenario_scripts(own, PLAIN, None)  # its owner, wherever they are
+    assert not may_read_scenario_scripts(own, Actor(STRANGER, server_id=SERVER), None)
 
 
 # --- buttons -----------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from sqlalchemy import func, select
 
 from bot.standin import StandinFile
 from bot.standin.world import InteractionRecord, MessageRecord, iter_components
-from engine.storage.models import Adventure, AdventureScript, RequestRecord
+from engine.storage.models import Adventure, AdventureScript, RequestRecord, ScenarioScript
 from tests.discord_env import DiscordEnv
 from tests.fakes.openai_server import Reply
 from tests.test_scenario_commands import attachment
@@ -206,6 +206,32 @@ async def test_an_export_by_a_plain_member_carries_no_code(env):
     assert "left out" not in message.content
     scripts = json.loads(message.attachments[0].content)["scripts"]
     assert [(s["name"], s["on_input"]) for s in scripts] == [("Dice", SECRET_CODE)]
+
+
+async def test_a_server_scenarios_code_goes_only_to_who_may_import_there(env):
+    preview = await env.fake.slash(
+        env.alice, env.channel, "scenario import", file=attachment("aid-old-scenario.json")
+    )
+    await env.done()
+    await env.fake.press(env.alice, answer(env, preview).id, label="Confirm")
+    await env.done()
+    async with env.bot.services.db.session() as session:
+        (name,) = await session.scalars(select(ScenarioScript.name))
+
+    def exported(record) -> tuple[str, list]:
+        message = answer(env, record)
+        assert message.ephemeral
+        bundle = next(f for f in message.attachments if f.filename.endswith(".campfire.json"))
+        return message.content, json.loads(bundle.content)["scripts"]
+
+    record = await env.fake.slash(env.bob, env.channel, "scenario export", scenario="Lost")
+    await env.done()
+    content, scripts = exported(record)
+    assert scripts == [] and f"Its scripts (**{name}**) are left out" in content
+    record = await env.fake.slash(env.alice, env.channel, "scenario export", scenario="Lost")
+    await env.done()
+    content, scripts = exported(record)
+    assert [s["name"] for s in scripts] == [name] and "left out" not in content
 
 
 # --- buttons act on their own adventure only ----------------------------------------------------
