@@ -21,7 +21,7 @@ The rules, in words:
 - **Starting or importing where an adventure runs** ends it: its host, and members who manage
   the server or its messages.
 - **A button** acts only on the adventure it was drawn for, in the place it is pressed; a Retry
-  button only on a request of that adventure that failed, was refused or was interrupted.
+  button only on a request of that adventure that failed, was refused or was interrupted, once.
 - **Importing and deleting scenarios**: members who manage the server, and the server's
   importer role; choosing that role is for managers alone.
 - **In a DM** the player owns the story: server permissions mean nothing there, and the
@@ -36,14 +36,12 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
-from engine.coordination.requests import DONE, FAILED, INTERRUPTED, REFUSED
+from engine.coordination.requests import DONE, NEVER_PLAYED, RETRIED
 from engine.errors import NotAllowed, NotFound, StoryMovedOn
 from engine.storage.models import Adventure, RequestRecord, Role, Scenario, Server, StoryNode, User
 
 #: The answer wherever a command needs an adventure and the channel has none.
 NO_ADVENTURE = "There is no adventure running here. Start one with /start."
-#: What became of a request whose action was never played, so that Retry may play it.
-UNPLAYED = frozenset({FAILED, REFUSED, INTERRUPTED})
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,7 +200,9 @@ def may_press(adventure: Adventure, drawn_for: int | None) -> bool:
 def may_retry_request(adventure: Adventure, request: RequestRecord | None) -> bool:
     """Play again the action of ``request``: only one of this adventure, never played."""
     return (
-        request is not None and request.adventure_id == adventure.id and request.status in UNPLAYED
+        request is not None
+        and request.adventure_id == adventure.id
+        and request.status in NEVER_PLAYED
     )
 
 
@@ -349,6 +349,10 @@ def check_may_press(adventure: Adventure, drawn_for: int | None) -> None:
         raise StoryMovedOn(OTHER_ADVENTURE)
 
 
+#: The answer to a second press of one Retry button.
+PLAYED_AGAIN = "That action was played again already; nothing more was played."
+
+
 def check_may_retry_request(adventure: Adventure, request: RequestRecord | None) -> None:
     if may_retry_request(adventure, request):
         return
@@ -361,6 +365,8 @@ def check_may_retry_request(adventure: Adventure, request: RequestRecord | None)
         )
     if request.status == DONE:
         raise StoryMovedOn("That action was played already; nothing was played again.")
+    if request.status == RETRIED:
+        raise StoryMovedOn(PLAYED_AGAIN)
     raise StoryMovedOn("That action is being played right now; wait for it to arrive.")
 
 

@@ -20,6 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from engine.access import (
+    PLAYED_AGAIN,
     Actor,
     active_adventure,
     check_may_press,
@@ -296,7 +297,8 @@ class PlayService:
     ) -> AsyncGenerator[TurnEvent, None]:
         """Play again the action of a request of the adventure here that failed, was refused
         or was interrupted (``check_may_retry_request``, asked in the new request's own
-        transaction); a request of another adventure, or one played already, is refused."""
+        transaction), once; a request of another adventure, or one played already, is
+        refused."""
         payload = await self.requests.payload_of(request_id)
         if not payload:
             yield TurnFailed(NotFound("That action is no longer available to retry."))
@@ -304,6 +306,10 @@ class PlayService:
 
         async def unplayed(session: AsyncSession, adventure: Adventure) -> None:
             check_may_retry_request(adventure, await session.get(RequestRecord, request_id))
+            # A Retry button plays its action once: a second press (a double click) that
+            # raced this one past the check above is refused here.
+            if not await self.requests.take_for_retry(session, request_id):
+                raise StoryMovedOn(PLAYED_AGAIN)
 
         if payload == RETRY_PAYLOAD:
             # A retry of a turn that failed: write the newest turn again once more.

@@ -235,6 +235,7 @@ def request(status: str, adventure_id: int | None = 10) -> RequestRecord:
         ("refused", True, None),
         ("interrupted", True, None),
         ("done", False, "played already"),
+        ("retried", False, "played again already"),
         ("queued", False, "being played right now"),
         ("running", False, "being played right now"),
     ],

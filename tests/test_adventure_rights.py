@@ -5,6 +5,7 @@ played again (a modified client sends whatever ``custom_id`` it likes)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 from sqlalchemy import func, select
@@ -283,6 +284,31 @@ async def test_a_retry_of_an_action_played_already_is_refused(env, fake_model):
     assert len(fake_model.requests) == calls
     assert env.narration(thread) == narration
     assert await request_rows(env) == {played.id: "done"}
+
+
+async def test_a_retry_button_plays_its_action_once(env, fake_model):
+    thread = await start_thread(env, env.alice)
+    fake_model.queue(Reply(fault="500"), Reply(text="The vault swings open.", delay=0.05), "Twice?")
+    failed = await env.fake.slash(env.alice, thread, "do", action="open the vault")
+    await env.done()
+    message = answer(env, failed)
+
+    # A double click: both presses arrive before the first has played.
+    first, second = await asyncio.gather(
+        env.fake.press(env.alice, message.id, label="Retry"),
+        env.fake.press(env.bob, message.id, label="Retry"),
+    )
+    await env.done()
+    answers = sorted(answer(env, press).content for press in (first, second))
+    assert answers == [
+        "> You open the vault.",
+        "⚠ That action was played again already; nothing more was played.",
+    ]
+    assert env.narration(thread)[-1] == "The vault swings open."
+    assert len(fake_model.requests) == 2  # the failed turn and one retry
+    statuses = await request_rows(env)
+    assert statuses[failed.id] == "retried"
+    assert sorted(statuses.values()) == ["done", "retried"]  # the refused press left no row
 
 
 async def test_story_buttons_naming_another_adventure_change_nothing(env, fake_model):
