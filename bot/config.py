@@ -114,6 +114,9 @@ class Settings(BaseSettings):
     script_time_seconds: float = Field(default=2.0, gt=0.0, le=60.0)
     max_memories: int = Field(default=200, ge=1, le=100_000)
     max_queued_actions: int = Field(default=5, ge=1, le=100)
+    # Adventures one player may begin (start or import) in any hour, and host at once.
+    adventures_per_hour: int = Field(default=10, ge=1, le=10_000)
+    active_adventures_per_user: int = Field(default=25, ge=1, le=100_000)
 
     log_level: str = Field(default="INFO", pattern=r"^(?i:debug|info|warning|error|critical)$")
 

@@ -6,6 +6,7 @@ import logging
 from dataclasses import dataclass
 
 from bot.config import Settings
+from engine.adventure_caps import AdventureCaps
 from engine.archive import AdventureArchive
 from engine.context import ContextEngine
 from engine.coordination.jobs import JobLeases, this_process
@@ -158,7 +159,10 @@ async def build_services(settings: Settings) -> Services:
     leases = TurnLeases(db, holder=holder)
     jobs = JobLeases(db, holder=holder)
     queue = AdventureQueue(cap=settings.max_queued_actions)
-    play = PlayService(db, turns, leases, queue)
+    caps = AdventureCaps(
+        per_hour=settings.adventures_per_hour, active=settings.active_adventures_per_user
+    )
+    play = PlayService(db, turns, leases, queue, caps=caps)
     memory = MemoryWriter(db, providers, embedder, capacity=settings.max_memories, jobs=jobs)
     limits = ImportLimits(
         max_bytes=settings.max_import_bytes,
@@ -175,7 +179,7 @@ async def build_services(settings: Settings) -> Services:
         leases,
         play,
         ScenarioLibrary(db, limits),
-        AdventureArchive(db, limits),
+        AdventureArchive(db, limits, caps=caps),
         # Head moves wait for no turn: they are refused while one is being written here.
         StoryTree(db, queue),
         memory,

@@ -14,21 +14,38 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from cogs.context import actor_of, channel_id_of
+from cogs.context import actor_of, channel_id_of, place_of
 from engine.errors import InvalidInput
 
 if TYPE_CHECKING:
     from bot.discord_bot import CampfireBot
 
 
+def scripts_left_out_note(names: tuple[str, ...]) -> str:
+    """The line under an export that carries no scripts: the exporter may not read their code."""
+    shown = ", ".join(f"**{discord.utils.escape_markdown(name)}**" for name in names[:10])
+    if len(names) > 10:
+        shown += f" and {len(names) - 10} more"
+    return (
+        f"\nIts scripts ({shown}) are left out: their code goes only to those who may change them."
+    )
+
+
 @app_commands.command(name="export")
 async def export_adventure(interaction: discord.Interaction[CampfireBot]) -> None:
     """The adventure here as a file: every branch, take and save point (sent to you alone)."""
     await interaction.response.defer(ephemeral=True, thinking=True)
-    exported = await interaction.client.services.archive.export(channel_id_of(interaction))
-    await interaction.followup.send(
+    exported = await interaction.client.services.archive.export(
+        actor_of(interaction), channel_id_of(interaction)
+    )
+    content = (
         f"**{discord.utils.escape_markdown(exported.title)}**: the whole story tree. "
-        "`/adventure import` restores it anywhere.",
+        "`/adventure import` restores it anywhere."
+    )
+    if exported.scripts_left_out:
+        content += scripts_left_out_note(exported.scripts_left_out)
+    await interaction.followup.send(
+        content[:2000],
         file=discord.File(io.BytesIO(exported.content), filename=exported.filename),
         ephemeral=True,
     )
@@ -44,8 +61,10 @@ async def import_adventure(
     archive = bot.services.archive
     archive.check_size(file.size)
     await interaction.response.defer(thinking=True)
-    # Checked in full before a thread is opened for it: a bad file leaves nothing behind.
+    # Checked in full before a thread is opened for it: a bad file, or an import that would be
+    # refused here, leaves nothing behind.
     parsed = await archive.read(await file.read())
+    await archive.check_may_restore(actor_of(interaction), place_of(interaction), parsed)
     channel = interaction.channel
     thread: discord.Thread | None = None
     if isinstance(channel, discord.TextChannel):

@@ -2,11 +2,13 @@
 
 Each is a ``DynamicItem``: discord.py rebuilds it from the ``custom_id`` of whatever message is
 pressed, even one sent before the bot restarted. The story buttons under the newest turn
-(Continue, Retry, Undo, Redo, the take pager ‹ ›) carry the story version they were drawn under;
-a press under an older version is refused to the presser alone, and a second press of the
-same button (a double click racing the first) is refused too: neither changes anything.
-Insights names a turn, and Retry under a failed turn names its request, so both keep working
-anywhere.
+(Continue, Retry, Undo, Redo, the take pager ‹ ›) carry the adventure and the story version
+they were drawn under; a press under an older version, or where another adventure runs now, is
+refused to the presser alone, and a second press of the same button (a double click racing the
+first) is refused too: neither changes anything. Insights names a turn (of an adventure played
+where it is pressed), and Retry under a failed turn names its request (which must be one of
+the adventure running where it is pressed, never played), so both keep working under old
+turns. A ``custom_id`` is whatever the client sends: the engine checks every id in it.
 """
 
 from __future__ import annotations
@@ -21,7 +23,6 @@ from cogs.insights import show_insights_safely
 from cogs.replies import defer_request, reply
 from engine.actions import ActionType, PlayerAction
 from engine.errors import CampfireError
-from engine.story_tree import MOVED_ON
 
 if TYPE_CHECKING:
     from bot.discord_bot import CampfireBot
@@ -79,11 +80,7 @@ class ContinueButton(
 
     async def callback(self, interaction: discord.Interaction) -> None:
         bot = bot_of(interaction)
-        current = await bot.services.play.adventure_in(channel_id_of(interaction))
-        if current is None or current.version != self.version:
-            # Answered to the presser alone; a press that races another is caught later, by
-            # the request record.
-            await reply(interaction, f"⚠ {MOVED_ON}")
+        if not await still_here(interaction, self):
             return
         await defer_request(interaction)
         action = PlayerAction(ActionType.CONTINUE, "", interaction.user.id)
@@ -93,8 +90,23 @@ class ContinueButton(
             action,
             request_id=interaction.id,
             seen_version=self.version,
+            drawn_for=self.adventure_id,
         )
         await bot.narrator.show(interaction, events)
+
+
+async def still_here(interaction: discord.Interaction, button: _StoryButton) -> bool:
+    """Whether a story button still acts where it is pressed: its adventure runs there, at its
+    version. Asked before deferring, so that a stale or misplaced button is answered to the
+    presser alone; a press that races another is caught later, by the request record."""
+    try:
+        await bot_of(interaction).services.play.check_button(
+            channel_id_of(interaction), button.adventure_id, button.version
+        )
+    except CampfireError as error:
+        await reply(interaction, f"⚠ {error.message}")
+        return False
+    return True
 
 
 class RetryButton(discord.ui.DynamicItem[discord.ui.Button], template=r"cf:retry:(?P<request>\d+)"):
@@ -114,7 +126,10 @@ class RetryButton(discord.ui.DynamicItem[discord.ui.Button], template=r"cf:retry
 
     async def callback(self, interaction: discord.Interaction) -> None:
         bot = bot_of(interaction)
-        await defer_request(interaction)
+        # Privately: the request named may be of another adventure, or played already, and
+        # the answer to such a press is for the presser alone. The failed turn's message above
+        # already shows everyone the action played again; its narration is public as ever.
+        await defer_request(interaction, ephemeral=True)
         events = bot.services.play.retry_request(
             actor_of(interaction),
             channel_id_of(interaction),
@@ -159,9 +174,7 @@ class RetakeButton(
 
     async def callback(self, interaction: discord.Interaction) -> None:
         bot = bot_of(interaction)
-        current = await bot.services.play.adventure_in(channel_id_of(interaction))
-        if current is None or current.version != self.version:
-            await reply(interaction, f"⚠ {MOVED_ON}")
+        if not await still_here(interaction, self):
             return
         if not await retry_allowed(interaction):
             return
@@ -171,6 +184,7 @@ class RetakeButton(
             channel_id_of(interaction),
             request_id=interaction.id,
             seen_version=self.version,
+            drawn_for=self.adventure_id,
         )
         await bot.narrator.show(interaction, events, retrying=True)
 
@@ -203,6 +217,7 @@ class UndoButton(
                 actor_of(interaction),
                 channel_id_of(interaction),
                 seen_version=self.version,
+                drawn_for=self.adventure_id,
             ),
             "↩️ *{who} undid the last turn.*",
         )
@@ -225,6 +240,7 @@ class RedoButton(
                 actor_of(interaction),
                 channel_id_of(interaction),
                 seen_version=self.version,
+                drawn_for=self.adventure_id,
             ),
             "↪️ *{who} brought the turn back.*",
         )
@@ -276,6 +292,7 @@ class TakeButton(
                 self.node_id,
                 self.take,
                 seen_version=self.version,
+                drawn_for=self.adventure_id,
             ),
         )
 

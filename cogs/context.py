@@ -39,3 +39,11 @@ def channel_id_of(interaction: discord.Interaction) -> int:
     """The adventure's place: the thread, channel or DM the interaction came from."""
     assert interaction.channel_id is not None
     return interaction.channel_id
+
+
+def place_of(interaction: discord.Interaction) -> int | None:
+    """Where an adventure begun here (/start, /adventure import) will run: this thread, channel
+    or DM; None in a server's text channel, where it gets a thread of its own, not opened yet."""
+    if isinstance(interaction.channel, discord.TextChannel):
+        return None
+    return channel_id_of(interaction)

@@ -10,7 +10,7 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from cogs.context import actor_of, channel_id_of
+from cogs.context import actor_of, channel_id_of, place_of
 from cogs.errors import on_app_command_error
 from cogs.replies import defer_request, reply
 from engine.actions import ActionType, PlayerAction
@@ -84,8 +84,11 @@ class PlayCog(commands.Cog):
         self, interaction: discord.Interaction[CampfireBot], scenario: str | None = None
     ) -> None:
         """Start an adventure here: a new thread in a server, or a solo story in DMs."""
-        # Looked up before answering: a menu or a form must be the interaction's first answer.
-        plan = await self.bot.services.play.start_plan(actor_of(interaction), scenario)
+        # Looked up before answering: a menu or a form must be the interaction's first answer,
+        # and a start that would be refused is refused before either is shown.
+        plan = await self.bot.services.play.start_plan(
+            actor_of(interaction), scenario, place_of(interaction)
+        )
         await self.begin(interaction, plan)
 
     async def begin(
@@ -232,7 +235,9 @@ def option_menu(cog: PlayCog, plan: StartPlan) -> dict:
         )
 
         async def chosen(interaction: discord.Interaction, value: str = value) -> None:
-            option = await cog.bot.services.play.start_plan(actor_of(interaction), value)
+            option = await cog.bot.services.play.start_plan(
+                actor_of(interaction), value, place_of(interaction)
+            )
             await cog.begin(interaction, option)
 
         # discord.py's way to answer a button made on the fly; a checker sees a method.

@@ -39,8 +39,9 @@ async def reply(
         log.warning("could not answer interaction %s", interaction.id, exc_info=True)
 
 
-async def defer_request(interaction: discord.Interaction) -> None:
-    """Defer (the player sees "thinking") an interaction that carries a request to the engine.
+async def defer_request(interaction: discord.Interaction, *, ephemeral: bool = False) -> None:
+    """Defer (the player sees "thinking") an interaction that carries a request to the engine;
+    ``ephemeral``: its answers are for the player alone.
 
     Discord may deliver one interaction twice (a gateway replay, one event reaching two
     processes), and acknowledges it once: the second defer fails with 40060. That delivery
@@ -50,7 +51,7 @@ async def defer_request(interaction: discord.Interaction) -> None:
     Responding").
     """
     try:
-        await interaction.response.defer(thinking=True)
+        await interaction.response.defer(thinking=True, ephemeral=ephemeral)
     except discord.HTTPException as error:
         if error.code != ALREADY_ACKNOWLEDGED:
             raise

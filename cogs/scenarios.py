@@ -15,6 +15,7 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
+from cogs.adventure_files import scripts_left_out_note
 from cogs.context import actor_of
 from cogs.replies import reply
 from engine.errors import CampfireError
@@ -209,6 +210,8 @@ class ScenarioCog(commands.Cog):
         exported = await self.bot.services.scenarios.export(actor_of(interaction), scenario)
         files = [discord.File(io.BytesIO(f.content), filename=f.filename) for f in exported.files]
         note = "" if len(files) == 1 else " (the second file is its story cards for AI Dungeon)"
+        if exported.scripts_left_out:
+            note += scripts_left_out_note(exported.scripts_left_out)
         await interaction.response.send_message(
             f"**{discord.utils.escape_markdown(exported.title)}**{note}",
             files=files,

@@ -13,7 +13,15 @@ The rules, in words:
   the host, and members who manage the server or its messages.
 - **The story's shape** (branches, save points): the host, and members who manage the server
   or its messages.
-- **Scripts** are code that runs every turn: members who manage the server.
+- **Scripts** are code that runs every turn: members who manage the server. The same right
+  brings scripts in with a new adventure (an import, or a player's own scenario started in a
+  server; the server's library and shipped scenarios were vetted when they came in), and reads
+  their code (an export carries it only for them). A scenario's code is read by those who
+  may import and delete in its library (a player's own: that player; shipped: anyone).
+- **Starting or importing where an adventure runs** ends it: its host, and members who manage
+  the server or its messages.
+- **A button** acts only on the adventure it was drawn for, in the place it is pressed; a Retry
+  button only on a request of that adventure that failed, was refused or was interrupted, once.
 - **Importing and deleting scenarios**: members who manage the server, and the server's
   importer role; choosing that role is for managers alone.
 - **In a DM** the player owns the story: server permissions mean nothing there, and the
@@ -28,8 +36,9 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
+from engine.coordination.requests import DONE, NEVER_PLAYED, RETRIED
 from engine.errors import NotAllowed, NotFound, StoryMovedOn
-from engine.storage.models import Adventure, Role, Server, StoryNode, User
+from engine.storage.models import Adventure, RequestRecord, Role, Scenario, Server, StoryNode, User
 
 #: The answer wherever a command needs an adventure and the channel has none.
 NO_ADVENTURE = "There is no adventure running here. Start one with /start."
@@ -146,6 +155,57 @@ def may_script(adventure: Adventure, actor: Actor) -> bool:
     return actor.is_server_manager
 
 
+def may_read_scripts(adventure: Adventure, actor: Actor) -> bool:
+    """See the scripts' code, or export it: those who may change the scripts."""
+    return may_script(adventure, actor)
+
+
+def may_read_scenario_scripts(
+    scenario: Scenario, actor: Actor, importer_role_id: int | None
+) -> bool:
+    """See or export the code of a scenario's scripts: a shipped scenario's is Campfire's own;
+    a player's own, its owner's; a server library's, for those who may import and delete
+    there (they bring scripts in)."""
+    if scenario.builtin_key is not None:
+        return True
+    if scenario.owner_id is not None:
+        return scenario.owner_id == actor.user_id
+    return scenario.server_id == actor.server_id and may_import(actor, importer_role_id)
+
+
+def may_bring_scripts(actor: Actor) -> bool:
+    """Bring scripts in with an adventure the actor starts or imports here (and will host): the
+    script right over that adventure (server managers; in a DM, its player)."""
+    return actor.server_id is None or actor.is_server_manager
+
+
+def may_start_with_scripts(scenario: Scenario, actor: Actor) -> bool:
+    """Start ``scenario``, which carries scripts. A shipped scenario's or the server library's
+    scripts were vetted as they came in (shipped, or imported by someone the server lets
+    import); a player's own scenario's scripts come in only with the script right here."""
+    return scenario.owner_id is None or may_bring_scripts(actor)
+
+
+def may_replace(running: Adventure, actor: Actor) -> bool:
+    """Start or import an adventure where ``running`` runs, which ends it."""
+    return may_shape_story(running, actor)
+
+
+def may_press(adventure: Adventure, drawn_for: int | None) -> bool:
+    """A story button acts only on the adventure it was drawn for (``drawn_for``, from its
+    ``custom_id``): one that ended here, or another place's, is not this one."""
+    return drawn_for is None or drawn_for == adventure.id
+
+
+def may_retry_request(adventure: Adventure, request: RequestRecord | None) -> bool:
+    """Play again the action of ``request``: only one of this adventure, never played."""
+    return (
+        request is not None
+        and request.adventure_id == adventure.id
+        and request.status in NEVER_PLAYED
+    )
+
+
 def may_import(actor: Actor, importer_role_id: int | None) -> bool:
     """Import or delete scenarios in the library of the place the actor is in."""
     if actor.server_id is None or actor.is_server_manager:
@@ -232,6 +292,91 @@ def check_may_script(adventure: Adventure, actor: Actor) -> None:
         "Scripts run code in every turn, so only members with the Manage Server permission "
         "can change or test them."
     )
+
+
+def _script_list(names: list[str]) -> str:
+    shown = ", ".join(f"“{name}”" for name in names[:5])
+    if len(names) > 5:
+        shown += f" and {len(names) - 5} more"
+    return f"script{'s' if len(names) != 1 else ''} ({shown})"
+
+
+def check_may_import_scripts(actor: Actor, names: list[str]) -> None:
+    """An adventure file carrying the scripts ``names``."""
+    if not names or may_bring_scripts(actor):
+        return
+    raise NotAllowed(
+        f"This adventure carries {_script_list(names)}: code that runs every turn. In a server "
+        "only members with the Manage Server permission can bring scripts in. Ask one of them "
+        "to import it, or import it in a DM with me; nothing was imported."
+    )
+
+
+def check_may_start_with_scripts(scenario: Scenario, actor: Actor, names: list[str]) -> None:
+    """``names``: the scenario's scripts."""
+    if not names or may_start_with_scripts(scenario, actor):
+        return
+    raise NotAllowed(
+        f"“{scenario.title}” is your own scenario and carries {_script_list(names)}: code that "
+        "runs every turn. In a server only members with the Manage Server permission can bring "
+        "scripts in. Start it in a DM with me, or ask a manager to import it into this server's "
+        "library."
+    )
+
+
+async def check_may_replace(session: AsyncSession, running: Adventure, actor: Actor) -> None:
+    if may_replace(running, actor):
+        return
+    if running.server_id is None:
+        raise NotAllowed("Only this adventure's player can start another one here.")
+    host = await _host_name(session, running)
+    who = f"{host} (its host)" if host else "its host"
+    raise NotAllowed(
+        f"“{running.title}” is running here. Only {who} and members who can manage the server "
+        "or its messages can start or import another adventure in its place; nothing was "
+        "changed. Use /start in a text channel to open a thread of your own."
+    )
+
+
+#: The answer to a story button pressed where another adventure runs than it was drawn for.
+OTHER_ADVENTURE = (
+    "That button belongs to another adventure than the one running here; nothing was changed."
+)
+
+
+def check_may_press(adventure: Adventure, drawn_for: int | None) -> None:
+    if not may_press(adventure, drawn_for):
+        raise StoryMovedOn(OTHER_ADVENTURE)
+
+
+#: The answer to a second press of one Retry button.
+PLAYED_AGAIN = "That action was played again already; nothing more was played."
+
+
+def check_may_retry_request(adventure: Adventure, request: RequestRecord | None) -> None:
+    if may_retry_request(adventure, request):
+        return
+    if request is None:
+        raise NotFound("That action is no longer available to retry.")
+    if request.adventure_id != adventure.id:
+        raise NotAllowed(
+            "That Retry button belongs to another adventure than the one running here; "
+            "nothing was played."
+        )
+    if request.status == DONE:
+        raise StoryMovedOn("That action was played already; nothing was played again.")
+    if request.status == RETRIED:
+        raise StoryMovedOn(PLAYED_AGAIN)
+    raise StoryMovedOn("That action is being played right now; wait for it to arrive.")
+
+
+async def reads_scenario_scripts(session: AsyncSession, scenario: Scenario, actor: Actor) -> bool:
+    """``may_read_scenario_scripts``, with the server's importer role looked up."""
+    role = None
+    if scenario.server_id is not None:
+        server = await session.get(Server, scenario.server_id)
+        role = server.importer_role_id if server is not None else None
+    return may_read_scenario_scripts(scenario, actor, role)
 
 
 async def check_may_import(session: AsyncSession, actor: Actor, what: str) -> None:

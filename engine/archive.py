@@ -8,8 +8,9 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from engine.access import active_adventure, adventure_here
+from engine.access import adventure_here, check_may_import_scripts, may_read_scripts
 from engine.accounts import touch_server, touch_user
+from engine.adventure_caps import AdventureCaps, check_may_begin
 from engine.errors import InvalidInput
 from engine.formats import adventure as adventure_file
 from engine.formats.draft import ImportLimits
@@ -30,6 +31,8 @@ class AdventureFile:
     title: str
     filename: str
     content: bytes
+    #: The scripts whose code the file leaves out: the exporter may not read it.
+    scripts_left_out: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,9 +47,13 @@ class RestoredAdventure:
 
 
 class AdventureArchive:
-    def __init__(self, db: Database, limits: ImportLimits) -> None:
+    def __init__(
+        self, db: Database, limits: ImportLimits, *, caps: AdventureCaps | None = None
+    ) -> None:
         self.db = db
         self.limits = limits
+        #: The operator's caps on adventures per player; an import begins one too.
+        self.caps = caps
 
     def check_size(self, size: int) -> None:
         """Refuse a file by its announced size, before downloading it."""
@@ -56,11 +63,18 @@ class AdventureArchive:
                 f"accepted is {adventure_file.MAX_BYTES // (1024 * 1024)} MiB."
             )
 
-    async def export(self, channel_id: int) -> AdventureFile:
-        """The adventure running here, every branch and take of it, as one JSON file."""
+    async def export(self, actor: Actor, channel_id: int) -> AdventureFile:
+        """The adventure running here, every branch and take of it, as one JSON file.
+
+        Its scripts' code only for those who may read it (``may_read_scripts``): for anyone
+        else the file has no scripts, and says which it left out."""
         async with self.db.session() as session:
             adventure = await adventure_here(session, channel_id, missing=NOTHING_TO_EXPORT)
             raw = await adventure_file.export_adventure(session, adventure)
+        left_out: tuple[str, ...] = ()
+        if raw["scripts"] and not may_read_scripts(adventure, actor):
+            left_out = tuple(script["name"] for script in raw["scripts"])
+            raw["scripts"] = []
         content = (json.dumps(raw, ensure_ascii=False, indent=1) + "\n").encode("utf-8")
         if len(content) > adventure_file.MAX_BYTES:
             raise InvalidInput(
@@ -69,7 +83,7 @@ class AdventureArchive:
                 "MiB)."
             )
         stem = re.sub(r"[^A-Za-z0-9]+", "-", raw["title"]).strip("-").lower()[:60] or "adventure"
-        return AdventureFile(raw["title"], f"{stem}.adventure.json", content)
+        return AdventureFile(raw["title"], f"{stem}.adventure.json", content, left_out)
 
     async def read(self, data: bytes) -> adventure_file.ParsedAdventure:
         """Check an adventure file in full (nothing is written); raises ``ImportRejected``."""
@@ -85,16 +99,28 @@ class AdventureArchive:
 
         return await asyncio.to_thread(parse)
 
+    async def check_may_restore(
+        self, actor: Actor, place: int | None, parsed: adventure_file.ParsedAdventure
+    ) -> None:
+        """Whatever would refuse the import in ``place`` (None: a thread not opened yet),
+        asked before a thread is opened for it; ``restore`` asks again as it writes."""
+        check_may_import_scripts(actor, _script_names(parsed))
+        async with self.db.session() as session:
+            await check_may_begin(session, actor, place, self.caps)
+
     async def restore(
         self, actor: Actor, channel_id: int, parsed: adventure_file.ParsedAdventure
     ) -> RestoredAdventure:
-        """Write a checked adventure into a channel, thread or DM (one running there ends), in
-        one transaction."""
+        """Write a checked adventure into a channel, thread or DM, in one transaction. One
+        running there ends, if ``actor`` may end it; its scripts come in only with the script
+        right, and the caps on adventures per player count it (``check_may_begin``)."""
+        check_may_import_scripts(actor, _script_names(parsed))
         async with self.db.session() as session, session.begin():
+            # First: the user's row lock queues this player's starts (see adventure_caps).
             await touch_user(session, actor.user_id, actor.user_name)
             if actor.server_id is not None:
                 await touch_server(session, actor.server_id, actor.server_name)
-            running = await active_adventure(session, channel_id)
+            running = await check_may_begin(session, actor, channel_id, self.caps)
             if running is not None:
                 running.ended_at = utcnow()
             adventure = await adventure_file.write_adventure(
@@ -115,3 +141,7 @@ class AdventureArchive:
                 head.text,
                 adventure.version,
             )
+
+
+def _script_names(parsed: adventure_file.ParsedAdventure) -> list[str]:
+    return [script.name for script in parsed.steering.scripts]

@@ -19,9 +19,18 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
-from engine.access import Actor, active_adventure, check_may_rewrite
+from engine.access import (
+    PLAYED_AGAIN,
+    Actor,
+    active_adventure,
+    check_may_press,
+    check_may_retry_request,
+    check_may_rewrite,
+    check_may_start_with_scripts,
+)
 from engine.accounts import touch_server, touch_user
 from engine.actions import PlayerAction, format_action
+from engine.adventure_caps import AdventureCaps, check_may_begin
 from engine.coordination.requests import (
     REFUSED,
     RETRY_PAYLOAD,
@@ -42,16 +51,18 @@ from engine.formats.draft import MAX_OPTIONS, MAX_PLACEHOLDERS, placeholders_in
 from engine.leases import TurnLeases
 from engine.queue import AdventureQueue
 from engine.scenarios.lookup import resolve_scenario, visible_scenarios
-from engine.scenarios.start import start_adventure
+from engine.scenarios.start import scenario_script_names, start_adventure
 from engine.storage.database import Database
 from engine.storage.models import (
     ActionType,
     Adventure,
+    RequestRecord,
     Scenario,
     StoryNode,
     utcnow,
 )
 from engine.story_line.read import line_tail
+from engine.story_tree import MOVED_ON
 from engine.turns import Fence, TurnEngine
 
 log = logging.getLogger(__name__)
@@ -90,14 +101,26 @@ class AdventureRef:
     version: int
 
 
+#: A check run on a request's adventure in the transaction that records it.
+RequestCheck = Callable[[AsyncSession, Adventure], Awaitable[None]]
+
+
 class PlayService:
     def __init__(
-        self, db: Database, turns: TurnEngine, leases: TurnLeases, queue: AdventureQueue
+        self,
+        db: Database,
+        turns: TurnEngine,
+        leases: TurnLeases,
+        queue: AdventureQueue,
+        *,
+        caps: AdventureCaps | None = None,
     ) -> None:
         self.db = db
         self.turns = turns
         self.leases = leases
         self.queue = queue
+        #: The operator's caps on adventures per player (None: none, for tools and tests).
+        self.caps = caps
         self.requests = RequestLog(db)
         #: Called with the adventure's id after each turn is stored (the bot schedules the
         #: memory bank's work there). Must not block: it runs on the turn's path.
@@ -118,11 +141,21 @@ class PlayService:
             if typed in s.title.casefold()
         ][:limit]
 
-    async def start_plan(self, actor: Actor, query: str | None) -> StartPlan:
-        """The scenario ``query`` names, with the options and questions it needs at /start."""
+    async def start_plan(self, actor: Actor, query: str | None, place: int | None) -> StartPlan:
+        """The scenario ``query`` names, with the options and questions it needs at /start.
+
+        ``place`` is where the adventure will run (None: a thread not opened yet). Whatever
+        would refuse the start there (the adventure running there, the caps, the scenario's
+        scripts) refuses it now, before a question is asked or a thread opened; ``start``
+        checks again as it writes."""
         async with self.db.session() as session:
             scenario = await resolve_scenario(
                 session, query, server_id=actor.server_id, user_id=actor.user_id
+            )
+            await check_may_begin(session, actor, place, self.caps)
+            assert scenario.id is not None
+            check_may_start_with_scripts(
+                scenario, actor, await scenario_script_names(session, scenario.id)
             )
             options = await session.scalars(
                 select(Scenario)
@@ -130,7 +163,6 @@ class PlayService:
                 .order_by(col(Scenario.id))
                 .limit(MAX_OPTIONS)
             )
-            assert scenario.id is not None
             return StartPlan(
                 scenario.id,
                 scenario.title,
@@ -150,18 +182,23 @@ class PlayService:
         query: str | None,
         answers: dict[str, str] | None = None,
     ) -> StartedAdventure:
-        """Start an adventure in a channel, thread or DM; one already running there ends.
+        """Start an adventure in a channel, thread or DM; one already running there ends, if
+        ``actor`` may end it (``check_may_begin``, with the caps).
 
         ``answers`` fill the scenario's ``${placeholders}``."""
         async with self.db.session() as session, session.begin():
+            # First: the user's row lock queues this player's starts (see adventure_caps).
             await self._touch(session, actor)
             scenario = await resolve_scenario(
                 session, query, server_id=actor.server_id, user_id=actor.user_id
             )
-            running = await active_adventure(session, channel_id)
+            running = await check_may_begin(session, actor, channel_id, self.caps)
+            assert scenario.id is not None
+            check_may_start_with_scripts(
+                scenario, actor, await scenario_script_names(session, scenario.id)
+            )
             if running is not None:
                 running.ended_at = utcnow()
-            assert scenario.id is not None
             adventure = await start_adventure(
                 session,
                 scenario.id,
@@ -179,6 +216,19 @@ class PlayService:
                 adventure.version,
                 adventure.head_node_id,
             )
+
+    async def check_button(self, channel_id: int, drawn_for: int, version: int) -> None:
+        """Whether a story button drawn for adventure ``drawn_for`` at ``version`` still acts
+        here; raises the reason if not. Asked before a press is deferred, so that a stale or
+        misplaced button is answered to the presser alone; the press's own transaction asks
+        again."""
+        async with self.db.session() as session:
+            adventure = await active_adventure(session, channel_id)
+            if adventure is None:
+                raise StoryMovedOn(MOVED_ON)
+            check_may_press(adventure, drawn_for)
+            if adventure.version != version:
+                raise StoryMovedOn(MOVED_ON)
 
     async def adventure_in(self, channel_id: int) -> AdventureRef | None:
         async with self.db.session() as session:
@@ -207,17 +257,88 @@ class PlayService:
         *,
         request_id: int,
         seen_version: int | None = None,
+        drawn_for: int | None = None,
     ) -> AsyncGenerator[TurnEvent, None]:
         """Play an action in the adventure running in ``channel_id``.
+
+        A button's press names the story it was drawn for: ``drawn_for`` (the adventure) and
+        ``seen_version``; it acts on nothing else.
 
         Yields ``Queued`` when other turns are ahead, then the turn's events. Ends with
         ``TurnDone`` or ``TurnFailed``; or is only ``AlreadyHandled`` when ``request_id`` was
         played before (a repeated delivery of the same interaction).
         """
+        played = self._play(actor, channel_id, action, request_id, seen_version, drawn_for)
+        async with aclosing(played) as events:
+            async for event in events:
+                yield event
+
+    async def retry_turn(
+        self,
+        actor: Actor,
+        channel_id: int,
+        *,
+        request_id: int,
+        seen_version: int | None = None,
+        drawn_for: int | None = None,
+    ) -> AsyncGenerator[TurnEvent, None]:
+        """Write the newest narrator turn again as another take (``TurnEngine.retry``).
+
+        Who may: the author of the turn's action, the host, server managers. Queued like any
+        turn; a button press acts once per story version, on its own adventure only.
+        """
+        retaken = self._retake(actor, channel_id, request_id, seen_version, drawn_for)
+        async with aclosing(retaken) as events:
+            async for event in events:
+                yield event
+
+    async def retry_request(
+        self, actor: Actor, channel_id: int, request_id: int, *, new_request_id: int
+    ) -> AsyncGenerator[TurnEvent, None]:
+        """Play again the action of a request of the adventure here that failed, was refused
+        or was interrupted (``check_may_retry_request``, asked in the new request's own
+        transaction), once; a request of another adventure, or one played already, is
+        refused."""
+        payload = await self.requests.payload_of(request_id)
+        if not payload:
+            yield TurnFailed(NotFound("That action is no longer available to retry."))
+            return
+
+        async def unplayed(session: AsyncSession, adventure: Adventure) -> None:
+            check_may_retry_request(adventure, await session.get(RequestRecord, request_id))
+            # A Retry button plays its action once: a second press (a double click) that
+            # raced this one past the check above is refused here.
+            if not await self.requests.take_for_retry(session, request_id):
+                raise StoryMovedOn(PLAYED_AGAIN)
+
+        if payload == RETRY_PAYLOAD:
+            # A retry of a turn that failed: write the newest turn again once more.
+            replayed = self._retake(actor, channel_id, new_request_id, None, None, unplayed)
+        else:
+            action = PlayerAction(
+                ActionType(payload["type"]), payload.get("text", ""), actor.user_id
+            )
+            replayed = self._play(actor, channel_id, action, new_request_id, None, None, unplayed)
+        async with aclosing(replayed) as events:
+            async for event in events:
+                yield event
+
+    async def _play(
+        self,
+        actor: Actor,
+        channel_id: int,
+        action: PlayerAction,
+        request_id: int,
+        seen_version: int | None,
+        drawn_for: int | None,
+        check: RequestCheck | None = None,
+    ) -> AsyncGenerator[TurnEvent, None]:
         try:
             format_action(action, max_chars=self.turns.max_action_chars)  # fail fast
             payload = {"type": str(action.type), "text": action.text}
-            recorded = await self._record(actor, channel_id, payload, request_id, seen_version)
+            recorded = await self._record(
+                actor, channel_id, payload, request_id, seen_version, drawn_for, [check]
+            )
         except CampfireError as error:
             yield TurnFailed(error)
             return
@@ -233,20 +354,15 @@ class PlayService:
             async for event in events:
                 yield event
 
-    async def retry_turn(
+    async def _retake(
         self,
         actor: Actor,
         channel_id: int,
-        *,
         request_id: int,
-        seen_version: int | None = None,
+        seen_version: int | None,
+        drawn_for: int | None,
+        check: RequestCheck | None = None,
     ) -> AsyncGenerator[TurnEvent, None]:
-        """Write the newest narrator turn again as another take (``TurnEngine.retry``).
-
-        Who may: the author of the turn's action, the host, server managers. Queued like any
-        turn; a button press acts once per story version.
-        """
-
         asked_for: list[int] = []
 
         async def allowed(session: AsyncSession, adventure: Adventure) -> None:
@@ -259,7 +375,13 @@ class PlayService:
 
         try:
             recorded = await self._record(
-                actor, channel_id, RETRY_PAYLOAD, request_id, seen_version, check=allowed
+                actor,
+                channel_id,
+                RETRY_PAYLOAD,
+                request_id,
+                seen_version,
+                drawn_for,
+                [check, allowed],
             )
         except CampfireError as error:
             yield TurnFailed(error)
@@ -276,29 +398,6 @@ class PlayService:
             async for event in events:
                 yield event
 
-    async def retry_request(
-        self, actor: Actor, channel_id: int, request_id: int, *, new_request_id: int
-    ) -> AsyncGenerator[TurnEvent, None]:
-        """Play again the action of a request that failed or was interrupted."""
-        payload = await self.requests.payload_of(request_id)
-        if not payload:
-            yield TurnFailed(NotFound("That action is no longer available to retry."))
-            return
-        if payload == RETRY_PAYLOAD:
-            # A retry of a turn that failed: write the newest turn again once more.
-            async with aclosing(
-                self.retry_turn(actor, channel_id, request_id=new_request_id)
-            ) as events:
-                async for event in events:
-                    yield event
-            return
-        action = PlayerAction(ActionType(payload["type"]), payload.get("text", ""), actor.user_id)
-        async with aclosing(
-            self.act(actor, channel_id, action, request_id=new_request_id)
-        ) as events:
-            async for event in events:
-                yield event
-
     async def _record(
         self,
         actor: Actor,
@@ -306,8 +405,8 @@ class PlayService:
         payload: dict[str, str],
         request_id: int,
         seen_version: int | None,
-        *,
-        check: Callable[[AsyncSession, Adventure], Awaitable[None]] | None = None,
+        drawn_for: int | None,
+        checks: list[RequestCheck | None],
     ) -> int | AlreadyHandled:
         """Record the request before it runs; its adventure's id, or its stored outcome when
         ``request_id`` was recorded before. Every check after the record rolls it back."""
@@ -327,15 +426,17 @@ class PlayService:
             if adventure is None:
                 raise NotFound("There is no adventure running here. Start one with /start.")
             assert adventure.id is not None
+            check_may_press(adventure, drawn_for)
             if seen_version is not None and (
                 seen_version != adventure.version
                 or await self.requests.button_pressed(
                     session, adventure.id, seen_version, besides=request_id
                 )
             ):
-                raise StoryMovedOn("The story has moved on since that button was drawn.")
-            if check is not None:
-                await check(session, adventure)
+                raise StoryMovedOn(MOVED_ON)
+            for check in checks:
+                if check is not None:
+                    await check(session, adventure)
             return adventure.id
 
     async def _run_queued(

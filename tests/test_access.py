@@ -10,21 +10,29 @@ from bot.standin.world import P_ADMINISTRATOR, P_MANAGE_MESSAGES, RoleRecord
 from engine.access import (
     Actor,
     check_may_choose_importers,
+    check_may_retry_request,
+    may_bring_scripts,
     may_import,
+    may_press,
+    may_read_scenario_scripts,
+    may_read_scripts,
+    may_replace,
+    may_retry_request,
     may_rewrite,
     may_script,
     may_shape_story,
+    may_start_with_scripts,
     may_steer,
 )
-from engine.errors import NotAllowed
-from engine.storage.models import Adventure
+from engine.errors import NotAllowed, NotFound, StoryMovedOn
+from engine.storage.models import Adventure, RequestRecord, Scenario
 from tests.discord_env import DiscordEnv
 
 SERVER, OTHER_SERVER = 900, 901
 HOST, AUTHOR, MEMBER, PLAYER, STRANGER = 1, 2, 3, 4, 5
 IMPORTERS = 77
 
-SERVER_ADVENTURE = Adventure(title="t", server_id=SERVER, owner_id=None, host_id=HOST)
+SERVER_ADVENTURE = Adventure(id=10, title="t", server_id=SERVER, owner_id=None, host_id=HOST)
 ORPHANED_ADVENTURE = Adventure(title="t", server_id=SERVER, owner_id=None, host_id=None)
 DM_ADVENTURE = Adventure(title="t", server_id=None, owner_id=PLAYER, host_id=PLAYER)
 
@@ -139,6 +147,114 @@ def test_only_server_managers_choose_the_importer_role():
             check_may_choose_importers(actor)
     with pytest.raises(NotAllowed, match="in a DM you import for yourself"):
         check_may_choose_importers(Actor(PLAYER))
+
+
+# --- whole adventures: starting over one, scripts coming in, code going out --------------------
+
+
+@pytest.mark.parametrize(
+    ("actor", "replace", "bring_scripts"),
+    [
+        pytest.param(HOST_ACTOR, True, False, id="host"),
+        pytest.param(AUTHOR_ACTOR, False, False, id="turn author"),
+        pytest.param(PLAIN, False, False, id="plain member"),
+        pytest.param(SERVER_MANAGER, True, True, id="manage server"),
+        pytest.param(MESSAGE_MANAGER, True, False, id="manage messages"),
+        pytest.param(ADMINISTRATOR, True, True, id="administrator"),
+    ],
+)
+def test_who_may_start_over_an_adventure_and_bring_scripts_in_a_server(
+    actor, replace, bring_scripts
+):
+    assert may_replace(SERVER_ADVENTURE, actor) is replace
+    assert may_bring_scripts(actor) is bring_scripts
+    # Reading the code is the right to change it.
+    assert may_read_scripts(SERVER_ADVENTURE, actor) is may_script(SERVER_ADVENTURE, actor)
+
+
+def test_in_a_dm_its_player_starts_over_and_brings_scripts_and_no_one_else():
+    player = Actor(PLAYER, "wren")
+    assert may_replace(DM_ADVENTURE, player) and may_bring_scripts(player)
+    assert may_read_scripts(DM_ADVENTURE, player)
+    stranger = Actor(STRANGER, manages_server=True, manages_messages=True)
+    assert not may_replace(DM_ADVENTURE, stranger)
+    assert not may_read_scripts(DM_ADVENTURE, stranger)
+    # Once its host has left, a server adventure is started over by managers alone.
+    assert not may_replace(ORPHANED_ADVENTURE, HOST_ACTOR)
+    assert may_replace(ORPHANED_ADVENTURE, MESSAGE_MANAGER)
+
+
+def test_a_scenarios_scripts_come_in_freely_from_the_library_and_a_players_own_need_the_right():
+    shipped = Scenario(title="s", builtin_key="lantern-road")
+    library = Scenario(title="s", server_id=SERVER)
+    own = Scenario(title="s", owner_id=MEMBER)
+    for scenario in (shipped, library):
+        assert may_start_with_scripts(scenario, PLAIN)
+    assert not may_start_with_scripts(own, PLAIN)
+    assert not may_start_with_scripts(own, MESSAGE_MANAGER)
+    assert may_start_with_scripts(own, SERVER_MANAGER)
+    assert may_start_with_scripts(own, Actor(MEMBER))  # in the player's DM
+
+
+def test_a_scenarios_code_is_read_by_who_may_import_in_its_library():
+    shipped = Scenario(title="s", builtin_key="lantern-road")
+    library = Scenario(title="s", server_id=SERVER)
+    own = Scenario(title="s", owner_id=MEMBER)
+    importer = Actor(MEMBER, server_id=SERVER, role_ids=frozenset({IMPORTERS}))
+    assert may_read_scenario_scripts(shipped, PLAIN, None)
+    assert may_read_scenario_scripts(library, SERVER_MANAGER, None)
+    assert may_read_scenario_scripts(library, importer, IMPORTERS)
+    assert not may_read_scenario_scripts(library, PLAIN, IMPORTERS)
+    assert not may_read_scenario_scripts(library, MESSAGE_MANAGER, None)
+    # Another server's managers read nothing of this one's library.
+    elsewhere = Actor(MEMBER, server_id=OTHER_SERVER, manages_server=True)
+    assert not may_read_scenario_scripts(library, elsewhere, None)
+    assert may_read_scenario_scripts(own, PLAIN, None)  # its owner, wherever they are
+    assert not may_read_scenario_scripts(own, Actor(STRANGER, server_id=SERVER), None)
+
+
+# --- buttons -----------------------------------------------------------------------------------
+
+
+def test_a_button_acts_only_on_the_adventure_it_was_drawn_for():
+    assert may_press(SERVER_ADVENTURE, SERVER_ADVENTURE.id)
+    assert may_press(SERVER_ADVENTURE, None)  # typed, not pressed
+    assert not may_press(SERVER_ADVENTURE, 11)
+
+
+def request(status: str, adventure_id: int | None = 10) -> RequestRecord:
+    return RequestRecord(
+        interaction_id=1, adventure_id=adventure_id, payload_digest="", status=status
+    )
+
+
+@pytest.mark.parametrize(
+    ("status", "allowed", "refusal"),
+    [
+        ("failed", True, None),
+        ("refused", True, None),
+        ("interrupted", True, None),
+        ("done", False, "played already"),
+        ("retried", False, "played again already"),
+        ("queued", False, "being played right now"),
+        ("running", False, "being played right now"),
+    ],
+)
+def test_retry_plays_again_only_what_was_never_played(status, allowed, refusal):
+    assert may_retry_request(SERVER_ADVENTURE, request(status)) is allowed
+    if refusal is not None:
+        with pytest.raises(StoryMovedOn, match=refusal):
+            check_may_retry_request(SERVER_ADVENTURE, request(status))
+
+
+def test_retry_plays_again_only_a_request_of_this_adventure():
+    for elsewhere in (request("failed", adventure_id=11), request("failed", adventure_id=None)):
+        assert not may_retry_request(SERVER_ADVENTURE, elsewhere)
+        with pytest.raises(NotAllowed, match="belongs to another adventure"):
+            check_may_retry_request(SERVER_ADVENTURE, elsewhere)
+    assert not may_retry_request(SERVER_ADVENTURE, None)
+    with pytest.raises(NotFound):
+        check_may_retry_request(SERVER_ADVENTURE, None)
 
 
 # --- through Discord ---------------------------------------------------------------------------

@@ -98,6 +98,8 @@ async def grown_adventure(db, provider, fake_model, channel_id: int = 1) -> int:
         session.add(AdventureScript(adventure_id=adventure_id, name="counter", on_input="text"))
         adventure.head_node_id = fork.id
         adventure.active_branch_id = branch.id
+        # Alice's own story in her DM: she may read and bring in its scripts.
+        adventure.owner_id = adventure.host_id = 11
         adventure.story_summary = "A walk by the water."
         adventure.script_state = {"n": 2}
         adventure.temperature = 0.5
@@ -107,7 +109,7 @@ async def grown_adventure(db, provider, fake_model, channel_id: int = 1) -> int:
 
 async def test_export_then_import_gives_an_equal_adventure(db, provider, fake_model, archive):
     await grown_adventure(db, provider, fake_model, channel_id=1)
-    exported = await archive.export(1)
+    exported = await archive.export(ALICE, 1)
     raw = json.loads(exported.content)
     assert len(raw["nodes"]) == 6 and len(raw["takes"]) == 2
     assert [b["name"] for b in raw["branches"]] == ["main", "back home"]
@@ -116,14 +118,16 @@ async def test_export_then_import_gives_an_equal_adventure(db, provider, fake_mo
 
     restored = await archive.restore(ALICE, 2, await archive.read(exported.content))
     assert (restored.nodes, restored.branches, restored.head_text) == (6, 2, "> You turn back.")
-    again = json.loads((await archive.export(2)).content)
+    again = json.loads((await archive.export(ALICE, 2)).content)
     assert again == raw
 
 
 async def test_import_ends_what_was_running_there(db, provider, fake_model, archive):
     await grown_adventure(db, provider, fake_model, channel_id=1)
-    content = (await archive.export(1)).content
+    content = (await archive.export(ALICE, 1)).content
     old = await new_adventure(db, channel_id=3)
+    async with db.session() as session, session.begin():
+        (await session.get(Adventure, old)).owner_id = 11  # alice's, in her DM
     restored = await archive.restore(ALICE, 3, await archive.read(content))
     async with db.session() as session:
         assert (await session.get(Adventure, old)).ended_at is not None
@@ -133,7 +137,7 @@ async def test_import_ends_what_was_running_there(db, provider, fake_model, arch
 
 async def test_authors_unknown_here_become_anonymous(db, provider, fake_model, archive):
     await grown_adventure(db, provider, fake_model, channel_id=1)
-    raw = json.loads((await archive.export(1)).content)
+    raw = json.loads((await archive.export(ALICE, 1)).content)
     raw["nodes"][5]["author_id"] = 999_999
     restored = await archive.restore(ALICE, 4, await archive.read(json.dumps(raw).encode()))
     async with db.session() as session:
@@ -144,7 +148,7 @@ async def test_authors_unknown_here_become_anonymous(db, provider, fake_model, a
 
 async def test_export_without_an_adventure(archive):
     with pytest.raises(NotFound):
-        await archive.export(12345)
+        await archive.export(ALICE, 12345)
 
 
 async def count_adventures(db) -> int:
@@ -189,7 +193,7 @@ async def test_a_broken_file_is_named_and_writes_nothing(
     db, provider, fake_model, archive, path, value, expected
 ):
     await grown_adventure(db, provider, fake_model, channel_id=1)
-    raw = json.loads((await archive.export(1)).content)
+    raw = json.loads((await archive.export(ALICE, 1)).content)
     before = await count_adventures(db)
     with pytest.raises(ImportRejected) as rejected:
         await archive.restore(ALICE, 5, await archive.read(broken(raw, path, value)))

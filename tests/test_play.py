@@ -130,7 +130,10 @@ async def test_a_turn_cut_off_by_a_dead_process_is_reported_and_retried(db, prov
     async with db.session() as session:
         rows = await session.execute(select(RequestRecord.interaction_id, RequestRecord.status))
         statuses = dict(rows.all())
-    assert statuses == {300: "failed", 301: "interrupted", 302: "done", 303: "done"}
+    assert statuses == {300: "failed", 301: "retried", 302: "done", 303: "done"}
+    # Its Retry button plays it once.
+    again = await collect(alive.retry_request(ALICE, 40, 301, new_request_id=304))
+    assert isinstance(again[-1], TurnFailed) and "played again already" in again[-1].error.message
 
 
 async def test_the_sweep_finds_turns_cut_off_while_nobody_played(db, provider):

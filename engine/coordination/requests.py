@@ -50,6 +50,11 @@ QUEUED, RUNNING, DONE, FAILED, REFUSED, INTERRUPTED = (
     "refused",
     "interrupted",
 )
+#: What a Retry press leaves on the request whose action it plays again (under the press's own
+#: request): a second press of that Retry button, a double click, plays nothing.
+RETRIED = "retried"
+#: What became of a request whose action was never played, so that Retry may play it.
+NEVER_PLAYED = frozenset({FAILED, REFUSED, INTERRUPTED})
 
 # Core statements: the INSERT must be able to conflict. The table is looked up in the metadata
 # by name, where it is typed as a Table (SQLModel does not declare ``__table__`` to type
@@ -178,6 +183,23 @@ class RequestLog:
                     result=result,
                 )
             )
+
+    @staticmethod
+    async def take_for_retry(session: AsyncSession, request_id: int) -> bool:
+        """Mark a request never played as played again, in the caller's transaction; False if
+        it was played, or taken by another Retry press already. The UPDATE decides: on
+        PostgreSQL a second press's waits for the first's transaction, then finds the status
+        changed."""
+        taken = await session.scalar(
+            update(_requests)
+            .where(
+                _requests.c.interaction_id == request_id,
+                _requests.c.status.in_(NEVER_PLAYED),
+            )
+            .values(status=RETRIED)
+            .returning(_requests.c.interaction_id)
+        )
+        return taken is not None
 
     @staticmethod
     async def button_pressed(

@@ -21,7 +21,7 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
-from engine.access import check_may_choose_importers, check_may_import
+from engine.access import check_may_choose_importers, check_may_import, reads_scenario_scripts
 from engine.accounts import touch_server, touch_user
 from engine.errors import NotAllowed
 from engine.formats import aidungeon
@@ -63,6 +63,8 @@ class ScenarioFile:
 class ScenarioExport:
     title: str
     files: list[ScenarioFile]
+    #: The scripts whose code the files leave out: the exporter may not read it.
+    scripts_left_out: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,18 +149,24 @@ class ScenarioLibrary:
     # --- export, list, show, delete --------------------------------------------------------------
 
     async def export(self, actor: Actor, query: str) -> ScenarioExport:
-        """The scenario as a Campfire bundle, and its cards as an AI Dungeon story-card file."""
+        """The scenario as a Campfire bundle, and its cards as an AI Dungeon story-card file.
+
+        Its scripts' code only for those who may read it (``may_read_scenario_scripts``): for
+        anyone else the bundle has no scripts, and says which it left out."""
         async with self.db.session() as session:
             scenario = await resolve_scenario(
                 session, query, server_id=actor.server_id, user_id=actor.user_id
             )
             draft = await load_draft(session, scenario)
+            left_out: tuple[str, ...] = ()
+            if not await reads_scenario_scripts(session, scenario, actor):
+                left_out = _drop_scripts(draft)
         stem = _file_stem(draft.title)
         files = [ScenarioFile(f"{stem}.campfire.json", _dump(write_bundle(draft)))]
         if draft.cards:
             cards = aidungeon.story_card_file(draft.cards)
             files.append(ScenarioFile(f"{stem}.story-cards.json", _dump(cards)))
-        return ScenarioExport(draft.title, files)
+        return ScenarioExport(draft.title, files, left_out)
 
     async def listing(self, actor: Actor) -> LibraryListing:
         async with self.db.session() as session:
@@ -301,6 +309,15 @@ async def _insert(
         await _insert(session, option, option.title, server_id, owner_id, parent_id=scenario.id)
     await session.flush()
     return scenario
+
+
+def _drop_scripts(draft: ScenarioDraft) -> tuple[str, ...]:
+    """Take the scripts out of a draft and its options; the names of those taken out."""
+    names = tuple(script.name for script in draft.scripts)
+    draft.scripts = []
+    for option in draft.options:
+        names += tuple(name for name in _drop_scripts(option) if name not in names)
+    return names
 
 
 async def load_draft(session: AsyncSession, scenario: Scenario) -> ScenarioDraft:

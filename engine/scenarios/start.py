@@ -111,6 +111,16 @@ async def start_adventure(
     return adventure
 
 
+async def scenario_script_names(session: AsyncSession, scenario_id: int) -> list[str]:
+    """The names of the scripts an adventure started from the scenario would run."""
+    names = await session.scalars(
+        select(col(ScenarioScript.name))
+        .where(col(ScenarioScript.scenario_id) == scenario_id)
+        .order_by(col(ScenarioScript.position), col(ScenarioScript.id))
+    )
+    return list(names)
+
+
 def _copy(source: SQLModel, fields: type[SQLModel]) -> dict[str, Any]:
     """The values of the shared field set, deep enough that the copy owns its JSON.
 

@@ -228,7 +228,11 @@ class Adventure(SteeringFields, table=True):
     """
 
     __tablename__: ClassVar[str] = "adventures"
-    __table_args__ = (Index("ix_adventures_channel_active", "channel_id", "ended_at"),)
+    __table_args__ = (
+        Index("ix_adventures_channel_active", "channel_id", "ended_at"),
+        # The caps on adventures per player (engine.adventure_caps) count by these.
+        Index("ix_adventures_host_started", "host_id", "started_at"),
+    )
 
     id: int | None = Field(default=None, primary_key=True)
     server_id: int | None = _fk("servers.id", ondelete="CASCADE", big=True)
@@ -263,6 +267,8 @@ class Adventure(SteeringFields, table=True):
     created_at: datetime = _when()
     updated_at: datetime = _when()
     ended_at: datetime | None = _when(nullable=True)
+    #: When it began here: started, or imported (an import keeps its story's ``created_at``).
+    started_at: datetime = _when()
 
 
 class AdventureCard(CardFields, table=True):

@@ -15,7 +15,7 @@ from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
-from engine.access import NO_ADVENTURE, adventure_here
+from engine.access import NO_ADVENTURE, adventure_here, check_may_press
 from engine.errors import NotFound, StoryMovedOn
 from engine.memory.cursors import story_cut_back
 from engine.snapshots import capture_current, restore
@@ -61,11 +61,18 @@ class TreeCore:
         self.queue = queue
 
     async def _adventure(
-        self, session: AsyncSession, channel_id: int, seen_version: int | None
+        self,
+        session: AsyncSession,
+        channel_id: int,
+        seen_version: int | None,
+        drawn_for: int | None = None,
     ) -> Adventure:
+        """The adventure here; a button's press (``drawn_for`` the adventure it was drawn for,
+        ``seen_version`` its version) acts on nothing else."""
         adventure = await adventure_here(session, channel_id)
         if adventure.head_node_id is None:
             raise NotFound(NO_ADVENTURE)
+        check_may_press(adventure, drawn_for)
         if seen_version is not None and seen_version != adventure.version:
             raise StoryMovedOn(MOVED_ON)
         assert adventure.id is not None

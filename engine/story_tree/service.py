@@ -93,10 +93,11 @@ class StoryTree(BranchesAndSavePoints):
         channel_id: int,
         *,
         seen_version: int | None = None,
+        drawn_for: int | None = None,
     ) -> HeadMove:
         """Move the head back over the newest turn (its action and narration); delete nothing."""
         async with self.db.session() as session, session.begin():
-            adventure = await self._adventure(session, channel_id, seen_version)
+            adventure = await self._adventure(session, channel_id, seen_version, drawn_for)
             head = await self._head(session, adventure)
             if head.parent_id is None:
                 raise InvalidInput("There is nothing to undo: the story is at its opening.")
@@ -135,10 +136,11 @@ class StoryTree(BranchesAndSavePoints):
         channel_id: int,
         *,
         seen_version: int | None = None,
+        drawn_for: int | None = None,
     ) -> HeadMove:
         """Walk the head one turn toward its branch's tip again."""
         async with self.db.session() as session, session.begin():
-            adventure = await self._adventure(session, channel_id, seen_version)
+            adventure = await self._adventure(session, channel_id, seen_version, drawn_for)
             head = await self._head(session, adventure)
             tip_id = None
             if adventure.active_branch_id is not None:
@@ -182,10 +184,11 @@ class StoryTree(BranchesAndSavePoints):
         number: int,
         *,
         seen_version: int | None = None,
+        drawn_for: int | None = None,
     ) -> HeadMove:
         """Make take ``number`` of the newest turn live again (text and resulting state)."""
         async with self.db.session() as session, session.begin():
-            adventure = await self._adventure(session, channel_id, seen_version)
+            adventure = await self._adventure(session, channel_id, seen_version, drawn_for)
             node = await self._head(session, adventure)
             if node.id != node_id:
                 raise StoryMovedOn(MOVED_ON)
