@@ -23,6 +23,7 @@ from cogs.insights import show_insights_safely
 from cogs.replies import defer_request, reply
 from engine.actions import ActionType, PlayerAction
 from engine.errors import CampfireError
+from engine.sanitise import BIG_ID_MAX, ROW_ID_MAX, row_id
 
 if TYPE_CHECKING:
     from bot.discord_bot import CampfireBot
@@ -38,6 +39,13 @@ def bot_of(interaction: discord.Interaction) -> CampfireBot:
     """The bot a button or form answers for. discord.py types the callbacks these override for
     any client; the client that registered them is Campfire's."""
     return cast("CampfireBot", interaction.client)
+
+
+def _number(digits: str, maximum: int = ROW_ID_MAX) -> int:
+    """A number from a ``custom_id``, which anyone can forge: one beyond what its column can
+    hold becomes 0, which names no row and no version, so the press is refused as stale rather
+    than overflowing the query."""
+    return row_id(digits, maximum) or 0
 
 
 def _story_template(kind: str) -> str:
@@ -65,7 +73,7 @@ class _StoryButton:
     async def from_custom_id(
         cls, interaction: discord.Interaction, item: discord.ui.Item[Any], match: re.Match[str]
     ) -> Any:
-        return cls(int(match["adventure"]), int(match["version"]))
+        return cls(_number(match["adventure"]), _number(match["version"]))
 
 
 class ContinueButton(
@@ -122,7 +130,7 @@ class RetryButton(discord.ui.DynamicItem[discord.ui.Button], template=r"cf:retry
     async def from_custom_id(
         cls, interaction: discord.Interaction, item: discord.ui.Item[Any], match: re.Match[str]
     ) -> RetryButton:
-        return cls(int(match["request"]))
+        return cls(_number(match["request"], BIG_ID_MAX))
 
     async def callback(self, interaction: discord.Interaction) -> None:
         bot = bot_of(interaction)
@@ -155,7 +163,7 @@ class InsightsButton(
     async def from_custom_id(
         cls, interaction: discord.Interaction, item: discord.ui.Item[Any], match: re.Match[str]
     ) -> InsightsButton:
-        return cls(int(match["node"]))
+        return cls(_number(match["node"]))
 
     async def callback(self, interaction: discord.Interaction[CampfireBot]) -> None:
         await show_insights_safely(interaction, node_id=self.node_id)
@@ -275,10 +283,10 @@ class TakeButton(
         cls, interaction: discord.Interaction, item: discord.ui.Item[Any], match: re.Match[str]
     ) -> TakeButton:
         return cls(
-            int(match["adventure"]),
-            int(match["version"]),
-            int(match["node"]),
-            int(match["take"]),
+            _number(match["adventure"]),
+            _number(match["version"]),
+            _number(match["node"]),
+            _number(match["take"]),
             match["way"],
         )
 

@@ -41,6 +41,9 @@ from typing import Any
 #: the same bound holds on both). A number typed by a player above it is no row's id, and is
 #: never put in a query (PostgreSQL refuses it as out of range; SQLite overflows at 2**63).
 ROW_ID_MAX = 2**31 - 1
+#: The largest value of a BIGINT column (those holding Discord snowflakes, such as a request's
+#: interaction id).
+BIG_ID_MAX = 2**63 - 1
 
 #: The most of a player's text quoted inside a sentence of a reply ("no scenario matches
 #: “…”"): enough to recognise it, and the length Discord gives names (channels, option labels).
@@ -85,15 +88,15 @@ def echo(text: str, limit: int) -> str:
     return text[: max(limit - len(_ELLIPSIS), 0)].rstrip() + _ELLIPSIS
 
 
-def row_id(typed: str) -> int | None:
+def row_id(typed: str, maximum: int = ROW_ID_MAX) -> int | None:
     """The row id a player typed (``"42"``), or None when it is not one: not plain ASCII
     digits (``"²"`` and ``"٣"`` are digits to ``str.isdigit`` but not to ``int``), or beyond
-    any row's id."""
+    any row's id (``maximum``: ``BIG_ID_MAX`` for a column holding Discord snowflakes)."""
     typed = typed.strip()
-    if not (typed.isascii() and typed.isdigit()) or len(typed) > len(str(ROW_ID_MAX)):
+    if not (typed.isascii() and typed.isdigit()) or len(typed) > len(str(maximum)):
         return None
     value = int(typed)
-    return value if 1 <= value <= ROW_ID_MAX else None
+    return value if 1 <= value <= maximum else None
 
 
 def _mend_surrogates(text: str) -> str:

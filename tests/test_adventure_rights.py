@@ -332,3 +332,29 @@ async def test_story_buttons_naming_another_adventure_change_nothing(env, fake_m
     assert len(fake_model.requests) == calls
     assert env.narration(thread) == narration
     assert await env.bot.services.play.adventure_in(thread) == ours
+
+
+async def test_buttons_naming_numbers_beyond_any_row_are_refused_not_crashed(env, fake_model):
+    """A ``custom_id`` may carry up to 100 characters of digits: numbers no id column can hold
+    (PostgreSQL refuses them, SQLite overflows) are refused as stale buttons, like any other."""
+    thread = await start_thread(env, env.bob)
+    fake_model.queue("The lantern gutters.")
+    await env.fake.slash(env.bob, thread, "do", action="wait")
+    await env.done()
+    ours = await env.bot.services.play.adventure_in(thread)
+    calls, narration = len(fake_model.requests), env.narration(thread)
+    huge = "9" * 40
+    newest = env.fake.last_message(thread)
+    for custom_id in (
+        f"cf:continue:{huge}:{ours.version}",
+        f"cf:undo:{ours.adventure_id}:{huge}",
+        f"cf:retry:{huge}",
+        f"cf:insights:{huge}",
+        f"cf:take:{ours.adventure_id}:{ours.version}:{huge}:{huge}:n",
+    ):
+        press = await press_forged(env, env.bob, newest, custom_id)
+        assert press.ephemeral, custom_id
+        assert answer(env, press).content.startswith("⚠"), custom_id
+    assert len(fake_model.requests) == calls
+    assert env.narration(thread) == narration
+    assert await env.bot.services.play.adventure_in(thread) == ours
