@@ -15,6 +15,8 @@ import platformdirs
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from engine.coordination.instance import NAME_PATTERN
+
 SECRET_KEY_FILE = "secret.key"
 
 
@@ -99,6 +101,11 @@ class Settings(BaseSettings):
     max_queued_actions: int = Field(default=5, ge=1, le=100)
 
     log_level: str = Field(default="INFO", pattern=r"^(?i:debug|info|warning|error|critical)$")
+    instance_name: str | None = Field(
+        default=None,
+        description="This process's name in lease rows, the same after a restart. Unset: one "
+        "kept in the data folder (a second process on the same folder gets another).",
+    )
 
     @field_validator("model_url", "embedding_url")
     @classmethod
@@ -109,6 +116,15 @@ class Settings(BaseSettings):
         if not value.startswith(("http://", "https://")):
             raise ValueError("an http:// or https:// URL")
         return value
+
+    @field_validator("instance_name")
+    @classmethod
+    def _instance_name(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        if not NAME_PATTERN.match(value.strip()):
+            raise ValueError("1 to 64 letters, digits or . _ : -")
+        return value.strip()
 
     @field_validator("database_url")
     @classmethod
