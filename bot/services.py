@@ -181,7 +181,7 @@ async def build_services(settings: Settings) -> Services:
         memory_bank=MemoryBank(db, capacity=settings.max_memories),
         world_state=WorldStateService(db),
         insights=Insights(db),
-        profiles=Profiles(db, retention_days=settings.guest_retention_days),
+        profiles=Profiles(db, retention_days=settings.guest_retention_days, queue=queue),
         # story and library family
         scripts=ScriptService(
             db,
