@@ -57,7 +57,8 @@ class CampfireBot(commands.Bot):
         )
         self.settings = settings
         self.scheduler = AsyncIOScheduler()
-        self._resuming: asyncio.Task[None] | None = None
+        #: Taking back, once connected, what this instance held before it restarted.
+        self.resuming: asyncio.Task[None] | None = None
 
     async def setup_hook(self) -> None:
         from cogs.buttons import DYNAMIC_ITEMS
@@ -81,7 +82,7 @@ class CampfireBot(commands.Bot):
         schedule_background_work(self.scheduler, self.services, self.background)
         self.scheduler.start()
         # setup_hook runs before the gateway connects, so waiting for READY here would never end.
-        self._resuming = asyncio.create_task(self.resume_after_restart(), name="resume")
+        self.resuming = asyncio.create_task(self.resume_after_restart(), name="resume")
         # The command tree is synced on request (`python -m bot sync`), never here: Discord
         # allows 200 command creations a day per server.
 
@@ -131,8 +132,8 @@ class CampfireBot(commands.Bot):
                 )
 
     async def close(self) -> None:
-        if self._resuming is not None:
-            self._resuming.cancel()
+        if self.resuming is not None:
+            self.resuming.cancel()
         if self.scheduler.running:
             self.scheduler.pause()
             if hasattr(self, "background"):

@@ -71,6 +71,9 @@ async def campfire_on_standin(
     alice = fake.add_user("alice", member_of=[guild], manage_guild=True)
     bob = fake.add_user("bob", member_of=[guild])
     async with standin:
+        # Started: what a restart takes back is taken back (nothing, in a fresh database).
+        assert bot.resuming is not None
+        await bot.resuming
         yield DiscordEnv(bot, standin, fake, guild, channel, alice, bob)
         await standin.idle()
     assert fake.unknown_routes == []
