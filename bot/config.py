@@ -15,6 +15,7 @@ import platformdirs
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from engine.coordination.instance import NAME_PATTERN
 from engine.private_files import private_file, private_folder
 from engine.redaction import redact, url_secrets
 
@@ -119,6 +120,11 @@ class Settings(BaseSettings):
     active_adventures_per_user: int = Field(default=25, ge=1, le=100_000)
 
     log_level: str = Field(default="INFO", pattern=r"^(?i:debug|info|warning|error|critical)$")
+    instance_name: str | None = Field(
+        default=None,
+        description="This process's name in lease rows, the same after a restart. Unset: one "
+        "kept in the data folder (a second process on the same folder gets another).",
+    )
 
     @field_validator("model_url", "embedding_url")
     @classmethod
@@ -129,6 +135,15 @@ class Settings(BaseSettings):
         if not value.startswith(("http://", "https://")):
             raise ValueError("an http:// or https:// URL")
         return value
+
+    @field_validator("instance_name")
+    @classmethod
+    def _instance_name(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        if not NAME_PATTERN.match(value.strip()):
+            raise ValueError("1 to 64 letters, digits or . _ : -")
+        return value.strip()
 
     @field_validator("database_url")
     @classmethod

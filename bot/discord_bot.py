@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 import discord
@@ -12,6 +13,7 @@ from bot.config import Settings
 from bot.scheduler import BackgroundWork, schedule_background_work
 from bot.services import Services, build_services
 from engine.coordination.jobs import LEASE_REAPING
+from engine.events import TurnInterrupted
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +57,8 @@ class CampfireBot(commands.Bot):
         )
         self.settings = settings
         self.scheduler = AsyncIOScheduler()
+        #: Taking back, once connected, what this instance held before it restarted.
+        self.resuming: asyncio.Task[None] | None = None
 
     async def setup_hook(self) -> None:
         from cogs.buttons import DYNAMIC_ITEMS
@@ -77,8 +81,27 @@ class CampfireBot(commands.Bot):
         )
         schedule_background_work(self.scheduler, self.services, self.background)
         self.scheduler.start()
+        # setup_hook runs before the gateway connects, so waiting for READY here would never end.
+        self.resuming = asyncio.create_task(self.resume_after_restart(), name="resume")
         # The command tree is synced on request (`python -m bot sync`), never here: Discord
         # allows 200 command creations a day per server.
+
+    async def resume_after_restart(self) -> None:
+        """Take back at once what this instance held before it restarted (a crash leaves its
+        turn and job leases behind, held by its earlier incarnation), and tell the channels
+        whose turn was cut off, with its Retry.
+
+        Not under the reaping job's lease: these leases are this instance's own, and a lease
+        reaped by two processes at once is still reported by one (the freeing UPDATE decides).
+        """
+        await self.wait_until_ready()
+        try:
+            await self.services.jobs.reap_earlier()
+            found = await self.services.play.reap_interrupted()
+        except Exception:
+            log.exception("could not take back the leases held before the restart")
+            return
+        await self._announce(found)
 
     async def announce_interrupted_turns(self) -> None:
         """Tell channels whose turn died with its process that it was cut off.
@@ -88,15 +111,29 @@ class CampfireBot(commands.Bot):
         found = await self.background.run_alone(
             LEASE_REAPING, "lease reaping", self.services.play.reap_interrupted
         )
-        for channel_id, event in found or []:
-            channel = self.get_channel(channel_id)
-            if isinstance(channel, discord.abc.Messageable):
-                try:
-                    await self.narrator.announce_interrupted(channel, event)
-                except discord.HTTPException:
-                    log.warning("could not announce an interrupted turn in %s", channel_id)
+        await self._announce(found or [])
+
+    async def _announce(self, found: list[tuple[int, TurnInterrupted]]) -> None:
+        for channel_id, event in found:
+            # A partial messageable sends by id alone: DM channels are not in discord.py's
+            # cache after a restart (get_channel answers None), nor are threads the gateway has
+            # not synced, archived ones above all (discord.py: Client.get_partial_messageable;
+            # discord-api-docs, Threads: "archived threads are not synced up-front").
+            channel = self.get_partial_messageable(channel_id)
+            try:
+                await self.narrator.announce_interrupted(channel, event)
+            except discord.HTTPException as error:
+                # A locked, archived thread refuses messages (50083); the others still hear.
+                log.warning(
+                    "could not announce an interrupted turn in %s: %s %s",
+                    channel_id,
+                    error.status,
+                    error.text,
+                )
 
     async def close(self) -> None:
+        if self.resuming is not None:
+            self.resuming.cancel()
         if self.scheduler.running:
             self.scheduler.pause()
             if hasattr(self, "background"):

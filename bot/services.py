@@ -5,11 +5,12 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from bot.config import Settings
+from bot.config import ConfigError, Settings
 from engine.adventure_caps import AdventureCaps
 from engine.archive import AdventureArchive
 from engine.context import ContextEngine
-from engine.coordination.jobs import JobLeases, this_process
+from engine.coordination.instance import Instance, InstanceTaken, this_process
+from engine.coordination.jobs import JobLeases
 from engine.crypto import SecretBox
 from engine.formats.draft import ImportLimits
 from engine.insights import Insights
@@ -67,12 +68,15 @@ class Services:
     profiles: Profiles
     # story and library family (cogs: tree, buttons, play, scenarios, scripts, adventure_files)
     scripts: ScriptService
+    #: Who this process is in lease rows; held (its lock in the data folder) until closing.
+    instance: Instance
 
     async def aclose(self) -> None:
         await self.provider.aclose()
         if self.embedder is not None:
             await self.embedder.aclose()
         await self.db.dispose()
+        self.instance.close()
 
 
 def reply_limits(settings: Settings) -> ReplyLimits:
@@ -114,6 +118,11 @@ async def build_services(settings: Settings) -> Services:
     # benchmark) logs nothing these settings hold as secret.
     redact_logs(settings.secret_values)
     settings.ensure_data_dir()
+    try:
+        instance = this_process(settings.data_dir, name=settings.instance_name)
+    except InstanceTaken as error:
+        raise ConfigError(f"CAMPFIRE_INSTANCE_NAME: {error}") from None
+    log.info("this process is instance %s (start %s)", instance.name, instance.incarnation)
     secrets = SecretBox(settings.resolve_secret_key())
     db = Database(settings.effective_database_url)
     await db.migrate()
@@ -154,10 +163,9 @@ async def build_services(settings: Settings) -> Services:
         max_story_cards=settings.max_story_cards,
     )
     # One name for this process in every lease row (turns and background jobs), so a reclaimed
-    # lease says whose work was cut off.
-    holder = this_process()
-    leases = TurnLeases(db, holder=holder)
-    jobs = JobLeases(db, holder=holder)
+    # lease says whose work was cut off, and a restart recognises its own.
+    leases = TurnLeases(db, holder=instance.holder)
+    jobs = JobLeases(db, holder=instance.holder)
     queue = AdventureQueue(cap=settings.max_queued_actions)
     caps = AdventureCaps(
         per_hour=settings.adventures_per_hour, active=settings.active_adventures_per_user
@@ -198,7 +206,7 @@ async def build_services(settings: Settings) -> Services:
         memory_bank=MemoryBank(db, capacity=settings.max_memories),
         world_state=WorldStateService(db),
         insights=Insights(db),
-        profiles=Profiles(db, retention_days=settings.guest_retention_days),
+        profiles=Profiles(db, retention_days=settings.guest_retention_days, queue=queue),
         # story and library family
         scripts=ScriptService(
             db,
@@ -207,4 +215,5 @@ async def build_services(settings: Settings) -> Services:
             max_cards=settings.max_story_cards,
             max_chars=settings.max_script_chars,
         ),
+        instance=instance,
     )

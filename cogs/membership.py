@@ -10,6 +10,7 @@ import discord
 from discord.ext import commands
 
 from cogs.context import actor_of
+from cogs.profile import DELETE_COMMAND
 
 if TYPE_CHECKING:
     from bot.discord_bot import CampfireBot
@@ -23,6 +24,11 @@ class MembershipCog(commands.Cog):
 
     @commands.Cog.listener()
     async def on_interaction(self, interaction: discord.Interaction[CampfireBot]) -> None:
+        command = interaction.command
+        if command is not None and command.qualified_name == DELETE_COMMAND:
+            # The one interaction after which nothing of them may stay: recorded now, it could
+            # land after the deletion it asks for (both run at once) and make their row again.
+            return
         try:
             await self.bot.services.profiles.record_contact(actor_of(interaction))
         except Exception:

@@ -26,7 +26,7 @@ from cogs.buttons import retry_button, turn_buttons
 from cogs.replies import reply
 from cogs.streaming import RatePacer, StreamingMessage
 from engine.coordination.requests import RequestReused
-from engine.errors import CampfireError
+from engine.errors import CampfireError, PlayerDeleted
 from engine.events import (
     ActionAccepted,
     AlreadyHandled,
@@ -187,6 +187,8 @@ class Narrator:
                         await stream.fail("⚠ *The narration stopped here; nothing was saved.*")
                     note = f"⚠ {event.error.message}"
                     view = retry_button(interaction.id) if event.error.retryable else None
+                    if isinstance(event.error, PlayerDeleted):
+                        action_line = ""  # their words go with the rest of their data
                     content = f"{action_line}\n{note}" if action_line else note
                     await self._edit_original(interaction, content, view=view)
 

@@ -17,6 +17,8 @@ if TYPE_CHECKING:
 
 #: What a person types to confirm deleting their data.
 CONFIRM_WORD = "delete"
+#: The command that deletes it (no contact is recorded for it: cogs.membership).
+DELETE_COMMAND = "profile delete"
 
 
 def profile_text(profile: Profile) -> str:
@@ -87,9 +89,11 @@ class ProfileCog(commands.Cog):
                 f"Nothing was deleted: type `{CONFIRM_WORD}` in the confirm option to delete "
                 "your data."
             )
+        # Their turns still queued or being written are dropped with it (engine.profiles).
         await self.bot.services.profiles.delete(actor_of(interaction))
         await interaction.response.send_message(
-            "Everything Campfire stored about you is deleted. Playing again starts afresh.",
+            "Everything Campfire stored about you is deleted, and your actions still waiting "
+            "or being written were dropped. Playing again starts afresh.",
             ephemeral=True,
         )
 

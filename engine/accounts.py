@@ -2,16 +2,24 @@
 
 One upsert statement each (``INSERT … ON CONFLICT DO UPDATE``, which SQLite and PostgreSQL both
 speak), so two first interactions arriving at once cannot collide.
+
+A user row is made only when that person does something (``touch_user``: a command, a button),
+never on their behalf by work running later: a turn that was asked for before its player
+deleted their data (``/profile delete``) must not bring them back. Such work checks that its
+people are still there (``lock_users``) and is refused if not (``engine.errors.PlayerDeleted``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from engine.storage.dialect import insert_for
+from engine.storage.dialect import insert_for, locked_read
 from engine.storage.models import Server, User, utcnow
+
+_users = User.metadata.tables[User.__tablename__]
 
 
 async def touch_user(session: AsyncSession, user_id: int, name: str = "") -> None:
@@ -22,6 +30,15 @@ async def touch_user(session: AsyncSession, user_id: int, name: str = "") -> Non
     if name:
         update["name"] = name
     await session.execute(stmt.on_conflict_do_update(index_elements=["id"], set_=update))
+
+
+async def lock_users(session: AsyncSession, user_ids: Collection[int]) -> set[int]:
+    """Which of these users exist, locked until the caller's transaction ends: a deletion
+    of one of them waits for that transaction (or went first, and the user is missing)."""
+    if not user_ids:
+        return set()
+    statement = locked_read(session, _users, (_users.c.id,), _users.c.id.in_(list(user_ids)))
+    return set((await session.scalars(statement)).all())
 
 
 async def touch_server(session: AsyncSession, server_id: int, name: str = "") -> None:

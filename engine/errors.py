@@ -63,6 +63,19 @@ class StoryMovedOn(CampfireError):
     retryable = False
 
 
+class PlayerDeleted(CampfireError):
+    """Work asked for by someone who has since deleted their data (/profile delete): nothing
+    of it is kept."""
+
+    retryable = False
+
+    def __init__(self) -> None:
+        super().__init__(
+            "Not played: the player who sent this deleted their Campfire data, so nothing of "
+            "it was kept."
+        )
+
+
 # --- model providers ---------------------------------------------------------------------------
 
 

@@ -23,6 +23,12 @@ How a turn uses it::
 overtaken; the fence (``still_holds``, run first inside the turn's final transaction) is what
 makes sure such a turn stores nothing.
 
+A restarted process does not wait for its own leases to expire: holders are named
+``<instance>/<incarnation>`` (``engine.coordination.instance``), and a lease held by this
+process's instance in an earlier incarnation was held by this instance before it died. Such a
+lease counts as expired, for ``claim`` and for ``reap_expired`` (which the bot runs at start-up),
+so play resumes at once after a restart.
+
 Interrupted turns: a crashed turn has stored nothing (a turn writes everything in one final
 transaction), so "marking it interrupted" is a message. Whoever notices first tells the players:
 the next ``claim`` (``Lease.reclaimed_from``) or the scheduler's ``reap_expired``. Each expired
@@ -42,10 +48,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Table, and_, or_, update
+from sqlalchemy import ColumnElement, Table, and_, or_, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from engine.coordination.instance import earlier_incarnation
 from engine.errors import CampfireError, NotFound
 from engine.storage.changes import rows_changed
 from engine.storage.database import Database
@@ -114,9 +121,9 @@ def claim_statement(
     **values: Any,
 ) -> Any:
     """The one statement that decides a claim, for any lease table (a turn's, a job's): it
-    writes only where the row is free or expired, bumping the fencing token, and the database
-    runs it atomically against any other claim. Returns the new token, or no row when a live
-    lease is held. ``values`` are further columns set on the claim."""
+    writes only where the row is free or expired (``dead``), bumping the fencing token, and the
+    database runs it atomically against any other claim. Returns the new token, or no row when
+    a live lease is held. ``values`` are further columns set on the claim."""
     insert = insert_for(session, table).values(
         {key: value, "holder": holder, "fencing_token": 1, "expires_at": expires_at, **values}
     )
@@ -128,8 +135,19 @@ def claim_statement(
             "expires_at": insert.excluded.expires_at,
             **{name: insert.excluded[name] for name in values},
         },
-        where=or_(table.c.holder == FREE, table.c.expires_at <= now),
+        where=dead(table, holder, now),
     ).returning(table.c.fencing_token)
+
+
+def dead(table: Table, holder: str, now: datetime) -> ColumnElement[bool]:
+    """The rows of a lease table that nobody alive holds, seen from ``holder``: free, past
+    their expiry, or held by ``holder``'s own instance in an earlier incarnation (which died:
+    ``engine.coordination.instance``)."""
+    return or_(
+        table.c.holder == FREE,
+        table.c.expires_at <= now,
+        earlier_incarnation(table.c.holder, holder),
+    )
 
 
 def _held(lease: Lease) -> Any:
@@ -143,8 +161,8 @@ def _held(lease: Lease) -> Any:
 class TurnLeases:
     """Claims, heartbeats and releases the turn leases of one holder (a process, usually).
 
-    ``holder`` names this process in the table (and in logs): make it unique per process, for
-    example ``f"{hostname}:{pid}"``.
+    ``holder`` names this process in the table (and in logs): ``this_process().holder``
+    (``engine.coordination.instance``), unique per live process.
     """
 
     def __init__(
@@ -256,16 +274,18 @@ class TurnLeases:
         return check
 
     async def reap_expired(self) -> list[int]:
-        """Free every expired lease; returns their adventures, whose turns were interrupted.
+        """Free every expired lease, and every one this holder's instance held before it
+        restarted; returns their adventures, whose turns were interrupted.
 
-        For the scheduler, to tell those adventures' players. A lease reaped here is reported
-        only here: a later claim finds it free, not expired.
+        For the scheduler, to tell those adventures' players, and for start-up, so a restarted
+        process plays again at once. A lease reaped here is reported only here: a later claim
+        finds it free, not expired.
         """
         now = self._now()
         async with self.db.session() as session, session.begin():
             result = await session.execute(
                 update(_leases)
-                .where(_leases.c.holder != FREE, _leases.c.expires_at <= now)
+                .where(_leases.c.holder != FREE, dead(_leases, self.holder, now))
                 .values(holder=FREE)
                 .returning(_leases.c.adventure_id)
             )

@@ -34,11 +34,17 @@ from engine.adventure_caps import AdventureCaps, check_may_begin
 from engine.coordination.requests import (
     REFUSED,
     RETRY_PAYLOAD,
-    RUNNING,
     NewRequest,
     RequestLog,
 )
-from engine.errors import CampfireError, InternalError, NotFound, StoryMovedOn, log_incident
+from engine.errors import (
+    CampfireError,
+    InternalError,
+    NotFound,
+    PlayerDeleted,
+    StoryMovedOn,
+    log_incident,
+)
 from engine.events import (
     AlreadyHandled,
     Queued,
@@ -454,7 +460,9 @@ class PlayService:
                     if lease.reclaimed_from is not None:
                         cut_off = await self.requests.cut_off(adventure_id, besides=request_id)
                         events.put_nowait(cut_off)
-                    await self.requests.set_status(request_id, RUNNING)
+                    if not await self.requests.start(request_id):
+                        # Its record went with its player's data (/profile delete).
+                        raise PlayerDeleted()
                     stream = turn(self.leases.fence(lease))
                     async with aclosing(stream) as running:
                         async for event in running:
@@ -468,7 +476,7 @@ class PlayService:
                 events.put_nowait(TurnFailed(error))
 
         try:
-            ticket = await self.queue.submit(adventure_id, job)
+            ticket = await self.queue.submit(adventure_id, job, key=request_id)
         except CampfireError as error:
             await self.requests.finish(request_id, TurnFailed(error), status=REFUSED)
             yield TurnFailed(error)
@@ -486,7 +494,9 @@ class PlayService:
                 while not events.empty():
                     yield events.get_nowait()
                 error = outcome.exception()
-                if error is not None:
+                if isinstance(error, CampfireError):  # dropped from the queue (engine.profiles)
+                    yield TurnFailed(error)
+                elif error is not None:
                     reference = log_incident("turn job failed", error)
                     yield TurnFailed(InternalError(reference))
                 return

@@ -3,6 +3,19 @@ joined and left, and ``/profile`` (what is stored about you, keeping it, deletin
 
 Rows are made and refreshed through ``engine.accounts``; what goes when, and why, is
 ``engine.guests``.
+
+Deleting a profile while that person's turns are in flight: their turns are cancelled and
+rolled back, never waited for (a turn can take minutes; "delete my data" should not). What
+decides is the database, since those turns may run in other processes:
+
+* the deletion removes their request records with them (a cascade), and a queued action whose
+  record is gone is dropped when its turn comes (``PlayService``), in any process;
+* a turn being written for them is refused by its commit, which requires its players' rows
+  and does not make them again (``engine.accounts.lock_users``); a commit that got there first
+  holds the deletion back until it is stored, and the deletion then unlinks it from them.
+
+On top of that, this process drops their queued and running turns at once (``AdventureQueue``)
+instead of letting the model finish a reply that will not be kept.
 """
 
 from __future__ import annotations
@@ -16,13 +29,27 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from engine.accounts import touch_server, touch_user
-from engine.errors import NotFound
+from engine.coordination.requests import QUEUED, RUNNING
+from engine.errors import NotFound, PlayerDeleted
 from engine.storage.changes import rows_changed
-from engine.storage.models import Adventure, Scenario, Server, StoryNode, User, utcnow
+from engine.storage.dialect import locked_read
+from engine.storage.models import (
+    Adventure,
+    RequestRecord,
+    Scenario,
+    Server,
+    StoryNode,
+    TurnLease,
+    User,
+    utcnow,
+)
 
 if TYPE_CHECKING:
     from engine.access import Actor
+    from engine.queue import AdventureQueue
     from engine.storage.database import Database
+
+_leases = TurnLease.metadata.tables[TurnLease.__tablename__]
 
 #: The answer to someone Campfire has no row for.
 STORES_NOTHING = "Campfire stores nothing about you."
@@ -60,12 +87,17 @@ class Profiles:
     and for /profile.
 
     ``retention_days``: how long a guest's data stays after they were last seen (the
-    operator's setting), shown on their profile.
+    operator's setting), shown on their profile. ``queue``: this process's adventure queue,
+    whose turns of a deleted person are dropped at once (without it, the database still
+    refuses them when they run or are stored).
     """
 
-    def __init__(self, db: Database, *, retention_days: int) -> None:
+    def __init__(
+        self, db: Database, *, retention_days: int, queue: AdventureQueue | None = None
+    ) -> None:
         self.db = db
         self.retention_days = retention_days
+        self.queue = queue
 
     # --- membership -------------------------------------------------------------------------
 
@@ -130,11 +162,32 @@ class Profiles:
                 raise NotFound(STORES_NOTHING)
 
     async def delete(self, actor: Actor) -> None:
-        """Delete the actor and everything they own, now (one statement)."""
+        """Delete the actor and everything they own, now (one cascading statement), and drop
+        their turns still queued or being written in this process."""
+        user_id = actor.user_id
         async with self.db.session() as session, session.begin():
-            deleted = await rows_changed(session, delete(User).where(col(User.id) == actor.user_id))
+            # The turn leases of their own adventures first, as a turn's commit takes its lease
+            # before its players: in that order a deletion and a commit wait for each other
+            # instead of deadlocking (the deletion reaches those leases through its cascade).
+            owned = select(col(Adventure.id)).where(col(Adventure.owner_id) == user_id)
+            await session.execute(
+                locked_read(
+                    session, _leases, (_leases.c.adventure_id,), _leases.c.adventure_id.in_(owned)
+                )
+            )
+            in_flight = list(
+                await session.scalars(
+                    select(col(RequestRecord.interaction_id)).where(
+                        col(RequestRecord.user_id) == user_id,
+                        col(RequestRecord.status).in_((QUEUED, RUNNING)),
+                    )
+                )
+            )
+            deleted = await rows_changed(session, delete(User).where(col(User.id) == user_id))
             if deleted != 1:
                 raise NotFound(STORES_NOTHING)
+        if self.queue is not None:
+            self.queue.drop(in_flight, PlayerDeleted())
 
 
 async def _count(session: AsyncSession, model: type, condition: ColumnElement[bool]) -> int:

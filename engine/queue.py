@@ -5,6 +5,10 @@ turns are ahead of it. Jobs of one adventure run strictly one at a time, in subm
 different adventures run concurrently. A job that fails does not stop the queue. The queue has a
 cap on waiting actions and refuses politely beyond it (``QueueFull``).
 
+A job may carry a key (the request it plays); ``drop`` takes the jobs of given keys out, or
+cancels them while they run, and their callers get the error ``drop`` was given (a player who
+deleted their data: ``engine.profiles``).
+
 This queue orders one process's work only and lives in memory: one ``AdventureQueue`` per
 process, shared by the front end. Exclusion between processes is the turn lease
 (``engine.leases``): a queued job claims the lease when it runs, and may still find it busy
@@ -15,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from typing import Any, Generic, TypeVar
 
 from engine.errors import CampfireError
@@ -39,15 +43,21 @@ class QueueFull(CampfireError):
 class Ticket(Generic[T]):
     """One submitted job: where it stands in the queue, when it starts, what it returned."""
 
-    def __init__(self, lane: _Lane, job: Callable[[], Awaitable[T]], position: int) -> None:
+    def __init__(
+        self, lane: _Lane, job: Callable[[], Awaitable[T]], position: int, key: int | None
+    ) -> None:
         self.adventure_id = lane.adventure_id
         #: Turns ahead of it when it was submitted; 0: it runs now.
         self.position = position
+        #: What ``AdventureQueue.drop`` knows it by (the request it plays), if anything.
+        self.key = key
         #: Set when the job starts running.
         self.started = asyncio.Event()
         self._lane = lane
         self._job = job
         self._task: asyncio.Task[T] | None = None
+        # What result() raises instead of CancelledError when the job was dropped.
+        self._dropped: BaseException | None = None
         self._future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
         # Its outcome is delivered by result(); nobody awaiting it is not an error to report.
         self._future.add_done_callback(_retrieve)
@@ -83,16 +93,22 @@ class Ticket(Generic[T]):
         ticket was cancelled). Giving up waiting does not cancel the job: ``cancel()`` does."""
         return await asyncio.shield(self._future)
 
-    def cancel(self) -> bool:
-        """Take a waiting job out of the queue, or cancel a running one. False once done."""
+    def cancel(self, error: BaseException | None = None) -> bool:
+        """Take a waiting job out of the queue, or cancel a running one. False once done.
+
+        ``error``: what ``result()`` raises then, instead of ``CancelledError``."""
         if self._future.done():
             return False
+        self._dropped = error
         if self._task is not None:
             self._task.cancel()
             return True
         if self in self._lane.waiting:
             self._lane.waiting.remove(self)
-        self._future.cancel()
+        if error is not None:
+            self._future.set_exception(error)
+        else:
+            self._future.cancel()
         return True
 
     async def _run(self) -> None:
@@ -114,7 +130,10 @@ class Ticket(Generic[T]):
         if self._future.done():
             return
         if self._task.cancelled():
-            self._future.cancel()
+            if self._dropped is not None:
+                self._future.set_exception(self._dropped)
+            else:
+                self._future.cancel()
         elif (error := self._task.exception()) is not None:
             self._future.set_exception(error)
         else:
@@ -140,10 +159,13 @@ class AdventureQueue:
         self.cap = cap
         self._lanes: dict[int, _Lane] = {}
 
-    async def submit(self, adventure_id: int, job: Callable[[], Awaitable[T]]) -> Ticket[T]:
+    async def submit(
+        self, adventure_id: int, job: Callable[[], Awaitable[T]], *, key: int | None = None
+    ) -> Ticket[T]:
         """Queue ``job`` behind the adventure's earlier jobs; ``QueueFull`` past the cap.
 
-        The ticket's ``position`` says how many turns are ahead of it (0: it runs now).
+        The ticket's ``position`` says how many turns are ahead of it (0: it runs now);
+        ``key`` names it for ``drop``.
         """
         # No await before the ticket is in place: submissions keep their arrival order.
         lane = self._lanes.get(adventure_id)
@@ -152,7 +174,7 @@ class AdventureQueue:
         position = len(lane.waiting) + (lane.current is not None)
         if position > self.cap:
             raise QueueFull(self.cap)
-        ticket = Ticket(lane, job, position)
+        ticket = Ticket(lane, job, position, key)
         if lane.current is None and not lane.waiting:
             lane.current = ticket
         else:
@@ -171,6 +193,18 @@ class AdventureQueue:
     def running(self, adventure_id: int) -> bool:
         lane = self._lanes.get(adventure_id)
         return lane is not None and lane.current is not None
+
+    def drop(self, keys: Collection[int], error: BaseException) -> int:
+        """Take the jobs of these keys out of the queue, or cancel them while they run; their
+        ``result()`` raises ``error``. Returns how many there were."""
+        wanted = set(keys)
+        tickets = [
+            ticket
+            for lane in self._lanes.values()
+            for ticket in [*([lane.current] if lane.current else []), *lane.waiting]
+            if ticket.key is not None and ticket.key in wanted
+        ]
+        return sum(ticket.cancel(error) for ticket in tickets)
 
     async def close(self) -> None:
         """Cancel every waiting and running job (at shutdown) and wait for them to stop."""

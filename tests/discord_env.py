@@ -6,6 +6,7 @@ module; a test that needs other settings calls ``campfire_on_standin`` itself.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -17,6 +18,7 @@ import pytest
 from bot.config import load_settings
 from bot.discord_bot import CampfireBot
 from bot.standin import FakeDiscord, StandIn
+from bot.standin.harness import handler_tasks
 from tests.fakes.openai_server import FakeModelServer
 
 
@@ -75,6 +77,9 @@ async def campfire_on_standin(
     alice = fake.add_user("alice", member_of=[guild], manage_guild=True)
     bob = fake.add_user("bob", member_of=[guild])
     async with standin:
+        # Started: what a restart takes back is taken back (nothing, in a fresh database).
+        assert bot.resuming is not None
+        await bot.resuming
         yield DiscordEnv(bot, standin, fake, guild, channel, alice, bob)
         await standin.idle()
     assert fake.unknown_routes == []
@@ -82,6 +87,48 @@ async def campfire_on_standin(
     assert fake.rate_limited == []  # the bot paced itself under Discord's limits
     errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
     assert errors == []
+
+
+async def crash(env: DiscordEnv) -> None:
+    """The bot's process dies mid-work (kill -9), as Discord and the database see it.
+
+    Its gateway connection drops and its timers stop, and nothing of Campfire's own closing
+    runs: the turns it was writing keep their leases (no heartbeat now, no release) and their
+    requests stay "running". The lock on its instance name goes, as the operating system drops
+    a dead process's locks. Its interaction handlers stop; the turns themselves are left
+    hanging on the model until ``restarted`` ends, when their releases are stale and change
+    nothing. Only this bot may be running when it is called.
+    """
+    bot = env.bot
+    handlers = handler_tasks()
+    for task in handlers:
+        task.cancel()
+    await asyncio.gather(*handlers, return_exceptions=True)
+    bot.scheduler.shutdown(wait=False)
+    heartbeats = [t for t in asyncio.all_tasks() if t.get_name().startswith("lease-heartbeat-")]
+    for task in heartbeats:
+        task.cancel()
+    await asyncio.gather(*heartbeats, return_exceptions=True)
+    # discord.py's side only (commands.Bot.close), not CampfireBot.close.
+    await super(CampfireBot, bot).close()
+    bot.services.instance.close()
+
+
+@asynccontextmanager
+async def restarted(env: DiscordEnv) -> AsyncIterator[DiscordEnv]:
+    """Campfire started again after ``crash(env)``: a new bot with the same settings (data
+    folder, database) logging in to the same stand-in Discord, which stayed up. The checks of
+    ``campfire_on_standin`` run when ``env``'s block ends."""
+    bot = CampfireBot(env.bot.settings)
+    standin = StandIn(bot, fake=env.fake)
+    try:
+        async with standin:
+            yield DiscordEnv(bot, standin, env.fake, env.guild, env.channel, env.alice, env.bob)
+            await standin.idle()
+    finally:
+        # What the dead process left hanging in this test process goes now.
+        await env.bot.services.play.queue.close()
+        await env.bot.services.aclose()
 
 
 @pytest.fixture

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
+from collections.abc import Callable
+
 from sqlalchemy import func, select
 
+from engine.accounts import touch_user
 from engine.actions import PlayerAction
 from engine.events import TurnEvent
 from engine.scenarios.start import start_adventure
@@ -26,6 +31,21 @@ async def play(
     engine: TurnEngine, adventure_id: int, kind: ActionType, text: str = ""
 ) -> list[TurnEvent]:
     return [event async for event in engine.play(adventure_id, PlayerAction(kind, text))]
+
+
+async def until(condition: Callable[[], object], *, timeout: float = 10) -> None:  # noqa: ASYNC109
+    """Until ``condition()`` holds (polled; something else is doing the work meanwhile)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out waiting"
+        await asyncio.sleep(0.02)
+
+
+async def add_users(db: Database, *user_ids: int) -> None:
+    """People who acted: the front end makes their rows when they do (a turn never makes one)."""
+    async with db.session() as session, session.begin():
+        for user_id in user_ids:
+            await touch_user(session, user_id)
 
 
 async def node_count(db: Database, adventure_id: int) -> int:

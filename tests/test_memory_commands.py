@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import asyncio
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from engine.memory.cadence import Cadence
-from engine.storage.models import Memory, User
+from engine.storage.models import Memory, RequestRecord, StoryNode, User
 from tests.discord_env import DiscordEnv
+from tests.fakes.openai_server import Reply
+from tests.helpers import until
 from tests.test_steering_commands import adventure_here, answer, form, start_thread
 
 
@@ -108,9 +110,38 @@ async def test_profile_show_keep_and_delete(env):
     assert done.content.startswith("Everything Campfire stored about you is deleted")
     await env.done()
     async with env.bot.services.db.session() as session:
-        bob = await session.get(User, env.bob)
-    # Gone, or at most re-created bare by the contact record of this very interaction.
-    assert bob is None or not bob.keep_data
+        # Gone, and not made again by the contact record of this very interaction.
+        assert await session.get(User, env.bob) is None
+
+
+async def test_profile_delete_during_turns_leaves_nothing_of_them(env, fake_model):
+    thread = await start_thread(env)
+    adventure = await adventure_here(env, thread)
+    fake_model.queue(
+        Reply(text="The bridge sways under Bob, plank by plank, and holds at last.", delay=0.2),
+        "Alice looks on as the fog lifts.",
+    )
+    running = await env.fake.slash(env.bob, thread, "do", action="cross the bridge")
+    await until(lambda: fake_model.requests)  # Bob's turn is being written …
+    queued = await env.fake.slash(env.bob, thread, "do", action="jump")
+    await env.fake.slash(env.alice, thread, "do", action="look on")
+    await until(lambda: env.bot.services.play.queue.waiting(adventure.id) == 2)  # … two wait
+
+    answer(env, await env.fake.slash(env.bob, thread, "profile delete", confirm="delete"))
+    await env.done()
+    # Bob's turns were dropped, the running one before its reply was done; Alice's played.
+    assert len(fake_model.requests) == 2
+    assert env.narration(thread)[-1] == "Alice looks on as the fog lifts."
+    for record in (running, queued):
+        shown = env.fake.message(record.original_message_id).content
+        assert shown.startswith("⚠ Not played: the player who sent this deleted")
+        assert "bridge" not in shown and "jump" not in shown  # his words went too
+    async with env.bot.services.db.session() as session:
+        assert await session.get(User, env.bob) is None
+        by_bob = select(func.count()).where(StoryNode.author_id == env.bob)
+        assert await session.scalar(by_bob) == 0
+        requests = select(func.count()).where(RequestRecord.user_id == env.bob)
+        assert await session.scalar(requests) == 0
 
 
 async def test_a_turn_schedules_the_memory_job(env, fake_model):

@@ -6,16 +6,18 @@ import asyncio
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from engine.access import Actor
 from engine.actions import PlayerAction
+from engine.errors import PlayerDeleted
 from engine.events import ActionAccepted, Queued, TurnDone, TurnFailed, TurnInterrupted
 from engine.leases import TurnLeases
 from engine.play import PlayService
+from engine.profiles import Profiles
 from engine.providers.resolver import OperatorDefault
 from engine.queue import AdventureQueue
-from engine.storage.models import ActionType, RequestRecord, utcnow
+from engine.storage.models import ActionType, RequestRecord, StoryNode, User, utcnow
 from engine.turns import TurnEngine
 from tests.fakes.openai_server import Reply
 from tests.helpers import leave_dead_turn
@@ -153,3 +155,35 @@ async def test_the_sweep_finds_turns_cut_off_while_nobody_played(db, provider):
     found = await play.reap_interrupted()
     assert found == [(50, TurnInterrupted(401, '> You say "Anyone?"'))]
     assert await play.reap_interrupted() == []
+
+
+async def test_a_player_who_deletes_their_data_gets_nothing_stored_by_any_process(
+    db, provider, fake_model
+):
+    play = service(db, provider)  # the process writing the turns
+    await play.start(ALICE, channel_id=60, query=None)
+    fake_model.queue(
+        Reply(text="The bridge sways under Bob, plank by plank, and holds.", delay=0.05),
+        "Alice looks on.",
+    )
+    running = play.act(BOB, 60, PlayerAction(ActionType.DO, "cross the bridge", 2), request_id=601)
+    assert isinstance(await anext(running), ActionAccepted)
+    queued = play.act(BOB, 60, PlayerAction(ActionType.DO, "jump", 2), request_id=602)
+    assert await anext(queued) == Queued(position=1)
+
+    # Bob deletes his data through another process, which cannot reach this one's queue: the
+    # database alone keeps his turns from storing anything.
+    await Profiles(db, retention_days=30).delete(BOB)
+    ran, dropped = await asyncio.gather(collect(running), collect(queued))
+    assert isinstance(ran[-1], TurnFailed) and isinstance(ran[-1].error, PlayerDeleted)
+    assert isinstance(dropped[-1], TurnFailed) and isinstance(dropped[-1].error, PlayerDeleted)
+    assert len(fake_model.requests) == 1  # the queued action never asked the model
+
+    after = await collect(
+        play.act(ALICE, 60, PlayerAction(ActionType.DO, "look on", 1), request_id=603)
+    )
+    assert isinstance(after[-1], TurnDone)
+    async with db.session() as session:
+        assert await session.get(User, BOB.user_id) is None
+        by_bob = select(func.count()).where(StoryNode.author_id == BOB.user_id)
+        assert await session.scalar(by_bob) == 0

@@ -28,7 +28,7 @@ from engine.story_line.read import line_tail, line_window
 from engine.story_tree import StoryTree
 from engine.turns import TurnEngine
 from tests.fakes.openai_server import Reply
-from tests.helpers import new_adventure
+from tests.helpers import add_users, new_adventure
 from tests.test_world_turns import bandit_camp
 
 CHANNEL = 1
@@ -52,6 +52,7 @@ def tree(db) -> StoryTree:
 
 async def turn(engine: TurnEngine, adventure_id: int, text: str = "", author: int = ALICE.user_id):
     kind = ActionType.DO if text else ActionType.CONTINUE
+    await add_users(engine.db, author)
     events = [e async for e in engine.play(adventure_id, PlayerAction(kind, text, author))]
     assert isinstance(events[-1], TurnDone), events[-1]
     return events[-1].result

@@ -16,7 +16,7 @@ from engine.providers.resolver import OperatorDefault
 from engine.storage.models import ActionType, Adventure, AdventureCard, AdventureScript
 from engine.story_tree import StoryTree
 from engine.turns import TurnEngine
-from tests.helpers import new_adventure
+from tests.helpers import add_users, new_adventure
 from tests.test_story_tree import ALICE, CHANNEL, host
 
 SCRIPTS = Path(__file__).parent / "scripts"
@@ -54,6 +54,7 @@ async def test_undo_redo_and_retry_rewind_the_scripts_state_and_cards(db, provid
     )
 
     async def turn(text: str) -> None:
+        await add_users(db, ALICE.user_id)
         action = PlayerAction(ActionType.DO, text, ALICE.user_id)
         events = [event async for event in engine.play(adventure_id, action)]
         assert isinstance(events[-1], TurnDone), events[-1]

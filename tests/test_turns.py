@@ -16,7 +16,7 @@ from engine.storage.models import ActionType, Adventure, Role, StoryNode
 from engine.story_line.read import line_tail
 from engine.turns import TurnEngine
 from tests.fakes.openai_server import Reply
-from tests.helpers import new_adventure, node_count, play
+from tests.helpers import add_users, new_adventure, node_count, play
 
 
 @pytest.fixture
@@ -77,6 +77,7 @@ async def test_one_turn_writes_several_players_actions_in_order_then_one_narrati
         before = await session.get(Adventure, adventure_id)
     reply = "Mira's lantern swings wide; Gwen ducks under it, laughing."
     fake_model.queue(reply)
+    await add_users(db, 11, 12)
     actions = [
         PlayerAction(ActionType.DO, "swing the lantern", author_id=11, actor="Mira"),
         PlayerAction(ActionType.SAY, "Watch it!", author_id=12, actor="Gwen"),

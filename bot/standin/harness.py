@@ -26,18 +26,31 @@ GUILD_READY_TIMEOUT_S = 0.05
 
 
 class StandIn:
-    """``async with StandIn(bot) as standin:`` → the bot is logged in and ready."""
+    """``async with StandIn(bot) as standin:`` → the bot is logged in and ready.
 
-    def __init__(self, client: discord.Client, *, token: str = "standin-bot-token") -> None:
+    ``fake``: a stand-in Discord already running (another ``StandIn``'s), for a bot that
+    restarts while Discord stays up: it logs in to the same servers, channels and messages.
+    That Discord is left running when this bot stops.
+    """
+
+    def __init__(
+        self,
+        client: discord.Client,
+        *,
+        token: str = "standin-bot-token",
+        fake: FakeDiscord | None = None,
+    ) -> None:
         self.client = client
-        self.fake = FakeDiscord()
+        self._owns_fake = fake is None
+        self.fake = fake if fake is not None else FakeDiscord()
         self.fake.client = client
         self._token = token
         self._task: asyncio.Task[None] | None = None
         self._saved: tuple[str, yarl.URL] | None = None
 
     async def start(self) -> None:
-        await self.fake.start()
+        if self._owns_fake:
+            await self.fake.start()
         # One class: the webhook adapter imports ``discord.http.Route``.
         self._saved = (discord.http.Route.BASE, DiscordWebSocket.DEFAULT_GATEWAY)
         discord.http.Route.BASE = self.fake.api_base
@@ -75,7 +88,8 @@ class StandIn:
             with contextlib.suppress(Exception, asyncio.CancelledError):
                 await asyncio.wait_for(self._task, 5)
             self._task = None
-        await self.fake.close()
+        if self._owns_fake:
+            await self.fake.close()
         if self._saved is not None:
             discord.http.Route.BASE, DiscordWebSocket.DEFAULT_GATEWAY = self._saved
             self._saved = None

@@ -183,6 +183,13 @@ class MessageRoutes:
         problem = limits.check_message(payload, file_count=len(files))
         if problem is not None:
             return json_response(problem[1], status=problem[0])
+        channel = self.world.channels[cid]
+        if channel.archived:
+            # "Sending a message will automatically unarchive the thread, unless the thread
+            # has been locked by a moderator" (discord-api-docs, Threads).
+            if channel.locked:
+                return error_response(400, 50083, "Thread is archived")
+            self.fake.set_archived(cid, False)
         flags = int(payload.get("flags") or 0) & ~FLAG_EPHEMERAL  # not settable here
         msg = self.new_message(cid, self.world.bot_user.id, payload, files, flags=flags)
         return json_response(self.world.message_payload(msg))

@@ -15,6 +15,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from aiohttp import web
@@ -183,6 +184,23 @@ class FakeDiscord(InteractionDriver):
                     {**self.world.member_payload(gid, user.id), "guild_id": str(gid)},
                 )
         return user.id
+
+    def archive_thread(self, thread_id: int, *, locked: bool = False) -> None:
+        """Archive a thread, as Discord does after its inactivity period (``locked``: as a
+        moderator locking it). The client drops it from its cache, as discord.py does."""
+        self.world.channels[thread_id].locked = locked
+        self.set_archived(thread_id, True)
+
+    def set_archived(self, thread_id: int, archived: bool) -> None:
+        thread = self.world.channels[thread_id]
+        thread.archived = archived
+        thread.archived_at = datetime.now(UTC).isoformat()
+        if self.gateway.connected:
+            self._dispatch_later(
+                "THREAD_UPDATE",
+                self.world.channel_payload(thread_id),
+                self._client_has(lambda c: (c.get_channel(thread_id) is None) == archived),
+            )
 
     def dm_channel(self, user_id: int, *, channel_id: int | None = None) -> int:
         return self.world.dm_channel(user_id, channel_id=channel_id).id

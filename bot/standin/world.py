@@ -130,6 +130,11 @@ class ChannelRecord:
     recipient_id: int | None = None
     position: int = 0
     created: str = field(default_factory=iso_now)
+    # Threads only: an archived thread drops out of the gateway's view; a locked one stays
+    # archived when someone without Manage Threads writes in it.
+    archived: bool = False
+    locked: bool = False
+    archived_at: str | None = None
 
     @property
     def is_thread(self) -> bool:
@@ -436,10 +441,10 @@ class World:
                 "total_message_sent": count,
                 "flags": 0,
                 "thread_metadata": {
-                    "archived": False,
+                    "archived": ch.archived,
                     "auto_archive_duration": 1440,
-                    "archive_timestamp": ch.created,
-                    "locked": False,
+                    "archive_timestamp": ch.archived_at or ch.created,
+                    "locked": ch.locked,
                     "invitable": True,
                     "create_timestamp": ch.created,
                 },
@@ -470,10 +475,12 @@ class World:
         """A full GUILD_CREATE payload."""
         guild = self.guilds[guild_id]
         channels = [self.channel_payload(c) for c in guild.channel_ids]
+        # Active threads only: "archived threads are not synced up-front via the gateway"
+        # (discord-api-docs, Threads).
         threads = [
             self.channel_payload(c.id)
             for c in self.channels.values()
-            if c.guild_id == guild_id and c.is_thread
+            if c.guild_id == guild_id and c.is_thread and not c.archived
         ]
         return {
             "id": str(guild.id),

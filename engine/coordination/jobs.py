@@ -12,7 +12,10 @@ name instead of an adventure:
 * the holder heartbeats while it works; a process that dies stops heartbeating, its lease
   expires, and the next claim takes the job over (``JobLease.taken_over_from`` names it);
 * the fencing token grows every time the lease changes hands, and rows are never deleted, so
-  a stale holder can neither renew nor release a newer holder's lease.
+  a stale holder can neither renew nor release a newer holder's lease;
+* a restarted process takes back at once the job leases its instance held before it died
+  (holder names: ``engine.coordination.instance``): at its next claim, and all of them at
+  start-up (``reap_earlier``), so that no other process waits for them to expire.
 
 A job asked for while another process runs it is not lost: ``claim(…, ask_again=True)`` marks
 the row, and the holder, before letting go, looks for work once more
@@ -28,19 +31,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
-import socket
-import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from functools import cache
 from typing import Any, TypeVar
 
-from sqlalchemy import and_, select, update
+from sqlalchemy import and_, not_, select, update
 
-from engine.leases import FREE, as_utc, claim_statement
+from engine.coordination.instance import earlier_incarnation, this_process
+from engine.leases import FREE, as_utc, claim_statement, dead
 from engine.storage.changes import rows_changed
 from engine.storage.database import Database
 from engine.storage.dialect import locked_read
@@ -64,13 +64,6 @@ LEASE_REAPING = "lease-reaping"
 def memory_job(adventure_id: int) -> str:
     """An adventure's memory work: after its turns and from the sweep, one job, one lease."""
     return f"memory:{adventure_id}"
-
-
-@cache
-def this_process() -> str:
-    """This process's name in lease rows (and in logs): host, pid and a random tail, since a
-    pid is reused after a restart."""
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
 
 
 # Core statements: no ORM bookkeeping for a coordination row. The table is looked up in the
@@ -98,7 +91,8 @@ def _held(lease: JobLease) -> Any:
 
 
 class JobLeases:
-    """Claims, heartbeats and releases job leases for one holder (this process, by default)."""
+    """Claims, heartbeats and releases job leases for one holder: ``this_process().holder``
+    (``engine.coordination.instance``); by default a name of its own that no restart shares."""
 
     def __init__(
         self,
@@ -112,7 +106,7 @@ class JobLeases:
         if ttl <= 0:
             raise ValueError("a lease's time to live must be positive")
         self.db = db
-        self.holder = holder or this_process()
+        self.holder = holder or this_process().holder
         self.ttl = timedelta(seconds=ttl)
         self.clock = clock
         #: Seconds between ``hold``'s heartbeats.
@@ -221,12 +215,22 @@ class JobLeases:
         async with self.db.session() as session:
             rows = await session.scalars(
                 select(_jobs.c.name).where(
-                    _jobs.c.name.in_(wanted),
-                    _jobs.c.holder != FREE,
-                    _jobs.c.expires_at > self._now(),
+                    _jobs.c.name.in_(wanted), not_(dead(_jobs, self.holder, self._now()))
                 )
             )
             return set(rows)
+
+    async def reap_earlier(self) -> list[str]:
+        """Free the job leases this holder's instance held before it restarted (that process is
+        dead; its jobs were cut off and run again at their next turn). Returns their names."""
+        async with self.db.session() as session, session.begin():
+            result = await session.execute(
+                update(_jobs)
+                .where(earlier_incarnation(_jobs.c.holder, self.holder))
+                .values(holder=FREE, expires_at=self._now())
+                .returning(_jobs.c.name)
+            )
+            return sorted(result.scalars())
 
     # --- holding it for a job -------------------------------------------------------------------
 

@@ -73,8 +73,16 @@ PER_PROCESS: tuple[PerProcess, ...] = (
     ),
     PerProcess(
         "engine.coordination.jobs:JobLeases",
-        "this process's job-lease releases still in flight, and its name in lease rows",
+        "this process's job-lease releases still in flight",
         "As for the turn leases: only this process's own leases, which expire if it dies.",
+    ),
+    PerProcess(
+        "engine.coordination.instance:Instance",
+        "this process's name in lease rows (its instance and this start of it) and the lock "
+        "on that name in the data folder",
+        "The lock keeps the name to one live process; the operating system drops it when the "
+        "process dies, so its restart is the same instance and takes back at once the leases "
+        "it held, while a second process on the same folder is another instance.",
     ),
     PerProcess(
         "engine.providers.local:LocalLlamaProvider",

@@ -34,6 +34,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from engine.actions import PlayerAction, format_action
 from engine.errors import CampfireError
 from engine.events import AlreadyHandled, TurnDone, TurnFailed, TurnInterrupted
+from engine.storage.changes import rows_changed
 from engine.storage.database import Database
 from engine.storage.dialect import insert_for
 from engine.storage.models import ActionType, RequestRecord, utcnow
@@ -155,13 +156,17 @@ class RequestLog:
                 select(_requests.c.payload).where(_requests.c.interaction_id == request_id)
             )
 
-    async def set_status(self, request_id: int, status: str) -> None:
+    async def start(self, request_id: int) -> bool:
+        """Mark the request running; False if its record is gone (it went with its player's
+        data: ``engine.profiles``), and then it must not run."""
         async with self.db.session() as session, session.begin():
-            await session.execute(
+            started = await rows_changed(
+                session,
                 update(_requests)
                 .where(_requests.c.interaction_id == request_id)
-                .values(status=status)
+                .values(status=RUNNING),
             )
+        return started == 1
 
     async def finish(
         self, request_id: int, event: TurnDone | TurnFailed, *, status: str | None = None

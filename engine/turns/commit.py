@@ -12,8 +12,8 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from engine.accounts import touch_user
-from engine.errors import StoryMovedOn
+from engine.accounts import lock_users
+from engine.errors import PlayerDeleted, StoryMovedOn
 from engine.events import Usage
 from engine.memory.cursors import story_cut_back
 from engine.snapshots import capture, load_cards, restore
@@ -158,8 +158,12 @@ async def _write_turn(
     the narration."""
     adventure, scripts, world = plan.adventure, plan.scripts, draft.world
     assert adventure.id is not None
-    for player in plan.players:
-        await touch_user(session, player)
+    # Its players' rows were made when they acted. One who deleted their data meanwhile
+    # (/profile delete) is not made again, and nothing of theirs is stored: the turn is refused.
+    # The rows stay locked until this transaction ends, so a deletion arriving now waits, and
+    # then unlinks this turn like any entry of theirs.
+    if len(await lock_users(session, plan.players)) < len(plan.players):
+        raise PlayerDeleted()
     parent_id, parent_index = plan.parent_id, plan.parent_index
     written: list[StoryNode] = []
     for planned, text in zip(plan.actions, draft.action_texts, strict=True):
