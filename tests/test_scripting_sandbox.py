@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 import quickjs
 
-from engine.scripting import sandbox
-from engine.scripting.sandbox import Limits, RunResult
+from engine.scripting import sandbox, workers
+from engine.scripting.results import RunResult
+from engine.scripting.sandbox import Limits
 
 
 def payload(**overrides: Any) -> dict[str, Any]:
@@ -331,11 +332,14 @@ async def test_a_runaway_script_does_not_block_the_event_loop():
 
     ticker = asyncio.create_task(tick())
     started = time.perf_counter()
-    result = await sandbox.run("while (true) {}", payload(), Limits(time_seconds=0.5))
+    result = await workers.run("while (true) {}", payload(), Limits(time_seconds=0.5))
     took = time.perf_counter() - started
     ticker.cancel()
-    print(f"\ninfinite loop on a worker thread: stopped after {took:.2f} s, loop ticked {ticks}x")
-    assert not result.ok and "interrupted" in result.error
+    print(f"\ninfinite loop in a worker: stopped after {took:.2f} s, loop ticked {ticks}x")
+    # Stopped by QuickJS's CPU limit; on a machine so loaded that CPU time comes slower than
+    # the wall clock allows for, its worker is killed instead.
+    assert not result.ok
+    assert "interrupted" in result.error or "did not finish within" in result.error
     assert ticks >= 5
 
 
@@ -380,9 +384,6 @@ PRELUDE_GLOBALS = {
     "addWorldEntry",
     "updateWorldEntry",
     "removeWorldEntry",
-    "__campfire_finish",
-    "__campfire_logs",
-    "__campfire_result",
 }
 
 
@@ -392,7 +393,8 @@ def test_the_globals_are_javascript_and_the_prelude_only():
         ok("JSON.stringify(Object.getOwnPropertyNames(globalThis))").text[2:-2].split('","')
     )
     assert names - STANDARD_GLOBALS - PRELUDE_GLOBALS == set()
-    assert "__campfire_input" not in names
+    # The engine's handle on the result is no global: nothing a script could redefine.
+    assert not any(name.startswith("__campfire") for name in names)
 
 
 @pytest.mark.parametrize(
