@@ -650,3 +650,27 @@ async def test_the_report_is_json_and_readable_without_scripts(db, engine, fake_
     json.dumps(node.context_report)
     assert (await Insights(db).for_turn(1)).script_logs == []
     assert [n.role for n in [node]] == [Role.NARRATOR]
+
+
+async def test_a_turns_state_is_stored_once(db, engine, fake_model):
+    # A script keeping ~90 K characters in state: each turn stores it once (the state its turn
+    # leaves, on the narration), not a second time as the next turn's state before.
+    adventure_id = await new_adventure(db)
+    await add_script(
+        db, adventure_id, on_output="state.big = 'x'.repeat(90000) + info.actionCount; text"
+    )
+    fake_model.queue("One.", "Two.", "Three.", "Four.")
+    for action in ("wait", "listen", "sleep", "wake"):
+        done(await play(engine, adventure_id, ActionType.DO, action))
+    async with db.session() as session:
+        rows = await session.execute(
+            select(StoryNode.state_before, StoryNode.state_after).where(
+                StoryNode.adventure_id == adventure_id
+            )
+        )
+        stored = [json.dumps(value) for row in rows for value in row if value is not None]
+        copies = sum("x" * 90000 in text for text in stored)
+        total = sum(len(text) for text in stored)
+    print(f"\nfour turns with a 90 K state: {copies} copies, {total:,} characters stored")
+    assert copies == 4
+    assert total < 4 * 91_000 + 10_000

@@ -177,7 +177,7 @@
       title: str(title, k),
       description: str(description, ""),
     };
-    list.push(card);
+    append(list, card);
     return options && options.returnCard ? card : list.length;
   }
   function updateStoryCard(index, keys, entry, type, title, description) {

@@ -75,12 +75,13 @@ def prelude() -> str:
 
 def run_sync(
     source: str,
-    payload: dict[str, Any],
+    payload: dict[str, Any] | str,
     limits: Limits | None = None,
     caps: Caps = DEFAULT_CAPS,
 ) -> RunResult:
-    """Evaluate ``source`` (library + hook) against ``payload`` in a fresh context. Blocking,
-    and only for a worker process (or a test's own trusted scripts)."""
+    """Evaluate ``source`` (library + hook) against ``payload`` (or its JSON text, as a worker
+    receives it) in a fresh context. Blocking, and only for a worker process (or a test's own
+    trusted scripts)."""
     limits = limits or Limits()
     started = time.perf_counter()
     cpu_started = time.thread_time()
@@ -104,14 +105,21 @@ def _context(limits: Limits) -> quickjs.Context:  # pyright: ignore[reportInvali
 
 
 def _run(
-    source: str, payload: dict[str, Any], limits: Limits, caps: Caps, *, value_in_javascript: bool
+    source: str,
+    payload: dict[str, Any] | str,
+    limits: Limits,
+    caps: Caps,
+    *,
+    value_in_javascript: bool,
 ) -> RunResult | None:
     """One run in a fresh context; None when the completion value could not be read."""
     context = _context(limits)
     control = None
     started = time.thread_time()
     try:
-        context.set("__campfire_input", json.dumps(payload, ensure_ascii=False))
+        if not isinstance(payload, str):
+            payload = json.dumps(payload, ensure_ascii=False)
+        context.set("__campfire_input", payload)
         control = context.eval(prelude())
         if value_in_javascript:
             raw = control("evaluate", source)
@@ -205,7 +213,7 @@ def _first_lines(message: str, limit: int = 12) -> str:
 def serve(connection: Connection) -> None:
     """A worker process's life: answer requests from the engine until it goes away.
 
-    Requests are ``("run", source, payload, limits, caps)`` and ``("check", code, limits)``;
+    Requests are ``("run", source, payload_json, limits, caps)`` and ``("check", code, limits)``;
     answers a ``RunResult`` and ``str | None``. It says ``"ready"`` first, once QuickJS is
     loaded, so its start is not counted against a script's time. Runs happen on a thread with
     a deep native stack (deep recursion must meet QuickJS's guard, not the end of the stack).

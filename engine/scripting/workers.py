@@ -19,6 +19,7 @@ interpreter, and on Linux the kernel kills a worker whose bot died (``sandbox.se
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import multiprocessing
 import threading
@@ -96,7 +97,7 @@ class ScriptWorkers:
         seconds (default ``wall_seconds`` of its time limit). Never raises for anything the
         script did: a run that had to be stopped is a result with an error."""
         wall = wall_seconds(limits.time_seconds) if wall is None else wall
-        answer, ms = await self._ask(("run", source, payload, limits, caps), wall)
+        answer, ms = await self._ask(("run", source, payload, limits, caps), wall, encode=True)
         if isinstance(answer, _Lost):
             return RunResult(error=_lost_run(answer, wall, limits), ms=ms)
         if not isinstance(answer, RunResult):  # pragma: no cover - the worker sends these
@@ -114,6 +115,12 @@ class ScriptWorkers:
             return f"the syntax check {answer.why} within {wall:.0f} s, so the code was not checked"
         return answer if isinstance(answer, str) or answer is None else None
 
+    @property
+    def processes(self) -> list[BaseProcess]:
+        """The worker processes started and not yet ended."""
+        with self._lock:
+            return [worker.process for worker in self._live]
+
     def close(self) -> None:
         """Kill every worker; a later run starts new ones. Safe to call more than once."""
         with self._lock:
@@ -128,13 +135,15 @@ class ScriptWorkers:
 
     # --- the executor's side ---
 
-    async def _ask(self, request: tuple[Any, ...], wall: float) -> tuple[object, int]:
+    async def _ask(
+        self, request: tuple[Any, ...], wall: float, *, encode: bool = False
+    ) -> tuple[object, int]:
         loop = asyncio.get_running_loop()
         try:
-            return await loop.run_in_executor(self._pool(), self._exchange, request, wall)
+            return await loop.run_in_executor(self._pool(), self._exchange, request, wall, encode)
         except RuntimeError:
             # ``close`` shut the executor between taking it and handing it the request.
-            return await loop.run_in_executor(self._pool(), self._exchange, request, wall)
+            return await loop.run_in_executor(self._pool(), self._exchange, request, wall, encode)
 
     def _pool(self) -> ThreadPoolExecutor:
         with self._lock:
@@ -144,8 +153,13 @@ class ScriptWorkers:
                 )
             return self._executor
 
-    def _exchange(self, request: tuple[Any, ...], wall: float) -> tuple[object, int]:
-        """One request to this thread's worker and its answer (on an executor thread)."""
+    def _exchange(self, request: tuple[Any, ...], wall: float, encode: bool) -> tuple[object, int]:
+        """One request to this thread's worker and its answer (on an executor thread). With
+        ``encode``, a run's payload goes as its JSON text, made here, off the event loop: the
+        worker hands that text to QuickJS as it is."""
+        if encode:
+            kind, source, payload, *rest = request
+            request = (kind, source, json.dumps(payload, ensure_ascii=False), *rest)
         try:
             worker = self._ready_worker()
         except _StartFailed as failure:
