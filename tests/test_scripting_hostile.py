@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 from sqlalchemy import select
+from sqlmodel import col
 
 from engine.storage.models import Adventure, AdventureCard, StoryNode
 from tests.discord_env import DiscordEnv, campfire_on_standin
@@ -53,6 +54,7 @@ async def upload(env: DiscordEnv, channel: int, hook: str, code: str, name: str 
 async def script_logs(env: DiscordEnv, channel: int) -> str:
     record = await env.fake.slash(env.bob, channel, "insights")
     await env.done()
+    assert record.original_message_id is not None
     (embed,) = env.fake.message(record.original_message_id).embeds
     fields = [f["value"] for f in embed["fields"] if f["name"] == "Script logs"]
     return fields[0] if fields else ""
@@ -60,6 +62,7 @@ async def script_logs(env: DiscordEnv, channel: int) -> str:
 
 async def adventure_row(env: DiscordEnv, channel: int) -> Adventure:
     ref = await env.bot.services.play.adventure_in(channel)
+    assert ref is not None
     async with env.bot.services.db.session() as session:
         adventure = await session.get(Adventure, ref.adventure_id)
         assert adventure is not None
@@ -129,7 +132,9 @@ async def test_a_redefined_finish_cannot_forge_the_result(hostile_env, fake_mode
     async with env.bot.services.db.session() as session:
         keys = list(
             await session.scalars(
-                select(AdventureCard.keys).where(AdventureCard.adventure_id == adventure.id)
+                select(col(AdventureCard.keys)).where(
+                    col(AdventureCard.adventure_id) == adventure.id
+                )
             )
         )
     assert all(isinstance(key, str) for key in keys) and "5" not in keys
@@ -171,7 +176,9 @@ async def test_too_many_story_cards_are_refused(tmp_path, fake_model, caplog, da
             count = len(
                 list(
                     await session.scalars(
-                        select(AdventureCard.id).where(AdventureCard.adventure_id == adventure.id)
+                        select(col(AdventureCard.id)).where(
+                            col(AdventureCard.adventure_id) == adventure.id
+                        )
                     )
                 )
             )
@@ -208,7 +215,7 @@ async def test_scripts_looping_in_every_hook_are_capped_per_turn(hostile_env, fa
     adventure = await adventure_row(env, dm)
     async with env.bot.services.db.session() as session:
         report = await session.scalar(
-            select(StoryNode.context_report).where(StoryNode.id == adventure.head_node_id)
+            select(col(StoryNode.context_report)).where(col(StoryNode.id) == adventure.head_node_id)
         )
     runs = (report or {}).get("scripts") or []
     spent = sum(run["ms"] for run in runs)
