@@ -159,7 +159,9 @@ async def test_a_result_that_cannot_be_kept_is_a_script_error_not_a_failed_turn(
     assert (await adventure_row(env, dm)).script_state == {}
 
 
-async def test_too_many_story_cards_are_refused(tmp_path, fake_model, caplog, database_url):
+async def test_too_many_or_too_long_story_cards_are_refused(
+    tmp_path, fake_model, caplog, database_url
+):
     async with campfire_on_standin(
         tmp_path, fake_model, caplog, database_url, max_story_cards=4, **SETTINGS
     ) as env:
@@ -167,22 +169,24 @@ async def test_too_many_story_cards_are_refused(tmp_path, fake_model, caplog, da
         adventure = await adventure_row(env, dm)
         code = "for (let i = 0; i < 9; i++) addStoryCard('k' + i, 'e'); text"
         assert "was added" in await upload(env, dm, "output", code, name="Hoarder")
+        code = "addStoryCard('scroll', 'word '.repeat(6000)); text"
+        assert "was added" in await upload(env, dm, "output", code, name="Scribe")
         fake_model.queue("Dust settles.")
         await env.fake.slash(env.bob, dm, "do", action="look")
         await env.done()
         assert env.narration(dm)[-1].startswith("Dust settles.")
-        assert "at most 4" in await script_logs(env, dm)
+        logs = await script_logs(env, dm)
+        assert "Hoarder: The script left 12 story cards; an adventure may have at most 4" in logs
+        assert "entry is 30,000 characters long; a script's card may have at most 20,000" in logs
         async with env.bot.services.db.session() as session:
-            count = len(
-                list(
-                    await session.scalars(
-                        select(col(AdventureCard.id)).where(
-                            col(AdventureCard.adventure_id) == adventure.id
-                        )
+            entries = list(
+                await session.scalars(
+                    select(col(AdventureCard.entry)).where(
+                        col(AdventureCard.adventure_id) == adventure.id
                     )
                 )
             )
-        assert count <= 4
+        assert len(entries) <= 4 and all(len(entry) <= 20_000 for entry in entries)
 
 
 async def test_a_state_over_the_cap_is_refused_with_a_message(hostile_env, fake_model):
