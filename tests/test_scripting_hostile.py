@@ -52,12 +52,16 @@ async def upload(env: DiscordEnv, channel: int, hook: str, code: str, name: str 
 
 
 async def script_logs(env: DiscordEnv, channel: int) -> str:
+    """What /insights shows of the newest turn's scripts: the embed's field, and the full
+    report attached when the embed had to cut it."""
     record = await env.fake.slash(env.bob, channel, "insights")
     await env.done()
     assert record.original_message_id is not None
-    (embed,) = env.fake.message(record.original_message_id).embeds
+    message = env.fake.message(record.original_message_id)
+    (embed,) = message.embeds
     fields = [f["value"] for f in embed["fields"] if f["name"] == "Script logs"]
-    return fields[0] if fields else ""
+    files = [file.content.decode() for file in message.attachments]
+    return "\n".join(fields + files)
 
 
 async def adventure_row(env: DiscordEnv, channel: int) -> Adventure:
@@ -228,4 +232,7 @@ async def test_scripts_looping_in_every_hook_are_capped_per_turn(hostile_env, fa
     assert spent <= 1200 + 500 + 300
     skipped = [run for run in runs if run["note"].startswith("skipped")]
     assert len(skipped) >= 3
+    assert skipped[-1]["note"] == (
+        "skipped: this turn's scripts had used all of their 1.2 s (every hook and script together)"
+    )
     assert "skipped: this turn's scripts had used all of their 1.2 s" in await script_logs(env, dm)

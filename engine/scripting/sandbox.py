@@ -128,7 +128,8 @@ def _run(
             # for a 2 M character library (they exist) would cost megabytes of the script's.
             try:
                 value = context.eval(source)
-            except TypeError:
+            except (TypeError, UnicodeDecodeError):
+                # A rope, a BigInt, a string with a lone surrogate: not convertible.
                 return None
             # Reading the result back (the script's getters and toJSON run in it) gets what is
             # left of the run's time, not a time of its own.
@@ -139,7 +140,7 @@ def _run(
     except quickjs.JSException as error:
         # An exceeded limit (interrupted, out of memory, stack overflow), a throw, or a value
         # that cannot be read back (a cycle in state): the run failed; keep what it logged.
-        result = RunResult(error=_first_lines(str(error)), logs=_logs_after(context, control))
+        result = RunResult(error=_error_text(error), logs=_logs_after(context, control))
     finally:
         context.gc()
     if result.error == "null":
@@ -193,6 +194,16 @@ def _logs_after(
         return []
 
 
+def _error_text(error: Exception) -> str:
+    """What the script threw, as text. The binding makes it from the thrown value (a script's
+    own ``toString`` may run: a worker that hangs in it is killed); a value it cannot even
+    convert (a string with a lone surrogate) is named, not shown."""
+    try:
+        return _first_lines(str(error))
+    except UnicodeError:
+        return "The script threw a value that cannot be shown as text."
+
+
 def _first_lines(message: str, limit: int = 12) -> str:
     """An error with the start of its stack: enough to find the line, not a wall of frames.
 
@@ -236,12 +247,16 @@ def _answer(connection: Connection) -> None:
         except (EOFError, OSError):
             return  # the engine closed its end (or is gone)
         kind, *arguments = request
-        if kind == "run":
-            answer: object = run_sync(*arguments)
-        elif kind == "check":
-            answer = syntax_error_sync(*arguments)
-        else:  # pragma: no cover - the engine sends only these
-            answer = None
+        try:
+            if kind == "run":
+                answer: object = run_sync(*arguments)
+            elif kind == "check":
+                answer = syntax_error_sync(*arguments)
+            else:  # pragma: no cover - the engine sends only these
+                answer = None
+        except Exception as error:  # noqa: BLE001 - whatever a script provoked, it is its error
+            message = f"The script's sandbox failed ({type(error).__name__})."
+            answer = RunResult(error=message) if kind == "run" else message
         connection.send(answer)
 
 

@@ -9,11 +9,13 @@ left of the turn's script time) and starts another.
 
 Workers are started by the "spawn" method (a fresh interpreter: the bot's process, with its
 event loop and threads, is never forked), lazily on the first run, and then kept: a start costs
-a tenth of a second or more, a run on a warm worker a millisecond or two of overhead. Each
-worker is driven by one thread of a small executor, so the event loop only awaits a future;
-requests and answers are pickled plain data over a pipe. ``close`` (the bot's close) kills
-them; a later run starts new ones. They are daemon processes, so they also end with the
-interpreter, and on Linux the kernel kills a worker whose bot died (``sandbox.serve``).
+a few tenths of a second (seconds on a loaded machine), a run on a warm worker a few
+milliseconds more than in the bot's own process. One spare is kept started, so a killed worker
+is replaced at once by a ready one. Runs are driven by the threads of a small executor (one run
+each, ``WORKERS`` at once), so the event loop only awaits a future; requests and answers are
+pickled plain data over a pipe. ``close`` (the bot's close) kills them all; a later run starts
+new ones. They are daemon processes, so they also end with the interpreter, and on Linux the
+kernel kills a worker whose bot died (``sandbox.serve``).
 """
 
 from __future__ import annotations
@@ -57,6 +59,8 @@ def wall_seconds(time_seconds: float) -> float:
 class _Worker:
     process: BaseProcess
     connection: Connection
+    #: The pool's generation it was started in (``close`` ends a generation).
+    generation: int
     ready: bool = False
 
 
@@ -67,18 +71,27 @@ class _Lost:
         self.why = why
 
 
+class _StartFailed(Exception):
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.why = why
+
+
 class ScriptWorkers:
-    """The pool: one worker process per executor thread, started when that thread first needs
-    one and replaced when it is killed."""
+    """The pool: at most ``size`` runs at once, each on a worker taken from the idle ones, and
+    one spare kept started behind them."""
 
     def __init__(self, size: int = WORKERS) -> None:
         self.size = size
         self._lock = threading.Lock()
         self._executor: ThreadPoolExecutor | None = None
-        self._local = threading.local()
-        #: Every live worker, so ``close`` can end them from any thread.
+        #: Started workers no run holds (ready, or still starting).
+        self._idle: list[_Worker] = []
+        #: Every worker not yet ended, idle or running, so ``close`` can end them all.
         self._live: set[_Worker] = set()
-        #: Bumped by ``close``: a thread whose worker is from before drops it.
+        #: Workers being started, not yet in ``_live`` (so two threads start one spare).
+        self._starting = 0
+        #: Bumped by ``close``: a worker of an earlier generation is ended, never reused.
         self._generation = 0
         self._context = multiprocessing.get_context("spawn")
 
@@ -126,7 +139,7 @@ class ScriptWorkers:
         with self._lock:
             self._generation += 1
             executor, self._executor = self._executor, None
-            workers, self._live = list(self._live), set()
+            workers, self._live, self._idle = list(self._live), set(), []
         for worker in workers:
             _end(worker)
         if executor is not None:
@@ -154,85 +167,107 @@ class ScriptWorkers:
             return self._executor
 
     def _exchange(self, request: tuple[Any, ...], wall: float, encode: bool) -> tuple[object, int]:
-        """One request to this thread's worker and its answer (on an executor thread). With
+        """One request to an idle worker and its answer (on an executor thread). With
         ``encode``, a run's payload goes as its JSON text, made here, off the event loop: the
         worker hands that text to QuickJS as it is."""
         if encode:
             kind, source, payload, *rest = request
             request = (kind, source, json.dumps(payload, ensure_ascii=False), *rest)
         try:
-            worker = self._ready_worker()
+            worker = self._take()
         except _StartFailed as failure:
             return _Lost(failure.why), 0
         started = time.perf_counter()
         try:
             worker.connection.send(request)
             if worker.connection.poll(wall):
-                return worker.connection.recv(), _ms(started)
+                answer = worker.connection.recv()
+                self._give_back(worker)
+                return answer, _ms(started)
             lost = _Lost("did not finish")
         except (EOFError, OSError):
             # Killed by ``close``, or the worker died under the script (it should not).
             lost = _Lost("stopped unexpectedly")
-        self._replace(worker)
+        self._discard(worker)
         return lost, _ms(started)
 
-    def _ready_worker(self) -> _Worker:
-        worker: _Worker | None = getattr(self._local, "worker", None)
-        if worker is None or getattr(self._local, "generation", None) != self._generation:
-            worker = self._start()
-        elif not worker.process.is_alive():
-            self._forget(worker)
-            worker = self._start()
-        if not worker.ready:
-            try:
-                ready = worker.connection.poll(START_SECONDS) and worker.connection.recv()
-            except (EOFError, OSError):
-                ready = False
-            if ready != "ready":
-                self._forget(worker)
-                _end(worker)
-                log.error("a script worker did not start within %s s", START_SECONDS)
-                raise _StartFailed("could not be started")
-            worker.ready = True
-        return worker
+    def _take(self) -> _Worker:
+        """An idle worker, ready ones first (one is started when none is idle), with a spare
+        started behind it."""
+        for _ in range(3):
+            with self._lock:
+                for worker in list(self._idle):
+                    if not worker.ready and worker.connection.poll(0):
+                        worker.ready = _said_ready(worker)
+                ready = [worker for worker in self._idle if worker.ready]
+                chosen = ready[0] if ready else (self._idle[0] if self._idle else None)
+                if chosen is not None:
+                    self._idle.remove(chosen)
+            worker = chosen if chosen is not None else self._start()
+            self._keep_spare()
+            if not worker.ready:
+                worker.ready = worker.connection.poll(START_SECONDS) and _said_ready(worker)
+            if worker.ready and worker.process.is_alive():
+                return worker
+            self._discard(worker)  # it died idle, or never started
+        log.error("no script worker could be started within %s s", START_SECONDS)
+        raise _StartFailed("could not be started")
 
-    def _start(self) -> _Worker:
-        """A new worker for this thread; its readiness is awaited when it is first used."""
-        ours, theirs = self._context.Pipe(duplex=True)
-        process = self._context.Process(
-            target=sandbox.serve, args=(theirs,), name="campfire-script-worker", daemon=True
-        )
-        process.start()
+    def _start(self, *, reserved: bool = False) -> _Worker:
+        """A new worker; its readiness is awaited when it is first used. ``reserved``: the
+        caller counted it in ``_starting`` already."""
+        with self._lock:
+            generation = self._generation
+            if not reserved:
+                self._starting += 1
+        try:
+            ours, theirs = self._context.Pipe(duplex=True)
+            process = self._context.Process(
+                target=sandbox.serve, args=(theirs,), name="campfire-script-worker", daemon=True
+            )
+            process.start()
+        finally:
+            with self._lock:
+                self._starting -= 1
         # The worker holds its end; ours alone stays here, so its death reads as end of file.
         theirs.close()
-        worker = _Worker(process, ours)
+        worker = _Worker(process, ours, generation)
         with self._lock:
             self._live.add(worker)
-            self._local.worker = worker
-            self._local.generation = self._generation
         return worker
 
-    def _replace(self, worker: _Worker) -> None:
-        """Kill a worker that overran or died, and start its successor now, so the next run
-        finds it (nearly) ready."""
-        self._forget(worker)
-        _end(worker)
+    def _keep_spare(self) -> None:
+        """A spare when none is idle: at most one more worker than runs at once."""
         with self._lock:
-            current = getattr(self._local, "generation", None) == self._generation
-        if current:
-            self._start()
+            wanted = not self._idle and len(self._live) + self._starting <= self.size
+            if wanted:
+                self._starting += 1
+        if wanted:
+            self._give_back(self._start(reserved=True))
 
-    def _forget(self, worker: _Worker) -> None:
+    def _give_back(self, worker: _Worker) -> None:
+        with self._lock:
+            if worker.generation == self._generation and worker in self._live:
+                self._idle.append(worker)
+                return
+        _end(worker)  # from before a ``close``
+
+    def _discard(self, worker: _Worker) -> None:
+        """End a worker that overran, died or never started; the spare takes its place, and
+        another spare is started."""
         with self._lock:
             self._live.discard(worker)
-            if getattr(self._local, "worker", None) is worker:
-                self._local.worker = None
+            current = worker.generation == self._generation
+        _end(worker)
+        if current:
+            self._keep_spare()
 
 
-class _StartFailed(Exception):
-    def __init__(self, why: str) -> None:
-        super().__init__(why)
-        self.why = why
+def _said_ready(worker: _Worker) -> bool:
+    try:
+        return worker.connection.recv() == "ready"
+    except (EOFError, OSError):
+        return False
 
 
 def _end(worker: _Worker) -> None:
