@@ -138,9 +138,9 @@
   function keysText(keys) {
     if (isArray(keys)) {
       var out = "";
+      // As keys.map(String).join(","): a hole is empty, null is "null".
       for (var i = 0; i < keys.length; i++) {
-        var key = keys[i];
-        out += (i ? "," : "") + (key === undefined || key === null ? "" : toText(key));
+        out += (i ? "," : "") + (i in keys ? toText(keys[i]) : "");
       }
       return out;
     }
