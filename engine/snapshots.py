@@ -62,23 +62,31 @@ async def keep_state_after(
     started from; when it changes, they are given the old value as their own first.
     ``new_child_id``, a turn written in this transaction, started from the new value.
     """
-    children = select(col(StoryNode.id), col(StoryNode.state_before)).where(
-        col(StoryNode.parent_id) == node_id
-    )
+    others = select(col(StoryNode.id)).where(col(StoryNode.parent_id) == node_id)
     if new_child_id is not None:
-        children = children.where(col(StoryNode.id) != new_child_id)
-    # Read, not filtered in SQL: an absent state_before is SQL NULL or JSON null (what the JSON
-    # type writes for None), and PostgreSQL's json has no equality to test the latter with.
-    # A node has few children (its branches).
-    heir_ids = [row.id for row in await session.execute(children) if row.state_before is None]
-    if heir_ids:
+        others = others.where(col(StoryNode.id) != new_child_id)
+    # Ids only first: a turn on a line that never forked reads no state at all.
+    other_ids = list(await session.scalars(others))
+    if other_ids:
         old = await session.scalar(
             select(col(StoryNode.state_after)).where(col(StoryNode.id) == node_id)
         )
         if old is not None and old != snapshot:
-            await session.execute(
-                update(StoryNode).where(col(StoryNode.id).in_(heir_ids)).values(state_before=old)
+            # Read, not filtered in SQL: an absent state_before is SQL NULL or JSON null (what
+            # the JSON type writes for None), and PostgreSQL's json has no equality to test the
+            # latter with. A node has few children (its branches).
+            rows = await session.execute(
+                select(col(StoryNode.id), col(StoryNode.state_before)).where(
+                    col(StoryNode.id).in_(other_ids)
+                )
             )
+            heir_ids = [row.id for row in rows if row.state_before is None]
+            if heir_ids:
+                await session.execute(
+                    update(StoryNode)
+                    .where(col(StoryNode.id).in_(heir_ids))
+                    .values(state_before=old)
+                )
     await session.execute(
         update(StoryNode).where(col(StoryNode.id) == node_id).values(state_after=snapshot)
     )
