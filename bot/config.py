@@ -113,6 +113,8 @@ class Settings(BaseSettings):
     max_script_chars: int = Field(default=2_500_000, ge=1, le=10_000_000)
     script_memory_mb: int = Field(default=16, ge=1, le=1024)
     script_time_seconds: float = Field(default=2.0, gt=0.0, le=60.0)
+    script_turn_seconds: float = Field(default=6.0, gt=0.0, le=600.0)
+    max_script_state_chars: int = Field(default=100_000, ge=1_000, le=10_000_000)
     max_memories: int = Field(default=200, ge=1, le=100_000)
     max_queued_actions: int = Field(default=5, ge=1, le=100)
     # Adventures one player may begin (start or import) in any hour, and host at once.

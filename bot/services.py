@@ -31,6 +31,7 @@ from engine.scenarios.library import ScenarioLibrary
 from engine.scenarios.shipped import seed_builtin_scenarios
 from engine.scripting.manage import ScriptService
 from engine.scripting.sandbox import Limits
+from engine.scripting.workers import close as close_script_workers
 from engine.steering.cards import StoryCards
 from engine.steering.settings import GenerationDefaults, GenerationSettings
 from engine.steering.text import SteeringText
@@ -72,6 +73,8 @@ class Services:
     instance: Instance
 
     async def aclose(self) -> None:
+        # The script workers this process started (a later run would start new ones).
+        close_script_workers()
         await self.provider.aclose()
         if self.embedder is not None:
             await self.embedder.aclose()
@@ -152,6 +155,8 @@ async def build_services(settings: Settings) -> Services:
     script_limits = Limits(
         memory_bytes=settings.script_memory_mb * 1024 * 1024,
         time_seconds=settings.script_time_seconds,
+        turn_seconds=settings.script_turn_seconds,
+        state_chars=settings.max_script_state_chars,
     )
     turns = TurnEngine(
         db,

@@ -4,6 +4,14 @@ Undo, redo, retry and branch switches must put the adventure back exactly as it 
 position: its world state, its scripts' ``state``, and (when scripts may have changed them) its
 story cards. A snapshot is a plain JSON object with those parts; ``cards`` is present only when
 it was captured, and restoring a snapshot without it leaves the cards alone.
+
+A snapshot is stored once per turn: a narrator node's ``state_after`` is the state at that
+position, which is also the state before every turn that follows it, so a turn's first node
+stores no ``state_before`` of its own and reads its parent's (``story_line.read
+.state_before_of``). Only where the parent's would say something else is a ``state_before``
+kept: when a position's state changes later (a host's correction before a new branch, a head
+leaving a position it was corrected at), the turns below it keep what they saw
+(``keep_state_after``). Turns stored before this rule hold both, and read as they always did.
 """
 
 from __future__ import annotations
@@ -15,7 +23,7 @@ from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
-from engine.storage.models import Adventure, AdventureCard, AdventureScript
+from engine.storage.models import Adventure, AdventureCard, AdventureScript, StoryNode
 
 #: The card columns a snapshot keeps (the id too, so a script's card ids stay stable).
 CARD_FIELDS = ("id", "position", "type", "title", "keys", "entry", "description", "always_on")
@@ -38,6 +46,50 @@ def _card_fields(card: Any) -> dict[str, Any]:
     if isinstance(card, dict):
         return {name: card[name] for name in CARD_FIELDS if name in card}
     return {name: getattr(card, name) for name in CARD_FIELDS}
+
+
+async def keep_state_after(
+    session: AsyncSession,
+    node_id: int,
+    snapshot: dict[str, Any],
+    *,
+    new_child_id: int | None = None,
+) -> None:
+    """Store ``snapshot`` as the state at ``node_id`` (its ``state_after``), inside the caller's
+    transaction.
+
+    The turns below the node that keep no ``state_before`` read this value as the state they
+    started from; when it changes, they are given the old value as their own first.
+    ``new_child_id``, a turn written in this transaction, started from the new value.
+    """
+    others = select(col(StoryNode.id)).where(col(StoryNode.parent_id) == node_id)
+    if new_child_id is not None:
+        others = others.where(col(StoryNode.id) != new_child_id)
+    # Ids only first: a turn on a line that never forked reads no state at all.
+    other_ids = list(await session.scalars(others))
+    if other_ids:
+        old = await session.scalar(
+            select(col(StoryNode.state_after)).where(col(StoryNode.id) == node_id)
+        )
+        if old is not None and old != snapshot:
+            # Read, not filtered in SQL: an absent state_before is SQL NULL or JSON null (what
+            # the JSON type writes for None), and PostgreSQL's json has no equality to test the
+            # latter with. A node has few children (its branches).
+            rows = await session.execute(
+                select(col(StoryNode.id), col(StoryNode.state_before)).where(
+                    col(StoryNode.id).in_(other_ids)
+                )
+            )
+            heir_ids = [row.id for row in rows if row.state_before is None]
+            if heir_ids:
+                await session.execute(
+                    update(StoryNode)
+                    .where(col(StoryNode.id).in_(heir_ids))
+                    .values(state_before=old)
+                )
+    await session.execute(
+        update(StoryNode).where(col(StoryNode.id) == node_id).values(state_after=snapshot)
+    )
 
 
 async def load_cards(session: AsyncSession, adventure_id: int) -> list[AdventureCard]:

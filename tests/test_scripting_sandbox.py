@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 import quickjs
 
-from engine.scripting import sandbox
-from engine.scripting.sandbox import Limits, RunResult
+from engine.scripting import sandbox, workers
+from engine.scripting.results import Caps, RunResult, read_result
+from engine.scripting.sandbox import Limits
 
 
 def payload(**overrides: Any) -> dict[str, Any]:
@@ -331,11 +332,14 @@ async def test_a_runaway_script_does_not_block_the_event_loop():
 
     ticker = asyncio.create_task(tick())
     started = time.perf_counter()
-    result = await sandbox.run("while (true) {}", payload(), Limits(time_seconds=0.5))
+    result = await workers.run("while (true) {}", payload(), Limits(time_seconds=0.5))
     took = time.perf_counter() - started
     ticker.cancel()
-    print(f"\ninfinite loop on a worker thread: stopped after {took:.2f} s, loop ticked {ticks}x")
-    assert not result.ok and "interrupted" in result.error
+    print(f"\ninfinite loop in a worker: stopped after {took:.2f} s, loop ticked {ticks}x")
+    # Stopped by QuickJS's CPU limit; on a machine so loaded that CPU time comes slower than
+    # the wall clock allows for, its worker is killed instead.
+    assert not result.ok
+    assert "interrupted" in result.error or "did not finish within" in result.error
     assert ticks >= 5
 
 
@@ -380,9 +384,6 @@ PRELUDE_GLOBALS = {
     "addWorldEntry",
     "updateWorldEntry",
     "removeWorldEntry",
-    "__campfire_finish",
-    "__campfire_logs",
-    "__campfire_result",
 }
 
 
@@ -392,7 +393,8 @@ def test_the_globals_are_javascript_and_the_prelude_only():
         ok("JSON.stringify(Object.getOwnPropertyNames(globalThis))").text[2:-2].split('","')
     )
     assert names - STANDARD_GLOBALS - PRELUDE_GLOBALS == set()
-    assert "__campfire_input" not in names
+    # The engine's handle on the result is no global: nothing a script could redefine.
+    assert not any(name.startswith("__campfire") for name in names)
 
 
 @pytest.mark.parametrize(
@@ -483,3 +485,121 @@ def test_a_syntax_check_compiles_without_running(code, problem):
         assert found is None
     else:
         assert found is not None and problem in found
+
+
+# --- what comes back is checked ------------------------------------------------------------------
+
+CAPS = Caps(text_chars=100, state_chars=300, cards=2)
+
+
+def envelope(**parts: Any) -> str:
+    base: dict[str, Any] = {"text": "ok", "stop": False, "state": "{}", "storyCards": "[]"}
+    base["logs"] = json.dumps(["a log"])
+    base.update({k: v if isinstance(v, str | bool) else json.dumps(v) for k, v in parts.items()})
+    return json.dumps(base)
+
+
+def card(**fields: Any) -> dict[str, Any]:
+    return {"id": "1", "keys": "k", "entry": "e", "type": "class", "title": "t",
+            "description": "", **fields}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("raw", "words"),
+    [
+        (42, "could not be read"),
+        ("not json", "could not be read"),
+        (json.dumps({"text": 5}), "could not be read"),
+        (envelope(text="x" * 101), "at most 100"),
+        (envelope(state=json.dumps({"big": "x" * 300})), "may keep at most 300"),
+        (envelope(state="42"), "not an object"),
+        (envelope(state="[" * 140 + "]" * 140), "not an object"),
+        (envelope(state='{"a": ' + "[" * 110 + "]" * 110 + "}"), "nested more than 100"),
+        (envelope(storyCards=[card(), card(), card()]), "at most 2"),
+        (envelope(storyCards=[card(keys=5)]), "keys is int, not text"),
+        (envelope(storyCards=[card(entry={"x": 1})]), "entry is dict, not text"),
+        (envelope(storyCards=[{"id": "1", "keys": "k"}]), "could not be read"),
+        (envelope(storyCards=[card(entry="e" * 20_001)]), "at most 20,000"),
+        (envelope(storyCards={"0": card()}), "could not be read"),
+    ],
+)
+def test_a_result_that_cannot_be_kept_is_an_error_with_the_logs(raw, words):
+    result = read_result(raw, CAPS)
+    assert not result.ok and words in result.error
+    if isinstance(raw, str) and raw.startswith('{"text": "ok"'):
+        assert result.logs == ["a log"]
+
+
+def test_strings_that_cannot_be_stored_are_cleaned():
+    raw = envelope(
+        text="a\x00b\ud800c",
+        state=json.dumps({"k\udc00": ["v\x00"]}),
+        storyCards=[card(entry="lone \ud83d here", title="😀")],
+        logs=["log\x00"],
+    )
+    result = read_result(raw, CAPS)
+    assert result.ok, result.error
+    assert result.text == "ab\ufffdc"
+    assert result.state == {"k\ufffd": ["v"]}
+    assert result.cards[0]["entry"] == "lone \ufffd here" and result.cards[0]["title"] == "😀"
+    assert result.logs == ["log"]
+
+
+@pytest.mark.parametrize(
+    ("hostile", "kept"),
+    [
+        ("JSON.stringify = () => '{}'; JSON.parse = () => ({})", True),
+        ("Array.prototype.toJSON = function () { return 'polluted' }", True),
+        ("String = function () { return 5 }; Array.isArray = () => false", True),
+        ("Array.prototype.push = function () { throw new Error('no') }", True),
+        ("Set.prototype.has = () => true; Set.prototype.add = () => { throw 1 }", True),
+        ("Reflect.apply = () => { throw 1 }; Object.defineProperty = () => { throw 1 }", True),
+        ("globalThis.__campfire_finish = () => 'forged'", True),
+        # These reach the script's own state (its toJSON; QuickJS's JSON.stringify sets array
+        # elements as it goes): the run is refused, never read as something else.
+        ("Object.prototype.toJSON = function () { return 'polluted' }", False),
+        ("Object.defineProperty(Array.prototype, '0', { set() { throw new Error('t') } })", False),
+    ],
+)
+def test_replaced_builtins_cannot_forge_the_envelope(hostile, kept):
+    result = run(f"{hostile}; log('seen'); addStoryCard('Owl', 'An owl.'); 'kept'")
+    assert result.logs == ["seen"]
+    if not kept:
+        assert not result.ok
+        return
+    assert result.ok, result.error
+    assert result.text == "kept"
+    assert [c["keys"] for c in result.cards] == ["Mira,lantern", "Owl"]
+    assert all(isinstance(v, str) for c in result.cards for v in c.values())
+
+
+def test_a_run_is_bounded_by_the_wall_clock_whatever_holds_it():
+    async def go() -> tuple[RunResult, float]:
+        started = time.perf_counter()
+        result = await workers.run(
+            "throw { toString() { while (true) {} } }", payload(), Limits(time_seconds=0.1)
+        )
+        return result, time.perf_counter() - started
+
+    result, took = asyncio.run(go())
+    assert not result.ok and "did not finish within 1.3 s" in result.error
+    assert took < 1.3 + 5  # the kill, and a loaded machine's slack
+    # The pool goes on with a fresh worker.
+    assert asyncio.run(workers.run("'again'", payload(), Limits())).text == "again"
+
+
+def test_closing_the_pool_ends_its_workers():
+    pool = workers.ScriptWorkers()
+
+    async def go() -> None:
+        results = await asyncio.gather(*(pool.run("'x'", payload(), Limits()) for _ in range(4)))
+        assert all(result.text == "x" for result in results)
+
+    asyncio.run(go())
+    processes = pool.processes
+    # Two at once, and a spare started behind them.
+    assert len(processes) == workers.WORKERS + 1 and all(p.is_alive() for p in processes)
+    pool.close()
+    assert not any(process.is_alive() for process in processes) and pool.processes == []
+    asyncio.run(go())  # a closed pool starts again when asked
+    pool.close()

@@ -26,6 +26,7 @@ from engine.storage.models import (
     Role,
     StoryNode,
 )
+from engine.story_line.read import state_before_of
 from engine.turns import TurnEngine
 from tests.fakes.openai_server import Reply
 from tests.helpers import new_adventure, node_count, play
@@ -470,19 +471,21 @@ async def test_state_and_cards_persist_across_turns_and_rewind_with_undo(db, eng
     # The card the script added came into the second turn's context by its key.
     assert "You reach the Crossing." in prompt(fake_model).split("Recent Story:")[0]
 
-    # Undo the second turn: the adventure goes back to its player node's snapshot.
-    action_node = await narrator_node(db, second.action_node_id)
-    assert "cards" in action_node.state_before
+    # Undo the second turn: the adventure goes back to the state before its player node (held
+    # once, by the node before it).
     async with db.session() as session, session.begin():
-        await restore(session, adventure_id, action_node.state_before)
+        before = await state_before_of(session, second.action_node_id)
+        assert before is not None and "cards" in before
+        await restore(session, adventure_id, before)
     rewound = {c.keys: c for c in await cards(db, adventure_id)}
     assert rewound["Crossing"].entry == "You reach the Crossing."
     assert rewound["Crossing"].id == learned["Crossing"].id
 
     # And the first: back to the scenario's cards and no state.
-    action_node = await narrator_node(db, first.action_node_id)
     async with db.session() as session, session.begin():
-        await restore(session, adventure_id, action_node.state_before)
+        before = await state_before_of(session, first.action_node_id)
+        assert before is not None
+        await restore(session, adventure_id, before)
     assert [(c.id, c.keys, c.entry) for c in await cards(db, adventure_id)] == start_cards
     assert (await adventure(db, adventure_id)).script_state == {}
 
@@ -552,8 +555,9 @@ async def test_without_enabled_scripts_nothing_is_snapshotted_but_state(db, engi
     fake_model.queue("Story.")
     result = done(await play(engine, adventure_id, ActionType.DO, "go")).result
     assert result.text == "Story."
-    node = await narrator_node(db, result.action_node_id)
-    assert "cards" not in node.state_before
+    async with db.session() as session:
+        before = await state_before_of(session, result.action_node_id)
+    assert before is not None and "cards" not in before
 
 
 # --- a broken script never breaks a turn ---------------------------------------------------------
@@ -613,7 +617,11 @@ async def test_a_runaway_script_is_stopped_and_the_turn_completes(
         f"\n{run['hook']} runaway ({words}): script stopped after {run['ms']} ms "
         f"({run['cpu_ms']} ms CPU), turn took {took:.2f} s"
     )
-    assert words in run["error"].lower()
+    # A loop on a machine so loaded that CPU time comes slower than the wall clock allows for
+    # is stopped by killing its worker instead of by QuickJS's CPU limit.
+    assert words in run["error"].lower() or (
+        words == "interrupted" and "did not finish within" in run["error"]
+    )
     assert result.text == "The story goes on."
     # The 2 s CPU limit, with room for a loaded machine (see the sandbox test's note).
     assert run["cpu_ms"] <= 5000
@@ -642,3 +650,27 @@ async def test_the_report_is_json_and_readable_without_scripts(db, engine, fake_
     json.dumps(node.context_report)
     assert (await Insights(db).for_turn(1)).script_logs == []
     assert [n.role for n in [node]] == [Role.NARRATOR]
+
+
+async def test_a_turns_state_is_stored_once(db, engine, fake_model):
+    # A script keeping ~90 K characters in state: each turn stores it once (the state its turn
+    # leaves, on the narration), not a second time as the next turn's state before.
+    adventure_id = await new_adventure(db)
+    await add_script(
+        db, adventure_id, on_output="state.big = 'x'.repeat(90000) + info.actionCount; text"
+    )
+    fake_model.queue("One.", "Two.", "Three.", "Four.")
+    for action in ("wait", "listen", "sleep", "wake"):
+        done(await play(engine, adventure_id, ActionType.DO, action))
+    async with db.session() as session:
+        rows = await session.execute(
+            select(StoryNode.state_before, StoryNode.state_after).where(
+                StoryNode.adventure_id == adventure_id
+            )
+        )
+        stored = [json.dumps(value) for row in rows for value in row if value is not None]
+        copies = sum("x" * 90000 in text for text in stored)
+        total = sum(len(text) for text in stored)
+    print(f"\nfour turns with a 90 K state: {copies} copies, {total:,} characters stored")
+    assert copies == 4
+    assert total < 4 * 91_000 + 10_000

@@ -24,7 +24,7 @@ from engine.storage.models import (
     StoryNode,
     Take,
 )
-from engine.story_line.read import line_tail, line_window
+from engine.story_line.read import line_tail, line_window, state_before_of
 from engine.story_tree import StoryTree
 from engine.turns import TurnEngine
 from tests.fakes.openai_server import Reply
@@ -71,6 +71,12 @@ async def adventure_of(db, adventure_id: int) -> Adventure:
 async def column(db, node_id: int, name: str):
     async with db.session() as session:
         return await session.scalar(select(getattr(StoryNode, name)).where(StoryNode.id == node_id))
+
+
+async def before(db, node_id: int):
+    """The state before a turn's first node (stored once, by the node before it)."""
+    async with db.session() as session:
+        return await state_before_of(session, node_id)
 
 
 async def host(db, adventure_id: int, user_id: int = ALICE.user_id) -> None:
@@ -222,7 +228,7 @@ async def test_undo_and_redo_restore_world_and_script_state_exactly(db, engine, 
     assert moved.head_node_id == first.narrator_node_id
     assert set(moved.removed) == {second.narrator_node_id, second.action_node_id}
     undone = await adventure_of(db, adventure_id)
-    snapshot = await column(db, second.action_node_id, "state_before")
+    snapshot = await before(db, second.action_node_id)
     assert undone.world_state == snapshot["world_state"]
     assert undone.script_state == snapshot["script_state"] == {"n": 1}
     assert undone.world_state["values"]["player.hp"] == 85
@@ -240,6 +246,63 @@ async def test_undo_and_redo_restore_world_and_script_state_exactly(db, engine, 
     assert not redone.can_redo
     with pytest.raises(InvalidInput, match="nothing to redo"):
         await tree.redo(ALICE, CHANNEL)
+
+
+async def set_script_state(db, adventure_id: int, state: dict) -> None:
+    async with db.session() as session, session.begin():
+        await session.execute(
+            update(Adventure).where(Adventure.id == adventure_id).values(script_state=state)
+        )
+
+
+async def test_a_turn_keeps_the_state_it_started_from_when_its_parents_state_changes(
+    db, engine, tree, fake_model
+):
+    # State is stored once per turn: a turn reads the state it started from off the node before
+    # it. When that node's state changes later, the turns below it keep what they saw.
+    adventure_id = await new_adventure(db)
+    await host(db, adventure_id)
+    fake_model.queue("One.", "Two.", "Three.")
+    first = await turn(engine, adventure_id, "look")
+    await set_script_state(db, adventure_id, {"seen": "before two"})
+    second = await turn(engine, adventure_id, "walk")
+    await tree.undo(ALICE, CHANNEL)
+    assert (await adventure_of(db, adventure_id)).script_state == {"seen": "before two"}
+
+    # Corrected at the first turn, then Redo and Undo again: the head left the corrected state
+    # at the first turn, yet the second turn still starts from what it saw.
+    await set_script_state(db, adventure_id, {"seen": "corrected"})
+    await tree.redo(ALICE, CHANNEL)
+    await tree.undo(ALICE, CHANNEL)
+    assert (await adventure_of(db, adventure_id)).script_state == {"seen": "before two"}
+    # A new branch from a corrected state: each branch keeps its own start.
+    await set_script_state(db, adventure_id, {"seen": "before three"})
+    third = await turn(engine, adventure_id, "run")
+    assert (await before(db, second.action_node_id))["script_state"] == {"seen": "before two"}
+    assert (await before(db, third.action_node_id))["script_state"] == {"seen": "before three"}
+    # Only the branch whose start differs stores a copy; the newest reads its parent's.
+    assert await column(db, second.action_node_id, "state_before") is not None
+    assert await column(db, third.action_node_id, "state_before") is None
+    assert await column(db, first.narrator_node_id, "state_after") == await before(
+        db, third.action_node_id
+    )
+
+
+async def test_turns_stored_with_their_own_state_before_still_undo(db, engine, tree, fake_model):
+    # Databases from before state was stored once hold a copy on each turn's first node.
+    adventure_id = await new_adventure(db)
+    await host(db, adventure_id)
+    fake_model.queue("One.", "Two.")
+    await turn(engine, adventure_id, "look")
+    second = await turn(engine, adventure_id, "walk")
+    async with db.session() as session, session.begin():
+        await session.execute(
+            update(StoryNode)
+            .where(StoryNode.id == second.action_node_id)
+            .values(state_before={"world_state": {}, "script_state": {"old": "copy"}})
+        )
+    await tree.undo(ALICE, CHANNEL)
+    assert (await adventure_of(db, adventure_id)).script_state == {"old": "copy"}
 
 
 async def test_undo_at_the_opening_and_a_stale_undo_change_nothing(db, engine, tree, fake_model):
@@ -590,9 +653,7 @@ async def test_retrying_a_continue_under_undone_turns_keeps_its_snapshot(
     fresh = done.result.narrator_node_id
     assert done.result.replaced_node_id == first.narrator_node_id != fresh
     # The new version starts from the same state as the one it stands beside.
-    assert await column(db, fresh, "state_before") == await column(
-        db, first.narrator_node_id, "state_before"
-    )
+    assert await before(db, fresh) == await before(db, first.narrator_node_id)
     assert (await adventure_of(db, adventure_id)).world_state["values"]["player.hp"] == 99
 
 

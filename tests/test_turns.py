@@ -13,7 +13,7 @@ from engine.errors import ModelError, StoryMovedOn
 from engine.events import ActionAccepted, TextDelta, TurnDone, TurnFailed
 from engine.providers.resolver import OperatorDefault
 from engine.storage.models import ActionType, Adventure, Role, StoryNode
-from engine.story_line.read import line_tail
+from engine.story_line.read import line_tail, state_before_of
 from engine.turns import TurnEngine
 from tests.fakes.openai_server import Reply
 from tests.helpers import add_users, new_adventure, node_count, play
@@ -92,13 +92,14 @@ async def test_one_turn_writes_several_players_actions_in_order_then_one_narrati
     async with db.session() as session:
         adventure = await session.get(Adventure, adventure_id)
         line = await line_tail(session, adventure.head_node_id, 4)
-        states = list(
+        stored = list(
             await session.scalars(
                 select(StoryNode.state_before)
                 .where(StoryNode.id.in_([n.id for n in line[1:]]))
                 .order_by(StoryNode.index)
             )
         )
+        states = [await state_before_of(session, n.id) for n in line[1:]]
     opening, *turn = line
     assert opening.id == before.head_node_id
     assert [(n.role, n.action, n.author_id, n.text) for n in turn] == [
@@ -111,8 +112,10 @@ async def test_one_turn_writes_several_players_actions_in_order_then_one_narrati
     assert [n.index for n in turn] == [opening.index + 1, opening.index + 2, opening.index + 3]
     assert adventure.version == before.version + 1
     assert (done.result.action_node_id, done.result.narrator_node_id) == (turn[0].id, turn[2].id)
-    # Undo goes back to before the whole turn: only its first node holds the state before it.
+    # Undo goes back to before the whole turn: only its first node has a state before it, the
+    # one its parent (the old head) holds; none of the turn's nodes stores a copy.
     assert states[0] is not None and states[1:] == [None, None]
+    assert stored == [None, None, None]
     # The narration answered both actions, in order.
     prompt = fake_model.requests[-1]["messages"][-1]["content"]
     assert prompt.index(mira) < prompt.index(gwen)

@@ -3,17 +3,55 @@
 // It reads the hook's input (one JSON text, `__campfire_input`), sets up the globals AI Dungeon
 // scripts expect (text, state, history, storyCards and its aliases, info, memory, log, console
 // and the story-card functions). The engine then evaluates the scenario's library and hook as
-// one sloppy-mode script, and `__campfire_finish(result)` turns the script's completion value
-// and what it left behind into one JSON text for the engine. Nothing here can reach Python,
-// the file system or the network: data crosses as JSON both ways.
+// one sloppy-mode script. Nothing here can reach Python, the file system or the network: data
+// crosses as JSON both ways.
+//
+// The prelude's completion value is its `control` function, which the engine keeps as a handle
+// and calls after the script: `control("finish", result)` turns the script's completion value
+// and what it left behind into one JSON text. No global leads to it, so a script cannot
+// redefine it; and it works with the builtins as they were before the script ran (captured
+// below), so a script that replaces JSON.stringify, Array.prototype.push or String, or pollutes
+// Object.prototype.toJSON, cannot forge the envelope. What the script put into its own values
+// (getters, Proxies, toJSON on state) runs under the time limit, and whatever comes out is
+// checked again by the engine (engine/scripting/results.py) before anything is kept.
 //
 // Globals are plain assignments to globalThis (configurable properties), never declarations:
 // a script may then declare its own `let text` or `function log` without a redeclaration error.
 (function () {
   "use strict";
   var G = globalThis;
-  var input = JSON.parse(G.__campfire_input);
+  // The builtins the envelope is made with, as they are before any script runs.
+  var stringify = JSON.stringify;
+  var parse = JSON.parse;
+  var toText = String;
+  var isArray = Array.isArray;
+  var defineProperty = Object.defineProperty;
+  var apply = Reflect.apply;
+  var NewSet = Set;
+  var setHas = Set.prototype.has;
+  var setAdd = Set.prototype.add;
+  var ErrorType = Error;
+  var evaluate = eval;
+  var input = parse(G.__campfire_input);
   delete G.__campfire_input;
+
+  // Appends without Array.prototype.push or [[Set]], which a script may have replaced or
+  // trapped with a setter on Array.prototype.
+  function append(list, value) {
+    defineProperty(list, list.length, {
+      __proto__: null,
+      value: value,
+      writable: true,
+      enumerable: true,
+      configurable: true,
+    });
+  }
+  // JSON of a list of strings, without Array.prototype.toJSON (a script may define one).
+  function linesJson(lines) {
+    var out = "";
+    for (var i = 0; i < lines.length; i++) out += (i ? "," : "") + stringify(toText(lines[i]));
+    return "[" + out + "]";
+  }
 
   // --- polyfills for builtins real scripts use, where the engine lacks them ---
   function define(target, name, value) {
@@ -57,21 +95,22 @@
   var logs = [];
   function show(value) {
     if (typeof value === "string") return value;
-    if (value instanceof Error) return String(value);
+    if (value instanceof ErrorType) return toText(value);
     if (value === undefined || typeof value === "function" || typeof value === "symbol") {
-      return String(value);
+      return toText(value);
     }
     try {
-      var json = JSON.stringify(value);
-      return json === undefined ? String(value) : json;
+      var json = stringify(value);
+      return json === undefined ? toText(value) : toText(json);
     } catch (error) {
-      return String(value);
+      return toText(value);
     }
   }
   function log() {
     if (logs.length >= MAX_LOGS) return;
-    var line = Array.prototype.map.call(arguments, show).join(" ");
-    logs.push(line.length > MAX_LOG_CHARS ? line.slice(0, MAX_LOG_CHARS) + "…" : line);
+    var line = "";
+    for (var i = 0; i < arguments.length; i++) line += (i ? " " : "") + show(arguments[i]);
+    append(logs, line.length > MAX_LOG_CHARS ? line.slice(0, MAX_LOG_CHARS) + "…" : line);
   }
   G.log = log;
   G.console = { log: log, info: log, warn: log, error: log, debug: log, trace: log };
@@ -97,15 +136,23 @@
     return "new-" + newIds;
   }
   function keysText(keys) {
-    if (Array.isArray(keys)) return keys.map(String).join(",");
-    return keys === undefined || keys === null ? "" : String(keys);
+    if (isArray(keys)) {
+      var out = "";
+      // As keys.map(String).join(","): a hole is empty, null is "null".
+      for (var i = 0; i < keys.length; i++) {
+        out += (i ? "," : "") + (i in keys ? toText(keys[i]) : "");
+      }
+      return out;
+    }
+    return keys === undefined || keys === null ? "" : toText(keys);
   }
   function str(value, fallback) {
-    return value === undefined || value === null ? fallback : String(value);
+    return value === undefined || value === null ? fallback : toText(value);
   }
   function current() {
     // The array the script works on, even if it replaced the global.
-    return Array.isArray(G.storyCards) ? G.storyCards : cards;
+    var list = G.storyCards;
+    return isArray(list) ? list : cards;
   }
   function checkIndex(list, index, what) {
     var n = Number(index);
@@ -130,7 +177,7 @@
       title: str(title, k),
       description: str(description, ""),
     };
-    list.push(card);
+    append(list, card);
     return options && options.returnCard ? card : list.length;
   }
   function updateStoryCard(index, keys, entry, type, title, description) {
@@ -155,33 +202,37 @@
   G.removeWorldEntry = removeStoryCard;
 
   // --- reading back what the script left ---
-  function cardsLeft() {
+  function cardsJson() {
     // The array as the script left it: a card pushed twice is kept once, a card without an id
     // gets one, and a second object claiming a card's id is a new card.
     var list = current();
-    var seen = new Set();
-    var ids = new Set();
-    var out = [];
+    var seen = new NewSet();
+    var ids = new NewSet();
+    var out = "";
+    var count = 0;
     for (var i = 0; i < list.length; i++) {
       var card = list[i];
-      if (!card || typeof card !== "object" || seen.has(card)) continue;
-      seen.add(card);
-      var id = card.id === undefined || card.id === null || card.id === "" ? "" : String(card.id);
-      if (!id || ids.has(id)) {
+      if (!card || typeof card !== "object" || apply(setHas, seen, [card])) continue;
+      apply(setAdd, seen, [card]);
+      var id = card.id === undefined || card.id === null || card.id === "" ? "" : toText(card.id);
+      if (!id || apply(setHas, ids, [id])) {
         id = nextId();
         card.id = id;
       }
-      ids.add(id);
-      out.push({
+      apply(setAdd, ids, [id]);
+      var fields = {
+        __proto__: null,
         id: id,
         keys: keysText(card.keys),
         entry: str(card.entry, ""),
         type: str(card.type, "class"),
         title: str(card.title, ""),
         description: str(card.description, ""),
-      });
+      };
+      out += (count ? "," : "") + stringify(fields);
+      count += 1;
     }
-    return out;
+    return "[" + out + "]";
   }
   function readResult(result) {
     var text, stop;
@@ -195,28 +246,31 @@
       text = G.text;
       stop = G.stop;
     }
-    text = text === undefined || text === null ? "" : String(text);
-    return { text: text, stop: Boolean(stop) || text === "stop" };
+    text = text === undefined || text === null ? "" : toText(text);
+    return { __proto__: null, text: text, stop: !!stop || text === "stop" };
   }
   function finish(result) {
     var out = readResult(result);
-    var left = G.state && typeof G.state === "object" ? G.state : {};
-    out.state = JSON.stringify(left);
-    out.storyCards = cardsLeft();
-    out.logs = logs;
-    return JSON.stringify(out);
+    var left = G.state;
+    if (left === null || typeof left !== "object") left = {};
+    // Each part is JSON text of its own inside a flat envelope of strings: nothing in the
+    // envelope has a prototype or a toJSON a script could have touched.
+    var state = stringify(left);
+    return stringify({
+      __proto__: null,
+      text: out.text,
+      stop: out.stop,
+      state: state === undefined ? "null" : toText(state),
+      storyCards: cardsJson(),
+      logs: linesJson(logs),
+    });
   }
-  Object.defineProperty(G, "__campfire_finish", {
-    value: function (result) {
-      delete G.__campfire_result;
-      return finish(result);
-    },
-    configurable: true,
-  });
-  Object.defineProperty(G, "__campfire_logs", {
-    value: function () {
-      return JSON.stringify(logs);
-    },
-    configurable: true,
-  });
+  // The engine's handle: "finish" with the script's completion value, "evaluate" with its
+  // source (for a completion value that cannot cross to Python: run from a JavaScript string,
+  // it never leaves JavaScript), "logs" after a failed run.
+  return function control(command, value) {
+    if (command === "finish") return finish(value);
+    if (command === "evaluate") return finish(evaluate(value));
+    return stringify(linesJson(logs));
+  };
 })();

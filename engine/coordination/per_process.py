@@ -91,10 +91,16 @@ PER_PROCESS: tuple[PerProcess, ...] = (
         "process has its own copy.",
     ),
     PerProcess(
-        "engine.scripting.sandbox:run",
-        "the worker threads that run scripts, and the prelude read once",
-        "Each script run starts a fresh QuickJS context and returns its results as data; "
-        "nothing a script leaves behind is kept between runs.",
+        "engine.scripting.workers:ScriptWorkers",
+        "the worker processes that run scripts, and the threads that drive them",
+        "Each script run starts a fresh QuickJS context in a worker and returns its results "
+        "as data; nothing a script leaves behind is kept between runs, and a worker killed or "
+        "lost is simply started again.",
+    ),
+    PerProcess(
+        "engine.scripting.sandbox:prelude",
+        "the scripting prelude's text, read once (in each script worker)",
+        "A file shipped with the code: it cannot change while the process runs.",
     ),
     PerProcess(
         "engine.tokens:count_tokens",

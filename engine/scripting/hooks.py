@@ -17,12 +17,13 @@ The hook contract, as AI Dungeon runs scripts:
 
 Several scripts run in their ``position`` order, each in a fresh context, each taking the text
 the one before it left. A broken script (an exception, an exceeded limit, a result that cannot
-be read) changes nothing: its error and logs go to Insights, and the turn goes on.
+be read or is over a cap) changes nothing: its error and logs go to Insights, and the turn goes
+on. All runs of a turn share one time budget (``Limits.turn_seconds``): each run gets at most
+what is left of it, and once it is spent the remaining hooks are skipped, noted in Insights.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
@@ -36,8 +37,9 @@ from engine.cards import Card
 from engine.context import HEADINGS, BuiltContext
 from engine.errors import CampfireError, InvalidInput
 from engine.providers.base import ChatMessage
-from engine.scripting import sandbox
+from engine.scripting import sandbox, workers
 from engine.scripting.cards import CardRow, changes, script_card, to_context_cards
+from engine.scripting.results import Caps
 from engine.snapshots import CARD_FIELDS, load_cards
 from engine.storage.models import ActionType, Adventure, AdventureCard, AdventureScript, Role
 from engine.story_line.read import line_tail
@@ -46,8 +48,12 @@ from engine.story_line.read import line_tail
 HISTORY_ENTRIES = 100
 #: What ``info.maxChars`` allows per token of the context budget (about 4 characters a token).
 CHARS_PER_TOKEN = 4
-#: The most characters a script's ``state`` may take, as JSON.
-MAX_STATE_CHARS = 1_000_000
+#: The longest text onInput or onOutput may give back: far beyond any action or reply, short of
+#: flooding a channel. onModelContext may give back four times its ``info.maxChars`` (the
+#: context is cut to that anyway).
+TEXT_MAX_CHARS = 50_000
+#: How far past the turn's script time its last run may go before its worker is killed.
+TURN_GRACE_SECONDS = 0.5
 
 
 class Hook(StrEnum):
@@ -154,6 +160,8 @@ class TurnScripts:
     limits: sandbox.Limits = field(default_factory=sandbox.Limits)
     max_cards: int = 500
     reports: list[HookReport] = field(default_factory=list)
+    #: Seconds of the turn's script time (``limits.turn_seconds``) used so far.
+    spent_seconds: float = 0.0
     #: ``state.message`` as the turn found it: upstream keeps the message in ``state`` and
     #: shows it when it changes (scripts such as Auto-Cards compare against last turn's).
     message_before: Any = None
@@ -261,6 +269,7 @@ class TurnScripts:
             Hook.CONTEXT,
             context_text,
             info={"maxChars": max_chars, "memoryLength": memory_length},
+            text_chars=max(TEXT_MAX_CHARS, 4 * max_chars),
         )
         if outcome.stop:
             raise ScriptStopped(self.message or "The adventure's script stopped this turn.")
@@ -310,12 +319,30 @@ class TurnScripts:
         return outcome.text
 
     async def run(
-        self, hook: Hook, text: str, *, info: dict[str, Any] | None = None
+        self,
+        hook: Hook,
+        text: str,
+        *,
+        info: dict[str, Any] | None = None,
+        text_chars: int = TEXT_MAX_CHARS,
     ) -> HookOutcome:
-        """Run every enabled script's ``hook`` in order, each on the text the last one left."""
+        """Run every enabled script's ``hook`` in order, each on the text the last one left,
+        within what is left of the turn's script time."""
         stop = False
         for script in self.scripts:
             if not script.has(hook):
+                continue
+            left = self.limits.turn_seconds - self.spent_seconds
+            if left <= 0:
+                self.reports.append(
+                    HookReport(
+                        hook,
+                        script.name,
+                        0,
+                        note=f"skipped: this turn's scripts had used all of their "
+                        f"{self.limits.turn_seconds:g} s (every hook and script together)",
+                    )
+                )
                 continue
             payload = {
                 "text": text,
@@ -325,14 +352,22 @@ class TurnScripts:
                 "info": {**self.info, **(info or {})},
                 "storyCards": self.cards,
             }
-            result = await sandbox.run(script.source(hook), payload, self.limits)
+            limits = replace(self.limits, time_seconds=min(self.limits.time_seconds, left))
+            caps = Caps(text_chars, self.limits.state_chars, self.max_cards)
+            # However the run ends, it ends soon after the turn's script time does.
+            wall = min(workers.wall_seconds(limits.time_seconds), left + TURN_GRACE_SECONDS)
+            result = await workers.run(script.source(hook), payload, limits, caps, wall=wall)
+            self.spent_seconds += result.ms / 1000
             report = HookReport(
                 hook, script.name, result.ms, result.logs, result.error, cpu_ms=result.cpu_ms
             )
+            if limits.time_seconds < self.limits.time_seconds:
+                report.note = (
+                    f"ran with {limits.time_seconds:.2g} s left of this turn's "
+                    f"{self.limits.turn_seconds:g} s of script time"
+                )
             self.reports.append(report)
-            if result.ok:
-                report.error = self._problem(result)
-            if report.error is not None:
+            if not result.ok:
                 continue
             self.state = result.state
             self.cards = result.cards
@@ -342,20 +377,6 @@ class TurnScripts:
                 report.note = "stopped"
                 break
         return HookOutcome(text, stop)
-
-    def _problem(self, result: sandbox.RunResult) -> str | None:
-        """Why a run that finished still cannot be kept, or None."""
-        if len(result.cards) > self.max_cards:
-            return (
-                f"The script left {len(result.cards)} story cards; an adventure may have at most "
-                f"{self.max_cards}. Its changes were not kept."
-            )
-        if len(_json_text(result.state)) > MAX_STATE_CHARS:
-            return (
-                f"The script's state is over {MAX_STATE_CHARS:,} characters as JSON. "
-                "Its changes were not kept."
-            )
-        return None
 
     # --- what the turn keeps ---
 
@@ -421,7 +442,3 @@ def message_text(message: Any) -> str:
     if isinstance(message, list):
         return "\n".join(part for part in (message_text(item) for item in message) if part)
     return str(message)
-
-
-def _json_text(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False)

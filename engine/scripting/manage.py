@@ -25,7 +25,7 @@ from engine.actions import PlayerAction, format_action
 from engine.context_types import ContextBuilder, ContextInputs
 from engine.errors import InvalidInput, NotFound
 from engine.sanitise import QUOTE_MAX, echo, sanitise
-from engine.scripting import sandbox
+from engine.scripting import sandbox, workers
 from engine.scripting.hooks import Hook, HookReport, ScriptStopped, TurnScripts
 from engine.storage.models import ActionType, AdventureScript, Role
 from engine.story_line.read import line_tail
@@ -145,7 +145,7 @@ class ScriptService:
         code = _decode(data, filename, max_chars=self.max_chars)
         part = _part(part)
         name = _clean_name(name)
-        problem = await sandbox.syntax_error(code)
+        problem = await workers.syntax_error(code, self.limits)
         if problem:
             raise InvalidInput(
                 f"The {part.label} code does not parse, so it was not saved: {problem}"

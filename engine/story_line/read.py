@@ -167,6 +167,25 @@ async def state_after(session: AsyncSession, adventure: Adventure, node: StoryNo
 
 
 async def state_before_of(session: AsyncSession, node_id: int) -> dict | None:
+    """The state before ``node_id``, a turn's first node: the one it stores (a turn stored before
+    state was kept once per turn, or one whose parent's state changed since), otherwise its
+    parent's ``state_after`` (``engine.snapshots``). None when neither holds one."""
+    parent = aliased(StoryNode)
+    row = (
+        await session.execute(
+            select(col(StoryNode.state_before), col(parent.state_after))
+            .outerjoin(parent, col(parent.id) == col(StoryNode.parent_id))
+            .where(col(StoryNode.id) == node_id)
+        )
+    ).first()
+    if row is None:
+        return None
+    own, inherited = row
+    return own if own is not None else inherited
+
+
+async def stored_state_before(session: AsyncSession, node_id: int) -> dict | None:
+    """The ``state_before`` ``node_id`` stores itself (None when it reads its parent's)."""
     return await session.scalar(
         select(col(StoryNode.state_before)).where(col(StoryNode.id) == node_id)
     )

@@ -12,7 +12,7 @@ from sqlmodel import col
 from engine.errors import StoryMovedOn
 from engine.memory.cursors import story_cut_back
 from engine.storage.changes import rows_changed
-from engine.storage.models import Adventure, Branch, StoryNode, utcnow
+from engine.storage.models import Adventure, Branch, utcnow
 
 
 async def advance_version(
@@ -67,7 +67,6 @@ async def advance_line(
     head_id: int,
     head_index: int,
     new_tip_id: int,
-    head_state: dict[str, Any] | None,
 ) -> int | None:
     """A turn was written below ``head_id``: extend the active branch, or fork a new one when
     the head had been moved back from the branch's tip (the old future stays on its branch).
@@ -75,12 +74,6 @@ async def advance_line(
     Returns the branch now active. Inside the turn's transaction.
     """
     assert adventure.id is not None
-    if head_state is not None:
-        # The head's state as the turn found it (a host's corrections included), for a later
-        # Redo or branch switch back to it.
-        await session.execute(
-            update(StoryNode).where(col(StoryNode.id) == head_id).values(state_after=head_state)
-        )
     if adventure.active_branch_id is None:
         return None
     tip = await session.scalar(

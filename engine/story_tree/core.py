@@ -11,14 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import select, update
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from engine.access import NO_ADVENTURE, adventure_here, check_may_press
 from engine.errors import NotFound, StoryMovedOn
 from engine.memory.cursors import story_cut_back
-from engine.snapshots import capture_current, restore
+from engine.snapshots import capture_current, keep_state_after, restore
 from engine.storage.models import (
     Adventure,
     Branch,
@@ -105,11 +105,7 @@ class TreeCore:
         expected = adventure.version
         # The state as the head leaves it, so coming back (Redo, a switch) finds it again.
         leaving = await capture_current(session, adventure)
-        await session.execute(
-            update(StoryNode)
-            .where(col(StoryNode.id) == adventure.head_node_id)
-            .values(state_after=leaving)
-        )
+        await keep_state_after(session, adventure.head_node_id, leaving)
         values: dict[str, Any] = {"head_node_id": target.id}
         if branch_id is not None:
             values["active_branch_id"] = branch_id

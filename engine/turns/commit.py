@@ -16,10 +16,10 @@ from engine.accounts import lock_users
 from engine.errors import PlayerDeleted, StoryMovedOn
 from engine.events import Usage
 from engine.memory.cursors import story_cut_back
-from engine.snapshots import capture, load_cards, restore
+from engine.snapshots import capture, keep_state_after, load_cards, restore
 from engine.storage.database import Database
 from engine.storage.models import ActionType, Role, StoryNode
-from engine.story_line.read import has_children
+from engine.story_line.read import has_children, stored_state_before
 from engine.story_line.write import advance_line, advance_version, fork_beside
 from engine.story_tree.takes import RetryPlan, add_take
 from engine.tokens import count_tokens
@@ -176,8 +176,6 @@ async def _write_turn(
             author_id=planned.action.author_id,
             text=text,
             token_count=count_tokens(text),
-            # The turn's first node holds the state before it, for undo.
-            state_before=None if written else plan.snapshot,
         )
         session.add(node)
         await session.flush()
@@ -191,7 +189,7 @@ async def _write_turn(
         parent_id=parent_id,
         index=parent_index + 1,
         author_id=plan.narrator_author_id,
-        state_before=None if written else plan.snapshot,
+        state_before=None,
         state_after=capture(world.state, adventure.script_state),
     )
     session.add(narrator)
@@ -215,6 +213,10 @@ async def _write_turn(
         narrator.state_after = capture(
             world.state, scripts.saved_state(), await load_cards(session, adventure.id)
         )
+    # The state the turn started from (a host's corrections included) is the head's: stored
+    # there once, for undo, retry, and a later Redo or branch switch back to it.
+    first = written[0].id if written else narrator.id
+    await keep_state_after(session, plan.parent_id, plan.snapshot, new_child_id=first)
     # Extends the branch, or forks one when the head had been moved back.
     await advance_line(
         session,
@@ -222,7 +224,6 @@ async def _write_turn(
         head_id=plan.parent_id,
         head_index=plan.parent_index,
         new_tip_id=narrator.id,
-        head_state=plan.snapshot,
     )
     return _result(
         plan,
@@ -265,7 +266,11 @@ async def _write_take(
             parent_id=retry.parent_id,
             index=node.index,
             author_id=node.author_id,
-            state_before=retry.snapshot if retry.parent_is_narrator else None,
+            # Beside the retried turn, under the same parent: it started from the same state,
+            # the parent's, unless the retried turn keeps its own.
+            state_before=await stored_state_before(session, retry.node_id)
+            if retry.parent_is_narrator
+            else None,
             state_after=after,
         )
         session.add(fresh)
