@@ -7,17 +7,20 @@ it are the script's, and the engine trusts none of them: ``read_result`` checks 
 length here, in Python, and a result that fails is a script error (shown in Insights; the turn
 goes on without the script's changes), never an exception that fails the turn.
 
-Strings are cleaned on the way in: a lone surrogate (JavaScript strings may hold one, Python
-cannot encode it) becomes U+FFFD and NUL (PostgreSQL text cannot hold it) is dropped, so
-nothing a script writes can break storing or sending the turn.
+Strings pass the engine's one sanitiser (``engine.sanitise``) on the way in, as a player's text
+does: a lone surrogate (JavaScript strings may hold one, Python cannot encode it) becomes U+FFFD
+and NUL (PostgreSQL text cannot hold it) is dropped, so nothing a script writes can break
+storing or sending the turn. Text that players read (the hook's text, cards, logs) loses the
+other control characters too; ``state`` is the script's own data and keeps them.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from typing import Any
+
+from engine.sanitise import sanitise, sanitise_code
 
 #: The story-card fields a script's card carries, all strings.
 CARD_FIELDS = ("id", "keys", "entry", "type", "title", "description")
@@ -31,12 +34,6 @@ LOG_LINE_MAX_CHARS = 2001
 #: Nesting of ``state``: enough for any script's data, far below what Python's JSON (and the
 #: database drivers after it) can recurse through.
 STATE_MAX_DEPTH = 100
-
-_UNSAFE = re.compile("[\x00\ud800-\udfff]")
-
-
-def _safe_char(match: re.Match[str]) -> str:
-    return "" if match.group() == "\x00" else "\ufffd"
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,12 +100,7 @@ def read_logs(raw: object) -> list[str]:
     lines = _json(raw, "logs")
     if not isinstance(lines, list):
         raise BadResult("The script's logs could not be read.")
-    return [clean(str(line))[:LOG_LINE_MAX_CHARS] for line in lines[:LOG_LINES]]
-
-
-def clean(text: str) -> str:
-    """``text`` without what cannot be stored or sent (lone surrogates, NUL)."""
-    return _UNSAFE.sub(_safe_char, text)
+    return [sanitise(str(line))[:LOG_LINE_MAX_CHARS] for line in lines[:LOG_LINES]]
 
 
 def _envelope(raw: object) -> dict[str, Any]:
@@ -140,7 +132,7 @@ def _text(text: str, caps: Caps) -> str:
             f"The script's text is {len(text):,} characters long; a hook may give back at most "
             f"{caps.text_chars:,}. Its changes were not kept."
         )
-    return clean(text)
+    return sanitise(text)
 
 
 def _state(raw: str, caps: Caps) -> dict[str, Any]:
@@ -166,9 +158,9 @@ def _clean_value(value: Any, depth: int) -> Any:
             "Its changes were not kept."
         )
     if isinstance(value, str):
-        return clean(value)
+        return sanitise_code(value)
     if isinstance(value, dict):
-        return {clean(key): _clean_value(item, depth + 1) for key, item in value.items()}
+        return {sanitise_code(key): _clean_value(item, depth + 1) for key, item in value.items()}
     if isinstance(value, list):
         return [_clean_value(item, depth + 1) for item in value]
     return value
@@ -202,4 +194,4 @@ def _card(card: object, number: int) -> dict[str, str]:
                 f"Story card {number}'s {name} is {len(value):,} characters long; a script's "
                 f"card may have at most {limit:,} in each field. Its changes were not kept."
             )
-    return {name: clean(card[name]) for name in CARD_FIELDS}
+    return {name: sanitise(card[name]) for name in CARD_FIELDS}
