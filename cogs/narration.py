@@ -347,7 +347,7 @@ class Narrator:
         self, channel: MessageableChannel, event: TurnInterrupted
     ) -> None:
         what = f" for “{echo(event.action_text, QUOTE_MAX)}”" if event.action_text else ""
-        view = retry_button(event.request_id) if event.request_id else discord.utils.MISSING
+        view = retry_button(event.request_id)
         await self.pacer.acquire(channel.id)
         await channel.send(
             f"⚠ The turn{what} was interrupted when the bot stopped; nothing of it was saved.",

@@ -82,7 +82,7 @@ class TurnInterrupted:
     ``request_id`` names the stored request, so the front end can offer to retry it.
     """
 
-    request_id: int | None
+    request_id: int
     action_text: str
 
 

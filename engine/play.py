@@ -54,7 +54,7 @@ from engine.events import (
     TurnInterrupted,
 )
 from engine.formats.draft import MAX_OPTIONS, MAX_PLACEHOLDERS, placeholders_in
-from engine.leases import TurnLeases
+from engine.leases import Lease, TurnLeases
 from engine.queue import AdventureQueue
 from engine.scenarios.lookup import resolve_scenario, visible_scenarios
 from engine.scenarios.start import scenario_script_names, start_adventure
@@ -445,6 +445,21 @@ class PlayService:
                     await check(session, adventure)
             return adventure.id
 
+    def _fence(self, lease: Lease, request_id: int) -> Fence:
+        """The turn's fence: the lease still held, and then, in the same transaction that
+        stores the turn, its request marked done. A process killed after that commit leaves a
+        request that is done, not running, so a restart never calls a stored turn interrupted
+        (whose Retry would play the action a second time)."""
+        holds = self.leases.fence(lease)
+
+        async def fence(session: AsyncSession) -> bool:
+            if not await holds(session):
+                return False
+            await self.requests.stored(session, request_id)
+            return True
+
+        return fence
+
     async def _run_queued(
         self,
         adventure_id: int,
@@ -459,11 +474,12 @@ class PlayService:
                 async with self.leases.hold(adventure_id) as lease:
                     if lease.reclaimed_from is not None:
                         cut_off = await self.requests.cut_off(adventure_id, besides=request_id)
-                        events.put_nowait(cut_off)
+                        if cut_off is not None:
+                            events.put_nowait(cut_off)
                     if not await self.requests.start(request_id):
                         # Its record went with its player's data (/profile delete).
                         raise PlayerDeleted()
-                    stream = turn(self.leases.fence(lease))
+                    stream = turn(self._fence(lease, request_id))
                     async with aclosing(stream) as running:
                         async for event in running:
                             if isinstance(event, _FINAL):
@@ -510,6 +526,8 @@ class PlayService:
         found = []
         for adventure_id in await self.leases.reap_expired():
             event = await self.requests.cut_off(adventure_id)
+            if event is None:
+                continue
             async with self.db.session() as session:
                 adventure = await session.get(Adventure, adventure_id)
             if adventure is not None and adventure.channel_id is not None:

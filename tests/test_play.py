@@ -157,6 +157,43 @@ async def test_the_sweep_finds_turns_cut_off_while_nobody_played(db, provider):
     assert await play.reap_interrupted() == []
 
 
+async def test_a_process_dying_right_after_storing_a_turn_leaves_it_done_not_interrupted(
+    db, provider, fake_model, monkeypatch
+):
+    """The turn and its request's "done" commit together: a process killed between storing the
+    turn and recording its result must not leave the request "running", which a restart would
+    announce as interrupted, with a Retry that plays the action a second time."""
+    dying = service(db, provider, holder="dying")
+    await dying.start(ALICE, channel_id=70, query=None)
+    stored, resume = asyncio.Event(), asyncio.Event()
+    record_outcome = dying.requests.finish
+
+    async def after_the_kill(*args, **kwargs):
+        # The turn's transaction has committed; the process "dies" here, before the result.
+        stored.set()
+        await resume.wait()
+        await record_outcome(*args, **kwargs)
+
+    monkeypatch.setattr(dying.requests, "finish", after_the_kill)
+    fake_model.queue("The bridge holds.")
+    turn = asyncio.ensure_future(
+        collect(dying.act(ALICE, 70, PlayerAction(ActionType.DO, "cross", 1), request_id=701))
+    )
+    await asyncio.wait_for(stored.wait(), 10)
+
+    # Another process, once the dead one's lease has run out, finds nothing cut off.
+    later = service(db, provider, holder="after", clock=lambda: utcnow() + timedelta(minutes=5))
+    assert await later.reap_interrupted() == []
+    async with db.session() as session:
+        assert (await session.get(RequestRecord, 701)).status == "done"
+        assert (
+            await session.scalar(select(func.count()).where(StoryNode.text == "> You cross.")) == 1
+        )
+
+    resume.set()
+    assert isinstance((await turn)[-1], TurnDone)
+
+
 async def test_a_player_who_deletes_their_data_gets_nothing_stored_by_any_process(
     db, provider, fake_model
 ):

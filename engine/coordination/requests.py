@@ -190,6 +190,16 @@ class RequestLog:
             )
 
     @staticmethod
+    async def stored(session: AsyncSession, request_id: int) -> None:
+        """Mark a running request done in the caller's transaction: the one storing its turn,
+        so the two commit together (``finish`` adds the result after)."""
+        await session.execute(
+            update(_requests)
+            .where(_requests.c.interaction_id == request_id, _requests.c.status == RUNNING)
+            .values(status=DONE)
+        )
+
+    @staticmethod
     async def take_for_retry(session: AsyncSession, request_id: int) -> bool:
         """Mark a request never played as played again, in the caller's transaction; False if
         it was played, or taken by another Retry press already. The UPDATE decides: on
@@ -226,9 +236,11 @@ class RequestLog:
         )
         return taken is not None
 
-    async def cut_off(self, adventure_id: int, *, besides: int = 0) -> TurnInterrupted:
+    async def cut_off(self, adventure_id: int, *, besides: int = 0) -> TurnInterrupted | None:
         """A dead process held this adventure's turn lease: its running request (other than
-        ``besides``, the one taking the lease over) was cut off; mark it interrupted."""
+        ``besides``, the one taking the lease over) was cut off; mark it interrupted. None when
+        no request was running: the process died before its turn began, or after the turn was
+        stored (which marks its request done), and no turn was lost."""
         async with self.db.session() as session, session.begin():
             record = await session.scalar(
                 select(RequestRecord)
@@ -241,7 +253,7 @@ class RequestLog:
                 .limit(1)
             )
             if record is None:
-                return TurnInterrupted(None, "")
+                return None
             record.status = INTERRUPTED
             payload = record.payload or {}
             text = ""
