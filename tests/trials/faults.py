@@ -49,7 +49,7 @@ from tests.trials.tally import Tally
 
 #: The model's read timeout and its limit on one whole reply, small so faults end quickly.
 MODEL_TIMEOUT = 1.0
-MODEL_REPLY_SECONDS = 2.0
+MODEL_REPLY_SECONDS = 3.0
 POSTGRES_URL = os.environ.get("CAMPFIRE_TEST_POSTGRES_URL")
 PARTS = ("kills", "model", "discord", "database")
 
@@ -126,9 +126,9 @@ async def run_backend(backend: str, work: Path, parts: list[str]) -> Tally:
 
 
 async def trial(backends: list[str], work: Path, parts: list[str]) -> Tally:
-    tallies = []
+    tallies = {}
     for backend in backends:
-        tallies.append(await run_backend(backend, work / backend, parts))
+        tallies[backend] = await run_backend(backend, work / backend, parts)
     return Tally.summed(tallies)
 
 

@@ -33,7 +33,7 @@ from tests.trials.invariants import stored_actions
 from tests.trials.tally import Tally, stored_form
 
 REPLY_WORDS = 40
-CHUNK_SECONDS = 0.04
+CHUNK_SECONDS = 0.025
 #: Seconds past the dead process's lease expiry before resumed play counts as stuck.
 RESUME_MARGIN = 15.0
 #: How often the player sends their action again while the narrator is "still writing".
@@ -199,6 +199,12 @@ async def _kill_once(
     if resumed is None:
         tally.problem("stuck", f"{where}: play did not resume within the lease's expiry + margin")
 
+    if stored_at_kill and notices:
+        # Not counted (the story is whole), but the player is told something untrue.
+        tally.problems.append(
+            f"{where}: the bot said a turn was interrupted with nothing saved, though it was "
+            f"stored: {notices[-1]['content']!r}"
+        )
     took_back = await _take_back(process, tally, killed, notices, stored_at_kill)
     await tally.check(db, where, settled=True)
     say(

@@ -69,13 +69,13 @@ class Tally:
         return stored
 
     @classmethod
-    def summed(cls, tallies: list[Tally]) -> Tally:
-        """The counts of several runs (one per database backend) together."""
+    def summed(cls, tallies: dict[str, Tally]) -> Tally:
+        """The counts of several runs (one per database backend, by name) together."""
         total = cls()
-        for tally in tallies:
+        for run, tally in tallies.items():
             for name in ("injected", "lost", "half_written", "duplicated", "stuck"):
                 setattr(total, name, getattr(total, name) + getattr(tally, name))
-            total.problems += tally.problems
+            total.problems += [f"{run}: {problem}" for problem in tally.problems]
         return total
 
     def line(self) -> str:
