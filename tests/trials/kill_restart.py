@@ -3,7 +3,8 @@
 The bot runs in a child process (``tests.trials.bot_process``); the fake model runs here, so it
 outlives the bot and tells how far the killed turn's reply had streamed. Each kill lands at
 another point of a turn: after its first chunk, a quarter in, halfway, after its last chunk
-(the bot storing it), and once the database shows it stored. Then:
+(the bot storing it), and between the turn's commit and the record of its request's outcome
+(``outcome_hold``). Then:
 
 * the database is checked while the dead process may still hold the turn's lease;
 * a new process starts on the same database and the player sends a new action, again every
@@ -22,14 +23,19 @@ import contextlib
 import json
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
+from sqlalchemy import select
+from sqlmodel import col
+
 from engine.leases import DEFAULT_TTL as TURN_TTL
 from engine.storage.database import Database
+from engine.storage.models import Adventure
 from tests.fakes.openai_server import FakeModelServer, Reply
-from tests.trials.invariants import stored_actions
+from tests.trials.bot_process import DM_ID
+from tests.trials.outcome_hold import OutcomeHold
 from tests.trials.tally import Tally, stored_form
 
 REPLY_WORDS = 40
@@ -47,7 +53,7 @@ KILL_POINTS: tuple[tuple[str, int | None], ...] = (
     ("a quarter in", REPLY_WORDS // 4),
     ("halfway", REPLY_WORDS // 2),
     ("after the last chunk", REPLY_WORDS),
-    ("once the turn is stored", None),
+    ("stored, its request not yet marked done", None),
 )
 
 Say = Callable[[str], None]
@@ -139,9 +145,14 @@ async def run_kills(
     with log_path.open("ab") as log:
         process = BotProcess(settings, log)
         await process.start()
+        async with db.session() as session:
+            adventure_id = await session.scalar(
+                select(col(Adventure.id)).where(col(Adventure.channel_id) == DM_ID)
+            )
+        assert adventure_id is not None
         try:
             for number, (label, point) in enumerate(KILL_POINTS, start=1):
-                await _kill_once(process, model, db, tally, number, label, point, say)
+                await _kill_once(process, model, db, tally, adventure_id, number, label, point, say)
         finally:
             await process.close()
 
@@ -151,6 +162,7 @@ async def _kill_once(
     model: FakeModelServer,
     db: Database,
     tally: Tally,
+    adventure_id: int,
     number: int,
     label: str,
     point: int | None,
@@ -162,11 +174,19 @@ async def _kill_once(
     base = model.content_chunks
     tally.sent.add(stored_form(killed))
     turn = asyncio.create_task(process.order({"do": killed}))
+    hold: OutcomeHold | None = None
     if point is None:
-        reached = await _until(lambda: _is_stored(db, killed), seconds=20)
+        # Between the turn's commit and the record of its request's outcome.
+        hold = OutcomeHold(db.url, stored_form(killed))
+        await asyncio.to_thread(model.wait_for_chunks, base + 1, 20)
+        await hold.start(adventure_id)
+        reached = await hold.wait_stored(20)
     else:
         reached = await asyncio.to_thread(model.wait_for_chunks, base + point, 20)
     await process.kill()
+    if hold is not None:
+        await hold.release()
+        reached = hold.held
     tally.injected += 1
     killed_at = time.monotonic()
     outcome = await turn
@@ -208,7 +228,7 @@ async def _kill_once(
     took_back = await _take_back(process, tally, killed, notices, stored_at_kill)
     await tally.check(db, where, settled=True)
     say(
-        f"  {where}: {'reached' if reached else 'NOT reached (the turn ended first)'}; "
+        f"  {where}: {'reached' if reached else 'MISSED (the turn had got further)'}; "
         f"stored at the kill: {stored_at_kill}; restart {startup:.1f} s; "
         + (
             f"next action played {resumed:.1f} s after the restart ({busy} × still writing)"
@@ -241,16 +261,3 @@ async def _take_back(
         tally.told.add(stored_form(killed))
         return "no notice; sent again → played"
     return f"no notice; sent again → {outcome['answer'] if outcome else 'no answer'!r}"
-
-
-async def _is_stored(db: Database, action: str) -> bool:
-    return (await stored_actions(db))[stored_form(action)] > 0
-
-
-async def _until(condition: Callable[[], Awaitable[bool]], *, seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if await condition():
-            return True
-        await asyncio.sleep(0.005)
-    return False
