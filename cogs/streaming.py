@@ -22,7 +22,9 @@ stalls the whole turn. Instead:
   brought to the final split, and messages left over are deleted).
 * :meth:`~StreamingMessage.finish` waits for the request in flight, then brings every message to
   its final piece (no marker) and puts the view on the last one; these requests wait for the
-  pacer as long as needed and are retried on transient failures, never dropped.
+  pacer as long as needed and are retried on transient failures, never dropped. A 403 (the bot
+  lost the right to post or edit there) is the exception: no request could land, so the
+  narration stays as it stands (the turn is stored all the same).
 
 Works with any :class:`discord.abc.Messageable` that has an ``id`` (``TextChannel``, ``Thread``,
 ``DMChannel``, ``VoiceChannel``…: discord.py's ``MessageableChannel``) and the
@@ -162,7 +164,8 @@ class StreamingMessage:
     :attr:`~RatePacer.steady_interval`); sends of new messages and the final requests are not
     spaced (they only wait for the pacer).
     ``final_retry_delays`` are the pauses between attempts of a final request that failed
-    transiently (5xx, 429, connection error); other errors are raised at once.
+    transiently (5xx, 429, connection error); other errors are raised at once, except a 403:
+    Discord refusing the bot the channel ends the narration where it stands.
     """
 
     def __init__(
@@ -197,6 +200,7 @@ class StreamingMessage:
         self._closing = False
         self._last_request: float | None = None
         self._finish_lock = asyncio.Lock()
+        self._forbidden: discord.Forbidden | None = None  # Discord refused us here: stop
 
     @property
     def messages(self) -> list[discord.Message]:
@@ -271,6 +275,9 @@ class StreamingMessage:
                     break
                 try:
                     await self._request(*step)
+                except discord.Forbidden as exc:
+                    self._refused(exc)
+                    return
                 except (discord.HTTPException, *_TRANSPORT_ERRORS) as exc:
                     # The next request carries the newest text anyway; wait for more of it.
                     log.warning("streaming edit in channel %s failed: %s", self._channel_id, exc)
@@ -402,15 +409,28 @@ class StreamingMessage:
         piece verbatim (bring your own separator, e.g. ``"\\n-# hp 55/100"``) or, if it does not
         fit there, goes into a message of its own. ``text`` need not extend the streamed text.
         Requests wait for the pacer as long as needed; transient failures are retried with
-        backoff, then raised. May be called again (e.g. to change the view). Returns the
-        messages, in order.
+        backoff, then raised. A refusal for lack of permission (403) ends the narration where it
+        stands instead, logged as a warning. May be called again (e.g. to change the view).
+        Returns the messages, in order.
         """
         async with self._finish_lock:
             self._closing = True
             self._text = text
             await self._stop_editor()
-            await self._settle(self._final_contents(text, suffix), view)
+            if self._forbidden is None:
+                try:
+                    await self._settle(self._final_contents(text, suffix), view)
+                except discord.Forbidden as exc:
+                    self._refused(exc)
             return self.messages
+
+    def _refused(self, exc: discord.Forbidden) -> None:
+        """Discord refused a request for lack of permission (403, e.g. 50013 Missing
+        Permissions: the bot may no longer post or edit in the channel). Every further request
+        would be refused the same way, so the narration ends where it stands; the turn itself
+        is stored whatever Discord shows."""
+        self._forbidden = exc
+        log.warning("narration in channel %s stopped: %s", self._channel_id, exc)
 
     async def fail(self, note: str, *, view: discord.ui.View | None = None) -> None:
         """Stop streaming; the final edit shows the text so far followed by ``note``.

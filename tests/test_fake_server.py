@@ -221,6 +221,55 @@ def test_stop_cuts_a_held_request(http: httpx.Client) -> None:
     assert outcome and isinstance(outcome[0], httpx.RemoteProtocolError | httpx.ReadError)
 
 
+def test_fault_stall_goes_silent_mid_stream(http: httpx.Client) -> None:
+    fake = FakeModelServer().start()
+    fake.queue(Reply(text="one two three four", fault="stall"))
+    lines: list[str] = []
+    with pytest.raises(httpx.ReadTimeout):
+        with http.stream(
+            "POST",
+            f"{fake.base_url}/chat/completions",
+            json=chat_body(),
+            timeout=httpx.Timeout(5.0, read=0.5),
+        ) as r:
+            for line in r.iter_lines():
+                lines.append(line)
+    # Half the reply arrived, then nothing: no finish, no [DONE], the connection still open.
+    assert deltas(lines) == "one two "
+    assert "data: [DONE]" not in lines
+    assert fake.wait_for_disconnect(timeout=1)
+    fake.stop()
+
+
+def test_fault_endless_streams_until_cut(http: httpx.Client, fake: FakeModelServer) -> None:
+    fake.queue(Reply(text="on and ", fault="endless", delay=0.01))
+    lines: list[str] = []
+
+    def cut_later() -> None:
+        assert fake.wait_for_chunks(20, timeout=5)
+        fake.cut_endless_streams()
+
+    cutter = threading.Thread(target=cut_later)
+    cutter.start()
+    with pytest.raises((httpx.RemoteProtocolError, httpx.ReadError)):
+        with http.stream("POST", f"{fake.base_url}/chat/completions", json=chat_body()) as r:
+            for line in r.iter_lines():
+                lines.append(line)
+    cutter.join(timeout=5)
+    text = deltas(lines)
+    # Round after round of the text, never a finish reason.
+    assert text.startswith("on and on and on and ") and len(text) >= 20 * 3
+    assert all(c["choices"][0]["finish_reason"] is None for c in events(lines) if c["choices"])
+
+
+def test_chunks_are_counted_as_they_stream(http: httpx.Client, fake: FakeModelServer) -> None:
+    fake.queue(Reply(text="one two three", reasoning="hmm "))
+    stream_lines(http, fake)
+    assert fake.content_chunks == 4
+    assert fake.wait_for_chunks(4, timeout=0)
+    assert not fake.wait_for_chunks(5, timeout=0.05)
+
+
 def test_fault_disconnect_breaks_the_stream(http: httpx.Client, fake: FakeModelServer) -> None:
     fake.queue(Reply(text="one two three four five six", fault="disconnect"))
     lines: list[str] = []

@@ -259,9 +259,16 @@ async def test_final_edit_gives_up_after_its_retries_and_on_client_errors() -> N
     recorder.failures = [http_error(500)] * 3
     with pytest.raises(discord.DiscordServerError):
         await stream.finish("Almost done.")
-    recorder.failures = [http_error(403, 50013, "Missing Permissions"), None]
-    with pytest.raises(discord.Forbidden):
+    recorder.failures = [http_error(400, 50035, "Invalid Form Body"), None]
+    with pytest.raises(discord.HTTPException):
         await stream.finish("Almost done.")  # not retried
+    assert recorder.failures == [None]
+    # A 403 (the bot may no longer edit there) is not retried either, and ends the narration
+    # where it stands: nothing more is asked of Discord for it.
+    recorder.failures = [http_error(403, 50013, "Missing Permissions"), None]
+    assert await stream.finish("Almost done.") == stream.messages
+    assert recorder.failures == [None]
+    await stream.finish("Almost done, again.")
     assert recorder.failures == [None]
 
 

@@ -3,17 +3,30 @@
 A real ``discord.Client`` / ``commands.Bot`` logs in and connects to it as to Discord; users are
 played by ``FakeDiscord.slash`` / ``press`` / ``submit_modal`` (and ``redeliver`` sends one of
 their interactions again, as a gateway replay does); everything the bot does is recorded, and
-Discord's limits and rate limits answer with Discord's own errors.
+Discord's limits and rate limits answer with Discord's own errors. ``FakeDiscord.faults``
+injects Discord's server and permission errors on request (``faults.py``).
 """
 
+from .faults import (
+    INTERNAL_SERVER_ERROR,
+    MISSING_PERMISSIONS,
+    SERVICE_UNAVAILABLE,
+    DiscordError,
+    Faults,
+)
 from .harness import StandIn
 from .interactions import StandinFile
 from .server import FakeDiscord, RequestRecord
 from .world import AttachmentRecord, InteractionRecord, MessageRecord
 
 __all__ = [
+    "INTERNAL_SERVER_ERROR",
+    "MISSING_PERMISSIONS",
+    "SERVICE_UNAVAILABLE",
     "AttachmentRecord",
+    "DiscordError",
     "FakeDiscord",
+    "Faults",
     "InteractionRecord",
     "MessageRecord",
     "RequestRecord",

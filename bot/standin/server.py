@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from aiohttp import web
 
+from .faults import Faults
 from .gateway import Gateway
 from .interactions import InteractionDriver
 from .ratelimits import CHANNEL_LIMIT, CHANNEL_PERIOD, GLOBAL_LIMIT, GLOBAL_PERIOD, RateLimiter
@@ -71,6 +72,8 @@ class FakeDiscord(InteractionDriver):
         self.unknown_routes: list[tuple[str, str]] = []
         self.failures: list[str] = []
         self.rate_limited: list[tuple[str, str, float]] = []
+        #: Failures to inject (none unless a test asks): ``fake.faults.fail_edits(...)``.
+        self.faults = Faults()
         self.client: discord.Client | None = None
         self.commands: dict[int | None, list[dict[str, Any]]] = {}
         self._limiter = RateLimiter()
@@ -337,7 +340,7 @@ class FakeDiscord(InteractionDriver):
             if response is not None:
                 self.rate_limited.append((method, path, self.clock()))
             else:
-                response = await handler(request)
+                response = self.faults.answer(request) or await handler(request)
                 self._limiter.add_bucket_headers(request, response, time.monotonic())
             self.requests.append(RequestRecord(method, path, self.clock(), response.status))
             return response

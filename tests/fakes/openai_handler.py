@@ -258,6 +258,10 @@ class _Handler(BaseHTTPRequestHandler):
         return True
 
     def _chat_json(self, reply: Reply, body: dict[str, Any]) -> None:
+        if reply.fault in ("stall", "endless"):
+            # Without a stream, a reply that never ends is one that never arrives.
+            self._hold_without_answer()
+            return
         text = "" if reply.fault == "empty" else reply.text
         reasoning = "" if reply.fault == "empty" else reply.reasoning
         # A non-streamed answer takes as long as the stream would have.
@@ -388,6 +392,8 @@ class _ChatStream:
             self._malformed()
         elif fault == "disconnect":
             self._disconnect()
+        elif fault == "stall":
+            self._stall()
         elif fault == "endless":
             self._endless()
         else:
@@ -399,8 +405,10 @@ class _ChatStream:
     def _content(self, reasoning: str, text: str) -> None:
         for tok in tokens(reasoning):
             self._event(self._chunk({self.reply.reasoning_field: tok}))
+            self.handler.fake._count_chunk()
         for tok in tokens(text):
             self._event(self._chunk({"content": tok}))
+            self.handler.fake._count_chunk()
 
     def _finish(self, reasoning: str, text: str, finish_reason: str) -> None:
         self._event(self._chunk({}, finish_reason))
@@ -420,13 +428,30 @@ class _ChatStream:
         self._write(b"data: [DONE]\n\n")
         self._end()
 
+    def _stall(self) -> None:
+        """Half the text, then silence on an open connection: the client's read timeout (not a
+        dropped connection, not a slow start) is what must end the reply."""
+        text_tokens = tokens(self.reply.text)
+        self._content(self.reply.reasoning, "".join(text_tokens[: len(text_tokens) // 2]))
+        self.handler._hold_without_answer()
+
     def _endless(self) -> None:
-        """A model that never stops: ``text`` (or filler) over and over, a chunk every
-        ``delay``, until the client hangs up or the server stops."""
-        pieces = tokens(self.reply.text or "and on ")
+        """The text over and over, never a finish: only a client-side limit on the whole reply
+        ends it (or the client hanging up, the server stopping, ``cut_endless_streams``)."""
+        fake = self.handler.fake
+        cut_at_start = fake._endless_cuts
+        words = tokens(self.reply.text) or ["and on "]
+        # Some pause per chunk even when the reply asks for none, or the loop floods the client.
+        delay = max(self.reply.delay, POLL_SECONDS)
         while True:
-            for tok in pieces:
-                self._event(self._chunk({"content": tok}))
+            for word in words:
+                if fake._endless_cuts != cut_at_start:
+                    self.handler._drop_connection()
+                    return
+                self.handler._wait(delay)
+                payload = json.dumps(self._chunk({"content": word})).encode("utf-8")
+                self._write(b"data: " + payload + b"\n\n")
+                fake._count_chunk()
 
     def _disconnect(self) -> None:
         text_tokens = tokens(self.reply.text)

@@ -16,7 +16,18 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
-FAULTS = ("500", "429", "401", "404", "timeout", "disconnect", "malformed", "empty", "endless")
+FAULTS = (
+    "500",
+    "429",
+    "401",
+    "404",
+    "timeout",  # holds the request without a word (not even the headers)
+    "stall",  # streams half the text, then sends nothing more while holding the connection
+    "endless",  # streams the text over and over and never finishes
+    "disconnect",
+    "malformed",
+    "empty",
+)
 EMBEDDING_FAULTS = ("500", "429", "timeout")
 
 _TOKEN_RE = re.compile(r"\S+\s*|\s+")

@@ -93,12 +93,17 @@ class FakeModelServer:
         self.default_delay = 0.0
         self.requests: list[dict[str, Any]] = []
         self.disconnects = 0
+        #: Reasoning and content chunks streamed so far, all replies together.
+        self.content_chunks = 0
         # Unexpected exceptions raised inside handlers: the server logs nothing, so tests can
         # assert this stays empty instead.
         self.errors: list[BaseException] = []
 
         self._lock = threading.Lock()
         self._disconnected = threading.Condition(self._lock)
+        self._streamed = threading.Condition(self._lock)
+        # Bumped by cut_endless_streams(); each endless stream drops when it changes.
+        self._endless_cuts = 0
         self._replies: deque[Reply] = deque()
         self._embedding_faults: deque[tuple[str, float]] = deque()
         self._stopping = threading.Event()
@@ -184,6 +189,16 @@ class FakeModelServer:
         with self._disconnected:
             return self._disconnected.wait_for(lambda: self.disconnects >= count, timeout)
 
+    def wait_for_chunks(self, count: int, timeout: float = 5) -> bool:
+        """Wait until ``content_chunks`` reaches ``count`` (a reply is that far along)."""
+        with self._streamed:
+            return self._streamed.wait_for(lambda: self.content_chunks >= count, timeout)
+
+    def cut_endless_streams(self) -> None:
+        """Drop the connection of every "endless" stream running now, as a dying server would."""
+        with self._lock:
+            self._endless_cuts += 1
+
     # ----------------------------------------------------------------- used by the handler
 
     def _next_reply(self) -> Reply:
@@ -199,6 +214,11 @@ class FakeModelServer:
     def _record(self, entry: dict[str, Any]) -> None:
         with self._lock:
             self.requests.append(entry)
+
+    def _count_chunk(self) -> None:
+        with self._streamed:
+            self.content_chunks += 1
+            self._streamed.notify_all()
 
     def _count_disconnect(self) -> None:
         with self._disconnected:

@@ -17,7 +17,14 @@ import pytest
 from discord import app_commands
 from discord.ext import commands
 
-from bot.standin import FakeDiscord, StandIn, StandinFile
+from bot.standin import (
+    INTERNAL_SERVER_ERROR,
+    MISSING_PERMISSIONS,
+    SERVICE_UNAVAILABLE,
+    FakeDiscord,
+    StandIn,
+    StandinFile,
+)
 
 # -- the bot under test -----------------------------------------------------------------------
 
@@ -394,6 +401,45 @@ async def test_channel_rate_limit_is_retried(env: Env) -> None:
     assert fake.message(second.id).content == "second"
     assert len(fake.rate_limited) == 1
     assert time.monotonic() - started >= 4.5
+
+
+async def test_injected_edit_faults_answer_as_discord_does(env: Env) -> None:
+    # At most 4 requests per channel: a fifth empties its window of 5 per 5 s, and discord.py
+    # then waits for the window before returning.
+    fake = env.fake
+    channels = []
+    for name in ("second", "third"):
+        channels.append(fake.add_text_channel(env.guild, name))
+    await fake.flush()
+    first, second, third = (env.bot.get_channel(c) for c in (env.channel, *channels))
+    assert isinstance(first, discord.TextChannel)
+    assert isinstance(second, discord.TextChannel) and isinstance(third, discord.TextChannel)
+
+    msg = await first.send("v0")
+    # A 503 is not among the statuses discord.py retries: it raises at once.
+    fake.faults.fail_edits(SERVICE_UNAVAILABLE)
+    with pytest.raises(discord.DiscordServerError) as server_error:
+        await msg.edit(content="v1")
+    assert server_error.value.status == 503
+    # A 500 is retried by discord.py (after 1 s), and the second attempt lands.
+    fake.faults.fail_edits(INTERNAL_SERVER_ERROR)
+    await msg.edit(content="v2")
+    assert fake.message(msg.id).content == "v2"
+
+    # Missing Permissions on every edit in one channel until cleared; elsewhere edits work.
+    fake.faults.fail_edits(MISSING_PERMISSIONS, times=None, channel_id=second.id)
+    msg = await second.send("w0")
+    for attempt in ("w1", "w2"):
+        with pytest.raises(discord.Forbidden) as forbidden:
+            await msg.edit(content=attempt)
+        assert forbidden.value.code == 50013
+    elsewhere = await third.send("x0")
+    await elsewhere.edit(content="x1")
+    fake.faults.clear()
+    await msg.edit(content="w3")
+    assert [fake.message(m).content for m in (msg.id, elsewhere.id)] == ["w3", "x1"]
+    assert [status for _, _, status in fake.faults.injected] == [503, 500, 403, 403]
+    assert fake.rate_limited == []
 
 
 async def test_global_rate_limit(env: Env) -> None:

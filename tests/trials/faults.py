@@ -1,0 +1,177 @@
+"""The fault trial: turns of a real Campfire played through the Discord stand-in against the
+fake model server while things break, and the database checked after every fault.
+
+    python -m tests.trials.faults [--backend sqlite|postgresql] [--keep] [-v]
+
+Injected, on an SQLite file (and on PostgreSQL too when ``CAMPFIRE_TEST_POSTGRES_URL`` names a
+server; ``--backend`` picks one):
+
+* kill -9 of the bot mid-turn and a restart on the same database, five times
+  (``kill_restart``);
+* each model server fault: 500, 429 with Retry-After, 401, a timeout before any answer, a
+  stream gone silent, a dropped connection, a malformed chunk, an empty reply, a stream that
+  never ends (``live_faults``);
+* Discord answering message edits with 500, 503 and 403 Missing Permissions (``live_faults``);
+* the database locked by another connection for longer than the busy timeout while a turn
+  commits (``live_faults``).
+
+After each: the database check (``invariants``) and every action counted (``tally``). One line
+per fault, then the counts; the last line is exactly
+``faults: <N> injected, lost <n>, half-written <n>, duplicated <n>, stuck <n>``, and the exit
+status is 1 when any of the last four is not 0. Not part of the test run (pytest collects
+``test_*.py`` only); it takes a few minutes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import create_async_engine
+
+from engine.storage.database import Database
+from tests.fakes.openai_server import FakeModelServer
+from tests.trials.kill_restart import run_kills
+from tests.trials.live_faults import campfire, database_lock, discord_faults, provider_faults
+from tests.trials.tally import Tally
+
+#: The model's read timeout and its limit on one whole reply, small so faults end quickly.
+MODEL_TIMEOUT = 1.0
+MODEL_REPLY_SECONDS = 3.0
+POSTGRES_URL = os.environ.get("CAMPFIRE_TEST_POSTGRES_URL")
+PARTS = ("kills", "model", "discord", "database")
+
+
+def say(line: str) -> None:
+    print(line, flush=True)
+
+
+def bot_settings(work: Path, database_url: str, model: FakeModelServer) -> dict[str, Any]:
+    return {
+        "data_dir": str(work / "data"),
+        "database_url": database_url,
+        "model_url": model.base_url,
+        "model_name": model.model,
+        "model_timeout": MODEL_TIMEOUT,
+        # The total limit on one reply; ignored by a Campfire that has none.
+        "model_reply_seconds": MODEL_REPLY_SECONDS,
+        # Memories and summaries would take the fake model's scripted replies out of turn.
+        "background_model_use": False,
+        "log_level": "WARNING",
+    }
+
+
+@asynccontextmanager
+async def database(backend: str, work: Path) -> AsyncIterator[str]:
+    """A fresh, empty database on ``backend`` (the bot migrates it); dropped afterwards on
+    PostgreSQL."""
+    if backend == "sqlite":
+        yield f"sqlite+aiosqlite:///{work / 'campfire.db'}"
+        return
+    assert POSTGRES_URL
+    name = f"campfire_trial_{uuid.uuid4().hex[:12]}"
+    admin = create_async_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
+    try:
+        async with admin.connect() as connection:
+            await connection.execute(text(f'CREATE DATABASE "{name}"'))
+        yield make_url(POSTGRES_URL).set(database=name).render_as_string(hide_password=False)
+    finally:
+        async with admin.connect() as connection:
+            await connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        await admin.dispose()
+
+
+async def run_backend(backend: str, work: Path, parts: list[str]) -> Tally:
+    tally = Tally()
+    async with database(backend, work) as url:
+        with FakeModelServer() as model:
+            model.default_text = "The road goes on into the dusk."
+            settings = bot_settings(work, url, model)
+            db = Database(url)
+            try:
+                if "kills" in parts:
+                    say(f"{backend}: kill -9 mid-turn and restart")
+                    await run_kills(model, settings, db, tally, work / "bot.log", say)
+                async with campfire(settings, work / "live.log") as live:
+                    if "model" in parts:
+                        say(f"{backend}: model server faults")
+                        limits = (MODEL_TIMEOUT, MODEL_REPLY_SECONDS)
+                        await provider_faults(live, model, tally, limits, say)
+                    if "discord" in parts:
+                        say(f"{backend}: Discord faults on edits")
+                        await discord_faults(live, model, tally, say)
+                    if "database" in parts:
+                        say(f"{backend}: the database locked")
+                        await database_lock(live, model, tally, say)
+                    for failure in live.fake.failures:
+                        tally.problems.append(f"Discord: {failure}")
+            finally:
+                await db.dispose()
+            if model.errors:
+                tally.problems.append(f"the fake model server failed: {model.errors!r}")
+    say(f"{backend}: {tally.line()}")
+    return tally
+
+
+async def trial(backends: list[str], work: Path, parts: list[str]) -> Tally:
+    tallies = {}
+    for backend in backends:
+        tallies[backend] = await run_backend(backend, work / backend, parts)
+    return Tally.summed(tallies)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.trials.faults",
+        description="Play Campfire through the Discord stand-in while injecting faults.",
+    )
+    parser.add_argument(
+        "--backend",
+        choices=["sqlite", "postgresql"],
+        action="append",
+        help="a database backend (default: SQLite, and PostgreSQL when "
+        "CAMPFIRE_TEST_POSTGRES_URL is set)",
+    )
+    parser.add_argument(
+        "--part",
+        choices=PARTS,
+        action="append",
+        help="only these faults (default: all of them)",
+    )
+    parser.add_argument("--keep", action="store_true", help="keep the databases and logs")
+    args = parser.parse_args(argv)
+    backends = args.backend or ["sqlite"] + (["postgresql"] if POSTGRES_URL else [])
+    if "postgresql" in backends and not POSTGRES_URL:
+        parser.error("PostgreSQL needs CAMPFIRE_TEST_POSTGRES_URL")
+    started = time.monotonic()
+    work = Path(tempfile.mkdtemp(prefix="campfire-faults-"))
+    for backend in backends:
+        (work / backend).mkdir()
+    try:
+        total = asyncio.run(trial(backends, work, args.part or list(PARTS)))
+    finally:
+        if args.keep:
+            say(f"databases and logs kept in {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+    for problem in total.problems:
+        say(f"  - {problem}")
+    say(f"({time.monotonic() - started:.0f} s)")
+    say(total.line())
+    return 1 if total.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
