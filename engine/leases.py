@@ -16,7 +16,8 @@ How a turn uses it::
     async with leases.hold(adventure_id) as lease:       # LeaseBusy if a turn is running
         if lease.reclaimed_from:                          # a crashed turn was taken over
             ...tell the players that turn was interrupted
-        async for event in engine.play(adventure_id, action, fence=leases.fence(lease)):
+        fence = Fence(holds=leases.fence(lease))
+        async for event in engine.play(adventure_id, action, fence=fence):
             ...
 
 ``hold`` heartbeats in the background. A holder that stalls past its expiry can still be
@@ -266,7 +267,7 @@ class TurnLeases:
         return row is not None and row.holder == lease.holder and row.fencing_token == lease.token
 
     def fence(self, lease: Lease) -> Callable[[AsyncSession], Awaitable[bool]]:
-        """``still_holds`` for this lease, in the shape ``TurnEngine.play(fence=...)`` takes."""
+        """``still_holds`` for this lease, as a turn's ``Fence.holds``."""
 
         async def check(session: AsyncSession) -> bool:
             return await self.still_holds(session, lease)

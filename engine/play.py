@@ -69,7 +69,7 @@ from engine.storage.models import (
 )
 from engine.story_line.read import line_tail
 from engine.story_tree import MOVED_ON
-from engine.turns import Fence, TurnEngine
+from engine.turns import Fence, TurnEngine, TurnResult
 
 log = logging.getLogger(__name__)
 
@@ -446,19 +446,15 @@ class PlayService:
             return adventure.id
 
     def _fence(self, lease: Lease, request_id: int) -> Fence:
-        """The turn's fence: the lease still held, and then, in the same transaction that
-        stores the turn, its request marked done. A process killed after that commit leaves a
-        request that is done, not running, so a restart never calls a stored turn interrupted
-        (whose Retry would play the action a second time)."""
-        holds = self.leases.fence(lease)
+        """The turn's fence: the lease still held; and the request's outcome stored in the
+        transaction that stores the turn, so a process killed after that commit leaves a request
+        that is done, never one still "running" that a restart would call interrupted."""
+        request_done = self.requests.stored
 
-        async def fence(session: AsyncSession) -> bool:
-            if not await holds(session):
-                return False
-            await self.requests.stored(session, request_id)
-            return True
+        async def stored(session: AsyncSession, result: TurnResult) -> None:
+            await request_done(session, request_id, result)
 
-        return fence
+        return Fence(holds=self.leases.fence(lease), stored=stored)
 
     async def _run_queued(
         self,

@@ -185,7 +185,11 @@ async def test_a_process_dying_right_after_storing_a_turn_leaves_it_done_not_int
     later = service(db, provider, holder="after", clock=lambda: utcnow() + timedelta(minutes=5))
     assert await later.reap_interrupted() == []
     async with db.session() as session:
-        assert (await session.get(RequestRecord, 701)).status == "done"
+        request = await session.get(RequestRecord, 701)
+        node = await session.scalar(
+            select(StoryNode.id).where(StoryNode.text == "The bridge holds.")
+        )
+        assert (request.status, request.result) == ("done", {"version": 1, "node": node})
         assert (
             await session.scalar(select(func.count()).where(StoryNode.text == "> You cross.")) == 1
         )

@@ -26,7 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -38,6 +38,9 @@ from engine.storage.changes import rows_changed
 from engine.storage.database import Database
 from engine.storage.dialect import insert_for
 from engine.storage.models import ActionType, RequestRecord, utcnow
+
+if TYPE_CHECKING:
+    from engine.turns.commit import TurnResult
 
 #: A request to write the newest turn again (stored so a failed retry can be retried).
 RETRY_PAYLOAD = {"type": "retry", "text": ""}
@@ -173,12 +176,9 @@ class RequestLog:
     ) -> None:
         """Store how the request ended (``done`` or ``failed`` unless ``status`` says else)."""
         if isinstance(event, TurnDone):
-            result: dict[str, Any] = {
-                "version": event.result.version,
-                "node": event.result.narrator_node_id,
-            }
+            result = _done(event.result)
         else:
-            result = {"error": event.error.message}
+            result: dict[str, Any] = {"error": event.error.message}
         async with self.db.session() as session, session.begin():
             await session.execute(
                 update(_requests)
@@ -190,13 +190,13 @@ class RequestLog:
             )
 
     @staticmethod
-    async def stored(session: AsyncSession, request_id: int) -> None:
-        """Mark a running request done in the caller's transaction: the one storing its turn,
-        so the two commit together (``finish`` adds the result after)."""
+    async def stored(session: AsyncSession, request_id: int, result: TurnResult) -> None:
+        """Mark a running request done with its turn's result, in the transaction that stores
+        the turn, so the two commit together (``finish`` then finds it done already)."""
         await session.execute(
             update(_requests)
             .where(_requests.c.interaction_id == request_id, _requests.c.status == RUNNING)
-            .values(status=DONE)
+            .values(status=DONE, result=_done(result))
         )
 
     @staticmethod
@@ -264,3 +264,8 @@ class RequestLog:
             except (CampfireError, ValueError):
                 pass
             return TurnInterrupted(record.interaction_id, text)
+
+
+def _done(result: TurnResult) -> dict[str, Any]:
+    """What a done request keeps of its turn, to answer a repeat delivery."""
+    return {"version": result.version, "node": result.narrator_node_id}

@@ -57,12 +57,12 @@ async def commit(db: Database, plan: TurnPlan, draft: Draft, fence: Fence | None
     """Store the turn; raises ``StoryMovedOn`` (storing nothing) when the fence or the version
     guard refuses it.
 
-    ``fence`` is checked first inside the transaction: when it answers False (the turn's lease
-    passed to another process), nothing is stored.
+    ``fence.holds`` is checked first inside the transaction: when it answers False (the turn's
+    lease passed to another process), nothing is stored; ``fence.stored`` runs last in it.
     """
     measured = _measured(draft)
     async with db.session() as session, session.begin():
-        if fence is not None and not await fence(session):
+        if fence is not None and not await fence.holds(session):
             late = (
                 "This turn took too long and another one took its place"
                 if plan.replaces is None
@@ -72,8 +72,12 @@ async def commit(db: Database, plan: TurnPlan, draft: Draft, fence: Fence | None
                 f"{late}, so it was not saved. Look at the newest turn and try again."
             )
         if plan.replaces is None:
-            return await _write_turn(session, plan, draft, measured)
-        return await _write_take(session, plan, plan.replaces, draft, measured)
+            result = await _write_turn(session, plan, draft, measured)
+        else:
+            result = await _write_take(session, plan, plan.replaces, draft, measured)
+        if fence is not None and fence.stored is not None:
+            await fence.stored(session, result)
+        return result
 
 
 def _measured(draft: Draft) -> dict[str, Any]:

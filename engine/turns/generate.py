@@ -211,7 +211,7 @@ class Generation:
         scripts, adventure = self.plan.scripts, self.plan.adventure
         assert scripts is not None and adventure.id is not None
         async with self.db.session() as session, session.begin():
-            if self.fence is not None and not await self.fence(session):
+            if self.fence is not None and not await self.fence.holds(session):
                 return
             if await update_unmoved(
                 session, adventure.id, adventure.version, script_state=scripts.saved_state()

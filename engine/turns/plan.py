@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -24,8 +24,24 @@ from engine.snapshots import capture
 from engine.storage.models import Adventure, StoryNode
 from engine.story_tree.takes import RetryPlan, plan_retry
 
-#: A check run inside the turn's final transaction; False means "do not store".
-Fence = Callable[[AsyncSession], Awaitable[bool]]
+if TYPE_CHECKING:
+    from engine.turns.commit import TurnResult
+
+
+@dataclass(frozen=True, slots=True)
+class Fence:
+    """What a turn's final transaction asks of its caller.
+
+    ``holds`` is checked first: False means "do not store" (the turn's lease passed to another
+    process). ``stored`` runs in that same transaction once the turn is written, for what must
+    commit with it or not at all (the request's outcome: a process killed between two commits
+    would leave a stored turn whose request still says "running", and be announced as
+    interrupted, with a Retry that plays it twice).
+    """
+
+    holds: Callable[[AsyncSession], Awaitable[bool]]
+    stored: Callable[[AsyncSession, TurnResult], Awaitable[None]] | None = None
+
 
 NO_ADVENTURE = "There is no adventure running here. Start one with /start."
 NO_STORY = "This adventure has no story yet."

@@ -27,6 +27,7 @@ from engine.coordination.requests import (
     INTERRUPTED,
     QUEUED,
     REFUSED,
+    RETRIED,
     RUNNING,
 )
 from engine.leases import DEFAULT_TTL as TURN_TTL
@@ -46,7 +47,7 @@ from engine.storage.models import (
 
 #: Clock differences between the processes writing leases, and time spent checking.
 SLACK = timedelta(seconds=5)
-STATUSES = {QUEUED, RUNNING, DONE, FAILED, REFUSED, INTERRUPTED}
+STATUSES = {QUEUED, RUNNING, DONE, FAILED, REFUSED, INTERRUPTED, RETRIED}
 
 
 async def inconsistencies(db: Database, *, settled: bool) -> list[str]:
