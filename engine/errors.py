@@ -35,6 +35,16 @@ class InternalError(CampfireError):
         self.reference = reference
 
 
+class DatabaseBusy(CampfireError):
+    """The database stayed locked by another writer past our wait; nothing was saved."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "The story's database was busy for too long, so nothing was saved. "
+            "Press Retry in a moment."
+        )
+
+
 def log_incident(what: str, error: BaseException) -> str:
     """Log an unexpected error with a short reference the player can quote."""
     reference = secrets.token_hex(4)

@@ -9,11 +9,14 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import delete, event, func, select, text
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.asyncio import create_async_engine
 from sqlmodel import SQLModel
 
 from engine.accounts import touch_server, touch_user
 from engine.scenarios.start import start_adventure
 from engine.storage.database import Database, alembic_config, described_by_models
+from engine.storage.dialect import is_busy
 from engine.storage.models import (
     Adventure,
     AdventureCard,
@@ -179,3 +182,35 @@ HEAVY = {
     Take: ("text", "reasoning", "state_after"),
     Memory: ("embedding",),
 }
+
+
+async def test_a_lock_held_past_the_wait_is_told_apart_from_other_errors(db: Database):
+    """``is_busy`` on the real errors each database raises when another writer holds the lock
+    past the wait: a turn that meets one fails with "busy, press Retry", not as Campfire's
+    own fault with a traceback."""
+    if db.is_sqlite:
+        # No wait at all, so the second writer fails at once instead of after the busy timeout.
+        waiting = create_async_engine(db.engine.url, connect_args={"timeout": 0})
+        holding = create_async_engine(db.engine.url)
+        lock, write = "BEGIN IMMEDIATE", "BEGIN IMMEDIATE"
+    else:
+        waiting = holding = create_async_engine(db.engine.url)
+        lock = "BEGIN; LOCK TABLE users IN EXCLUSIVE MODE"
+        write = "SET lock_timeout = '50ms'; LOCK TABLE users IN EXCLUSIVE MODE"
+    try:
+        async with holding.connect() as holder:
+            for statement in lock.split("; "):
+                await holder.exec_driver_sql(statement)
+            async with waiting.connect() as writer:
+                with pytest.raises(DBAPIError) as refused:
+                    for statement in write.split("; "):
+                        await writer.exec_driver_sql(statement)
+                assert is_busy(refused.value)
+                await writer.rollback()
+                with pytest.raises(DBAPIError) as other:
+                    await writer.exec_driver_sql("SELECT * FROM no_such_table")
+                assert not is_busy(other.value)
+            await holder.rollback()
+    finally:
+        await waiting.dispose()
+        await holding.dispose()

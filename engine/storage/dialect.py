@@ -22,6 +22,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, Table, event, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, create_async_engine
 
 from engine.private_files import private_sqlite_database
@@ -63,6 +64,24 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
 
 
 # --- writing and locking -------------------------------------------------------------------------
+
+
+#: PostgreSQL's codes for "waited for another transaction's lock and gave up": lock_not_available,
+#: deadlock_detected, serialization_failure.
+_POSTGRES_BUSY = frozenset({"55P03", "40P01", "40001"})
+
+
+def is_busy(error: BaseException) -> bool:
+    """Whether ``error`` means another writer held the database past our wait (SQLite's
+    "database is locked" after its busy timeout; PostgreSQL's lock and serialisation
+    failures): nothing is wrong with the request, and trying again in a moment can work."""
+    if not isinstance(error, DBAPIError):
+        return False
+    cause = error.orig
+    code = getattr(cause, "sqlstate", None) or getattr(cause, "pgcode", None)
+    return code in _POSTGRES_BUSY or any(
+        words in str(cause).lower() for words in ("database is locked", "database is busy")
+    )
 
 
 def insert_for(session: AsyncSession, table: Any) -> Any:

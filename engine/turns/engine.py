@@ -11,6 +11,7 @@ players are told what happened.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from contextlib import aclosing
 
@@ -18,15 +19,18 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from engine.actions import PlayerAction
 from engine.context import ContextBuilder, ContextEngine
-from engine.errors import CampfireError, InternalError, log_incident
+from engine.errors import CampfireError, DatabaseBusy, InternalError, log_incident
 from engine.events import ActionAccepted, TurnDone, TurnEvent, TurnFailed
 from engine.providers.base import GenerationParams
 from engine.providers.resolver import ProviderResolver
 from engine.scripting.sandbox import Limits
 from engine.storage.database import Database
+from engine.storage.dialect import is_busy
 from engine.turns.commit import commit
 from engine.turns.generate import Generation, params_for
 from engine.turns.plan import Fence, TurnPlan, plan_take, plan_turn
+
+log = logging.getLogger(__name__)
 
 
 class TurnEngine:
@@ -140,4 +144,9 @@ async def _ending_in_failure(
     except CampfireError as error:
         yield TurnFailed(error)
     except Exception as error:
-        yield TurnFailed(InternalError(log_incident(failure, error)))
+        if is_busy(error):
+            # Not Campfire's fault and no traceback worth keeping: another writer held the lock.
+            log.warning("%s: the database stayed locked (%s)", failure, error.__class__.__name__)
+            yield TurnFailed(DatabaseBusy())
+        else:
+            yield TurnFailed(InternalError(log_incident(failure, error)))

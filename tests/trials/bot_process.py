@@ -14,7 +14,8 @@ user in a DM with the bot, both with fixed ids, so a restarted process finds the
 and standard output answers each, once the bot has finished with it (its turn streamed and
 stored, or refused), with one JSON line: ``{"answer": …, "buttons": […], "messages": […]}``,
 the interaction's own response and the bot's messages new in the DM since the order (each
-``{"id", "content", "buttons"}``). The first line out is ``{"ready": pid}``. Logs go to
+``{"id", "content", "buttons"}``). The first line out is ``{"ready": pid, "messages": […]}``,
+once the bot has taken back what it held before a restart, with what it posted doing so. Logs go to
 standard error.
 """
 
@@ -55,15 +56,18 @@ def _outcome(fake: FakeDiscord, record: InteractionRecord, before: set[int]) -> 
     if record.original_message_id is not None:
         original = fake.message(record.original_message_id)
         answer, buttons = original.content, _labels(original.buttons)
-    new = [m for m in fake.messages(DM_ID) if m.id not in before and m.interaction_id is None]
     return {
         "answer": answer,
         "buttons": buttons,
         "failed": record.failed,
-        "messages": [
-            {"id": m.id, "content": m.content, "buttons": _labels(m.buttons)} for m in new
-        ],
+        "messages": _posted(fake, before),
     }
+
+
+def _posted(fake: FakeDiscord, before: set[int]) -> list[dict[str, Any]]:
+    """The bot's own messages in the DM (not answers to an interaction) new since ``before``."""
+    new = [m for m in fake.messages(DM_ID) if m.id not in before and m.interaction_id is None]
+    return [{"id": m.id, "content": m.content, "buttons": _labels(m.buttons)} for m in new]
 
 
 async def serve(settings: dict[str, Any]) -> None:
@@ -73,10 +77,17 @@ async def serve(settings: dict[str, Any]) -> None:
     fake.add_user("player", user_id=PLAYER_ID)
     fake.dm_channel(PLAYER_ID, channel_id=DM_ID)
     async with standin:
+        # A restarted bot first takes back what it held and tells the DM of a cut-off turn:
+        # what it posted then is reported with "ready", as no order's outcome would show it.
+        before = {m.id for m in fake.messages(DM_ID)}
+        assert bot.resuming is not None
+        await bot.resuming
+        await standin.idle()
+        posted = _posted(fake, before)
         if await bot.services.play.adventure_in(DM_ID) is None:
             await fake.slash(PLAYER_ID, DM_ID, "start")
             await standin.idle()
-        _say({"ready": os.getpid()})
+        _say({"ready": os.getpid(), "messages": posted})
         while line := await asyncio.to_thread(sys.stdin.readline):
             order = json.loads(line)
             if order.get("quit"):

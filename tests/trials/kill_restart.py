@@ -71,6 +71,8 @@ class BotProcess:
         self.settings = settings
         self.log = log
         self.process: asyncio.subprocess.Process | None = None
+        #: What the bot posted while it started (a restarted one: the cut-off turn's notice).
+        self.posted_at_start: list[dict[str, Any]] = []
 
     async def start(self) -> float:
         """Start it; the seconds until it was ready."""
@@ -87,6 +89,7 @@ class BotProcess:
         ready = await self._read(START_SECONDS)
         if ready is None or "ready" not in ready:
             raise RuntimeError(f"the bot process did not start: {ready!r}")
+        self.posted_at_start = ready.get("messages", [])
         return time.monotonic() - started
 
     async def order(self, order: dict[str, Any]) -> dict[str, Any] | None:
@@ -200,7 +203,7 @@ async def _kill_once(
     follow = f"wave lantern {number}"
     tally.sent.add(stored_form(follow))
     deadline = killed_at + TURN_TTL + RESUME_MARGIN
-    notices: list[dict[str, Any]] = []
+    notices = [m for m in process.posted_at_start if "interrupted" in m["content"]]
     busy = 0
     resumed: float | None = None
     while time.monotonic() < deadline:
