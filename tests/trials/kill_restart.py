@@ -3,8 +3,10 @@
 The bot runs in a child process (``tests.trials.bot_process``); the fake model runs here, so it
 outlives the bot and tells how far the killed turn's reply had streamed. Each kill lands at
 another point of a turn: after its first chunk, a quarter in, halfway, after its last chunk
-(the bot storing it), and between the turn's commit and the record of its request's outcome
-(``outcome_hold``). Then:
+(the bot storing it), and as the turn is stored (``outcome_hold``: it looks for a stored turn
+whose request still says "running", the gap there was while the two were written by separate
+transactions; they now commit together, so it finds none, and on PostgreSQL the kill lands
+while the turn's transaction waits on the request's row). Then:
 
 * the database is checked while the dead process may still hold the turn's lease;
 * a new process starts on the same database and the player sends a new action, again every
@@ -53,7 +55,7 @@ KILL_POINTS: tuple[tuple[str, int | None], ...] = (
     ("a quarter in", REPLY_WORDS // 4),
     ("halfway", REPLY_WORDS // 2),
     ("after the last chunk", REPLY_WORDS),
-    ("stored, its request not yet marked done", None),
+    ("as the turn is stored", None),
 )
 
 Say = Callable[[str], None]
@@ -231,7 +233,7 @@ async def _kill_once(
     took_back = await _take_back(process, tally, killed, notices, stored_at_kill)
     await tally.check(db, where, settled=True)
     say(
-        f"  {where}: {'reached' if reached else 'MISSED (the turn had got further)'}; "
+        f"  {where}: {_reached(hold, reached)}; "
         f"stored at the kill: {stored_at_kill}; restart {startup:.1f} s; "
         + (
             f"next action played {resumed:.1f} s after the restart ({busy} × still writing)"
@@ -240,6 +242,14 @@ async def _kill_once(
         )
         + f"; interrupted action: {took_back}"
     )
+
+
+def _reached(hold: OutcomeHold | None, reached: bool) -> str:
+    if hold is None:
+        return "reached" if reached else "MISSED (the turn had got further)"
+    if reached:
+        return "FOUND a stored turn whose request still said running"
+    return "no stored turn with its request still running (they commit together)"
 
 
 async def _take_back(

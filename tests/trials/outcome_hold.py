@@ -1,12 +1,14 @@
-"""Holding a turn between its commit and the record of its outcome, for a kill to land there.
+"""Looking for a gap between a turn's commit and the record of its outcome, for a kill to land.
 
-A turn is stored in one transaction; the request that asked for it is marked done in the next
-one (``engine.coordination.requests.RequestLog.finish``). A process that dies between the two
-leaves a stored turn whose request still says "running". ``OutcomeHold`` keeps the second
-transaction from happening once the first has, so that a kill lands in that gap every time:
+A process that dies after storing a turn but before marking its request done would leave a
+stored turn whose request still says "running": a restart would announce it as interrupted,
+and its Retry would play it twice. The two are written by one transaction
+(``engine.turns.plan.Fence.stored``), so there is no such gap; ``OutcomeHold`` keeps trying
+to find one, so that a kill would land in it every time:
 
-* PostgreSQL: the request's row is locked (``FOR UPDATE``) while the turn streams; the turn's own
-  transaction does not touch that row and commits, the request's update waits on the lock.
+* PostgreSQL: the request's row is locked (``FOR UPDATE``) while the turn streams; had the
+  turn's transaction not touched that row it would commit while the request's update waited
+  on the lock. It does, so it waits itself, and the kill finds nothing stored.
 * SQLite has no row locks: a thread watches for the stored turn and takes the database's write
   lock the moment it appears. A quick process may mark its request done before that; ``held``
   then says the gap was missed.
