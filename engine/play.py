@@ -478,19 +478,19 @@ class PlayService:
                     stream = turn(self._fence(lease, request_id))
                     async with aclosing(stream) as running:
                         async for event in running:
-                            if isinstance(event, _FINAL):
-                                await self.requests.finish(request_id, event)
+                            if isinstance(event, TurnFailed):
+                                await self.requests.fail(request_id, event)
                             events.put_nowait(event)
                             if isinstance(event, TurnDone) and self.after_turn is not None:
                                 self.after_turn(adventure_id)
             except CampfireError as error:
-                await self.requests.finish(request_id, TurnFailed(error))
+                await self.requests.fail(request_id, TurnFailed(error))
                 events.put_nowait(TurnFailed(error))
 
         try:
             ticket = await self.queue.submit(adventure_id, job, key=request_id)
         except CampfireError as error:
-            await self.requests.finish(request_id, TurnFailed(error), status=REFUSED)
+            await self.requests.fail(request_id, TurnFailed(error), status=REFUSED)
             yield TurnFailed(error)
             return
         if ticket.position > 0:

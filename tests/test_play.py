@@ -19,6 +19,7 @@ from engine.providers.resolver import OperatorDefault
 from engine.queue import AdventureQueue
 from engine.storage.models import ActionType, RequestRecord, StoryNode, User, utcnow
 from engine.turns import TurnEngine
+from engine.turns import engine as turns_engine
 from tests.fakes.openai_server import Reply
 from tests.helpers import leave_dead_turn
 
@@ -166,15 +167,16 @@ async def test_a_process_dying_right_after_storing_a_turn_leaves_it_done_not_int
     dying = service(db, provider, holder="dying")
     await dying.start(ALICE, channel_id=70, query=None)
     stored, resume = asyncio.Event(), asyncio.Event()
-    record_outcome = dying.requests.finish
+    store_turn = turns_engine.commit
 
-    async def after_the_kill(*args, **kwargs):
-        # The turn's transaction has committed; the process "dies" here, before the result.
+    async def then_the_kill(*args, **kwargs):
+        result = await store_turn(*args, **kwargs)
+        # The turn's transaction has committed; the process "dies" here, before anything else.
         stored.set()
         await resume.wait()
-        await record_outcome(*args, **kwargs)
+        return result
 
-    monkeypatch.setattr(dying.requests, "finish", after_the_kill)
+    monkeypatch.setattr(turns_engine, "commit", then_the_kill)
     fake_model.queue("The bridge holds.")
     turn = asyncio.ensure_future(
         collect(dying.act(ALICE, 70, PlayerAction(ActionType.DO, "cross", 1), request_id=701))

@@ -33,7 +33,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from engine.actions import PlayerAction, format_action
 from engine.errors import CampfireError
-from engine.events import AlreadyHandled, TurnDone, TurnFailed, TurnInterrupted
+from engine.events import AlreadyHandled, TurnFailed, TurnInterrupted
 from engine.storage.changes import rows_changed
 from engine.storage.database import Database
 from engine.storage.dialect import insert_for
@@ -171,32 +171,27 @@ class RequestLog:
             )
         return started == 1
 
-    async def finish(
-        self, request_id: int, event: TurnDone | TurnFailed, *, status: str | None = None
-    ) -> None:
-        """Store how the request ended (``done`` or ``failed`` unless ``status`` says else)."""
-        if isinstance(event, TurnDone):
-            result = _done(event.result)
-        else:
-            result: dict[str, Any] = {"error": event.error.message}
+    async def fail(self, request_id: int, event: TurnFailed, *, status: str = FAILED) -> None:
+        """Store that the request ended without a turn (``failed`` unless ``status`` says
+        else). One that played is recorded by its turn's own transaction (``stored``)."""
         async with self.db.session() as session, session.begin():
             await session.execute(
                 update(_requests)
                 .where(_requests.c.interaction_id == request_id)
-                .values(
-                    status=status or (DONE if isinstance(event, TurnDone) else FAILED),
-                    result=result,
-                )
+                .values(status=status, result={"error": event.error.message})
             )
 
     @staticmethod
     async def stored(session: AsyncSession, request_id: int, result: TurnResult) -> None:
         """Mark a running request done with its turn's result, in the transaction that stores
-        the turn, so the two commit together (``finish`` then finds it done already)."""
+        the turn, so the two commit together: a process killed after that commit leaves no
+        stored turn whose request says "running"."""
         await session.execute(
             update(_requests)
             .where(_requests.c.interaction_id == request_id, _requests.c.status == RUNNING)
-            .values(status=DONE, result=_done(result))
+            .values(
+                status=DONE, result={"version": result.version, "node": result.narrator_node_id}
+            )
         )
 
     @staticmethod
@@ -264,8 +259,3 @@ class RequestLog:
             except (CampfireError, ValueError):
                 pass
             return TurnInterrupted(record.interaction_id, text)
-
-
-def _done(result: TurnResult) -> dict[str, Any]:
-    """What a done request keeps of its turn, to answer a repeat delivery."""
-    return {"version": result.version, "node": result.narrator_node_id}

@@ -79,9 +79,8 @@ def is_busy(error: BaseException) -> bool:
         return False
     cause = error.orig
     code = getattr(cause, "sqlstate", None) or getattr(cause, "pgcode", None)
-    return code in _POSTGRES_BUSY or any(
-        words in str(cause).lower() for words in ("database is locked", "database is busy")
-    )
+    # SQLite's SQLITE_BUSY, as its driver words it.
+    return code in _POSTGRES_BUSY or "database is locked" in str(cause)
 
 
 def insert_for(session: AsyncSession, table: Any) -> Any:
