@@ -203,6 +203,65 @@ async def test_the_opening_cannot_be_retried(db, engine):
     assert isinstance(failed, TurnFailed) and "opening" in failed.error.message
 
 
+async def test_retrying_a_continue_under_undone_turns_keeps_its_snapshot(
+    db, engine, tree, fake_model
+):
+    adventure_id = await bandit_camp(db)
+    await host(db, adventure_id)
+    fake_model.queue(
+        f"Hit.\n\n{block(-10)}", f"Hit hard.\n\n{block(-30)}", f"Dodged.\n\n{block(-1)}"
+    )
+    first = await turn(engine, adventure_id)  # a continue: its parent is the opening
+    await turn(engine, adventure_id, "charge")
+    await tree.undo(ALICE, CHANNEL)
+    done = await retry(engine, adventure_id)
+    assert isinstance(done, TurnDone), done
+    fresh = done.result.narrator_node_id
+    assert done.result.replaced_node_id == first.narrator_node_id != fresh
+    # The new version starts from the same state as the one it stands beside.
+    assert await before(db, fresh) == await before(db, first.narrator_node_id)
+    assert (await adventure_of(db, adventure_id)).world_state["values"]["player.hp"] == 99
+
+
+async def test_a_retry_asked_for_an_older_turn_retries_nothing(db, engine, fake_model):
+    adventure_id = await new_adventure(db)
+    fake_model.queue("One.", "Two.")
+    first = await turn(engine, adventure_id, "one")
+    await turn(engine, adventure_id, "two")  # arrived while the retry waited in the queue
+    events = [e async for e in engine.retry(adventure_id, node_id=first.narrator_node_id)]
+    assert isinstance(events[-1], TurnFailed) and "moved on" in events[-1].error.message
+    assert len(fake_model.requests) == 2
+
+
+async def test_a_retried_turn_is_still_inside_its_cooldown(db, engine, fake_model):
+    adventure_id = await bandit_camp(db)
+    async with db.session() as session, session.begin():
+        adventure = await session.get(Adventure, adventure_id)
+        schema = dict(adventure.stat_schema)
+        schema["player"] = {**schema["player"], "mana": {**schema["player"]["mana"], "cooldown": 2}}
+        await session.execute(
+            update(Adventure).where(Adventure.id == adventure_id).values(stat_schema=schema)
+        )
+    fake_model.queue(
+        f"You cast a spark.\n\n{block(0, -5)}",
+        f"You cast again.\n\n{block(0, -5)}",
+        f"You cast once more.\n\n{block(0, -5)}",
+    )
+    await turn(engine, adventure_id, "cast")  # mana changes at index 2
+    second = await turn(engine, adventure_id, "cast again")  # index 4: still cooling down
+    mana = (await adventure_of(db, adventure_id)).world_state["values"]["player.mana"]
+    assert mana == 25
+    report = await column(db, second.narrator_node_id, "state_report")
+    assert any("mana" in r["path"] for r in report["rejected"])
+
+    done = await retry(engine, adventure_id)
+    assert isinstance(done, TurnDone)
+    # Had the retry advanced the clock to index 6, the cooldown would have let mana change.
+    assert (await adventure_of(db, adventure_id)).world_state["values"]["player.mana"] == 25
+    report = await column(db, second.narrator_node_id, "state_report")
+    assert any("mana" in r["path"] for r in report["rejected"])
+
+
 # --- undo, redo, forks ---------------------------------------------------------------------------
 
 
@@ -541,6 +600,30 @@ async def test_a_retry_under_undone_turns_writes_beside_them(db, engine, tree, f
     assert branches == {"main": second.narrator_node_id, "fork 2": done.result.narrator_node_id}
 
 
+async def test_switching_to_a_branch_at_the_same_place_changes_no_state(
+    db, engine, tree, fake_model
+):
+    adventure_id = await bandit_camp(db)
+    await host(db, adventure_id)
+    fake_model.queue(f"Hit.\n\n{block(-10)}")
+    await turn(engine, adventure_id, "charge")
+    await tree.new_branch(ALICE, CHANNEL, "side")
+    # A host's correction after the turn (as /state set makes it).
+    async with db.session() as session, session.begin():
+        adventure = await session.get(Adventure, adventure_id)
+        state = {**adventure.world_state}
+        state["values"] = {**state["values"], "player.hp": 42}
+        adventure.world_state = state
+    moved = await tree.switch_branch(ALICE, CHANNEL, "main")
+    assert moved.branch == "main" and moved.removed == () and moved.restored == ()
+    assert (await adventure_of(db, adventure_id)).world_state["values"]["player.hp"] == 42
+    # Undo and redo keep the correction too: it was the state the head left.
+    await tree.undo(ALICE, CHANNEL)
+    assert (await adventure_of(db, adventure_id)).world_state["values"]["player.hp"] == 100
+    await tree.redo(ALICE, CHANNEL)
+    assert (await adventure_of(db, adventure_id)).world_state["values"]["player.hp"] == 42
+
+
 # --- what loading reads ---------------------------------------------------------------------------
 
 
@@ -635,86 +718,3 @@ async def test_loading_a_page_of_turns_never_selects_takes_or_snapshots(db, engi
             "context_report",
         ):
             assert heavy not in statement
-
-
-async def test_retrying_a_continue_under_undone_turns_keeps_its_snapshot(
-    db, engine, tree, fake_model
-):
-    adventure_id = await bandit_camp(db)
-    await host(db, adventure_id)
-    fake_model.queue(
-        f"Hit.\n\n{block(-10)}", f"Hit hard.\n\n{block(-30)}", f"Dodged.\n\n{block(-1)}"
-    )
-    first = await turn(engine, adventure_id)  # a continue: its parent is the opening
-    await turn(engine, adventure_id, "charge")
-    await tree.undo(ALICE, CHANNEL)
-    done = await retry(engine, adventure_id)
-    assert isinstance(done, TurnDone), done
-    fresh = done.result.narrator_node_id
-    assert done.result.replaced_node_id == first.narrator_node_id != fresh
-    # The new version starts from the same state as the one it stands beside.
-    assert await before(db, fresh) == await before(db, first.narrator_node_id)
-    assert (await adventure_of(db, adventure_id)).world_state["values"]["player.hp"] == 99
-
-
-async def test_a_retry_asked_for_an_older_turn_retries_nothing(db, engine, fake_model):
-    adventure_id = await new_adventure(db)
-    fake_model.queue("One.", "Two.")
-    first = await turn(engine, adventure_id, "one")
-    await turn(engine, adventure_id, "two")  # arrived while the retry waited in the queue
-    events = [e async for e in engine.retry(adventure_id, node_id=first.narrator_node_id)]
-    assert isinstance(events[-1], TurnFailed) and "moved on" in events[-1].error.message
-    assert len(fake_model.requests) == 2
-
-
-async def test_a_retried_turn_is_still_inside_its_cooldown(db, engine, fake_model):
-    adventure_id = await bandit_camp(db)
-    async with db.session() as session, session.begin():
-        adventure = await session.get(Adventure, adventure_id)
-        schema = dict(adventure.stat_schema)
-        schema["player"] = {**schema["player"], "mana": {**schema["player"]["mana"], "cooldown": 2}}
-        await session.execute(
-            update(Adventure).where(Adventure.id == adventure_id).values(stat_schema=schema)
-        )
-    fake_model.queue(
-        f"You cast a spark.\n\n{block(0, -5)}",
-        f"You cast again.\n\n{block(0, -5)}",
-        f"You cast once more.\n\n{block(0, -5)}",
-    )
-    await turn(engine, adventure_id, "cast")  # mana changes at index 2
-    second = await turn(engine, adventure_id, "cast again")  # index 4: still cooling down
-    mana = (await adventure_of(db, adventure_id)).world_state["values"]["player.mana"]
-    assert mana == 25
-    report = await column(db, second.narrator_node_id, "state_report")
-    assert any("mana" in r["path"] for r in report["rejected"])
-
-    done = await retry(engine, adventure_id)
-    assert isinstance(done, TurnDone)
-    # Had the retry advanced the clock to index 6, the cooldown would have let mana change.
-    assert (await adventure_of(db, adventure_id)).world_state["values"]["player.mana"] == 25
-    report = await column(db, second.narrator_node_id, "state_report")
-    assert any("mana" in r["path"] for r in report["rejected"])
-
-
-async def test_switching_to_a_branch_at_the_same_place_changes_no_state(
-    db, engine, tree, fake_model
-):
-    adventure_id = await bandit_camp(db)
-    await host(db, adventure_id)
-    fake_model.queue(f"Hit.\n\n{block(-10)}")
-    await turn(engine, adventure_id, "charge")
-    await tree.new_branch(ALICE, CHANNEL, "side")
-    # A host's correction after the turn (as /state set makes it).
-    async with db.session() as session, session.begin():
-        adventure = await session.get(Adventure, adventure_id)
-        state = {**adventure.world_state}
-        state["values"] = {**state["values"], "player.hp": 42}
-        adventure.world_state = state
-    moved = await tree.switch_branch(ALICE, CHANNEL, "main")
-    assert moved.branch == "main" and moved.removed == () and moved.restored == ()
-    assert (await adventure_of(db, adventure_id)).world_state["values"]["player.hp"] == 42
-    # Undo and redo keep the correction too: it was the state the head left.
-    await tree.undo(ALICE, CHANNEL)
-    assert (await adventure_of(db, adventure_id)).world_state["values"]["player.hp"] == 100
-    await tree.redo(ALICE, CHANNEL)
-    assert (await adventure_of(db, adventure_id)).world_state["values"]["player.hp"] == 42
