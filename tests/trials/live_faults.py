@@ -316,19 +316,24 @@ async def discord_faults(live: Live, model: FakeModelServer, tally: Tally, say: 
             tally.problems.append(f"{where}: the turn was not stored ({outcome.answer!r})")
         shown = _shown(live, outcome)
         # The bot must still play: the next action, with Discord well again.
-        after = f"walk on {number}"
-        tally.sent.add(stored_form(after))
-        next_turn = await live.act(after, bound)
-        if next_turn.played(after):
-            tally.told.add(stored_form(after))
-        else:
-            tally.problem("stuck", f"{where}: the next action did not play ({next_turn.answer!r})")
+        after = await _next_action(live, tally, where, f"walk on {number}", bound)
         await tally.check(live.db, where, settled=True)
         say(
             f"  {where}: {hits} edit(s) answered {error.status}; turn stored {count}×, "
-            f"{shown}; next action {'played' if next_turn.played(after) else 'NOT played'}"
-            f"{live.log.since(mark)}"
+            f"{shown}; next action {after}{live.log.since(mark)}"
         )
+
+
+async def _next_action(live: Live, tally: Tally, where: str, action: str, bound: float) -> str:
+    """After a fault, the bot must still play: the next action, with the fault gone. Counted
+    stuck when it does not; "played" or "NOT played" for the report."""
+    tally.sent.add(stored_form(action))
+    outcome = await live.act(action, bound)
+    if outcome.played(action):
+        tally.told.add(stored_form(action))
+        return "played"
+    tally.problem("stuck", f"{where}: the next action did not play ({outcome.answer!r})")
+    return "NOT played"
 
 
 def _shown(live: Live, outcome: Outcome) -> str:
@@ -427,17 +432,10 @@ async def database_lock(live: Live, model: FakeModelServer, tally: Tally, say: S
     else:
         tally.problem("stuck", f"{where}: the action did not play once the lock was gone")
     resumed = time.monotonic() - locked_at - LOCK_SECONDS
-    after = "fold map"
-    tally.sent.add(stored_form(after))
-    next_turn = await live.act(after, bound)
-    if next_turn.played(after):
-        tally.told.add(stored_form(after))
-    else:
-        tally.problem("stuck", f"{where}: the next action did not play ({next_turn.answer!r})")
+    after = await _next_action(live, tally, where, "fold map", bound)
     await tally.check(live.db, where, settled=True)
     say(
         f"  {where}: {_said(first)}; {way}; "
         f"{'played' if outcome.played(action) else 'NOT played'} {resumed:.1f} s after the "
-        f"lock went; next action {'played' if next_turn.played(after) else 'NOT played'}"
-        f"{live.log.since(mark)}"
+        f"lock went; next action {after}{live.log.since(mark)}"
     )
