@@ -20,6 +20,7 @@ instead of letting the model finish a reply that will not be kept.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
@@ -98,16 +99,28 @@ class Profiles:
         self.db = db
         self.retention_days = retention_days
         self.queue = queue
+        #: Contact records being written in this process, by user: a deletion waits for them,
+        #: or one that lands after it would make the deleted person's row again.
+        self._recording: dict[int, list[asyncio.Event]] = {}
 
     # --- membership -------------------------------------------------------------------------
 
     async def record_contact(self, actor: Actor) -> None:
         """Someone interacted: their user row (and their server's) exists from now on and was
         seen now."""
-        async with self.db.session() as session, session.begin():
-            await touch_user(session, actor.user_id, actor.user_name)
-            if actor.server_id is not None:
-                await touch_server(session, actor.server_id, actor.server_name)
+        written = asyncio.Event()
+        recording = self._recording.setdefault(actor.user_id, [])
+        recording.append(written)
+        try:
+            async with self.db.session() as session, session.begin():
+                await touch_user(session, actor.user_id, actor.user_name)
+                if actor.server_id is not None:
+                    await touch_server(session, actor.server_id, actor.server_name)
+        finally:
+            written.set()
+            recording.remove(written)
+            if not recording:
+                del self._recording[actor.user_id]
 
     async def server_joined(self, server_id: int, name: str = "") -> None:
         """The bot is in a server (again): a pending removal is cancelled."""
@@ -165,6 +178,9 @@ class Profiles:
         """Delete the actor and everything they own, now (one cascading statement), and drop
         their turns still queued or being written in this process."""
         user_id = actor.user_id
+        # Their earlier interactions' contact records land first (each began before this).
+        for written in list(self._recording.get(user_id, ())):
+            await written.wait()
         async with self.db.session() as session, session.begin():
             # The turn leases of their own adventures first, as a turn's commit takes its lease
             # before its players: in that order a deletion and a commit wait for each other

@@ -3,11 +3,13 @@ the eligible rows go, in one statement, and nothing else."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 
 import pytest
 from sqlalchemy import event, func, select
 
+from engine import profiles as profiles_module
 from engine.access import Actor
 from engine.accounts import touch_server, touch_user
 from engine.errors import NotFound
@@ -162,3 +164,30 @@ async def test_a_creator_is_no_guest_and_delete_takes_everything_now(db):
         await profiles(db).show(Actor(IDLE_GUEST), seen=False)
     with pytest.raises(NotFound):
         await profiles(db).delete(Actor(IDLE_GUEST))
+
+
+async def test_a_contact_record_still_being_written_cannot_bring_a_deleted_person_back(
+    db, monkeypatch
+):
+    """An earlier interaction's contact record may still be on its way to the database when the
+    person deletes their data: the deletion waits for it, or it would make their row again."""
+    profiles = Profiles(db, retention_days=30)
+    bob = Actor(user_id=2, user_name="Bob")
+    await profiles.record_contact(bob)
+    slow, started = asyncio.Event(), asyncio.Event()
+    write_row = profiles_module.touch_user
+
+    async def delayed(*args, **kwargs):  # the database is busy: the record lands late
+        started.set()
+        await slow.wait()
+        await write_row(*args, **kwargs)
+
+    monkeypatch.setattr(profiles_module, "touch_user", delayed)
+    late = asyncio.ensure_future(profiles.record_contact(bob))
+    await started.wait()
+    deleting = asyncio.ensure_future(profiles.delete(bob))
+    await asyncio.sleep(0.05)
+    slow.set()
+    await asyncio.gather(late, deleting)
+    async with db.session() as session:
+        assert await session.get(User, bob.user_id) is None

@@ -32,6 +32,13 @@ class PerProcess:
 
 PER_PROCESS: tuple[PerProcess, ...] = (
     PerProcess(
+        "engine.profiles:Profiles",
+        "contact records being written, by user, which a /profile delete waits for",
+        "A person's interactions reach the process of their server's shard (a DM, shard 0), "
+        "where their contact records and their /profile delete are both handled; a record "
+        "written by another process at the same moment is the rare case it does not cover.",
+    ),
+    PerProcess(
         "engine.queue:AdventureQueue",
         "the adventure queue: this process's actions of one adventure, in arrival order",
         "It only orders and counts; exclusion is the turn lease, claimed by each queued job "
