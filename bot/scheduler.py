@@ -119,12 +119,22 @@ def schedule_background_work(
 def memory_job_scheduler(
     scheduler: AsyncIOScheduler, services: Services, background: BackgroundWork
 ) -> Callable[[int], None]:
+    #: Adventures whose memory work was asked for (per process: a turn's own process asks).
+    #: A run asked for while one is running is skipped by the scheduler (one instance a job),
+    #: so the running one goes round again for the turns that came meanwhile.
+    asked: set[int] = set()
+
     async def memory_work(adventure_id: int) -> None:
         # Under the adventure's job lease, taken by the writer itself.
         with background.running(f"memory work for adventure {adventure_id}"):
-            await services.memory.catch_up(adventure_id)
+            while True:
+                asked.discard(adventure_id)
+                await services.memory.catch_up(adventure_id)
+                if adventure_id not in asked:
+                    return
 
     def after_turn(adventure_id: int) -> None:
+        asked.add(adventure_id)
         try:
             scheduler.add_job(
                 memory_work,

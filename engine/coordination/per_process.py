@@ -32,6 +32,12 @@ class PerProcess:
 
 PER_PROCESS: tuple[PerProcess, ...] = (
     PerProcess(
+        "bot.scheduler:memory_job_scheduler",
+        "adventures whose memory work was asked for while it ran, to go round again",
+        "Only a nudge to run sooner: the job lease decides who writes memories, and the "
+        "periodic sweep catches up any adventure whose nudge was lost with its process.",
+    ),
+    PerProcess(
         "engine.profiles:Profiles",
         "contact records being written, by user, which a /profile delete waits for",
         "A person's interactions reach the process of their server's shard (a DM, shard 0), "
