@@ -32,6 +32,10 @@ class DiscordEnv:
     alice: int
     bob: int
 
+    def expect(self, *codes: int) -> None:
+        """Discord error codes this test provokes on purpose; any other 4xx fails it."""
+        self.fake.expect(*codes)
+
     async def done(self) -> None:
         """Until the bot has finished with everything it was sent."""
         await self.standin.idle()
@@ -85,6 +89,9 @@ async def campfire_on_standin(
     assert fake.unknown_routes == []
     assert fake.failures == []  # every interaction was acknowledged within 3 s
     assert fake.rate_limited == []  # the bot paced itself under Discord's limits
+    # Nothing refused that the test did not provoke: on Discord each 4xx counts towards the
+    # invalid-request limit, and most mean something the player never saw.
+    assert fake.unexpected_refusals() == []
     # caplog.records holds this phase's records only (the fixture's teardown): the test's own
     # are the call phase's.
     records = [*caplog.get_records("setup"), *caplog.get_records("call"), *caplog.records]

@@ -12,6 +12,7 @@ actions in ``interactions.InteractionDriver``.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from collections.abc import Callable
@@ -45,10 +46,24 @@ __all__ = [
     "TOKEN_LIFETIME_S",
     "FakeDiscord",
     "Handler",
+    "Refusal",
     "RequestRecord",
 ]
 
 _log = logging.getLogger(__name__)
+
+
+def _code_of(response: web.StreamResponse) -> int:
+    """Discord's JSON error code in a refusal's body (0 if it has none)."""
+    body = getattr(response, "body", None)
+    if not isinstance(body, bytes | bytearray):
+        return 0
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return 0
+    code = data.get("code") if isinstance(data, dict) else None
+    return code if isinstance(code, int) else 0
 
 
 class RequestRecord(NamedTuple):
@@ -56,6 +71,16 @@ class RequestRecord(NamedTuple):
     path: str
     time: float
     status: int
+
+
+class Refusal(NamedTuple):
+    """A request the stand-in refused with a 4xx other than 429 (Discord's JSON error code,
+    0 when the body has none, e.g. an unknown route)."""
+
+    method: str
+    path: str
+    status: int
+    code: int
 
 
 class FakeDiscord(InteractionDriver):
@@ -72,6 +97,11 @@ class FakeDiscord(InteractionDriver):
         self.unknown_routes: list[tuple[str, str]] = []
         self.failures: list[str] = []
         self.rate_limited: list[tuple[str, str, float]] = []
+        #: Every 4xx but 429 the stand-in answered, and the codes a test provokes on purpose:
+        #: Discord counts 401, 403 and 429 answers towards its invalid-request limit (10,000 in
+        #: 10 minutes, then a temporary ban), so a refusal nobody expected is a bug.
+        self.refused: list[Refusal] = []
+        self.expected_codes: set[int] = set()
         #: Failures to inject (none unless a test asks): ``fake.faults.fail_edits(...)``.
         self.faults = Faults()
         self.client: discord.Client | None = None
@@ -94,6 +124,14 @@ class FakeDiscord(InteractionDriver):
 
     def _default_clock(self) -> float:
         return time.monotonic() + self._clock_offset
+
+    def expect(self, *codes: int) -> None:
+        """Discord error codes this test provokes on purpose (e.g. 50013 Missing Permissions):
+        refusals with them are not counted as unexpected."""
+        self.expected_codes.update(codes)
+
+    def unexpected_refusals(self) -> list[Refusal]:
+        return [r for r in self.refused if r.code not in self.expected_codes]
 
     def advance(self, seconds: float) -> None:
         """Move the default clock forward (token expiry tests without waiting)."""
@@ -343,6 +381,8 @@ class FakeDiscord(InteractionDriver):
                 response = self.faults.answer(request) or await handler(request)
                 self._limiter.add_bucket_headers(request, response, time.monotonic())
             self.requests.append(RequestRecord(method, path, self.clock(), response.status))
+            if 400 <= response.status < 500 and response.status != 429:
+                self.refused.append(Refusal(method, path, response.status, _code_of(response)))
             return response
         finally:
             self._in_flight -= 1
