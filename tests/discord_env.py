@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,11 +57,12 @@ async def campfire_on_standin(
     database_url: str,
     *,
     log_level: int = logging.WARNING,
+    world: Callable[[FakeDiscord], object] | None = None,
     **settings,
 ) -> AsyncIterator[DiscordEnv]:
     """The bot on ``database_url`` (the ``database_url`` fixture: a copy of the migrated
     template, on each backend), its data folder in ``tmp_path``; ``settings`` add to (or
-    replace) the defaults below."""
+    replace) the defaults below. ``world`` builds more of Discord before the bot connects."""
     caplog.set_level(log_level)
     config = load_settings(
         **{
@@ -80,6 +81,8 @@ async def campfire_on_standin(
     channel = fake.add_text_channel(guild, "adventures")
     alice = fake.add_user("alice", member_of=[guild], manage_guild=True)
     bob = fake.add_user("bob", member_of=[guild])
+    if world is not None:
+        world(fake)
     async with standin:
         # Started: what a restart takes back is taken back (nothing, in a fresh database).
         assert bot.resuming is not None

@@ -2,7 +2,9 @@
 
 discord.py runs unmodified; only its two base addresses are redirected for the duration:
 ``Route.BASE`` (REST, shared by the webhook adapter) and ``DiscordWebSocket.DEFAULT_GATEWAY``
-(a plain ``Client`` connects there directly; it only asks ``/gateway/bot`` when sharded).
+(a plain ``Client`` connects there directly; an ``AutoShardedClient`` without a shard count
+asks ``/gateway/bot``, which answers with the stand-in's address), and the client's waits at
+start-up are shortened (see ``start``).
 """
 
 from __future__ import annotations
@@ -58,6 +60,10 @@ class StandIn:
         self.client._connection.guild_ready_timeout = min(
             self.client._connection.guild_ready_timeout, GUILD_READY_TIMEOUT_S
         )
+        # discord.py waits 5 s before each shard's identify after the first, Discord's identify
+        # rate; the stand-in does not limit identifies, so the shards connect at once. Set on
+        # the instance: discord.py looks the hook up there (Client._call_before_identify_hook).
+        self.client.before_identify_hook = _identify_at_once  # type: ignore[method-assign]
         self._task = asyncio.create_task(self.client.start(self._token), name="standin-client")
         try:
             await self._wait_ready()
@@ -72,9 +78,11 @@ class StandIn:
             if self._task.done():
                 exc = self._task.exception()
                 raise RuntimeError("the client stopped while starting") from exc
+            # Ready: every shard of the client has identified, and has every guild its shards
+            # hold (a client running only some shards never hears of the others').
             if self.client.is_ready() and all(
                 (g := self.client.get_guild(gid)) is not None and not g.unavailable
-                for gid in self.fake.world.guilds
+                for gid in self.fake.gateway.held_guilds()
             ):
                 return
             if time.monotonic() > deadline:
@@ -126,6 +134,10 @@ class StandIn:
         tb: TracebackType | None,
     ) -> None:
         await self.stop()
+
+
+async def _identify_at_once(shard_id: int | None, *, initial: bool = False) -> None:
+    return None
 
 
 #: Names discord.py gives the tasks that run interaction handlers (not view time-outs), and the

@@ -1,5 +1,6 @@
 """Application command routes (with Discord's daily create limit), and the lookups discord.py
-makes at login and on demand: ``/gateway``, ``/users``, ``/applications/@me``, ``/guilds``."""
+makes at login and on demand: ``/users``, ``/applications/@me``, ``/guilds`` (``/gateway`` is
+the gateway's own, in ``gateway``)."""
 
 from __future__ import annotations
 
@@ -81,20 +82,6 @@ class CommandRoutes:
         return json_response(stored)
 
     # -- lookups ------------------------------------------------------------------------------
-
-    async def get_gateway(self, request: web.Request) -> web.Response:
-        return json_response(
-            {
-                "url": self.fake.gateway_url,
-                "shards": 1,
-                "session_start_limit": {
-                    "total": 1000,
-                    "remaining": 999,
-                    "reset_after": 86400000,
-                    "max_concurrency": 1,
-                },
-            }
-        )
 
     async def get_me(self, request: web.Request) -> web.Response:
         return json_response(

@@ -10,9 +10,8 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from . import limits
-from .gateway import INTENT_DM_MESSAGES, INTENT_GUILD_MESSAGES
 from .rest import FileUpload, error_response, json_response, read_body
-from .world import DM, FLAG_EPHEMERAL, FLAG_LOADING, PRIVATE_THREAD, PUBLIC_THREAD, MessageRecord
+from .world import FLAG_EPHEMERAL, FLAG_LOADING, PRIVATE_THREAD, PUBLIC_THREAD, MessageRecord
 
 if TYPE_CHECKING:
     from .server import FakeDiscord
@@ -134,15 +133,13 @@ class MessageRoutes:
         if msg.visible_to is not None or not gateway.connected:
             return
         channel = self.world.channels.get(msg.channel_id)
-        intent = INTENT_DM_MESSAGES if channel and channel.type == DM else INTENT_GUILD_MESSAGES
-        if not gateway.intents & intent:
-            return
         if event == "MESSAGE_DELETE":
             data: dict[str, Any] = {"id": str(msg.id), "channel_id": str(msg.channel_id)}
             if channel is not None and channel.guild_id is not None:
                 data["guild_id"] = str(channel.guild_id)
         else:
             data = self.world.message_payload(msg)
+        # The gateway sends it only to a client subscribed to the channel's message intent.
         self.fake._dispatch_later(event, data)
 
     # -- channels, DMs, attachments -----------------------------------------------------------

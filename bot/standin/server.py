@@ -191,6 +191,24 @@ class FakeDiscord(InteractionDriver):
             )
         return guild.id
 
+    def add_guilds(self, count: int, *, owner_id: int) -> list[int]:
+        """``count`` guilds at once, before the bot connects (a bot in thousands of servers),
+        each with no channel and no member but ``owner_id`` and the bot.
+
+        Their ids are spread over past milliseconds, one each, as real servers' creation times
+        are: the shard of a guild comes from its id's timestamp (``gateway.shard_of``), so ids
+        minted in the same millisecond would all land on one shard."""
+        world = self.world
+        newest_ms = (world.snowflake() >> 22) - 1
+        made: list[int] = []
+        ms = newest_ms - count
+        while len(made) < count:
+            ms -= 1
+            gid = ms << 22
+            if gid not in world.guilds:
+                made.append(world.add_guild(f"Server {len(made) + 1}", owner_id, guild_id=gid).id)
+        return made
+
     def add_text_channel(self, guild_id: int, name: str) -> int:
         channel = self.world.add_text_channel(guild_id, name)
         if self.gateway.connected:
@@ -333,8 +351,8 @@ class FakeDiscord(InteractionDriver):
         p = API_PREFIX
         r.add_get("/gateway", self.gateway.handle)
         r.add_get("/attachments/{cid}/{aid}/{filename}", msg.get_attachment)
-        r.add_get(p + "/gateway", cmd.get_gateway)
-        r.add_get(p + "/gateway/bot", cmd.get_gateway)
+        r.add_get(p + "/gateway", self.gateway.get_gateway)
+        r.add_get(p + "/gateway/bot", self.gateway.get_gateway_bot)
         r.add_get(p + "/users/@me", cmd.get_me)
         r.add_post(p + "/users/@me/channels", msg.create_dm)
         r.add_get(p + "/users/{uid}", cmd.get_user)

@@ -287,8 +287,10 @@ class World:
         self.users[user.id] = user
         return user
 
-    def add_guild(self, name: str, owner_id: int | None = None) -> GuildRecord:
-        gid = self.snowflake()
+    def add_guild(
+        self, name: str, owner_id: int | None = None, *, guild_id: int | None = None
+    ) -> GuildRecord:
+        gid = guild_id or self.snowflake()
         if owner_id is None:
             owner_id = self.add_user(f"{name} owner").id
         guild = GuildRecord(gid, name, owner_id)
