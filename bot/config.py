@@ -9,11 +9,18 @@ from __future__ import annotations
 import os
 import secrets
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import platformdirs
-from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import (
+    AliasChoices,
+    Field,
+    SecretStr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from engine.coordination.instance import NAME_PATTERN
 from engine.private_files import private_file, private_folder
@@ -127,6 +134,18 @@ class Settings(BaseSettings):
         description="This process's name in lease rows, the same after a restart. Unset: one "
         "kept in the data folder (a second process on the same folder gets another).",
     )
+    shard_count: int | None = Field(
+        default=None,
+        ge=1,
+        description="How many Discord shards the bot runs in all. Unset: Discord's "
+        "recommendation (GET /gateway/bot), asked at every start.",
+    )
+    # NoDecode: the environment gives "0,2", not JSON; _shard_ids reads it.
+    shard_ids: Annotated[tuple[int, ...] | None, NoDecode] = Field(
+        default=None,
+        description="The shards this process runs, comma-separated (the others run in other "
+        "processes on the same database). Unset: all of them.",
+    )
 
     @field_validator("model_url", "embedding_url")
     @classmethod
@@ -146,6 +165,40 @@ class Settings(BaseSettings):
         if not NAME_PATTERN.match(value.strip()):
             raise ValueError("1 to 64 letters, digits or . _ : -")
         return value.strip()
+
+    @field_validator("shard_ids", mode="before")
+    @classmethod
+    def _shard_id_list(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            if not value.strip():
+                return None
+            try:
+                return tuple(int(part) for part in value.split(","))
+            except ValueError:
+                raise ValueError("shard numbers separated by commas, e.g. 0,1") from None
+        return value
+
+    @field_validator("shard_ids")
+    @classmethod
+    def _shard_ids(cls, value: tuple[int, ...] | None, info: ValidationInfo) -> Any:
+        if value is None:
+            return None
+        if "shard_count" not in info.data:
+            return value  # CAMPFIRE_SHARD_COUNT itself is wrong, and said so
+        # discord.py needs the total to route a process's share (AutoShardedClient).
+        count = info.data["shard_count"]
+        if count is None:
+            raise ValueError("CAMPFIRE_SHARD_COUNT set too, when a process runs only some shards")
+        if not value:
+            raise ValueError("at least one shard number")
+        outside = [shard for shard in value if not 0 <= shard < count]
+        if outside:
+            raise ValueError(
+                f"shard numbers from 0 to {count - 1} (CAMPFIRE_SHARD_COUNT is {count})"
+            )
+        if len(set(value)) != len(value):
+            raise ValueError("each shard number once")
+        return tuple(sorted(value))
 
     @field_validator("database_url")
     @classmethod

@@ -1,9 +1,10 @@
-"""The Discord process: one ``Bot`` subclass holding the engine's services."""
+"""The Discord process: one ``AutoShardedBot`` subclass holding the engine's services."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from typing import Any
 
 import discord
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
@@ -32,6 +33,7 @@ EXTENSIONS: tuple[str, ...] = (
     "cogs.memory",
     "cogs.profile",
     "cogs.membership",
+    "cogs.server",
 )
 
 #: How often expired turn leases are looked for (a process died mid-turn).
@@ -43,17 +45,50 @@ discord.VoiceClient.warn_nacl = False
 discord.VoiceClient.warn_dave = False
 
 
-class CampfireBot(commands.Bot):
+def gateway_intents() -> discord.Intents:
+    """Only what Campfire reads. Slash commands, buttons and forms come as interactions, which
+    need no intent: each carries its member (roles, permissions) and channel (discord-api-docs,
+    Gateway, List of Intents: events under no intent "will always be sent"). No privileged
+    intent, so Discord never has to approve one, and no message, typing or reaction events."""
+    intents = discord.Intents.none()
+    # GUILDS: the server cache that interactions are read against (a member's roles are
+    # resolved from their guild's roles, for the importer role and the manager checks; the
+    # server's name for its row; interaction.channel is the cached channel or thread, whose
+    # parent /start and the thread checks look at), kept current by the channel, thread and
+    # role events; and GUILD_CREATE / GUILD_DELETE for on_guild_join / on_guild_remove
+    # (cogs.membership), which record the servers Campfire is in.
+    intents.guilds = True
+    return intents
+
+
+#: Where commands appear: installed to servers only (a user install would run the bot where it
+#: cannot post), used in servers and in the bot's own DMs; never in group DMs or other private
+#: channels, since Campfire narrates by posting in the channel (discord-api-docs, Application
+#: Commands, Contexts).
+COMMAND_CONTEXTS = discord.app_commands.AppCommandContext(
+    guild=True, dm_channel=True, private_channel=False
+)
+COMMAND_INSTALLS = discord.app_commands.AppInstallationType(guild=True, user=False)
+
+
+class CampfireBot(commands.AutoShardedBot):
     services: Services
     background: BackgroundWork
 
     def __init__(self, settings: Settings) -> None:
-        intents = discord.Intents.default()
+        # Unset: discord.py asks Discord for its recommendation (GET /gateway/bot) and runs
+        # every shard here. A process running some of them names them and the total.
+        shards: dict[str, Any] = {"shard_count": settings.shard_count}
+        if settings.shard_ids is not None:
+            shards["shard_ids"] = list(settings.shard_ids)
         super().__init__(
             command_prefix=commands.when_mentioned,
-            intents=intents,
+            intents=gateway_intents(),
             # Stories mention characters by name; never let narration ping real people.
             allowed_mentions=discord.AllowedMentions.none(),
+            allowed_contexts=COMMAND_CONTEXTS,
+            allowed_installs=COMMAND_INSTALLS,
+            **shards,
         )
         self.settings = settings
         self.scheduler = AsyncIOScheduler()
@@ -144,4 +179,12 @@ class CampfireBot(commands.Bot):
             await self.services.aclose()
 
     async def on_ready(self) -> None:
-        log.info("connected as %s to %d servers", self.user, len(self.guilds))
+        # Every shard of this process is connected; the servers are those on its shards.
+        shards = ", ".join(str(shard) for shard in sorted(self.shards))
+        log.info(
+            "connected as %s to %d servers on shards %s of %s",
+            self.user,
+            len(self.guilds),
+            shards,
+            self.shard_count,
+        )

@@ -84,6 +84,36 @@ def test_every_bad_variable_is_reported_at_once(monkeypatch):
     assert "CAMPFIRE_CONTEXT_TOKENS" in str(caught.value)
 
 
+def test_shards_are_read_from_the_environment(monkeypatch):
+    settings = load_settings()
+    assert settings.shard_count is None and settings.shard_ids is None  # Discord's advice, all
+    monkeypatch.setenv("CAMPFIRE_SHARD_COUNT", "4")
+    monkeypatch.setenv("CAMPFIRE_SHARD_IDS", "3, 1")
+    settings = load_settings()
+    assert settings.shard_count == 4 and settings.shard_ids == (1, 3)
+
+
+@pytest.mark.parametrize(
+    ("count", "ids", "expected"),
+    [
+        ("0", None, "CAMPFIRE_SHARD_COUNT: expected a number ≥ 1, got '0'"),
+        (None, "0,1", "CAMPFIRE_SHARD_IDS: expected CAMPFIRE_SHARD_COUNT set too"),
+        ("2", "0,2", "CAMPFIRE_SHARD_IDS: expected shard numbers from 0 to 1 (CAMPFIRE_SHARD_"),
+        ("2", "-1", "CAMPFIRE_SHARD_IDS: expected shard numbers from 0 to 1"),
+        ("2", "one", "CAMPFIRE_SHARD_IDS: expected shard numbers separated by commas"),
+        ("3", "1,1", "CAMPFIRE_SHARD_IDS: expected each shard number once"),
+    ],
+)
+def test_wrong_shards_are_explained(monkeypatch, count, ids, expected):
+    if count is not None:
+        monkeypatch.setenv("CAMPFIRE_SHARD_COUNT", count)
+    if ids is not None:
+        monkeypatch.setenv("CAMPFIRE_SHARD_IDS", ids)
+    with pytest.raises(ConfigError) as caught:
+        load_settings()
+    assert expected in str(caught.value)
+
+
 def test_the_secret_key_is_generated_once_and_reused(monkeypatch, tmp_path):
     monkeypatch.setenv("CAMPFIRE_DATA_DIR", str(tmp_path / "data"))
     first = load_settings().resolve_secret_key()
