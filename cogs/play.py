@@ -46,6 +46,7 @@ HELP = """\
 `/scenario import file:` bring in an AI Dungeon, SillyTavern, NovelAI or Campfire file
 `/scenario list`, `/scenario show`, `/scenario export`, `/scenario delete`
 `/adventure export` the whole story as a file; `/adventure import file:` to restore one
+`/server importers [role]`: who besides server managers may import (Manage Server)
 
 **Rewind and branch**
 `/retry` or 🔁: write the newest turn again (‹ › pages the takes)

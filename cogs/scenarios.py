@@ -1,4 +1,5 @@
-"""The scenario library: /scenario import|export|list|show|delete and /scenario importers.
+"""The scenario library: /scenario import|export|list|show|delete (who may import is chosen
+with /server importers, in cogs.server).
 
 An import is previewed (the format detected, counts, warnings) with Confirm and Cancel buttons;
 nothing is written until Confirm. The preview lives in this process for ten minutes: a restart
@@ -243,21 +244,6 @@ class ScenarioCog(commands.Cog):
             f"Deleted **{discord.utils.escape_markdown(title)}**. Adventures started from it "
             "keep their own copies.",
         )
-
-    @scenario.command(name="importers")
-    @app_commands.describe(role="Members with this role may import; leave empty for managers only")
-    async def importers(
-        self, interaction: discord.Interaction[CampfireBot], role: discord.Role | None = None
-    ) -> None:
-        """Choose who besides server managers may import scenarios."""
-        await self.bot.services.scenarios.set_importer_role(
-            actor_of(interaction), role.id if role else None
-        )
-        if role is None:
-            message = "Only members with the Manage Server permission may import scenarios now."
-        else:
-            message = f"Members with {role.mention} may now import scenarios, besides managers."
-        await reply(interaction, message)
 
     @export.autocomplete("scenario")
     @show.autocomplete("scenario")

@@ -230,6 +230,7 @@ async def test_sync_registers_the_commands_and_start_does_not(env):
         "say",
         "scenario",
         "script",
+        "server",
         "start",
         "state",
         "story",

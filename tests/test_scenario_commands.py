@@ -92,7 +92,7 @@ async def test_a_member_without_the_right_is_refused_before_the_download(env):
     await env.fake.gateway.dispatch(
         "GUILD_ROLE_CREATE", {"guild_id": str(env.guild), "role": role.payload()}
     )
-    record = await env.fake.slash(env.alice, env.channel, "scenario importers", role=role_id)
+    record = await env.fake.slash(env.alice, env.channel, "server importers", role=role_id)
     await env.done()
     assert "may now import scenarios" in answer(env, record).content
     _record, message = await preview(env, env.bob, env.channel, "aid-world-info.json")

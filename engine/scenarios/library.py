@@ -1,7 +1,7 @@
 """A server's and a user's scenario library: import, export, list, show, delete.
 
 Who may import (``engine.access.may_import``): in a server, members who can manage it or hold
-the role its admins named (``/scenario importers``); in a DM, anyone, into their own library.
+the role its admins named (``/server importers``); in a DM, anyone, into their own library.
 The same people may delete what was imported (a user always their own). Scenarios imported
 in one server are not visible in another; a user's own scenarios go with them everywhere.
 

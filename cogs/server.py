@@ -1,0 +1,61 @@
+"""/server …: this server's Campfire settings, for those who manage the server.
+
+One group, so that Discord hides all of it from members without Manage Server
+(``default_member_permissions`` applies to top-level commands and groups only; discord-api-docs,
+Application Commands, Permissions). Hidden is not refused: a server's admins may show a command
+to others (Server Settings → Integrations), so the engine's rights check (``engine.access``)
+stays the rule. Later server-wide settings (the server's model, spending caps) belong here.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import discord
+from discord import app_commands
+from discord.ext import commands
+
+from cogs.context import actor_of
+from cogs.replies import reply
+
+if TYPE_CHECKING:
+    from bot.discord_bot import CampfireBot
+
+#: Who Discord shows /server to by default: members with Manage Server (and administrators).
+SERVER_ADMIN_PERMISSIONS = discord.Permissions(manage_guild=True)
+
+
+class ServerCog(commands.Cog):
+    server = app_commands.Group(
+        name="server",
+        description="This server's Campfire settings (Manage Server)",
+        default_permissions=SERVER_ADMIN_PERMISSIONS,
+        # Settings of a server mean nothing in a DM: servers only (``contexts``; the deprecated
+        # ``dm_permission`` agrees).
+        guild_only=True,
+        allowed_contexts=app_commands.AppCommandContext(guild=True, dm_channel=False),
+    )
+
+    def __init__(self, bot: CampfireBot) -> None:
+        self.bot = bot
+
+    @server.command(name="importers")
+    @app_commands.describe(role="Members with this role may import; leave empty for managers only")
+    async def importers(
+        self, interaction: discord.Interaction[CampfireBot], role: discord.Role | None = None
+    ) -> None:
+        """Choose who besides server managers may import scenarios."""
+        # Answered before the write: Discord waits 3 s for the first answer.
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        await self.bot.services.scenarios.set_importer_role(
+            actor_of(interaction), role.id if role else None
+        )
+        if role is None:
+            message = "Only members with the Manage Server permission may import scenarios now."
+        else:
+            message = f"Members with {role.mention} may now import scenarios, besides managers."
+        await reply(interaction, message)
+
+
+async def setup(bot: CampfireBot) -> None:
+    await bot.add_cog(ServerCog(bot))
