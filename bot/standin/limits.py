@@ -43,10 +43,10 @@ CHOICE_NAME_MAX = 100
 CHOICE_VALUE_MAX = 100
 COMPONENTS_V2_FLAG = 1 << 15
 # "The default limit is 10 MiB for all users" (Reference, Uploading Files): a bot's uploads get
-# the default unless the server is boosted, so the stand-in holds every file to it.
+# the default unless the server is boosted, so the stand-in holds every file to it, and tells
+# the bot so in each interaction's ``attachment_size_limit``.
 UPLOAD_FILE_MAX = 10 * 1024 * 1024
-# The docs give no limit for a whole request; 25 MiB was Discord's documented per-request limit
-# before the per-file rule replaced it, and is kept here as the conservative bound.
+# "The maximum request size when sending a message is 25 MiB" (Message, Create Message).
 UPLOAD_REQUEST_MAX = 25 * 1024 * 1024
 
 
@@ -94,7 +94,7 @@ def too_large_body() -> dict[str, Any]:
 
 def check_uploads(files: Sequence[FileUpload]) -> tuple[int, dict[str, Any]] | None:
     """413 with 40005 ("Request entity too large. Try sending something smaller in size") for a
-    file over the per-file limit or a request over the per-request bound."""
+    file over the per-file limit or a request over the per-request limit."""
     sizes = [len(f.content) for f in files]
     if any(size > UPLOAD_FILE_MAX for size in sizes) or sum(sizes) > UPLOAD_REQUEST_MAX:
         return 413, too_large_body()
