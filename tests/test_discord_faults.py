@@ -20,6 +20,7 @@ async def test_missing_permissions_on_edits_ends_the_narration_quietly(
     await env.done()
     (thread,) = env.fake.threads(env.channel)
     # The bot lost the right to edit its messages there (403, code 50013) while it narrates.
+    env.expect(MISSING_PERMISSIONS.code)
     env.fake.faults.fail_edits(MISSING_PERMISSIONS, times=None, channel_id=thread)
     fake_model.queue(Reply(text=REPLY, delay=0.03), "The water stops.")
     record = await env.fake.slash(env.alice, thread, "do", action="go down")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
+import discord
 import pytest
 
 from tests.discord_env import DiscordEnv
@@ -241,3 +242,17 @@ async def test_sync_registers_the_commands_and_start_does_not(env):
     assert sorted(c["name"] for c in env.fake.commands[None]) == names
     adventure = next(c for c in env.fake.commands[None] if c["name"] == "adventure")
     assert sorted(o["name"] for o in adventure["options"]) == ["export", "import", "settings"]
+
+
+async def test_the_whole_command_tree_meets_discords_command_schema(env):
+    # Registered as `python -m bot sync` does, globally and copied to one server: the stand-in
+    # checks every definition as Discord does (names, descriptions, option order and counts,
+    # choices, nesting, 8,000 characters a command, permissions, contexts) and refuses a
+    # broken one with 50035, which would fail the sync here.
+    synced = await env.bot.tree.sync()
+    server = discord.Object(env.guild)
+    env.bot.tree.copy_global_to(guild=server)
+    in_server = await env.bot.tree.sync(guild=server)
+    assert sorted(c.name for c in in_server) == sorted(c.name for c in synced)
+    assert len(env.fake.commands[None]) == len(env.fake.commands[env.guild]) == len(synced)
+    assert env.fake.refused == []

@@ -89,7 +89,9 @@ async def test_interrupted_turns_are_announced_in_archived_threads_and_dms(env, 
             action={"type": "do", "text": f"knock {number} times"},
             clock=lambda: env.bot.services.leases.clock() - timedelta(minutes=5),
         )
-    # Threads archive when idle, and drop out of the bot's cache; a moderator locked one.
+    # Threads archive when idle, and drop out of the bot's cache; a moderator locked one, where
+    # Discord refuses the bot's message (50083 Thread is archived).
+    env.expect(50083)
     env.fake.archive_thread(quiet)
     env.fake.archive_thread(locked, locked=True)
     await env.fake.flush()

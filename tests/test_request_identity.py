@@ -62,6 +62,8 @@ async def test_the_same_interaction_twice_plays_one_turn(env, fake_model, caplog
     thread = await start_thread(env)
     fake_model.queue(Reply(text=REPLY, delay=0.05))
     record = await env.fake.slash(env.alice, thread, "do", action="light the lantern")
+    # Discord takes one initial response per interaction: a repeat's is refused (40060).
+    env.expect(40060)
     # Delivered again while the first delivery's turn is still being written ...
     await env.fake.redeliver(record)
     await env.done()
@@ -91,6 +93,7 @@ async def test_the_same_interaction_with_another_action_is_refused_politely(
     record = await env.fake.slash(env.alice, thread, "do", action="light the lantern")
     await env.done()
 
+    env.expect(40060)  # the repeat's own acknowledgement, refused as on Discord
     await env.fake.redeliver(record, action="run into the marsh")
     await env.done()
 

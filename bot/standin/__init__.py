@@ -3,9 +3,10 @@
 A real ``discord.Client`` / ``commands.Bot`` logs in and connects to it as to Discord; users are
 played by ``FakeDiscord.slash`` / ``press`` / ``submit_modal`` (and ``redeliver`` sends one of
 their interactions again, as a gateway replay does); everything the bot does is recorded, and
-Discord's limits and rate limits answer with Discord's own errors. ``FakeDiscord.faults``
-injects Discord's server and permission errors on request (``faults.py``). Its gateway shards
-as Discord's does and sends only the events of the intents asked for (``gateway.py``).
+Discord's limits (``limits.py``; command definitions in ``command_schema.py``) and rate limits
+answer with Discord's own errors. ``FakeDiscord.faults`` injects Discord's server and permission
+errors on request (``faults.py``). Its gateway shards as Discord's does and sends only the
+events of the intents asked for (``gateway.py``).
 """
 
 from .faults import (

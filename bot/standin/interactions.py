@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .limits import UPLOAD_FILE_MAX
 from .world import DM, InteractionRecord, MessageRecord, iter_components
 
 if TYPE_CHECKING:
@@ -24,7 +25,6 @@ if TYPE_CHECKING:
     from .world import World
 
 WAIT_S = 3.5
-ATTACHMENT_SIZE_LIMIT = 10 * 1024 * 1024
 
 # Option types (Discord's numbers).
 SUB_COMMAND, SUB_COMMAND_GROUP = 1, 2
@@ -102,7 +102,7 @@ class InteractionDriver:
             "entitlements": [],
             "authorizing_integration_owners": world.integration_owners(guild_id),
             "context": 0 if guild_id is not None else 1,
-            "attachment_size_limit": ATTACHMENT_SIZE_LIMIT,
+            "attachment_size_limit": UPLOAD_FILE_MAX,
         }
         if guild_id is not None:
             payload["guild_id"] = str(guild_id)

@@ -1,13 +1,31 @@
-"""Discord's limits, answered with Discord's own error bodies, and its rate-limit windows."""
+"""Discord's limits on what a bot sends, answered with Discord's own error bodies, and its
+rate-limit windows.
+
+Every number here is documented in discord-api-docs unless its comment says otherwise: message
+content and embeds in "Message" (Create Message, Embed Limits), components and modals in
+"Component Reference" and "Receiving and Responding" (Interaction Response Object), uploads in
+"Reference" (Uploading Files), error codes in "Opcodes and Status Codes" (JSON Error Codes).
+Application command definitions are checked in ``command_schema``.
+"""
 
 from __future__ import annotations
 
 from collections import deque
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .rest import FileUpload
 
 CONTENT_MAX = 2000
+NONCE_MAX = 25
 EMBED_DESCRIPTION_MAX = 4096
 EMBED_TITLE_MAX = 256
+EMBED_FIELDS_MAX = 25
+EMBED_FIELD_NAME_MAX = 256
+EMBED_FIELD_VALUE_MAX = 1024
+EMBED_FOOTER_TEXT_MAX = 2048
+EMBED_AUTHOR_NAME_MAX = 256
 EMBED_TOTAL_MAX = 6000
 EMBEDS_MAX = 10
 ACTION_ROWS_MAX = 5
@@ -15,8 +33,21 @@ ROW_BUTTONS_MAX = 5
 CUSTOM_ID_MAX = 100
 BUTTON_LABEL_MAX = 80
 MODAL_TITLE_MAX = 45
+MODAL_COMPONENTS_MAX = 5
+MODAL_LABEL_MAX = 45
+LABEL_DESCRIPTION_MAX = 100
 TEXT_INPUT_MAX = 4000
+TEXT_INPUT_PLACEHOLDER_MAX = 100
+AUTOCOMPLETE_CHOICES_MAX = 25
+CHOICE_NAME_MAX = 100
+CHOICE_VALUE_MAX = 100
 COMPONENTS_V2_FLAG = 1 << 15
+# "The default limit is 10 MiB for all users" (Reference, Uploading Files): a bot's uploads get
+# the default unless the server is boosted, so the stand-in holds every file to it, and tells
+# the bot so in each interaction's ``attachment_size_limit``.
+UPLOAD_FILE_MAX = 10 * 1024 * 1024
+# "The maximum request size when sending a message is 25 MiB" (Message, Create Message).
+UPLOAD_REQUEST_MAX = 25 * 1024 * 1024
 
 
 class FormErrors:
@@ -32,8 +63,20 @@ class FormErrors:
         node.setdefault("_errors", []).append({"code": code, "message": message})
 
     def max_length(self, path: list[str | int], value: Any, limit: int) -> None:
-        if isinstance(value, str) and len(value) > limit:
+        if isinstance(value, str | list) and len(value) > limit:
             self.add(path, "BASE_TYPE_MAX_LENGTH", f"Must be {limit} or fewer in length.")
+
+    def length_between(self, path: list[str | int], value: Any, low: int, high: int) -> None:
+        if isinstance(value, str | list) and not low <= len(value) <= high:
+            self.add(path, "BASE_TYPE_BAD_LENGTH", f"Must be between {low} and {high} in length.")
+
+    def number_between(self, path: list[str | int], value: Any, low: int, high: int) -> None:
+        if isinstance(value, int) and value < low:
+            self.add(
+                path, "NUMBER_TYPE_MIN", f"int value should be greater than or equal to {low}."
+            )
+        elif isinstance(value, int) and value > high:
+            self.add(path, "NUMBER_TYPE_MAX", f"int value should be less than or equal to {high}.")
 
     def body(self) -> dict[str, Any] | None:
         if not self.errors:
@@ -45,13 +88,49 @@ def empty_message_body() -> dict[str, Any]:
     return {"code": 50006, "message": "Cannot send an empty message"}
 
 
+def too_large_body() -> dict[str, Any]:
+    return {"code": 40005, "message": "Request entity too large"}
+
+
+def check_uploads(files: Sequence[FileUpload]) -> tuple[int, dict[str, Any]] | None:
+    """413 with 40005 ("Request entity too large. Try sending something smaller in size") for a
+    file over the per-file limit or a request over the per-request limit."""
+    sizes = [len(f.content) for f in files]
+    if any(size > UPLOAD_FILE_MAX for size in sizes) or sum(sizes) > UPLOAD_REQUEST_MAX:
+        return 413, too_large_body()
+    return None
+
+
+def _text(value: Any) -> str:
+    # "Leading and trailing whitespace characters are not included (they are trimmed
+    # automatically)" (Message, Embed Limits).
+    return value.strip() if isinstance(value, str) else ""
+
+
 def _embed_size(embed: dict[str, Any]) -> int:
-    size = len(embed.get("title") or "") + len(embed.get("description") or "")
-    size += len((embed.get("footer") or {}).get("text") or "")
-    size += len((embed.get("author") or {}).get("name") or "")
+    size = len(_text(embed.get("title"))) + len(_text(embed.get("description")))
+    size += len(_text((embed.get("footer") or {}).get("text")))
+    size += len(_text((embed.get("author") or {}).get("name")))
     for f in embed.get("fields") or []:
-        size += len(f.get("name") or "") + len(f.get("value") or "")
+        size += len(_text(f.get("name"))) + len(_text(f.get("value")))
     return size
+
+
+def _check_embed(errors: FormErrors, path: list[str | int], embed: dict[str, Any]) -> None:
+    """Each field of Message's Embed Limits table."""
+    errors.max_length([*path, "title"], _text(embed.get("title")), EMBED_TITLE_MAX)
+    description = _text(embed.get("description"))
+    errors.max_length([*path, "description"], description, EMBED_DESCRIPTION_MAX)
+    fields = embed.get("fields") or []
+    errors.max_length([*path, "fields"], fields, EMBED_FIELDS_MAX)
+    for j, f in enumerate(fields):
+        errors.max_length([*path, "fields", j, "name"], _text(f.get("name")), EMBED_FIELD_NAME_MAX)
+        value = _text(f.get("value"))
+        errors.max_length([*path, "fields", j, "value"], value, EMBED_FIELD_VALUE_MAX)
+    footer = _text((embed.get("footer") or {}).get("text"))
+    errors.max_length([*path, "footer", "text"], footer, EMBED_FOOTER_TEXT_MAX)
+    author = _text((embed.get("author") or {}).get("name"))
+    errors.max_length([*path, "author", "name"], author, EMBED_AUTHOR_NAME_MAX)
 
 
 def check_components(errors: FormErrors, components: list[dict[str, Any]], flags: int) -> None:
@@ -86,23 +165,26 @@ def _check_leaves(errors: FormErrors, path: list[str | int], comp: dict[str, Any
 
 
 def check_message(
-    payload: dict[str, Any], *, file_count: int, partial: bool = False
+    payload: dict[str, Any], files: Sequence[FileUpload], *, partial: bool = False
 ) -> tuple[int, dict[str, Any]] | None:
-    """Validate a message create/edit body; returns (status, error body) or None.
+    """Validate a message create/edit body and its uploads; returns (status, error body) or
+    None.
 
     ``partial`` is for edits: the empty-message check is done by the caller on the result.
     """
+    too_large = check_uploads(files)
+    if too_large is not None:
+        return too_large
     errors = FormErrors()
     errors.max_length(["content"], payload.get("content"), CONTENT_MAX)
+    nonce = payload.get("nonce")
+    if nonce is not None:
+        errors.max_length(["nonce"], str(nonce), NONCE_MAX)
     embeds = payload.get("embeds") or []
-    if len(embeds) > EMBEDS_MAX:
-        errors.add(["embeds"], "BASE_TYPE_MAX_LENGTH", f"Must be {EMBEDS_MAX} or fewer in length.")
+    errors.max_length(["embeds"], embeds, EMBEDS_MAX)
     total = 0
     for i, embed in enumerate(embeds):
-        errors.max_length(
-            ["embeds", i, "description"], embed.get("description"), EMBED_DESCRIPTION_MAX
-        )
-        errors.max_length(["embeds", i, "title"], embed.get("title"), EMBED_TITLE_MAX)
+        _check_embed(errors, ["embeds", i], embed)
         total += _embed_size(embed)
     if total > EMBED_TOTAL_MAX:
         errors.add(
@@ -114,7 +196,7 @@ def check_message(
     body = errors.body()
     if body is not None:
         return 400, body
-    if not partial and not message_has_body(payload, file_count):
+    if not partial and not message_has_body(payload, len(files)):
         return 400, empty_message_body()
     return None
 
@@ -131,11 +213,15 @@ def message_has_body(payload: dict[str, Any], file_count: int) -> bool:
 
 
 def check_modal(data: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
-    """Modal body of a type-9 callback: title, custom_ids, text input lengths."""
+    """Modal body of a type-9 callback: "title: max 45 characters", "components: between 1
+    and 5 (inclusive)" (Receiving and Responding, Modal), and per component the Label's
+    "label: max 45 characters" and the Text Input's lengths (Component Reference)."""
     errors = FormErrors()
     errors.max_length(["data", "title"], data.get("title"), MODAL_TITLE_MAX)
     errors.max_length(["data", "custom_id"], data.get("custom_id"), CUSTOM_ID_MAX)
-    for i, comp in enumerate(data.get("components") or []):
+    components = data.get("components") or []
+    errors.length_between(["data", "components"], components, 1, MODAL_COMPONENTS_MAX)
+    for i, comp in enumerate(components):
         _check_modal_leaf(errors, ["data", "components", i], comp)
     body = errors.body()
     return (400, body) if body is not None else None
@@ -143,20 +229,37 @@ def check_modal(data: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
 
 def _check_modal_leaf(errors: FormErrors, path: list[str | int], comp: dict[str, Any]) -> None:
     errors.max_length([*path, "custom_id"], comp.get("custom_id"), CUSTOM_ID_MAX)
-    if comp.get("type") == 4:
+    if comp.get("type") == 18:  # Label
+        errors.max_length([*path, "label"], comp.get("label"), MODAL_LABEL_MAX)
+        errors.max_length([*path, "description"], comp.get("description"), LABEL_DESCRIPTION_MAX)
+    if comp.get("type") == 4:  # Text Input; its own label is the deprecated form of a Label's
+        errors.max_length([*path, "label"], comp.get("label"), MODAL_LABEL_MAX)
         errors.max_length([*path, "value"], comp.get("value"), TEXT_INPUT_MAX)
-        for key in ("max_length", "min_length"):
-            value = comp.get(key)
-            if isinstance(value, int) and value > TEXT_INPUT_MAX:
-                errors.add(
-                    [*path, key],
-                    "NUMBER_TYPE_MAX",
-                    f"int value should be less than or equal to {TEXT_INPUT_MAX}.",
-                )
+        errors.max_length(
+            [*path, "placeholder"], comp.get("placeholder"), TEXT_INPUT_PLACEHOLDER_MAX
+        )
+        errors.number_between([*path, "min_length"], comp.get("min_length"), 0, TEXT_INPUT_MAX)
+        errors.number_between([*path, "max_length"], comp.get("max_length"), 1, TEXT_INPUT_MAX)
     for j, child in enumerate(comp.get("components") or []):
         _check_modal_leaf(errors, [*path, "components", j], child)
     if isinstance(comp.get("component"), dict):
         _check_modal_leaf(errors, [*path, "component"], comp["component"])
+
+
+def check_autocomplete(data: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
+    """Choices of a type-8 callback: "max of 25 choices" (Receiving and Responding,
+    Autocomplete), each a choice as in Application Commands: "1-100 character choice name",
+    "value … up to 100 characters if string"."""
+    errors = FormErrors()
+    choices = data.get("choices") or []
+    errors.max_length(["data", "choices"], choices, AUTOCOMPLETE_CHOICES_MAX)
+    for i, choice in enumerate(choices):
+        errors.length_between(
+            ["data", "choices", i, "name"], choice.get("name"), 1, CHOICE_NAME_MAX
+        )
+        errors.max_length(["data", "choices", i, "value"], choice.get("value"), CHOICE_VALUE_MAX)
+    body = errors.body()
+    return (400, body) if body is not None else None
 
 
 class SlidingWindow:
@@ -189,3 +292,41 @@ class SlidingWindow:
         if not self.hits:
             return 0.0
         return max(self.hits[0] + self.period - now, 0.001)
+
+
+# Edits of messages older than an hour: "30046 Maximum number of edits to messages older than 1
+# hour reached. Try again later" (Opcodes and Status Codes). The docs give neither the number
+# nor the window (Discord does not document it; discord-api-docs issue 4413), and bot authors
+# report about three per channel in 20 s. The stand-in holds a bot to fewer: three such edits
+# per channel in any 60 s. Bots see it as a 429 carrying code 30046, without the Via header of
+# a pacing 429, so discord.py raises at once instead of sleeping and retrying.
+OLD_MESSAGE_AGE_S = 3600.0
+OLD_MESSAGE_EDITS = 3
+OLD_MESSAGE_EDIT_PERIOD_S = 60.0
+
+
+class OldMessageEdits:
+    """Counts edits of messages older than an hour, per channel."""
+
+    def __init__(self) -> None:
+        self.windows: dict[int, SlidingWindow] = {}
+
+    def check(
+        self, channel_id: int, created: float, now: float
+    ) -> tuple[int, dict[str, Any]] | None:
+        """Record an edit of a message made at ``created``; the refusal when over the limit."""
+        if now - created < OLD_MESSAGE_AGE_S:
+            return None
+        window = self.windows.setdefault(
+            channel_id, SlidingWindow(OLD_MESSAGE_EDITS, OLD_MESSAGE_EDIT_PERIOD_S)
+        )
+        retry = window.try_hit(now)
+        if retry is None:
+            return None
+        return 429, {
+            "message": "Maximum number of edits to messages older than 1 hour reached. "
+            "Try again later",
+            "code": 30046,
+            "retry_after": round(retry, 3),
+            "global": False,
+        }

@@ -1,6 +1,7 @@
-"""Application command routes (with Discord's daily create limit), and the lookups discord.py
-makes at login and on demand: ``/users``, ``/applications/@me``, ``/guilds`` (``/gateway`` is
-the gateway's own, in ``gateway``)."""
+"""Application command routes (each definition checked against Discord's schema in
+``command_schema``, and Discord's daily create limit), and the lookups discord.py makes at login
+and on demand: ``/users``, ``/applications/@me``, ``/guilds`` (``/gateway`` is the gateway's
+own, in ``gateway``)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
+from .command_schema import check_commands
 from .rest import error_response, json_response, read_body
 
 if TYPE_CHECKING:
@@ -37,6 +39,9 @@ class CommandRoutes:
         if scope is not None and scope not in self.world.guilds:
             return error_response(404, 10004, "Unknown Guild")
         body, _ = await read_body(request)
+        problem = check_commands(body)
+        if problem is not None:
+            return json_response(problem[1], status=problem[0])
         existing = {(c["name"], c.get("type", 1)): c for c in self.fake.commands.get(scope, [])}
         now = self.fake.clock()
         creates = [t for t in self.command_creates.get(scope, []) if now - t < DAY_S]

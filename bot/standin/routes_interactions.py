@@ -77,7 +77,7 @@ class InteractionRoutes:
         if rtype == 1:
             pass
         elif rtype == 4:
-            problem = limits.check_message(data, file_count=len(files))
+            problem = limits.check_message(data, files)
             if problem is not None:
                 return json_response(problem[1], status=problem[0])
             ephemeral = bool(int(data.get("flags") or 0) & FLAG_EPHEMERAL)
@@ -117,6 +117,9 @@ class InteractionRoutes:
         elif rtype == 8:
             if rec.type != 4:
                 return error_response(400, 50035, "Invalid Form Body")
+            problem = limits.check_autocomplete(data)
+            if problem is not None:
+                return json_response(problem[1], status=problem[0])
             rec.choices = list(data.get("choices") or [])
         elif rtype == 9:
             if rec.type == 5:
@@ -187,7 +190,7 @@ class InteractionRoutes:
         if isinstance(rec, web.Response):
             return rec
         payload, files = await read_body(request)
-        problem = limits.check_message(payload, file_count=len(files))
+        problem = limits.check_message(payload, files)
         if problem is not None:
             return json_response(problem[1], status=problem[0])
         original = (
@@ -233,7 +236,9 @@ class InteractionRoutes:
         if isinstance(msg, web.Response):
             return msg
         payload, files = await read_body(request)
-        error = self.messages.apply_edit(msg, payload, files)
+        error = self.messages.old_message_refusal(msg) or self.messages.apply_edit(
+            msg, payload, files
+        )
         if error is not None:
             return error
         return json_response(self.world.message_payload(msg))

@@ -1,6 +1,7 @@
 """Channel, message, thread and DM routes, and the message create / edit logic they share with
 the interaction routes (every message the bot makes goes through ``new_message`` /
-``apply_edit`` / ``announce``)."""
+``apply_edit`` / ``announce``; every edit route asks ``old_message_refusal`` first). A create
+with ``enforce_nonce`` returns the message its nonce already made (``nonces``)."""
 
 from __future__ import annotations
 
@@ -17,10 +18,21 @@ if TYPE_CHECKING:
     from .server import FakeDiscord
 
 
+# "If true and nonce is present, it will be checked for uniqueness in the past few minutes. If
+# another message was created by the same author with the same nonce, that message will be
+# returned and no new message will be created" (Message, Create Message, enforce_nonce). "A few
+# minutes" is no number: the stand-in keeps a nonce two minutes, the short end, so a bot that
+# counts on it for longer sends a duplicate here.
+NONCE_WINDOW_S = 120.0
+
+
 class MessageRoutes:
     def __init__(self, fake: FakeDiscord) -> None:
         self.fake = fake
         self.world = fake.world
+        self.old_message_edits = limits.OldMessageEdits()
+        #: (author id, nonce) -> (clock time, message id) of creates with ``enforce_nonce``.
+        self.nonces: dict[tuple[int, str], tuple[float, int]] = {}
 
     # -- lookups ------------------------------------------------------------------------------
 
@@ -104,7 +116,7 @@ class MessageRoutes:
         self, msg: MessageRecord, payload: dict[str, Any], files: list[FileUpload]
     ) -> web.Response | None:
         """Validate and apply an edit; returns an error response or None."""
-        problem = limits.check_message(payload, file_count=len(files), partial=True)
+        problem = limits.check_message(payload, files, partial=True)
         if problem is not None:
             return json_response(problem[1], status=problem[0])
         content = payload["content"] if "content" in payload else msg.content
@@ -126,6 +138,30 @@ class MessageRoutes:
         msg.edited_timestamp = datetime.now(UTC).isoformat()
         self.announce("MESSAGE_UPDATE", msg)
         return None
+
+    def old_message_refusal(self, msg: MessageRecord) -> web.Response | None:
+        """30046 for an edit of a message older than an hour beyond Discord's allowance (see
+        ``limits.OldMessageEdits``). Asked by the edit routes; an interaction's UPDATE_MESSAGE
+        answer is the interaction's response, not an edit of an old message, and is not
+        counted (the docs say nothing of it)."""
+        problem = self.old_message_edits.check(msg.channel_id, msg.created, self.fake.clock())
+        return None if problem is None else json_response(problem[1], status=problem[0])
+
+    def _nonce_message(self, payload: dict[str, Any]) -> MessageRecord | None:
+        """The bot's message an ``enforce_nonce`` create already made with this nonce."""
+        nonce = payload.get("nonce")
+        if nonce is None or not payload.get("enforce_nonce"):
+            return None
+        now = self.fake.clock()
+        self.nonces = {k: v for k, v in self.nonces.items() if now - v[0] < NONCE_WINDOW_S}
+        seen = self.nonces.get((self.world.bot_user.id, str(nonce)))
+        msg = self.world.messages_by_id.get(seen[1]) if seen is not None else None
+        return None if msg is None or msg.deleted else msg
+
+    def _remember_nonce(self, payload: dict[str, Any], msg: MessageRecord) -> None:
+        if payload.get("nonce") is not None and payload.get("enforce_nonce"):
+            key = (msg.author_id, str(payload["nonce"]))
+            self.nonces[key] = (self.fake.clock(), msg.id)
 
     def announce(self, event: str, msg: MessageRecord) -> None:
         """Tell the client about a message as Discord would (never for ephemeral ones)."""
@@ -177,9 +213,12 @@ class MessageRoutes:
         if cid is None:
             return error_response(404, 10003, "Unknown Channel")
         payload, files = await read_body(request)
-        problem = limits.check_message(payload, file_count=len(files))
+        problem = limits.check_message(payload, files)
         if problem is not None:
             return json_response(problem[1], status=problem[0])
+        earlier = self._nonce_message(payload)
+        if earlier is not None:
+            return json_response({**self.world.message_payload(earlier), "nonce": payload["nonce"]})
         channel = self.world.channels[cid]
         if channel.archived:
             # "Sending a message will automatically unarchive the thread, unless the thread
@@ -189,7 +228,11 @@ class MessageRoutes:
             self.fake.set_archived(cid, False)
         flags = int(payload.get("flags") or 0) & ~FLAG_EPHEMERAL  # not settable here
         msg = self.new_message(cid, self.world.bot_user.id, payload, files, flags=flags)
-        return json_response(self.world.message_payload(msg))
+        self._remember_nonce(payload, msg)
+        data = self.world.message_payload(msg)
+        if payload.get("nonce") is not None:
+            data["nonce"] = payload["nonce"]
+        return json_response(data)
 
     def _visible_message(self, request: web.Request) -> MessageRecord | web.Response:
         """The non-ephemeral message a ``/channels/{cid}/messages/{mid}`` route names, or the
@@ -215,7 +258,7 @@ class MessageRoutes:
         if msg.author_id != self.world.bot_user.id:
             return error_response(403, 50005, "Cannot edit a message authored by another user")
         payload, files = await read_body(request)
-        error = self.apply_edit(msg, payload, files)
+        error = self.old_message_refusal(msg) or self.apply_edit(msg, payload, files)
         if error is not None:
             return error
         return json_response(self.world.message_payload(msg))

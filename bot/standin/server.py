@@ -74,8 +74,8 @@ class RequestRecord(NamedTuple):
 
 
 class Refusal(NamedTuple):
-    """A request the stand-in refused with a 4xx other than 429 (Discord's JSON error code,
-    0 when the body has none, e.g. an unknown route)."""
+    """A request the stand-in refused with a 4xx other than a pacing 429 (Discord's JSON error
+    code, 0 when the body has none, e.g. an unknown route)."""
 
     method: str
     path: str
@@ -97,7 +97,8 @@ class FakeDiscord(InteractionDriver):
         self.unknown_routes: list[tuple[str, str]] = []
         self.failures: list[str] = []
         self.rate_limited: list[tuple[str, str, float]] = []
-        #: Every 4xx but 429 the stand-in answered, and the codes a test provokes on purpose:
+        #: Every 4xx the stand-in answered but a pacing 429 (one without a JSON error code), and
+        #: the codes a test provokes on purpose:
         #: Discord counts 401, 403 and 429 answers towards its invalid-request limit (10,000 in
         #: 10 minutes, then a temporary ban), so a refusal nobody expected is a bug.
         self.refused: list[Refusal] = []
@@ -399,8 +400,11 @@ class FakeDiscord(InteractionDriver):
                 response = self.faults.answer(request) or await handler(request)
                 self._limiter.add_bucket_headers(request, response, time.monotonic())
             self.requests.append(RequestRecord(method, path, self.clock(), response.status))
-            if 400 <= response.status < 500 and response.status != 429:
-                self.refused.append(Refusal(method, path, response.status, _code_of(response)))
+            code = _code_of(response) if 400 <= response.status < 500 else 0
+            # A 429 with a JSON code is one of Discord's "Maximum number of … reached" limits
+            # (30034, 30046), not pacing: a refusal like any other.
+            if 400 <= response.status < 500 and (response.status != 429 or code):
+                self.refused.append(Refusal(method, path, response.status, code))
             return response
         finally:
             self._in_flight -= 1
