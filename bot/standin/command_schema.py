@@ -251,9 +251,12 @@ def _localized(field: str, localizations: Any) -> list[tuple[tuple[str, str], An
 
 def _check_permissions(errors: FormErrors, path: list[str | int], value: Any) -> None:
     """``default_member_permissions``: "?string … set of permissions represented as a bit
-    set", e.g. ``"0"`` or ``str(1 << 5)``."""
+    set", e.g. ``"0"`` or ``str(1 << 5)``. Discord also takes the number itself, as discord.py
+    sends it (``app_commands.Group.to_dict``: ``default_permissions.value``)."""
     if value is None:
         return
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)
     if not isinstance(value, str) or not value.isdigit() or int(value) >= 1 << PERMISSIONS_BITS:
         errors.add(path, "NUMBER_TYPE_COERCE", f'Value "{value}" is not snowflake.')
 

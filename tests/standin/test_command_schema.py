@@ -149,11 +149,6 @@ BROKEN: list[Any] = [
     ),
     pytest.param([_size_of(2, 20)], "In 0: Command exceeds maximum size (8000)", id="8000"),
     pytest.param(
-        [command(default_member_permissions=32)],
-        "In 0.default_member_permissions:",
-        id="permissions as a number",
-    ),
-    pytest.param(
         [command(default_member_permissions="manage_guild")],
         "In 0.default_member_permissions:",
         id="permissions as a word",
