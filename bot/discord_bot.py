@@ -7,11 +7,13 @@ import logging
 
 import discord
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
+from discord import app_commands
 from discord.ext import commands
 
 from bot.config import Settings
 from bot.scheduler import BackgroundWork, schedule_background_work
 from bot.services import Services, build_services
+from cogs.threads import reopen_thread_of, thread_now
 from engine.coordination.jobs import LEASE_REAPING
 from engine.events import TurnInterrupted
 
@@ -43,6 +45,15 @@ discord.VoiceClient.warn_nacl = False
 discord.VoiceClient.warn_dave = False
 
 
+class CampfireTree(app_commands.CommandTree):
+    """The app command tree, with what every command needs before it answers."""
+
+    async def interaction_check(self, interaction: discord.Interaction) -> bool:
+        # A command in an archived thread: the thread is reopened first, or its answer would be
+        # refused (50083).
+        return await reopen_thread_of(interaction)
+
+
 class CampfireBot(commands.Bot):
     services: Services
     background: BackgroundWork
@@ -54,6 +65,7 @@ class CampfireBot(commands.Bot):
             intents=intents,
             # Stories mention characters by name; never let narration ping real people.
             allowed_mentions=discord.AllowedMentions.none(),
+            tree_cls=CampfireTree,
         )
         self.settings = settings
         self.scheduler = AsyncIOScheduler()
@@ -120,6 +132,11 @@ class CampfireBot(commands.Bot):
             # not synced, archived ones above all (discord.py: Client.get_partial_messageable;
             # discord-api-docs, Threads: "archived threads are not synced up-front").
             channel = self.get_partial_messageable(channel_id)
+            if await self._locked_away(channel_id):
+                # Discord refuses a message there (50083); the players learn of it in the
+                # channel the thread came from when they act there (cogs.threads).
+                log.info("interrupted turn in %s not announced: its thread is locked", channel_id)
+                continue
             try:
                 await self.narrator.announce_interrupted(channel, event)
             except discord.HTTPException as error:
@@ -130,6 +147,16 @@ class CampfireBot(commands.Bot):
                     error.status,
                     error.text,
                 )
+
+    async def _locked_away(self, channel_id: int) -> bool:
+        """Whether ``channel_id`` is a thread a moderator locked and archived, where a message
+        is refused; asked of Discord only for a channel not in the cache (archived threads
+        are not, nor DM channels after a restart)."""
+        if self.get_channel(channel_id) is not None:
+            # Active: a thread in the cache is not archived.
+            return False
+        thread = await thread_now(self, channel_id)
+        return thread is not None and thread.archived and thread.locked
 
     async def close(self) -> None:
         if self.resuming is not None:
