@@ -8,11 +8,13 @@ from typing import Any
 
 import discord
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
+from discord import app_commands
 from discord.ext import commands
 
 from bot.config import Settings
 from bot.scheduler import BackgroundWork, schedule_background_work
 from bot.services import Services, build_services
+from cogs.threads import reopen_thread_of, thread_now
 from engine.coordination.jobs import LEASE_REAPING
 from engine.events import TurnInterrupted
 
@@ -71,6 +73,15 @@ COMMAND_CONTEXTS = discord.app_commands.AppCommandContext(
 COMMAND_INSTALLS = discord.app_commands.AppInstallationType(guild=True, user=False)
 
 
+class CampfireTree(app_commands.CommandTree):
+    """The app command tree, with what every command needs before it answers."""
+
+    async def interaction_check(self, interaction: discord.Interaction) -> bool:
+        # A command in an archived thread: the thread is reopened first, or its answer would be
+        # refused (50083).
+        return await reopen_thread_of(interaction)
+
+
 class CampfireBot(commands.AutoShardedBot):
     services: Services
     background: BackgroundWork
@@ -89,6 +100,7 @@ class CampfireBot(commands.AutoShardedBot):
             allowed_contexts=COMMAND_CONTEXTS,
             allowed_installs=COMMAND_INSTALLS,
             **shards,
+            tree_cls=CampfireTree,
         )
         self.settings = settings
         self.scheduler = AsyncIOScheduler()
@@ -155,6 +167,11 @@ class CampfireBot(commands.AutoShardedBot):
             # not synced, archived ones above all (discord.py: Client.get_partial_messageable;
             # discord-api-docs, Threads: "archived threads are not synced up-front").
             channel = self.get_partial_messageable(channel_id)
+            if await self._locked_away(channel_id):
+                # Discord refuses a message there (50083); the players learn of it in the
+                # channel the thread came from when they act there (cogs.threads).
+                log.info("interrupted turn in %s not announced: its thread is locked", channel_id)
+                continue
             try:
                 await self.narrator.announce_interrupted(channel, event)
             except discord.HTTPException as error:
@@ -165,6 +182,16 @@ class CampfireBot(commands.AutoShardedBot):
                     error.status,
                     error.text,
                 )
+
+    async def _locked_away(self, channel_id: int) -> bool:
+        """Whether ``channel_id`` is a thread a moderator locked and archived, where a message
+        is refused; asked of Discord only for a channel not in the cache (archived threads
+        are not, nor DM channels after a restart)."""
+        if self.get_channel(channel_id) is not None:
+            # Active: a thread in the cache is not archived.
+            return False
+        thread = await thread_now(self, channel_id)
+        return thread is not None and thread.archived and thread.locked
 
     async def close(self) -> None:
         if self.resuming is not None:

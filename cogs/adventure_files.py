@@ -15,7 +15,7 @@ from discord import app_commands
 from discord.ext import commands
 
 from cogs.context import actor_of, channel_id_of, place_of
-from engine.errors import InvalidInput
+from cogs.threads import give_up_thread, open_adventure_thread
 
 if TYPE_CHECKING:
     from bot.discord_bot import CampfireBot
@@ -60,32 +60,36 @@ async def import_adventure(
     bot = interaction.client
     archive = bot.services.archive
     archive.check_size(file.size)
+    # Before answering: a place an adventure cannot run is refused to the player alone.
+    place = place_of(interaction)
     await interaction.response.defer(thinking=True)
     # Checked in full before a thread is opened for it: a bad file, or an import that would be
     # refused here, leaves nothing behind.
     parsed = await archive.read(await file.read())
-    await archive.check_may_restore(actor_of(interaction), place_of(interaction), parsed)
-    channel = interaction.channel
+    await archive.check_may_restore(actor_of(interaction), place, parsed)
     thread: discord.Thread | None = None
-    if isinstance(channel, discord.TextChannel):
-        thread = await channel.create_thread(
-            name=file.filename.removesuffix(".json")[:100] or "Adventure",
-            type=discord.ChannelType.public_thread,
-            auto_archive_duration=1440,
-            reason=f"Campfire adventure imported by {interaction.user}",
+    if place is None:
+        thread = await open_adventure_thread(
+            interaction,
+            file.filename.removesuffix(".json"),
+            f"Campfire adventure imported by {interaction.user}",
         )
         target: discord.abc.Messageable = thread
         target_id = thread.id
-    elif isinstance(channel, discord.abc.Messageable):
-        target, target_id = channel, channel.id
     else:
-        raise InvalidInput("Adventures can be restored in text channels, threads or DMs.")
+        assert isinstance(interaction.channel, discord.abc.Messageable)  # place_of's answer
+        target, target_id = interaction.channel, place
     try:
-        restored = await archive.restore(actor_of(interaction), target_id, parsed)
+        restored = await archive.restore(
+            actor_of(interaction),
+            target_id,
+            parsed,
+            opened_from=channel_id_of(interaction) if thread is not None else None,
+        )
     except BaseException:
+        # No empty thread is left open by an import that failed.
         if thread is not None:
-            with contextlib.suppress(discord.HTTPException):
-                await thread.delete()
+            await give_up_thread(interaction, thread)
         raise
     header = f"{restored.icon} **{discord.utils.escape_markdown(restored.title)}**".strip()
     size = f"{restored.nodes:,} entries, {restored.branches} branch"

@@ -8,7 +8,8 @@ refused to the presser alone, and a second press of the same button (a double cl
 first) is refused too: neither changes anything. Insights names a turn (of an adventure played
 where it is pressed), and Retry under a failed turn names its request (which must be one of
 the adventure running where it is pressed, never played), so both keep working under old
-turns. A ``custom_id`` is whatever the client sends: the engine checks every id in it.
+turns. A ``custom_id`` is whatever the client sends: the engine checks every id in it. A press
+in an archived thread reopens it before it is answered (``cogs.threads.ReopensThread``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import discord
 from cogs.context import actor_of, channel_id_of
 from cogs.insights import show_insights_safely
 from cogs.replies import defer_request, reply
+from cogs.threads import ReopensThread
 from engine.actions import ActionType, PlayerAction
 from engine.errors import CampfireError
 from engine.sanitise import BIG_ID_MAX, ROW_ID_MAX, row_id
@@ -77,6 +79,7 @@ class _StoryButton:
 
 
 class ContinueButton(
+    ReopensThread,
     _StoryButton,
     discord.ui.DynamicItem[discord.ui.Button],
     template=_story_template("continue"),
@@ -117,7 +120,11 @@ async def still_here(interaction: discord.Interaction, button: _StoryButton) -> 
     return True
 
 
-class RetryButton(discord.ui.DynamicItem[discord.ui.Button], template=r"cf:retry:(?P<request>\d+)"):
+class RetryButton(
+    ReopensThread,
+    discord.ui.DynamicItem[discord.ui.Button],
+    template=r"cf:retry:(?P<request>\d+)",
+):
     """Plays again an action whose turn failed or was interrupted."""
 
     def __init__(self, request_id: int) -> None:
@@ -148,7 +155,7 @@ class RetryButton(discord.ui.DynamicItem[discord.ui.Button], template=r"cf:retry
 
 
 class InsightsButton(
-    discord.ui.DynamicItem[discord.ui.Button], template=r"cf:insights:(?P<node>\d+)"
+    ReopensThread, discord.ui.DynamicItem[discord.ui.Button], template=r"cf:insights:(?P<node>\d+)"
 ):
     """Shows one narrator turn's Insights to whoever presses it, privately. It names the turn,
     not a story version, so it keeps working under any turn, old or new."""
@@ -170,6 +177,7 @@ class InsightsButton(
 
 
 class RetakeButton(
+    ReopensThread,
     _StoryButton,
     discord.ui.DynamicItem[discord.ui.Button],
     template=_story_template("retake"),
@@ -209,6 +217,7 @@ async def retry_allowed(interaction: discord.Interaction) -> bool:
 
 
 class UndoButton(
+    ReopensThread,
     _StoryButton,
     discord.ui.DynamicItem[discord.ui.Button],
     template=_story_template("undo"),
@@ -232,6 +241,7 @@ class UndoButton(
 
 
 class RedoButton(
+    ReopensThread,
     _StoryButton,
     discord.ui.DynamicItem[discord.ui.Button],
     template=_story_template("redo"),
@@ -255,6 +265,7 @@ class RedoButton(
 
 
 class TakeButton(
+    ReopensThread,
     discord.ui.DynamicItem[discord.ui.Button],
     template=r"cf:take:(?P<adventure>\d+):(?P<version>\d+):(?P<node>\d+):(?P<take>\d+):(?P<way>[pn])",
 ):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import discord
 
 from engine.access import Actor
+from engine.errors import InvalidInput
 
 
 def actor_of(interaction: discord.Interaction) -> Actor:
@@ -42,8 +43,40 @@ def channel_id_of(interaction: discord.Interaction) -> int:
 
 
 def place_of(interaction: discord.Interaction) -> int | None:
-    """Where an adventure begun here (/start, /adventure import) will run: this thread, channel
-    or DM; None in a server's text channel, where it gets a thread of its own, not opened yet."""
-    if isinstance(interaction.channel, discord.TextChannel):
+    """Where an adventure begun here (/start, /adventure import) will run: this thread or DM;
+    None in a server's text channel, where it gets a public thread of its own, not opened yet.
+
+    Anywhere else it cannot run, and the player is told at once, before anything is written or
+    opened (an ``InvalidInput``, answered to them alone): an announcement channel holds only
+    announcement threads, not public ones (discord-api-docs, Threads: "GUILD_TEXT channels
+    create PUBLIC_THREAD and GUILD_ANNOUNCEMENT channels create ANNOUNCEMENT_THREAD"; discord.py
+    types it a ``TextChannel`` with ``is_news()``); a forum or media channel holds only posts,
+    each a thread opened with a first message (Start Thread in Forum or Media Channel); a
+    voice or stage channel's text chat holds no threads at all.
+    """
+    channel = interaction.channel
+    if isinstance(channel, discord.TextChannel):
+        if channel.is_news():
+            raise InvalidInput(
+                "This is an announcement channel: Campfire cannot open a thread for an "
+                f"adventure here. {_WHERE_TO_START}"
+            )
         return None
-    return channel_id_of(interaction)
+    if isinstance(channel, discord.Thread | discord.DMChannel):
+        return channel.id
+    if isinstance(channel, discord.ForumChannel):
+        raise InvalidInput(
+            "This is a forum: Campfire cannot open a post for an adventure. Use `/start` inside "
+            f"a post (it runs in that post), or: {_WHERE_TO_START}"
+        )
+    if isinstance(channel, discord.VoiceChannel | discord.StageChannel):
+        raise InvalidInput(
+            f"Adventures do not run in a voice or stage channel's chat. {_WHERE_TO_START}"
+        )
+    raise InvalidInput(f"Adventures cannot run in this kind of channel. {_WHERE_TO_START}")
+
+
+_WHERE_TO_START = (
+    "Start one in a text channel (Campfire opens a thread for it there), in a thread, or in a "
+    "DM with Campfire."
+)

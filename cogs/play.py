@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from typing import TYPE_CHECKING
 
@@ -13,9 +12,10 @@ from discord.ext import commands
 from cogs.context import actor_of, channel_id_of, place_of
 from cogs.errors import on_app_command_error
 from cogs.replies import defer_request, reply
+from cogs.threads import adventures_in_threads, give_up_thread, open_adventure_thread
 from engine.actions import ActionType, PlayerAction
 from engine.formats.draft import question_for
-from engine.play import StartPlan
+from engine.play import StartPlan, ThreadAdventure
 from engine.sanitise import echo
 
 if TYPE_CHECKING:
@@ -114,35 +114,42 @@ class PlayCog(commands.Cog):
     ) -> None:
         play = self.bot.services.play
         actor = actor_of(interaction)
-        channel = interaction.channel
+        place = place_of(interaction)
         thread: discord.Thread | None = None
-        if isinstance(channel, discord.TextChannel):
-            thread = await channel.create_thread(
-                name=plan.title[:100],
-                type=discord.ChannelType.public_thread,
-                auto_archive_duration=1440,
-                reason=f"Campfire adventure started by {interaction.user}",
+        earlier: list[ThreadAdventure] = []
+        if place is None:
+            earlier = await play.adventures_from(channel_id_of(interaction))
+            thread = await open_adventure_thread(
+                interaction, plan.title, f"Campfire adventure started by {interaction.user}"
             )
             target: discord.abc.Messageable = thread
             target_id = thread.id
-        elif isinstance(channel, discord.abc.Messageable):
-            target, target_id = channel, channel.id
         else:
-            await reply(interaction, "Adventures can be started in text channels, threads or DMs.")
-            return
+            assert isinstance(interaction.channel, discord.abc.Messageable)  # place_of's answer
+            target, target_id = interaction.channel, place
         try:
-            started = await play.start(actor, target_id, str(plan.scenario_id), answers)
+            started = await play.start(
+                actor,
+                target_id,
+                str(plan.scenario_id),
+                answers,
+                opened_from=channel_id_of(interaction) if thread is not None else None,
+            )
         except BaseException:
-            # No empty thread is left behind by a start that failed.
+            # No empty thread is left open by a start that failed.
             if thread is not None:
-                with contextlib.suppress(discord.HTTPException):
-                    await thread.delete()
+                await give_up_thread(interaction, thread)
             raise
         header = f"{started.icon} **{started.title}**".strip()
         if thread is not None:
-            await interaction.edit_original_response(
-                content=f"{header} begins in {thread.mention}. Everyone there can play."
-            )
+            content = f"{header} begins in {thread.mention}. Everyone there can play."
+            if earlier:
+                # Threads drop out of sight once archived: the ones still running are named.
+                content += "\nStill running from here: " + ", ".join(
+                    f"**{discord.utils.escape_markdown(a.title)}** in <#{a.thread_id}>"
+                    for a in earlier
+                )
+            await interaction.edit_original_response(content=echo(content, 2000))
         else:
             await interaction.edit_original_response(content=f"{header} begins.")
         await self.bot.narrator.post_opening(
@@ -209,7 +216,7 @@ class PlayCog(commands.Cog):
         channel_id = channel_id_of(interaction)
         # Checked before deferring so that "nothing here" is answered to the player alone.
         if await play.adventure_in(channel_id) is None:
-            await reply(interaction, "There is no adventure running here. Start one with `/start`.")
+            await self._nothing_here(interaction, channel_id)
             return
         await defer_request(interaction)
         events = play.act(
@@ -219,6 +226,19 @@ class PlayCog(commands.Cog):
             request_id=interaction.id,
         )
         await self.bot.narrator.show(interaction, events)
+
+    async def _nothing_here(self, interaction: discord.Interaction, channel_id: int) -> None:
+        """An action where no adventure runs: in a channel whose adventures run in threads of
+        it, the player is pointed to them (archived ones reopened); else told to /start."""
+        adventures = await self.bot.services.play.adventures_from(channel_id)
+        if adventures:
+            # Reading the threads (and reopening one) may outlast the 3 s to answer.
+            await interaction.response.defer(ephemeral=True, thinking=True)
+            pointer = await adventures_in_threads(self.bot, adventures)
+            if pointer is not None:
+                await reply(interaction, pointer)
+                return
+        await reply(interaction, "There is no adventure running here. Start one with `/start`.")
 
 
 # --- what /start asks ---------------------------------------------------------------------------

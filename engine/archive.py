@@ -109,11 +109,17 @@ class AdventureArchive:
             await check_may_begin(session, actor, place, self.caps)
 
     async def restore(
-        self, actor: Actor, channel_id: int, parsed: adventure_file.ParsedAdventure
+        self,
+        actor: Actor,
+        channel_id: int,
+        parsed: adventure_file.ParsedAdventure,
+        *,
+        opened_from: int | None = None,
     ) -> RestoredAdventure:
         """Write a checked adventure into a channel, thread or DM, in one transaction. One
         running there ends, if ``actor`` may end it; its scripts come in only with the script
-        right, and the caps on adventures per player count it (``check_may_begin``)."""
+        right, and the caps on adventures per player count it (``check_may_begin``).
+        ``opened_from``: the channel a thread was opened from for it (as ``PlayService.start``)."""
         check_may_import_scripts(actor, _script_names(parsed))
         async with self.db.session() as session, session.begin():
             # First: the user's row lock queues this player's starts (see adventure_caps).
@@ -130,6 +136,7 @@ class AdventureArchive:
                 server_id=actor.server_id,
                 host_id=actor.user_id,
             )
+            adventure.parent_channel_id = opened_from
             head = await session.get(StoryNode, adventure.head_node_id)
             assert adventure.id is not None and head is not None
             return RestoredAdventure(

@@ -107,6 +107,20 @@ class AdventureRef:
     version: int
 
 
+@dataclass(frozen=True, slots=True)
+class ThreadAdventure:
+    """An adventure running in a thread opened for it from a channel."""
+
+    adventure_id: int
+    title: str
+    icon: str
+    thread_id: int
+
+
+#: How many of a channel's thread adventures ``adventures_from`` names at most.
+THREAD_ADVENTURES_SHOWN = 5
+
+
 #: A check run on a request's adventure in the transaction that records it.
 RequestCheck = Callable[[AsyncSession, Adventure], Awaitable[None]]
 
@@ -187,11 +201,14 @@ class PlayService:
         channel_id: int,
         query: str | None,
         answers: dict[str, str] | None = None,
+        *,
+        opened_from: int | None = None,
     ) -> StartedAdventure:
         """Start an adventure in a channel, thread or DM; one already running there ends, if
         ``actor`` may end it (``check_may_begin``, with the caps).
 
-        ``answers`` fill the scenario's ``${placeholders}``."""
+        ``answers`` fill the scenario's ``${placeholders}``; ``opened_from`` is the channel a
+        thread was opened from for it (``adventures_from`` finds it there)."""
         async with self.db.session() as session, session.begin():
             # First: the user's row lock queues this player's starts (see adventure_caps).
             await self._touch(session, actor)
@@ -213,6 +230,7 @@ class PlayService:
                 host_id=actor.user_id,
                 answers=answers,
             )
+            adventure.parent_channel_id = opened_from
             assert adventure.id is not None
             return StartedAdventure(
                 adventure.id,
@@ -243,6 +261,26 @@ class PlayService:
                 return None
             assert adventure.id is not None
             return AdventureRef(adventure.id, adventure.title, adventure.version)
+
+    async def adventures_from(self, channel_id: int) -> list[ThreadAdventure]:
+        """The adventures running in threads opened from this channel, newest first (at most
+        ``THREAD_ADVENTURES_SHOWN``): what an action or /start there points the player to,
+        since a thread drops out of the channel's list once archived."""
+        async with self.db.session() as session:
+            adventures = await session.scalars(
+                select(Adventure)
+                .where(
+                    col(Adventure.parent_channel_id) == channel_id,
+                    col(Adventure.ended_at).is_(None),
+                )
+                .order_by(col(Adventure.id).desc())
+                .limit(THREAD_ADVENTURES_SHOWN)
+            )
+            return [
+                ThreadAdventure(a.id, a.title, a.icon, a.channel_id)
+                for a in adventures
+                if a.id is not None and a.channel_id is not None
+            ]
 
     async def recent_story(self, channel_id: int, entries: int = 4) -> list[str]:
         """The newest entries of the story running in a channel (for a returning reader)."""

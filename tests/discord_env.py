@@ -78,7 +78,7 @@ async def campfire_on_standin(
     standin = StandIn(bot)
     fake = standin.fake
     guild = fake.add_guild("The Hearth")
-    channel = fake.add_text_channel(guild, "adventures")
+    channel = fake.add_channel(guild, "adventures")
     alice = fake.add_user("alice", member_of=[guild], manage_guild=True)
     bob = fake.add_user("bob", member_of=[guild])
     if world is not None:

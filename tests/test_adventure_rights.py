@@ -246,7 +246,7 @@ async def test_a_forged_retry_from_another_server_replays_nothing(env, fake_mode
     assert [b[1] for b in answer(env, failed).buttons] == [f"cf:retry:{failed.id}"]
 
     elsewhere = env.fake.add_guild("Elsewhere")
-    channel = env.fake.add_text_channel(elsewhere, "tales")
+    channel = env.fake.add_channel(elsewhere, "tales")
     mallory = env.fake.add_user("mallory", member_of=[elsewhere])
     await env.done()
     record = await env.fake.slash(mallory, channel, "start")

@@ -89,7 +89,7 @@ async def test_campfire_shards_as_discord_recommends_and_plays_on_every_shard(
 
         # A turn in a server on shard 1: its events and interactions reach that shard alone.
         guild = next(g for g in more if shard_of(g, 3) == 1)
-        channel = fake.add_text_channel(guild, "campfire")
+        channel = fake.add_channel(guild, "campfire")
         carol = fake.add_user("carol", member_of=[guild])
         await fake.flush()
         start = await fake.slash(carol, channel, "start")
@@ -130,7 +130,7 @@ async def test_a_process_given_shard_ids_runs_only_those_shards(
         assert {g.id for g in env.bot.guilds} == theirs
         # It answers in its own servers.
         guild = min(theirs)
-        channel = fake.add_text_channel(guild, "campfire")
+        channel = fake.add_channel(guild, "campfire")
         dana = fake.add_user("dana", member_of=[guild])
         await fake.flush()
         record = await fake.slash(dana, channel, "help")

@@ -73,6 +73,11 @@ class InteractionRoutes:
         body, files = await read_body(request)
         rtype = int(body.get("type", 0))
         data = body.get("data") or {}
+        if rtype != 8 and self.world.thread_archived(rec.channel_id):
+            # "Users cannot ... use application commands ... in archived threads" (discord-
+            # api-docs, Threads); an answer there is refused (discord-api-docs issue 5517).
+            # Autocomplete choices post nothing, and are left alone.
+            return error_response(400, 50083, "Thread is archived")
         message: MessageRecord | None = None
         if rtype == 1:
             pass
@@ -193,6 +198,8 @@ class InteractionRoutes:
         problem = limits.check_message(payload, files)
         if problem is not None:
             return json_response(problem[1], status=problem[0])
+        if self.world.thread_archived(rec.channel_id):
+            return error_response(400, 50083, "Thread is archived")
         original = (
             self.world.messages_by_id.get(rec.original_message_id)
             if rec.original_message_id is not None

@@ -12,7 +12,26 @@ from aiohttp import web
 
 from . import limits
 from .rest import FileUpload, error_response, json_response, read_body
-from .world import FLAG_EPHEMERAL, FLAG_LOADING, PRIVATE_THREAD, PUBLIC_THREAD, MessageRecord
+from .world import (
+    ANNOUNCEMENT_THREAD,
+    FLAG_EPHEMERAL,
+    FLAG_LOADING,
+    GUILD_ANNOUNCEMENT,
+    GUILD_TEXT,
+    PRIVATE_THREAD,
+    PUBLIC_THREAD,
+    MessageRecord,
+)
+
+#: Which threads each channel type may hold, started from the API (discord-api-docs, Threads:
+#: "GUILD_TEXT channels create PUBLIC_THREAD and GUILD_ANNOUNCEMENT channels create
+#: ANNOUNCEMENT_THREAD"; private threads "can only be created in GUILD_TEXT channels"). A
+#: forum or media channel takes its threads with a first message (Start Thread in Forum or
+#: Media Channel), which the bot never starts; voice and stage chats hold none.
+THREAD_TYPES_IN = {
+    GUILD_TEXT: (PUBLIC_THREAD, PRIVATE_THREAD),
+    GUILD_ANNOUNCEMENT: (ANNOUNCEMENT_THREAD,),
+}
 
 if TYPE_CHECKING:
     from .server import FakeDiscord
@@ -116,6 +135,8 @@ class MessageRoutes:
         self, msg: MessageRecord, payload: dict[str, Any], files: list[FileUpload]
     ) -> web.Response | None:
         """Validate and apply an edit; returns an error response or None."""
+        if self.world.thread_archived(msg.channel_id):
+            return error_response(400, 50083, "Thread is archived")
         problem = limits.check_message(payload, files, partial=True)
         if problem is not None:
             return json_response(problem[1], status=problem[0])
@@ -323,6 +344,7 @@ class MessageRoutes:
         body = errors.body()
         if body is not None:
             return json_response(body, status=400)
+        parent = self.world.channels[cid]
         source: MessageRecord | None = None
         if "mid" in request.match_info:
             source = self.message_in(cid, request)
@@ -332,7 +354,15 @@ class MessageRoutes:
                 return error_response(
                     400, 160004, "A thread has already been created for this message"
                 )
-        kind = int(payload.get("type") or (PUBLIC_THREAD if source else PRIVATE_THREAD))
+        allowed = THREAD_TYPES_IN.get(parent.type, ())
+        if source is not None:
+            # From a message, the thread's type follows its channel's.
+            kind = allowed[0] if allowed else PUBLIC_THREAD
+        else:
+            # "type currently defaults to PRIVATE_THREAD" (Start Thread without Message).
+            kind = int(payload.get("type") or PRIVATE_THREAD)
+        if kind not in allowed:
+            return error_response(400, 50024, "Cannot execute action on this channel type")
         thread = self.world.add_thread(
             cid,
             name,

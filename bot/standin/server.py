@@ -5,8 +5,8 @@ WebSocket) and ``/attachments/...`` (uploaded files, so ``Attachment.read()`` wo
 
 ``FakeDiscord`` owns the lifecycle, the route table, request accounting and rate limiting
 (``ratelimits``), the world builders and the read API; the routes themselves live in
-``routes_messages``, ``routes_interactions`` and ``routes_commands``, and the user-side
-actions in ``interactions.InteractionDriver``.
+``routes_messages``, ``routes_channels``, ``routes_interactions`` and ``routes_commands``, and
+the user-side actions in ``interactions.InteractionDriver``.
 """
 
 from __future__ import annotations
@@ -26,10 +26,11 @@ from .gateway import Gateway
 from .interactions import InteractionDriver
 from .ratelimits import CHANNEL_LIMIT, CHANNEL_PERIOD, GLOBAL_LIMIT, GLOBAL_PERIOD, RateLimiter
 from .rest import API_PREFIX, Handler, error_response
+from .routes_channels import ChannelRoutes
 from .routes_commands import DAILY_COMMAND_CREATES, DAY_S, CommandRoutes
 from .routes_interactions import ACK_DEADLINE_S, TOKEN_LIFETIME_S, InteractionRoutes
 from .routes_messages import MessageRoutes
-from .world import InteractionRecord, MessageRecord, World
+from .world import GUILD_TEXT, InteractionRecord, MessageRecord, World
 
 if TYPE_CHECKING:
     import discord
@@ -119,6 +120,7 @@ class FakeDiscord(InteractionDriver):
         self._message_routes = MessageRoutes(self)
         self._interaction_routes = InteractionRoutes(self, self._message_routes)
         self._command_routes = CommandRoutes(self)
+        self._channel_routes = ChannelRoutes(self)
         self.app = self._build_app()
 
     # -- clock --------------------------------------------------------------------------------
@@ -210,8 +212,16 @@ class FakeDiscord(InteractionDriver):
                 made.append(world.add_guild(f"Server {len(made) + 1}", owner_id, guild_id=gid).id)
         return made
 
-    def add_text_channel(self, guild_id: int, name: str) -> int:
-        channel = self.world.add_text_channel(guild_id, name)
+    def add_channel(
+        self,
+        guild_id: int,
+        name: str,
+        *,
+        type: int = GUILD_TEXT,  # noqa: A002 - Discord's field name
+    ) -> int:
+        """A guild channel: a text channel unless ``type`` names another (``GUILD_VOICE``,
+        ``GUILD_ANNOUNCEMENT``, ``GUILD_STAGE_VOICE``, ``GUILD_FORUM``, ``GUILD_MEDIA``)."""
+        channel = self.world.add_channel(guild_id, name, type=type)
         if self.gateway.connected:
             self._dispatch_later(
                 "CHANNEL_CREATE",
@@ -255,6 +265,12 @@ class FakeDiscord(InteractionDriver):
         thread = self.world.channels[thread_id]
         thread.archived = archived
         thread.archived_at = datetime.now(UTC).isoformat()
+        self.thread_updated(thread_id)
+
+    def thread_updated(self, thread_id: int) -> None:
+        """THREAD_UPDATE for a thread that changed; the client drops an archived thread from
+        its cache and takes an active one back, as discord.py does."""
+        archived = self.world.channels[thread_id].archived
         if self.gateway.connected:
             self._dispatch_later(
                 "THREAD_UPDATE",
@@ -348,6 +364,7 @@ class FakeDiscord(InteractionDriver):
     def _build_app(self) -> web.Application:
         app = web.Application(middlewares=[self._middleware], client_max_size=64 * 1024 * 1024)
         msg, ixn, cmd = self._message_routes, self._interaction_routes, self._command_routes
+        chan = self._channel_routes
         r = app.router
         p = API_PREFIX
         r.add_get("/gateway", self.gateway.handle)
@@ -362,6 +379,9 @@ class FakeDiscord(InteractionDriver):
         r.add_get(p + "/guilds/{gid}", cmd.get_guild)
         r.add_get(p + "/guilds/{gid}/members/{uid}", cmd.get_member)
         r.add_get(p + "/channels/{cid}", msg.get_channel)
+        r.add_patch(p + "/channels/{cid}", chan.modify_channel)
+        r.add_delete(p + "/channels/{cid}", chan.delete_channel)
+        r.add_put(p + "/channels/{cid}/thread-members/{uid}", chan.add_thread_member)
         r.add_post(p + "/channels/{cid}/typing", msg.typing)
         r.add_get(p + "/channels/{cid}/messages", msg.history)
         r.add_post(p + "/channels/{cid}/messages", msg.send_message)

@@ -19,8 +19,25 @@ DISCORD_EPOCH_MS = 1_420_070_400_000
 # Channel types (Discord's numbers).
 GUILD_TEXT = 0
 DM = 1
+GUILD_VOICE = 2
+GUILD_ANNOUNCEMENT = 5
+ANNOUNCEMENT_THREAD = 10
 PUBLIC_THREAD = 11
 PRIVATE_THREAD = 12
+GUILD_STAGE_VOICE = 13
+GUILD_FORUM = 15
+GUILD_MEDIA = 16
+THREAD_TYPES = (ANNOUNCEMENT_THREAD, PUBLIC_THREAD, PRIVATE_THREAD)
+#: The channel types a guild channel may have in the stand-in (threads are made by
+#: ``add_thread``); voice and stage channels carry a text chat of their own.
+GUILD_CHANNEL_TYPES = (
+    GUILD_TEXT,
+    GUILD_VOICE,
+    GUILD_ANNOUNCEMENT,
+    GUILD_STAGE_VOICE,
+    GUILD_FORUM,
+    GUILD_MEDIA,
+)
 
 # Message flags.
 FLAG_EPHEMERAL = 1 << 6
@@ -28,6 +45,7 @@ FLAG_LOADING = 1 << 7
 
 # Permission bits the world hands out; enough for a bot that talks, threads and edits.
 P_ADMINISTRATOR = 1 << 3
+P_MANAGE_CHANNELS = 1 << 4
 P_MANAGE_GUILD = 1 << 5
 P_ADD_REACTIONS = 1 << 6
 P_VIEW_CHANNEL = 1 << 10
@@ -135,10 +153,13 @@ class ChannelRecord:
     archived: bool = False
     locked: bool = False
     archived_at: str | None = None
+    auto_archive_duration: int = 1440
+    #: Threads only: who has joined or was added (the thread member objects' user ids).
+    members: set[int] = field(default_factory=set)
 
     @property
     def is_thread(self) -> bool:
-        return self.type in (PUBLIC_THREAD, PRIVATE_THREAD)
+        return self.type in THREAD_TYPES
 
 
 @dataclass
@@ -316,10 +337,18 @@ class World:
         self.guilds[gid] = guild
         return guild
 
-    def add_text_channel(self, guild_id: int, name: str) -> ChannelRecord:
+    def add_channel(
+        self,
+        guild_id: int,
+        name: str,
+        *,
+        type: int = GUILD_TEXT,  # noqa: A002 - Discord's field name
+    ) -> ChannelRecord:
+        if type not in GUILD_CHANNEL_TYPES:
+            raise ValueError(f"not a guild channel type the stand-in models: {type}")
         guild = self.guilds[guild_id]
         channel = ChannelRecord(
-            self.snowflake(), GUILD_TEXT, name, guild_id=guild_id, position=len(guild.channel_ids)
+            self.snowflake(), type, name, guild_id=guild_id, position=len(guild.channel_ids)
         )
         guild.channel_ids.append(channel.id)
         self.channels[channel.id] = channel
@@ -343,6 +372,8 @@ class World:
             guild_id=parent.guild_id,
             parent_id=parent_id,
             owner_id=owner_id,
+            # Its creator is its first member (discord-api-docs, Threads: "Thread Membership").
+            members={owner_id},
         )
         self.channels[thread.id] = thread
         self.channel_messages[thread.id] = []
@@ -389,6 +420,14 @@ class World:
         if perms & P_ADMINISTRATOR:
             return ALL_PERMISSIONS
         return perms
+
+    def thread_archived(self, channel_id: int) -> bool:
+        """Whether a message there may not be made or edited: an archived thread (Discord's
+        50083 "Tried to perform an operation on an archived thread, such as editing a
+        message"; discord-api-docs, Threads: "Users cannot edit messages, add reactions, use
+        application commands, or join archived threads")."""
+        channel = self.channels.get(channel_id)
+        return channel is not None and channel.is_thread and channel.archived
 
     def member_permissions_dm(self) -> int:
         """What the bot may do in a DM with a user."""
@@ -439,19 +478,19 @@ class World:
                 "last_message_id": last_id,
                 "rate_limit_per_user": 0,
                 "message_count": count,
-                "member_count": 1,
+                "member_count": min(len(ch.members), 50),
                 "total_message_sent": count,
                 "flags": 0,
                 "thread_metadata": {
                     "archived": ch.archived,
-                    "auto_archive_duration": 1440,
+                    "auto_archive_duration": ch.auto_archive_duration,
                     "archive_timestamp": ch.archived_at or ch.created,
                     "locked": ch.locked,
                     "invitable": True,
                     "create_timestamp": ch.created,
                 },
             }
-        return {
+        data: dict[str, Any] = {
             "id": str(ch.id),
             "type": ch.type,
             "guild_id": str(ch.guild_id),
@@ -465,6 +504,17 @@ class World:
             "rate_limit_per_user": 0,
             "flags": 0,
         }
+        if ch.type in (GUILD_VOICE, GUILD_STAGE_VOICE):
+            data |= {"bitrate": 64000, "user_limit": 0, "rtc_region": None}
+        if ch.type in (GUILD_FORUM, GUILD_MEDIA):
+            data |= {
+                "available_tags": [],
+                "default_reaction_emoji": None,
+                "default_sort_order": None,
+                "default_forum_layout": 0,
+                "default_thread_rate_limit_per_user": 0,
+            }
+        return data
 
     def partial_channel_payload(self, channel_id: int) -> dict[str, Any]:
         """The channel object interactions carry (Discord sends the full channel, minus extras)."""

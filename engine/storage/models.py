@@ -232,6 +232,8 @@ class Adventure(SteeringFields, table=True):
         Index("ix_adventures_channel_active", "channel_id", "ended_at"),
         # The caps on adventures per player (engine.adventure_caps) count by these.
         Index("ix_adventures_host_started", "host_id", "started_at"),
+        # The adventures opened from a channel, each in a thread of its own (engine.play).
+        Index("ix_adventures_parent_channel", "parent_channel_id", "ended_at"),
     )
 
     id: int | None = Field(default=None, primary_key=True)
@@ -240,6 +242,9 @@ class Adventure(SteeringFields, table=True):
     host_id: int | None = _fk("users.id", ondelete="SET NULL", big=True)
     scenario_id: int | None = _fk("scenarios.id", ondelete="SET NULL")
     channel_id: int | None = Field(default=None, sa_column=Column(BigInteger))
+    #: The channel a thread was opened from for it (None outside a thread it was given), so an
+    #: action there finds it once the thread has dropped out of sight (archived).
+    parent_channel_id: int | None = Field(default=None, sa_column=Column(BigInteger))
 
     story_summary: str = _text()
     world_state: dict[str, Any] = _json({})

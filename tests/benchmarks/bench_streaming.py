@@ -391,7 +391,7 @@ async def _run(
     standin = StandIn(bot)
     fake = standin.fake
     guild = fake.add_guild("The Hearth")
-    channels = [fake.add_text_channel(guild, f"camp-{i:03d}") for i in range(n)]
+    channels = [fake.add_channel(guild, f"camp-{i:03d}") for i in range(n)]
     alice = fake.add_user("alice", member_of=[guild], manage_guild=True)
     async with standin:
         # Setting up is not what is measured: open the threads a batch at a time, so that the

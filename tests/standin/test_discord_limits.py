@@ -85,7 +85,7 @@ class Env:
 
     async def new_channel(self, name: str) -> discord.TextChannel:
         """A channel of its own, so a case's requests stay out of the others' rate limit."""
-        cid = self.fake.add_text_channel(self.guild, name)
+        cid = self.fake.add_channel(self.guild, name)
         await self.fake.flush()
         channel = self.bot.get_channel(cid)
         assert isinstance(channel, discord.TextChannel)
@@ -99,7 +99,7 @@ async def env(caplog: pytest.LogCaptureFixture) -> AsyncIterator[Env]:
     standin = StandIn(bot)
     fake = standin.fake
     guild = fake.add_guild("Limits")
-    channel = fake.add_text_channel(guild, "limits")
+    channel = fake.add_channel(guild, "limits")
     alice = fake.add_user("alice", member_of=[guild])
     async with standin:
         yield Env(bot, fake, guild, channel, alice)

@@ -180,7 +180,7 @@ async def env(caplog: pytest.LogCaptureFixture) -> AsyncIterator[Env]:
     standin = StandIn(bot)
     fake = standin.fake
     guild = fake.add_guild("Campfire Test")
-    channel = fake.add_text_channel(guild, "adventures")
+    channel = fake.add_channel(guild, "adventures")
     alice = fake.add_user("alice", member_of=[guild], manage_guild=True)
     bob = fake.add_user("bob", member_of=[guild])
     async with standin:
@@ -211,7 +211,7 @@ async def test_login_ready_and_guild_cache(env: Env) -> None:
     assert guild.me is not None
 
     later = env.fake.add_guild("Second")
-    later_channel = env.fake.add_text_channel(env.guild, "later")
+    later_channel = env.fake.add_channel(env.guild, "later")
     await env.fake.flush()
     assert bot.get_guild(later) is not None
     assert isinstance(bot.get_channel(later_channel), discord.TextChannel)
@@ -329,7 +329,7 @@ async def test_message_limits(env: Env) -> None:
     assert info.value.code == 50035 and info.value.status == 400
     # Rejected requests count against the channel's 5-per-5 s window too, as on Discord, so
     # the rest go to a second channel to keep this test quick.
-    other = env.fake.add_text_channel(env.guild, "other")
+    other = env.fake.add_channel(env.guild, "other")
     await env.fake.flush()
     other_channel = bot.get_channel(other)
     assert isinstance(other_channel, discord.TextChannel)
@@ -409,7 +409,7 @@ async def test_injected_edit_faults_answer_as_discord_does(env: Env) -> None:
     fake = env.fake
     channels = []
     for name in ("second", "third"):
-        channels.append(fake.add_text_channel(env.guild, name))
+        channels.append(fake.add_channel(env.guild, name))
     await fake.flush()
     first, second, third = (env.bot.get_channel(c) for c in (env.channel, *channels))
     assert isinstance(first, discord.TextChannel)

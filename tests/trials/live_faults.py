@@ -199,7 +199,7 @@ async def campfire(settings: dict[str, Any], log_path: Path) -> AsyncIterator[Li
     standin = StandIn(bot)
     fake = standin.fake
     guild = fake.add_guild("The Hearth")
-    channel = fake.add_text_channel(guild, "adventures")
+    channel = fake.add_channel(guild, "adventures")
     player = fake.add_user("alice", member_of=[guild], manage_guild=True)
     db = Database(settings["database_url"])
     try:

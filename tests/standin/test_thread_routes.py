@@ -1,0 +1,151 @@
+"""The stand-in's threads and channel types, driven by a real commands.Bot: Modify Channel and
+Delete Channel on threads with Discord's permission rules, thread members, archived threads
+refusing edits and answers (50083), and the channels that hold no public thread."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+
+import discord
+import pytest
+
+from bot.standin import StandIn
+from bot.standin.world import (
+    GUILD_ANNOUNCEMENT,
+    GUILD_FORUM,
+    GUILD_STAGE_VOICE,
+    GUILD_VOICE,
+    P_MANAGE_THREADS,
+)
+from tests.standin.test_standin import CampBot, Env
+
+
+@pytest.fixture
+async def bare(caplog: pytest.LogCaptureFixture) -> AsyncIterator[Env]:
+    """A bare bot on the stand-in (Campfire's own would reopen archived threads itself)."""
+    caplog.set_level(logging.WARNING)
+    bot = CampBot()
+    standin = StandIn(bot)
+    fake = standin.fake
+    guild = fake.add_guild("Campfire Test")
+    channel = fake.add_channel(guild, "adventures")
+    alice = fake.add_user("alice", member_of=[guild], manage_guild=True)
+    bob = fake.add_user("bob", member_of=[guild])
+    async with standin:
+        yield Env(bot, fake, guild, channel, alice, bob)
+        await fake.settle()
+    assert fake.unknown_routes == [] and fake.unexpected_refusals() == []
+
+
+MISSING_PERMISSIONS, CHANNEL_TYPE, ARCHIVED = 50013, 50024, 50083
+
+
+async def new_thread(env: Env, name: str = "side quest") -> discord.Thread:
+    channel = env.bot.get_channel(env.channel)
+    assert isinstance(channel, discord.TextChannel)
+    return await channel.create_thread(name=name, type=discord.ChannelType.public_thread)
+
+
+def set_manage_threads(env: Env, allowed: bool) -> None:
+    guild = env.fake.world.guilds[env.guild]
+    role = guild.roles[guild.bot_role_id]
+    if allowed:
+        role.permissions |= P_MANAGE_THREADS
+    else:
+        role.permissions &= ~P_MANAGE_THREADS
+
+
+async def refused(code: int, call) -> None:
+    with pytest.raises(discord.HTTPException) as caught:
+        await call
+    assert caught.value.code == code
+
+
+async def test_a_thread_creator_archives_and_renames_but_only_manage_threads_locks_or_deletes(
+    bare: Env,
+) -> None:
+    fake = bare.fake
+    thread = await new_thread(bare)
+    assert fake.world.channels[thread.id].members == {fake.world.bot_user.id}
+    set_manage_threads(bare, False)
+    await refused(MISSING_PERMISSIONS, thread.delete())
+    await refused(MISSING_PERMISSIONS, thread.edit(locked=True))
+    renamed = await thread.edit(name="renamed", auto_archive_duration=60)
+    assert renamed.name == "renamed" and renamed.auto_archive_duration == 60
+    archived = await thread.edit(archived=True)
+    assert archived.archived and fake.world.channels[thread.id].archived
+    await fake.flush()
+    assert bare.bot.get_channel(thread.id) is None  # archived threads leave the cache
+    # An archived thread changes only by a request that unarchives it.
+    await refused(ARCHIVED, archived.edit(name="again"))
+    reopened = await archived.edit(archived=False)
+    assert not reopened.archived
+
+    # A thread a moderator locked is unarchived only with Manage Threads.
+    fake.archive_thread(thread.id, locked=True)
+    await refused(MISSING_PERMISSIONS, reopened.edit(archived=False))
+    set_manage_threads(bare, True)
+    assert not (await reopened.edit(archived=False)).archived
+    await reopened.delete()
+    await fake.flush()
+    assert thread.id not in fake.threads(bare.channel)
+    assert bare.bot.get_channel(thread.id) is None
+    fake.expect(MISSING_PERMISSIONS, ARCHIVED)
+
+
+async def test_members_are_added_to_active_threads_only(bare: Env) -> None:
+    fake = bare.fake
+    thread = await new_thread(bare)
+    await thread.add_user(discord.Object(bare.bob))
+    await thread.join()
+    assert fake.world.channels[thread.id].members == {fake.world.bot_user.id, bare.bob}
+    fake.archive_thread(thread.id)
+    await refused(ARCHIVED, thread.add_user(discord.Object(bare.alice)))
+    fake.expect(ARCHIVED)
+
+
+async def test_an_archived_thread_refuses_edits_and_answers(bare: Env) -> None:
+    fake = bare.fake
+    thread = await new_thread(bare)
+    message = await thread.send("before the quiet")
+    fake.archive_thread(thread.id)
+    await refused(ARCHIVED, message.edit(content="after"))
+    record = await fake.slash(bare.bob, thread.id, "branch new", name="late")
+    assert record.acknowledged is None  # its answer was refused
+    # A message unarchives it, as on Discord; then edits land again.
+    await thread.send("back")
+    await message.edit(content="after")
+    assert fake.message(message.id).content == "after"
+    fake.expect(ARCHIVED)
+
+
+async def test_channels_that_hold_no_public_thread(bare: Env) -> None:
+    fake = bare.fake
+    news = fake.add_channel(bare.guild, "news", type=GUILD_ANNOUNCEMENT)
+    forum = fake.add_channel(bare.guild, "forum", type=GUILD_FORUM)
+    voice = fake.add_channel(bare.guild, "voice", type=GUILD_VOICE)
+    stage = fake.add_channel(bare.guild, "stage", type=GUILD_STAGE_VOICE)
+    await fake.flush()
+    bot = bare.bot
+    news_channel = bot.get_channel(news)
+    assert isinstance(news_channel, discord.TextChannel) and news_channel.is_news()
+    assert isinstance(bot.get_channel(forum), discord.ForumChannel)
+    assert isinstance(bot.get_channel(voice), discord.VoiceChannel)
+    assert isinstance(bot.get_channel(stage), discord.StageChannel)
+    await refused(
+        CHANNEL_TYPE,
+        news_channel.create_thread(name="public", type=discord.ChannelType.public_thread),
+    )
+    announcement = await news_channel.create_thread(
+        name="announcement", type=discord.ChannelType.news_thread
+    )
+    assert announcement.type is discord.ChannelType.news_thread
+    for channel_id in (forum, voice, stage):
+        await refused(
+            CHANNEL_TYPE,
+            bot.http.start_thread_without_message(
+                channel_id, name="x", auto_archive_duration=1440, type=11
+            ),
+        )
+    fake.expect(CHANNEL_TYPE)
