@@ -20,6 +20,7 @@ import discord
 
 from cogs.context import actor_of, channel_id_of
 from cogs.insights import show_insights_safely
+from cogs.pages import ListPageButton
 from cogs.replies import defer_request, reply
 from engine.actions import ActionType, PlayerAction
 from engine.errors import CampfireError
@@ -359,4 +360,5 @@ DYNAMIC_ITEMS = (
     UndoButton,
     RedoButton,
     TakeButton,
+    ListPageButton,
 )
