@@ -74,6 +74,11 @@ def turn_suffix(result: TurnResult) -> str:
     return suffix
 
 
+def _private(shown: list[tuple[discord.Message, str]]) -> bool:
+    """Whether the action is shown to its player alone (the response to a Retry press)."""
+    return bool(shown) and shown[0][0].flags.ephemeral
+
+
 class Narrator:
     def __init__(self, bot: CampfireBot, pacer: RatePacer) -> None:
         self.bot = bot
@@ -380,8 +385,9 @@ class Narrator:
         message = await self._edit_original(interaction, first)
         if message is not None:
             shown.append((message, first))
+        private = _private(shown)
         for piece in rest:
-            message = await self._post(interaction, piece)
+            message = await self._post(interaction, piece, private=private)
             if message is not None:
                 shown.append((message, piece))
         return shown
@@ -415,8 +421,9 @@ class Narrator:
             return
         last, shown = action_shown[-1]
         content = f"{shown}\n{note}"
+        private = _private(action_shown)
         if len(content) > CONTENT_MAX:
-            await self._post(interaction, note, view=view)
+            await self._post(interaction, note, view=view, private=private)
         elif len(action_shown) == 1:
             await self._edit_original(interaction, content, view=view)
         else:
@@ -425,7 +432,7 @@ class Narrator:
                 await last.edit(content=content, view=view)
             except discord.HTTPException:
                 log.warning("could not add the note to message %s", last.id, exc_info=True)
-                await self._post(interaction, note, view=view)
+                await self._post(interaction, note, view=view, private=private)
 
     async def _post(
         self,
@@ -433,9 +440,19 @@ class Narrator:
         content: str,
         *,
         view: discord.ui.View | None = None,
+        private: bool = False,
     ) -> discord.Message | None:
         """A message in the interaction's channel, after its response (paced like every
-        message there; a channel message outlives the interaction's token)."""
+        message there; a channel message outlives the interaction's token); ``private``, after
+        a response only its player sees (a Retry's), a follow-up only they see too."""
+        if private:
+            try:
+                return await interaction.followup.send(
+                    fit_text(content), view=view or discord.utils.MISSING, ephemeral=True, wait=True
+                )
+            except discord.HTTPException:
+                log.warning("could not follow up interaction %s", interaction.id, exc_info=True)
+                return None
         channel = interaction.channel
         if not isinstance(channel, discord.abc.Messageable):
             return None

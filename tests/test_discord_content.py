@@ -99,10 +99,17 @@ async def test_a_failed_turn_after_the_longest_action_keeps_its_note_and_retry(e
     text = " ".join(m.content for m in shown)
     assert words(text)[: len(words(LONGEST)) + 2] == words(f"> You {LONGEST}.")
     assert all(len(m.content) <= 2000 for m in shown)
-    # And the button plays the action again.
-    await env.fake.press(env.alice, noted.id, label="Retry")
+    # And the button plays the action again; its answer, the action once more, is the
+    # presser's alone, whole too (the channel shows it above already).
+    public = [m.id for m in env.fake.messages(thread) if not m.ephemeral]
+    press = await env.fake.press(env.alice, noted.id, label="Retry")
     await env.done()
     assert env.narration(thread)[-1] == "The lantern catches at last."
+    assert [m.id for m in env.fake.messages(thread) if not m.ephemeral][:-1] == public
+    again = [env.fake.message(press.original_message_id)]
+    again += [env.fake.message(i) for i in press.followups]
+    assert all(m.ephemeral for m in again)
+    assert words(" ".join(m.content for m in again)) == words(f"> You {LONGEST}.")
 
 
 async def test_a_short_action_and_its_failure_note_stay_in_the_response(env, fake_model):
