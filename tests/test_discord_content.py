@@ -15,7 +15,7 @@ from cogs.content import EMBEDS_TOTAL_MAX, fit_embed, fit_text, text_pages
 from cogs.play import ACTION_LIMIT
 from engine.access import OTHER_ADVENTURE, Actor
 from engine.storage.models import StoryNode
-from tests.discord_env import DiscordEnv
+from tests.discord_env import DiscordEnv, campfire_on_standin, crash, restarted
 from tests.fakes.openai_server import Reply
 
 LONGEST = ("step " * 400).strip() + "s"  # a 2000-character action, made of words
@@ -181,6 +181,26 @@ async def test_forty_branches_are_listed_in_pages_you_can_turn(env):
     assert [label for label, _, _ in points.buttons] == ["◀", "page 1/2", "▶"]
     points = await turn(env, env.bob, points, "▶")
     assert "camp 19" in embed_of(points)["description"]
+
+
+async def test_a_page_turns_after_a_restart_showing_the_list_as_it_is_now(
+    tmp_path, fake_model, caplog, database_url
+):
+    async with campfire_on_standin(tmp_path, fake_model, caplog, database_url) as first:
+        thread = await start_thread(first)
+        host = Actor(first.alice, "alice", server_id=first.guild, manages_server=True)
+        for n in range(20):
+            await first.bot.services.tree.new_branch(host, thread, f"path {n:02}")
+        record = await first.fake.slash(first.alice, thread, "branch list")
+        await first.done()
+        listing = first.fake.message(record.original_message_id)
+        await crash(first)
+        async with restarted(first) as second:
+            # Nothing of the list was kept by the process that drew it.
+            await second.bot.services.tree.new_branch(host, thread, "path 20")
+            listing = await turn(second, second.alice, listing, "▶")
+            assert embed_of(listing)["footer"]["text"] == "Page 2/2"
+            assert "**path 20**" in embed_of(listing)["description"]
 
 
 async def test_a_long_script_list_is_paged(env):
