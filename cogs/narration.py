@@ -1,9 +1,10 @@
 """Showing a turn in Discord.
 
 The interaction's own response carries the player's action (or the queue position while it
-waits); the narration streams into ordinary channel messages owned by the bot, so a long turn
-never outlives the 15-minute interaction token. The newest narration carries the turn's
-buttons; the one before loses them.
+waits; an action longer than a message goes on in the next ones, never cut); the narration
+streams into ordinary channel messages owned by the bot, so a long turn never outlives the
+15-minute interaction token. The newest narration carries the turn's buttons; the one before
+loses them.
 
 Head moves (undo, redo, a branch switch, a chosen take) change which messages tell the story:
 the narrator remembers, in this process, which messages show which turn, marks the ones taken

@@ -129,7 +129,6 @@ async def show_list(
     page: int = 1,
     *,
     ephemeral: bool = True,
-    content: str | None = None,
 ) -> None:
     """Answer a list command with page ``page`` of list ``kind`` and, when it has more than
     one, the pager. A refusal (no adventure here, no such page) propagates to the command's
@@ -141,7 +140,6 @@ async def show_list(
     shown = await source.read(interaction, page)
     await reply(
         interaction,
-        content,
         embed=shown.embed,
         view=pager(kind, scope, shown),
         ephemeral=ephemeral,

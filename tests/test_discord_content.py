@@ -193,6 +193,7 @@ async def test_a_page_turns_after_a_restart_showing_the_list_as_it_is_now(
             await first.bot.services.tree.new_branch(host, thread, f"path {n:02}")
         record = await first.fake.slash(first.alice, thread, "branch list")
         await first.done()
+        assert record.original_message_id is not None
         listing = first.fake.message(record.original_message_id)
         await crash(first)
         async with restarted(first) as second:
@@ -218,6 +219,26 @@ async def test_a_long_script_list_is_paged(env):
     assert [label for label, _, _ in listing.buttons] == ["◀", "page 1/2", "▶"]
     listing = await turn(env, env.bob, listing, "▶")
     assert "20. **script 19" in embed_of(listing)["description"]
+
+
+async def test_long_memory_and_scenario_lists_turn_with_the_same_pager(env):
+    thread = await start_thread(env)
+    host = Actor(env.alice, "alice", server_id=env.guild, manages_server=True)
+    for n in range(12):
+        await env.bot.services.memory_bank.add(thread, host, f"Memory number {n:02}.")
+    record = await env.fake.slash(env.bob, thread, "memory list")
+    await env.done()
+    listing = env.fake.message(record.original_message_id)
+    assert [label for label, _, _ in listing.buttons] == ["◀", "page 1/2", "▶"]
+    listing = await turn(env, env.bob, listing, "▶")
+    assert embed_of(listing)["footer"]["text"].startswith("Page 2/2")
+    assert "Memory number" in embed_of(listing)["description"]
+
+    record = await env.fake.slash(env.bob, env.channel, "scenario list")
+    await env.done()
+    scenarios = env.fake.message(record.original_message_id)
+    assert record.ephemeral and embed_of(scenarios)["title"] == "Scenarios"
+    assert "**Shipped with Campfire**" in embed_of(scenarios)["description"]
 
 
 def forge(message: MessageRecord, custom_id: str) -> None:
