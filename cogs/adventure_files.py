@@ -14,6 +14,7 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
+from cogs.content import fit_text
 from cogs.context import actor_of, channel_id_of, place_of
 from cogs.threads import give_up_thread, open_adventure_thread
 
@@ -45,7 +46,7 @@ async def export_adventure(interaction: discord.Interaction[CampfireBot]) -> Non
     if exported.scripts_left_out:
         content += scripts_left_out_note(exported.scripts_left_out)
     await interaction.followup.send(
-        content[:2000],
+        fit_text(content),
         file=discord.File(io.BytesIO(exported.content), filename=exported.filename),
         ephemeral=True,
     )
@@ -102,7 +103,7 @@ async def import_adventure(
         )
     else:
         content = f"{header} is restored ({size}); it goes on from where it was."
-    await interaction.edit_original_response(content=content)
+    await interaction.edit_original_response(content=fit_text(content))
     await bot.narrator.post_opening(
         target, restored.head_text, restored.adventure_id, restored.version
     )

@@ -21,6 +21,7 @@ import discord
 
 from cogs.context import actor_of, channel_id_of
 from cogs.insights import show_insights_safely
+from cogs.pages import ListPageButton
 from cogs.replies import defer_request, reply
 from cogs.threads import ReopensThread
 from engine.actions import ActionType, PlayerAction
@@ -370,4 +371,5 @@ DYNAMIC_ITEMS = (
     UndoButton,
     RedoButton,
     TakeButton,
+    ListPageButton,
 )

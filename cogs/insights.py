@@ -20,6 +20,7 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
+from cogs.content import fit_embed
 from cogs.context import channel_id_of
 from cogs.replies import reply
 from engine.context_report import ContextReport, SectionReport
@@ -332,7 +333,7 @@ async def show_insights(
         return
     embed, cut = insights_embed(insights)
     await interaction.followup.send(
-        embed=embed, files=insights_files(insights, full_report=cut), ephemeral=True
+        embed=fit_embed(embed), files=insights_files(insights, full_report=cut), ephemeral=True
     )
 
 

@@ -13,8 +13,10 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
+from cogs.content import EMBED_DESCRIPTION_MAX, fit_embed, fit_text
 from cogs.context import actor_of, channel_id_of
 from cogs.forms import FORM_TIMEOUT_S, TEXT_INPUT_MAX, on_form_error
+from cogs.pages import ListPage, list_source, show_list
 from engine.errors import CampfireError
 from engine.memory.bank import (
     MEMORY_MAX_CHARS,
@@ -33,7 +35,6 @@ if TYPE_CHECKING:
 #: number no memory can have before it reaches the bot.
 MemoryId = app_commands.Range[int, 1, ROW_ID_MAX]
 
-EMBED_DESCRIPTION_MAX = 4096
 MEMORY_COLOUR = discord.Colour.teal()
 
 
@@ -82,6 +83,20 @@ def summary_embed(summary: SummaryView) -> discord.Embed:
     return embed
 
 
+def _memory_reader(forgotten: bool):
+    async def read(interaction: discord.Interaction[CampfireBot], page: int) -> ListPage:
+        found = await interaction.client.services.memory_bank.page(
+            channel_id_of(interaction), page=page, forgotten=forgotten
+        )
+        return ListPage(memories_embed(found, forgotten=forgotten), found.page, found.pages)
+
+    return read
+
+
+list_source("memories")(_memory_reader(forgotten=False))
+list_source("forgotten")(_memory_reader(forgotten=True))
+
+
 class SummaryModal(discord.ui.Modal):
     def __init__(self, current: str, adventure_id: int) -> None:
         super().__init__(title="Story summary", timeout=FORM_TIMEOUT_S)
@@ -105,7 +120,7 @@ class SummaryModal(discord.ui.Modal):
         )
         await interaction.response.send_message(
             "Story summary saved; it applies from the next turn.",
-            embed=summary_embed(saved),
+            embed=fit_embed(summary_embed(saved)),
             ephemeral=True,
         )
 
@@ -132,8 +147,8 @@ class MemoryCog(commands.Cog):
         self, interaction: discord.Interaction[CampfireBot], content: str, memory: MemoryView
     ) -> None:
         await interaction.response.send_message(
-            content,
-            embed=discord.Embed(description=memory_line(memory), colour=MEMORY_COLOUR),
+            fit_text(content),
+            embed=fit_embed(discord.Embed(description=memory_line(memory), colour=MEMORY_COLOUR)),
             ephemeral=True,
         )
 
@@ -148,10 +163,7 @@ class MemoryCog(commands.Cog):
         forgotten: bool = False,
     ) -> None:
         """Show the adventure's memories (to you alone)."""
-        found = await self._bank.page(channel_id_of(interaction), page=page, forgotten=forgotten)
-        await interaction.response.send_message(
-            embed=memories_embed(found, forgotten=forgotten), ephemeral=True
-        )
+        await show_list(interaction, "forgotten" if forgotten else "memories", page)
 
     @memory.command(name="add")
     @app_commands.describe(text="A fact the narrator should remember, in a sentence or two")
@@ -248,7 +260,9 @@ class MemoryCog(commands.Cog):
     async def summary_view(self, interaction: discord.Interaction[CampfireBot]) -> None:
         """Show the story summary the narrator reads (to you alone)."""
         found = await self._bank.summary(channel_id_of(interaction))
-        await interaction.response.send_message(embed=summary_embed(found), ephemeral=True)
+        await interaction.response.send_message(
+            embed=fit_embed(summary_embed(found)), ephemeral=True
+        )
 
     @summary.command(name="edit")
     async def summary_edit(self, interaction: discord.Interaction[CampfireBot]) -> None:

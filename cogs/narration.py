@@ -1,9 +1,10 @@
 """Showing a turn in Discord.
 
 The interaction's own response carries the player's action (or the queue position while it
-waits); the narration streams into ordinary channel messages owned by the bot, so a long turn
-never outlives the 15-minute interaction token. The newest narration carries the turn's
-buttons; the one before loses them.
+waits; an action longer than a message goes on in the next ones, never cut); the narration
+streams into ordinary channel messages owned by the bot, so a long turn never outlives the
+15-minute interaction token. The newest narration carries the turn's buttons; the one before
+loses them.
 
 Head moves (undo, redo, a branch switch, a chosen take) change which messages tell the story:
 the narrator remembers, in this process, which messages show which turn, marks the ones taken
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING
 import discord
 
 from cogs.buttons import retry_button, turn_buttons
+from cogs.content import CONTENT_MAX, fit_text, text_pages
 from cogs.replies import reply
 from cogs.streaming import RatePacer, StreamingMessage
 from engine.coordination.requests import RequestReused
@@ -71,6 +73,11 @@ def turn_suffix(result: TurnResult) -> str:
     if result.state_chip:
         suffix += f"\n-# {result.state_chip}"
     return suffix
+
+
+def _private(shown: list[tuple[discord.Message, str]]) -> bool:
+    """Whether the action is shown to its player alone (the response to a Retry press)."""
+    return bool(shown) and shown[0][0].flags.ephemeral
 
 
 class Narrator:
@@ -125,7 +132,8 @@ class Narrator:
         stream: StreamingMessage | None = None
         text = ""
         action_line = ""
-        action_message: discord.Message | None = None
+        # The messages showing the action, with what each shows (the response first).
+        action_shown: list[tuple[discord.Message, str]] = []
         async with aclosing(events) as turn:
             async for event in turn:
                 if isinstance(event, Queued):
@@ -137,10 +145,9 @@ class Narrator:
                     who = interaction.user.display_name
                     if retrying:
                         action_line = f"🔁 *{who} asks for another take of the newest turn.*"
-                        await self._edit_original(interaction, action_line)
-                        continue
-                    action_line = event.text or f"⏩ *{who} lets the story go on.*"
-                    action_message = await self._edit_original(interaction, action_line)
+                    else:
+                        action_line = event.text or f"⏩ *{who} lets the story go on.*"
+                    action_shown = await self._show_action(interaction, action_line)
                 elif isinstance(event, TextDelta):
                     if stream is None:
                         stream = StreamingMessage(channel, self.pacer)
@@ -169,15 +176,15 @@ class Narrator:
                         earlier = result.replaced_node_id or result.narrator_node_id
                         await self._mark(channel, [earlier], "🔁 Retried: the new take is below.")
                     self._remember(result.narrator_node_id, messages)
-                    if result.action_node_id is not None and action_message is not None:
+                    if result.action_node_id is not None and not retrying:
                         # The player's action is marked with its turn when undone.
-                        self._remember(result.action_node_id, [action_message])
+                        self._remember(result.action_node_id, [m for m, _ in action_shown])
                 elif isinstance(event, AlreadyHandled):
                     # A repeat delivery of this interaction: the first one answers it.
                     log.info("interaction %s: already %s", interaction.id, event.status)
                 elif isinstance(event, TurnFailed) and isinstance(event.error, RequestReused):
                     # The response belongs to the request that used this id first.
-                    note = f"⚠ {event.error.message}"
+                    note = fit_text(f"⚠ {event.error.message}")
                     try:
                         await interaction.followup.send(note, ephemeral=True)
                     except discord.HTTPException:
@@ -185,12 +192,13 @@ class Narrator:
                 elif isinstance(event, TurnFailed):
                     if stream is not None:
                         await stream.fail("⚠ *The narration stopped here; nothing was saved.*")
-                    note = f"⚠ {event.error.message}"
                     view = retry_button(interaction.id) if event.error.retryable else None
                     if isinstance(event.error, PlayerDeleted):
-                        action_line = ""  # their words go with the rest of their data
-                    content = f"{action_line}\n{note}" if action_line else note
-                    await self._edit_original(interaction, content, view=view)
+                        # Their words go with the rest of their data.
+                        action_shown = await self._unshow_action(interaction, action_shown)
+                    await self._show_failure(
+                        interaction, action_shown, f"⚠ {event.error.message}", view
+                    )
 
     async def post_opening(
         self,
@@ -364,6 +372,98 @@ class Narrator:
         except discord.HTTPException:
             log.debug("could not remove old buttons in %s", channel.id, exc_info=True)
 
+    # --- the action line --------------------------------------------------------------------
+
+    async def _show_action(
+        self, interaction: discord.Interaction, action_line: str
+    ) -> list[tuple[discord.Message, str]]:
+        """The player's action as the interaction's answer, whole: it is theirs, so it is paged,
+        never cut. A 2000-character ``/do`` reads "> You … ." a few characters longer than a
+        message holds (and a round of several actions longer still): what does not fit the
+        response follows it in the channel. Returns the messages shown, with their text."""
+        first, *rest = text_pages(action_line)
+        shown: list[tuple[discord.Message, str]] = []
+        message = await self._edit_original(interaction, first)
+        if message is not None:
+            shown.append((message, first))
+        private = _private(shown)
+        for piece in rest:
+            message = await self._post(interaction, piece, private=private)
+            if message is not None:
+                shown.append((message, piece))
+        return shown
+
+    async def _unshow_action(
+        self, interaction: discord.Interaction, shown: list[tuple[discord.Message, str]]
+    ) -> list[tuple[discord.Message, str]]:
+        """Take the action's words down (its author's data was deleted meanwhile); the
+        response stays, for the note."""
+        for message, _ in shown[1:]:
+            try:
+                await self.pacer.acquire(message.channel.id)
+                await message.delete()
+            except discord.HTTPException:
+                log.debug("could not delete message %s", message.id, exc_info=True)
+        return []
+
+    async def _show_failure(
+        self,
+        interaction: discord.Interaction,
+        action_shown: list[tuple[discord.Message, str]],
+        note: str,
+        view: discord.ui.View | None,
+    ) -> None:
+        """The failure note, whole and with its Retry button, under the action: on the
+        action's last message when it fits there, else in a message of its own after it (a
+        message over 2000 characters would be refused whole, the button with it)."""
+        note = fit_text(note)
+        if not action_shown:
+            await self._edit_original(interaction, note, view=view)
+            return
+        last, shown = action_shown[-1]
+        content = f"{shown}\n{note}"
+        private = _private(action_shown)
+        if len(content) > CONTENT_MAX:
+            await self._post(interaction, note, view=view, private=private)
+        elif len(action_shown) == 1:
+            await self._edit_original(interaction, content, view=view)
+        else:
+            try:
+                await self.pacer.acquire(last.channel.id)
+                await last.edit(content=content, view=view)
+            except discord.HTTPException:
+                log.warning("could not add the note to message %s", last.id, exc_info=True)
+                await self._post(interaction, note, view=view, private=private)
+
+    async def _post(
+        self,
+        interaction: discord.Interaction,
+        content: str,
+        *,
+        view: discord.ui.View | None = None,
+        private: bool = False,
+    ) -> discord.Message | None:
+        """A message in the interaction's channel, after its response (paced like every
+        message there; a channel message outlives the interaction's token); ``private``, after
+        a response only its player sees (a Retry's), a follow-up only they see too."""
+        if private:
+            try:
+                return await interaction.followup.send(
+                    fit_text(content), view=view or discord.utils.MISSING, ephemeral=True, wait=True
+                )
+            except discord.HTTPException:
+                log.warning("could not follow up interaction %s", interaction.id, exc_info=True)
+                return None
+        channel = interaction.channel
+        if not isinstance(channel, discord.abc.Messageable):
+            return None
+        try:
+            await self.pacer.acquire(channel.id)
+            return await channel.send(fit_text(content), view=view or discord.utils.MISSING)
+        except discord.HTTPException:
+            log.warning("could not post to channel %s", channel.id, exc_info=True)
+            return None
+
     async def _edit_original(
         self,
         interaction: discord.Interaction,
@@ -372,6 +472,7 @@ class Narrator:
         view: discord.ui.View | None = None,
     ) -> discord.Message | None:
         """Show ``content`` as the interaction's answer; returns the message that shows it."""
+        content = fit_text(content)
         try:
             if view is None:
                 return await interaction.edit_original_response(content=content)

@@ -9,6 +9,7 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
+from cogs.content import fit_embed, fit_text
 from cogs.context import actor_of, channel_id_of, place_of
 from cogs.errors import on_app_command_error
 from cogs.replies import defer_request, reply
@@ -207,7 +208,7 @@ class PlayCog(commands.Cog):
         """How to play Campfire."""
         # An embed: the whole guide is longer than a message's 2000 characters.
         guide = discord.Embed(title="How to play", description=HELP)
-        await interaction.response.send_message(embed=guide, ephemeral=True)
+        await interaction.response.send_message(embed=fit_embed(guide), ephemeral=True)
 
     async def _act(
         self, interaction: discord.Interaction[CampfireBot], kind: ActionType, text: str
@@ -264,7 +265,7 @@ def option_menu(cog: PlayCog, plan: StartPlan) -> dict:
         # discord.py's way to answer a button made on the fly; a checker sees a method.
         button.callback = chosen  # type: ignore[method-assign]
         view.add_item(button)
-    return {"content": echo(f"{header}\n{intro}", 2000), "view": view}
+    return {"content": fit_text(f"{header}\n{intro}"), "view": view}
 
 
 class OptionMenu(discord.ui.View):

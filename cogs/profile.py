@@ -8,6 +8,7 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
+from cogs.content import fit_text
 from cogs.context import actor_of
 from engine.errors import InvalidInput
 
@@ -61,7 +62,7 @@ class ProfileCog(commands.Cog):
     async def profile_show(self, interaction: discord.Interaction[CampfireBot]) -> None:
         """See what Campfire stores about you (to you alone)."""
         found = await self.bot.services.profiles.show(actor_of(interaction))
-        await interaction.response.send_message(profile_text(found), ephemeral=True)
+        await interaction.response.send_message(fit_text(profile_text(found)), ephemeral=True)
 
     @profile.command(name="keep")
     @app_commands.describe(keep="Keep your data even if you stop playing for a while")

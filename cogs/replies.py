@@ -7,8 +7,7 @@ from typing import Any
 
 import discord
 
-from cogs.text_split import DISCORD_LIMIT
-from engine.sanitise import echo
+from cogs.content import fit_embed, fit_text
 
 log = logging.getLogger(__name__)
 
@@ -18,16 +17,23 @@ ALREADY_ACKNOWLEDGED = 40060
 
 async def reply(
     interaction: discord.Interaction,
-    content: str,
+    content: str | None = None,
     *,
+    embed: discord.Embed | None = None,
     ephemeral: bool = True,
     view: discord.ui.View | None = None,
 ) -> None:
-    """Send ``content`` as the interaction's answer, or as a follow-up once it has one.
+    """Send ``content`` (and ``embed``) as the interaction's answer, or as a follow-up once it
+    has one.
 
-    Cut to Discord's limit whatever it holds (an error may quote a player's long text): a
-    message over the limit would be refused whole (50035 Invalid Form Body)."""
-    kwargs: dict[str, Any] = {"content": echo(content, DISCORD_LIMIT), "ephemeral": ephemeral}
+    Through the content guard (``cogs.content``) whatever it holds (an error may quote a
+    player's long text): a message over Discord's limits would be refused whole (50035 Invalid
+    Form Body)."""
+    kwargs: dict[str, Any] = {"ephemeral": ephemeral}
+    if content is not None:
+        kwargs["content"] = fit_text(content)
+    if embed is not None:
+        kwargs["embed"] = fit_embed(embed)
     if view is not None:
         kwargs["view"] = view
     try:

@@ -17,7 +17,10 @@ from discord import app_commands
 from discord.ext import commands
 
 from cogs.adventure_files import scripts_left_out_note
+from cogs.content import EMBED_FIELD_VALUE_MAX as FIELD_MAX
+from cogs.content import fit_embed, fit_text
 from cogs.context import actor_of
+from cogs.pages import ListPage, list_source, paged, show_list
 from cogs.replies import reply
 from engine.errors import CampfireError
 from engine.formats.draft import ImportedScenario
@@ -32,8 +35,6 @@ log = logging.getLogger(__name__)
 
 LIBRARY_COLOUR = discord.Colour.teal()
 PREVIEW_SECONDS = 600
-EMBED_DESCRIPTION_MAX = 4096
-FIELD_MAX = 1024
 
 
 def preview_embed(imported: ImportedScenario) -> discord.Embed:
@@ -49,7 +50,9 @@ def preview_embed(imported: ImportedScenario) -> discord.Embed:
     if draft.options:
         names = ", ".join(o.title for o in draft.options)
         embed.add_field(
-            name=f"Options ({len(draft.options)})", value=echo(names, FIELD_MAX), inline=False
+            name=f"Options ({len(draft.options)})",
+            value=echo(names, FIELD_MAX),
+            inline=False,
         )
     if draft.placeholders:
         asked = ", ".join(f"`{p}`" for p in draft.placeholders)
@@ -89,7 +92,7 @@ class ImportPreview(discord.ui.View):
             saved = await self.bot.services.scenarios.save(self.actor, self.imported)
         except CampfireError as error:
             await interaction.response.edit_message(
-                content=f"⚠ {error.message} Nothing was imported.", embed=None, view=None
+                content=fit_text(f"⚠ {error.message} Nothing was imported."), embed=None, view=None
             )
             return
         parts = [f"{saved.cards:,} story card{'s' if saved.cards != 1 else ''}"]
@@ -98,7 +101,7 @@ class ImportPreview(discord.ui.View):
         if saved.options:
             parts.append(f"{saved.options} option{'s' if saved.options != 1 else ''}")
         await interaction.response.edit_message(
-            content=(
+            content=fit_text(
                 f"✅ Imported **{discord.utils.escape_markdown(saved.title)}** into "
                 f"{saved.where} ({', '.join(parts)}). Play it with `/start scenario:`."
             ),
@@ -133,21 +136,32 @@ def _entry_line(entry: ScenarioEntry) -> str:
     return f"• {title} · {extra}"
 
 
-def listing_embed(listing: LibraryListing, in_server: bool) -> discord.Embed:
-    sections = []
+def listing_lines(listing: LibraryListing, in_server: bool) -> list[str]:
+    """The library as lines, a heading before each part (pages may cut between any two)."""
+    lines: list[str] = []
     if in_server:
-        lines = [_entry_line(e) for e in listing.server] or [
+        lines.append("**This server**")
+        lines += [_entry_line(e) for e in listing.server] or [
             "None yet: members who may import can add one with `/scenario import`."
         ]
-        sections.append("**This server**\n" + "\n".join(lines))
-    lines = [_entry_line(e) for e in listing.own] or [
+    lines.append("**Yours**")
+    lines += [_entry_line(e) for e in listing.own] or [
         "None yet: import your own with `/scenario import` in a DM with me."
     ]
-    sections.append("**Yours**\n" + "\n".join(lines))
-    sections.append("**Shipped with Campfire**\n" + "\n".join(map(_entry_line, listing.shipped)))
-    return discord.Embed(
+    lines.append("**Shipped with Campfire**")
+    lines += [_entry_line(e) for e in listing.shipped]
+    return lines
+
+
+@list_source("scenarios", of_adventure=False)
+async def scenario_page(interaction: discord.Interaction[CampfireBot], page: int) -> ListPage:
+    # The presser's own view of the library: their server's, their own, the shipped ones.
+    listing = await interaction.client.services.scenarios.listing(actor_of(interaction))
+    return paged(
+        listing_lines(listing, interaction.guild_id is not None),
+        page,
         title="Scenarios",
-        description=echo("\n\n".join(sections), EMBED_DESCRIPTION_MAX),
+        empty="No scenarios.",
         colour=LIBRARY_COLOUR,
     )
 
@@ -165,7 +179,9 @@ def details_embed(details: ScenarioDetails) -> discord.Embed:
         embed.add_field(name="Tags", value=echo(", ".join(details.tags), FIELD_MAX), inline=False)
     if details.options:
         embed.add_field(
-            name="Options", value=echo(", ".join(details.options), FIELD_MAX), inline=False
+            name="Options",
+            value=echo(", ".join(details.options), FIELD_MAX),
+            inline=False,
         )
     if details.placeholders:
         asked = ", ".join(f"`{p}`" for p in details.placeholders)
@@ -201,7 +217,7 @@ class ScenarioCog(commands.Cog):
         imported = await library.preview(actor, data, file.filename)
         view = ImportPreview(self.bot, actor, imported)
         view.message = await interaction.followup.send(
-            embed=preview_embed(imported), view=view, ephemeral=True, wait=True
+            embed=fit_embed(preview_embed(imported)), view=view, ephemeral=True, wait=True
         )
 
     @scenario.command(name="export")
@@ -214,7 +230,7 @@ class ScenarioCog(commands.Cog):
         if exported.scripts_left_out:
             note += scripts_left_out_note(exported.scripts_left_out)
         await interaction.response.send_message(
-            f"**{discord.utils.escape_markdown(exported.title)}**{note}",
+            fit_text(f"**{discord.utils.escape_markdown(exported.title)}**{note}"),
             files=files,
             ephemeral=True,
         )
@@ -222,17 +238,16 @@ class ScenarioCog(commands.Cog):
     @scenario.command(name="list")
     async def list_(self, interaction: discord.Interaction[CampfireBot]) -> None:
         """The scenarios you can play here."""
-        listing = await self.bot.services.scenarios.listing(actor_of(interaction))
-        await interaction.response.send_message(
-            embed=listing_embed(listing, interaction.guild_id is not None), ephemeral=True
-        )
+        await show_list(interaction, "scenarios")
 
     @scenario.command(name="show")
     @app_commands.describe(scenario="The scenario to look at")
     async def show(self, interaction: discord.Interaction[CampfireBot], scenario: str) -> None:
         """A scenario's description, cards, options and opening."""
         details = await self.bot.services.scenarios.show(actor_of(interaction), scenario)
-        await interaction.response.send_message(embed=details_embed(details), ephemeral=True)
+        await interaction.response.send_message(
+            embed=fit_embed(details_embed(details)), ephemeral=True
+        )
 
     @scenario.command(name="delete")
     @app_commands.describe(scenario="The scenario to delete (adventures keep their copies)")

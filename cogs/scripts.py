@@ -14,7 +14,9 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
+from cogs.content import fit_text
 from cogs.context import actor_of, channel_id_of
+from cogs.pages import ListPage, list_source, paged, show_list
 from cogs.replies import reply
 from engine.errors import CampfireError
 from engine.scripting.hooks import Hook
@@ -23,7 +25,6 @@ from engine.scripting.manage import SCRIPT_NAME_MAX, HookTest, ScriptPart, Scrip
 if TYPE_CHECKING:
     from bot.discord_bot import CampfireBot
 
-MESSAGE_MAX = 2000
 #: Longer results come as a file, not cut.
 INLINE_RESULT_MAX = 900
 
@@ -74,7 +75,18 @@ def test_summary(result: HookTest) -> str:
         head += "; the text is unchanged"
     elif len(out) <= INLINE_RESULT_MAX and "```" not in out:
         head += f"\n```\n{out}\n```"
-    return head[:MESSAGE_MAX]
+    return head
+
+
+@list_source("scripts")
+async def script_page(interaction: discord.Interaction[CampfireBot], page: int) -> ListPage:
+    views = await interaction.client.services.scripts.scripts(channel_id_of(interaction))
+    return paged(
+        [f"{i}. {view_line(view)}" for i, view in enumerate(views, 1)],
+        page,
+        title="📜 Scripts, in the order they run",
+        empty="This adventure has no scripts. `/script upload` adds one (server managers).",
+    )
 
 
 class ScriptsCog(commands.Cog):
@@ -121,15 +133,7 @@ class ScriptsCog(commands.Cog):
     @script.command(name="list")
     async def list_scripts(self, interaction: discord.Interaction[CampfireBot]) -> None:
         """The adventure's scripts, in the order they run."""
-        views = await self.bot.services.scripts.scripts(channel_id_of(interaction))
-        if not views:
-            await reply(
-                interaction,
-                "This adventure has no scripts. `/script upload` adds one (server managers).",
-            )
-            return
-        lines = [f"{i}. {view_line(view)}" for i, view in enumerate(views, 1)]
-        await reply(interaction, "📜 Scripts, in the order they run:\n" + "\n".join(lines))
+        await show_list(interaction, "scripts")
 
     @script.command(name="enable")
     @app_commands.describe(name="The script to turn on")
@@ -195,7 +199,7 @@ class ScriptsCog(commands.Cog):
             fp=io.BytesIO(test_report(result).encode()),
             filename=f"script-test-{hook}.md",
         )
-        await interaction.followup.send(test_summary(result), file=report, ephemeral=True)
+        await interaction.followup.send(fit_text(test_summary(result)), file=report, ephemeral=True)
 
     @enable.autocomplete("name")
     @disable.autocomplete("name")

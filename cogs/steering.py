@@ -10,17 +10,18 @@ actor ``actor_of`` builds.
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Any
 
 import discord
 from discord import app_commands
 from discord.ext import commands
 
+from cogs.content import EMBED_DESCRIPTION_MAX, fit_embed, fit_text
 from cogs.context import actor_of, channel_id_of
 from cogs.forms import FORM_TIMEOUT_S, MODAL_TITLE_MAX, TEXT_INPUT_MAX, on_form_error
+from cogs.pages import ListPage, list_source, show_list
 from cogs.replies import reply
-from engine.errors import CampfireError, InvalidInput
+from engine.errors import InvalidInput
 from engine.sanitise import echo
 from engine.steering.cards import (
     CARD_ENTRY_MAX,
@@ -39,7 +40,6 @@ if TYPE_CHECKING:
     from bot.discord_bot import CampfireBot
 
 CARDS_PER_PAGE = 8
-EMBED_DESCRIPTION_MAX = 4096
 PREVIEW_WORDS = 16
 STEERING_COLOUR = discord.Colour.dark_gold()
 
@@ -105,53 +105,12 @@ def cards_embed(page: CardPage) -> discord.Embed:
     return embed
 
 
-class CardPageButton(
-    discord.ui.DynamicItem[discord.ui.Button],
-    template=r"cf:cards:(?P<page>\d+):(?P<way>prev|next)",
-):
-    """Turns the page of a /card list; the page is in the ``custom_id``, so it survives
-    restarts."""
-
-    def __init__(self, page: int, way: str, *, disabled: bool = False) -> None:
-        self.page = page
-        super().__init__(
-            discord.ui.Button(
-                label="‹ Previous" if way == "prev" else "Next ›",
-                style=discord.ButtonStyle.secondary,
-                custom_id=f"cf:cards:{page}:{way}",
-                disabled=disabled,
-            )
-        )
-
-    @classmethod
-    async def from_custom_id(
-        cls,
-        interaction: discord.Interaction[CampfireBot],
-        item: discord.ui.Item[Any],
-        match: re.Match[str],
-    ) -> CardPageButton:
-        return cls(int(match["page"]), match["way"])
-
-    async def callback(self, interaction: discord.Interaction[CampfireBot]) -> None:
-        try:
-            page = await interaction.client.services.story_cards.page(
-                channel_id_of(interaction), page=self.page, per_page=CARDS_PER_PAGE
-            )
-        except CampfireError as error:
-            await reply(interaction, f"⚠ {error.message}")
-            return
-        await interaction.response.edit_message(embed=cards_embed(page), view=pager(page))
-
-
-def pager(page: CardPage) -> discord.ui.View | None:
-    if page.pages <= 1:
-        return None
-    view = discord.ui.View(timeout=None)
-    view.add_item(CardPageButton(max(1, page.page - 1), "prev", disabled=page.page <= 1))
-    view.add_item(
-        CardPageButton(min(page.pages, page.page + 1), "next", disabled=page.page >= page.pages)
+@list_source("cards")
+async def card_page(interaction: discord.Interaction[CampfireBot], page: int) -> ListPage:
+    found = await interaction.client.services.story_cards.page(
+        channel_id_of(interaction), page=page, per_page=CARDS_PER_PAGE
     )
-    return view
+    return ListPage(cards_embed(found), found.page, found.pages)
 
 
 def settings_text(settings: AdventureSettings, *, changed: bool = False) -> str:
@@ -336,9 +295,9 @@ class ResubmitView(discord.ui.View):
 async def _answer(
     interaction: discord.Interaction[CampfireBot], content: str, embed: discord.Embed | None
 ) -> None:
-    kwargs: dict[str, Any] = {"content": content, "ephemeral": True}
+    kwargs: dict[str, Any] = {"content": fit_text(content), "ephemeral": True}
     if embed is not None:
-        kwargs["embed"] = embed
+        kwargs["embed"] = fit_embed(embed)
     await interaction.response.send_message(**kwargs)
 
 
@@ -351,12 +310,6 @@ class SteeringCog(commands.Cog):
 
     def __init__(self, bot: CampfireBot) -> None:
         self.bot = bot
-
-    async def cog_load(self) -> None:
-        self.bot.add_dynamic_items(CardPageButton)
-
-    async def cog_unload(self) -> None:
-        self.bot.remove_dynamic_items(CardPageButton)
 
     # --- steering text ------------------------------------------------------------------------
 
@@ -477,14 +430,7 @@ class SteeringCog(commands.Cog):
         self, interaction: discord.Interaction[CampfireBot], page: app_commands.Range[int, 1] = 1
     ) -> None:
         """Show the adventure's story cards (to you alone)."""
-        found = await self.bot.services.story_cards.page(
-            channel_id_of(interaction), page=page, per_page=CARDS_PER_PAGE
-        )
-        view = pager(found)
-        kwargs: dict[str, Any] = {"embed": cards_embed(found), "ephemeral": True}
-        if view is not None:
-            kwargs["view"] = view
-        await interaction.response.send_message(**kwargs)
+        await show_list(interaction, "cards", page)
 
     @card_edit.autocomplete("card")
     async def card_edit_choices(

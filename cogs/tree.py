@@ -19,12 +19,15 @@ from cogs.buttons import retry_allowed
 from cogs.context import actor_of, channel_id_of
 from cogs.errors import on_app_command_error
 from cogs.forms import FORM_TIMEOUT_S
+from cogs.pages import ListPage, list_source, paged, show_list
 from cogs.replies import defer_request, reply
 from engine.story_tree import EDIT_MAX_CHARS, NAME_MAX, BranchView, HeadMove, SavePointView
 
 if TYPE_CHECKING:
     from bot.discord_bot import CampfireBot
 
+#: Lines of the tree's drawing a page: a drawing reads better long than cut often.
+TREE_LINES_PER_PAGE = 40
 TREE_LEGEND = (
     "● a branch's newest entry · ◀ where the story stands · ⚑ a save point · "
     "numbers count story entries (actions and narration)"
@@ -35,16 +38,16 @@ def _name(text: str) -> str:
     return discord.utils.escape_markdown(text)
 
 
-def branch_lines(branches: list[BranchView]) -> str:
+def branch_lines(branches: list[BranchView]) -> list[str]:
     lines = []
     for branch in branches:
         mark = "▶" if branch.active else "•"
         saves = f" · ⚑ {branch.save_points}" if branch.save_points else ""
         lines.append(f"{mark} **{_name(branch.name)}** · {branch.tip_index} entries{saves}")
-    return "\n".join(lines) or "No branches yet."
+    return lines
 
 
-def save_point_lines(points: list[SavePointView]) -> str:
+def save_point_lines(points: list[SavePointView]) -> list[str]:
     lines = []
     for point in points:
         here = " ◀ the story is here" if point.is_head else ""
@@ -52,7 +55,41 @@ def save_point_lines(points: list[SavePointView]) -> str:
             f"⚑ **{_name(point.name)}** · branch {_name(point.branch) or '?'}, "
             f"entry {point.index}{here}"
         )
-    return "\n".join(lines) or "No save points yet. `/savepoint add` makes one here."
+    return lines
+
+
+# --- the lists, paged (cogs.pages) ---------------------------------------------------------------
+
+
+@list_source("branches")
+async def branch_page(interaction: discord.Interaction[CampfireBot], page: int) -> ListPage:
+    branches = await interaction.client.services.tree.branches(channel_id_of(interaction))
+    return paged(branch_lines(branches), page, title="Branches", empty="No branches yet.")
+
+
+@list_source("savepoints")
+async def save_point_page(interaction: discord.Interaction[CampfireBot], page: int) -> ListPage:
+    points = await interaction.client.services.tree.save_points(channel_id_of(interaction))
+    return paged(
+        save_point_lines(points),
+        page,
+        title="Save points",
+        empty="No save points yet. `/savepoint add` makes one here.",
+    )
+
+
+@list_source("tree")
+async def tree_page(interaction: discord.Interaction[CampfireBot], page: int) -> ListPage:
+    picture = await interaction.client.services.tree.picture(channel_id_of(interaction))
+    return paged(
+        picture.splitlines(),
+        page,
+        title="The story's tree",
+        empty="The story has no turns yet.",
+        footer=TREE_LEGEND,
+        code_block=True,
+        per_page=TREE_LINES_PER_PAGE,
+    )
 
 
 class EditTurnModal(discord.ui.Modal):
@@ -154,17 +191,14 @@ class StoryTreeCog(commands.Cog):
     @app_commands.command(name="tree")
     async def tree(self, interaction: discord.Interaction[CampfireBot]) -> None:
         """The story's shape: its branches, where they part, save points, where you are."""
-        picture = await self.bot.services.tree.picture(channel_id_of(interaction))
-        body = picture if len(picture) < 1800 else picture[:1790] + "\n…"
-        await reply(interaction, f"```\n{body}\n```\n-# {TREE_LEGEND}")
+        await show_list(interaction, "tree")
 
     # --- branches ---
 
     @branch.command(name="list")
     async def branch_list(self, interaction: discord.Interaction[CampfireBot]) -> None:
         """The branches of this story."""
-        branches = await self.bot.services.tree.branches(channel_id_of(interaction))
-        await reply(interaction, branch_lines(branches))
+        await show_list(interaction, "branches")
 
     @branch.command(name="new")
     @app_commands.describe(name="A name for the new line, e.g. “the river path”")
@@ -267,8 +301,7 @@ class StoryTreeCog(commands.Cog):
     @savepoint.command(name="list")
     async def savepoint_list(self, interaction: discord.Interaction[CampfireBot]) -> None:
         """The save points of this story."""
-        points = await self.bot.services.tree.save_points(channel_id_of(interaction))
-        await reply(interaction, save_point_lines(points))
+        await show_list(interaction, "savepoints")
 
     @savepoint.command(name="restore")
     @app_commands.describe(name="The save point to go back to")

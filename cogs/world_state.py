@@ -8,6 +8,7 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
+from cogs.content import fit_embed
 from cogs.context import actor_of, channel_id_of
 from cogs.replies import reply
 
@@ -25,8 +26,8 @@ class WorldStateCog(commands.Cog):
     async def show(self, interaction: discord.Interaction[CampfireBot]) -> None:
         """Show the whole world state, with what each number means."""
         view = await self.bot.services.world_state.show(channel_id_of(interaction))
-        embed = discord.Embed(title=f"World state · {view.title}", description=view.text[:4096])
-        await interaction.response.send_message(embed=embed, ephemeral=True)
+        embed = discord.Embed(title=f"World state · {view.title}", description=view.text)
+        await interaction.response.send_message(embed=fit_embed(embed), ephemeral=True)
 
     @state.command(name="set")
     @app_commands.describe(

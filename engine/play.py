@@ -23,6 +23,7 @@ from engine.access import (
     PLAYED_AGAIN,
     Actor,
     active_adventure,
+    adventure_here,
     check_may_press,
     check_may_retry_request,
     check_may_rewrite,
@@ -253,6 +254,16 @@ class PlayService:
             check_may_press(adventure, drawn_for)
             if adventure.version != version:
                 raise StoryMovedOn(MOVED_ON)
+
+    async def check_list(self, channel_id: int, drawn_for: int | None = None) -> int:
+        """The adventure running here, whose lists a list command shows (anyone may read
+        them); raises the reason when there is none, or when it is not ``drawn_for``, the one
+        a pager's button was drawn for (an ended one's, or another place's)."""
+        async with self.db.session() as session:
+            adventure = await adventure_here(session, channel_id)
+            check_may_press(adventure, drawn_for)
+            assert adventure.id is not None
+            return adventure.id
 
     async def adventure_in(self, channel_id: int) -> AdventureRef | None:
         async with self.db.session() as session:

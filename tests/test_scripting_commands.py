@@ -74,7 +74,7 @@ async def test_upload_list_enable_disable_remove(env):
     assert main.shared_library == library and main.on_input.startswith("const modifier")
     assert (echo.name, echo.on_output, echo.position) == ("Echo", "text", main.position + 1)
 
-    listing = answer(env, await command(env, env.bob, thread, "list")).content
+    listing = answer(env, await command(env, env.bob, thread, "list")).embeds[0]["description"]
     assert "1. **main** (on): library" in listing and "onInput" in listing
     assert "2. **Echo** (on): onOutput 4 chars" in listing
 

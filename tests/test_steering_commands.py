@@ -283,13 +283,13 @@ async def test_a_long_card_list_is_paged(env):
     record = await env.fake.slash(env.alice, thread, "card list")
     message = answer(env, record)
     assert message.embeds[0]["footer"]["text"].startswith("Page 1/2 · 13 cards")
-    assert [label for label, _, disabled in message.buttons] == ["‹ Previous", "Next ›"]
-    assert [disabled for _, _, disabled in message.buttons] == [True, False]
-    await env.fake.press(env.alice, message.id, label="Next ›")
+    assert [label for label, _, disabled in message.buttons] == ["◀", "page 1/2", "▶"]
+    assert [disabled for _, _, disabled in message.buttons] == [True, True, False]
+    await env.fake.press(env.alice, message.id, label="▶")
     await env.done()
     assert message.embeds[0]["footer"]["text"].startswith("Page 2/2")
     assert "**13. Card 09**" in message.embeds[0]["description"]
-    assert [disabled for _, _, disabled in message.buttons] == [False, True]
+    assert [disabled for _, _, disabled in message.buttons] == [False, True, True]
 
 
 async def test_the_card_cap_is_checked_before_the_form_opens(

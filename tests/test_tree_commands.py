@@ -234,7 +234,7 @@ async def test_branches_save_points_and_the_tree(env, fake_model):
     await act(env, thread, env.alice, "other")  # writing here forks a branch
 
     listing = await env.fake.slash(env.bob, thread, "branch list")
-    content = answer(env, listing).content
+    content = answer(env, listing).embeds[0]["description"]
     assert "**main**" in content and "▶ **fork 2**" in content
 
     refused = await env.fake.slash(env.alice, thread, "branch delete", name="main")
@@ -251,7 +251,7 @@ async def test_branches_save_points_and_the_tree(env, fake_model):
     assert head.text == "Two."
 
     picture = await env.fake.slash(env.bob, thread, "tree")
-    drawn = answer(env, picture).content
+    drawn = answer(env, picture).embeds[0]["description"]
     assert drawn.startswith("```") and "main" in drawn and "fork 2" in drawn and "⚑camp" in drawn
 
 
