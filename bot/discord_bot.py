@@ -12,6 +12,7 @@ from discord.ext import commands
 from bot.config import Settings
 from bot.scheduler import BackgroundWork, schedule_background_work
 from bot.services import Services, build_services
+from cogs.preflight import CampfireTree
 from engine.coordination.jobs import LEASE_REAPING
 from engine.events import TurnInterrupted
 
@@ -54,6 +55,8 @@ class CampfireBot(commands.Bot):
             intents=intents,
             # Stories mention characters by name; never let narration ping real people.
             allowed_mentions=discord.AllowedMentions.none(),
+            # The permission preflight runs before every command (cogs.preflight).
+            tree_cls=CampfireTree,
         )
         self.settings = settings
         self.scheduler = AsyncIOScheduler()

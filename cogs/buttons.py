@@ -20,6 +20,7 @@ import discord
 
 from cogs.context import actor_of, channel_id_of
 from cogs.insights import show_insights_safely
+from cogs.preflight import Preflighted
 from cogs.replies import defer_request, reply
 from engine.actions import ActionType, PlayerAction
 from engine.errors import CampfireError
@@ -52,9 +53,10 @@ def _story_template(kind: str) -> str:
     return rf"cf:{kind}:(?P<adventure>\d+):(?P<version>\d+)"
 
 
-class _StoryButton:
+class _StoryButton(Preflighted):
     """A button under the newest turn, drawn for one story version:
-    ``cf:<KIND>:<adventure>:<version>``. Mixed in before ``DynamicItem``."""
+    ``cf:<KIND>:<adventure>:<version>``. Mixed in before ``DynamicItem``. It narrates (or moves
+    the story's head, marking turns): the permission preflight runs before it."""
 
     KIND: ClassVar[str]
     LABEL: ClassVar[str]
@@ -117,7 +119,9 @@ async def still_here(interaction: discord.Interaction, button: _StoryButton) -> 
     return True
 
 
-class RetryButton(discord.ui.DynamicItem[discord.ui.Button], template=r"cf:retry:(?P<request>\d+)"):
+class RetryButton(
+    Preflighted, discord.ui.DynamicItem[discord.ui.Button], template=r"cf:retry:(?P<request>\d+)"
+):
     """Plays again an action whose turn failed or was interrupted."""
 
     def __init__(self, request_id: int) -> None:

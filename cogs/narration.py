@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 import discord
 
+from cogs.bot_permissions import is_final_refusal, place_of, refusal_note
 from cogs.buttons import retry_button, turn_buttons
 from cogs.replies import reply
 from cogs.streaming import RatePacer, StreamingMessage
@@ -160,14 +161,29 @@ class Narrator:
                     messages = await stream.finish(
                         result.text, view=view, suffix=turn_suffix(result) or None
                     )
-                    # The story's end first; the old buttons go after, when nobody waits.
-                    await self._drop_buttons(channel)
-                    if messages:
-                        self._with_buttons[channel.id] = messages[-1]
-                    if result.take > 1 or result.replaced_node_id is not None:
-                        # A retry: the earlier take's messages say where the story went.
-                        earlier = result.replaced_node_id or result.narrator_node_id
-                        await self._mark(channel, [earlier], "🔁 Retried: the new take is below.")
+                    refused = stream.refused
+                    try:
+                        if refused is None:
+                            # The story's end first; the old buttons go after, when nobody
+                            # waits.
+                            await self._drop_buttons(channel)
+                        if messages:
+                            self._with_buttons[channel.id] = messages[-1]
+                        if refused is None and (
+                            result.take > 1 or result.replaced_node_id is not None
+                        ):
+                            # A retry: the earlier take's messages say where the story went.
+                            earlier = result.replaced_node_id or result.narrator_node_id
+                            await self._mark(
+                                channel, [earlier], "🔁 Retried: the new take is below."
+                            )
+                    except discord.HTTPException as error:
+                        refused = error  # only final refusals get here
+                    if refused is not None:
+                        # Discord refuses the bot this channel now: nothing more is asked of
+                        # it there, and the player hears it once, through the interaction's
+                        # token, which needs no permission in the channel.
+                        await reply(interaction, refusal_note(refused, place_of(interaction)))
                     self._remember(result.narrator_node_id, messages)
                     if result.action_node_id is not None and action_message is not None:
                         # The player's action is marked with its turn when undone.
@@ -189,8 +205,12 @@ class Narrator:
                     view = retry_button(interaction.id) if event.error.retryable else None
                     if isinstance(event.error, PlayerDeleted):
                         action_line = ""  # their words go with the rest of their data
-                    content = f"{action_line}\n{note}" if action_line else note
-                    await self._edit_original(interaction, content, view=view)
+                    if not action_line:
+                        # Refused before it was accepted (a full queue, a stale button): for
+                        # the player alone, even after a public "thinking…".
+                        await reply(interaction, note, view=view)
+                        continue
+                    await self._edit_original(interaction, f"{action_line}\n{note}", view=view)
 
     async def post_opening(
         self,
@@ -235,9 +255,15 @@ class Narrator:
         )
         channel = interaction.channel
         if isinstance(channel, discord.abc.Messageable):
-            await self.show_head(channel, result)
+            refused = await self.show_head(channel, result)
+            if refused is not None:
+                await reply(interaction, refusal_note(refused, place_of(interaction)))
 
-    async def show_head(self, channel: MessageableChannel, move: HeadMove) -> None:
+    async def show_head(
+        self, channel: MessageableChannel, move: HeadMove
+    ) -> discord.HTTPException | None:
+        """Mark, unmark and move the buttons; returns Discord's refusal if it refused the bot
+        this channel (after which nothing more is asked there)."""
         self._begin()
         try:
             await self._mark(channel, move.removed, "↩️ Undone. /redo (or ↪️ Redo) brings it back.")
@@ -265,10 +291,16 @@ class Narrator:
                         view=view,
                     )
                 self._with_buttons[channel.id] = target
-            except discord.HTTPException:
+            except discord.HTTPException as error:
+                if is_final_refusal(error):
+                    raise
                 log.warning("could not place the buttons in %s", channel.id, exc_info=True)
+        except discord.HTTPException as error:  # a final refusal: stop at the first
+            log.warning("head move in %s not shown: %s", channel.id, error)
+            return error
         finally:
             self._end()
+        return None
 
     async def show_edit(self, channel: MessageableChannel, move: HeadMove) -> None:
         """A corrected turn: its message shows the new text, with the pager."""
@@ -284,13 +316,14 @@ class Narrator:
             takes=move.take_count,
             can_redo=move.can_redo,
         )
-        await self._drop_buttons(channel)
         try:
+            await self._drop_buttons(channel)
             await self.pacer.acquire(channel.id)
             # A take longer than a message is cut here; it stays whole in the story and Insights.
             await shown[-1].edit(content=echo(move.head_text, MESSAGE_MAX), view=view)
             self._with_buttons[channel.id] = shown[-1]
         except discord.HTTPException:
+            # A final refusal included: one request refused, none after it.
             log.warning("could not show the edit in %s", channel.id, exc_info=True)
 
     async def show_take(self, interaction: discord.Interaction, move: Awaitable[HeadMove]) -> None:
@@ -331,7 +364,9 @@ class Narrator:
                     await message.edit(
                         embed=discord.Embed(description=note, colour=UNDONE_COLOUR), view=None
                     )
-                except discord.HTTPException:
+                except discord.HTTPException as error:
+                    if is_final_refusal(error):
+                        raise
                     log.debug("could not mark message %s", message.id, exc_info=True)
 
     async def _unmark(self, nodes) -> None:
@@ -340,7 +375,9 @@ class Narrator:
                 try:
                     await self.pacer.acquire(message.channel.id)
                     await message.edit(embeds=[])
-                except discord.HTTPException:
+                except discord.HTTPException as error:
+                    if is_final_refusal(error):
+                        raise
                     log.debug("could not unmark message %s", message.id, exc_info=True)
 
     async def announce_interrupted(
@@ -361,7 +398,9 @@ class Narrator:
         try:
             await self.pacer.acquire(channel.id)
             await previous.edit(view=None)
-        except discord.HTTPException:
+        except discord.HTTPException as error:
+            if is_final_refusal(error):
+                raise
             log.debug("could not remove old buttons in %s", channel.id, exc_info=True)
 
     async def _edit_original(
