@@ -27,7 +27,7 @@ from cogs.buttons import retry_button, turn_buttons
 from cogs.replies import reply
 from cogs.streaming import RatePacer, StreamingMessage
 from engine.coordination.requests import RequestReused
-from engine.errors import CampfireError, PlayerDeleted
+from engine.errors import CampfireError, NotAllowed, NotFound, PlayerDeleted, StoryMovedOn
 from engine.events import (
     ActionAccepted,
     AlreadyHandled,
@@ -38,6 +38,7 @@ from engine.events import (
     TurnFailed,
     TurnInterrupted,
 )
+from engine.queue import QueueFull
 from engine.sanitise import QUOTE_MAX, echo
 from engine.story_tree import HeadMove
 
@@ -50,6 +51,10 @@ if TYPE_CHECKING:
     from engine.turns import TurnResult
 
 log = logging.getLogger(__name__)
+
+#: Refusals of a request before it is played, answered to the player alone (a script's answer
+#: to a command, or a turn that failed, is the channel's to see).
+PRIVATE_REFUSALS = (QueueFull, StoryMovedOn, NotAllowed, NotFound)
 
 #: A script's message under a turn is cut here (the turn's text comes first).
 SCRIPT_MESSAGE_MAX = 1500
@@ -127,8 +132,11 @@ class Narrator:
         text = ""
         action_line = ""
         action_message: discord.Message | None = None
+        answered = False  # the response shows something (the queue, the action): not a refusal
         async with aclosing(events) as turn:
             async for event in turn:
+                if isinstance(event, Queued | ActionAccepted):
+                    answered = True
                 if isinstance(event, Queued):
                     ahead = "1 turn" if event.position == 1 else f"{event.position} turns"
                     await self._edit_original(interaction, f"⏳ Queued behind {ahead}.")
@@ -205,12 +213,13 @@ class Narrator:
                     view = retry_button(interaction.id) if event.error.retryable else None
                     if isinstance(event.error, PlayerDeleted):
                         action_line = ""  # their words go with the rest of their data
-                    if not action_line:
-                        # Refused before it was accepted (a full queue, a stale button): for
+                    if not answered and isinstance(event.error, PRIVATE_REFUSALS):
+                        # Refused before anything was shown (a full queue, a stale button): for
                         # the player alone, even after a public "thinking…".
                         await reply(interaction, note, view=view)
                         continue
-                    await self._edit_original(interaction, f"{action_line}\n{note}", view=view)
+                    content = f"{action_line}\n{note}" if action_line else note
+                    await self._edit_original(interaction, content, view=view)
 
     async def post_opening(
         self,

@@ -12,8 +12,9 @@ from sqlalchemy import func, select
 from bot.standin import StandinFile
 from bot.standin.world import P_CREATE_PUBLIC_THREADS, P_SEND_IN_THREADS, P_VIEW_CHANNEL
 from engine.storage.models import Adventure
-from tests.discord_env import DiscordEnv
+from tests.discord_env import DiscordEnv, campfire_on_standin
 from tests.fakes.openai_server import Reply
+from tests.helpers import until
 from tests.trials.invariants import stored_actions
 
 
@@ -164,3 +165,26 @@ async def test_a_private_refusal_stays_private_after_a_public_defer(env: Discord
     seen_by_bob = env.fake.messages(env.channel, visible_to=env.bob)
     assert [m for m in seen_by_bob if m.interaction_id == record.id] == []
     assert env.fake.refused == []
+
+
+async def test_a_full_queue_is_told_to_the_player_alone(tmp_path, fake_model, caplog, database_url):
+    async with campfire_on_standin(
+        tmp_path, fake_model, caplog, database_url, max_queued_actions=1
+    ) as env:
+        thread = await start_thread(env)
+        adventure = await env.bot.services.play.adventure_in(thread)
+        assert adventure is not None
+        fake_model.queue(
+            Reply(text="The bridge sways, plank by plank, and holds.", delay=0.05), "Then calm."
+        )
+        await env.fake.slash(env.alice, thread, "do", action="cross")
+        await until(lambda: fake_model.requests)
+        await env.fake.slash(env.alice, thread, "do", action="wait")
+        await until(lambda: env.bot.services.play.queue.waiting(adventure.adventure_id) == 1)
+        refused = await env.fake.slash(env.bob, thread, "do", action="jump")
+        await env.done()
+        assert not refused.ephemeral  # "thinking…" was public
+        assert "already waiting" in private_answer(env, refused)
+        seen_by_alice = env.fake.messages(thread, visible_to=env.alice)
+        assert [m for m in seen_by_alice if m.interaction_id == refused.id] == []
+        assert env.fake.refused == []
