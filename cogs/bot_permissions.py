@@ -116,7 +116,7 @@ class Does(enum.Enum):
     STARTS = "starts"
 
 
-def place_of(interaction: discord.Interaction) -> Place:
+def kind_of_place(interaction: discord.Interaction) -> Place:
     if interaction.guild_id is None:
         return Place.DM
     if isinstance(interaction.channel, discord.Thread):
@@ -148,7 +148,18 @@ def missing(app_permissions: discord.Permissions, place: Place, does: Does) -> l
     ``app_permissions`` (the bot's permissions there, overwrites included)."""
     if app_permissions.administrator:
         return []
-    return [p for p in needed(place, does) if not getattr(app_permissions, p.flag)]
+    needs = needed(place, does)
+    if needs and not app_permissions.view_channel:
+        # Without it nothing else counts (discord-api-docs, Permissions, "Implicit
+        # Permissions"): it is the one thing to grant first.
+        return [VIEW_CHANNEL]
+    lacking = [p for p in needs if not getattr(app_permissions, p.flag)]
+    if SEND_MESSAGES in lacking or SEND_MESSAGES_IN_THREADS in lacking:
+        # Denying the send right implicitly denies Embed Links and Attach Files (ibid.);
+        # discord.py's own permissions_for applies that, app_permissions does not (Channel,
+        # "app_permissions": "does not include implicit permissions").
+        lacking = [p for p in lacking if p not in (EMBED_LINKS, ATTACH_FILES)]
+    return lacking
 
 
 def names(permissions: Iterable[BotPermission]) -> str:
@@ -185,15 +196,34 @@ def is_final_refusal(error: BaseException) -> bool:
     )
 
 
-def refusal_note(error: discord.HTTPException, place: Place) -> str:
-    """Tells a player, once, that the turn was kept though Discord refused to show it."""
+def permissions_now(interaction: discord.Interaction) -> discord.Permissions | None:
+    """The bot's permissions where the interaction came from as the gateway has told them
+    since (overwrites changed after the interaction are in; ``app_permissions`` are not), or
+    None where the cache cannot say."""
+    guild, channel = interaction.guild, interaction.channel
+    if (
+        guild is None
+        or guild.me is None
+        or not isinstance(channel, discord.abc.GuildChannel | discord.Thread)
+    ):
+        return None
+    return channel.permissions_for(guild.me)
+
+
+def refusal_note(
+    error: discord.HTTPException, place: Place, now: discord.Permissions | None = None
+) -> str:
+    """Tells a player, once, that the turn was kept though Discord refused to show it;
+    ``now``: the bot's permissions there as last heard, to name only what is missing."""
     if error.code == CANNOT_MESSAGE_USER:
         why = (
             "Discord won't let Campfire message you here (your privacy settings, or the bot "
             "is blocked). Allow direct messages from this server's members to see the story."
         )
     else:
-        lacking = needed(place, Does.NARRATES) or (VIEW_CHANNEL, SEND_MESSAGES)
+        lacking = (missing(now, place, Does.NARRATES) if now is not None else []) or list(
+            needed(place, Does.NARRATES) or (VIEW_CHANNEL, SEND_MESSAGES)
+        )
         where = "this thread's channel" if place is Place.THREAD else "this channel"
         why = (
             f"Discord refused Campfire the right to post here. A server admin can grant the "

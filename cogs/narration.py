@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 import discord
 
-from cogs.bot_permissions import is_final_refusal, place_of, refusal_note
+from cogs.bot_permissions import is_final_refusal, kind_of_place, permissions_now, refusal_note
 from cogs.buttons import retry_button, turn_buttons
 from cogs.replies import reply
 from cogs.streaming import RatePacer, StreamingMessage
@@ -191,7 +191,7 @@ class Narrator:
                         # Discord refuses the bot this channel now: nothing more is asked of
                         # it there, and the player hears it once, through the interaction's
                         # token, which needs no permission in the channel.
-                        await reply(interaction, refusal_note(refused, place_of(interaction)))
+                        await reply(interaction, self._refusal_note(interaction, refused))
                     self._remember(result.narrator_node_id, messages)
                     if result.action_node_id is not None and action_message is not None:
                         # The player's action is marked with its turn when undone.
@@ -266,7 +266,7 @@ class Narrator:
         if isinstance(channel, discord.abc.Messageable):
             refused = await self.show_head(channel, result)
             if refused is not None:
-                await reply(interaction, refusal_note(refused, place_of(interaction)))
+                await reply(interaction, self._refusal_note(interaction, refused))
 
     async def show_head(
         self, channel: MessageableChannel, move: HeadMove
@@ -388,6 +388,10 @@ class Narrator:
                     if is_final_refusal(error):
                         raise
                     log.debug("could not unmark message %s", message.id, exc_info=True)
+
+    @staticmethod
+    def _refusal_note(interaction: discord.Interaction, refused: discord.HTTPException) -> str:
+        return refusal_note(refused, kind_of_place(interaction), permissions_now(interaction))
 
     async def announce_interrupted(
         self, channel: MessageableChannel, event: TurnInterrupted

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 import discord
 from discord import app_commands
 
-from cogs.bot_permissions import Does, missing, missing_note, place_of
+from cogs.bot_permissions import Does, kind_of_place, missing, missing_note
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +49,7 @@ def does_of(command: app_commands.Command[Any, ..., Any] | app_commands.ContextM
 
 async def preflight(interaction: discord.Interaction, does: Does) -> bool:
     """Whether the bot has what ``does`` takes here; if not, the player is told privately."""
-    place = place_of(interaction)
+    place = kind_of_place(interaction)
     lacking = missing(interaction.app_permissions, place, does)
     if not lacking:
         return True

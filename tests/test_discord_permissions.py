@@ -6,6 +6,7 @@ tells the player once; a private answer stays private after a public "thinkingâ€
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta
 
 from sqlalchemy import func, select
 
@@ -14,7 +15,7 @@ from bot.standin.world import P_CREATE_PUBLIC_THREADS, P_SEND_IN_THREADS, P_VIEW
 from engine.storage.models import Adventure
 from tests.discord_env import DiscordEnv, campfire_on_standin
 from tests.fakes.openai_server import Reply
-from tests.helpers import until
+from tests.helpers import leave_dead_turn, until
 from tests.trials.invariants import stored_actions
 
 
@@ -133,7 +134,8 @@ async def test_losing_the_right_to_post_mid_turn_ends_the_narration_with_one_ref
     assert len(notes) == 1, "the player is told once"
     assert notes[0].visible_to == env.alice
     assert "The turn is saved" in notes[0].content
-    assert "**Send Messages in Threads**" in notes[0].content
+    # Only what is missing is named, as the gateway told the bot of the change.
+    assert "the bot **Send Messages in Threads** in this thread's channel" in notes[0].content
 
 
 async def test_a_closed_dm_ends_the_narration_with_one_refusal(env: DiscordEnv, fake_model):
@@ -188,3 +190,26 @@ async def test_a_full_queue_is_told_to_the_player_alone(tmp_path, fake_model, ca
         seen_by_alice = env.fake.messages(thread, visible_to=env.alice)
         assert [m for m in seen_by_alice if m.interaction_id == refused.id] == []
         assert env.fake.refused == []
+
+
+async def test_an_interrupted_turn_in_a_closed_dm_is_not_announced_again(env: DiscordEnv):
+    dm = env.fake.dm_channel(env.bob)
+    await env.fake.slash(env.bob, dm, "start")
+    await env.done()
+    adventure = await env.bot.services.play.adventure_in(dm)
+    assert adventure is not None
+    # A process died mid-turn there a while ago; bob has since closed his DMs to the bot.
+    await leave_dead_turn(
+        env.bot.services.db,
+        adventure.adventure_id,
+        request_id=901,
+        user_id=env.bob,
+        action={"type": "do", "text": "knock"},
+        clock=lambda: env.bot.services.leases.clock() - timedelta(minutes=5),
+    )
+    env.expect(50007)
+    env.fake.close_dms(env.bob)
+    for _ in range(3):  # sweep after sweep
+        await env.bot.announce_interrupted_turns()
+        await env.done()
+    assert [r.code for r in env.fake.refused] == [50007]

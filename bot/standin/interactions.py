@@ -113,7 +113,9 @@ class InteractionDriver:
             payload["user"] = world.users[user_id].payload()
         # "Bitwise set of permissions the app has in the source location of the interaction"
         # (discord-api-docs, Receiving and Responding, Interaction Structure).
-        payload["app_permissions"] = str(world.permissions_in(channel_id, world.bot_user.id))
+        payload["app_permissions"] = str(
+            world.permissions_in(channel_id, world.bot_user.id, implicit=False)
+        )
         return record, payload
 
     async def _send(

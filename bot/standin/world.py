@@ -435,7 +435,7 @@ class World:
             return ALL_PERMISSIONS
         return perms
 
-    def permissions_in(self, channel_id: int, user_id: int) -> int:
+    def permissions_in(self, channel_id: int, user_id: int, *, implicit: bool = True) -> int:
         """What ``user_id`` may do in ``channel_id``: the one resolver behind every permission
         the stand-in sends (interaction payloads) and checks (its routes).
 
@@ -447,6 +447,10 @@ class World:
         files, @everyone nor TTS ("Implicit Permissions"; in a thread the send right is Send
         Messages in Threads, "Send Messages has no effect in threads": discord-api-docs,
         Threads). A DM's are fixed.
+
+        ``implicit=False`` leaves the implicit denials out, as the permissions Discord sends in
+        interactions do ("This does not include implicit permissions, which may need to be
+        checked separately": Channel, ``app_permissions``); the routes check with them.
         """
         channel = self.channels[channel_id]
         if channel.guild_id is None:
@@ -470,6 +474,8 @@ class World:
         own = source.overwrites.get(user_id)
         if own is not None and own.type == OVERWRITE_MEMBER:
             perms = (perms & ~own.deny) | own.allow
+        if not implicit:
+            return perms
         if not perms & P_VIEW_CHANNEL:
             return 0
         send = P_SEND_IN_THREADS if channel.is_thread else P_SEND_MESSAGES
@@ -516,7 +522,7 @@ class World:
             "communication_disabled_until": None,
         }
         if permissions_in is not None:
-            data["permissions"] = str(self.permissions_in(permissions_in, user_id))
+            data["permissions"] = str(self.permissions_in(permissions_in, user_id, implicit=False))
         return data
 
     def channel_payload(self, channel_id: int) -> dict[str, Any]:
@@ -576,8 +582,10 @@ class World:
         Responding: partial channels have ``permissions`` and ``app_permissions``)."""
         data = self.channel_payload(channel_id)
         if self.channels[channel_id].type != DM:
-            data["permissions"] = str(self.permissions_in(channel_id, user_id))
-            data["app_permissions"] = str(self.permissions_in(channel_id, self.bot_user.id))
+            data["permissions"] = str(self.permissions_in(channel_id, user_id, implicit=False))
+            data["app_permissions"] = str(
+                self.permissions_in(channel_id, self.bot_user.id, implicit=False)
+            )
         return data
 
     def guild_payload(self, guild_id: int) -> dict[str, Any]:
