@@ -3,8 +3,11 @@
 A real ``discord.Client`` / ``commands.Bot`` logs in and connects to it as to Discord; users are
 played by ``FakeDiscord.slash`` / ``press`` / ``submit_modal`` (and ``redeliver`` sends one of
 their interactions again, as a gateway replay does); everything the bot does is recorded, and
-Discord's limits and rate limits answer with Discord's own errors. ``FakeDiscord.faults``
-injects Discord's server and permission errors on request (``faults.py``).
+Discord's limits and rate limits answer with Discord's own errors. Channels have permission
+overwrites (``FakeDiscord.set_permissions``; ``World.permissions_in`` resolves them as Discord
+does, for interaction payloads and for every route, which refuse with 50001 or 50013), and a
+user may close their DMs to the bot (``close_dms``: 50007). ``FakeDiscord.faults`` injects
+Discord's server and permission errors on request (``faults.py``).
 """
 
 from .faults import (
