@@ -210,10 +210,19 @@ def permissions_now(interaction: discord.Interaction) -> discord.Permissions | N
     return channel.permissions_for(guild.me)
 
 
+#: What a refusal note opens with: what was done all the same.
+TURN_SAVED = "The turn is saved, but it could not be shown in full"
+STORY_MOVED = "The story moved, but the messages here could not show it"
+
+
 def refusal_note(
-    error: discord.HTTPException, place: Place, now: discord.Permissions | None = None
+    error: discord.HTTPException,
+    place: Place,
+    now: discord.Permissions | None = None,
+    *,
+    done: str = TURN_SAVED,
 ) -> str:
-    """Tells a player, once, that the turn was kept though Discord refused to show it;
+    """Tells a player, once, that ``done`` happened though Discord refused to show it;
     ``now``: the bot's permissions there as last heard, to name only what is missing."""
     if error.code == CANNOT_MESSAGE_USER:
         why = (
@@ -229,4 +238,4 @@ def refusal_note(
             f"Discord refused Campfire the right to post here. A server admin can grant the "
             f"bot {names(lacking)} in {where}."
         )
-    return f"⚠ The turn is saved, but it could not be shown in full: {why}"
+    return f"⚠ {done}: {why}"

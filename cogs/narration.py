@@ -22,7 +22,14 @@ from typing import TYPE_CHECKING
 
 import discord
 
-from cogs.bot_permissions import is_final_refusal, kind_of_place, permissions_now, refusal_note
+from cogs.bot_permissions import (
+    STORY_MOVED,
+    TURN_SAVED,
+    is_final_refusal,
+    kind_of_place,
+    permissions_now,
+    refusal_note,
+)
 from cogs.buttons import retry_button, turn_buttons
 from cogs.replies import reply
 from cogs.streaming import RatePacer, StreamingMessage
@@ -266,7 +273,7 @@ class Narrator:
         if isinstance(channel, discord.abc.Messageable):
             refused = await self.show_head(channel, result)
             if refused is not None:
-                await reply(interaction, self._refusal_note(interaction, refused))
+                await reply(interaction, self._refusal_note(interaction, refused, STORY_MOVED))
 
     async def show_head(
         self, channel: MessageableChannel, move: HeadMove
@@ -390,8 +397,11 @@ class Narrator:
                     log.debug("could not unmark message %s", message.id, exc_info=True)
 
     @staticmethod
-    def _refusal_note(interaction: discord.Interaction, refused: discord.HTTPException) -> str:
-        return refusal_note(refused, kind_of_place(interaction), permissions_now(interaction))
+    def _refusal_note(
+        interaction: discord.Interaction, refused: discord.HTTPException, done: str = TURN_SAVED
+    ) -> str:
+        place = kind_of_place(interaction)
+        return refusal_note(refused, place, permissions_now(interaction), done=done)
 
     async def announce_interrupted(
         self, channel: MessageableChannel, event: TurnInterrupted

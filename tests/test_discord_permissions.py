@@ -10,7 +10,7 @@ from datetime import timedelta
 
 from sqlalchemy import func, select
 
-from bot.standin import StandinFile
+from bot.standin import MISSING_PERMISSIONS, StandinFile
 from bot.standin.world import P_CREATE_PUBLIC_THREADS, P_SEND_IN_THREADS, P_VIEW_CHANNEL
 from engine.storage.models import Adventure
 from tests.discord_env import DiscordEnv, campfire_on_standin
@@ -213,3 +213,21 @@ async def test_an_interrupted_turn_in_a_closed_dm_is_not_announced_again(env: Di
         await env.bot.announce_interrupted_turns()
         await env.done()
     assert [r.code for r in env.fake.refused] == [50007]
+
+
+async def test_a_head_move_stops_at_its_first_refusal(env: DiscordEnv, fake_model):
+    thread = await start_thread(env)
+    paragraphs = [f"Paragraph {n}: " + " ".join(f"w{n}-{i}" for i in range(60)) for n in range(8)]
+    fake_model.queue("\n\n".join(paragraphs))
+    await env.fake.slash(env.alice, thread, "do", action="walk on")
+    await env.done()
+    assert len(env.narration(thread)) >= 3  # the opening, and a turn over two messages
+    # Discord refuses the bot every edit there now (as after a permission change the
+    # interaction's app_permissions did not show yet).
+    env.expect(50013)
+    env.fake.faults.fail_edits(MISSING_PERMISSIONS, times=None, channel_id=thread)
+    record = await env.fake.slash(env.alice, thread, "undo")
+    await env.done()
+    assert [r.code for r in env.fake.refused] == [50013]  # not one per message to mark
+    (note,) = [env.fake.message(m) for m in record.followups]
+    assert note.visible_to == env.alice and note.content.startswith("⚠ The story moved")
