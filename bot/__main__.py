@@ -3,6 +3,7 @@
 python -m bot              Discord when DISCORD_TOKEN is set, otherwise the console
 python -m bot console      the console, even with a token set
 python -m bot db upgrade   bring the database to the newest schema and exit
+python -m bot invite       print the link that adds the bot to a server, and its permissions
 """
 
 from __future__ import annotations
@@ -81,6 +82,19 @@ async def _sync(settings: Settings, guild_id: int | None) -> None:
     print(f"Synced {len(synced)} commands to {where}: {', '.join(c.name for c in synced)}")
 
 
+def _invite(settings: Settings, client_id: int | None) -> None:
+    from bot.invite import client_id_from_token, invite_text
+
+    if client_id is None:
+        if settings.discord_token is None:
+            raise ConfigError(
+                "The invite link needs the application's id: set DISCORD_TOKEN, or give "
+                "--client-id ID (Developer Portal → General Information → Application ID)."
+            )
+        client_id = client_id_from_token(settings.discord_token.get_secret_value())
+    print(invite_text(client_id))
+
+
 async def _db_upgrade(settings: Settings) -> None:
     from engine.storage.database import Database
 
@@ -102,6 +116,10 @@ def main(argv: list[str] | None = None) -> int:
     sync.add_argument("--guild", type=int, help="only this server (takes effect at once)")
     db = sub.add_parser("db", help="database maintenance")
     db.add_argument("action", choices=["upgrade"])
+    invite = sub.add_parser("invite", help="the link that adds the bot to a server")
+    invite.add_argument(
+        "--client-id", type=int, help="the application's id (else read from DISCORD_TOKEN)"
+    )
     args = parser.parse_args(argv)
 
     try:
@@ -123,6 +141,8 @@ def main(argv: list[str] | None = None) -> int:
             asyncio.run(_db_upgrade(settings))
         elif args.command == "sync":
             asyncio.run(_sync(settings, args.guild))
+        elif args.command == "invite":
+            _invite(settings, args.client_id)
         elif interactive:
             asyncio.run(_console(settings))
         else:

@@ -8,13 +8,13 @@ from typing import Any
 
 import discord
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
-from discord import app_commands
 from discord.ext import commands
 
 from bot.config import Settings
 from bot.scheduler import BackgroundWork, schedule_background_work
 from bot.services import Services, build_services
-from cogs.threads import reopen_thread_of, thread_now
+from cogs.preflight import CampfireTree
+from cogs.threads import thread_now
 from engine.coordination.jobs import LEASE_REAPING
 from engine.events import TurnInterrupted
 
@@ -73,15 +73,6 @@ COMMAND_CONTEXTS = discord.app_commands.AppCommandContext(
 COMMAND_INSTALLS = discord.app_commands.AppInstallationType(guild=True, user=False)
 
 
-class CampfireTree(app_commands.CommandTree):
-    """The app command tree, with what every command needs before it answers."""
-
-    async def interaction_check(self, interaction: discord.Interaction) -> bool:
-        # A command in an archived thread: the thread is reopened first, or its answer would be
-        # refused (50083).
-        return await reopen_thread_of(interaction)
-
-
 class CampfireBot(commands.AutoShardedBot):
     services: Services
     background: BackgroundWork
@@ -100,6 +91,8 @@ class CampfireBot(commands.AutoShardedBot):
             allowed_contexts=COMMAND_CONTEXTS,
             allowed_installs=COMMAND_INSTALLS,
             **shards,
+            # An archived thread reopened, then the permission preflight, before every command
+            # (cogs.preflight).
             tree_cls=CampfireTree,
         )
         self.settings = settings

@@ -9,7 +9,8 @@ first) is refused too: neither changes anything. Insights names a turn (of an ad
 where it is pressed), and Retry under a failed turn names its request (which must be one of
 the adventure running where it is pressed, never played), so both keep working under old
 turns. A ``custom_id`` is whatever the client sends: the engine checks every id in it. A press
-in an archived thread reopens it before it is answered (``cogs.threads.ReopensThread``).
+in an archived thread reopens it, and the bot's permissions there are checked, before it is
+answered (``cogs.preflight.Preflighted``).
 """
 
 from __future__ import annotations
@@ -19,11 +20,12 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import discord
 
+from cogs.bot_permissions import Does
 from cogs.context import actor_of, channel_id_of
 from cogs.insights import show_insights_safely
 from cogs.pages import ListPageButton
+from cogs.preflight import Preflighted
 from cogs.replies import defer_request, reply
-from cogs.threads import ReopensThread
 from engine.actions import ActionType, PlayerAction
 from engine.errors import CampfireError
 from engine.sanitise import BIG_ID_MAX, ROW_ID_MAX, row_id
@@ -55,9 +57,10 @@ def _story_template(kind: str) -> str:
     return rf"cf:{kind}:(?P<adventure>\d+):(?P<version>\d+)"
 
 
-class _StoryButton:
+class _StoryButton(Preflighted):
     """A button under the newest turn, drawn for one story version:
-    ``cf:<KIND>:<adventure>:<version>``. Mixed in before ``DynamicItem``."""
+    ``cf:<KIND>:<adventure>:<version>``. Mixed in before ``DynamicItem``. It narrates (or moves
+    the story's head, marking turns): the permission preflight runs before it."""
 
     KIND: ClassVar[str]
     LABEL: ClassVar[str]
@@ -80,7 +83,6 @@ class _StoryButton:
 
 
 class ContinueButton(
-    ReopensThread,
     _StoryButton,
     discord.ui.DynamicItem[discord.ui.Button],
     template=_story_template("continue"),
@@ -122,9 +124,7 @@ async def still_here(interaction: discord.Interaction, button: _StoryButton) -> 
 
 
 class RetryButton(
-    ReopensThread,
-    discord.ui.DynamicItem[discord.ui.Button],
-    template=r"cf:retry:(?P<request>\d+)",
+    Preflighted, discord.ui.DynamicItem[discord.ui.Button], template=r"cf:retry:(?P<request>\d+)"
 ):
     """Plays again an action whose turn failed or was interrupted."""
 
@@ -156,10 +156,12 @@ class RetryButton(
 
 
 class InsightsButton(
-    ReopensThread, discord.ui.DynamicItem[discord.ui.Button], template=r"cf:insights:(?P<node>\d+)"
+    Preflighted, discord.ui.DynamicItem[discord.ui.Button], template=r"cf:insights:(?P<node>\d+)"
 ):
     """Shows one narrator turn's Insights to whoever presses it, privately. It names the turn,
     not a story version, so it keeps working under any turn, old or new."""
+
+    DOES = Does.ANSWERS
 
     def __init__(self, node_id: int) -> None:
         self.node_id = node_id
@@ -178,7 +180,6 @@ class InsightsButton(
 
 
 class RetakeButton(
-    ReopensThread,
     _StoryButton,
     discord.ui.DynamicItem[discord.ui.Button],
     template=_story_template("retake"),
@@ -218,7 +219,6 @@ async def retry_allowed(interaction: discord.Interaction) -> bool:
 
 
 class UndoButton(
-    ReopensThread,
     _StoryButton,
     discord.ui.DynamicItem[discord.ui.Button],
     template=_story_template("undo"),
@@ -242,7 +242,6 @@ class UndoButton(
 
 
 class RedoButton(
-    ReopensThread,
     _StoryButton,
     discord.ui.DynamicItem[discord.ui.Button],
     template=_story_template("redo"),
@@ -266,7 +265,6 @@ class RedoButton(
 
 
 class TakeButton(
-    ReopensThread,
     discord.ui.DynamicItem[discord.ui.Button],
     template=r"cf:take:(?P<adventure>\d+):(?P<version>\d+):(?P<node>\d+):(?P<take>\d+):(?P<way>[pn])",
 ):

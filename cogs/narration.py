@@ -23,12 +23,20 @@ from typing import TYPE_CHECKING
 
 import discord
 
+from cogs.bot_permissions import (
+    STORY_MOVED,
+    TURN_SAVED,
+    is_final_refusal,
+    kind_of_place,
+    permissions_now,
+    refusal_note,
+)
 from cogs.buttons import retry_button, turn_buttons
 from cogs.content import CONTENT_MAX, fit_text, text_pages
 from cogs.replies import reply
 from cogs.streaming import RatePacer, StreamingMessage
 from engine.coordination.requests import RequestReused
-from engine.errors import CampfireError, PlayerDeleted
+from engine.errors import CampfireError, NotAllowed, NotFound, PlayerDeleted, StoryMovedOn
 from engine.events import (
     ActionAccepted,
     AlreadyHandled,
@@ -39,6 +47,7 @@ from engine.events import (
     TurnFailed,
     TurnInterrupted,
 )
+from engine.queue import QueueFull
 from engine.sanitise import QUOTE_MAX, echo
 from engine.story_tree import HeadMove
 
@@ -51,6 +60,10 @@ if TYPE_CHECKING:
     from engine.turns import TurnResult
 
 log = logging.getLogger(__name__)
+
+#: Refusals of a request before it is played, answered to the player alone (a script's answer
+#: to a command, or a turn that failed, is the channel's to see).
+PRIVATE_REFUSALS = (QueueFull, StoryMovedOn, NotAllowed, NotFound)
 
 #: A script's message under a turn is cut here (the turn's text comes first).
 SCRIPT_MESSAGE_MAX = 1500
@@ -134,8 +147,11 @@ class Narrator:
         action_line = ""
         # The messages showing the action, with what each shows (the response first).
         action_shown: list[tuple[discord.Message, str]] = []
+        answered = False  # the response shows something (the queue, the action): not a refusal
         async with aclosing(events) as turn:
             async for event in turn:
+                if isinstance(event, Queued | ActionAccepted):
+                    answered = True
                 if isinstance(event, Queued):
                     ahead = "1 turn" if event.position == 1 else f"{event.position} turns"
                     await self._edit_original(interaction, f"⏳ Queued behind {ahead}.")
@@ -167,14 +183,29 @@ class Narrator:
                     messages = await stream.finish(
                         result.text, view=view, suffix=turn_suffix(result) or None
                     )
-                    # The story's end first; the old buttons go after, when nobody waits.
-                    await self._drop_buttons(channel)
-                    if messages:
-                        self._with_buttons[channel.id] = messages[-1]
-                    if result.take > 1 or result.replaced_node_id is not None:
-                        # A retry: the earlier take's messages say where the story went.
-                        earlier = result.replaced_node_id or result.narrator_node_id
-                        await self._mark(channel, [earlier], "🔁 Retried: the new take is below.")
+                    refused = stream.refused
+                    try:
+                        if refused is None:
+                            # The story's end first; the old buttons go after, when nobody
+                            # waits.
+                            await self._drop_buttons(channel)
+                        if messages:
+                            self._with_buttons[channel.id] = messages[-1]
+                        if refused is None and (
+                            result.take > 1 or result.replaced_node_id is not None
+                        ):
+                            # A retry: the earlier take's messages say where the story went.
+                            earlier = result.replaced_node_id or result.narrator_node_id
+                            await self._mark(
+                                channel, [earlier], "🔁 Retried: the new take is below."
+                            )
+                    except discord.HTTPException as error:
+                        refused = error  # only final refusals get here
+                    if refused is not None:
+                        # Discord refuses the bot this channel now: nothing more is asked of
+                        # it there, and the player hears it once, through the interaction's
+                        # token, which needs no permission in the channel.
+                        await reply(interaction, self._refusal_note(interaction, refused))
                     self._remember(result.narrator_node_id, messages)
                     if result.action_node_id is not None and not retrying:
                         # The player's action is marked with its turn when undone.
@@ -193,12 +224,16 @@ class Narrator:
                     if stream is not None:
                         await stream.fail("⚠ *The narration stopped here; nothing was saved.*")
                     view = retry_button(interaction.id) if event.error.retryable else None
+                    note = f"⚠ {event.error.message}"
                     if isinstance(event.error, PlayerDeleted):
                         # Their words go with the rest of their data.
                         action_shown = await self._unshow_action(interaction, action_shown)
-                    await self._show_failure(
-                        interaction, action_shown, f"⚠ {event.error.message}", view
-                    )
+                    if not answered and isinstance(event.error, PRIVATE_REFUSALS):
+                        # Refused before anything was shown (a full queue, a stale button): for
+                        # the player alone, even after a public "thinking…".
+                        await reply(interaction, note, view=view)
+                        continue
+                    await self._show_failure(interaction, action_shown, note, view)
 
     async def post_opening(
         self,
@@ -243,9 +278,15 @@ class Narrator:
         )
         channel = interaction.channel
         if isinstance(channel, discord.abc.Messageable):
-            await self.show_head(channel, result)
+            refused = await self.show_head(channel, result)
+            if refused is not None:
+                await reply(interaction, self._refusal_note(interaction, refused, STORY_MOVED))
 
-    async def show_head(self, channel: MessageableChannel, move: HeadMove) -> None:
+    async def show_head(
+        self, channel: MessageableChannel, move: HeadMove
+    ) -> discord.HTTPException | None:
+        """Mark, unmark and move the buttons; returns Discord's refusal if it refused the bot
+        this channel (after which nothing more is asked there)."""
         self._begin()
         try:
             await self._mark(channel, move.removed, "↩️ Undone. /redo (or ↪️ Redo) brings it back.")
@@ -273,10 +314,16 @@ class Narrator:
                         view=view,
                     )
                 self._with_buttons[channel.id] = target
-            except discord.HTTPException:
+            except discord.HTTPException as error:
+                if is_final_refusal(error):
+                    raise
                 log.warning("could not place the buttons in %s", channel.id, exc_info=True)
+        except discord.HTTPException as error:  # a final refusal: stop at the first
+            log.warning("head move in %s not shown: %s", channel.id, error)
+            return error
         finally:
             self._end()
+        return None
 
     async def show_edit(self, channel: MessageableChannel, move: HeadMove) -> None:
         """A corrected turn: its message shows the new text, with the pager."""
@@ -292,13 +339,14 @@ class Narrator:
             takes=move.take_count,
             can_redo=move.can_redo,
         )
-        await self._drop_buttons(channel)
         try:
+            await self._drop_buttons(channel)
             await self.pacer.acquire(channel.id)
             # A take longer than a message is cut here; it stays whole in the story and Insights.
             await shown[-1].edit(content=echo(move.head_text, MESSAGE_MAX), view=view)
             self._with_buttons[channel.id] = shown[-1]
         except discord.HTTPException:
+            # A final refusal included: one request refused, none after it.
             log.warning("could not show the edit in %s", channel.id, exc_info=True)
 
     async def show_take(self, interaction: discord.Interaction, move: Awaitable[HeadMove]) -> None:
@@ -339,7 +387,9 @@ class Narrator:
                     await message.edit(
                         embed=discord.Embed(description=note, colour=UNDONE_COLOUR), view=None
                     )
-                except discord.HTTPException:
+                except discord.HTTPException as error:
+                    if is_final_refusal(error):
+                        raise
                     log.debug("could not mark message %s", message.id, exc_info=True)
 
     async def _unmark(self, nodes) -> None:
@@ -348,8 +398,17 @@ class Narrator:
                 try:
                     await self.pacer.acquire(message.channel.id)
                     await message.edit(embeds=[])
-                except discord.HTTPException:
+                except discord.HTTPException as error:
+                    if is_final_refusal(error):
+                        raise
                     log.debug("could not unmark message %s", message.id, exc_info=True)
+
+    @staticmethod
+    def _refusal_note(
+        interaction: discord.Interaction, refused: discord.HTTPException, done: str = TURN_SAVED
+    ) -> str:
+        place = kind_of_place(interaction)
+        return refusal_note(refused, place, permissions_now(interaction), done=done)
 
     async def announce_interrupted(
         self, channel: MessageableChannel, event: TurnInterrupted
@@ -369,7 +428,9 @@ class Narrator:
         try:
             await self.pacer.acquire(channel.id)
             await previous.edit(view=None)
-        except discord.HTTPException:
+        except discord.HTTPException as error:
+            if is_final_refusal(error):
+                raise
             log.debug("could not remove old buttons in %s", channel.id, exc_info=True)
 
     # --- the action line --------------------------------------------------------------------

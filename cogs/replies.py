@@ -26,6 +26,11 @@ async def reply(
     """Send ``content`` (and ``embed``) as the interaction's answer, or as a follow-up once it
     has one.
 
+    ``ephemeral`` holds whatever state the response is in: after a public "thinking" defer
+    the first follow-up would replace the thinking message and stay public, its ephemeral flag
+    ignored (discord-api-docs, Receiving and Responding, Create Followup Message), so that
+    message goes first (see ``_clear_public_thinking``).
+
     Through the content guard (``cogs.content``) whatever it holds (an error may quote a
     player's long text): a message over Discord's limits would be refused whole (50035 Invalid
     Form Body)."""
@@ -37,12 +42,30 @@ async def reply(
     if view is not None:
         kwargs["view"] = view
     try:
-        if interaction.response.is_done():
-            await interaction.followup.send(**kwargs)
-        else:
+        if not interaction.response.is_done():
             await interaction.response.send_message(**kwargs)
+            return
+        if ephemeral:
+            await _clear_public_thinking(interaction)
+        await interaction.followup.send(**kwargs)
     except discord.HTTPException:
         log.warning("could not answer interaction %s", interaction.id, exc_info=True)
+
+
+async def _clear_public_thinking(interaction: discord.Interaction) -> None:
+    """Delete the interaction's response if it is still a public "thinking…" message, so that
+    a private answer after it is a message of its own rather than that one, edited for all to
+    see. Should Discord still take the next follow-up for that message, the worst left is an
+    answer refused (10008), never a private one shown to the channel."""
+    if interaction.response.type is not discord.InteractionResponseType.deferred_channel_message:
+        return
+    # discord.py fetches it once and keeps it: a second private answer finds it gone.
+    original = await interaction.original_response()
+    if original.flags.loading and not original.flags.ephemeral:
+        try:
+            await interaction.delete_original_response()
+        except discord.NotFound:
+            pass
 
 
 async def defer_request(interaction: discord.Interaction, *, ephemeral: bool = False) -> None:

@@ -207,6 +207,12 @@ class StreamingMessage:
         return [slot.message for slot in self._slots]
 
     @property
+    def refused(self) -> discord.Forbidden | None:
+        """Discord's refusal (403: 50001, 50013, 50007) that ended the narration, if one did:
+        the bot may not post or edit here any more, so neither should its caller."""
+        return self._forbidden
+
+    @property
     def text(self) -> str:
         """The newest text given to :meth:`update` (or :meth:`finish`)."""
         return self._text

@@ -109,14 +109,6 @@ async def reopen_thread_of(interaction: discord.Interaction) -> bool:
     return False
 
 
-class ReopensThread:
-    """Mixed in before ``DynamicItem``: a press under a turn in an archived thread reopens the
-    thread before the button answers (``reopen_thread_of``)."""
-
-    async def interaction_check(self, interaction: discord.Interaction) -> bool:
-        return await reopen_thread_of(interaction)
-
-
 async def thread_now(client: discord.Client, thread_id: int) -> discord.Thread | None:
     """The thread as it stands: from the cache while active, else asked of Discord (archived
     threads are not in the gateway's cache); None once it is gone or out of the bot's sight."""

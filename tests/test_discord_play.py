@@ -138,9 +138,17 @@ async def test_a_double_click_plays_once_and_the_second_press_is_refused(env, fa
         env.fake.press(env.bob, opening.id, label="Continue"),
     )
     await env.done()
-    answers = sorted(env.fake.message(r.original_message_id).content for r in (first, second))
-    assert answers[0] in ("⏩ *alice lets the story go on.*", "⏩ *bob lets the story go on.*")
-    assert answers[1] == "⚠ The story has moved on since that button was drawn."
+    # The refused press's public "thinking…" goes; its answer is for the presser alone.
+    refused, played = sorted(
+        (first, second), key=lambda r: not env.fake.message(r.original_message_id).deleted
+    )
+    assert env.fake.message(played.original_message_id).content in (
+        "⏩ *alice lets the story go on.*",
+        "⏩ *bob lets the story go on.*",
+    )
+    answer = env.fake.message(refused.followups[-1])
+    assert answer.content == "⚠ The story has moved on since that button was drawn."
+    assert answer.visible_to == refused.user_id
     assert env.narration(thread)[-1] == "The road winds on."
     assert len(fake_model.requests) == 1
 

@@ -33,7 +33,11 @@ def labels(message) -> list[str]:
 
 
 def answer(env: DiscordEnv, record):
-    return env.fake.message(record.original_message_id)
+    """What the player was answered: the response or, after a deferral, its last follow-up (a
+    refusal after a public "thinking…" replaces it privately)."""
+    return env.fake.message(
+        record.followups[-1] if record.followups else record.original_message_id
+    )
 
 
 async def act(env: DiscordEnv, thread: int, user: int, text: str):

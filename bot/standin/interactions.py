@@ -97,7 +97,7 @@ class InteractionDriver:
             "token": record.token,
             "version": 1,
             "channel_id": str(channel_id),
-            "channel": world.partial_channel_payload(channel_id),
+            "channel": world.partial_channel_payload(channel_id, user_id),
             "locale": "en-US",
             "entitlements": [],
             "authorizing_integration_owners": world.integration_owners(guild_id),
@@ -108,11 +108,14 @@ class InteractionDriver:
             payload["guild_id"] = str(guild_id)
             payload["guild_locale"] = "en-US"
             payload["guild"] = {"id": str(guild_id), "locale": "en-US", "features": []}
-            payload["member"] = world.member_payload(guild_id, user_id, permissions=True)
-            payload["app_permissions"] = str(world.member_permissions(guild_id, world.bot_user.id))
+            payload["member"] = world.member_payload(guild_id, user_id, permissions_in=channel_id)
         else:
             payload["user"] = world.users[user_id].payload()
-            payload["app_permissions"] = str(world.member_permissions_dm())
+        # "Bitwise set of permissions the app has in the source location of the interaction"
+        # (discord-api-docs, Receiving and Responding, Interaction Structure).
+        payload["app_permissions"] = str(
+            world.permissions_in(channel_id, world.bot_user.id, implicit=False)
+        )
         return record, payload
 
     async def _send(
@@ -206,6 +209,7 @@ class InteractionDriver:
         channel_id: int,
         guild_id: int | None,
         resolved: dict[str, dict[str, Any]],
+        user_id: int,
     ) -> dict[str, Any]:
         otype = spec["type"]
         name = spec["name"]
@@ -222,7 +226,7 @@ class InteractionDriver:
             uid = int(value)
             resolved.setdefault("users", {})[str(uid)] = world.users[uid].payload()
             if guild_id is not None and uid in world.guilds[guild_id].members:
-                member = world.member_payload(guild_id, uid, permissions=True)
+                member = world.member_payload(guild_id, uid, permissions_in=channel_id)
                 member.pop("user")
                 resolved.setdefault("members", {})[str(uid)] = member
             out = str(uid)
@@ -235,7 +239,7 @@ class InteractionDriver:
             out = str(rid)
         elif otype == CHANNEL:
             cid = int(value)
-            data = world.partial_channel_payload(cid)
+            data = world.partial_channel_payload(cid, user_id)
             resolved.setdefault("channels", {})[str(cid)] = data
             out = str(cid)
         elif otype == ATTACHMENT:
@@ -272,7 +276,7 @@ class InteractionDriver:
         for name, value in options.items():
             if name not in by_name:
                 raise LookupError(f"/{command} has no option {name!r}")
-            leaf.append(self._option(by_name[name], value, channel_id, guild_id, resolved))
+            leaf.append(self._option(by_name[name], value, channel_id, guild_id, resolved, user_id))
         missing = [o["name"] for o in defs if o.get("required") and o["name"] not in options]
         if missing:
             raise ValueError(f"/{command}: required options missing: {missing}")

@@ -63,7 +63,7 @@ class ChannelRoutes:
 
     def _bot_permissions(self, channel: ChannelRecord) -> int:
         assert channel.guild_id is not None
-        return self.world.member_permissions(channel.guild_id, self.world.bot_user.id)
+        return self.world.permissions_in(channel.id, self.world.bot_user.id)
 
     # -- Modify Channel -----------------------------------------------------------------------
 

@@ -205,9 +205,20 @@ class InteractionRoutes:
             if rec.original_message_id is not None
             else None
         )
-        if original is not None and rec.response_type == 5 and original.flags & FLAG_LOADING:
-            # The first followup after a "thinking" defer replaces the loading message, and
-            # keeps the defer's ephemerality, as on Discord.
+        if (
+            original is not None
+            and not original.deleted
+            and rec.response_type == 5
+            and original.flags & FLAG_LOADING
+        ):
+            # "When using this endpoint directly after responding to an interaction with
+            # DEFERRED_CHANNEL_MESSAGE_WITH_SOURCE, this endpoint will function as Edit Original
+            # Interaction Response [...] The ephemeral flag will be ignored, and the value you
+            # provided in the initial defer response will be preserved" (discord-api-docs,
+            # Receiving and Responding, Create Followup Message). Once the loading message is
+            # deleted there is nothing to edit, and a followup is a message of its own with its
+            # own flags (the docs do not say; the stand-in takes the reading that lets a bot
+            # answer privately after a public defer).
             error = self.messages.apply_edit(original, payload, files)
             if error is not None:
                 return error

@@ -14,10 +14,20 @@ from . import limits
 from .rest import FileUpload, error_response, json_response, read_body
 from .world import (
     ANNOUNCEMENT_THREAD,
+    DM,
     FLAG_EPHEMERAL,
     FLAG_LOADING,
     GUILD_ANNOUNCEMENT,
     GUILD_TEXT,
+    P_ATTACH_FILES,
+    P_CREATE_PRIVATE_THREADS,
+    P_CREATE_PUBLIC_THREADS,
+    P_EMBED_LINKS,
+    P_MANAGE_MESSAGES,
+    P_READ_HISTORY,
+    P_SEND_IN_THREADS,
+    P_SEND_MESSAGES,
+    P_VIEW_CHANNEL,
     PRIVATE_THREAD,
     PUBLIC_THREAD,
     MessageRecord,
@@ -71,6 +81,41 @@ class MessageRoutes:
         if msg is None or msg.channel_id != cid or msg.deleted:
             return None
         return msg
+
+    # -- the bot's permissions ----------------------------------------------------------------
+
+    def send_right(self, cid: int) -> int:
+        """The permission that lets the bot post in ``cid``: in a thread Send Messages in
+        Threads, as "the SEND_MESSAGES permission has no effect in threads" (discord-api-docs,
+        Threads)."""
+        return P_SEND_IN_THREADS if self.world.channels[cid].is_thread else P_SEND_MESSAGES
+
+    def content_rights(self, payload: dict[str, Any], files: list[FileUpload]) -> int:
+        """What a message body takes beyond posting: Embed Links for embeds, Attach Files for
+        uploads (discord-api-docs, Permissions, Bitwise Permission Flags). The docs do not say
+        what a bot sending an embed without Embed Links gets; the stand-in refuses it (50013),
+        the stricter answer."""
+        return (P_EMBED_LINKS if payload.get("embeds") else 0) | (P_ATTACH_FILES if files else 0)
+
+    def refusal(self, cid: int, needs: int = 0, *, sending: bool = False) -> web.Response | None:
+        """Discord's 403 for a request of the bot in ``cid`` that takes ``needs``, or None.
+
+        Without View Channel Discord answers 50001 Missing Access, otherwise 50013 Missing
+        Permissions (discord-api-docs, Opcodes and Status Codes, JSON Error Codes). In a DM no
+        permission is missing, but a closed one refuses the bot's messages: 50007 Cannot send
+        messages to this user.
+        """
+        channel = self.world.channels[cid]
+        if channel.type == DM:
+            if sending and channel.recipient_id in self.world.closed_dms:
+                return error_response(403, 50007, "Cannot send messages to this user")
+            return None
+        perms = self.world.permissions_in(cid, self.world.bot_user.id)
+        if not perms & P_VIEW_CHANNEL:
+            return error_response(403, 50001, "Missing Access")
+        if perms & needs != needs:
+            return error_response(403, 50013, "Missing Permissions")
+        return None
 
     # -- creating, editing, announcing --------------------------------------------------------
 
@@ -212,11 +257,18 @@ class MessageRoutes:
         cid = self.channel(request)
         if cid is None:
             return error_response(404, 10003, "Unknown Channel")
+        refused = self.refusal(cid)
+        if refused is not None:
+            return refused
         return json_response(self.world.channel_payload(cid))
 
     async def typing(self, request: web.Request) -> web.Response:
-        if self.channel(request) is None:
+        cid = self.channel(request)
+        if cid is None:
             return error_response(404, 10003, "Unknown Channel")
+        refused = self.refusal(cid, self.send_right(cid), sending=True)
+        if refused is not None:
+            return refused
         return web.Response(status=204)
 
     async def get_attachment(self, request: web.Request) -> web.Response:
@@ -234,6 +286,12 @@ class MessageRoutes:
         if cid is None:
             return error_response(404, 10003, "Unknown Channel")
         payload, files = await read_body(request)
+        # "When operating on a guild channel, the current user must have the SEND_MESSAGES
+        # permission" (discord-api-docs, Message, Create Message: Limitations).
+        needs = self.send_right(cid) | self.content_rights(payload, files)
+        refused = self.refusal(cid, needs, sending=True)
+        if refused is not None:
+            return refused
         problem = limits.check_message(payload, files)
         if problem is not None:
             return json_response(problem[1], status=problem[0])
@@ -270,15 +328,27 @@ class MessageRoutes:
         msg = self._visible_message(request)
         if isinstance(msg, web.Response):
             return msg
+        # "requires the current user to have the VIEW_CHANNEL and READ_MESSAGE_HISTORY
+        # permissions" (discord-api-docs, Message, Get Channel Message).
+        refused = self.refusal(msg.channel_id, P_READ_HISTORY)
+        if refused is not None:
+            return refused
         return json_response(self.world.message_payload(msg))
 
     async def edit_message(self, request: web.Request) -> web.Response:
         msg = self._visible_message(request)
         if isinstance(msg, web.Response):
             return msg
+        payload, files = await read_body(request)
+        # The docs name no permission for editing one's own message beyond seeing the channel
+        # (Message, Edit Message); the stand-in asks for the right to post there too, the
+        # stricter answer, so a bot that stops at its first refusal is safe on either.
+        needs = self.send_right(msg.channel_id) | self.content_rights(payload, files)
+        refused = self.refusal(msg.channel_id, needs)
+        if refused is not None:
+            return refused
         if msg.author_id != self.world.bot_user.id:
             return error_response(403, 50005, "Cannot edit a message authored by another user")
-        payload, files = await read_body(request)
         error = self.old_message_refusal(msg) or self.apply_edit(msg, payload, files)
         if error is not None:
             return error
@@ -288,6 +358,11 @@ class MessageRoutes:
         msg = self._visible_message(request)
         if isinstance(msg, web.Response):
             return msg
+        # Another's message takes Manage Messages (discord-api-docs, Message, Delete Message).
+        others = msg.author_id != self.world.bot_user.id
+        refused = self.refusal(msg.channel_id, P_MANAGE_MESSAGES if others else 0)
+        if refused is not None:
+            return refused
         msg.deleted = True
         self.announce("MESSAGE_DELETE", msg)
         return web.Response(status=204)
@@ -296,6 +371,10 @@ class MessageRoutes:
         cid = self.channel(request)
         if cid is None:
             return error_response(404, 10003, "Unknown Channel")
+        # "requires the MANAGE_MESSAGES permission" (discord-api-docs, Message, Bulk Delete).
+        refused = self.refusal(cid, P_MANAGE_MESSAGES)
+        if refused is not None:
+            return refused
         body, _ = await read_body(request)
         ids = [int(i) for i in body.get("messages") or []]
         if not 2 <= len(ids) <= 100:
@@ -313,9 +392,16 @@ class MessageRoutes:
         cid = self.channel(request)
         if cid is None:
             return error_response(404, 10003, "Unknown Channel")
+        refused = self.refusal(cid)
+        if refused is not None:
+            return refused
         q = request.query
         limit = max(1, min(int(q.get("limit", 50)), 100))
         msgs = [m for m in self.fake.messages(cid) if m.visible_to is None]
+        if self.refusal(cid, P_READ_HISTORY) is not None:
+            # "If the current user is missing the READ_MESSAGE_HISTORY permission in the
+            # channel, then no messages will be returned" (Message, Get Channel Messages).
+            msgs = []
         if "before" in q:
             msgs = [m for m in msgs if m.id < int(q["before"])]
         if "after" in q:
@@ -363,6 +449,12 @@ class MessageRoutes:
             kind = int(payload.get("type") or PRIVATE_THREAD)
         if kind not in allowed:
             return error_response(400, 50024, "Cannot execute action on this channel type")
+        # "CREATE_PUBLIC_THREADS: Allows for creating public and announcement threads", and
+        # CREATE_PRIVATE_THREADS the private ones (discord-api-docs, Permissions).
+        create = P_CREATE_PRIVATE_THREADS if kind == PRIVATE_THREAD else P_CREATE_PUBLIC_THREADS
+        refused = self.refusal(cid, create)
+        if refused is not None:
+            return refused
         thread = self.world.add_thread(
             cid,
             name,

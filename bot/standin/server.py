@@ -278,6 +278,22 @@ class FakeDiscord(InteractionDriver):
                 self._client_has(lambda c: (c.get_channel(thread_id) is None) == archived),
             )
 
+    def set_permissions(
+        self, channel_id: int, *, allow: int = 0, deny: int = 0, target: int | None = None
+    ) -> None:
+        """Set a channel's permission overwrite for ``target``: a role id or a member's user id,
+        the bot itself when None, as a server admin does in Edit Channel → Permissions. The
+        channel's threads follow it. Takes effect at once on every route and interaction."""
+        who = self.world.bot_user.id if target is None else target
+        self.world.set_overwrite(channel_id, who, allow=allow, deny=deny)
+        if self.gateway.connected:
+            self._dispatch_later("CHANNEL_UPDATE", self.world.channel_payload(channel_id))
+
+    def close_dms(self, user_id: int) -> None:
+        """The user no longer takes DMs from the bot (privacy settings, or they blocked it):
+        the bot's sends to their DM channel get 403 50007."""
+        self.world.closed_dms.add(user_id)
+
     def dm_channel(self, user_id: int, *, channel_id: int | None = None) -> int:
         return self.world.dm_channel(user_id, channel_id=channel_id).id
 

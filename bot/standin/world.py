@@ -43,20 +43,23 @@ GUILD_CHANNEL_TYPES = (
 FLAG_EPHEMERAL = 1 << 6
 FLAG_LOADING = 1 << 7
 
-# Permission bits the world hands out; enough for a bot that talks, threads and edits.
+# Permission bits (discord-api-docs, Permissions, "Bitwise Permission Flags").
 P_ADMINISTRATOR = 1 << 3
 P_MANAGE_CHANNELS = 1 << 4
 P_MANAGE_GUILD = 1 << 5
 P_ADD_REACTIONS = 1 << 6
 P_VIEW_CHANNEL = 1 << 10
 P_SEND_MESSAGES = 1 << 11
+P_SEND_TTS_MESSAGES = 1 << 12
 P_MANAGE_MESSAGES = 1 << 13
 P_EMBED_LINKS = 1 << 14
 P_ATTACH_FILES = 1 << 15
 P_READ_HISTORY = 1 << 16
+P_MENTION_EVERYONE = 1 << 17
 P_USE_APP_COMMANDS = 1 << 31
 P_MANAGE_THREADS = 1 << 34
 P_CREATE_PUBLIC_THREADS = 1 << 35
+P_CREATE_PRIVATE_THREADS = 1 << 36
 P_SEND_IN_THREADS = 1 << 38
 EVERYONE_PERMISSIONS = (
     P_ADD_REACTIONS
@@ -70,6 +73,26 @@ EVERYONE_PERMISSIONS = (
     | P_SEND_IN_THREADS
 )
 BOT_ROLE_PERMISSIONS = EVERYONE_PERMISSIONS | P_MANAGE_MESSAGES | P_MANAGE_THREADS
+#: What a DM allows: "app_permissions includes ATTACH_FILES | EMBED_LINKS | MENTION_EVERYONE
+#: permissions for (G)DMs with other users, and additionally includes USE_EXTERNAL_EMOJIS for
+#: DMs with the app's bot user" (discord-api-docs, Receiving and Responding). Sending itself
+#: needs no permission there; a closed DM is refused with 50007 instead.
+P_USE_EXTERNAL_EMOJIS = 1 << 18
+DM_PERMISSIONS = (
+    P_VIEW_CHANNEL
+    | P_SEND_MESSAGES
+    | P_EMBED_LINKS
+    | P_ATTACH_FILES
+    | P_READ_HISTORY
+    | P_MENTION_EVERYONE
+    | P_USE_EXTERNAL_EMOJIS
+)
+#: "Denying SEND_MESSAGES implicitly denies MENTION_EVERYONE, SEND_TTS_MESSAGES, ATTACH_FILES,
+#: and EMBED_LINKS" (discord-api-docs, Permissions, "Implicit Permissions").
+IMPLIED_BY_SENDING = P_MENTION_EVERYONE | P_SEND_TTS_MESSAGES | P_ATTACH_FILES | P_EMBED_LINKS
+# Overwrite target types (discord-api-docs, Channel, "Overwrite Object").
+OVERWRITE_ROLE = 0
+OVERWRITE_MEMBER = 1
 ALL_PERMISSIONS = (1 << 51) - 1
 
 
@@ -138,6 +161,24 @@ class GuildRecord:
 
 
 @dataclass
+class Overwrite:
+    """A channel's permission overwrite for one role or member."""
+
+    id: int
+    type: int  # OVERWRITE_ROLE or OVERWRITE_MEMBER
+    allow: int = 0
+    deny: int = 0
+
+    def payload(self) -> dict[str, Any]:
+        return {
+            "id": str(self.id),
+            "type": self.type,
+            "allow": str(self.allow),
+            "deny": str(self.deny),
+        }
+
+
+@dataclass
 class ChannelRecord:
     id: int
     type: int
@@ -156,6 +197,8 @@ class ChannelRecord:
     auto_archive_duration: int = 1440
     #: Threads only: who has joined or was added (the thread member objects' user ids).
     members: set[int] = field(default_factory=set)
+    # Channels only (threads take their parent's): target id -> its overwrite.
+    overwrites: dict[int, Overwrite] = field(default_factory=dict)
 
     @property
     def is_thread(self) -> bool:
@@ -285,6 +328,8 @@ class World:
         self.attachments: dict[int, AttachmentRecord] = {}
         self.interactions: dict[int, InteractionRecord] = {}
         self.dm_by_user: dict[int, int] = {}
+        #: Users whose DMs are closed to the bot (privacy settings, a block): 50007.
+        self.closed_dms: set[int] = set()
         self.application_id = self.snowflake()
         self.bot_user = UserRecord(self.application_id, "Campfire", bot=True)
         self.users[self.bot_user.id] = self.bot_user
@@ -411,6 +456,8 @@ class World:
     # -- permissions --------------------------------------------------------------------------
 
     def member_permissions(self, guild_id: int, user_id: int) -> int:
+        """A member's base permissions in the guild, before any channel's overwrites
+        (discord-api-docs, Permissions: ``compute_base_permissions``)."""
         guild = self.guilds[guild_id]
         if user_id == guild.owner_id:
             return ALL_PERMISSIONS
@@ -429,13 +476,78 @@ class World:
         channel = self.channels.get(channel_id)
         return channel is not None and channel.is_thread and channel.archived
 
-    def member_permissions_dm(self) -> int:
-        """What the bot may do in a DM with a user."""
-        return EVERYONE_PERMISSIONS
+    def permissions_in(self, channel_id: int, user_id: int, *, implicit: bool = True) -> int:
+        """What ``user_id`` may do in ``channel_id``: the one resolver behind every permission
+        the stand-in sends (interaction payloads) and checks (its routes).
+
+        Discord's algorithm (discord-api-docs, Permissions, "Permission Overwrites"): the base
+        permissions, then the channel's @everyone overwrite, the member's roles' overwrites
+        together, the member's own; Administrator and the owner get everything. A thread takes
+        its parent channel's ("Inherited Permissions (Threads)"). Then the implicit denials:
+        without View Channel nothing is left, and without the right to send, neither embeds,
+        files, @everyone nor TTS ("Implicit Permissions"; in a thread the send right is Send
+        Messages in Threads, "Send Messages has no effect in threads": discord-api-docs,
+        Threads). A DM's are fixed.
+
+        ``implicit=False`` leaves the implicit denials out, as the permissions Discord sends in
+        interactions do ("This does not include implicit permissions, which may need to be
+        checked separately": Channel, ``app_permissions``); the routes check with them.
+        """
+        channel = self.channels[channel_id]
+        if channel.guild_id is None:
+            return DM_PERMISSIONS
+        source = self.channels[channel.parent_id] if channel.parent_id is not None else channel
+        guild = self.guilds[channel.guild_id]
+        base = self.member_permissions(guild.id, user_id)
+        if base & P_ADMINISTRATOR:  # the owner's ALL has it too
+            return ALL_PERMISSIONS
+        perms = base
+        everyone = source.overwrites.get(guild.id)
+        if everyone is not None:
+            perms = (perms & ~everyone.deny) | everyone.allow
+        allow = deny = 0
+        for rid in guild.members.get(user_id, []):
+            overwrite = source.overwrites.get(rid)
+            if overwrite is not None and overwrite.type == OVERWRITE_ROLE:
+                allow |= overwrite.allow
+                deny |= overwrite.deny
+        perms = (perms & ~deny) | allow
+        own = source.overwrites.get(user_id)
+        if own is not None and own.type == OVERWRITE_MEMBER:
+            perms = (perms & ~own.deny) | own.allow
+        if not implicit:
+            return perms
+        if not perms & P_VIEW_CHANNEL:
+            return 0
+        send = P_SEND_IN_THREADS if channel.is_thread else P_SEND_MESSAGES
+        if not perms & send:
+            perms &= ~IMPLIED_BY_SENDING
+        return perms
+
+    def set_overwrite(
+        self, channel_id: int, target_id: int, *, allow: int = 0, deny: int = 0
+    ) -> Overwrite:
+        """Set a channel's overwrite for a role or a member (replacing an earlier one). A
+        thread's permissions are its parent's: setting them on a thread is refused, as Discord
+        has no overwrites on threads."""
+        channel = self.channels[channel_id]
+        if channel.guild_id is None or channel.is_thread:
+            raise ValueError("permission overwrites belong to a server channel, not a thread or DM")
+        guild = self.guilds[channel.guild_id]
+        kind = OVERWRITE_ROLE if target_id in guild.roles else OVERWRITE_MEMBER
+        if kind == OVERWRITE_MEMBER and target_id not in guild.members:
+            raise LookupError(f"{target_id} is neither a role nor a member of {guild.id}")
+        overwrite = Overwrite(target_id, kind, allow, deny)
+        channel.overwrites[target_id] = overwrite
+        return overwrite
 
     # -- payloads -----------------------------------------------------------------------------
 
-    def member_payload(self, guild_id: int, user_id: int, *, permissions: bool = False) -> dict:
+    def member_payload(
+        self, guild_id: int, user_id: int, *, permissions_in: int | None = None
+    ) -> dict:
+        """A member object; ``permissions_in``: with their permissions in that channel, as
+        interactions carry them."""
         guild = self.guilds[guild_id]
         data: dict[str, Any] = {
             "user": self.users[user_id].payload(),
@@ -450,8 +562,8 @@ class World:
             "flags": 0,
             "communication_disabled_until": None,
         }
-        if permissions:
-            data["permissions"] = str(self.member_permissions(guild_id, user_id))
+        if permissions_in is not None:
+            data["permissions"] = str(self.permissions_in(permissions_in, user_id, implicit=False))
         return data
 
     def channel_payload(self, channel_id: int) -> dict[str, Any]:
@@ -496,7 +608,7 @@ class World:
             "guild_id": str(ch.guild_id),
             "name": ch.name,
             "position": ch.position,
-            "permission_overwrites": [],
+            "permission_overwrites": [o.payload() for o in ch.overwrites.values()],
             "nsfw": False,
             "topic": None,
             "parent_id": None,
@@ -516,11 +628,16 @@ class World:
             }
         return data
 
-    def partial_channel_payload(self, channel_id: int) -> dict[str, Any]:
-        """The channel object interactions carry (Discord sends the full channel, minus extras)."""
+    def partial_channel_payload(self, channel_id: int, user_id: int) -> dict[str, Any]:
+        """The channel object interactions carry (Discord sends the full channel, minus extras),
+        with ``user_id``'s permissions there and the bot's (discord-api-docs, Receiving and
+        Responding: partial channels have ``permissions`` and ``app_permissions``)."""
         data = self.channel_payload(channel_id)
         if self.channels[channel_id].type != DM:
-            data["permissions"] = str(ALL_PERMISSIONS)
+            data["permissions"] = str(self.permissions_in(channel_id, user_id, implicit=False))
+            data["app_permissions"] = str(
+                self.permissions_in(channel_id, self.bot_user.id, implicit=False)
+            )
         return data
 
     def guild_payload(self, guild_id: int) -> dict[str, Any]:

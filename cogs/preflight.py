@@ -1,0 +1,94 @@
+"""The permission preflight: before a command or story button runs, whether the bot may do in
+this channel what it is about to do; if not, the player is told privately what is missing and
+who can fix it, and nothing runs (no database write, no request Discord would refuse).
+
+Run in one place for every app command (``CampfireTree.interaction_check``, which discord.py
+calls before any command's checks and callback) and in one mixin for the story buttons
+(``Preflighted``, a ``DynamicItem``'s ``interaction_check``). Both read ``app_permissions``, the
+bot's permissions where the interaction came from, overwrites included, which Discord sends
+with every interaction (discord-api-docs, Receiving and Responding, Interaction Structure), so
+the check costs no request. The refusal is an ephemeral initial response, which needs no
+channel permission. Both first reopen an archived thread the interaction came from
+(``cogs.threads.reopen_thread_of``): any answer there, and every edit after it, would be refused.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, ClassVar
+
+import discord
+from discord import app_commands
+
+from cogs.bot_permissions import Does, kind_of_place, missing, missing_note
+from cogs.threads import reopen_thread_of
+
+log = logging.getLogger(__name__)
+
+#: What each command does in Discord besides answering (by qualified name). A command not
+#: listed only answers (privately or as its own public response), which needs no permission in
+#: the channel; a test checks that every narrating or starting command is here.
+COMMANDS: dict[str, Does] = {
+    "start": Does.STARTS,
+    "adventure import": Does.STARTS,
+    "do": Does.NARRATES,
+    "say": Does.NARRATES,
+    "story": Does.NARRATES,
+    "continue": Does.NARRATES,
+    "retry": Does.NARRATES,
+    "undo": Does.NARRATES,
+    "redo": Does.NARRATES,
+    "edit": Does.NARRATES,
+    "branch new": Does.NARRATES,
+    "branch switch": Does.NARRATES,
+    "savepoint restore": Does.NARRATES,
+}
+
+
+def does_of(command: app_commands.Command[Any, ..., Any] | app_commands.ContextMenu) -> Does:
+    return COMMANDS.get(command.qualified_name, Does.ANSWERS)
+
+
+async def preflight(interaction: discord.Interaction, does: Does) -> bool:
+    """Whether the bot has what ``does`` takes here; if not, the player is told privately."""
+    place = kind_of_place(interaction)
+    lacking = missing(interaction.app_permissions, place, does)
+    if not lacking:
+        return True
+    log.info(
+        "interaction %s refused here: the bot lacks %s",
+        interaction.id,
+        ", ".join(p.name for p in lacking),
+    )
+    try:
+        await interaction.response.send_message(missing_note(lacking, place), ephemeral=True)
+    except discord.HTTPException:
+        log.warning("could not answer interaction %s", interaction.id, exc_info=True)
+    return False
+
+
+class CampfireTree(app_commands.CommandTree):
+    """The bot's command tree: an archived thread reopened and the permission preflight, before
+    every command."""
+
+    async def interaction_check(self, interaction: discord.Interaction, /) -> bool:
+        # Autocomplete only suggests; it posts nothing and cannot be answered with a message.
+        if interaction.type is not discord.InteractionType.application_command:
+            return True
+        command = interaction.command
+        if command is None:
+            return True
+        if not await reopen_thread_of(interaction):
+            return False
+        return await preflight(interaction, does_of(command))
+
+
+class Preflighted:
+    """Mixed into a story button before ``DynamicItem``: the preflight for what it does."""
+
+    DOES: ClassVar[Does] = Does.NARRATES
+
+    async def interaction_check(self, interaction: discord.Interaction, /) -> bool:
+        if not await reopen_thread_of(interaction):
+            return False
+        return await preflight(interaction, self.DOES)
