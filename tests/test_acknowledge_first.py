@@ -19,26 +19,24 @@ from discord import app_commands
 
 from bot.standin import StandinFile
 from bot.standin.world import InteractionRecord, iter_components
+from engine.profiles import CONTACT_INTERVAL_S
 from tests.discord_env import DiscordEnv
 from tests.fakes.openai_server import FakeModelServer, Reply
 from tests.write_recorder import WriteRecorder
 
 DATA = Path(__file__).parent / "data"
 
-#: Interactions that still write before they are acknowledged, each fixed by its own change:
-#: the head moves (undo, redo, a branch switch, a save point restored, the take pager), which
-#: acknowledge first once the story's message links are stored; ``/adventure import``, whose
-#: thread is opened before it answers. An entry is a command's name or a button's
-#: ``custom_id`` prefix.
+#: Interactions that still write before they are acknowledged, fixed by their own change: the
+#: head moves (undo, redo, a branch switch, the take pager), which acknowledge first once the
+#: story's message links are stored. An entry is a command's name or a button's ``custom_id``
+#: prefix.
 WRITES_BEFORE_ACK_ELSEWHERE = (
     "undo",
     "redo",
     "branch switch",
-    "savepoint restore",
     "cf:undo:",
     "cf:redo:",
     "cf:take:",
-    "adventure import",
 )
 
 
@@ -271,3 +269,28 @@ async def test_every_interaction_is_acknowledged_before_it_writes(
             label = player.labels.get(record.id, f"autocomplete of /{name}")
             late.append(f"{label}: {writes[0]}")
     assert not late, "written before acknowledging:\n" + "\n".join(late)
+
+
+async def test_a_contact_is_recorded_after_the_answer_once_an_hour_and_not_for_typing(
+    env: DiscordEnv,
+):
+    """Every interaction is a contact (the person's row, their "last seen"), but only the first
+    of each hour is written, after its answer; autocomplete, which is typing, is none."""
+    env.bot.services.profiles.clock = env.fake.clock  # the hour passes on the stand-in's clock
+    recorder = WriteRecorder(env.bot.services.db.engine, env.fake.clock)
+
+    def contacts() -> list[float]:
+        return [w.at for w in recorder.writes if w.statement.startswith("INSERT INTO users")]
+
+    with recorder.recording():
+        await env.fake.autocomplete(env.bob, env.channel, "start", focused="scenario", value="l")
+        await env.done()
+        assert contacts() == []
+        helped = [await env.fake.slash(env.bob, env.channel, "help") for _ in range(3)]
+        await env.done()
+        (written,) = contacts()
+        assert helped[0].acknowledged is not None and written >= helped[0].acknowledged
+        env.fake.advance(CONTACT_INTERVAL_S)
+        again = await env.fake.slash(env.bob, env.channel, "help")
+        await env.done()
+        assert len(contacts()) == 2 and contacts()[1] >= (again.acknowledged or math.inf)
