@@ -160,6 +160,7 @@ async def answered(env: DiscordEnv, record: InteractionRecord, *, within: float 
     deferred "thinking…"), once it is there: a command that writes defers first and answers
     after, so its answer comes after ``slash`` returns."""
     assert record.failed is None, record.failed
+    assert record.original_message_id is not None, "not acknowledged"
     loop = asyncio.get_running_loop()
     deadline = loop.time() + within
     while True:

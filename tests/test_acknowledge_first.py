@@ -43,7 +43,7 @@ WRITES_BEFORE_ACK_ELSEWHERE = (
 def leaf_commands(tree: app_commands.CommandTree) -> set[str]:
     names: set[str] = set()
 
-    def walk(command: app_commands.Command | app_commands.Group) -> None:
+    def walk(command: app_commands.Command | app_commands.Group | app_commands.ContextMenu) -> None:
         if isinstance(command, app_commands.Group):
             for sub in command.commands:
                 walk(sub)
@@ -102,6 +102,7 @@ class Player:
 
     def answer(self, record: InteractionRecord):
         message_id = record.followups[-1] if record.followups else record.original_message_id
+        assert message_id is not None, "not answered"
         return self.fake.message(message_id)
 
     def story_message(self, channel: int, label: str):
