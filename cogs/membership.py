@@ -4,7 +4,7 @@ recorded (a left server's data goes a grace period later unless the bot is invit
 A contact is recorded after the interaction is answered, never before: discord.py dispatches
 ``on_interaction`` as its own task, running alongside the command, and a write there could hold
 the database while the command still has to answer within Discord's 3 seconds. It is recorded
-at most once an hour for a person (``engine.profiles.CONTACT_INTERVAL_S``), and never for
+at most once an hour for a person in a place (``engine.profiles.CONTACT_INTERVAL_S``), and never for
 autocomplete, which is typing, not a visit.
 """
 
@@ -37,7 +37,6 @@ async def answered(interaction: discord.Interaction) -> None:
     longer get one."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + ANSWER_WAIT_S
-    # Polled: discord.py marks the response done but has nothing to wait on.
     while not interaction.response.is_done() and loop.time() < deadline:  # noqa: ASYNC110
         await asyncio.sleep(ANSWER_POLL_S)
 
