@@ -3,6 +3,7 @@
 Each command is one call to the memory bank (``engine.memory.bank.MemoryBank``) answered to the
 player alone. Anyone may read; changing is for the people who may steer the adventure (the
 engine's rule). The summary opens in a form for editing, prefilled, as the steering texts do.
+A change is deferred before it is written (the form's when it is submitted).
 """
 
 from __future__ import annotations
@@ -112,13 +113,14 @@ class SummaryModal(discord.ui.Modal):
         self.add_item(self.text)
 
     async def on_submit(self, interaction: discord.Interaction[CampfireBot]) -> None:
+        await interaction.response.defer(thinking=True, ephemeral=True)
         saved = await interaction.client.services.memory_bank.set_summary(
             channel_id_of(interaction),
             actor_of(interaction),
             self.text.value,
             adventure_id=self.adventure_id,
         )
-        await interaction.response.send_message(
+        await interaction.followup.send(
             "Story summary saved; it applies from the next turn.",
             embed=fit_embed(summary_embed(saved)),
             ephemeral=True,
@@ -146,11 +148,16 @@ class MemoryCog(commands.Cog):
     async def _answer(
         self, interaction: discord.Interaction[CampfireBot], content: str, memory: MemoryView
     ) -> None:
-        await interaction.response.send_message(
+        """The answer to a change, deferred (``_defer``) before it was written."""
+        await interaction.followup.send(
             fit_text(content),
             embed=fit_embed(discord.Embed(description=memory_line(memory), colour=MEMORY_COLOUR)),
             ephemeral=True,
         )
+
+    @staticmethod
+    async def _defer(interaction: discord.Interaction[CampfireBot]) -> None:
+        await interaction.response.defer(thinking=True, ephemeral=True)
 
     # --- /memory ------------------------------------------------------------------------------
 
@@ -173,6 +180,7 @@ class MemoryCog(commands.Cog):
         text: app_commands.Range[str, 1, MEMORY_MAX_CHARS],
     ) -> None:
         """Add a memory of your own; it stays through undo and retry."""
+        await self._defer(interaction)
         added = await self._bank.add(channel_id_of(interaction), actor_of(interaction), text)
         await self._answer(interaction, "Memory added; it applies from the next turn.", added)
 
@@ -185,6 +193,7 @@ class MemoryCog(commands.Cog):
         text: app_commands.Range[str, 1, MEMORY_MAX_CHARS],
     ) -> None:
         """Rewrite a memory."""
+        await self._defer(interaction)
         saved = await self._bank.edit(
             channel_id_of(interaction), actor_of(interaction), memory, text
         )
@@ -231,6 +240,7 @@ class MemoryCog(commands.Cog):
         pinned: bool | None = None,
         forgotten: bool | None = None,
     ) -> None:
+        await self._defer(interaction)
         saved = await self._bank.set_flag(
             channel_id_of(interaction),
             actor_of(interaction),

@@ -1,4 +1,5 @@
-"""/profile: what Campfire stores about you, keeping it, and deleting it. Answers are private."""
+"""/profile: what Campfire stores about you, keeping it, and deleting it. Answers are private,
+and each command defers before it writes."""
 
 from __future__ import annotations
 
@@ -52,6 +53,11 @@ def profile_text(profile: Profile) -> str:
     return "\n".join(lines)
 
 
+async def _defer(interaction: discord.Interaction[CampfireBot]) -> None:
+    """Before the database is written (a deletion may wait for a turn being stored)."""
+    await interaction.response.defer(thinking=True, ephemeral=True)
+
+
 class ProfileCog(commands.Cog):
     profile = app_commands.Group(name="profile", description="What Campfire stores about you")
 
@@ -61,8 +67,9 @@ class ProfileCog(commands.Cog):
     @profile.command(name="show")
     async def profile_show(self, interaction: discord.Interaction[CampfireBot]) -> None:
         """See what Campfire stores about you (to you alone)."""
+        await _defer(interaction)  # asking refreshes "last seen", a write
         found = await self.bot.services.profiles.show(actor_of(interaction))
-        await interaction.response.send_message(fit_text(profile_text(found)), ephemeral=True)
+        await interaction.followup.send(fit_text(profile_text(found)), ephemeral=True)
 
     @profile.command(name="keep")
     @app_commands.describe(keep="Keep your data even if you stop playing for a while")
@@ -71,13 +78,14 @@ class ProfileCog(commands.Cog):
     ) -> None:
         """Keep your data (you are no longer a guest whose data goes when idle)."""
         profiles = self.bot.services.profiles
+        await _defer(interaction)
         await profiles.keep(actor_of(interaction), keep)
         if keep:
             text = "Your data will be kept until you delete it with `/profile delete`."
         else:
             days = profiles.retention_days
             text = f"Your data will go after {days} idle days unless you own scenarios."
-        await interaction.response.send_message(text, ephemeral=True)
+        await interaction.followup.send(text, ephemeral=True)
 
     @profile.command(name="delete")
     @app_commands.describe(confirm=f"Type {CONFIRM_WORD} to confirm")
@@ -90,9 +98,10 @@ class ProfileCog(commands.Cog):
                 f"Nothing was deleted: type `{CONFIRM_WORD}` in the confirm option to delete "
                 "your data."
             )
+        await _defer(interaction)
         # Their turns still queued or being written are dropped with it (engine.profiles).
         await self.bot.services.profiles.delete(actor_of(interaction))
-        await interaction.response.send_message(
+        await interaction.followup.send(
             "Everything Campfire stored about you is deleted, and your actions still waiting "
             "or being written were dropped. Playing again starts afresh.",
             ephemeral=True,

@@ -88,10 +88,12 @@ class ImportPreview(discord.ui.View):
     @discord.ui.button(label="Confirm", style=discord.ButtonStyle.success, emoji="✅")
     async def confirm(self, interaction: discord.Interaction, _button: discord.ui.Button) -> None:
         self.stop()
+        # The preview is edited in place once the scenario is written.
+        await interaction.response.defer()
         try:
             saved = await self.bot.services.scenarios.save(self.actor, self.imported)
         except CampfireError as error:
-            await interaction.response.edit_message(
+            await interaction.edit_original_response(
                 content=fit_text(f"⚠ {error.message} Nothing was imported."), embed=None, view=None
             )
             return
@@ -100,7 +102,7 @@ class ImportPreview(discord.ui.View):
             parts.append(f"{saved.scripts} script{'s' if saved.scripts != 1 else ''}")
         if saved.options:
             parts.append(f"{saved.options} option{'s' if saved.options != 1 else ''}")
-        await interaction.response.edit_message(
+        await interaction.edit_original_response(
             content=fit_text(
                 f"✅ Imported **{discord.utils.escape_markdown(saved.title)}** into "
                 f"{saved.where} ({', '.join(parts)}). Play it with `/start scenario:`."
@@ -253,6 +255,7 @@ class ScenarioCog(commands.Cog):
     @app_commands.describe(scenario="The scenario to delete (adventures keep their copies)")
     async def delete(self, interaction: discord.Interaction[CampfireBot], scenario: str) -> None:
         """Delete an imported scenario."""
+        await interaction.response.defer(thinking=True, ephemeral=True)
         title = await self.bot.services.scenarios.delete(actor_of(interaction), scenario)
         await reply(
             interaction,

@@ -150,6 +150,7 @@ class ScriptsCog(commands.Cog):
     async def _set_enabled(
         self, interaction: discord.Interaction[CampfireBot], name: str, on: bool
     ) -> None:
+        await interaction.response.defer(ephemeral=True, thinking=True)
         view = await self.bot.services.scripts.set_enabled(
             channel_id_of(interaction), actor_of(interaction), name, on
         )
@@ -165,6 +166,7 @@ class ScriptsCog(commands.Cog):
         self, interaction: discord.Interaction[CampfireBot], name: str, hook: str | None = None
     ) -> None:
         """Remove a script, or one part of it."""
+        await interaction.response.defer(ephemeral=True, thinking=True)
         left = await self.bot.services.scripts.remove(
             channel_id_of(interaction), actor_of(interaction), name, hook
         )

@@ -5,7 +5,8 @@ Each command is one call to a steering service (``engine.steering``: the texts, 
 generation settings); a command without its text opens a form prefilled with the current value,
 and the form's submission is the second call. Changes answer the player alone and apply from the
 next turn. Who may change what is the engine's rule (``engine.access.may_steer``), read from the
-actor ``actor_of`` builds.
+actor ``actor_of`` builds. A change is deferred before it is written; a form's when it is
+submitted, as a form must be an interaction's first answer and nothing is written before it opens.
 """
 
 from __future__ import annotations
@@ -156,6 +157,7 @@ class SteeringModal(discord.ui.Modal):
         self.add_item(self.text)
 
     async def on_submit(self, interaction: discord.Interaction[CampfireBot]) -> None:
+        await _defer(interaction)
         change = await interaction.client.services.steering_text.set(
             channel_id_of(interaction),
             actor_of(interaction),
@@ -246,6 +248,7 @@ class CardModal(discord.ui.Modal):
         cards = interaction.client.services.story_cards
         where, actor = channel_id_of(interaction), actor_of(interaction)
         draft = self.draft()
+        await _defer(interaction)
         try:
             if self.card is None:
                 saved = await cards.add(where, actor, draft, adventure_id=self.adventure_id)
@@ -292,13 +295,21 @@ class ResubmitView(discord.ui.View):
         )
 
 
+async def _defer(interaction: discord.Interaction[CampfireBot]) -> None:
+    """Before a change is written: the answer is for the player alone, as ever."""
+    await interaction.response.defer(thinking=True, ephemeral=True)
+
+
 async def _answer(
     interaction: discord.Interaction[CampfireBot], content: str, embed: discord.Embed | None
 ) -> None:
     kwargs: dict[str, Any] = {"content": fit_text(content), "ephemeral": True}
     if embed is not None:
         kwargs["embed"] = fit_embed(embed)
-    await interaction.response.send_message(**kwargs)
+    if interaction.response.is_done():  # deferred before a write
+        await interaction.followup.send(**kwargs)
+    else:
+        await interaction.response.send_message(**kwargs)
 
 
 # --- the cog -------------------------------------------------------------------------------------
@@ -349,6 +360,7 @@ class SteeringCog(commands.Cog):
         steering = self.bot.services.steering_text
         where, actor = channel_id_of(interaction), actor_of(interaction)
         if text is not None:
+            await _defer(interaction)
             change = await steering.set(where, actor, field, text)
             content, embed = change_reply(change)
             await _answer(interaction, content, embed)
@@ -416,6 +428,7 @@ class SteeringCog(commands.Cog):
     @app_commands.describe(card="The card to remove")
     async def card_remove(self, interaction: discord.Interaction[CampfireBot], card: str) -> None:
         """Remove a story card."""
+        await _defer(interaction)
         removed = await self.bot.services.story_cards.remove(
             channel_id_of(interaction), actor_of(interaction), card
         )
@@ -479,6 +492,7 @@ class SteeringCog(commands.Cog):
             current = await settings.get(where)
             await _answer(interaction, settings_text(current), None)
             return
+        await _defer(interaction)
         updated = await settings.set(
             where,
             actor_of(interaction),

@@ -1,7 +1,9 @@
 """The story tree in Discord: /retry, /undo, /redo, /edit, /branch …, /savepoint … and /tree.
 
 Each command is one call to the engine (``engine.story_tree.StoryTree``, or the play service for a
-retry, which writes a turn); the narrator shows what changed. Who may rewrite a turn (its
+retry, which writes a turn); the narrator shows what changed. A command that writes defers first
+(Discord's 3 seconds are not spent waiting on the database); a form opens before anything is
+written, and its submission defers, then writes. Who may rewrite a turn (its
 action's author, the host, members who manage the server or its messages) and who may change
 branches and save points (the host and those members) is the engine's rule
 (``engine.access``), read from the member's permissions that ``actor_of`` carries.
@@ -112,6 +114,7 @@ class EditTurnModal(discord.ui.Modal):
 
     async def on_submit(self, interaction: discord.Interaction) -> None:
         bot = self.bot
+        await interaction.response.defer(thinking=True)
         move = await bot.services.tree.edit(
             actor_of(interaction),
             channel_id_of(interaction),
@@ -119,7 +122,7 @@ class EditTurnModal(discord.ui.Modal):
             node_id=self.node_id,
             seen_version=self.version,
         )
-        await interaction.response.send_message(
+        await interaction.followup.send(
             f"✏️ *{interaction.user.display_name} corrected the newest turn "
             f"(take {move.take} of {move.take_count}; the original is kept).*"
         )
@@ -208,12 +211,13 @@ class StoryTreeCog(commands.Cog):
         name: app_commands.Range[str, 1, NAME_MAX],
     ) -> None:
         """Start a branch here; new turns go on it, the other branches keep their own."""
+        await interaction.response.defer(thinking=True)
         move = await self.bot.services.tree.new_branch(
             actor_of(interaction),
             channel_id_of(interaction),
             name,
         )
-        await interaction.response.send_message(
+        await interaction.followup.send(
             f"🌿 *{interaction.user.display_name} started the branch “{_name(move.branch)}” here.*"
         )
         await self._place(interaction, move)
@@ -241,6 +245,7 @@ class StoryTreeCog(commands.Cog):
         new_name: app_commands.Range[str, 1, NAME_MAX],
     ) -> None:
         """Rename a branch."""
+        await interaction.response.defer(thinking=True, ephemeral=True)
         message = await self.bot.services.tree.rename_branch(
             actor_of(interaction),
             channel_id_of(interaction),
@@ -253,6 +258,7 @@ class StoryTreeCog(commands.Cog):
     @app_commands.describe(name="The branch to forget (its shared turns stay)")
     async def branch_delete(self, interaction: discord.Interaction[CampfireBot], name: str) -> None:
         """Delete a branch that the story is not on and no save point uses."""
+        await interaction.response.defer(thinking=True, ephemeral=True)
         message = await self.bot.services.tree.delete_branch(
             actor_of(interaction),
             channel_id_of(interaction),
@@ -287,6 +293,7 @@ class StoryTreeCog(commands.Cog):
         name: app_commands.Range[str, 1, NAME_MAX],
     ) -> None:
         """Name the place the story stands now, to come back to it later."""
+        await interaction.response.defer(thinking=True)
         point = await self.bot.services.tree.add_save_point(
             actor_of(interaction),
             channel_id_of(interaction),
@@ -325,6 +332,7 @@ class StoryTreeCog(commands.Cog):
         self, interaction: discord.Interaction[CampfireBot], name: str
     ) -> None:
         """Delete a save point (the story does not change)."""
+        await interaction.response.defer(thinking=True, ephemeral=True)
         message = await self.bot.services.tree.delete_save_point(
             actor_of(interaction),
             channel_id_of(interaction),

@@ -38,6 +38,7 @@ class WorldStateCog(commands.Cog):
         self, interaction: discord.Interaction[CampfireBot], path: str, value: str
     ) -> None:
         """Correct one value (the host and server managers), checked like any change."""
+        await interaction.response.defer(thinking=True)
         changed = await self.bot.services.world_state.set(
             channel_id_of(interaction), actor_of(interaction), path, value
         )

@@ -21,6 +21,9 @@ instead of letting the model finish a reply that will not be kept.
 from __future__ import annotations
 
 import asyncio
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
@@ -54,6 +57,11 @@ _leases = TurnLease.metadata.tables[TurnLease.__tablename__]
 
 #: The answer to someone Campfire has no row for.
 STORES_NOTHING = "Campfire stores nothing about you."
+
+#: A person's contact is recorded at most this often (seconds) in each place (a server, or
+#: DMs): it makes their row and moves "last seen", which guest removal counts in days, so an
+#: hour's precision changes nothing and saves a write on nearly every interaction.
+CONTACT_INTERVAL_S = 60 * 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,33 +102,66 @@ class Profiles:
     """
 
     def __init__(
-        self, db: Database, *, retention_days: int, queue: AdventureQueue | None = None
+        self,
+        db: Database,
+        *,
+        retention_days: int,
+        queue: AdventureQueue | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.db = db
         self.retention_days = retention_days
         self.queue = queue
+        #: Seconds that only ever go forward (``time.monotonic``), for the contact interval.
+        self.clock = clock
         #: Contact records being written in this process, by user: a deletion waits for them,
         #: or one that lands after it would make the deleted person's row again.
         self._recording: dict[int, list[asyncio.Event]] = {}
+        #: When each (user, server) contact was last recorded by this process, oldest first;
+        #: only those within ``CONTACT_INTERVAL_S`` are kept.
+        self._recorded: OrderedDict[tuple[int, int | None], float] = OrderedDict()
 
     # --- membership -------------------------------------------------------------------------
 
-    async def record_contact(self, actor: Actor) -> None:
+    async def record_contact(
+        self, actor: Actor, *, after: Callable[[], Awaitable[object]] | None = None
+    ) -> bool:
         """Someone interacted: their user row (and their server's) exists from now on and was
-        seen now."""
+        seen now. Written at most once per ``CONTACT_INTERVAL_S`` for a person in a place,
+        decided here without touching the database; ``after``: awaited before writing (the
+        interaction's answer, which must not wait on a write). Whether it was written."""
+        key = (actor.user_id, actor.server_id)
+        now = self.clock()
+        while self._recorded:
+            oldest, when = next(iter(self._recorded.items()))
+            if now - when < CONTACT_INTERVAL_S:
+                break
+            del self._recorded[oldest]
+        if key in self._recorded:
+            return False
+        # Taken before any wait, so that the person's interactions meanwhile do not write too.
+        self._recorded[key] = now
         written = asyncio.Event()
         recording = self._recording.setdefault(actor.user_id, [])
         recording.append(written)
         try:
+            if after is not None:
+                await after()
             async with self.db.session() as session, session.begin():
                 await touch_user(session, actor.user_id, actor.user_name)
                 if actor.server_id is not None:
                     await touch_server(session, actor.server_id, actor.server_name)
+        except BaseException:
+            # Not recorded after all: their next interaction tries again.
+            if self._recorded.get(key) == now:
+                del self._recorded[key]
+            raise
         finally:
             written.set()
             recording.remove(written)
             if not recording:
                 del self._recording[actor.user_id]
+        return True
 
     async def server_joined(self, server_id: int, name: str = "") -> None:
         """The bot is in a server (again): a pending removal is cancelled."""
@@ -181,6 +222,17 @@ class Profiles:
         # Their earlier interactions' contact records land first (each began before this).
         for written in list(self._recording.get(user_id, ())):
             await written.wait()
+        try:
+            in_flight = await self._delete_rows(user_id)
+        finally:
+            # Their next interaction records them afresh, however soon it comes.
+            for key in [key for key in self._recorded if key[0] == user_id]:
+                del self._recorded[key]
+        if self.queue is not None:
+            self.queue.drop(in_flight, PlayerDeleted())
+
+    async def _delete_rows(self, user_id: int) -> list[int]:
+        """The deletion itself; the interactions of their turns still queued or running."""
         async with self.db.session() as session, session.begin():
             # The turn leases of their own adventures first, as a turn's commit takes its lease
             # before its players: in that order a deletion and a commit wait for each other
@@ -202,8 +254,7 @@ class Profiles:
             deleted = await rows_changed(session, delete(User).where(col(User.id) == user_id))
             if deleted != 1:
                 raise NotFound(STORES_NOTHING)
-        if self.queue is not None:
-            self.queue.drop(in_flight, PlayerDeleted())
+        return in_flight
 
 
 async def _count(session: AsyncSession, model: type, condition: ColumnElement[bool]) -> int:

@@ -19,6 +19,7 @@ from bot.config import load_settings
 from bot.discord_bot import CampfireBot
 from bot.standin import FakeDiscord, StandIn
 from bot.standin.harness import handler_tasks
+from bot.standin.world import FLAG_LOADING, InteractionRecord
 from tests.fakes.openai_server import FakeModelServer
 
 
@@ -155,3 +156,18 @@ async def env(
     manages the server) and bob."""
     async with campfire_on_standin(tmp_path, fake_model, caplog, database_url) as environment:
         yield environment
+
+
+async def answered(env: DiscordEnv, record: InteractionRecord, *, within: float = 5.0):
+    """The message that answers ``record`` (its response, or the follow-up that replaced a
+    deferred "thinking…"), once it is there: a command that writes defers first and answers
+    after, so its answer comes after ``slash`` returns."""
+    assert record.failed is None, record.failed
+    assert record.original_message_id is not None, "not acknowledged"
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while True:
+        message = env.fake.message(record.original_message_id)
+        if not message.flags & FLAG_LOADING or loop.time() > deadline:
+            return message
+        await asyncio.sleep(0.01)

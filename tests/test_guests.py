@@ -14,7 +14,7 @@ from engine.access import Actor
 from engine.accounts import touch_server, touch_user
 from engine.errors import NotFound
 from engine.guests import remove_departed_servers, remove_idle_guests
-from engine.profiles import Profiles
+from engine.profiles import CONTACT_INTERVAL_S, Profiles
 from engine.scenarios.start import start_adventure
 from engine.storage.models import (
     Adventure,
@@ -171,9 +171,11 @@ async def test_a_contact_record_still_being_written_cannot_bring_a_deleted_perso
 ):
     """An earlier interaction's contact record may still be on its way to the database when the
     person deletes their data: the deletion waits for it, or it would make their row again."""
-    profiles = Profiles(db, retention_days=30)
+    hours = [0.0]
+    profiles = Profiles(db, retention_days=30, clock=lambda: hours[0] * CONTACT_INTERVAL_S)
     bob = Actor(user_id=2, user_name="Bob")
     await profiles.record_contact(bob)
+    hours[0] = 1  # the next contact is due again
     slow, started = asyncio.Event(), asyncio.Event()
     write_row = profiles_module.touch_user
 
@@ -189,5 +191,63 @@ async def test_a_contact_record_still_being_written_cannot_bring_a_deleted_perso
     await asyncio.sleep(0.05)
     slow.set()
     await asyncio.gather(late, deleting)
+    async with db.session() as session:
+        assert await session.get(User, bob.user_id) is None
+
+
+async def test_a_contact_is_written_once_an_hour_and_the_rest_cost_no_query(db):
+    """Contacts come with every interaction; only the first of each hour (for a person, in a
+    place) is written, and the others are decided in memory, without a query."""
+    now = [1000.0]
+    profiles = Profiles(db, retention_days=30, clock=lambda: now[0])
+    wren = Actor(77, "Wren", SERVER, "Hearth")
+    statements: list[str] = []
+
+    def seen(_conn, _cursor, statement, *_args) -> None:
+        statements.append(statement)
+
+    event.listen(db.engine.sync_engine, "before_cursor_execute", seen)
+    try:
+        assert await profiles.record_contact(wren)
+        assert statements, "the first contact is written"
+        statements.clear()
+        now[0] += CONTACT_INTERVAL_S - 1
+        assert not await profiles.record_contact(wren)
+        assert not await profiles.record_contact(Actor(77, "Wren", SERVER, "Hearth"))
+        assert statements == []
+        assert await profiles.record_contact(Actor(77, "Wren"))  # in DMs: another place
+        statements.clear()
+        now[0] += 1
+        assert await profiles.record_contact(wren)  # an hour on
+        assert statements
+    finally:
+        event.remove(db.engine.sync_engine, "before_cursor_execute", seen)
+
+    # Deleted, they are recorded again at their next contact, however soon.
+    await profiles.delete(wren)
+    assert await profiles.record_contact(wren)
+    assert (await profiles.show(wren, seen=False)).name == "Wren"
+
+
+async def test_a_contact_record_waits_for_its_interactions_answer_and_a_deletion_for_it(db):
+    """The record is written after ``after`` (the interaction's answer, which no write may
+    delay); a deletion asked for meanwhile waits for it rather than being undone by it."""
+    hours = [0.0]
+    profiles = Profiles(db, retention_days=30, clock=lambda: hours[0] * CONTACT_INTERVAL_S)
+    bob = Actor(user_id=2, user_name="Bob")
+    await profiles.record_contact(bob)
+    hours[0] = 1
+    answered = asyncio.Event()
+
+    async def after() -> None:
+        await answered.wait()
+
+    recording = asyncio.ensure_future(profiles.record_contact(bob, after=after))
+    deleting = asyncio.ensure_future(profiles.delete(bob))
+    await asyncio.sleep(0.05)
+    assert not recording.done() and not deleting.done()
+    answered.set()
+    assert await recording
+    await deleting
     async with db.session() as session:
         assert await session.get(User, bob.user_id) is None

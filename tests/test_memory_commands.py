@@ -26,14 +26,14 @@ async def bank(env: DiscordEnv, channel_id: int) -> list[Memory]:
 
 async def test_memory_add_list_pin_forget_restore_and_edit(env):
     thread = await start_thread(env)
-    added = answer(
+    added = await answer(
         env, await env.fake.slash(env.alice, thread, "memory add", text="Mira owes a debt.")
     )
     assert added.content == "Memory added; it applies from the next turn."
     [memory] = await bank(env, thread)
     assert memory.origin == "player" and memory.text == "Mira owes a debt."
 
-    listed = answer(env, await env.fake.slash(env.bob, thread, "memory list"))  # anyone reads
+    listed = await answer(env, await env.fake.slash(env.bob, thread, "memory list"))  # anyone reads
     assert f"**#{memory.id}**" in listed.embeds[0]["description"]
     assert "added by a player" in listed.embeds[0]["description"]
     assert "1 of 200 kept" in listed.embeds[0]["footer"]["text"]
@@ -43,15 +43,17 @@ async def test_memory_add_list_pin_forget_restore_and_edit(env):
     )
     assert [c["value"] for c in choices] == [memory.id]
 
-    answer(env, await env.fake.slash(env.alice, thread, "memory pin", memory=memory.id))
+    await answer(env, await env.fake.slash(env.alice, thread, "memory pin", memory=memory.id))
     assert (await bank(env, thread))[0].pinned
-    answer(env, await env.fake.slash(env.alice, thread, "memory forget", memory=memory.id))
+    await answer(env, await env.fake.slash(env.alice, thread, "memory forget", memory=memory.id))
     [gone] = await bank(env, thread)
     assert gone.forgotten and not gone.pinned  # kept, not deleted
-    forgotten = answer(env, await env.fake.slash(env.alice, thread, "memory list", forgotten=True))
+    forgotten = await answer(
+        env, await env.fake.slash(env.alice, thread, "memory list", forgotten=True)
+    )
     assert "Mira owes a debt." in forgotten.embeds[0]["description"]
-    answer(env, await env.fake.slash(env.alice, thread, "memory restore", memory=memory.id))
-    edited = answer(
+    await answer(env, await env.fake.slash(env.alice, thread, "memory restore", memory=memory.id))
+    edited = await answer(
         env,
         await env.fake.slash(
             env.alice, thread, "memory edit", memory=memory.id, text="Mira repaid the debt."
@@ -64,31 +66,33 @@ async def test_memory_add_list_pin_forget_restore_and_edit(env):
 
 async def test_memory_changes_are_for_the_host_and_bad_input_is_named(env):
     thread = await start_thread(env)
-    refused = answer(env, await env.fake.slash(env.bob, thread, "memory add", text="Bob rules."))
+    refused = await answer(
+        env, await env.fake.slash(env.bob, thread, "memory add", text="Bob rules.")
+    )
     assert refused.content.startswith("⚠ Only alice (this adventure's host)")
     assert await bank(env, thread) == []
-    missing = answer(env, await env.fake.slash(env.alice, thread, "memory pin", memory=999))
+    missing = await answer(env, await env.fake.slash(env.alice, thread, "memory pin", memory=999))
     assert (
         missing.content == "⚠ This adventure has no memory #999. /memory list shows their numbers."
     )
-    blank = answer(env, await env.fake.slash(env.alice, thread, "memory add", text="   "))
+    blank = await answer(env, await env.fake.slash(env.alice, thread, "memory add", text="   "))
     assert blank.content == "⚠ A memory cannot be empty."
-    page = answer(env, await env.fake.slash(env.alice, thread, "memory list", page=3))
+    page = await answer(env, await env.fake.slash(env.alice, thread, "memory list", page=3))
     assert page.content == "⚠ There is no page 3: choose a page from 1 to 1."
-    nowhere = answer(env, await env.fake.slash(env.alice, env.channel, "memory list"))
+    nowhere = await answer(env, await env.fake.slash(env.alice, env.channel, "memory list"))
     assert nowhere.content == "⚠ There is no adventure running here. Start one with /start."
 
 
 async def test_summary_view_and_edit_in_a_prefilled_form(env):
     thread = await start_thread(env)
-    empty = answer(env, await env.fake.slash(env.bob, thread, "summary view"))
+    empty = await answer(env, await env.fake.slash(env.bob, thread, "summary view"))
     assert "No summary yet" in empty.embeds[0]["description"]
-    assert answer(env, await env.fake.slash(env.bob, thread, "summary edit")).content.startswith(
-        "⚠ Only alice"
-    )
+    assert (
+        await answer(env, await env.fake.slash(env.bob, thread, "summary edit"))
+    ).content.startswith("⚠ Only alice")
     record = await env.fake.slash(env.alice, thread, "summary edit")
     assert form(record) == {"text": ""}
-    saved = answer(
+    saved = await answer(
         env, await env.fake.submit_modal(env.alice, record, {"text": "Mira left Brindle."})
     )
     assert saved.content == "Story summary saved; it applies from the next turn."
@@ -99,14 +103,18 @@ async def test_summary_view_and_edit_in_a_prefilled_form(env):
 
 async def test_profile_show_keep_and_delete(env):
     thread = await start_thread(env)
-    shown = answer(env, await env.fake.slash(env.bob, thread, "profile show"))
+    shown = await answer(env, await env.fake.slash(env.bob, thread, "profile show"))
     assert "You are a guest" in shown.content  # bob's row exists: he interacted
-    answer(env, await env.fake.slash(env.bob, thread, "profile keep"))
+    await answer(env, await env.fake.slash(env.bob, thread, "profile keep"))
     async with env.bot.services.db.session() as session:
         assert (await session.get(User, env.bob)).keep_data
-    refused = answer(env, await env.fake.slash(env.bob, thread, "profile delete", confirm="no"))
+    refused = await answer(
+        env, await env.fake.slash(env.bob, thread, "profile delete", confirm="no")
+    )
     assert refused.content.startswith("⚠ Nothing was deleted")
-    done = answer(env, await env.fake.slash(env.bob, thread, "profile delete", confirm="delete"))
+    done = await answer(
+        env, await env.fake.slash(env.bob, thread, "profile delete", confirm="delete")
+    )
     assert done.content.startswith("Everything Campfire stored about you is deleted")
     await env.done()
     async with env.bot.services.db.session() as session:
@@ -127,7 +135,7 @@ async def test_profile_delete_during_turns_leaves_nothing_of_them(env, fake_mode
     await env.fake.slash(env.alice, thread, "do", action="look on")
     await until(lambda: env.bot.services.play.queue.waiting(adventure.id) == 2)  # … two wait
 
-    answer(env, await env.fake.slash(env.bob, thread, "profile delete", confirm="delete"))
+    await answer(env, await env.fake.slash(env.bob, thread, "profile delete", confirm="delete"))
     await env.done()
     # Bob's turns were dropped, the running one before its reply was done; Alice's played.
     assert len(fake_model.requests) == 2

@@ -9,7 +9,7 @@ from bot.standin.world import InteractionRecord, iter_components
 from engine.access import Actor
 from engine.steering.cards import CardDraft
 from engine.storage.models import Adventure, AdventureCard
-from tests.discord_env import DiscordEnv, campfire_on_standin
+from tests.discord_env import DiscordEnv, answered, campfire_on_standin
 
 
 async def start_thread(env: DiscordEnv, host: int | None = None) -> int:
@@ -36,10 +36,9 @@ async def cards_here(env: DiscordEnv, channel_id: int) -> list[AdventureCard]:
         return list(rows)
 
 
-def answer(env: DiscordEnv, record: InteractionRecord):
+async def answer(env: DiscordEnv, record: InteractionRecord):
     """The message that answered an interaction (checked to be for its user alone)."""
-    assert record.failed is None
-    message = env.fake.message(record.original_message_id)
+    message = await answered(env, record)
     assert message.ephemeral and message.visible_to == record.user_id
     return message
 
@@ -60,7 +59,7 @@ def form(record: InteractionRecord) -> dict[str, str]:
 async def test_note_with_text_is_stored_and_shown(env):
     thread = await start_thread(env)
     record = await env.fake.slash(env.alice, thread, "note", text="Keep it gothic and eerie.")
-    message = answer(env, record)
+    message = await answer(env, record)
     assert message.content == "Author's note updated; it applies from the next turn."
     assert message.embeds[0]["description"] == "Keep it gothic and eerie."
     assert (await adventure_here(env, thread)).authors_note == "Keep it gothic and eerie."
@@ -78,7 +77,7 @@ async def test_essentials_without_text_opens_a_prefilled_form(env):
     submitted = await env.fake.submit_modal(
         env.alice, record, {"text": "The lamplighter owes the ferryman a debt."}
     )
-    message = answer(env, submitted)
+    message = await answer(env, submitted)
     assert message.content == "Plot essentials updated; it applies from the next turn."
     adventure = await adventure_here(env, thread)
     assert adventure.plot_essentials == "The lamplighter owes the ferryman a debt."
@@ -89,7 +88,7 @@ async def test_an_empty_form_clears_and_says_so(env):
     thread = await start_thread(env)
     record = await env.fake.slash(env.alice, thread, "instructions")
     submitted = await env.fake.submit_modal(env.alice, record, {"text": ""})
-    message = answer(env, submitted)
+    message = await answer(env, submitted)
     assert message.content == "AI instructions cleared; it applies from the next turn."
     assert message.embeds == []
     assert (await adventure_here(env, thread)).ai_instructions == ""
@@ -99,26 +98,26 @@ async def test_a_non_host_is_refused_and_told_who_can(env):
     thread = await start_thread(env)
     before = (await adventure_here(env, thread)).authors_note
     record = await env.fake.slash(env.bob, thread, "note", text="Everyone loves Bob.")
-    assert answer(env, record).content == (
+    assert (await answer(env, record)).content == (
         "⚠ Only alice (this adventure's host) and members with the Manage Server permission "
         "can change this adventure."
     )
     assert (await adventure_here(env, thread)).authors_note == before
     # No form is opened for someone who could not submit it.
     record = await env.fake.slash(env.bob, thread, "essentials")
-    assert record.modal is None and "Only alice" in answer(env, record).content
+    assert record.modal is None and "Only alice" in (await answer(env, record)).content
     record = await env.fake.slash(env.bob, thread, "card add")
-    assert record.modal is None and "Only alice" in answer(env, record).content
+    assert record.modal is None and "Only alice" in (await answer(env, record)).content
 
 
 async def test_a_server_manager_may_steer_someone_elses_adventure(env):
     thread = await start_thread(env, host=env.bob)
     carol = env.fake.add_user("carol", member_of=[env.guild])
     refused = await env.fake.slash(carol, thread, "note", text="carol's note")
-    assert "Only bob (this adventure's host)" in answer(env, refused).content
+    assert "Only bob (this adventure's host)" in (await answer(env, refused)).content
     # alice can manage the server.
     record = await env.fake.slash(env.alice, thread, "note", text="alice's note")
-    assert answer(env, record).content.startswith("Author's note updated")
+    assert (await answer(env, record)).content.startswith("Author's note updated")
     assert (await adventure_here(env, thread)).authors_note == "alice's note"
 
 
@@ -127,7 +126,7 @@ async def test_a_dm_player_steers_their_solo_adventure(env):
     await env.fake.slash(env.bob, dm, "start")
     await env.done()
     record = await env.fake.slash(env.bob, dm, "note", text="Quiet and lonely.")
-    assert answer(env, record).content.startswith("Author's note updated")
+    assert (await answer(env, record)).content.startswith("Author's note updated")
     assert (await adventure_here(env, dm)).authors_note == "Quiet and lonely."
 
 
@@ -137,7 +136,7 @@ async def test_a_form_for_an_adventure_that_was_replaced_saves_nothing(env):
     await env.fake.slash(env.alice, thread, "start")  # a new adventure in the same thread
     await env.done()
     submitted = await env.fake.submit_modal(env.alice, record, {"text": "For the old story."})
-    assert answer(env, submitted).content == (
+    assert (await answer(env, submitted)).content == (
         "⚠ Another adventure started here while the form was open; nothing was saved."
     )
     assert (await adventure_here(env, thread)).authors_note != "For the old story."
@@ -151,14 +150,14 @@ async def test_a_value_too_long_for_a_form_is_shown_not_cut(env):
         stored.plot_essentials = "lore " * 1000  # imported, longer than a form holds
     record = await env.fake.slash(env.alice, thread, "essentials")
     assert record.modal is None
-    message = answer(env, record)
+    message = await answer(env, record)
     assert message.content.startswith("Plot essentials is 5,000 characters long")
     assert len(message.embeds[0]["description"]) <= 4096
 
 
 async def test_steering_where_nothing_runs(env):
     record = await env.fake.slash(env.alice, env.channel, "note")
-    assert answer(env, record).content == (
+    assert (await answer(env, record)).content == (
         "⚠ There is no adventure running here. Start one with /start."
     )
 
@@ -181,7 +180,7 @@ async def test_card_add_through_a_form_then_list_shows_it(env):
             "type": "character",
         },
     )
-    assert answer(env, submitted).content == (
+    assert (await answer(env, submitted)).content == (
         "Story card “The Ferryman” added; it applies from the next turn."
     )
     card = (await cards_here(env, thread))[-1]
@@ -193,7 +192,7 @@ async def test_card_add_through_a_form_then_list_shows_it(env):
     )
 
     listing = await env.fake.slash(env.bob, thread, "card list")  # anyone may look
-    (embed,) = answer(env, listing).embeds
+    (embed,) = (await answer(env, listing)).embeds
     assert embed["title"] == "Story cards · The Lantern Road"
     assert "**4. The Ferryman** · character · 📌 always on" in embed["description"]
     assert "keys: ferry, boatman, river" in embed["description"]
@@ -210,12 +209,12 @@ async def test_a_refused_card_form_can_be_fixed_without_retyping(env):
     record = await env.fake.slash(env.alice, thread, "card add")
     typed = {"title": "old wenna", "keys": "", "entry": "A second Wenna.", "type": "character"}
     submitted = await env.fake.submit_modal(env.alice, record, typed)
-    message = answer(env, submitted)
+    message = await answer(env, submitted)
     assert message.content == "⚠ This adventure already has a story card called “old wenna”."
     again = await env.fake.press(env.alice, message.id, label="Fix and send again")
     assert form(again) == typed
     fixed = await env.fake.submit_modal(env.alice, again, {"title": "Young Wenna"})
-    assert "“Young Wenna” added" in answer(env, fixed).content
+    assert "“Young Wenna” added" in (await answer(env, fixed)).content
     assert [c.title for c in await cards_here(env, thread)][-1] == "Young Wenna"
 
 
@@ -233,7 +232,7 @@ async def test_card_edit_with_autocomplete(env):
     submitted = await env.fake.submit_modal(
         env.alice, record, {"entry": "Wenna keeps the Brindle inn and a secret about lantern 13."}
     )
-    assert answer(env, submitted).content == (
+    assert (await answer(env, submitted)).content == (
         "Story card “Old Wenna” saved; it applies from the next turn."
     )
     wenna = next(c for c in await cards_here(env, thread) if c.title == "Old Wenna")
@@ -247,7 +246,7 @@ async def test_card_edit_by_typed_title_and_always_on(env):
         env.alice, thread, "card edit", card="marsh-lights", always_on=True
     )
     submitted = await env.fake.submit_modal(env.alice, record, {})
-    assert "saved" in answer(env, submitted).content
+    assert "saved" in (await answer(env, submitted)).content
     lights = next(c for c in await cards_here(env, thread) if c.title == "Marsh-lights")
     assert lights.always_on
 
@@ -259,17 +258,17 @@ async def test_card_remove(env):
     )
     assert [c["name"] for c in choices] == ["The Fallen Milestone"]
     record = await env.fake.slash(env.alice, thread, "card remove", card=choices[0]["value"])
-    assert answer(env, record).content == (
+    assert (await answer(env, record)).content == (
         "Story card “The Fallen Milestone” removed; it applies from the next turn."
     )
     assert "Milestone" not in str([c.title for c in await cards_here(env, thread)])
     missing = await env.fake.slash(env.alice, thread, "card remove", card="The Fallen Milestone")
-    assert answer(env, missing).content == (
+    assert (await answer(env, missing)).content == (
         "⚠ There is no story card called “The Fallen Milestone” in this adventure; "
         "/card list shows them."
     )
     refused = await env.fake.slash(env.bob, thread, "card remove", card="Old Wenna")
-    assert "Only alice" in answer(env, refused).content
+    assert "Only alice" in (await answer(env, refused)).content
     assert len(await cards_here(env, thread)) == 2
 
 
@@ -281,7 +280,7 @@ async def test_a_long_card_list_is_paged(env):
             thread, host, CardDraft(f"Card {n:02}", "k" * 400, "word " * 800)
         )
     record = await env.fake.slash(env.alice, thread, "card list")
-    message = answer(env, record)
+    message = await answer(env, record)
     assert message.embeds[0]["footer"]["text"].startswith("Page 1/2 · 13 cards")
     assert [label for label, _, disabled in message.buttons] == ["◀", "page 1/2", "▶"]
     assert [disabled for _, _, disabled in message.buttons] == [True, True, False]
@@ -301,7 +300,7 @@ async def test_the_card_cap_is_checked_before_the_form_opens(
         thread = await start_thread(env)
         record = await env.fake.slash(env.alice, thread, "card add")
         assert record.modal is None
-        assert answer(env, record).content == (
+        assert (await answer(env, record)).content == (
             "⚠ This adventure already has 3 story cards, the most it can hold. Remove one first."
         )
 
@@ -312,7 +311,7 @@ async def test_the_card_cap_is_checked_before_the_form_opens(
 async def test_adventure_settings_are_shown_with_their_defaults(env):
     thread = await start_thread(env)
     record = await env.fake.slash(env.bob, thread, "adventure settings")  # anyone may look
-    content = answer(env, record).content
+    content = (await answer(env, record)).content
     assert "Context: **4,096** tokens (the default)" in content
     assert "Reply length: at most **300** tokens (the default)" in content
     assert "Temperature: **0.8** (the default)" in content
@@ -321,17 +320,17 @@ async def test_adventure_settings_are_shown_with_their_defaults(env):
 async def test_adventure_settings_are_set_and_validated(env):
     thread = await start_thread(env)
     record = await env.fake.slash(env.alice, thread, "adventure settings", temperature=0.3)
-    content = answer(env, record).content
+    content = (await answer(env, record)).content
     assert content.startswith("Settings updated; they apply from the next turn.")
     assert "Temperature: **0.3** (set for this adventure; default 0.8)" in content
     assert (await adventure_here(env, thread)).temperature == 0.3
 
     record = await env.fake.slash(env.alice, thread, "adventure settings", temperature=5)
-    assert answer(env, record).content == "⚠ temperature must be between 0 and 2; got 5."
+    assert (await answer(env, record)).content == "⚠ temperature must be between 0 and 2; got 5."
     record = await env.fake.slash(
         env.alice, thread, "adventure settings", context_tokens=1024, max_output_tokens=1000
     )
-    assert "at least max_output_tokens (1,000) + 256 = 1,256" in answer(env, record).content
+    assert "at least max_output_tokens (1,000) + 256 = 1,256" in (await answer(env, record)).content
     adventure = await adventure_here(env, thread)
     assert (adventure.temperature, adventure.context_tokens, adventure.max_output_tokens) == (
         0.3,
@@ -340,9 +339,9 @@ async def test_adventure_settings_are_set_and_validated(env):
     )
 
     refused = await env.fake.slash(env.bob, thread, "adventure settings", temperature=1.5)
-    assert "Only alice" in answer(env, refused).content
+    assert "Only alice" in (await answer(env, refused)).content
     record = await env.fake.slash(env.alice, thread, "adventure settings", reset=True)
-    assert "Temperature: **0.8** (the default)" in answer(env, record).content
+    assert "Temperature: **0.8** (the default)" in (await answer(env, record)).content
     assert (await adventure_here(env, thread)).temperature is None
 
 

@@ -229,6 +229,7 @@ async def test_branches_save_points_and_the_tree(env, fake_model):
     fake_model.queue("One.", "Two.", "Another two.")
     await act(env, thread, env.alice, "one")
     saved = await env.fake.slash(env.alice, thread, "savepoint add", name="camp")
+    await env.done()  # answered after the write it defers for
     assert "camp" in answer(env, saved).content
     await act(env, thread, env.alice, "two")
 
@@ -242,6 +243,7 @@ async def test_branches_save_points_and_the_tree(env, fake_model):
     assert "**main**" in content and "▶ **fork 2**" in content
 
     refused = await env.fake.slash(env.alice, thread, "branch delete", name="main")
+    await env.done()  # answered after the write it defers for
     assert "save points on it" in answer(env, refused).content
     refused = await env.fake.slash(env.bob, thread, "branch switch", name="main")
     assert refused.ephemeral and "Only" in answer(env, refused).content

@@ -116,6 +116,7 @@ async def test_the_chip_and_state_commands_in_discord(env, fake_model):
     assert "85" in embed["description"]
 
     refused = await env.fake.slash(env.bob, thread, "state set", path="player.hp", value="50")
+    await env.done()  # answered after the defer that comes before any write
     assert "host" in env.fake.message(refused.original_message_id).content
 
     fixed = await env.fake.slash(env.alice, thread, "state set", path="player.hp", value="500")

@@ -39,10 +39,14 @@ PER_PROCESS: tuple[PerProcess, ...] = (
     ),
     PerProcess(
         "engine.profiles:Profiles",
-        "contact records being written, by user, which a /profile delete waits for",
+        "contact records being written, by user, which a /profile delete waits for; and when "
+        "each person's contact in each place was last recorded, to write it once an hour",
         "A person's interactions reach the process of their server's shard (a DM, shard 0), "
         "where their contact records and their /profile delete are both handled; a record "
-        "written by another process at the same moment is the rare case it does not cover.",
+        "written by another process at the same moment is the rare case it does not cover. "
+        "The times only spare writes: a process that does not know them (another shard's, "
+        "or after a restart) writes the contact once more, which is harmless, and a deletion "
+        "forgets the person's, so their next interaction makes their row again.",
     ),
     PerProcess(
         "engine.queue:AdventureQueue",
