@@ -194,7 +194,7 @@ async def play_everything(env: DiscordEnv, fake_model: FakeModelServer, p: Playe
     opened = await p.slash(alice, thread, "card edit", card="Guard 0")
     await p.submit(alice, opened, {"entry": "Sleeps at his post."})
     listing = await p.slash(alice, thread, "card list")
-    await p.press(alice, p.answer(listing).id, label="Next ›")
+    await p.press(alice, p.answer(listing).id, label="▶")
     await p.autocomplete(alice, thread, "card remove", focused="card", value="nine")
     await p.slash(alice, thread, "card remove", card="Guard nine")
     await p.slash(alice, thread, "adventure settings")
