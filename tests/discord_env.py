@@ -159,14 +159,17 @@ async def env(
 
 
 async def answered(env: DiscordEnv, record: InteractionRecord, *, within: float = 5.0):
-    """The message that answers ``record`` (its response, or the follow-up that replaced a
-    deferred "thinking…"), once it is there: a command that writes defers first and answers
-    after, so its answer comes after ``slash`` returns."""
+    """The message that answers ``record`` once it is there: its response, or the follow-up
+    that replaced a deferred "thinking…" (a refusal after a public defer goes to the player
+    alone that way). A command that writes defers first and answers after, so its answer comes
+    after ``slash`` returns."""
     assert record.failed is None, record.failed
     assert record.original_message_id is not None, "not acknowledged"
     loop = asyncio.get_running_loop()
     deadline = loop.time() + within
     while True:
+        if record.followups:
+            return env.fake.message(record.followups[-1])
         message = env.fake.message(record.original_message_id)
         if not message.flags & FLAG_LOADING or loop.time() > deadline:
             return message

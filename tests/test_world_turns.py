@@ -13,6 +13,7 @@ from engine.providers.resolver import OperatorDefault
 from engine.scenarios.start import start_adventure
 from engine.storage.models import ActionType, Adventure, Scenario, StoryNode
 from engine.turns import TurnEngine
+from tests.discord_env import answered
 from tests.fakes.openai_server import Reply
 
 PROSE = "An arrow grazes your arm. Gwen pulls you behind the wagon, eyes on the camp."
@@ -116,8 +117,9 @@ async def test_the_chip_and_state_commands_in_discord(env, fake_model):
     assert "85" in embed["description"]
 
     refused = await env.fake.slash(env.bob, thread, "state set", path="player.hp", value="50")
-    await env.done()  # answered after the defer that comes before any write
-    assert "host" in env.fake.message(refused.original_message_id).content
+    # Answered after the defer that comes before any write, and to bob alone.
+    answer = await answered(env, refused)
+    assert "host" in answer.content and answer.ephemeral
 
     fixed = await env.fake.slash(env.alice, thread, "state set", path="player.hp", value="500")
     await env.done()
