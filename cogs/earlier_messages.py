@@ -77,24 +77,17 @@ class EarlierMessages:
         self.pacer = pacer
         self.links = links
 
-    async def edit(self, link: MessageLink, **fields: Any) -> Edited:
-        """Edit one message (``fields`` as for ``PartialMessage.edit``)."""
+    def round(self) -> EditRound:
+        """A new round of edits (one head move's, one turn's)."""
+        return EditRound(self)
+
+    async def _edit(self, link: MessageLink, fields: dict[str, Any]) -> Edited:
         await self.pacer.acquire(link.channel_id)
         try:
             await message_at(self.bot, link.channel_id, link.message_id).edit(**fields)
         except discord.HTTPException as error:
             return await self._refused(link, error)
         return Edited.DONE
-
-    async def edit_all(self, links: Iterable[MessageLink], **fields: Any) -> None:
-        """The same edit on each message, in order; a channel that refuses is left alone for
-        the rest of the batch."""
-        refused: set[int] = set()
-        for link in links:
-            if link.channel_id in refused:
-                continue
-            if await self.edit(link, **fields) is Edited.CHANNEL_REFUSED:
-                refused.add(link.channel_id)
 
     async def _refused(self, link: MessageLink, error: discord.HTTPException) -> Edited:
         where = f"message {link.message_id} in {link.channel_id}"
@@ -113,3 +106,26 @@ class EarlierMessages:
             return Edited.CHANNEL_REFUSED
         log.warning("could not edit %s: %s %s", where, error.status, error.text)
         return Edited.FAILED
+
+
+class EditRound:
+    """The edits of one head move or one turn: a channel that refuses one (see the module's
+    notes) is not asked again in this round, so a refusal is met once, not once a message."""
+
+    def __init__(self, messages: EarlierMessages) -> None:
+        self._messages = messages
+        self._refused: set[int] = set()
+
+    async def edit(self, link: MessageLink, **fields: Any) -> Edited:
+        """Edit one message (``fields`` as for ``PartialMessage.edit``)."""
+        if link.channel_id in self._refused:
+            return Edited.CHANNEL_REFUSED
+        edited = await self._messages._edit(link, fields)
+        if edited is Edited.CHANNEL_REFUSED:
+            self._refused.add(link.channel_id)
+        return edited
+
+    async def edit_all(self, links: Iterable[MessageLink], **fields: Any) -> None:
+        """The same edit on each message, in order."""
+        for link in links:
+            await self.edit(link, **fields)

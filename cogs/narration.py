@@ -29,7 +29,7 @@ import discord
 
 from cogs.buttons import retry_button, turn_buttons
 from cogs.context import actor_of, channel_id_of
-from cogs.earlier_messages import EarlierMessages, Edited
+from cogs.earlier_messages import EarlierMessages, Edited, EditRound
 from cogs.replies import ALREADY_ACKNOWLEDGED, reply
 from cogs.streaming import RatePacer, StreamingMessage
 from engine.coordination.requests import RequestReused
@@ -70,7 +70,7 @@ RETRIED_NOTE = "🔁 Retried: the new take is below."
 #: Earlier messages one head move marks or unmarks at most, newest first: an undo of many
 #: turns or a branch switch must not fill a channel's edit window (about 5 per 5 s) for
 #: minutes, nor meet Discord's cap on edits of messages older than an hour (30046).
-EDITS_PER_MOVE = 10
+EDITS_PER_MOVE = 6
 
 
 def turn_suffix(result: TurnResult) -> str:
@@ -230,11 +230,12 @@ class Narrator:
             # The player's action is marked with its turn when undone.
             action = (result.action_node_id, action_message.id)
         await links.shown(channel_id, result.narrator_node_id, ids, action=action)
+        edits = self.earlier.round()
         # The story's end first; the old buttons go after, when nobody waits.
         if before is not None and before.message_id not in ids:
-            await self.earlier.edit(before, view=None)
+            await edits.edit(before, view=None)
         embed = discord.Embed(description=RETRIED_NOTE, colour=UNDONE_COLOUR)
-        await self.earlier.edit_all(
+        await edits.edit_all(
             [link for link in earlier if link.message_id not in ids], embed=embed, view=None
         )
 
@@ -259,7 +260,7 @@ class Narrator:
                 await self.links.shown(channel.id, node_id, ids)
             if before is not None and before.message_id not in ids:
                 # The adventure that ran here before keeps its story, not its buttons.
-                await self.earlier.edit(before, view=None)
+                await self.earlier.round().edit(before, view=None)
         finally:
             self._end()
 
@@ -319,9 +320,7 @@ class Narrator:
             branch=discord.utils.escape_markdown(result.branch),
         )
         if marks.left:
-            line += (
-                f"\n-# {marks.left} earlier messages of the turns it concerns keep their old look."
-            )
+            line += f"\n-# {marks.left} older messages of these turns are left as they were."
         await self._answer(interaction, line)
         channel = interaction.channel
         if isinstance(channel, discord.abc.Messageable):
@@ -365,15 +364,17 @@ class Narrator:
                 can_redo=move.can_redo,
             )
             target = await self.links.newest_narration(move.head_node_id)
-            await self._place_buttons(channel, move, view, target, taken_off=marks.marked)
+            edits = self.earlier.round()
+            await self._place_buttons(edits, channel, move, view, target, taken_off=marks.marked)
             embed = discord.Embed(description=UNDONE_NOTE, colour=UNDONE_COLOUR)
-            await self.earlier.edit_all(marks.marked, embed=embed, view=None)
-            await self.earlier.edit_all(marks.unmarked, embeds=[])
+            await edits.edit_all(marks.marked, embed=embed, view=None)
+            await edits.edit_all(marks.unmarked, embeds=[])
         finally:
             self._end()
 
     async def _place_buttons(
         self,
+        edits: EditRound,
         channel: MessageableChannel,
         move: HeadMove,
         view: discord.ui.View,
@@ -388,7 +389,7 @@ class Narrator:
         it is among ``taken_off``, whose edit takes them off anyway)."""
         before = await self.links.with_buttons(channel.id)
         fields = {"view": view} if content is None else {"view": view, "content": content}
-        if target is not None and await self.earlier.edit(target, **fields) is Edited.DONE:
+        if target is not None and await edits.edit(target, **fields) is Edited.DONE:
             placed = target.message_id
             await self.links.buttons_on(channel.id, placed)
         else:
@@ -405,7 +406,7 @@ class Narrator:
             await self.links.shown(channel.id, move.head_node_id, [sent.id], replace=False)
         off = {link.message_id for link in taken_off}
         if before is not None and before.message_id != placed and before.message_id not in off:
-            await self.earlier.edit(before, view=None)
+            await edits.edit(before, view=None)
 
     async def show_edit(self, channel: MessageableChannel, move: HeadMove) -> None:
         """A corrected turn: its message shows the new text, with the pager."""
@@ -420,7 +421,8 @@ class Narrator:
         target = await self.links.newest_narration(move.head_node_id)
         # A take longer than a message is cut here; it stays whole in the story and Insights.
         content = echo(move.head_text, MESSAGE_MAX) if target is not None else None
-        await self._place_buttons(channel, move, view, target, content=content)
+        edits = self.earlier.round()
+        await self._place_buttons(edits, channel, move, view, target, content=content)
 
     async def show_take(
         self,
