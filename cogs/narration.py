@@ -230,14 +230,15 @@ class Narrator:
             # The player's action is marked with its turn when undone.
             action = (result.action_node_id, action_message.id)
         await links.shown(channel_id, result.narrator_node_id, ids, action=action)
+        retried = [link for link in earlier if link.message_id not in ids]
         edits = self.earlier.round()
-        # The story's end first; the old buttons go after, when nobody waits.
-        if before is not None and before.message_id not in ids:
+        # The story's end first; the old buttons go after, when nobody waits (a retried
+        # take's mark takes them off with it).
+        untouched = {*ids, *(link.message_id for link in retried)}
+        if before is not None and before.message_id not in untouched:
             await edits.edit(before, view=None)
         embed = discord.Embed(description=RETRIED_NOTE, colour=UNDONE_COLOUR)
-        await edits.edit_all(
-            [link for link in earlier if link.message_id not in ids], embed=embed, view=None
-        )
+        await edits.edit_all(retried, embed=embed, view=None)
 
     async def post_opening(
         self,

@@ -11,6 +11,7 @@ import pytest
 from sqlalchemy import event
 
 from bot.standin.faults import DiscordError
+from bot.standin.interactions import StandinFile
 from cogs import narration
 from cogs.earlier_messages import message_at
 from engine.storage.models import StoryMessage
@@ -88,6 +89,26 @@ async def test_after_a_restart_undo_marks_the_turn_and_the_buttons_move(
             assert second.fake.message(one.id).buttons == []
             assert labels(three)[:3] == ["Continue", "Retry", "Undo"]
             assert sum(1 for m in second.fake.messages(thread) if m.buttons) == 1
+
+
+async def test_an_imported_adventures_posted_turn_is_marked_when_undone(env, fake_model):
+    thread = await start_thread(env)
+    fake_model.queue("One.")
+    await act(env, thread, "one")
+    exported = await env.fake.slash(env.alice, thread, "adventure export")
+    await env.done()
+    file = env.fake.message(exported.followups[-1]).attachments[0]
+    await env.fake.slash(
+        env.alice, thread, "adventure import", file=StandinFile(file.filename, file.content)
+    )
+    await env.done()
+    posted = env.fake.last_message(thread)
+    assert posted.content == "One." and posted.buttons
+
+    await env.fake.slash(env.alice, thread, "undo")
+    await env.done()
+    posted = env.fake.message(posted.id)
+    assert undone(posted) and posted.buttons == []
 
 
 async def test_edits_of_old_messages_past_discords_cap_are_given_up_quietly(env, fake_model):
