@@ -215,6 +215,10 @@ class MessageRoutes:
         msg = self._visible_message(request)
         if isinstance(msg, web.Response):
             return msg
+        # "The fields content, embeds, flags and components can be edited by the original
+        # message author" (discord-api-docs, Message, "Edit Message"). An interaction's
+        # response is the bot user's message, so this route edits it too, with no token and no
+        # 15-minute limit; an ephemeral one is unknown here (10008, ``_visible_message``).
         if msg.author_id != self.world.bot_user.id:
             return error_response(403, 50005, "Cannot edit a message authored by another user")
         payload, files = await read_body(request)
