@@ -15,9 +15,10 @@ Every edit waits for the channel's slot in the ``RatePacer``, and a refusal is f
 it concerns: nothing here retries in a loop, and nothing is an error in the log.
 
 * 10008 Unknown Message: the message was deleted; its link is forgotten.
-* 30046 (too many edits to messages older than an hour), 50083 (an archived thread), a 403
-  (the bot may no longer see or post there) and 10003 (the channel is gone): every other edit
-  of this batch in that channel would be refused as well, so the batch stops there.
+* 30046 (too many edits of messages older than an hour), 50083 (an archived thread), a
+  403 (the bot may no longer see or post there) and 10003 (the channel is gone): every other
+  edit of this round in that channel would be refused as well, so the round stops there. After
+  30046 a new message is still taken (the buttons go on one); after the others, nothing is.
 """
 
 from __future__ import annotations
@@ -55,7 +56,11 @@ class Edited(Enum):
     DONE = "done"
     #: The message is gone; its link was forgotten.
     GONE = "gone"
-    #: Refused for the whole channel (old messages, archived, no access): stop editing there.
+    #: Discord takes no more edits of old messages there for now (30046); a new message would
+    #: still be taken. No more edits there this round.
+    TOO_OLD = "too old"
+    #: The channel refuses the bot (archived and locked, no access, gone): nothing more there
+    #: this round, a new message included.
     CHANNEL_REFUSED = "channel refused"
     #: This edit failed (a server error past discord.py's own retries); the next may land.
     FAILED = "failed"
@@ -97,7 +102,7 @@ class EarlierMessages:
             return Edited.GONE
         if error.code == OLD_MESSAGE_EDITS:
             log.info("Discord refuses more edits of old messages for now (%s)", where)
-            return Edited.CHANNEL_REFUSED
+            return Edited.TOO_OLD
         if error.code in (ARCHIVED_THREAD, UNKNOWN_CHANNEL):
             log.info("cannot edit %s: %s %s", where, error.status, error.text)
             return Edited.CHANNEL_REFUSED
@@ -114,15 +119,16 @@ class EditRound:
 
     def __init__(self, messages: EarlierMessages) -> None:
         self._messages = messages
-        self._refused: set[int] = set()
+        self._refused: dict[int, Edited] = {}
 
     async def edit(self, link: MessageLink, **fields: Any) -> Edited:
         """Edit one message (``fields`` as for ``PartialMessage.edit``)."""
-        if link.channel_id in self._refused:
-            return Edited.CHANNEL_REFUSED
+        refused = self._refused.get(link.channel_id)
+        if refused is not None:
+            return refused
         edited = await self._messages._edit(link, fields)
-        if edited is Edited.CHANNEL_REFUSED:
-            self._refused.add(link.channel_id)
+        if edited in (Edited.TOO_OLD, Edited.CHANNEL_REFUSED):
+            self._refused[link.channel_id] = edited
         return edited
 
     async def edit_all(self, links: Iterable[MessageLink], **fields: Any) -> None:

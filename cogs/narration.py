@@ -390,9 +390,12 @@ class Narrator:
         it is among ``taken_off``, whose edit takes them off anyway)."""
         before = await self.links.with_buttons(channel.id)
         fields = {"view": view} if content is None else {"view": view, "content": content}
-        if target is not None and await edits.edit(target, **fields) is Edited.DONE:
+        edited = await edits.edit(target, **fields) if target is not None else None
+        if target is not None and edited is Edited.DONE:
             placed = target.message_id
             await self.links.buttons_on(channel.id, placed)
+        elif edited is Edited.CHANNEL_REFUSED:
+            return  # a new message would be refused as well
         else:
             try:
                 await self.pacer.acquire(channel.id)
