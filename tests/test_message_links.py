@@ -10,7 +10,7 @@ import discord
 import pytest
 from sqlalchemy import event
 
-from bot.standin.faults import DiscordError
+from bot.standin.faults import MISSING_PERMISSIONS, DiscordError
 from bot.standin.interactions import StandinFile
 from cogs import narration
 from cogs.earlier_messages import message_at
@@ -131,6 +131,23 @@ async def test_edits_of_old_messages_past_discords_cap_are_given_up_quietly(env,
     newest = env.fake.last_message(thread)
     assert "The story now stands here" in newest.content and "Redo" in labels(newest)
     assert not undone(env.fake.message(two.id)) and not undone(env.fake.message(two_action.id))
+
+
+async def test_a_channel_that_refuses_the_bot_is_asked_once_a_move(env, fake_model):
+    thread = await start_thread(env)
+    fake_model.queue("One.", "Two.")
+    await act(env, thread, "one")
+    await act(env, thread, "two")
+    count = len(env.fake.messages(thread))
+    # The bot lost the right to edit there (403, 50013): a warning, not an error, and no
+    # request more than the first of the move.
+    env.expect(MISSING_PERMISSIONS.code)
+    env.fake.faults.fail_edits(MISSING_PERMISSIONS, times=None, channel_id=thread)
+
+    await env.fake.slash(env.alice, thread, "undo")
+    await env.done()
+    assert len([r for r in env.fake.refused if r.code == MISSING_PERMISSIONS.code]) == 1
+    assert len(env.fake.messages(thread)) == count + 1  # the answer; no line with buttons
 
 
 async def test_a_message_deleted_in_discord_is_forgotten(env, fake_model):
