@@ -310,6 +310,8 @@ class TakeButton(
             ),
             seen_version=self.version,
             drawn_for=self.adventure_id,
+            node_id=self.node_id,
+            take=self.take,
         )
 
 

@@ -267,7 +267,9 @@ class Narrator:
 
     # --- head moves -------------------------------------------------------------------------
 
-    async def _acknowledged(self, interaction: discord.Interaction, kind: str, **drawn) -> bool:
+    async def _acknowledged(
+        self, interaction: discord.Interaction, kind: str, **drawn: int | None
+    ) -> bool:
         """Check (reading only) whether the move may go ahead, refusing privately if not, then
         acknowledge the interaction: all before the move writes anything, so that Discord's
         3 seconds are never spent on the database. A command shows "thinking…" publicly and
@@ -435,10 +437,13 @@ class Narrator:
         *,
         seen_version: int,
         drawn_for: int,
+        node_id: int,
+        take: int,
     ) -> None:
         """The take pager: the chosen take replaces the text of the pressed message, in place.
         The press is acknowledged (a deferred update) before the take is made live."""
-        drawn = {"seen_version": seen_version, "drawn_for": drawn_for}
+        drawn = {"seen_version": seen_version, "drawn_for": drawn_for, "node_id": node_id}
+        drawn["take"] = take
         if not await self._acknowledged(interaction, "take", **drawn):
             return
         try:

@@ -101,12 +101,15 @@ class StoryTree(BranchesAndSavePoints):
         *,
         seen_version: int | None = None,
         drawn_for: int | None = None,
+        node_id: int | None = None,
+        take: int | None = None,
     ) -> None:
-        """Whether a head move of ``kind`` ("undo", "redo", "take": a turn's own moves;
-        "shape": a branch switch, a save point restored) may go ahead here; raises the reason
-        if not. Reads only: asked before the interaction is acknowledged, so that the usual
-        refusals (not yours, nothing to undo, a stale button) are told to the player alone.
-        The move itself checks everything again in the transaction that writes it."""
+        """Whether a head move of ``kind`` ("undo", "redo", "take": a turn's own moves, a take
+        naming its turn ``node_id`` and its number ``take``; "shape": a branch switch, a save
+        point restored) may go ahead here; raises the reason if not. Reads only: asked before
+        the interaction is acknowledged, so that the usual refusals (not yours, nothing to
+        undo, a stale button) are told to the player alone. The move itself checks everything
+        again in the transaction that writes it."""
         async with self.db.session() as session:
             adventure = await self._adventure(session, channel_id, seen_version, drawn_for)
             if kind == "shape":
@@ -115,6 +118,12 @@ class StoryTree(BranchesAndSavePoints):
             head = await self._head(session, adventure)
             if kind == "undo" and head.parent_id is None:
                 raise InvalidInput(NOTHING_TO_UNDO)
+            if kind == "take" and node_id != head.id:
+                raise StoryMovedOn(MOVED_ON)
+            if kind == "take" and take is not None and not 1 <= take <= head.take_count:
+                raise InvalidInput(
+                    f"This turn has {head.take_count} take(s); there is no take {take}."
+                )
             if kind in ("undo", "take"):
                 await check_may_rewrite(session, adventure, head, actor)
 
