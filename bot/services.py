@@ -18,6 +18,7 @@ from engine.leases import TurnLeases
 from engine.memory.bank import MemoryBank
 from engine.memory.retrieval import MemoryRetriever
 from engine.memory.writer import MemoryWriter
+from engine.message_links import MessageLinks
 from engine.play import PlayService
 from engine.profiles import Profiles
 from engine.providers.base import ChatProvider, GenerationParams, ReplyLimits
@@ -69,6 +70,8 @@ class Services:
     profiles: Profiles
     # story and library family (cogs: tree, buttons, play, scenarios, scripts, adventure_files)
     scripts: ScriptService
+    #: Which Discord messages show which story node (cogs: narration).
+    message_links: MessageLinks
     #: Who this process is in lease rows; held (its lock in the data folder) until closing.
     instance: Instance
 
@@ -220,5 +223,6 @@ async def build_services(settings: Settings) -> Services:
             max_cards=settings.max_story_cards,
             max_chars=settings.max_script_chars,
         ),
+        message_links=MessageLinks(db),
         instance=instance,
     )

@@ -105,7 +105,11 @@ async def import_adventure(
         content = f"{header} is restored ({size}); it goes on from where it was."
     await interaction.edit_original_response(content=fit_text(content))
     await bot.narrator.post_opening(
-        target, restored.head_text, restored.adventure_id, restored.version
+        target,
+        restored.head_text,
+        restored.adventure_id,
+        restored.version,
+        node_id=restored.head_node_id,
     )
 
 

@@ -231,13 +231,16 @@ class UndoButton(
         bot = bot_of(interaction)
         await bot.narrator.head_move(
             interaction,
-            bot.services.tree.undo(
+            "undo",
+            lambda: bot.services.tree.undo(
                 actor_of(interaction),
                 channel_id_of(interaction),
                 seen_version=self.version,
                 drawn_for=self.adventure_id,
             ),
             "↩️ *{who} undid the last turn.*",
+            seen_version=self.version,
+            drawn_for=self.adventure_id,
         )
 
 
@@ -254,13 +257,16 @@ class RedoButton(
         bot = bot_of(interaction)
         await bot.narrator.head_move(
             interaction,
-            bot.services.tree.redo(
+            "redo",
+            lambda: bot.services.tree.redo(
                 actor_of(interaction),
                 channel_id_of(interaction),
                 seen_version=self.version,
                 drawn_for=self.adventure_id,
             ),
             "↪️ *{who} brought the turn back.*",
+            seen_version=self.version,
+            drawn_for=self.adventure_id,
         )
 
 
@@ -304,7 +310,7 @@ class TakeButton(
         bot = bot_of(interaction)
         await bot.narrator.show_take(
             interaction,
-            bot.services.tree.choose_take(
+            lambda: bot.services.tree.choose_take(
                 actor_of(interaction),
                 channel_id_of(interaction),
                 self.node_id,
@@ -312,7 +318,46 @@ class TakeButton(
                 seen_version=self.version,
                 drawn_for=self.adventure_id,
             ),
+            seen_version=self.version,
+            drawn_for=self.adventure_id,
+            node_id=self.node_id,
+            take=self.take,
         )
+
+
+class TakeCounter(
+    discord.ui.DynamicItem[discord.ui.Button],
+    template=r"cf:takes:(?P<node>\d+):(?P<version>\d+)",
+):
+    """The pager's ``n/m``: a disabled button that only shows which take is live.
+
+    A ``DynamicItem`` although nobody can press it: discord.py keeps every other item of a
+    view sent without a timeout in its view store for as long as the process lives (the view,
+    by message, for dispatch), one per turn shown; items matched by template leave nothing
+    behind."""
+
+    def __init__(self, node_id: int, version: int, take: int, takes: int) -> None:
+        button = _button(
+            f"{take}/{takes}",
+            None,
+            f"cf:takes:{node_id}:{version}",
+            discord.ButtonStyle.secondary,
+            row=1,
+        )
+        button.disabled = True
+        super().__init__(button)
+
+    @classmethod
+    async def from_custom_id(
+        cls, interaction: discord.Interaction, item: discord.ui.Item[Any], match: re.Match[str]
+    ) -> TakeCounter:
+        label = getattr(item, "label", None) or "1/1"
+        take, _, takes = label.partition("/")
+        return cls(_number(match["node"]), _number(match["version"]), _number(take), _number(takes))
+
+    async def callback(self, interaction: discord.Interaction) -> None:
+        # Disabled in every message; only a forged press gets here.
+        await reply(interaction, "That only counts the takes; ‹ and › page them.")
 
 
 def turn_buttons(
@@ -327,7 +372,8 @@ def turn_buttons(
 ) -> discord.ui.View:
     """The newest turn's buttons. Under a narrator turn (``node_id``): Retry, Undo and 🔍
     Insights too, and the take pager ‹ n/m › once it has more than one take. Every story
-    button carries ``version``: pressed under an older turn, or twice, it changes nothing."""
+    button carries ``version``: pressed under an older turn, or twice, it changes nothing.
+    Dynamic items only, so that sending the view stores nothing in discord.py's view store."""
     view = discord.ui.View(timeout=None)
     view.add_item(ContinueButton(adventure_id, version))
     if node_id is not None:
@@ -340,15 +386,7 @@ def turn_buttons(
         view.add_item(InsightsButton(node_id))
     if node_id is not None and takes > 1:
         view.add_item(TakeButton(adventure_id, version, node_id, take - 1, "p", disabled=take <= 1))
-        view.add_item(
-            discord.ui.Button(
-                label=f"{take}/{takes}",
-                style=discord.ButtonStyle.secondary,
-                custom_id=f"cf:takes:{node_id}:{version}",
-                disabled=True,
-                row=1,
-            )
-        )
+        view.add_item(TakeCounter(node_id, version, take, takes))
         view.add_item(
             TakeButton(adventure_id, version, node_id, take + 1, "n", disabled=take >= takes)
         )
@@ -370,4 +408,5 @@ DYNAMIC_ITEMS = (
     RedoButton,
     TakeButton,
     ListPageButton,
+    TakeCounter,
 )

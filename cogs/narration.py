@@ -6,19 +6,27 @@ streams into ordinary channel messages owned by the bot, so a long turn never ou
 15-minute interaction token. The newest narration carries the turn's buttons; the one before
 loses them.
 
-Head moves (undo, redo, a branch switch, a chosen take) change which messages tell the story:
-the narrator remembers, in this process, which messages show which turn, marks the ones taken
-out of the story as undone (an embed under the text, so the text itself is never cut), clears
-the mark when they come back, and moves the buttons to the turn the story now stands on.
+Head moves (undo, redo, a branch switch, a save point, a chosen take) change which messages
+tell the story. Which messages show which turn, and which carries the buttons, is kept in the
+database (``engine.message_links``: written once when a turn's messages are final), so any
+process, and the bot after a restart, marks the messages taken out of the story as undone (an
+embed under the text, so the text itself is never cut), clears the mark when they come back,
+and moves the buttons to the turn the story now stands on. Those messages may be hours old:
+they are edited by id, paced, and given up on gracefully (``cogs.earlier_messages``). A head
+move is acknowledged before it writes, and one move marks at most ``EDITS_PER_MOVE`` messages,
+saying so when more were concerned.
+
+Where Discord refuses the bot the channel (403), the narration stays as it stands, nothing more
+is asked there for that turn or move, and the player is told once, privately.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections import OrderedDict
-from collections.abc import AsyncGenerator, Awaitable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from contextlib import aclosing
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import discord
@@ -26,14 +34,15 @@ import discord
 from cogs.bot_permissions import (
     STORY_MOVED,
     TURN_SAVED,
-    is_final_refusal,
     kind_of_place,
     permissions_now,
     refusal_note,
 )
 from cogs.buttons import retry_button, turn_buttons
 from cogs.content import CONTENT_MAX, fit_text, text_pages
-from cogs.replies import reply
+from cogs.context import actor_of, channel_id_of
+from cogs.earlier_messages import EarlierMessages, Edited, EditRound
+from cogs.replies import ALREADY_ACKNOWLEDGED, reply
 from cogs.streaming import RatePacer, StreamingMessage
 from engine.coordination.requests import RequestReused
 from engine.errors import CampfireError, NotAllowed, NotFound, PlayerDeleted, StoryMovedOn
@@ -47,6 +56,7 @@ from engine.events import (
     TurnFailed,
     TurnInterrupted,
 )
+from engine.message_links import NARRATION, MessageLink, MessageLinks
 from engine.queue import QueueFull
 from engine.sanitise import QUOTE_MAX, echo
 from engine.story_tree import HeadMove
@@ -70,10 +80,14 @@ SCRIPT_MESSAGE_MAX = 1500
 
 #: Discord's codes for an interaction whose token can no longer be used.
 INTERACTION_GONE = {10015, 50027}  # unknown webhook, invalid webhook token
-#: How many turns' messages are remembered (per process) for marking undone turns.
-REMEMBERED_TURNS = 500
 MESSAGE_MAX = 2000
 UNDONE_COLOUR = discord.Colour.dark_grey()
+UNDONE_NOTE = "↩️ Undone. /redo (or ↪️ Redo) brings it back."
+RETRIED_NOTE = "🔁 Retried: the new take is below."
+#: Earlier messages one head move marks or unmarks at most, newest first: an undo of many
+#: turns or a branch switch must not fill a channel's edit window (about 5 per 5 s) for
+#: minutes, nor meet Discord's cap on edits of messages older than an hour (30046).
+EDITS_PER_MOVE = 6
 
 
 def turn_suffix(result: TurnResult) -> str:
@@ -93,18 +107,29 @@ def _private(shown: list[tuple[discord.Message, str]]) -> bool:
     return bool(shown) and shown[0][0].flags.ephemeral
 
 
+@dataclass(frozen=True, slots=True)
+class _Marks:
+    """What a head move changes the look of: messages to mark undone and to unmark (newest
+    first, within ``EDITS_PER_MOVE``), and how many more it concerned."""
+
+    marked: list[MessageLink]
+    unmarked: list[MessageLink]
+    left: int
+
+
 class Narrator:
     def __init__(self, bot: CampfireBot, pacer: RatePacer) -> None:
         self.bot = bot
         self.pacer = pacer
-        # The message under which each channel's buttons currently sit.
-        self._with_buttons: dict[int, discord.Message] = {}
-        # Which messages show which story node, newest last (this process only).
-        self._shown: OrderedDict[int, list[discord.Message]] = OrderedDict()
         # Turns being shown right now; the console waits for none before reading on.
         self._showing = 0
         self._idle = asyncio.Event()
         self._idle.set()
+        self.earlier = EarlierMessages(bot, pacer, bot.services.message_links)
+
+    @property
+    def links(self) -> MessageLinks:
+        return self.bot.services.message_links
 
     async def wait_idle(self) -> None:
         """Until no turn is being shown (every narration has had its final edit)."""
@@ -183,33 +208,21 @@ class Narrator:
                     messages = await stream.finish(
                         result.text, view=view, suffix=turn_suffix(result) or None
                     )
-                    refused = stream.refused
-                    try:
-                        if refused is None:
-                            # The story's end first; the old buttons go after, when nobody
-                            # waits.
-                            await self._drop_buttons(channel)
-                        if messages:
-                            self._with_buttons[channel.id] = messages[-1]
-                        if refused is None and (
-                            result.take > 1 or result.replaced_node_id is not None
-                        ):
-                            # A retry: the earlier take's messages say where the story went.
-                            earlier = result.replaced_node_id or result.narrator_node_id
-                            await self._mark(
-                                channel, [earlier], "🔁 Retried: the new take is below."
-                            )
-                    except discord.HTTPException as error:
-                        refused = error  # only final refusals get here
+                    # The player's action is marked with its turn when undone (not a retry's
+                    # line, nor one only its player sees: unknown to an edit by id, 10008).
+                    action = (
+                        [m.id for m, _ in action_shown if not m.flags.ephemeral]
+                        if not retrying
+                        else []
+                    )
+                    refused = await self._turn_shown(
+                        channel.id, result, messages, action, refused=stream.refused
+                    )
                     if refused is not None:
                         # Discord refuses the bot this channel now: nothing more is asked of
                         # it there, and the player hears it once, through the interaction's
                         # token, which needs no permission in the channel.
                         await reply(interaction, self._refusal_note(interaction, refused))
-                    self._remember(result.narrator_node_id, messages)
-                    if result.action_node_id is not None and not retrying:
-                        # The player's action is marked with its turn when undone.
-                        self._remember(result.action_node_id, [m for m, _ in action_shown])
                 elif isinstance(event, AlreadyHandled):
                     # A repeat delivery of this interaction: the first one answers it.
                     log.info("interaction %s: already %s", interaction.id, event.status)
@@ -235,6 +248,44 @@ class Narrator:
                         continue
                     await self._show_failure(interaction, action_shown, note, view)
 
+    async def _turn_shown(
+        self,
+        channel_id: int,
+        result: TurnResult,
+        messages: Sequence[discord.Message],
+        action_ids: Sequence[int],
+        *,
+        refused: discord.HTTPException | None = None,
+    ) -> discord.HTTPException | None:
+        """A turn's messages are final: record them (one small write), take the buttons off
+        the message that had them, and mark an earlier take's messages as retried; unless
+        Discord refused the bot the channel while it streamed (``refused``): then nothing more
+        is asked there. Returns the refusal met, if any."""
+        links = self.links
+        before = await links.with_buttons(channel_id)
+        earlier: list[MessageLink] = []
+        if result.take > 1 or result.replaced_node_id is not None:
+            # A retry: the earlier take's messages say where the story went.
+            replaced = result.replaced_node_id or result.narrator_node_id
+            earlier = [link for link in await links.of_nodes([replaced]) if link.kind == NARRATION]
+        ids = [message.id for message in messages]
+        action = None
+        if result.action_node_id is not None and action_ids:
+            action = (result.action_node_id, action_ids)
+        await links.shown(channel_id, result.narrator_node_id, ids, action=action)
+        if refused is not None:
+            return refused
+        retried = [link for link in earlier if link.message_id not in ids]
+        edits = self.earlier.round()
+        # The story's end first; the old buttons go after, when nobody waits (a retried
+        # take's mark takes them off with it).
+        untouched = {*ids, *(link.message_id for link in retried)}
+        if before is not None and before.message_id not in untouched:
+            await edits.edit(before, view=None)
+        embed = discord.Embed(description=RETRIED_NOTE, colour=UNDONE_COLOUR)
+        await edits.edit_all(retried, embed=embed, view=None)
+        return edits.refusal
+
     async def post_opening(
         self,
         channel: MessageableChannel,
@@ -250,47 +301,111 @@ class Narrator:
             messages = await stream.finish(
                 opening or "*The story begins.*", view=turn_buttons(adventure_id, version)
             )
+            before = await self.links.with_buttons(channel.id)
+            ids = [message.id for message in messages]
+            if node_id is not None:
+                await self.links.shown(channel.id, node_id, ids)
+            if before is not None and before.message_id not in ids:
+                # The adventure that ran here before keeps its story, not its buttons.
+                await self.earlier.round().edit(before, view=None)
         finally:
             self._end()
-        if messages:
-            self._with_buttons[messages[-1].channel.id] = messages[-1]
-            if node_id is not None:
-                self._remember(node_id, messages)
 
     # --- head moves -------------------------------------------------------------------------
 
-    async def head_move(
-        self, interaction: discord.Interaction, move: Awaitable[HeadMove], note: str
-    ) -> None:
-        """Run a head move and show it: a public line saying who did what, undone turns
-        marked, returning ones unmarked, the buttons on the turn the story now stands on.
-        A refused move (stale button, no permission) is answered to the presser alone."""
+    async def _acknowledged(
+        self, interaction: discord.Interaction, kind: str, **drawn: int | None
+    ) -> bool:
+        """Check (reading only) whether the move may go ahead, refusing privately if not, then
+        acknowledge the interaction: all before the move writes anything, so that Discord's
+        3 seconds are never spent on the database. A command shows "thinking…" publicly and
+        its answer replaces it; a button's press is acknowledged silently (a deferred update)
+        and its answer is a follow-up. False: nothing more to do."""
         try:
-            result = await move
+            await self.bot.services.tree.check_head_move(
+                actor_of(interaction), channel_id_of(interaction), kind, **drawn
+            )
+        except CampfireError as error:
+            await reply(interaction, f"⚠ {error.message}")
+            return False
+        try:
+            if interaction.type is discord.InteractionType.component:
+                await interaction.response.defer()
+            else:
+                await interaction.response.defer(thinking=True)
+        except discord.HTTPException as error:
+            if error.code != ALREADY_ACKNOWLEDGED:
+                raise
+            # A repeat delivery (a gateway replay, another process): the first one moves.
+            log.info("interaction %s arrived again; the first delivery moves", interaction.id)
+            return False
+        return True
+
+    async def head_move(
+        self,
+        interaction: discord.Interaction,
+        kind: str,
+        move: Callable[[], Awaitable[HeadMove]],
+        note: str,
+        *,
+        seen_version: int | None = None,
+        drawn_for: int | None = None,
+    ) -> None:
+        """Run a head move of ``kind`` (see ``StoryTree.check_head_move``) and show it: a
+        public line saying who did what, undone turns marked, returning ones unmarked, the
+        buttons on the turn the story now stands on. A refused move (stale button, no
+        permission) is answered to the presser alone."""
+        drawn = {"seen_version": seen_version, "drawn_for": drawn_for}
+        if not await self._acknowledged(interaction, kind, **drawn):
+            return
+        try:
+            result = await move()
         except CampfireError as error:
             await reply(interaction, f"⚠ {error.message}")
             return
-        await interaction.response.send_message(
-            note.format(
-                who=discord.utils.escape_markdown(interaction.user.display_name),
-                branch=discord.utils.escape_markdown(result.branch),
-            )
+        marks = await self._marks(result)
+        line = note.format(
+            who=discord.utils.escape_markdown(interaction.user.display_name),
+            branch=discord.utils.escape_markdown(result.branch),
         )
+        if marks.left:
+            line += f"\n-# {marks.left} older messages of these turns are left as they were."
+        await self._answer(interaction, line)
         channel = interaction.channel
         if isinstance(channel, discord.abc.Messageable):
-            refused = await self.show_head(channel, result)
+            refused = await self.show_head(channel, result, marks)
             if refused is not None:
                 await reply(interaction, self._refusal_note(interaction, refused, STORY_MOVED))
 
+    async def _answer(self, interaction: discord.Interaction, content: str) -> None:
+        """The public answer to an acknowledged head move."""
+        try:
+            if interaction.response.type is discord.InteractionResponseType.deferred_message_update:
+                await interaction.followup.send(content)
+            else:
+                await interaction.edit_original_response(content=content)
+        except discord.HTTPException:
+            log.warning("could not answer interaction %s", interaction.id, exc_info=True)
+
+    async def _marks(self, move: HeadMove) -> _Marks:
+        """The messages a head move changes the look of, newest first, within the cap."""
+        removed = await self.links.of_nodes(move.removed)
+        restored = await self.links.of_nodes(move.restored)
+        marked = removed[:EDITS_PER_MOVE]
+        unmarked = restored[: EDITS_PER_MOVE - len(marked)]
+        left = len(removed) + len(restored) - len(marked) - len(unmarked)
+        return _Marks(marked, unmarked, left)
+
     async def show_head(
-        self, channel: MessageableChannel, move: HeadMove
+        self, channel: MessageableChannel, move: HeadMove, marks: _Marks | None = None
     ) -> discord.HTTPException | None:
-        """Mark, unmark and move the buttons; returns Discord's refusal if it refused the bot
-        this channel (after which nothing more is asked there)."""
+        """The buttons go to the turn the story stands on; the turns that left the line are
+        marked, those that came back unmarked. Returns Discord's refusal if it refused the bot
+        this channel (after which nothing more was asked there)."""
         self._begin()
         try:
-            await self._mark(channel, move.removed, "↩️ Undone. /redo (or ↪️ Redo) brings it back.")
-            await self._unmark(move.restored)
+            if marks is None:
+                marks = await self._marks(move)
             view = turn_buttons(
                 move.adventure_id,
                 move.version,
@@ -300,37 +415,58 @@ class Narrator:
                 can_undo=move.head_index > 0,
                 can_redo=move.can_redo,
             )
-            await self._drop_buttons(channel)
-            shown = self._shown.get(move.head_node_id)
-            target = shown[-1] if shown else None
-            try:
-                await self.pacer.acquire(channel.id)
-                if target is not None:
-                    await target.edit(view=view)
-                else:
-                    # A turn this process never showed: say where the story stands.
-                    target = await channel.send(
-                        f"-# The story now stands here:\n{echo(move.head_text, MESSAGE_MAX - 40)}",
-                        view=view,
-                    )
-                self._with_buttons[channel.id] = target
-            except discord.HTTPException as error:
-                if is_final_refusal(error):
-                    raise
-                log.warning("could not place the buttons in %s", channel.id, exc_info=True)
-        except discord.HTTPException as error:  # a final refusal: stop at the first
-            log.warning("head move in %s not shown: %s", channel.id, error)
-            return error
+            target = await self.links.newest_narration(move.head_node_id)
+            edits = self.earlier.round()
+            await self._place_buttons(edits, channel, move, view, target, taken_off=marks.marked)
+            embed = discord.Embed(description=UNDONE_NOTE, colour=UNDONE_COLOUR)
+            await edits.edit_all(marks.marked, embed=embed, view=None)
+            await edits.edit_all(marks.unmarked, embeds=[])
+            return edits.refusal
         finally:
             self._end()
-        return None
+
+    async def _place_buttons(
+        self,
+        edits: EditRound,
+        channel: MessageableChannel,
+        move: HeadMove,
+        view: discord.ui.View,
+        target: MessageLink | None,
+        *,
+        content: str | None = None,
+        taken_off: Sequence[MessageLink] = (),
+    ) -> None:
+        """Put ``view`` on the head's newest message (with ``content``, a corrected text),
+        or, where that message is unknown or cannot be edited any more, on a new line saying
+        where the story stands; then take the buttons off the message that had them (unless
+        it is among ``taken_off``, whose edit takes them off anyway)."""
+        before = await self.links.with_buttons(channel.id)
+        fields = {"view": view} if content is None else {"view": view, "content": content}
+        edited = await edits.edit(target, **fields) if target is not None else None
+        if target is not None and edited is Edited.DONE:
+            placed = target.message_id
+            await self.links.buttons_on(channel.id, placed)
+        elif edited is Edited.CHANNEL_REFUSED:
+            return  # a new message would be refused as well
+        else:
+            try:
+                await self.pacer.acquire(channel.id)
+                text = echo(content or move.head_text, MESSAGE_MAX - 40)
+                sent = await channel.send(f"-# The story now stands here:\n{text}", view=view)
+            except discord.HTTPException as error:
+                edits.refused_by(error)
+                log.warning(
+                    "could not place the buttons in %s: %s %s", channel.id, error.status, error.text
+                )
+                return
+            placed = sent.id
+            await self.links.shown(channel.id, move.head_node_id, [sent.id], replace=False)
+        off = {link.message_id for link in taken_off}
+        if before is not None and before.message_id != placed and before.message_id not in off:
+            await edits.edit(before, view=None)
 
     async def show_edit(self, channel: MessageableChannel, move: HeadMove) -> None:
         """A corrected turn: its message shows the new text, with the pager."""
-        shown = self._shown.get(move.head_node_id)
-        if not shown:
-            await self.show_head(channel, move)
-            return
         view = turn_buttons(
             move.adventure_id,
             move.version,
@@ -339,20 +475,30 @@ class Narrator:
             takes=move.take_count,
             can_redo=move.can_redo,
         )
-        try:
-            await self._drop_buttons(channel)
-            await self.pacer.acquire(channel.id)
-            # A take longer than a message is cut here; it stays whole in the story and Insights.
-            await shown[-1].edit(content=echo(move.head_text, MESSAGE_MAX), view=view)
-            self._with_buttons[channel.id] = shown[-1]
-        except discord.HTTPException:
-            # A final refusal included: one request refused, none after it.
-            log.warning("could not show the edit in %s", channel.id, exc_info=True)
+        target = await self.links.newest_narration(move.head_node_id)
+        # A take longer than a message is cut here; it stays whole in the story and Insights.
+        content = echo(move.head_text, MESSAGE_MAX) if target is not None else None
+        edits = self.earlier.round()
+        await self._place_buttons(edits, channel, move, view, target, content=content)
 
-    async def show_take(self, interaction: discord.Interaction, move: Awaitable[HeadMove]) -> None:
-        """The take pager: the chosen take replaces the text of the pressed message, in place."""
+    async def show_take(
+        self,
+        interaction: discord.Interaction,
+        move: Callable[[], Awaitable[HeadMove]],
+        *,
+        seen_version: int,
+        drawn_for: int,
+        node_id: int,
+        take: int,
+    ) -> None:
+        """The take pager: the chosen take replaces the text of the pressed message, in place.
+        The press is acknowledged (a deferred update) before the take is made live."""
+        drawn = {"seen_version": seen_version, "drawn_for": drawn_for, "node_id": node_id}
+        drawn["take"] = take
+        if not await self._acknowledged(interaction, "take", **drawn):
+            return
         try:
-            result = await move
+            result = await move()
         except CampfireError as error:
             await reply(interaction, f"⚠ {error.message}")
             return
@@ -364,44 +510,18 @@ class Narrator:
             takes=result.take_count,
             can_redo=result.can_redo,
         )
-        await interaction.response.edit_message(
-            content=echo(result.head_text, MESSAGE_MAX), view=view
-        )
-        if interaction.message is not None and interaction.channel_id is not None:
-            self._with_buttons[interaction.channel_id] = interaction.message
-            self._remember(result.head_node_id, [interaction.message])
-
-    def _remember(self, node_id: int, messages: list[discord.Message]) -> None:
-        if not messages:
+        try:
+            # Seconds after the press: its token is fresh, and the original is that message.
+            await interaction.edit_original_response(
+                content=echo(result.head_text, MESSAGE_MAX), view=view
+            )
+        except discord.HTTPException as error:
+            log.warning("could not show the take in %s: %s", interaction.channel_id, error)
             return
-        self._shown[node_id] = list(messages)
-        self._shown.move_to_end(node_id)
-        while len(self._shown) > REMEMBERED_TURNS:
-            self._shown.popitem(last=False)
-
-    async def _mark(self, channel: MessageableChannel, nodes, note: str) -> None:
-        for node_id in nodes:
-            for message in self._shown.get(node_id, []):
-                try:
-                    await self.pacer.acquire(channel.id)
-                    await message.edit(
-                        embed=discord.Embed(description=note, colour=UNDONE_COLOUR), view=None
-                    )
-                except discord.HTTPException as error:
-                    if is_final_refusal(error):
-                        raise
-                    log.debug("could not mark message %s", message.id, exc_info=True)
-
-    async def _unmark(self, nodes) -> None:
-        for node_id in nodes:
-            for message in self._shown.get(node_id, []):
-                try:
-                    await self.pacer.acquire(message.channel.id)
-                    await message.edit(embeds=[])
-                except discord.HTTPException as error:
-                    if is_final_refusal(error):
-                        raise
-                    log.debug("could not unmark message %s", message.id, exc_info=True)
+        if interaction.message is not None and interaction.channel_id is not None:
+            await self.links.shown(
+                interaction.channel_id, result.head_node_id, [interaction.message.id]
+            )
 
     @staticmethod
     def _refusal_note(
@@ -420,18 +540,6 @@ class Narrator:
             f"⚠ The turn{what} was interrupted when the bot stopped; nothing of it was saved.",
             view=view,
         )
-
-    async def _drop_buttons(self, channel: MessageableChannel) -> None:
-        previous = self._with_buttons.pop(channel.id, None)
-        if previous is None:
-            return
-        try:
-            await self.pacer.acquire(channel.id)
-            await previous.edit(view=None)
-        except discord.HTTPException as error:
-            if is_final_refusal(error):
-                raise
-            log.debug("could not remove old buttons in %s", channel.id, exc_info=True)
 
     # --- the action line --------------------------------------------------------------------
 

@@ -161,7 +161,8 @@ class StoryTreeCog(commands.Cog):
         """Take back the newest turn (nothing is deleted; /redo brings it back)."""
         await self.bot.narrator.head_move(
             interaction,
-            self.bot.services.tree.undo(
+            "undo",
+            lambda: self.bot.services.tree.undo(
                 actor_of(interaction),
                 channel_id_of(interaction),
             ),
@@ -173,7 +174,8 @@ class StoryTreeCog(commands.Cog):
         """Bring back the turn that was undone last."""
         await self.bot.narrator.head_move(
             interaction,
-            self.bot.services.tree.redo(
+            "redo",
+            lambda: self.bot.services.tree.redo(
                 actor_of(interaction),
                 channel_id_of(interaction),
             ),
@@ -228,7 +230,8 @@ class StoryTreeCog(commands.Cog):
         """Go to another branch's newest turn, with that line's world state."""
         await self.bot.narrator.head_move(
             interaction,
-            self.bot.services.tree.switch_branch(
+            "shape",
+            lambda: self.bot.services.tree.switch_branch(
                 actor_of(interaction),
                 channel_id_of(interaction),
                 name,
@@ -318,7 +321,8 @@ class StoryTreeCog(commands.Cog):
         """Go back to a save point (nothing is deleted; /redo walks forward again)."""
         await self.bot.narrator.head_move(
             interaction,
-            self.bot.services.tree.restore_save_point(
+            "shape",
+            lambda: self.bot.services.tree.restore_save_point(
                 actor_of(interaction),
                 channel_id_of(interaction),
                 name,

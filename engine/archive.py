@@ -44,6 +44,8 @@ class RestoredAdventure:
     branches: int
     head_text: str
     version: int
+    #: The node the story stands on, shown when the adventure is posted.
+    head_node_id: int
 
 
 class AdventureArchive:
@@ -138,7 +140,7 @@ class AdventureArchive:
             )
             adventure.parent_channel_id = opened_from
             head = await session.get(StoryNode, adventure.head_node_id)
-            assert adventure.id is not None and head is not None
+            assert adventure.id is not None and head is not None and head.id is not None
             return RestoredAdventure(
                 adventure.id,
                 adventure.title,
@@ -147,6 +149,7 @@ class AdventureArchive:
                 len(parsed.branches),
                 head.text,
                 adventure.version,
+                head.id,
             )
 
 

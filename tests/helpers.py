@@ -6,14 +6,14 @@ import asyncio
 import time
 from collections.abc import Callable
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 
 from engine.accounts import touch_user
 from engine.actions import PlayerAction
 from engine.events import TurnEvent
 from engine.scenarios.start import start_adventure
 from engine.storage.database import Database
-from engine.storage.models import ActionType, Scenario, StoryNode
+from engine.storage.models import ActionType, Scenario, StoryMessage, StoryNode
 from engine.turns import TurnEngine
 
 
@@ -84,3 +84,10 @@ async def leave_dead_turn(
             )
         )
     await TurnLeases(db, holder="dead-process", clock=clock).claim(adventure_id)
+
+
+async def forget_where_buttons_are(db: Database) -> None:
+    """Forget which messages carry story buttons (as for messages shown before Campfire kept
+    that): the bot then leaves those buttons where they are."""
+    async with db.session() as session, session.begin():
+        await session.execute(update(StoryMessage).values(buttons=False))

@@ -11,6 +11,7 @@ import pytest
 
 from tests.discord_env import DiscordEnv
 from tests.fakes.openai_server import Reply
+from tests.helpers import forget_where_buttons_are
 
 
 async def start_thread(env: DiscordEnv) -> int:
@@ -156,9 +157,9 @@ async def test_a_double_click_plays_once_and_the_second_press_is_refused(env, fa
 async def test_a_button_under_an_old_turn_is_refused_privately(env, fake_model):
     thread = await start_thread(env)
     opening = env.fake.last_message(thread)
-    # Pretend the bot restarted and forgot which message carried the buttons: the old one
-    # keeps its Continue button after the next turn.
-    env.bot.narrator._with_buttons.clear()
+    # The bot does not know which message carried the buttons (shown before it kept that):
+    # the old one keeps its Continue button after the next turn.
+    await forget_where_buttons_are(env.bot.services.db)
     fake_model.queue("The road winds on.")
     await env.fake.slash(env.alice, thread, "continue")
     await env.done()

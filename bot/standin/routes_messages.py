@@ -339,6 +339,10 @@ class MessageRoutes:
         msg = self._visible_message(request)
         if isinstance(msg, web.Response):
             return msg
+        # "The fields content, embeds, flags and components can be edited by the original
+        # message author" (discord-api-docs, Message, "Edit Message"). An interaction's
+        # response is the bot user's message, so this route edits it too, with no token and no
+        # 15-minute limit; an ephemeral one is unknown here (10008, ``_visible_message``).
         payload, files = await read_body(request)
         # The docs name no permission for editing one's own message beyond seeing the channel
         # (Message, Edit Message); the stand-in asks for the right to post there too, the

@@ -77,11 +77,10 @@ PER_PROCESS: tuple[PerProcess, ...] = (
     ),
     PerProcess(
         "cogs.narration:Narrator",
-        "the message map (which Discord messages show which turn, and which carries the "
-        "buttons) and the count of turns being shown",
-        "Cosmetic only: it marks undone turns and moves the buttons. Buttons carry the story "
-        "version in their custom_id, so a press under a message this process does not know "
-        "(another process's, or from before a restart) is refused by the version check.",
+        "the count of turns being shown now, which the console waits on",
+        "Only this process's own work. Which messages show which turn, and which carries the "
+        "buttons, is in the database (engine.message_links), so any process, and the bot "
+        "after a restart, marks undone turns and moves the buttons.",
     ),
     PerProcess(
         "engine.leases:TurnLeases",

@@ -359,6 +359,25 @@ class Take(SQLModel, table=True):
     created_at: datetime = _when()
 
 
+class StoryMessage(SQLModel, table=True):
+    """A Discord message that shows a story node (``engine.message_links``): a piece of its
+    narration, or the line with the player's action. Kept in the database, not in a process,
+    so that undo marks a turn's messages and the buttons move after a restart too.
+
+    ``buttons``: this message carries its channel's story buttons now (one per channel). A
+    message's age needs no column: Discord's ids carry their creation time."""
+
+    __tablename__: ClassVar[str] = "story_messages"
+    __table_args__ = (Index("ix_story_messages_channel_buttons", "channel_id", "buttons"),)
+
+    message_id: int = Field(sa_column=Column(BigInteger, primary_key=True, autoincrement=False))
+    channel_id: int = Field(sa_column=Column(BigInteger, nullable=False))
+    node_id: int = _fk("story_nodes.id", ondelete="CASCADE", nullable=False)
+    #: "narration" or "action" (``engine.message_links.NARRATION`` / ``ACTION``).
+    kind: str = _name()
+    buttons: bool = False
+
+
 class Branch(SQLModel, table=True):
     """A named line of play. Borrows its ancestors' nodes instead of copying them."""
 

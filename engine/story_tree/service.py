@@ -19,7 +19,13 @@ from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
-from engine.access import NO_ADVENTURE, active_adventure, adventure_here, check_may_rewrite
+from engine.access import (
+    NO_ADVENTURE,
+    active_adventure,
+    adventure_here,
+    check_may_rewrite,
+    check_may_shape_story,
+)
 from engine.errors import InvalidInput, NotFound, StoryMovedOn
 from engine.memory.cursors import story_cut_back
 from engine.sanitise import sanitise
@@ -50,6 +56,8 @@ from engine.story_tree.core import MOVED_ON, HeadMove
 
 #: The longest turn text an edit accepts: what one Discord text input holds.
 EDIT_MAX_CHARS = 4000
+
+NOTHING_TO_UNDO = "There is nothing to undo: the story is at its opening."
 
 
 def _ids(nodes: list[StoryNode]) -> tuple[int, ...]:
@@ -85,6 +93,40 @@ class StoryTree(BranchesAndSavePoints):
                 )
             await check_may_rewrite(session, adventure, head, actor)
 
+    async def check_head_move(
+        self,
+        actor: Actor,
+        channel_id: int,
+        kind: str,
+        *,
+        seen_version: int | None = None,
+        drawn_for: int | None = None,
+        node_id: int | None = None,
+        take: int | None = None,
+    ) -> None:
+        """Whether a head move of ``kind`` ("undo", "redo", "take": a turn's own moves, a take
+        naming its turn ``node_id`` and its number ``take``; "shape": a branch switch, a save
+        point restored) may go ahead here; raises the reason if not. Reads only: asked before
+        the interaction is acknowledged, so that the usual refusals (not yours, nothing to
+        undo, a stale button) are told to the player alone. The move itself checks everything
+        again in the transaction that writes it."""
+        async with self.db.session() as session:
+            adventure = await self._adventure(session, channel_id, seen_version, drawn_for)
+            if kind == "shape":
+                await check_may_shape_story(session, adventure, actor)
+                return
+            head = await self._head(session, adventure)
+            if kind == "undo" and head.parent_id is None:
+                raise InvalidInput(NOTHING_TO_UNDO)
+            if kind == "take" and node_id != head.id:
+                raise StoryMovedOn(MOVED_ON)
+            if kind == "take" and take is not None and not 1 <= take <= head.take_count:
+                raise InvalidInput(
+                    f"This turn has {head.take_count} take(s); there is no take {take}."
+                )
+            if kind in ("undo", "take"):
+                await check_may_rewrite(session, adventure, head, actor)
+
     # --- undo and redo ---
 
     async def undo(
@@ -100,7 +142,7 @@ class StoryTree(BranchesAndSavePoints):
             adventure = await self._adventure(session, channel_id, seen_version, drawn_for)
             head = await self._head(session, adventure)
             if head.parent_id is None:
-                raise InvalidInput("There is nothing to undo: the story is at its opening.")
+                raise InvalidInput(NOTHING_TO_UNDO)
             await check_may_rewrite(session, adventure, head, actor)
             assert head.id is not None  # a stored row
             # The turn is the head and, when a player acted, the action above it.

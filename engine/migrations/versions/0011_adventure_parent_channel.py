@@ -1,7 +1,7 @@
 """The channel a thread was opened from for an adventure, to find it from there
 
 Revision ID: 0011
-Revises: 0009
+Revises: 0010
 """
 
 from collections.abc import Sequence
@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0011"
-down_revision: str | None = "0009"
+down_revision: str | None = "0010"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

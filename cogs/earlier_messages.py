@@ -1,0 +1,150 @@
+"""Editing messages the bot showed earlier: marking undone turns, moving the story buttons.
+
+Such a message may be hours old and its interaction long gone, so it is edited as a channel
+message, by channel and message id (``PATCH /channels/{channel}/messages/{message}``), never
+through an interaction's token, which answers for 15 minutes only (discord-api-docs,
+"Receiving and Responding": "Interaction tokens are valid for 15 minutes"; past that, 401 with
+code 50027). That route lets "the original message author" edit content, embeds and components
+(discord-api-docs, Message, "Edit Message"), and the author of an interaction's response is
+the bot user, so the line an interaction answered with can be marked later the same way, as
+long as it is not ephemeral (an ephemeral message is unknown to that route: 10008). The channel
+may not be in discord.py's cache (a DM after a restart, an archived thread the gateway has not
+synced): then a partial messageable stands for it, which needs only the id.
+
+Every edit waits for the channel's slot in the ``RatePacer``, and a refusal is final for what
+it concerns: nothing here retries in a loop, and nothing is an error in the log.
+
+* 10008 Unknown Message: the message was deleted; its link is forgotten.
+* 30046 (too many edits of messages older than an hour), 50083 (an archived thread), a
+  403 (the bot may no longer see or post there) and 10003 (the channel is gone): every other
+  edit of this round in that channel would be refused as well, so the round stops there. After
+  30046 a new message is still taken (the buttons go on one); after the others, nothing is.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from enum import Enum
+from typing import TYPE_CHECKING, Any
+
+import discord
+
+from cogs.bot_permissions import is_final_refusal
+from engine.message_links import MessageLink, MessageLinks
+
+if TYPE_CHECKING:
+    from cogs.streaming import RatePacer
+
+log = logging.getLogger(__name__)
+
+UNKNOWN_MESSAGE = 10008
+UNKNOWN_CHANNEL = 10003
+OLD_MESSAGE_EDITS = 30046
+ARCHIVED_THREAD = 50083
+
+#: Channels discord.py caches whose messages can be named by id (``get_partial_message``).
+_WITH_MESSAGES = (
+    discord.TextChannel,
+    discord.Thread,
+    discord.DMChannel,
+    discord.VoiceChannel,
+    discord.StageChannel,
+)
+
+
+class Edited(Enum):
+    DONE = "done"
+    #: The message is gone; its link was forgotten.
+    GONE = "gone"
+    #: Discord takes no more edits of old messages there for now (30046); a new message would
+    #: still be taken. No more edits there this round.
+    TOO_OLD = "too old"
+    #: The channel refuses the bot (archived and locked, no access, gone): nothing more there
+    #: this round, a new message included.
+    CHANNEL_REFUSED = "channel refused"
+    #: This edit failed (a server error past discord.py's own retries); the next may land.
+    FAILED = "failed"
+
+
+def message_at(bot: discord.Client, channel_id: int, message_id: int) -> discord.PartialMessage:
+    """The message by its ids alone, through the cached channel when there is one."""
+    channel = bot.get_channel(channel_id)
+    if isinstance(channel, _WITH_MESSAGES):
+        return channel.get_partial_message(message_id)
+    return bot.get_partial_messageable(channel_id).get_partial_message(message_id)
+
+
+class EarlierMessages:
+    """Edits of messages shown earlier, by id, paced, giving up gracefully."""
+
+    def __init__(self, bot: discord.Client, pacer: RatePacer, links: MessageLinks) -> None:
+        self.bot = bot
+        self.pacer = pacer
+        self.links = links
+
+    def round(self) -> EditRound:
+        """A new round of edits (one head move's, one turn's)."""
+        return EditRound(self)
+
+    async def _edit(
+        self, link: MessageLink, fields: dict[str, Any]
+    ) -> tuple[Edited, discord.HTTPException | None]:
+        await self.pacer.acquire(link.channel_id)
+        try:
+            await message_at(self.bot, link.channel_id, link.message_id).edit(**fields)
+        except discord.HTTPException as error:
+            return await self._refused(link, error), error
+        return Edited.DONE, None
+
+    async def _refused(self, link: MessageLink, error: discord.HTTPException) -> Edited:
+        where = f"message {link.message_id} in {link.channel_id}"
+        if error.code == UNKNOWN_MESSAGE:
+            log.info("%s is gone; forgetting it", where)
+            await self.links.forget([link.message_id])
+            return Edited.GONE
+        if error.code == OLD_MESSAGE_EDITS:
+            log.info("Discord refuses more edits of old messages for now (%s)", where)
+            return Edited.TOO_OLD
+        if error.code in (ARCHIVED_THREAD, UNKNOWN_CHANNEL):
+            log.info("cannot edit %s: %s %s", where, error.status, error.text)
+            return Edited.CHANNEL_REFUSED
+        if error.status == 403:
+            log.warning("no longer allowed to edit %s: %s %s", where, error.code, error.text)
+            return Edited.CHANNEL_REFUSED
+        log.warning("could not edit %s: %s %s", where, error.status, error.text)
+        return Edited.FAILED
+
+
+class EditRound:
+    """The edits of one head move or one turn: a channel that refuses one (see the module's
+    notes) is not asked again in this round, so a refusal is met once, not once a message."""
+
+    def __init__(self, messages: EarlierMessages) -> None:
+        self._messages = messages
+        self._refused: dict[int, Edited] = {}
+        #: The first refusal of the bot's permissions met (403: 50001, 50013, 50007), which
+        #: the player is told of once.
+        self.refusal: discord.HTTPException | None = None
+
+    def refused_by(self, error: discord.HTTPException) -> None:
+        """Note a refusal met outside ``edit`` (a new message sent in this round)."""
+        if self.refusal is None and is_final_refusal(error):
+            self.refusal = error
+
+    async def edit(self, link: MessageLink, **fields: Any) -> Edited:
+        """Edit one message (``fields`` as for ``PartialMessage.edit``)."""
+        refused = self._refused.get(link.channel_id)
+        if refused is not None:
+            return refused
+        edited, error = await self._messages._edit(link, fields)
+        if edited in (Edited.TOO_OLD, Edited.CHANNEL_REFUSED):
+            self._refused[link.channel_id] = edited
+        if error is not None:
+            self.refused_by(error)
+        return edited
+
+    async def edit_all(self, links: Iterable[MessageLink], **fields: Any) -> None:
+        """The same edit on each message, in order."""
+        for link in links:
+            await self.edit(link, **fields)
