@@ -26,7 +26,7 @@ from engine.access import (
 )
 from engine.errors import NotAllowed, NotFound, StoryMovedOn
 from engine.storage.models import Adventure, RequestRecord, Scenario
-from tests.discord_env import DiscordEnv
+from tests.discord_env import DiscordEnv, answered
 
 SERVER, OTHER_SERVER = 900, 901
 HOST, AUTHOR, MEMBER, PLAYER, STRANGER = 1, 2, 3, 4, 5
@@ -277,19 +277,19 @@ async def test_manage_messages_does_not_steer_but_manage_server_and_administrato
     moderator = member_with_role(env, "carol", P_MANAGE_MESSAGES)
     administrator = member_with_role(env, "dave", P_ADMINISTRATOR)
 
-    def answer_to(record) -> str:
-        assert record.failed is None
-        return env.fake.message(record.original_message_id).content
+    async def answer_to(record) -> str:
+        # Deferred before the change is written, answered after.
+        return (await answered(env, record)).content
 
     refused = await env.fake.slash(moderator, thread, "note", text="carol's note")
-    assert answer_to(refused) == (
+    assert await answer_to(refused) == (
         "⚠ Only bob (this adventure's host) and members with the Manage Server permission "
         "can change this adventure."
     )
     allowed = await env.fake.slash(env.alice, thread, "note", text="alice's note")
-    assert answer_to(allowed).startswith("Author's note updated")
+    assert (await answer_to(allowed)).startswith("Author's note updated")
     allowed = await env.fake.slash(administrator, thread, "note", text="dave's note")
-    assert answer_to(allowed).startswith("Author's note updated")
+    assert (await answer_to(allowed)).startswith("Author's note updated")
     adventure = await env.bot.services.play.adventure_in(thread)
     async with env.bot.services.db.session() as session:
         stored = await session.get(Adventure, adventure.adventure_id)
