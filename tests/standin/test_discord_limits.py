@@ -5,7 +5,6 @@ status and JSON code Discord answers, and recorded as a refusal."""
 from __future__ import annotations
 
 import io
-import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -16,7 +15,7 @@ from discord import app_commands
 from discord.ext import commands
 from discord.http import handle_message_parameters
 
-from bot.standin import FakeDiscord, StandIn
+from bot.standin import FakeDiscord
 from bot.standin.limits import (
     OLD_MESSAGE_AGE_S,
     OLD_MESSAGE_EDIT_PERIOD_S,
@@ -25,6 +24,7 @@ from bot.standin.limits import (
     OldMessageEdits,
 )
 from bot.standin.routes_messages import NONCE_WINDOW_S
+from tests.standin.bare import on_standin
 
 MiB = 1024 * 1024
 
@@ -94,17 +94,9 @@ class Env:
 
 @pytest.fixture
 async def env(caplog: pytest.LogCaptureFixture) -> AsyncIterator[Env]:
-    caplog.set_level(logging.WARNING)
     bot = LimitsBot()
-    standin = StandIn(bot)
-    fake = standin.fake
-    guild = fake.add_guild("Limits")
-    channel = fake.add_channel(guild, "limits")
-    alice = fake.add_user("alice", member_of=[guild])
-    async with standin:
-        yield Env(bot, fake, guild, channel, alice)
-        await fake.settle()
-    assert fake.unknown_routes == []
+    async with on_standin(bot, caplog, server="Limits") as place:
+        yield Env(bot, place.fake, place.guild, place.channel, place.alice)
 
 
 async def refused(send: Callable[[], Any]) -> discord.HTTPException:
@@ -152,6 +144,7 @@ def _fields(count: int, *, name: str = "name", value: str = "value") -> discord.
 async def test_embeds_over_discords_limits_are_refused(
     env: Env, embeds: list[discord.Embed], where: str
 ) -> None:
+    env.fake.expect(50035)  # refused on purpose
     channel = env.bot.get_channel(env.channel)
     assert isinstance(channel, discord.TextChannel)
     error = await refused(lambda: channel.send(embeds=embeds))
@@ -176,6 +169,7 @@ async def test_embeds_at_discords_limits_are_sent(env: Env) -> None:
 
 
 async def test_a_file_over_ten_mib_is_refused_as_too_large(env: Env) -> None:
+    env.fake.expect(40005)  # refused on purpose
     channel = env.bot.get_channel(env.channel)
     assert isinstance(channel, discord.TextChannel)
     big = discord.File(io.BytesIO(b"x" * (UPLOAD_FILE_MAX + 1)), "big.bin")
@@ -189,6 +183,7 @@ async def test_a_file_over_ten_mib_is_refused_as_too_large(env: Env) -> None:
 
 
 async def test_a_request_over_25_mib_is_refused_even_with_every_file_allowed(env: Env) -> None:
+    env.fake.expect(40005)  # refused on purpose
     channel = env.bot.get_channel(env.channel)
     assert isinstance(channel, discord.TextChannel)
     files = [discord.File(io.BytesIO(b"x" * 9 * MiB), f"part{i}.bin") for i in range(3)]
@@ -198,6 +193,7 @@ async def test_a_request_over_25_mib_is_refused_even_with_every_file_allowed(env
 
 
 async def test_a_followup_with_a_file_over_ten_mib_is_refused(env: Env) -> None:
+    env.fake.expect(40005)  # refused on purpose
     # Interaction responses and followups upload through the same rule.
     rec = await env.fake.slash(env.alice, env.channel, "pick", what="map")
     assert rec.response_type == 4
@@ -241,6 +237,7 @@ async def test_a_nonce_without_enforce_nonce_is_not_deduplicated(env: Env) -> No
 
 
 async def test_a_nonce_over_25_characters_is_refused(env: Env) -> None:
+    env.fake.expect(50035)  # refused on purpose
     channel = env.bot.get_channel(env.channel)
     assert isinstance(channel, discord.TextChannel)
     error = await refused(lambda: channel.send("x", nonce="n" * 26))
@@ -251,6 +248,7 @@ async def test_a_nonce_over_25_characters_is_refused(env: Env) -> None:
 
 
 async def test_edits_of_hour_old_messages_are_limited(env: Env) -> None:
+    env.fake.expect(30046)  # refused on purpose
     channel = env.bot.get_channel(env.channel)
     assert isinstance(channel, discord.TextChannel)
     old = await channel.send("an hour ago")
@@ -314,6 +312,7 @@ def test_the_hour_old_edit_window_reopens() -> None:
 async def test_autocomplete_answers_over_discords_limits_are_refused(
     env: Env, choices: list[app_commands.Choice[str]], where: str
 ) -> None:
+    env.fake.expect(50035)  # refused on purpose
     env.bot.choices = choices
     offered = await env.fake.autocomplete(env.alice, env.channel, "pick", focused="what")
     assert offered == []  # the refused answer never reached the player
@@ -382,6 +381,7 @@ def _modal(*components: dict[str, Any], title: str = "A form") -> dict[str, Any]
 async def test_modals_over_discords_limits_are_refused(
     env: Env, modal: dict[str, Any], where: str
 ) -> None:
+    env.fake.expect(50035)  # refused on purpose
     env.bot.modal = modal
     rec = await env.fake.slash(env.alice, env.channel, "form")
     (error,) = env.bot.refused

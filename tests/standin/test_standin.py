@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import io
-import logging
 import re
 import time
 from collections.abc import AsyncIterator
@@ -22,9 +21,9 @@ from bot.standin import (
     MISSING_PERMISSIONS,
     SERVICE_UNAVAILABLE,
     FakeDiscord,
-    StandIn,
     StandinFile,
 )
+from tests.standin.bare import on_standin
 
 # -- the bot under test -----------------------------------------------------------------------
 
@@ -175,25 +174,10 @@ class Env:
 
 @pytest.fixture
 async def env(caplog: pytest.LogCaptureFixture) -> AsyncIterator[Env]:
-    caplog.set_level(logging.WARNING)
-    bot = CampBot()
-    standin = StandIn(bot)
-    fake = standin.fake
-    guild = fake.add_guild("Campfire Test")
-    channel = fake.add_channel(guild, "adventures")
-    alice = fake.add_user("alice", member_of=[guild], manage_guild=True)
-    bob = fake.add_user("bob", member_of=[guild])
-    async with standin:
-        yield Env(bot, fake, guild, channel, alice, bob)
-        await fake.settle()
-    assert fake.unknown_routes == []
-    # discord.py logs what it cannot parse or what a handler raised; none of that may happen.
-    errors = [
-        r.getMessage()
-        for r in caplog.records
-        if r.levelno >= logging.ERROR and r.name.startswith("discord")
-    ]
-    assert errors == []
+    async with on_standin(CampBot(), caplog) as place:
+        bot = place.fake.client
+        assert isinstance(bot, CampBot)
+        yield Env(bot, place.fake, place.guild, place.channel, place.alice, place.bob)
 
 
 # -- tests -------------------------------------------------------------------------------------
@@ -307,6 +291,7 @@ async def test_user_message_reaches_the_client(env: Env) -> None:
 
 
 async def test_modal_limits(env: Env) -> None:
+    env.fake.expect(50035)  # the form over Discord's limits, on purpose
     rec = await env.fake.slash(env.alice, env.channel, "badform")
     exc = env.bot.seen["badform"]
     assert exc.code == 50035 and "title" in exc.text
@@ -321,6 +306,7 @@ async def test_autocomplete(env: Env) -> None:
 
 
 async def test_message_limits(env: Env) -> None:
+    env.fake.expect(50035, 50006)  # each limit broken on purpose
     bot = env.bot
     channel = bot.get_channel(env.channel)
     assert isinstance(channel, discord.TextChannel)
@@ -372,6 +358,7 @@ async def test_unacknowledged_interaction_fails(env: Env) -> None:
 
 
 async def test_double_acknowledgement_and_expired_token(env: Env) -> None:
+    env.fake.expect(40060, 50027, 10015)  # a second answer, an expired token, on purpose
     fake = env.fake
     rec = await fake.slash(env.alice, env.channel, "late")
     url = f"{fake.api_base}/interactions/{rec.id}/{rec.token}/callback"
@@ -404,6 +391,7 @@ async def test_channel_rate_limit_is_retried(env: Env) -> None:
 
 
 async def test_injected_edit_faults_answer_as_discord_does(env: Env) -> None:
+    env.fake.expect(50013)  # injected
     # At most 4 requests per channel: a fifth empties its window of 5 per 5 s, and discord.py
     # then waits for the window before returning.
     fake = env.fake
@@ -474,6 +462,7 @@ async def test_threads_and_dm(env: Env) -> None:
 
 
 async def test_command_sync_and_daily_create_limit(env: Env) -> None:
+    env.fake.expect(30034)  # the daily limit, reached on purpose
     bot, fake = env.bot, env.fake
     guild = discord.Object(env.guild)
     bot.tree.copy_global_to(guild=guild)

@@ -4,13 +4,11 @@ refusing edits and answers (50083), and the channels that hold no public thread.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import AsyncIterator
 
 import discord
 import pytest
 
-from bot.standin import StandIn
 from bot.standin.world import (
     GUILD_ANNOUNCEMENT,
     GUILD_FORUM,
@@ -18,27 +16,19 @@ from bot.standin.world import (
     GUILD_VOICE,
     P_MANAGE_THREADS,
 )
+from tests.standin.bare import on_standin
 from tests.standin.test_standin import CampBot, Env
+
+MISSING_PERMISSIONS, CHANNEL_TYPE, ARCHIVED = 50013, 50024, 50083
 
 
 @pytest.fixture
-async def bare(caplog: pytest.LogCaptureFixture) -> AsyncIterator[Env]:
-    """A bare bot on the stand-in (Campfire's own would reopen archived threads itself)."""
-    caplog.set_level(logging.WARNING)
-    bot = CampBot()
-    standin = StandIn(bot)
-    fake = standin.fake
-    guild = fake.add_guild("Campfire Test")
-    channel = fake.add_channel(guild, "adventures")
-    alice = fake.add_user("alice", member_of=[guild], manage_guild=True)
-    bob = fake.add_user("bob", member_of=[guild])
-    async with standin:
-        yield Env(bot, fake, guild, channel, alice, bob)
-        await fake.settle()
-    assert fake.unknown_routes == [] and fake.unexpected_refusals() == []
-
-
-MISSING_PERMISSIONS, CHANNEL_TYPE, ARCHIVED = 50013, 50024, 50083
+async def env(caplog: pytest.LogCaptureFixture) -> AsyncIterator[Env]:
+    """A bare bot (Campfire's own would reopen archived threads itself)."""
+    async with on_standin(CampBot(), caplog) as place:
+        bot = place.fake.client
+        assert isinstance(bot, CampBot)
+        yield Env(bot, place.fake, place.guild, place.channel, place.alice, place.bob)
 
 
 async def new_thread(env: Env, name: str = "side quest") -> discord.Thread:
@@ -63,12 +53,12 @@ async def refused(code: int, call) -> None:
 
 
 async def test_a_thread_creator_archives_and_renames_but_only_manage_threads_locks_or_deletes(
-    bare: Env,
+    env: Env,
 ) -> None:
-    fake = bare.fake
-    thread = await new_thread(bare)
+    fake = env.fake
+    thread = await new_thread(env)
     assert fake.world.channels[thread.id].members == {fake.world.bot_user.id}
-    set_manage_threads(bare, False)
+    set_manage_threads(env, False)
     await refused(MISSING_PERMISSIONS, thread.delete())
     await refused(MISSING_PERMISSIONS, thread.edit(locked=True))
     renamed = await thread.edit(name="renamed", auto_archive_duration=60)
@@ -76,7 +66,7 @@ async def test_a_thread_creator_archives_and_renames_but_only_manage_threads_loc
     archived = await thread.edit(archived=True)
     assert archived.archived and fake.world.channels[thread.id].archived
     await fake.flush()
-    assert bare.bot.get_channel(thread.id) is None  # archived threads leave the cache
+    assert env.bot.get_channel(thread.id) is None  # archived threads leave the cache
     # An archived thread changes only by a request that unarchives it.
     await refused(ARCHIVED, archived.edit(name="again"))
     reopened = await archived.edit(archived=False)
@@ -85,33 +75,33 @@ async def test_a_thread_creator_archives_and_renames_but_only_manage_threads_loc
     # A thread a moderator locked is unarchived only with Manage Threads.
     fake.archive_thread(thread.id, locked=True)
     await refused(MISSING_PERMISSIONS, reopened.edit(archived=False))
-    set_manage_threads(bare, True)
+    set_manage_threads(env, True)
     assert not (await reopened.edit(archived=False)).archived
     await reopened.delete()
     await fake.flush()
-    assert thread.id not in fake.threads(bare.channel)
-    assert bare.bot.get_channel(thread.id) is None
+    assert thread.id not in fake.threads(env.channel)
+    assert env.bot.get_channel(thread.id) is None
     fake.expect(MISSING_PERMISSIONS, ARCHIVED)
 
 
-async def test_members_are_added_to_active_threads_only(bare: Env) -> None:
-    fake = bare.fake
-    thread = await new_thread(bare)
-    await thread.add_user(discord.Object(bare.bob))
+async def test_members_are_added_to_active_threads_only(env: Env) -> None:
+    fake = env.fake
+    thread = await new_thread(env)
+    await thread.add_user(discord.Object(env.bob))
     await thread.join()
-    assert fake.world.channels[thread.id].members == {fake.world.bot_user.id, bare.bob}
+    assert fake.world.channels[thread.id].members == {fake.world.bot_user.id, env.bob}
     fake.archive_thread(thread.id)
-    await refused(ARCHIVED, thread.add_user(discord.Object(bare.alice)))
+    await refused(ARCHIVED, thread.add_user(discord.Object(env.alice)))
     fake.expect(ARCHIVED)
 
 
-async def test_an_archived_thread_refuses_edits_and_answers(bare: Env) -> None:
-    fake = bare.fake
-    thread = await new_thread(bare)
+async def test_an_archived_thread_refuses_edits_and_answers(env: Env) -> None:
+    fake = env.fake
+    thread = await new_thread(env)
     message = await thread.send("before the quiet")
     fake.archive_thread(thread.id)
     await refused(ARCHIVED, message.edit(content="after"))
-    record = await fake.slash(bare.bob, thread.id, "branch new", name="late")
+    record = await fake.slash(env.bob, thread.id, "branch new", name="late")
     assert record.acknowledged is None  # its answer was refused
     # A message unarchives it, as on Discord; then edits land again.
     await thread.send("back")
@@ -120,14 +110,14 @@ async def test_an_archived_thread_refuses_edits_and_answers(bare: Env) -> None:
     fake.expect(ARCHIVED)
 
 
-async def test_channels_that_hold_no_public_thread(bare: Env) -> None:
-    fake = bare.fake
-    news = fake.add_channel(bare.guild, "news", type=GUILD_ANNOUNCEMENT)
-    forum = fake.add_channel(bare.guild, "forum", type=GUILD_FORUM)
-    voice = fake.add_channel(bare.guild, "voice", type=GUILD_VOICE)
-    stage = fake.add_channel(bare.guild, "stage", type=GUILD_STAGE_VOICE)
+async def test_channels_that_hold_no_public_thread(env: Env) -> None:
+    fake = env.fake
+    news = fake.add_channel(env.guild, "news", type=GUILD_ANNOUNCEMENT)
+    forum = fake.add_channel(env.guild, "forum", type=GUILD_FORUM)
+    voice = fake.add_channel(env.guild, "voice", type=GUILD_VOICE)
+    stage = fake.add_channel(env.guild, "stage", type=GUILD_STAGE_VOICE)
     await fake.flush()
-    bot = bare.bot
+    bot = env.bot
     news_channel = bot.get_channel(news)
     assert isinstance(news_channel, discord.TextChannel) and news_channel.is_news()
     assert isinstance(bot.get_channel(forum), discord.ForumChannel)
