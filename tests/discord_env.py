@@ -33,6 +33,14 @@ class DiscordEnv:
     alice: int
     bob: int
 
+    async def start_thread(self, host: int | None = None, **options: str) -> int:
+        """``/start`` in the test channel by ``host`` (alice unless named), played to its end:
+        the new adventure's thread."""
+        record = await self.fake.slash(host or self.alice, self.channel, "start", **options)
+        await self.done()
+        assert record.failed is None, record.failed
+        return self.fake.threads(self.channel)[-1]
+
     def expect(self, *codes: int) -> None:
         """Discord error codes this test provokes on purpose; any other 4xx fails it."""
         self.fake.expect(*codes)

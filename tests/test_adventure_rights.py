@@ -20,13 +20,6 @@ from tests.test_scenario_commands import attachment
 SECRET_CODE = "const hidden = 'the-secret-code'; text"
 
 
-async def start_thread(env: DiscordEnv, host: int) -> int:
-    record = await env.fake.slash(host, env.channel, "start")
-    await env.done()
-    assert record.failed is None
-    return env.fake.threads(env.channel)[-1]
-
-
 def answer(env: DiscordEnv, record: InteractionRecord) -> MessageRecord:
     """What answered the interaction: its follow-up, else its response."""
     assert record.failed is None
@@ -78,7 +71,7 @@ async def test_a_plain_member_cannot_start_over_the_hosts_adventure_the_host_and
     env,
 ):
     carol = env.fake.add_user("carol", member_of=[env.guild])
-    thread = await start_thread(env, env.bob)
+    thread = await env.start_thread(env.bob)
     hosted = await running_in(env, thread)
 
     refused = await env.fake.slash(carol, thread, "start")
@@ -104,7 +97,7 @@ async def test_a_plain_member_cannot_start_over_the_hosts_adventure_the_host_and
 
 async def test_a_plain_member_cannot_import_over_the_hosts_adventure(env):
     carol = env.fake.add_user("carol", member_of=[env.guild])
-    thread = await start_thread(env, env.bob)
+    thread = await env.start_thread(env.bob)
     hosted = await running_in(env, thread)
     file = await export_file(env, env.bob, thread)
 
@@ -124,7 +117,7 @@ async def test_a_plain_member_cannot_import_over_the_hosts_adventure(env):
 
 
 async def test_an_imported_adventures_scripts_need_the_script_right(env):
-    thread = await start_thread(env, env.alice)
+    thread = await env.start_thread(env.alice)
     raw = json.loads((await export_file(env, env.alice, thread)).content)
     raw["scripts"] = [{"name": "Dice", "on_input": SECRET_CODE}]
     file = StandinFile("dice.adventure.json", json.dumps(raw).encode(), "application/json")
@@ -180,7 +173,7 @@ async def test_a_players_own_scenario_brings_its_scripts_only_where_they_may_scr
 
 
 async def test_an_export_by_a_plain_member_carries_no_code(env):
-    thread = await start_thread(env, env.alice)
+    thread = await env.start_thread(env.alice)
     upload = await env.fake.slash(
         env.alice,
         thread,
@@ -239,7 +232,7 @@ async def test_a_server_scenarios_code_goes_only_to_who_may_import_there(env):
 
 
 async def test_a_forged_retry_from_another_server_replays_nothing(env, fake_model):
-    thread = await start_thread(env, env.alice)
+    thread = await env.start_thread(env.alice)
     fake_model.queue(Reply(fault="500"))
     failed = await env.fake.slash(env.alice, thread, "do", action="open the vault")
     await env.done()
@@ -269,7 +262,7 @@ async def test_a_forged_retry_from_another_server_replays_nothing(env, fake_mode
 
 
 async def test_a_retry_of_an_action_played_already_is_refused(env, fake_model):
-    thread = await start_thread(env, env.alice)
+    thread = await env.start_thread(env.alice)
     fake_model.queue("The vault swings open.")
     played = await env.fake.slash(env.alice, thread, "do", action="open the vault")
     await env.done()
@@ -287,7 +280,7 @@ async def test_a_retry_of_an_action_played_already_is_refused(env, fake_model):
 
 
 async def test_a_retry_button_plays_its_action_once(env, fake_model):
-    thread = await start_thread(env, env.alice)
+    thread = await env.start_thread(env.alice)
     fake_model.queue(Reply(fault="500"), Reply(text="The vault swings open.", delay=0.05), "Twice?")
     failed = await env.fake.slash(env.alice, thread, "do", action="open the vault")
     await env.done()
@@ -312,8 +305,8 @@ async def test_a_retry_button_plays_its_action_once(env, fake_model):
 
 
 async def test_story_buttons_naming_another_adventure_change_nothing(env, fake_model):
-    theirs = await running_in(env, await start_thread(env, env.alice))
-    thread = await start_thread(env, env.bob)
+    theirs = await running_in(env, await env.start_thread(env.alice))
+    thread = await env.start_thread(env.bob)
     fake_model.queue("The lantern gutters.")
     await env.fake.slash(env.bob, thread, "do", action="wait")
     await env.done()
@@ -337,7 +330,7 @@ async def test_story_buttons_naming_another_adventure_change_nothing(env, fake_m
 async def test_buttons_naming_numbers_beyond_any_row_are_refused_not_crashed(env, fake_model):
     """A ``custom_id`` may carry up to 100 characters of digits: numbers no id column can hold
     (PostgreSQL refuses them, SQLite overflows) are refused as stale buttons, like any other."""
-    thread = await start_thread(env, env.bob)
+    thread = await env.start_thread(env.bob)
     fake_model.queue("The lantern gutters.")
     await env.fake.slash(env.bob, thread, "do", action="wait")
     await env.done()

@@ -21,13 +21,6 @@ from tests.fakes.openai_server import Reply
 LONGEST = ("step " * 400).strip() + "s"  # a 2000-character action, made of words
 
 
-async def start_thread(env: DiscordEnv, host: int | None = None) -> int:
-    record = await env.fake.slash(host or env.alice, env.channel, "start")
-    await env.done()
-    assert record.failed is None
-    return env.fake.threads(env.channel)[-1]
-
-
 async def adventure_id(env: DiscordEnv, channel_id: int) -> int:
     ref = await env.bot.services.play.adventure_in(channel_id)
     assert ref is not None
@@ -57,7 +50,7 @@ async def test_the_longest_action_is_shown_whole_and_acknowledged_and_played(
     env, fake_model, command, option, shown
 ):
     assert len(LONGEST) == ACTION_LIMIT
-    thread = await start_thread(env)
+    thread = await env.start_thread()
     fake_model.queue("The road rises to meet you.")
     record = await env.fake.slash(env.alice, thread, command, **{option: LONGEST})
     await env.done()
@@ -82,7 +75,7 @@ async def test_the_longest_action_is_shown_whole_and_acknowledged_and_played(
 
 
 async def test_a_failed_turn_after_the_longest_action_keeps_its_note_and_retry(env, fake_model):
-    thread = await start_thread(env)
+    thread = await env.start_thread()
     fake_model.queue(Reply(fault="500"), "The lantern catches at last.")
     record = await env.fake.slash(env.alice, thread, "do", action=LONGEST)
     await env.done()
@@ -113,7 +106,7 @@ async def test_a_failed_turn_after_the_longest_action_keeps_its_note_and_retry(e
 
 
 async def test_a_short_action_and_its_failure_note_stay_in_the_response(env, fake_model):
-    thread = await start_thread(env)
+    thread = await env.start_thread()
     fake_model.queue(Reply(fault="500"))
     record = await env.fake.slash(env.alice, thread, "do", action="light the lantern")
     await env.done()
@@ -139,7 +132,7 @@ async def turn(env: DiscordEnv, user: int, message: MessageRecord, label: str) -
 
 
 async def test_forty_branches_are_listed_in_pages_you_can_turn(env):
-    thread = await start_thread(env)
+    thread = await env.start_thread()
     host = Actor(env.alice, "alice", server_id=env.guild, manages_server=True)
     names = [f"the river path number {n:02}" for n in range(40)]
     for name in names:
@@ -187,7 +180,7 @@ async def test_a_page_turns_after_a_restart_showing_the_list_as_it_is_now(
     tmp_path, fake_model, caplog, database_url
 ):
     async with campfire_on_standin(tmp_path, fake_model, caplog, database_url) as first:
-        thread = await start_thread(first)
+        thread = await first.start_thread()
         host = Actor(first.alice, "alice", server_id=first.guild, manages_server=True)
         for n in range(20):
             await first.bot.services.tree.new_branch(host, thread, f"path {n:02}")
@@ -205,7 +198,7 @@ async def test_a_page_turns_after_a_restart_showing_the_list_as_it_is_now(
 
 
 async def test_a_long_script_list_is_paged(env):
-    thread = await start_thread(env)
+    thread = await env.start_thread()
     manager = Actor(env.alice, "alice", server_id=env.guild, manages_server=True)
     for n in range(20):
         await env.bot.services.scripts.upload(
@@ -222,7 +215,7 @@ async def test_a_long_script_list_is_paged(env):
 
 
 async def test_long_memory_and_scenario_lists_turn_with_the_same_pager(env):
-    thread = await start_thread(env)
+    thread = await env.start_thread()
     host = Actor(env.alice, "alice", server_id=env.guild, manages_server=True)
     for n in range(12):
         await env.bot.services.memory_bank.add(thread, host, f"Memory number {n:02}.")
@@ -248,14 +241,14 @@ def forge(message: MessageRecord, custom_id: str) -> None:
 
 
 async def test_a_page_press_for_another_adventure_is_refused(env):
-    theirs = await start_thread(env)
+    theirs = await env.start_thread()
     host = Actor(env.alice, "alice", server_id=env.guild, manages_server=True)
     for n in range(20):
         await env.bot.services.tree.new_branch(host, theirs, f"secret way {n:02}")
     their_adventure = await adventure_id(env, theirs)
 
     # Bob, in his own adventure, presses a button naming page 2 of alice's branches.
-    mine = await start_thread(env, env.bob)
+    mine = await env.start_thread(env.bob)
     opening = env.fake.last_message(mine)
     before = list(opening.embeds), opening.content
     forge(opening, f"cf:list:branches:{their_adventure}:2:n")

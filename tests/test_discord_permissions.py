@@ -19,14 +19,6 @@ from tests.helpers import leave_dead_turn, until
 from tests.trials.invariants import stored_actions
 
 
-async def start_thread(env: DiscordEnv) -> int:
-    record = await env.fake.slash(env.alice, env.channel, "start")
-    await env.done()
-    assert record.failed is None
-    (thread,) = env.fake.threads(env.channel)
-    return thread
-
-
 async def adventure_count(env: DiscordEnv) -> int:
     async with env.bot.services.db.session() as session:
         return int(await session.scalar(select(func.count()).select_from(Adventure)) or 0)
@@ -59,7 +51,7 @@ async def test_start_where_the_bot_cannot_open_threads_is_refused_privately(env:
 async def test_acting_where_the_bot_cannot_post_in_threads_is_refused_privately(
     env: DiscordEnv, fake_model
 ):
-    thread = await start_thread(env)
+    thread = await env.start_thread()
     opening = env.fake.last_message(thread)
     # A server admin takes Send Messages in Threads from the bot in the thread's channel.
     env.fake.set_permissions(env.channel, deny=P_SEND_IN_THREADS)
@@ -113,7 +105,7 @@ async def test_the_preflight_names_only_commands_that_exist(env: DiscordEnv):
 async def test_losing_the_right_to_post_mid_turn_ends_the_narration_with_one_refusal(
     env: DiscordEnv, fake_model
 ):
-    thread = await start_thread(env)
+    thread = await env.start_thread()
     env.expect(50013)  # provoked: the bot loses its permission while it narrates
     story = " ".join(f"step{n}" for n in range(60)) + "."
     fake_model.queue(Reply(text=story, delay=0.03))
@@ -173,7 +165,7 @@ async def test_a_full_queue_is_told_to_the_player_alone(tmp_path, fake_model, ca
     async with campfire_on_standin(
         tmp_path, fake_model, caplog, database_url, max_queued_actions=1
     ) as env:
-        thread = await start_thread(env)
+        thread = await env.start_thread()
         adventure = await env.bot.services.play.adventure_in(thread)
         assert adventure is not None
         fake_model.queue(
@@ -216,7 +208,7 @@ async def test_an_interrupted_turn_in_a_closed_dm_is_not_announced_again(env: Di
 
 
 async def test_a_head_move_stops_at_its_first_refusal(env: DiscordEnv, fake_model):
-    thread = await start_thread(env)
+    thread = await env.start_thread()
     paragraphs = [f"Paragraph {n}: " + " ".join(f"w{n}-{i}" for i in range(60)) for n in range(8)]
     fake_model.queue("\n\n".join(paragraphs))
     await env.fake.slash(env.alice, thread, "do", action="walk on")

@@ -14,16 +14,8 @@ from tests.fakes.openai_server import Reply
 from tests.helpers import forget_where_buttons_are
 
 
-async def start_thread(env: DiscordEnv) -> int:
-    record = await env.fake.slash(env.alice, env.channel, "start")
-    await env.done()
-    assert record.failed is None
-    (thread,) = env.fake.threads(env.channel)
-    return thread
-
-
 async def test_start_in_a_channel_opens_a_thread_with_the_opening(env: DiscordEnv):
-    thread = await start_thread(env)
+    thread = await env.start_thread()
     response = env.fake.last_message(env.channel)
     assert "The Lantern Road" in response.content and f"<#{thread}>" in response.content
     (opening,) = env.narration(thread)
@@ -58,7 +50,7 @@ async def test_autocomplete_offers_the_library(env: DiscordEnv):
     ],
 )
 async def test_each_action_streams_its_narration(env, fake_model, command, options, action_line):
-    thread = await start_thread(env)
+    thread = await env.start_thread()
     reply = "The reeds go quiet. Then, softly, the humming starts again, closer now."
     fake_model.queue(Reply(text=reply, delay=0.01))
     record = await env.fake.slash(env.alice, thread, command, **options)
@@ -76,7 +68,7 @@ async def test_each_action_streams_its_narration(env, fake_model, command, optio
 
 
 async def test_a_long_narration_is_split_across_messages_in_order(env, fake_model):
-    thread = await start_thread(env)
+    thread = await env.start_thread()
     paragraphs = [
         f"Paragraph {n}: " + " ".join(f"word{n}-{i}" for i in range(60)) + "." for n in range(12)
     ]
@@ -92,7 +84,7 @@ async def test_a_long_narration_is_split_across_messages_in_order(env, fake_mode
 
 
 async def test_two_players_at_once_are_queued_and_played_in_order(env, fake_model):
-    thread = await start_thread(env)
+    thread = await env.start_thread()
     fake_model.queue(
         Reply(text="Alice's lantern flares blue and the humming stops.", delay=0.03),
         "Bob's shout rolls over the marsh.",
@@ -118,7 +110,7 @@ async def test_two_players_at_once_are_queued_and_played_in_order(env, fake_mode
 
 
 async def test_a_failed_turn_offers_retry_and_saves_nothing(env, fake_model):
-    thread = await start_thread(env)
+    thread = await env.start_thread()
     fake_model.queue(Reply(fault="500"), "The lantern catches at last.")
     record = await env.fake.slash(env.alice, thread, "do", action="light the lantern")
     await env.done()
@@ -131,7 +123,7 @@ async def test_a_failed_turn_offers_retry_and_saves_nothing(env, fake_model):
 
 
 async def test_a_double_click_plays_once_and_the_second_press_is_refused(env, fake_model):
-    thread = await start_thread(env)
+    thread = await env.start_thread()
     opening = env.fake.last_message(thread)
     fake_model.queue(Reply(text="The road winds on.", delay=0.02), "A second turn.")
     first, second = await asyncio.gather(
@@ -155,7 +147,7 @@ async def test_a_double_click_plays_once_and_the_second_press_is_refused(env, fa
 
 
 async def test_a_button_under_an_old_turn_is_refused_privately(env, fake_model):
-    thread = await start_thread(env)
+    thread = await env.start_thread()
     opening = env.fake.last_message(thread)
     # The bot does not know which message carried the buttons (shown before it kept that):
     # the old one keeps its Continue button after the next turn.
@@ -191,7 +183,7 @@ async def test_a_turn_cut_off_by_a_dead_process_shows_as_interrupted(env, fake_m
     from engine.storage.models import utcnow
     from tests.helpers import leave_dead_turn
 
-    thread = await start_thread(env)
+    thread = await env.start_thread()
     adventure = await env.bot.services.play.adventure_in(thread)
     # A process died mid-turn a while ago; its lease has expired.
     await leave_dead_turn(

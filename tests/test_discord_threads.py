@@ -22,7 +22,7 @@ from cogs.threads import START_FAILED_NOTE
 from engine.storage.models import Adventure
 from tests.discord_env import DiscordEnv, campfire_on_standin
 from tests.fakes.openai_server import Reply
-from tests.test_adventure_rights import answer, export_file, start_thread
+from tests.test_adventure_rights import answer, export_file
 from tests.test_scenario_commands import preview
 
 
@@ -41,12 +41,12 @@ def without_manage_threads(env: DiscordEnv) -> None:
 
 
 async def test_the_starter_is_a_member_of_the_thread_start_opens(env: DiscordEnv):
-    thread = await start_thread(env, env.bob)
+    thread = await env.start_thread(env.bob)
     assert env.bob in env.fake.world.channels[thread].members
 
 
 async def test_the_importer_is_a_member_of_the_thread_an_import_opens(env: DiscordEnv):
-    first = await start_thread(env, env.alice)
+    first = await env.start_thread(env.alice)
     file = await export_file(env, env.alice, first)
     record = await env.fake.slash(env.bob, env.channel, "adventure import", file=file)
     await env.done()
@@ -82,7 +82,7 @@ async def test_a_start_that_fails_leaves_no_empty_open_thread(
             if c.get("type") == 4
         ]
         # While the form is open, the same player begins another adventure: the hour's one.
-        await start_thread(env, env.alice)
+        await env.start_thread(env.alice)
         (running,) = env.fake.threads(env.channel)
 
         submitted = await env.fake.submit_modal(
@@ -109,7 +109,7 @@ async def test_a_start_that_fails_leaves_no_empty_open_thread(
 
 
 async def test_an_action_in_an_archived_thread_reopens_it_and_plays(env: DiscordEnv, fake_model):
-    thread = await start_thread(env, env.alice)
+    thread = await env.start_thread(env.alice)
     env.fake.archive_thread(thread)  # a day of quiet
     await env.fake.flush()
     fake_model.queue(Reply(text="The door creaks open."))
@@ -132,7 +132,7 @@ async def test_an_action_in_an_archived_thread_reopens_it_and_plays(env: Discord
 async def test_an_action_in_the_channel_points_to_the_archived_thread_and_reopens_it(
     env: DiscordEnv,
 ):
-    thread = await start_thread(env, env.alice)
+    thread = await env.start_thread(env.alice)
     env.fake.archive_thread(thread)
     await env.fake.flush()
     record = await env.fake.slash(env.bob, env.channel, "do", action="look around")
@@ -151,7 +151,7 @@ async def test_an_action_in_the_channel_points_to_the_archived_thread_and_reopen
 async def test_an_action_in_the_channel_names_a_locked_thread_and_the_way_to_begin_anew(
     env: DiscordEnv,
 ):
-    thread = await start_thread(env, env.alice)
+    thread = await env.start_thread(env.alice)
     env.fake.archive_thread(thread, locked=True)  # a moderator locked it
     await env.fake.flush()
     record = await env.fake.slash(env.bob, env.channel, "say", words="Hello?")
@@ -166,7 +166,7 @@ async def test_an_action_in_the_channel_names_a_locked_thread_and_the_way_to_beg
 async def test_start_in_the_channel_names_the_adventures_still_running_in_its_threads(
     env: DiscordEnv,
 ):
-    first = await start_thread(env, env.alice)
+    first = await env.start_thread(env.alice)
     env.fake.archive_thread(first)
     await env.fake.flush()
     record = await env.fake.slash(env.bob, env.channel, "start")
@@ -210,7 +210,7 @@ async def test_start_where_no_public_thread_can_open_is_refused_at_once(
 
 
 async def test_import_in_an_announcement_channel_is_refused_at_once(env: DiscordEnv):
-    thread = await start_thread(env, env.alice)
+    thread = await env.start_thread(env.alice)
     file: StandinFile = await export_file(env, env.alice, thread)
     news = env.fake.add_channel(env.guild, "news", type=GUILD_ANNOUNCEMENT)
     await env.fake.flush()

@@ -16,14 +16,6 @@ from tests.fakes.openai_server import Reply
 DISCORD_INTEGER_MAX = 2**53 - 1
 
 
-async def start_thread(env: DiscordEnv) -> int:
-    record = await env.fake.slash(env.alice, env.channel, "start")
-    await env.done()
-    assert record.failed is None
-    (thread,) = env.fake.threads(env.channel)
-    return thread
-
-
 async def stored_story(env: DiscordEnv, thread: int) -> list[str]:
     async with env.bot.services.db.session() as session:
         adventure_id = await session.scalar(
@@ -45,7 +37,7 @@ def answer(env: DiscordEnv, record) -> str:
 
 async def test_an_action_with_nul_plays(env, fake_model):
     """PostgreSQL text cannot hold NUL: stored as it came, every retry of the turn failed."""
-    thread = await start_thread(env)
+    thread = await env.start_thread()
     fake_model.queue(Reply(text="The door groans open.", delay=0.005))
     record = await env.fake.slash(env.alice, thread, "do", action="open\x00 the door\x00")
     await env.done()
@@ -60,7 +52,7 @@ async def test_an_action_with_nul_plays(env, fake_model):
 async def test_an_action_with_a_lone_surrogate_reaches_the_model_and_plays(env, fake_model):
     """Discord's JSON can carry an escaped lone surrogate (``\\ud800``), which is not text: it
     reaches the model (and the database) as U+FFFD instead of failing to encode."""
-    thread = await start_thread(env)
+    thread = await env.start_thread()
     fake_model.queue(Reply(text="The rune flickers.", delay=0.005))
     record = await env.fake.slash(env.alice, thread, "do", action="trace the rune \ud800 twice")
     await env.done()
@@ -73,7 +65,7 @@ async def test_an_action_with_a_lone_surrogate_reaches_the_model_and_plays(env, 
 async def test_a_model_reply_with_nul_and_a_lone_surrogate_is_stored_clean(env, fake_model):
     """A hostile endpoint may send anything: its words enter the story sanitised, reasoning
     too, so the turn is stored (on PostgreSQL as well) instead of failing."""
-    thread = await start_thread(env)
+    thread = await env.start_thread()
     fake_model.queue(
         Reply(text="The door\x00 opens \ud800 slowly.", reasoning="Think\x00ing.", delay=0.005)
     )
@@ -89,7 +81,7 @@ async def test_a_model_reply_with_nul_and_a_lone_surrogate_is_stored_clean(env, 
 
 
 async def test_steering_text_with_nul_is_kept_clean(env, fake_model):
-    thread = await start_thread(env)
+    thread = await env.start_thread()
     record = await env.fake.slash(env.alice, thread, "note", text="Keep\x00 it tense\x1b[0m.")
     await env.done()
     assert record.failed is None
@@ -124,7 +116,7 @@ async def test_a_long_query_gets_a_clear_reply_within_discords_limit(env):
 
 
 async def test_a_memory_number_beyond_any_id_is_not_found(env, fake_model):
-    thread = await start_thread(env)
+    thread = await env.start_thread()
     record = await env.fake.slash(env.alice, thread, "memory pin", memory=DISCORD_INTEGER_MAX)
     await env.done()
     assert answer(env, record).startswith(f"⚠ This adventure has no memory #{DISCORD_INTEGER_MAX}")

@@ -12,7 +12,7 @@ from engine.storage.models import Memory, RequestRecord, StoryNode, User
 from tests.discord_env import DiscordEnv
 from tests.fakes.openai_server import Reply
 from tests.helpers import until
-from tests.test_steering_commands import adventure_here, answer, form, start_thread
+from tests.test_steering_commands import adventure_here, answer, form
 
 
 async def bank(env: DiscordEnv, channel_id: int) -> list[Memory]:
@@ -25,7 +25,7 @@ async def bank(env: DiscordEnv, channel_id: int) -> list[Memory]:
 
 
 async def test_memory_add_list_pin_forget_restore_and_edit(env):
-    thread = await start_thread(env)
+    thread = await env.start_thread()
     added = await answer(
         env, await env.fake.slash(env.alice, thread, "memory add", text="Mira owes a debt.")
     )
@@ -65,7 +65,7 @@ async def test_memory_add_list_pin_forget_restore_and_edit(env):
 
 
 async def test_memory_changes_are_for_the_host_and_bad_input_is_named(env):
-    thread = await start_thread(env)
+    thread = await env.start_thread()
     refused = await answer(
         env, await env.fake.slash(env.bob, thread, "memory add", text="Bob rules.")
     )
@@ -84,7 +84,7 @@ async def test_memory_changes_are_for_the_host_and_bad_input_is_named(env):
 
 
 async def test_summary_view_and_edit_in_a_prefilled_form(env):
-    thread = await start_thread(env)
+    thread = await env.start_thread()
     empty = await answer(env, await env.fake.slash(env.bob, thread, "summary view"))
     assert "No summary yet" in empty.embeds[0]["description"]
     assert (
@@ -102,7 +102,7 @@ async def test_summary_view_and_edit_in_a_prefilled_form(env):
 
 
 async def test_profile_show_keep_and_delete(env):
-    thread = await start_thread(env)
+    thread = await env.start_thread()
     shown = await answer(env, await env.fake.slash(env.bob, thread, "profile show"))
     assert "You are a guest" in shown.content  # bob's row exists: he interacted
     await answer(env, await env.fake.slash(env.bob, thread, "profile keep"))
@@ -123,7 +123,7 @@ async def test_profile_show_keep_and_delete(env):
 
 
 async def test_profile_delete_during_turns_leaves_nothing_of_them(env, fake_model):
-    thread = await start_thread(env)
+    thread = await env.start_thread()
     adventure = await adventure_here(env, thread)
     fake_model.queue(
         Reply(text="The bridge sways under Bob, plank by plank, and holds at last.", delay=0.2),
@@ -154,7 +154,7 @@ async def test_profile_delete_during_turns_leaves_nothing_of_them(env, fake_mode
 
 async def test_a_turn_schedules_the_memory_job(env, fake_model):
     env.bot.services.memory.memory_cadence = Cadence(first_at=2, every=1)
-    thread = await start_thread(env)
+    thread = await env.start_thread()
     fake_model.queue("The reeds hum louder.")
     await env.fake.slash(env.alice, thread, "do", action="listen")
     await env.done()

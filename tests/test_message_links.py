@@ -31,13 +31,6 @@ def undone(message) -> bool:
     return any("Undone" in (embed.get("description") or "") for embed in message.embeds)
 
 
-async def start_thread(env: DiscordEnv) -> int:
-    await env.fake.slash(env.alice, env.channel, "start")
-    await env.done()
-    (thread,) = env.fake.threads(env.channel)
-    return thread
-
-
 async def act(env: DiscordEnv, thread: int, text: str):
     """A /do in the thread: (the narration's message, the action line's message)."""
     record = await env.fake.slash(env.alice, thread, "do", action=text)
@@ -47,7 +40,7 @@ async def act(env: DiscordEnv, thread: int, text: str):
 
 
 async def test_undo_marks_a_turn_whose_interaction_token_expired(env, fake_model):
-    thread = await start_thread(env)
+    thread = await env.start_thread()
     fake_model.queue("One.", "Two.")
     one, _ = await act(env, thread, "one")
     two, two_action = await act(env, thread, "two")
@@ -71,7 +64,7 @@ async def test_after_a_restart_undo_marks_the_turn_and_the_buttons_move(
     tmp_path, fake_model, caplog, database_url
 ):
     async with campfire_on_standin(tmp_path, fake_model, caplog, database_url) as first:
-        thread = await start_thread(first)
+        thread = await first.start_thread()
         fake_model.queue("One.", "Two.", "Three.")
         one, _ = await act(first, thread, "one")
         two, two_action = await act(first, thread, "two")
@@ -91,7 +84,7 @@ async def test_after_a_restart_undo_marks_the_turn_and_the_buttons_move(
 
 
 async def test_an_imported_adventures_posted_turn_is_marked_when_undone(env, fake_model):
-    thread = await start_thread(env)
+    thread = await env.start_thread()
     fake_model.queue("One.")
     await act(env, thread, "one")
     exported = await env.fake.slash(env.alice, thread, "adventure export")
@@ -111,7 +104,7 @@ async def test_an_imported_adventures_posted_turn_is_marked_when_undone(env, fak
 
 
 async def test_edits_of_old_messages_past_discords_cap_are_given_up_quietly(env, fake_model):
-    thread = await start_thread(env)
+    thread = await env.start_thread()
     fake_model.queue("One.", "Two.")
     await act(env, thread, "one")
     two, two_action = await act(env, thread, "two")
@@ -133,7 +126,7 @@ async def test_edits_of_old_messages_past_discords_cap_are_given_up_quietly(env,
 
 
 async def test_a_channel_that_refuses_the_bot_is_asked_once_a_move(env, fake_model):
-    thread = await start_thread(env)
+    thread = await env.start_thread()
     fake_model.queue("One.", "Two.")
     await act(env, thread, "one")
     await act(env, thread, "two")
@@ -154,7 +147,7 @@ async def test_a_channel_that_refuses_the_bot_is_asked_once_a_move(env, fake_mod
 
 
 async def test_a_message_deleted_in_discord_is_forgotten(env, fake_model):
-    thread = await start_thread(env)
+    thread = await env.start_thread()
     fake_model.queue("One.", "Two.")
     await act(env, thread, "one")
     two, two_action = await act(env, thread, "two")
@@ -172,7 +165,7 @@ async def test_a_message_deleted_in_discord_is_forgotten(env, fake_model):
 async def test_many_undone_turns_are_not_all_marked_at_once(env, fake_model, monkeypatch):
     # Two messages a move here (a turn's worth), so that three turns undone at once are more.
     monkeypatch.setattr(narration, "EDITS_PER_MOVE", 2)
-    thread = await start_thread(env)
+    thread = await env.start_thread()
     fake_model.queue("At camp.", "Turn 1.", "Turn 2.")
     await act(env, thread, "camp")
     await env.fake.slash(env.alice, thread, "savepoint add", name="camp")
@@ -194,7 +187,7 @@ async def test_many_undone_turns_are_not_all_marked_at_once(env, fake_model, mon
 
 
 async def test_turns_played_leave_nothing_in_the_view_store(env, fake_model):
-    thread = await start_thread(env)
+    thread = await env.start_thread()
     fake_model.queue("One.", "One again.", "Two.", "Two again.")
     stored = len(env.bot.persistent_views)
     for text in ("one", "two"):
@@ -210,7 +203,7 @@ async def test_an_interaction_response_is_edited_by_id_unless_ephemeral(env, fak
     """Edit Message lets "the original message author" edit content, embeds and components
     (discord-api-docs, Message); an interaction's response is the bot user's message, so the
     bot edits it by id once its token has expired, but an ephemeral one is unknown there."""
-    thread = await start_thread(env)
+    thread = await env.start_thread()
     fake_model.queue("One.")
     _, action = await act(env, thread, "one")
     private = await env.fake.slash(env.bob, thread, "help")

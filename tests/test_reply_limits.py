@@ -23,13 +23,6 @@ from tests.fakes.openai_server import FakeModelServer, Reply
 from tests.helpers import new_adventure, play
 
 
-async def start_thread(env: DiscordEnv) -> int:
-    await env.fake.slash(env.alice, env.channel, "start")
-    await env.done()
-    (thread,) = env.fake.threads(env.channel)
-    return thread
-
-
 async def story_of(env: DiscordEnv, channel_id: int) -> tuple[int, int | None, int]:
     """The adventure's node count, head and version: what a saved turn would change."""
     async with env.bot.services.db.session() as session:
@@ -53,7 +46,7 @@ async def test_a_reply_that_never_ends_is_stopped_at_the_time_limit_and_play_goe
         provider = env.bot.services.provider
         assert isinstance(provider, OpenAICompatibleProvider)
         assert provider.limits == ReplyLimits(seconds=0.8, chars=20_000)  # from the settings
-        thread = await start_thread(env)
+        thread = await env.start_thread()
         # A turn to undo later, played under a roomy limit: on a busy machine even a short
         # reply can take longer than the 0.8 s meant for the endless one.
         provider.limits = ReplyLimits(seconds=30)
@@ -92,7 +85,7 @@ async def test_a_reply_past_the_length_limit_is_stopped_and_nothing_is_saved(
     async with campfire_on_standin(
         tmp_path, fake_model, caplog, database_url, model_reply_chars=400
     ) as env:
-        thread = await start_thread(env)
+        thread = await env.start_thread()
         before = await story_of(env, thread)
         fake_model.queue(Reply(fault="endless"))
         record = await env.fake.slash(env.alice, thread, "do", action="light the lantern")

@@ -24,13 +24,6 @@ async def env(tmp_path, fake_model, caplog, database_url):
         yield environment
 
 
-async def start_thread(env: DiscordEnv) -> int:
-    await env.fake.slash(env.alice, env.channel, "start")
-    await env.done()
-    (thread,) = env.fake.threads(env.channel)
-    return thread
-
-
 async def narrator_turns(env: DiscordEnv, thread: int) -> int:
     adventure = await env.bot.services.play.adventure_in(thread)
     assert adventure is not None
@@ -59,7 +52,7 @@ def repeats_seen(caplog, interaction_id: int) -> list[str]:
 
 
 async def test_the_same_interaction_twice_plays_one_turn(env, fake_model, caplog):
-    thread = await start_thread(env)
+    thread = await env.start_thread()
     fake_model.queue(Reply(text=REPLY, delay=0.05))
     record = await env.fake.slash(env.alice, thread, "do", action="light the lantern")
     # Discord takes one initial response per interaction: a repeat's is refused (40060).
@@ -88,7 +81,7 @@ async def test_the_same_interaction_twice_plays_one_turn(env, fake_model, caplog
 async def test_the_same_interaction_with_another_action_is_refused_politely(
     env, fake_model, caplog
 ):
-    thread = await start_thread(env)
+    thread = await env.start_thread()
     fake_model.queue(REPLY)
     record = await env.fake.slash(env.alice, thread, "do", action="light the lantern")
     await env.done()

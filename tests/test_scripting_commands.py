@@ -16,13 +16,6 @@ from tests.discord_env import DiscordEnv
 SCRIPTS = Path(__file__).parent / "scripts"
 
 
-async def start_thread(env: DiscordEnv) -> int:
-    record = await env.fake.slash(env.alice, env.channel, "start")
-    await env.done()
-    assert record.failed is None
-    return env.fake.threads(env.channel)[-1]
-
-
 async def scripts_here(env: DiscordEnv, channel_id: int) -> list[AdventureScript]:
     ref = await env.bot.services.play.adventure_in(channel_id)
     async with env.bot.services.db.session() as session:
@@ -52,7 +45,7 @@ def answer(env: DiscordEnv, record: InteractionRecord):
 
 
 async def test_upload_list_enable_disable_remove(env):
-    thread = await start_thread(env)
+    thread = await env.start_thread()
     library = (SCRIPTS / "dice_library.js").read_text()
     record = await command(
         env, env.alice, thread, "upload", hook="library", file=js("library.js", library)
@@ -100,7 +93,7 @@ async def test_upload_list_enable_disable_remove(env):
 async def test_a_command_script_answers_under_the_action_and_a_message_under_the_turn(
     env, fake_model
 ):
-    thread = await start_thread(env)
+    thread = await env.start_thread()
     for hook, name in (("library", "dice_library.js"), ("input", "dice_input.js")):
         await command(
             env, env.alice, thread, "upload", hook=hook, file=js(name, (SCRIPTS / name).read_text())
@@ -131,7 +124,7 @@ async def test_a_command_script_answers_under_the_action_and_a_message_under_the
 
 
 async def test_script_test_runs_a_hook_without_saving(env):
-    thread = await start_thread(env)
+    thread = await env.start_thread()
     await command(
         env,
         env.alice,
@@ -153,7 +146,7 @@ async def test_script_test_runs_a_hook_without_saving(env):
 
 
 async def test_script_test_of_context_and_output(env, fake_model):
-    thread = await start_thread(env)
+    thread = await env.start_thread()
     await command(
         env,
         env.alice,
@@ -172,7 +165,7 @@ async def test_script_test_of_context_and_output(env, fake_model):
 
 
 async def test_only_managers_change_scripts_in_a_server(env):
-    thread = await start_thread(env)
+    thread = await env.start_thread()
     record = await command(env, env.bob, thread, "upload", hook="output", file=js("o.js", "text"))
     assert "Manage Server" in answer(env, record).content
     assert await scripts_here(env, thread) == []
@@ -200,14 +193,14 @@ async def test_a_dm_player_manages_their_own_scripts(env):
     ],
 )
 async def test_a_bad_file_is_refused_with_a_reason(env, file, words):
-    thread = await start_thread(env)
+    thread = await env.start_thread()
     record = await command(env, env.alice, thread, "upload", hook="input", file=file)
     assert words in env.fake.message(record.original_message_id).content
     assert await scripts_here(env, thread) == []
 
 
 async def test_unknown_names_and_parts_are_explained(env):
-    thread = await start_thread(env)
+    thread = await env.start_thread()
     record = await command(env, env.alice, thread, "enable", name="nothing")
     assert "no script called “nothing”" in answer(env, record).content
     await command(env, env.alice, thread, "upload", hook="output", file=js("o.js", "text"))
@@ -221,7 +214,7 @@ async def test_unknown_names_and_parts_are_explained(env):
 
 
 async def test_insights_shows_a_broken_scripts_error_and_logs(env, fake_model):
-    thread = await start_thread(env)
+    thread = await env.start_thread()
     await command(
         env,
         env.alice,

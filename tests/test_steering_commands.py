@@ -12,13 +12,6 @@ from engine.storage.models import Adventure, AdventureCard
 from tests.discord_env import DiscordEnv, answered, campfire_on_standin
 
 
-async def start_thread(env: DiscordEnv, host: int | None = None) -> int:
-    record = await env.fake.slash(host or env.alice, env.channel, "start")
-    await env.done()
-    assert record.failed is None
-    return env.fake.threads(env.channel)[-1]
-
-
 async def adventure_here(env: DiscordEnv, channel_id: int) -> Adventure:
     ref = await env.bot.services.play.adventure_in(channel_id)
     async with env.bot.services.db.session() as session:
@@ -57,7 +50,7 @@ def form(record: InteractionRecord) -> dict[str, str]:
 
 
 async def test_note_with_text_is_stored_and_shown(env):
-    thread = await start_thread(env)
+    thread = await env.start_thread()
     record = await env.fake.slash(env.alice, thread, "note", text="Keep it gothic and eerie.")
     message = await answer(env, record)
     assert message.content == "Author's note updated; it applies from the next turn."
@@ -67,7 +60,7 @@ async def test_note_with_text_is_stored_and_shown(env):
 
 
 async def test_essentials_without_text_opens_a_prefilled_form(env):
-    thread = await start_thread(env)
+    thread = await env.start_thread()
     before = (await adventure_here(env, thread)).plot_essentials
     assert before  # the scenario's, copied at start
     record = await env.fake.slash(env.alice, thread, "essentials")
@@ -85,7 +78,7 @@ async def test_essentials_without_text_opens_a_prefilled_form(env):
 
 
 async def test_an_empty_form_clears_and_says_so(env):
-    thread = await start_thread(env)
+    thread = await env.start_thread()
     record = await env.fake.slash(env.alice, thread, "instructions")
     submitted = await env.fake.submit_modal(env.alice, record, {"text": ""})
     message = await answer(env, submitted)
@@ -95,7 +88,7 @@ async def test_an_empty_form_clears_and_says_so(env):
 
 
 async def test_a_non_host_is_refused_and_told_who_can(env):
-    thread = await start_thread(env)
+    thread = await env.start_thread()
     before = (await adventure_here(env, thread)).authors_note
     record = await env.fake.slash(env.bob, thread, "note", text="Everyone loves Bob.")
     assert (await answer(env, record)).content == (
@@ -111,7 +104,7 @@ async def test_a_non_host_is_refused_and_told_who_can(env):
 
 
 async def test_a_server_manager_may_steer_someone_elses_adventure(env):
-    thread = await start_thread(env, host=env.bob)
+    thread = await env.start_thread(host=env.bob)
     carol = env.fake.add_user("carol", member_of=[env.guild])
     refused = await env.fake.slash(carol, thread, "note", text="carol's note")
     assert "Only bob (this adventure's host)" in (await answer(env, refused)).content
@@ -131,7 +124,7 @@ async def test_a_dm_player_steers_their_solo_adventure(env):
 
 
 async def test_a_form_for_an_adventure_that_was_replaced_saves_nothing(env):
-    thread = await start_thread(env)
+    thread = await env.start_thread()
     record = await env.fake.slash(env.alice, thread, "note")
     await env.fake.slash(env.alice, thread, "start")  # a new adventure in the same thread
     await env.done()
@@ -143,7 +136,7 @@ async def test_a_form_for_an_adventure_that_was_replaced_saves_nothing(env):
 
 
 async def test_a_value_too_long_for_a_form_is_shown_not_cut(env):
-    thread = await start_thread(env)
+    thread = await env.start_thread()
     adventure = await adventure_here(env, thread)
     async with env.bot.services.db.session() as session, session.begin():
         stored = await session.get(Adventure, adventure.id)
@@ -166,7 +159,7 @@ async def test_steering_where_nothing_runs(env):
 
 
 async def test_card_add_through_a_form_then_list_shows_it(env):
-    thread = await start_thread(env)
+    thread = await env.start_thread()
     record = await env.fake.slash(env.alice, thread, "card add", always_on=True)
     assert record.modal["title"] == "New story card"
     assert form(record) == {"title": "", "keys": "", "entry": "", "type": "custom"}
@@ -205,7 +198,7 @@ async def test_card_add_through_a_form_then_list_shows_it(env):
 
 
 async def test_a_refused_card_form_can_be_fixed_without_retyping(env):
-    thread = await start_thread(env)
+    thread = await env.start_thread()
     record = await env.fake.slash(env.alice, thread, "card add")
     typed = {"title": "old wenna", "keys": "", "entry": "A second Wenna.", "type": "character"}
     submitted = await env.fake.submit_modal(env.alice, record, typed)
@@ -219,7 +212,7 @@ async def test_a_refused_card_form_can_be_fixed_without_retyping(env):
 
 
 async def test_card_edit_with_autocomplete(env):
-    thread = await start_thread(env)
+    thread = await env.start_thread()
     choices = await env.fake.autocomplete(
         env.alice, thread, "card edit", focused="card", value="wen"
     )
@@ -241,7 +234,7 @@ async def test_card_edit_with_autocomplete(env):
 
 
 async def test_card_edit_by_typed_title_and_always_on(env):
-    thread = await start_thread(env)
+    thread = await env.start_thread()
     record = await env.fake.slash(
         env.alice, thread, "card edit", card="marsh-lights", always_on=True
     )
@@ -252,7 +245,7 @@ async def test_card_edit_by_typed_title_and_always_on(env):
 
 
 async def test_card_remove(env):
-    thread = await start_thread(env)
+    thread = await env.start_thread()
     choices = await env.fake.autocomplete(
         env.alice, thread, "card remove", focused="card", value="mile"
     )
@@ -273,7 +266,7 @@ async def test_card_remove(env):
 
 
 async def test_a_long_card_list_is_paged(env):
-    thread = await start_thread(env)
+    thread = await env.start_thread()
     host = Actor(env.alice)
     for n in range(10):
         await env.bot.services.story_cards.add(
@@ -297,7 +290,7 @@ async def test_the_card_cap_is_checked_before_the_form_opens(
     async with campfire_on_standin(
         tmp_path, fake_model, caplog, database_url, max_story_cards=3
     ) as env:
-        thread = await start_thread(env)
+        thread = await env.start_thread()
         record = await env.fake.slash(env.alice, thread, "card add")
         assert record.modal is None
         assert (await answer(env, record)).content == (
@@ -309,7 +302,7 @@ async def test_the_card_cap_is_checked_before_the_form_opens(
 
 
 async def test_adventure_settings_are_shown_with_their_defaults(env):
-    thread = await start_thread(env)
+    thread = await env.start_thread()
     record = await env.fake.slash(env.bob, thread, "adventure settings")  # anyone may look
     content = (await answer(env, record)).content
     assert "Context: **4,096** tokens (the default)" in content
@@ -318,7 +311,7 @@ async def test_adventure_settings_are_shown_with_their_defaults(env):
 
 
 async def test_adventure_settings_are_set_and_validated(env):
-    thread = await start_thread(env)
+    thread = await env.start_thread()
     record = await env.fake.slash(env.alice, thread, "adventure settings", temperature=0.3)
     content = (await answer(env, record)).content
     assert content.startswith("Settings updated; they apply from the next turn.")
@@ -346,7 +339,7 @@ async def test_adventure_settings_are_set_and_validated(env):
 
 
 async def test_the_next_turn_uses_the_new_settings(env, fake_model):
-    thread = await start_thread(env)
+    thread = await env.start_thread()
     await env.fake.slash(
         env.alice, thread, "adventure settings", temperature=0.3, max_output_tokens=120
     )

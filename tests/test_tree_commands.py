@@ -15,13 +15,6 @@ from tests.fakes.openai_server import Reply
 from tests.helpers import forget_where_buttons_are
 
 
-async def start_thread(env: DiscordEnv) -> int:
-    await env.fake.slash(env.alice, env.channel, "start")
-    await env.done()
-    (thread,) = env.fake.threads(env.channel)
-    return thread
-
-
 async def adventure_here(env: DiscordEnv, channel_id: int) -> Adventure:
     async with env.bot.services.db.session() as session:
         return (
@@ -61,7 +54,7 @@ async def act(env: DiscordEnv, thread: int, user: int, text: str):
 
 
 async def test_retry_adds_a_take_and_the_pager_shows_each_in_place(env, fake_model):
-    thread = await start_thread(env)
+    thread = await env.start_thread()
     fake_model.queue("The first telling.", Reply(text="The second telling.", delay=0.005))
     first, _ = await act(env, thread, env.alice, "listen")
     assert labels(first) == ["Continue", "Retry", "Undo", "Insights"]
@@ -103,7 +96,7 @@ async def test_retry_adds_a_take_and_the_pager_shows_each_in_place(env, fake_mod
 
 
 async def test_stale_and_double_presses_change_nothing(env, fake_model):
-    thread = await start_thread(env)
+    thread = await env.start_thread()
     fake_model.queue("One.", "Two.")
     one, _ = await act(env, thread, env.alice, "one")
     # The bot does not know which message carried the buttons (shown before it kept that),
@@ -149,7 +142,7 @@ async def test_stale_and_double_presses_change_nothing(env, fake_model):
 
 
 async def test_undo_marks_the_turn_and_redo_brings_it_back(env, fake_model):
-    thread = await start_thread(env)
+    thread = await env.start_thread()
     fake_model.queue("One.", "Two.")
     one, _ = await act(env, thread, env.alice, "one")
     two, two_action = await act(env, thread, env.alice, "two")
@@ -175,7 +168,7 @@ async def test_undo_marks_the_turn_and_redo_brings_it_back(env, fake_model):
 
 
 async def test_only_the_author_the_host_or_a_manager_may_undo(env, fake_model):
-    thread = await start_thread(env)  # alice hosts (and manages the server)
+    thread = await env.start_thread()  # alice hosts (and manages the server)
     fake_model.queue("Bob's turn.", "Alice's turn.")
     await act(env, thread, env.bob, "wave")
     await act(env, thread, env.alice, "nod")
@@ -203,7 +196,7 @@ async def test_a_moderator_may_undo_anyones_turn_but_not_change_scripts(env, fak
     """Manage Messages without Manage Server: a story manager, not a script manager."""
     carol = env.fake.add_user("carol", member_of=[env.guild], manage_messages=True)
     await env.fake.flush()
-    thread = await start_thread(env)  # alice hosts
+    thread = await env.start_thread()  # alice hosts
     fake_model.queue("Bob's turn.")
     await act(env, thread, env.bob, "wave")
     undone = await env.fake.slash(carol, thread, "undo")
@@ -222,7 +215,7 @@ async def test_a_moderator_may_undo_anyones_turn_but_not_change_scripts(env, fak
 
 
 async def test_edit_opens_a_prefilled_form_and_corrects_the_turn(env, fake_model):
-    thread = await start_thread(env)
+    thread = await env.start_thread()
     fake_model.queue("The gaet creaks.")
     narration, _ = await act(env, thread, env.alice, "push")
     record = await env.fake.slash(env.alice, thread, "edit")
@@ -240,7 +233,7 @@ async def test_edit_opens_a_prefilled_form_and_corrects_the_turn(env, fake_model
 
 
 async def test_branches_save_points_and_the_tree(env, fake_model):
-    thread = await start_thread(env)
+    thread = await env.start_thread()
     fake_model.queue("One.", "Two.", "Another two.")
     await act(env, thread, env.alice, "one")
     saved = await env.fake.slash(env.alice, thread, "savepoint add", name="camp")
@@ -277,7 +270,7 @@ async def test_branches_save_points_and_the_tree(env, fake_model):
 
 
 async def test_undoing_back_to_the_opening_puts_its_buttons_back(env, fake_model):
-    thread = await start_thread(env)
+    thread = await env.start_thread()
     opening = env.fake.messages(thread)[0]
     fake_model.queue("One.")
     await act(env, thread, env.alice, "one")
