@@ -59,8 +59,7 @@ CREATE_PUBLIC_THREADS = BotPermission(
 EMBED_LINKS = BotPermission(
     "embed_links",
     "Embed Links",
-    "undone and retried turns are marked with an embed under their text; /help, lists and "
-    "Insights answer with embeds",
+    "undone and retried turns are marked with an embed under their text",
 )
 ATTACH_FILES = BotPermission(
     "attach_files",
