@@ -150,7 +150,7 @@ class PlayCog(commands.Cog):
                     f"**{discord.utils.escape_markdown(a.title)}** in <#{a.thread_id}>"
                     for a in earlier
                 )
-            await interaction.edit_original_response(content=echo(content, 2000))
+            await interaction.edit_original_response(content=fit_text(content))
         else:
             await interaction.edit_original_response(content=f"{header} begins.")
         await self.bot.narrator.post_opening(
