@@ -7,6 +7,7 @@ import io
 import re
 import time
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -172,12 +173,19 @@ class Env:
     bob: int
 
 
-@pytest.fixture
-async def env(caplog: pytest.LogCaptureFixture) -> AsyncIterator[Env]:
+@asynccontextmanager
+async def camp_on_standin(caplog: pytest.LogCaptureFixture) -> AsyncIterator[Env]:
+    """``CampBot`` on the stand-in (``tests.standin.bare``, with its checks at the end)."""
     async with on_standin(CampBot(), caplog) as place:
         bot = place.fake.client
         assert isinstance(bot, CampBot)
         yield Env(bot, place.fake, place.guild, place.channel, place.alice, place.bob)
+
+
+@pytest.fixture
+async def env(caplog: pytest.LogCaptureFixture) -> AsyncIterator[Env]:
+    async with camp_on_standin(caplog) as environment:
+        yield environment
 
 
 # -- tests -------------------------------------------------------------------------------------

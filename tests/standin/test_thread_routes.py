@@ -16,8 +16,7 @@ from bot.standin.world import (
     GUILD_VOICE,
     P_MANAGE_THREADS,
 )
-from tests.standin.bare import on_standin
-from tests.standin.test_standin import CampBot, Env
+from tests.standin.test_standin import Env, camp_on_standin
 
 MISSING_PERMISSIONS, CHANNEL_TYPE, ARCHIVED = 50013, 50024, 50083
 
@@ -25,10 +24,8 @@ MISSING_PERMISSIONS, CHANNEL_TYPE, ARCHIVED = 50013, 50024, 50083
 @pytest.fixture
 async def env(caplog: pytest.LogCaptureFixture) -> AsyncIterator[Env]:
     """A bare bot (Campfire's own would reopen archived threads itself)."""
-    async with on_standin(CampBot(), caplog) as place:
-        bot = place.fake.client
-        assert isinstance(bot, CampBot)
-        yield Env(bot, place.fake, place.guild, place.channel, place.alice, place.bob)
+    async with camp_on_standin(caplog) as environment:
+        yield environment
 
 
 async def new_thread(env: Env, name: str = "side quest") -> discord.Thread:
