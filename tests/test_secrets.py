@@ -116,7 +116,11 @@ async def test_a_model_url_with_credentials_shows_the_host_alone_and_logs_nothin
             (record.name, record.getMessage() + (record.exc_text or ""))
             for record in caplog.records
         ]
-        assert len(logged) > 100  # debug lines of every library: httpx, the database, discord
+        # Debug lines of the libraries that see the secrets were captured (the model's HTTP
+        # client, discord.py; on SQLite the database driver's too), so their silence means
+        # something. Their number varies with the backend and the gateway's timing.
+        sources = {name.split(".")[0] for name, _ in logged}
+        assert {"httpx", "httpcore", "discord"} <= sources
         assert [(name, text) for name, text in logged if leaks(text)] == []
         assert leaks(caplog.text) == []
 
