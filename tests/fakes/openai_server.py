@@ -283,8 +283,10 @@ def main(argv: list[str] | None = None) -> None:
     # children SIGINT ignored (Python then installs no KeyboardInterrupt handler of its own).
     signal.signal(signal.SIGINT, signal.default_int_handler)
     with fake:
-        print(fake.base_url, flush=True)
+        # The address is printed inside the try: whoever reads it may press Ctrl-C at once,
+        # before this thread has run another line.
         try:
+            print(fake.base_url, flush=True)
             while True:
                 time.sleep(3600)
         except KeyboardInterrupt:
