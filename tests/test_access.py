@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from bot.standin.world import P_ADMINISTRATOR, P_MANAGE_MESSAGES, RoleRecord
+from bot.standin.permissions import P_ADMINISTRATOR, P_MANAGE_MESSAGES
+from bot.standin.world import RoleRecord
 from engine.access import (
     Actor,
     check_may_choose_importers,

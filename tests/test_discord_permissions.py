@@ -11,7 +11,7 @@ from datetime import timedelta
 from sqlalchemy import func, select
 
 from bot.standin import MISSING_PERMISSIONS, StandinFile
-from bot.standin.world import P_CREATE_PUBLIC_THREADS, P_SEND_IN_THREADS, P_VIEW_CHANNEL
+from bot.standin.permissions import P_CREATE_PUBLIC_THREADS, P_SEND_IN_THREADS, P_VIEW_CHANNEL
 from engine.storage.models import Adventure
 from tests.discord_env import DiscordEnv, campfire_on_standin
 from tests.fakes.openai_server import Reply

@@ -9,13 +9,13 @@ import pytest
 from sqlalchemy import func, select
 
 from bot.standin import StandinFile
+from bot.standin.permissions import P_MANAGE_THREADS
 from bot.standin.world import (
     GUILD_ANNOUNCEMENT,
     GUILD_FORUM,
     GUILD_MEDIA,
     GUILD_STAGE_VOICE,
     GUILD_VOICE,
-    P_MANAGE_THREADS,
     iter_components,
 )
 from cogs.threads import START_FAILED_NOTE

@@ -11,14 +11,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from . import limits
-from .rest import FileUpload, error_response, json_response, read_body
-from .world import (
-    ANNOUNCEMENT_THREAD,
-    DM,
-    FLAG_EPHEMERAL,
-    FLAG_LOADING,
-    GUILD_ANNOUNCEMENT,
-    GUILD_TEXT,
+from .permissions import (
     P_ATTACH_FILES,
     P_CREATE_PRIVATE_THREADS,
     P_CREATE_PUBLIC_THREADS,
@@ -28,6 +21,15 @@ from .world import (
     P_SEND_IN_THREADS,
     P_SEND_MESSAGES,
     P_VIEW_CHANNEL,
+)
+from .rest import FileUpload, error_response, json_response, read_body
+from .world import (
+    ANNOUNCEMENT_THREAD,
+    DM,
+    FLAG_EPHEMERAL,
+    FLAG_LOADING,
+    GUILD_ANNOUNCEMENT,
+    GUILD_TEXT,
     PRIVATE_THREAD,
     PUBLIC_THREAD,
     MessageRecord,

@@ -14,6 +14,20 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from .permissions import (
+    ALL_PERMISSIONS,
+    BOT_ROLE_PERMISSIONS,
+    DM_PERMISSIONS,
+    EVERYONE_PERMISSIONS,
+    OVERWRITE_MEMBER,
+    OVERWRITE_ROLE,
+    P_ADMINISTRATOR,
+    P_MANAGE_GUILD,
+    P_MANAGE_MESSAGES,
+    Overwrite,
+    with_overwrites,
+)
+
 DISCORD_EPOCH_MS = 1_420_070_400_000
 
 # Channel types (Discord's numbers).
@@ -42,58 +56,6 @@ GUILD_CHANNEL_TYPES = (
 # Message flags.
 FLAG_EPHEMERAL = 1 << 6
 FLAG_LOADING = 1 << 7
-
-# Permission bits (discord-api-docs, Permissions, "Bitwise Permission Flags").
-P_ADMINISTRATOR = 1 << 3
-P_MANAGE_CHANNELS = 1 << 4
-P_MANAGE_GUILD = 1 << 5
-P_ADD_REACTIONS = 1 << 6
-P_VIEW_CHANNEL = 1 << 10
-P_SEND_MESSAGES = 1 << 11
-P_SEND_TTS_MESSAGES = 1 << 12
-P_MANAGE_MESSAGES = 1 << 13
-P_EMBED_LINKS = 1 << 14
-P_ATTACH_FILES = 1 << 15
-P_READ_HISTORY = 1 << 16
-P_MENTION_EVERYONE = 1 << 17
-P_USE_APP_COMMANDS = 1 << 31
-P_MANAGE_THREADS = 1 << 34
-P_CREATE_PUBLIC_THREADS = 1 << 35
-P_CREATE_PRIVATE_THREADS = 1 << 36
-P_SEND_IN_THREADS = 1 << 38
-EVERYONE_PERMISSIONS = (
-    P_ADD_REACTIONS
-    | P_VIEW_CHANNEL
-    | P_SEND_MESSAGES
-    | P_EMBED_LINKS
-    | P_ATTACH_FILES
-    | P_READ_HISTORY
-    | P_USE_APP_COMMANDS
-    | P_CREATE_PUBLIC_THREADS
-    | P_SEND_IN_THREADS
-)
-BOT_ROLE_PERMISSIONS = EVERYONE_PERMISSIONS | P_MANAGE_MESSAGES | P_MANAGE_THREADS
-#: What a DM allows: "app_permissions includes ATTACH_FILES | EMBED_LINKS | MENTION_EVERYONE
-#: permissions for (G)DMs with other users, and additionally includes USE_EXTERNAL_EMOJIS for
-#: DMs with the app's bot user" (discord-api-docs, Receiving and Responding). Sending itself
-#: needs no permission there; a closed DM is refused with 50007 instead.
-P_USE_EXTERNAL_EMOJIS = 1 << 18
-DM_PERMISSIONS = (
-    P_VIEW_CHANNEL
-    | P_SEND_MESSAGES
-    | P_EMBED_LINKS
-    | P_ATTACH_FILES
-    | P_READ_HISTORY
-    | P_MENTION_EVERYONE
-    | P_USE_EXTERNAL_EMOJIS
-)
-#: "Denying SEND_MESSAGES implicitly denies MENTION_EVERYONE, SEND_TTS_MESSAGES, ATTACH_FILES,
-#: and EMBED_LINKS" (discord-api-docs, Permissions, "Implicit Permissions").
-IMPLIED_BY_SENDING = P_MENTION_EVERYONE | P_SEND_TTS_MESSAGES | P_ATTACH_FILES | P_EMBED_LINKS
-# Overwrite target types (discord-api-docs, Channel, "Overwrite Object").
-OVERWRITE_ROLE = 0
-OVERWRITE_MEMBER = 1
-ALL_PERMISSIONS = (1 << 51) - 1
 
 
 def iso_now() -> str:
@@ -158,24 +120,6 @@ class GuildRecord:
     #: Manage Messages without Manage Server: a moderator.
     moderator_role_id: int = 0
     bot_role_id: int = 0
-
-
-@dataclass
-class Overwrite:
-    """A channel's permission overwrite for one role or member."""
-
-    id: int
-    type: int  # OVERWRITE_ROLE or OVERWRITE_MEMBER
-    allow: int = 0
-    deny: int = 0
-
-    def payload(self) -> dict[str, Any]:
-        return {
-            "id": str(self.id),
-            "type": self.type,
-            "allow": str(self.allow),
-            "deny": str(self.deny),
-        }
 
 
 @dataclass
@@ -501,28 +445,15 @@ class World:
         base = self.member_permissions(guild.id, user_id)
         if base & P_ADMINISTRATOR:  # the owner's ALL has it too
             return ALL_PERMISSIONS
-        perms = base
-        everyone = source.overwrites.get(guild.id)
-        if everyone is not None:
-            perms = (perms & ~everyone.deny) | everyone.allow
-        allow = deny = 0
-        for rid in guild.members.get(user_id, []):
-            overwrite = source.overwrites.get(rid)
-            if overwrite is not None and overwrite.type == OVERWRITE_ROLE:
-                allow |= overwrite.allow
-                deny |= overwrite.deny
-        perms = (perms & ~deny) | allow
-        own = source.overwrites.get(user_id)
-        if own is not None and own.type == OVERWRITE_MEMBER:
-            perms = (perms & ~own.deny) | own.allow
-        if not implicit:
-            return perms
-        if not perms & P_VIEW_CHANNEL:
-            return 0
-        send = P_SEND_IN_THREADS if channel.is_thread else P_SEND_MESSAGES
-        if not perms & send:
-            perms &= ~IMPLIED_BY_SENDING
-        return perms
+        roles = [source.overwrites.get(rid) for rid in guild.members.get(user_id, [])]
+        return with_overwrites(
+            base,
+            everyone=source.overwrites.get(guild.id),
+            roles=[o for o in roles if o is not None and o.type == OVERWRITE_ROLE],
+            own=source.overwrites.get(user_id),
+            in_thread=channel.is_thread,
+            implicit=implicit,
+        )
 
     def set_overwrite(
         self, channel_id: int, target_id: int, *, allow: int = 0, deny: int = 0

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.standin.world import (
+from bot.standin.permissions import (
     ALL_PERMISSIONS,
     DM_PERMISSIONS,
     EVERYONE_PERMISSIONS,
@@ -16,9 +16,8 @@ from bot.standin.world import (
     P_SEND_IN_THREADS,
     P_SEND_MESSAGES,
     P_VIEW_CHANNEL,
-    RoleRecord,
-    World,
 )
+from bot.standin.world import RoleRecord, World
 
 
 @pytest.fixture
