@@ -7,9 +7,9 @@ Discord's limits (``limits.py``; command definitions in ``command_schema.py``) a
 answer with Discord's own errors. Channels have permission overwrites
 (``FakeDiscord.set_permissions``; ``World.permissions_in`` resolves them by Discord's rules in
 ``permissions.py``, for interaction payloads and for every route, which refuse with 50001 or
-50013), and a user may close their DMs to the bot (``close_dms``: 50007). ``FakeDiscord.faults`` injects Discord's
-server and permission errors on request (``faults.py``). Its gateway shards as Discord's does
-and sends only the events of the intents asked for (``gateway.py``).
+50013), and a user may close their DMs to the bot (``close_dms``: 50007). ``FakeDiscord.faults``
+injects Discord's server and permission errors on request (``faults.py``). Its gateway shards
+as Discord's does and sends only the events of the intents asked for (``gateway.py``).
 """
 
 from .faults import (
