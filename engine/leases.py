@@ -20,6 +20,12 @@ How a turn uses it::
         async for event in engine.play(adventure_id, action, fence=fence):
             ...
 
+A turn's claim, and its release, also come in the caller's transaction (``claim_in``,
+``release_in``), so that they commit with what else starts or ends the turn: its request
+recorded, its store (``engine.play``). ``hold`` then takes the lease already claimed
+(``claimed``), and ``let_go`` tells it a committed transaction released it, or passed it on to
+the next turn queued in this process.
+
 ``hold`` heartbeats in the background. A holder that stalls past its expiry can still be
 overtaken; the fence (``still_holds``, run first inside the turn's final transaction) is what
 makes sure such a turn stores nothing.
@@ -82,6 +88,10 @@ class Lease:
     token: int
     #: The holder whose expired lease this claim took over: its turn was interrupted.
     reclaimed_from: str | None = field(default=None, compare=False)
+
+
+#: What runs in a claim's own transaction once the lease is taken (``TurnLeases.claim``).
+WithClaim = Callable[[AsyncSession, "Lease"], Awaitable[None]]
 
 
 class LeaseBusy(CampfireError):
@@ -186,41 +196,55 @@ class TurnLeases:
         #: Seconds between ``hold``'s heartbeats.
         self.heartbeat_every = heartbeat_every if heartbeat_every is not None else ttl / 3
         self._finishing: set[asyncio.Task[None]] = set()
+        # Leases held here that a committed transaction already released (``let_go``).
+        # Per process, and safe so: it only concerns leases this process holds, and is
+        # emptied as each ``hold`` ends.
+        self._let_go: set[Lease] = set()
 
     def _now(self) -> datetime:
         return as_utc(self.clock())
 
     # --- the lease ------------------------------------------------------------------------------
 
-    async def claim(self, adventure_id: int) -> Lease:
+    async def claim(self, adventure_id: int, *, also: WithClaim | None = None) -> Lease:
         """Take the adventure's lease, or raise ``LeaseBusy`` if a live one is held by anyone.
 
         This holder included: one turn at a time. An expired lease is taken over (its token
         bumped) and the returned lease names the previous holder in ``reclaimed_from``.
+        ``also`` runs in the claim's transaction once the lease is taken (what must start with
+        the turn: its request marked running); what it raises undoes the claim.
         """
-        now = self._now()
         try:
             async with self.db.session() as session, session.begin():
-                previous = await _lock_row(session, adventure_id)
-                claim = claim_statement(
-                    session,
-                    _leases,
-                    "adventure_id",
-                    adventure_id,
-                    holder=self.holder,
-                    expires_at=now + self.ttl,
-                    now=now,
-                    heartbeat_at=now,
-                )
-                token = await session.scalar(claim)
+                lease = await self.claim_in(session, adventure_id)
+                if lease is None:
+                    raise self._busy(adventure_id, await _lock_row(session, adventure_id))
+                if also is not None:
+                    await also(session, lease)
         except IntegrityError as error:
             raise NotFound("That adventure no longer exists.") from error
+        return lease
+
+    async def claim_in(self, session: AsyncSession, adventure_id: int) -> Lease | None:
+        """``claim`` in the caller's transaction, so that the claim commits with what else it
+        writes (a turn's request: one transaction where there were three); None when a live
+        lease is held. The caller turns an ``IntegrityError`` (no such adventure) into its
+        own answer."""
+        now = self._now()
+        previous = await _lock_row(session, adventure_id)
+        claim = claim_statement(
+            session,
+            _leases,
+            "adventure_id",
+            adventure_id,
+            holder=self.holder,
+            expires_at=now + self.ttl,
+            now=now,
+            heartbeat_at=now,
+        )
+        token = await session.scalar(claim)
         if token is None:
-            raise LeaseBusy(
-                adventure_id,
-                holder=previous.holder if previous else None,
-                expires_at=as_utc(previous.expires_at) if previous else None,
-            )
+            return None
         reclaimed_from = previous.holder if previous and previous.holder != FREE else None
         if reclaimed_from is not None:
             log.warning(
@@ -230,6 +254,14 @@ class TurnLeases:
                 token,
             )
         return Lease(adventure_id, self.holder, token, reclaimed_from)
+
+    @staticmethod
+    def _busy(adventure_id: int, row: Any) -> LeaseBusy:
+        return LeaseBusy(
+            adventure_id,
+            holder=row.holder if row else None,
+            expires_at=as_utc(row.expires_at) if row else None,
+        )
 
     async def heartbeat(self, lease: Lease) -> bool:
         """Push the lease's expiry forward; False if it was lost (taken over, reaped, released).
@@ -248,13 +280,24 @@ class TurnLeases:
 
     async def release(self, lease: Lease) -> None:
         """Give the lease up, if it is still this one (a stale lease changes nothing)."""
-        now = self._now()
         async with self.db.session() as session, session.begin():
-            await session.execute(
-                update(_leases)
-                .where(_held(lease))
-                .values(holder=FREE, expires_at=now, heartbeat_at=now)
-            )
+            await self.release_in(session, lease)
+
+    async def release_in(self, session: AsyncSession, lease: Lease) -> None:
+        """``release`` in the caller's transaction (the one storing the turn, or recording its
+        failure): the lease is given up when, and only if, that transaction commits. Then tell
+        ``hold`` with ``let_go`` so it does not release the lease again."""
+        now = self._now()
+        await session.execute(
+            update(_leases)
+            .where(_held(lease))
+            .values(holder=FREE, expires_at=now, heartbeat_at=now)
+        )
+
+    def let_go(self, lease: Lease) -> None:
+        """``lease`` was released in a transaction that committed (``release_in``): the
+        ``hold`` around it stops heartbeating it and has nothing left to release."""
+        self._let_go.add(lease)
 
     async def still_holds(self, session: AsyncSession, lease: Lease) -> bool:
         """The fencing check, for the transaction that stores the turn: call it first there.
@@ -295,13 +338,18 @@ class TurnLeases:
     # --- holding it for a turn ------------------------------------------------------------------
 
     @asynccontextmanager
-    async def hold(self, adventure_id: int) -> AsyncIterator[Lease]:
-        """Claim the lease, heartbeat it in the background, release it on the way out.
+    async def hold(
+        self, adventure_id: int, *, claimed: Lease | None = None, also: WithClaim | None = None
+    ) -> AsyncIterator[Lease]:
+        """Claim the lease (``claim``, with ``also``), heartbeat it in the background, release
+        it on the way out, unless a committed transaction released it already (``let_go``).
 
+        ``claimed``: a lease this holder already took (``claim_in``, in the transaction that
+        recorded the turn's request); it is held from here on as if claimed here.
         Released also when the body raises or is cancelled. If a heartbeat finds the lease lost,
         the body runs on; its store is refused by the fence.
         """
-        lease = await self.claim(adventure_id)
+        lease = claimed if claimed is not None else await self.claim(adventure_id, also=also)
         beating = asyncio.create_task(
             self._keep_alive(lease), name=f"lease-heartbeat-{adventure_id}"
         )
@@ -318,6 +366,8 @@ class TurnLeases:
     async def _keep_alive(self, lease: Lease) -> None:
         while True:
             await asyncio.sleep(self.heartbeat_every)
+            if lease in self._let_go:
+                return
             try:
                 alive = await self.heartbeat(lease)
             except Exception:
@@ -327,7 +377,7 @@ class TurnLeases:
                     exc_info=True,
                 )
                 continue
-            if not alive:
+            if not alive and lease not in self._let_go:
                 log.warning(
                     "adventure %s: lost the turn lease (token %s); this turn will not be stored",
                     lease.adventure_id,
@@ -337,6 +387,9 @@ class TurnLeases:
 
     async def _finish(self, lease: Lease, beating: asyncio.Task[None]) -> None:
         await asyncio.wait({beating})
+        if lease in self._let_go:
+            self._let_go.discard(lease)
+            return
         try:
             await self.release(lease)
         except Exception:

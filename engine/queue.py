@@ -190,6 +190,13 @@ class AdventureQueue:
         lane = self._lanes.get(adventure_id)
         return len(lane.waiting) if lane else 0
 
+    def next_key(self, adventure_id: int) -> int | None:
+        """The key of the job that runs after the adventure's current one, if one waits."""
+        lane = self._lanes.get(adventure_id)
+        if lane is None:
+            return None
+        return next((t.key for t in lane.waiting if not t.done()), None)
+
     def running(self, adventure_id: int) -> bool:
         lane = self._lanes.get(adventure_id)
         return lane is not None and lane.current is not None

@@ -112,6 +112,10 @@ class JobLeases:
         #: Seconds between ``hold``'s heartbeats.
         self.heartbeat_every = heartbeat_every if heartbeat_every is not None else ttl / 3
         self._finishing: set[asyncio.Task[None]] = set()
+        # Leases ``release_unless_wanted`` gave up already: ``hold`` has nothing left to
+        # release. Per process, and safe so: only this process's own leases, emptied as each
+        # ``hold`` ends.
+        self._released: set[JobLease] = set()
 
     def _now(self) -> datetime:
         return as_utc(self.clock())
@@ -197,15 +201,19 @@ class JobLeases:
                 .where(_held(lease), _jobs.c.asked_again.is_(False))
                 .values(holder=FREE, expires_at=self._now()),
             )
-            if released == 1:
-                return True
-            kept = await rows_changed(
-                session,
-                update(_jobs)
-                .where(_held(lease))
-                .values(asked_again=False, expires_at=self._now() + self.ttl),
-            )
-            return kept != 1
+            kept = 0
+            if released != 1:
+                kept = await rows_changed(
+                    session,
+                    update(_jobs)
+                    .where(_held(lease))
+                    .values(asked_again=False, expires_at=self._now() + self.ttl),
+                )
+        if released == 1 or kept != 1:
+            # Released, or lost: either way ``hold`` has nothing left to give up.
+            self._released.add(lease)
+            return True
+        return False
 
     async def running(self, names: Iterable[str]) -> set[str]:
         """Which of these jobs some process holds a live lease on now."""
@@ -275,6 +283,9 @@ class JobLeases:
 
     async def _finish(self, lease: JobLease, beating: asyncio.Task[None]) -> None:
         await asyncio.wait({beating})
+        if lease in self._released:
+            self._released.discard(lease)
+            return
         try:
             await self.release(lease)
         except Exception:

@@ -56,6 +56,23 @@ PER_PROCESS: tuple[PerProcess, ...] = (
         "is refused there politely (the lease is busy), never played twice or lost.",
     ),
     PerProcess(
+        "engine.play:PlayService",
+        "per place, the lock that records and queues its requests one at a time; and turn "
+        "leases passed on by a turn that ended to the next one queued here, until it runs",
+        "The lock only orders this process's own requests; across processes the turn lease "
+        "decides. A lease passed on stays this process's in its row all along (the turn "
+        "taking it is this process's queued one); if the process dies, it expires and the "
+        "request it was passed to, marked running, is announced as interrupted with a Retry.",
+    ),
+    PerProcess(
+        "engine.place_hints:PlaceHints",
+        "the adventure this process last saw running in each place, and its version",
+        "A hint, choosing only how an interaction is acknowledged before the database is "
+        "asked; the database decides everything after. A wrong hint costs a public "
+        '"thinking…" taken back, and a button is refused from it only when it proves the '
+        "button stale (versions only grow).",
+    ),
+    PerProcess(
         "engine.story_tree.core:TreeCore",
         "head moves refused while this process's queue writes or holds a turn",
         "A courtesy check against a turn it can see; a head move from another process "

@@ -159,27 +159,37 @@ class RequestLog:
                 select(_requests.c.payload).where(_requests.c.interaction_id == request_id)
             )
 
-    async def start(self, request_id: int) -> bool:
-        """Mark the request running; False if its record is gone (it went with its player's
-        data: ``engine.profiles``), and then it must not run."""
-        async with self.db.session() as session, session.begin():
-            started = await rows_changed(
-                session,
-                update(_requests)
-                .where(_requests.c.interaction_id == request_id)
-                .values(status=RUNNING),
-            )
+    @staticmethod
+    async def start(session: AsyncSession, request_id: int) -> bool:
+        """Mark the request running, in the caller's transaction (the one that claims the turn's
+        lease); False if its record is gone (it went with its player's data:
+        ``engine.profiles``), and then it must not run."""
+        started = await rows_changed(
+            session,
+            update(_requests)
+            .where(_requests.c.interaction_id == request_id)
+            .values(status=RUNNING),
+        )
         return started == 1
 
     async def fail(self, request_id: int, event: TurnFailed, *, status: str = FAILED) -> None:
         """Store that the request ended without a turn (``failed`` unless ``status`` says
-        else). One that played is recorded by its turn's own transaction (``stored``)."""
+        else), in a transaction of its own; ``failed`` does it in the caller's."""
         async with self.db.session() as session, session.begin():
-            await session.execute(
-                update(_requests)
-                .where(_requests.c.interaction_id == request_id)
-                .values(status=status, result={"error": event.error.message})
-            )
+            await self.failed(session, request_id, event, status=status)
+
+    @staticmethod
+    async def failed(
+        session: AsyncSession, request_id: int, event: TurnFailed, *, status: str = FAILED
+    ) -> None:
+        """Store that the request ended without a turn, in the caller's transaction (the one
+        that releases the turn's lease). One that played is recorded by its turn's own
+        transaction (``stored``)."""
+        await session.execute(
+            update(_requests)
+            .where(_requests.c.interaction_id == request_id)
+            .values(status=status, result={"error": event.error.message})
+        )
 
     @staticmethod
     async def stored(session: AsyncSession, request_id: int, result: TurnResult) -> None:
@@ -232,30 +242,38 @@ class RequestLog:
         return taken is not None
 
     async def cut_off(self, adventure_id: int, *, besides: int = 0) -> TurnInterrupted | None:
-        """A dead process held this adventure's turn lease: its running request (other than
-        ``besides``, the one taking the lease over) was cut off; mark it interrupted. None when
-        no request was running: the process died before its turn began, or after the turn was
-        stored (which marks its request done), and no turn was lost."""
+        """``interrupted`` in a transaction of its own."""
         async with self.db.session() as session, session.begin():
-            record = await session.scalar(
-                select(RequestRecord)
-                .where(
-                    _requests.c.adventure_id == adventure_id,
-                    _requests.c.status == RUNNING,
-                    _requests.c.interaction_id != besides,
-                )
-                .order_by(_requests.c.created_at.desc())
-                .limit(1)
+            return await self.interrupted(session, adventure_id, besides=besides)
+
+    @staticmethod
+    async def interrupted(
+        session: AsyncSession, adventure_id: int, *, besides: int = 0
+    ) -> TurnInterrupted | None:
+        """A dead process held this adventure's turn lease: its running request (other than
+        ``besides``, the one taking the lease over) was cut off; mark it interrupted, in the
+        caller's transaction (the one taking the lease over). None when no request was running:
+        the process died before its turn began, or after the turn was stored (which marks its
+        request done), and no turn was lost."""
+        record = await session.scalar(
+            select(RequestRecord)
+            .where(
+                _requests.c.adventure_id == adventure_id,
+                _requests.c.status == RUNNING,
+                _requests.c.interaction_id != besides,
             )
-            if record is None:
-                return None
-            record.status = INTERRUPTED
-            payload = record.payload or {}
-            text = ""
-            try:
-                text = format_action(
-                    PlayerAction(ActionType(payload.get("type")), payload.get("text", ""))
-                )
-            except (CampfireError, ValueError):
-                pass
-            return TurnInterrupted(record.interaction_id, text)
+            .order_by(_requests.c.created_at.desc())
+            .limit(1)
+        )
+        if record is None:
+            return None
+        record.status = INTERRUPTED
+        payload = record.payload or {}
+        text = ""
+        try:
+            text = format_action(
+                PlayerAction(ActionType(payload.get("type")), payload.get("text", ""))
+            )
+        except (CampfireError, ValueError):
+            pass
+        return TurnInterrupted(record.interaction_id, text)

@@ -114,6 +114,12 @@ class MemoryWriter:
     async def catch_up(self, adventure_id: int) -> CatchUp:
         """Do the work due for one adventure; errors are logged, never raised."""
         report = CatchUp(adventure_id)
+        # Asked after every turn, and most turns leave nothing due (a memory every 6 actions):
+        # a read says so without claiming the job's lease (three write transactions).
+        async with self.db.session() as session:
+            if not await self._has_work(session, adventure_id):
+                report.skipped = "nothing due"
+                return report
         async with self.jobs.hold(memory_job(adventure_id), ask_again=True) as lease:
             if lease is None:
                 # The running job looks again before it stops, and will see what is due now.
@@ -255,6 +261,8 @@ class MemoryWriter:
         if adventure is None:
             return False
         positions = await line_positions(session, adventure.head_node_id)
+        if max(adventure.memory_cursor, adventure.summary_cursor) > positions.count:
+            return True  # cursors past the line's end: ``_heal`` cuts them back
         if self.memory_cadence.due(positions.count, adventure.memory_cursor):
             return True
         if self.summary_cadence.due(positions.count, adventure.summary_cursor):
