@@ -27,7 +27,6 @@ from cogs.pages import ListPageButton
 from cogs.preflight import Preflighted
 from cogs.replies import defer_request, reply
 from engine.actions import ActionType, PlayerAction
-from engine.errors import CampfireError
 from engine.sanitise import BIG_ID_MAX, ROW_ID_MAX, row_id
 
 if TYPE_CHECKING:
@@ -110,15 +109,14 @@ class ContinueButton(
 
 
 async def still_here(interaction: discord.Interaction, button: _StoryButton) -> bool:
-    """Whether a story button still acts where it is pressed: its adventure runs there, at its
-    version. Asked before deferring, so that a stale or misplaced button is answered to the
-    presser alone; a press that races another is caught later, by the request record."""
-    try:
-        await bot_of(interaction).services.play.check_button(
-            channel_id_of(interaction), button.adventure_id, button.version
-        )
-    except CampfireError as error:
-        await reply(interaction, f"⚠ {error.message}")
+    """Whether a story button may still act where it is pressed, as far as this process can
+    tell without the database: a press that its place hint (``engine.place_hints``) proves
+    stale is refused at once, privately. Any other is acknowledged first and checked by the
+    request's own transaction (a refusal there is private too)."""
+    places = bot_of(interaction).services.play.places
+    why = places.stale_button(channel_id_of(interaction), button.adventure_id, button.version)
+    if why is not None:
+        await reply(interaction, f"⚠ {why}")
         return False
     return True
 
@@ -194,8 +192,6 @@ class RetakeButton(
         bot = bot_of(interaction)
         if not await still_here(interaction, self):
             return
-        if not await retry_allowed(interaction):
-            return
         await defer_request(interaction)
         events = bot.services.play.retry_turn(
             actor_of(interaction),
@@ -205,17 +201,6 @@ class RetakeButton(
             drawn_for=self.adventure_id,
         )
         await bot.narrator.show(interaction, events, retrying=True)
-
-
-async def retry_allowed(interaction: discord.Interaction) -> bool:
-    """Checked before deferring, so a refusal (not yours, the opening) is told privately."""
-    bot = bot_of(interaction)
-    try:
-        await bot.services.tree.check_retry(actor_of(interaction), channel_id_of(interaction))
-    except CampfireError as error:
-        await reply(interaction, f"⚠ {error.message}")
-        return False
-    return True
 
 
 class UndoButton(
@@ -229,9 +214,10 @@ class UndoButton(
 
     async def callback(self, interaction: discord.Interaction) -> None:
         bot = bot_of(interaction)
+        if not await still_here(interaction, self):
+            return
         await bot.narrator.head_move(
             interaction,
-            "undo",
             lambda: bot.services.tree.undo(
                 actor_of(interaction),
                 channel_id_of(interaction),
@@ -239,8 +225,6 @@ class UndoButton(
                 drawn_for=self.adventure_id,
             ),
             "↩️ *{who} undid the last turn.*",
-            seen_version=self.version,
-            drawn_for=self.adventure_id,
         )
 
 
@@ -255,9 +239,10 @@ class RedoButton(
 
     async def callback(self, interaction: discord.Interaction) -> None:
         bot = bot_of(interaction)
+        if not await still_here(interaction, self):
+            return
         await bot.narrator.head_move(
             interaction,
-            "redo",
             lambda: bot.services.tree.redo(
                 actor_of(interaction),
                 channel_id_of(interaction),
@@ -265,8 +250,6 @@ class RedoButton(
                 drawn_for=self.adventure_id,
             ),
             "↪️ *{who} brought the turn back.*",
-            seen_version=self.version,
-            drawn_for=self.adventure_id,
         )
 
 
@@ -318,10 +301,6 @@ class TakeButton(
                 seen_version=self.version,
                 drawn_for=self.adventure_id,
             ),
-            seen_version=self.version,
-            drawn_for=self.adventure_id,
-            node_id=self.node_id,
-            take=self.take,
         )
 
 

@@ -42,6 +42,12 @@ def channel_id_of(interaction: discord.Interaction) -> int:
     return interaction.channel_id
 
 
+def runs_adventures(interaction: discord.Interaction) -> bool:
+    """Whether the place of an interaction is one where adventures run: a thread or a DM
+    (``place_of``); in a server's text channel they run in threads of it."""
+    return isinstance(interaction.channel, discord.Thread | discord.DMChannel)
+
+
 def place_of(interaction: discord.Interaction) -> int | None:
     """Where an adventure begun here (/start, /adventure import) will run: this thread or DM;
     None in a server's text channel, where it gets a public thread of its own, not opened yet.

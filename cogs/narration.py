@@ -40,12 +40,19 @@ from cogs.bot_permissions import (
 )
 from cogs.buttons import retry_button, turn_buttons
 from cogs.content import CONTENT_MAX, fit_text, text_pages
-from cogs.context import actor_of, channel_id_of
 from cogs.earlier_messages import EarlierMessages, Edited, EditRound
 from cogs.replies import ALREADY_ACKNOWLEDGED, reply
 from cogs.streaming import RatePacer, StreamingMessage
 from engine.coordination.requests import RequestReused
-from engine.errors import CampfireError, NotAllowed, NotFound, PlayerDeleted, StoryMovedOn
+from engine.errors import (
+    CampfireError,
+    InvalidInput,
+    NoAdventureHere,
+    NotAllowed,
+    NotFound,
+    PlayerDeleted,
+    StoryMovedOn,
+)
 from engine.events import (
     ActionAccepted,
     AlreadyHandled,
@@ -72,8 +79,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 #: Refusals of a request before it is played, answered to the player alone (a script's answer
-#: to a command, or a turn that failed, is the channel's to see).
-PRIVATE_REFUSALS = (QueueFull, StoryMovedOn, NotAllowed, NotFound)
+#: to a command, or a turn that failed, is the channel's to see): they are decided after the
+#: interaction was acknowledged, publicly where a turn would follow.
+PRIVATE_REFUSALS = (QueueFull, StoryMovedOn, NotAllowed, NotFound, InvalidInput)
 
 #: A script's message under a turn is cut here (the turn's text comes first).
 SCRIPT_MESSAGE_MAX = 1500
@@ -100,6 +108,15 @@ def turn_suffix(result: TurnResult) -> str:
     if result.state_chip:
         suffix += f"\n-# {result.state_chip}"
     return suffix
+
+
+async def _after(
+    first: TurnEvent, rest: AsyncGenerator[TurnEvent, None]
+) -> AsyncGenerator[TurnEvent, None]:
+    """``first``, then the events of ``rest``."""
+    yield first
+    async for event in rest:
+        yield event
 
 
 def _private(shown: list[tuple[discord.Message, str]]) -> bool:
@@ -150,12 +167,25 @@ class Narrator:
         events: AsyncGenerator[TurnEvent, None],
         *,
         retrying: bool = False,
+        nothing_here: Callable[[discord.Interaction], Awaitable[None]] | None = None,
     ) -> None:
         """Render a turn's events; the interaction must already be deferred. ``retrying``: the
-        events write the newest turn again (its action is already in the story)."""
+        events write the newest turn again (its action is already in the story).
+        ``nothing_here`` answers instead when no adventure runs where it was sent."""
         self._begin()
         try:
-            await self._show(interaction, events, retrying)
+            async with aclosing(events) as turn:
+                first = await anext(turn, None)
+                if first is None:
+                    return
+                if (
+                    nothing_here is not None
+                    and isinstance(first, TurnFailed)
+                    and isinstance(first.error, NoAdventureHere)
+                ):
+                    await nothing_here(interaction)
+                    return
+                await self._show(interaction, _after(first, turn), retrying)
         finally:
             self._end()
 
@@ -313,21 +343,13 @@ class Narrator:
 
     # --- head moves -------------------------------------------------------------------------
 
-    async def _acknowledged(
-        self, interaction: discord.Interaction, kind: str, **drawn: int | None
-    ) -> bool:
-        """Check (reading only) whether the move may go ahead, refusing privately if not, then
-        acknowledge the interaction: all before the move writes anything, so that Discord's
-        3 seconds are never spent on the database. A command shows "thinking…" publicly and
-        its answer replaces it; a button's press is acknowledged silently (a deferred update)
-        and its answer is a follow-up. False: nothing more to do."""
-        try:
-            await self.bot.services.tree.check_head_move(
-                actor_of(interaction), channel_id_of(interaction), kind, **drawn
-            )
-        except CampfireError as error:
-            await reply(interaction, f"⚠ {error.message}")
-            return False
+    async def _acknowledged(self, interaction: discord.Interaction) -> bool:
+        """Acknowledge a head move before anything else, the database included, so that
+        Discord's 3 seconds are never spent waiting on it. A command shows "thinking…"
+        publicly and its answer replaces it; a button's press is acknowledged silently (a
+        deferred update) and its answer is a follow-up. The move checks everything in the
+        transaction that writes it, and a refusal is told to the player alone (``reply``).
+        False: a repeat delivery; nothing more to do."""
         try:
             if interaction.type is discord.InteractionType.component:
                 await interaction.response.defer()
@@ -344,19 +366,13 @@ class Narrator:
     async def head_move(
         self,
         interaction: discord.Interaction,
-        kind: str,
         move: Callable[[], Awaitable[HeadMove]],
         note: str,
-        *,
-        seen_version: int | None = None,
-        drawn_for: int | None = None,
     ) -> None:
-        """Run a head move of ``kind`` (see ``StoryTree.check_head_move``) and show it: a
-        public line saying who did what, undone turns marked, returning ones unmarked, the
-        buttons on the turn the story now stands on. A refused move (stale button, no
-        permission) is answered to the presser alone."""
-        drawn = {"seen_version": seen_version, "drawn_for": drawn_for}
-        if not await self._acknowledged(interaction, kind, **drawn):
+        """Run a head move and show it: a public line saying who did what, undone turns
+        marked, returning ones unmarked, the buttons on the turn the story now stands on. A
+        refused move (stale button, no permission) is answered to the presser alone."""
+        if not await self._acknowledged(interaction):
             return
         try:
             result = await move()
@@ -485,17 +501,10 @@ class Narrator:
         self,
         interaction: discord.Interaction,
         move: Callable[[], Awaitable[HeadMove]],
-        *,
-        seen_version: int,
-        drawn_for: int,
-        node_id: int,
-        take: int,
     ) -> None:
         """The take pager: the chosen take replaces the text of the pressed message, in place.
         The press is acknowledged (a deferred update) before the take is made live."""
-        drawn = {"seen_version": seen_version, "drawn_for": drawn_for, "node_id": node_id}
-        drawn["take"] = take
-        if not await self._acknowledged(interaction, "take", **drawn):
+        if not await self._acknowledged(interaction):
             return
         try:
             result = await move()

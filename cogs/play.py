@@ -10,7 +10,7 @@ from discord import app_commands
 from discord.ext import commands
 
 from cogs.content import fit_embed, fit_text
-from cogs.context import actor_of, channel_id_of, place_of
+from cogs.context import actor_of, channel_id_of, place_of, runs_adventures
 from cogs.errors import on_app_command_error
 from cogs.replies import defer_request, reply
 from cogs.threads import adventures_in_threads, give_up_thread, open_adventure_thread
@@ -215,26 +215,26 @@ class PlayCog(commands.Cog):
     ) -> None:
         play = self.bot.services.play
         channel_id = channel_id_of(interaction)
-        # Checked before deferring so that "nothing here" is answered to the player alone.
-        if await play.adventure_in(channel_id) is None:
-            await self._nothing_here(interaction, channel_id)
-            return
-        await defer_request(interaction)
+        # Acknowledged before the database is asked anything (Discord's 3 seconds); privately
+        # where no adventure is likely to run, since the answer will most likely be that: as
+        # this process last saw the place, or, unseen, by its kind (adventures run in threads
+        # and DMs; a server's text channel only points to its threads).
+        likely = play.places.expects_adventure(channel_id, unknown=runs_adventures(interaction))
+        await defer_request(interaction, ephemeral=not likely)
         events = play.act(
             actor_of(interaction),
             channel_id,
             PlayerAction(kind, text, interaction.user.id),
             request_id=interaction.id,
         )
-        await self.bot.narrator.show(interaction, events)
+        await self.bot.narrator.show(interaction, events, nothing_here=self._nothing_here)
 
-    async def _nothing_here(self, interaction: discord.Interaction, channel_id: int) -> None:
-        """An action where no adventure runs: in a channel whose adventures run in threads of
-        it, the player is pointed to them (archived ones reopened); else told to /start."""
-        adventures = await self.bot.services.play.adventures_from(channel_id)
+    async def _nothing_here(self, interaction: discord.Interaction) -> None:
+        """An action where no adventure runs (the interaction is acknowledged): in a channel
+        whose adventures run in threads of it, the player is pointed to them (archived ones
+        reopened); else told to /start. Privately, either way."""
+        adventures = await self.bot.services.play.adventures_from(channel_id_of(interaction))
         if adventures:
-            # Reading the threads (and reopening one) may outlast the 3 s to answer.
-            await interaction.response.defer(ephemeral=True, thinking=True)
             pointer = await adventures_in_threads(self.bot, adventures)
             if pointer is not None:
                 await reply(interaction, pointer)

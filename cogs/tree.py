@@ -17,7 +17,6 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from cogs.buttons import retry_allowed
 from cogs.context import actor_of, channel_id_of
 from cogs.errors import on_app_command_error
 from cogs.forms import FORM_TIMEOUT_S
@@ -146,8 +145,6 @@ class StoryTreeCog(commands.Cog):
     @app_commands.command(name="retry")
     async def retry(self, interaction: discord.Interaction[CampfireBot]) -> None:
         """Write the newest turn again; every take is kept (‹ › pages them)."""
-        if not await retry_allowed(interaction):
-            return
         await defer_request(interaction)
         events = self.bot.services.play.retry_turn(
             actor_of(interaction),
@@ -161,7 +158,6 @@ class StoryTreeCog(commands.Cog):
         """Take back the newest turn (nothing is deleted; /redo brings it back)."""
         await self.bot.narrator.head_move(
             interaction,
-            "undo",
             lambda: self.bot.services.tree.undo(
                 actor_of(interaction),
                 channel_id_of(interaction),
@@ -174,7 +170,6 @@ class StoryTreeCog(commands.Cog):
         """Bring back the turn that was undone last."""
         await self.bot.narrator.head_move(
             interaction,
-            "redo",
             lambda: self.bot.services.tree.redo(
                 actor_of(interaction),
                 channel_id_of(interaction),
@@ -230,7 +225,6 @@ class StoryTreeCog(commands.Cog):
         """Go to another branch's newest turn, with that line's world state."""
         await self.bot.narrator.head_move(
             interaction,
-            "shape",
             lambda: self.bot.services.tree.switch_branch(
                 actor_of(interaction),
                 channel_id_of(interaction),
@@ -321,7 +315,6 @@ class StoryTreeCog(commands.Cog):
         """Go back to a save point (nothing is deleted; /redo walks forward again)."""
         await self.bot.narrator.head_move(
             interaction,
-            "shape",
             lambda: self.bot.services.tree.restore_save_point(
                 actor_of(interaction),
                 channel_id_of(interaction),

@@ -37,7 +37,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from engine.coordination.requests import DONE, NEVER_PLAYED, RETRIED
-from engine.errors import NotAllowed, NotFound, StoryMovedOn
+from engine.errors import InvalidInput, NotAllowed, NotFound, StoryMovedOn
 from engine.storage.models import Adventure, RequestRecord, Role, Scenario, Server, StoryNode, User
 
 #: The answer wherever a command needs an adventure and the channel has none.
@@ -268,6 +268,16 @@ async def check_may_rewrite(
         f"Only the player who wrote that turn, {who} and members who can manage the server or "
         "its messages can retry, undo or edit it."
     )
+
+
+async def check_may_retry(
+    session: AsyncSession, adventure: Adventure, head: StoryNode, actor: Actor
+) -> None:
+    """Whether ``actor`` may write ``head``, the newest turn, again: a narrator turn (not the
+    opening), theirs to rewrite."""
+    if head.parent_id is None or head.role != Role.NARRATOR:
+        raise InvalidInput("There is no narrator turn to retry yet: the story is at its opening.")
+    await check_may_rewrite(session, adventure, head, actor)
 
 
 async def check_may_shape_story(session: AsyncSession, adventure: Adventure, actor: Actor) -> None:

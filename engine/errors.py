@@ -56,6 +56,10 @@ class NotFound(CampfireError):
     retryable = False
 
 
+class NoAdventureHere(NotFound):
+    """An action sent where no adventure runs: a front end may point to where some do."""
+
+
 class InvalidInput(CampfireError):
     retryable = False
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncGenerator, Awaitable, Callable
-from contextlib import aclosing
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass
 
 from sqlalchemy import select
@@ -20,13 +20,14 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from engine.access import (
+    NO_ADVENTURE,
     PLAYED_AGAIN,
     Actor,
     active_adventure,
     adventure_here,
     check_may_press,
+    check_may_retry,
     check_may_retry_request,
-    check_may_rewrite,
     check_may_start_with_scripts,
 )
 from engine.accounts import touch_server, touch_user
@@ -41,6 +42,7 @@ from engine.coordination.requests import (
 from engine.errors import (
     CampfireError,
     InternalError,
+    NoAdventureHere,
     NotFound,
     PlayerDeleted,
     StoryMovedOn,
@@ -56,7 +58,8 @@ from engine.events import (
 )
 from engine.formats.draft import MAX_OPTIONS, MAX_PLACEHOLDERS, placeholders_in
 from engine.leases import Lease, TurnLeases
-from engine.queue import AdventureQueue
+from engine.place_hints import PlaceHints
+from engine.queue import AdventureQueue, Ticket
 from engine.scenarios.lookup import resolve_scenario, visible_scenarios
 from engine.scenarios.start import scenario_script_names, start_adventure
 from engine.storage.database import Database
@@ -122,6 +125,28 @@ class ThreadAdventure:
 THREAD_ADVENTURES_SHOWN = 5
 
 
+@dataclass(frozen=True, slots=True)
+class _Recorded:
+    """A request recorded to be played."""
+
+    adventure_id: int
+    #: The turn's lease, claimed in the request's own transaction when nothing of the
+    #: adventure was queued here (None: the queued job claims it when its turn comes).
+    lease: Lease | None = None
+    #: The turn a dead process was writing, which that claim took over.
+    cut_off: TurnInterrupted | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Submitted:
+    """A recorded request's turn, in the adventure queue."""
+
+    ticket: Ticket[None]
+    events: asyncio.Queue[TurnEvent]
+    lease: Lease | None
+    request_id: int
+
+
 #: A check run on a request's adventure in the transaction that records it.
 RequestCheck = Callable[[AsyncSession, Adventure], Awaitable[None]]
 
@@ -143,6 +168,17 @@ class PlayService:
         #: The operator's caps on adventures per player (None: none, for tools and tests).
         self.caps = caps
         self.requests = RequestLog(db)
+        #: What this process last saw running in each place (a hint: ``engine.place_hints``).
+        self.places = PlaceHints()
+        # Per place: the lock that records and queues its requests one at a time (``_enter``),
+        # with how many hold or wait for it. Per process, and safe so: it only orders this
+        # process's own requests; across processes the turn lease decides.
+        self._arriving: dict[int, tuple[asyncio.Lock, int]] = {}
+        # Turn leases passed on by a turn that ended to the next one queued here, by that
+        # one's request, until its job takes it (``_pass_on``). Per process, and safe so: the
+        # lease row names this process as holder all along, and the queue that orders the
+        # turns is this process's own.
+        self._handed: dict[int, Lease] = {}
         #: Called with the adventure's id after each turn is stored (the bot schedules the
         #: memory bank's work there). Must not block: it runs on the turn's path.
         self.after_turn: Callable[[int], None] | None = None
@@ -233,6 +269,7 @@ class PlayService:
             )
             adventure.parent_channel_id = opened_from
             assert adventure.id is not None
+            self.places.seen(channel_id, adventure.id, adventure.version)
             return StartedAdventure(
                 adventure.id,
                 adventure.title,
@@ -241,19 +278,6 @@ class PlayService:
                 adventure.version,
                 adventure.head_node_id,
             )
-
-    async def check_button(self, channel_id: int, drawn_for: int, version: int) -> None:
-        """Whether a story button drawn for adventure ``drawn_for`` at ``version`` still acts
-        here; raises the reason if not. Asked before a press is deferred, so that a stale or
-        misplaced button is answered to the presser alone; the press's own transaction asks
-        again."""
-        async with self.db.session() as session:
-            adventure = await active_adventure(session, channel_id)
-            if adventure is None:
-                raise StoryMovedOn(MOVED_ON)
-            check_may_press(adventure, drawn_for)
-            if adventure.version != version:
-                raise StoryMovedOn(MOVED_ON)
 
     async def check_list(self, channel_id: int, drawn_for: int | None = None) -> int:
         """The adventure running here, whose lists a list command shows (anyone may read
@@ -269,8 +293,10 @@ class PlayService:
         async with self.db.session() as session:
             adventure = await active_adventure(session, channel_id)
             if adventure is None:
+                self.places.seen(channel_id, None)
                 return None
             assert adventure.id is not None
+            self.places.seen(channel_id, adventure.id, adventure.version)
             return AdventureRef(adventure.id, adventure.title, adventure.version)
 
     async def adventures_from(self, channel_id: int) -> list[ThreadAdventure]:
@@ -390,22 +416,18 @@ class PlayService:
     ) -> AsyncGenerator[TurnEvent, None]:
         try:
             format_action(action, max_chars=self.turns.max_action_chars)  # fail fast
-            payload = {"type": str(action.type), "text": action.text}
-            recorded = await self._record(
-                actor, channel_id, payload, request_id, seen_version, drawn_for, [check]
-            )
         except CampfireError as error:
             yield TurnFailed(error)
             return
-        if isinstance(recorded, AlreadyHandled):
-            yield recorded
-            return
-        adventure_id = recorded
+        payload = {"type": str(action.type), "text": action.text}
 
-        def turn(fence: Fence) -> AsyncGenerator[TurnEvent, None]:
+        def turn(adventure_id: int, fence: Fence) -> AsyncGenerator[TurnEvent, None]:
             return self.turns.play(adventure_id, action, fence=fence)
 
-        async with aclosing(self._run_queued(adventure_id, turn, request_id)) as events:
+        entered = self._enter(
+            actor, channel_id, payload, request_id, seen_version, drawn_for, [check], turn
+        )
+        async with aclosing(entered) as events:
             async for event in events:
                 yield event
 
@@ -424,34 +446,77 @@ class PlayService:
             assert adventure.head_node_id is not None
             head = await session.get(StoryNode, adventure.head_node_id)
             assert head is not None
-            await check_may_rewrite(session, adventure, head, actor)
+            await check_may_retry(session, adventure, head, actor)
             # The turn retried is the newest one now, even if the retry waits in the queue.
             asked_for.append(adventure.head_node_id)
 
-        try:
-            recorded = await self._record(
-                actor,
-                channel_id,
-                RETRY_PAYLOAD,
-                request_id,
-                seen_version,
-                drawn_for,
-                [check, allowed],
-            )
-        except CampfireError as error:
-            yield TurnFailed(error)
-            return
-        if isinstance(recorded, AlreadyHandled):
-            yield recorded
-            return
-        adventure_id = recorded
-
-        def turn(fence: Fence) -> AsyncGenerator[TurnEvent, None]:
+        def turn(adventure_id: int, fence: Fence) -> AsyncGenerator[TurnEvent, None]:
             return self.turns.retry(adventure_id, node_id=asked_for[0], fence=fence)
 
-        async with aclosing(self._run_queued(adventure_id, turn, request_id)) as events:
+        entered = self._enter(
+            actor,
+            channel_id,
+            RETRY_PAYLOAD,
+            request_id,
+            seen_version,
+            drawn_for,
+            [check, allowed],
+            turn,
+        )
+        async with aclosing(entered) as events:
             async for event in events:
                 yield event
+
+    async def _enter(
+        self,
+        actor: Actor,
+        channel_id: int,
+        payload: dict[str, str],
+        request_id: int,
+        seen_version: int | None,
+        drawn_for: int | None,
+        checks: list[RequestCheck | None],
+        turn: Callable[[int, Fence], AsyncGenerator[TurnEvent, None]],
+    ) -> AsyncGenerator[TurnEvent, None]:
+        """Record the request and queue its turn, then forward the turn's events.
+
+        The two happen under the place's arrival lock, so that the requests of one place are
+        queued in the order they were recorded: a request that found the adventure's queue
+        idle has claimed the turn lease as it was recorded, and must run before any request
+        recorded after it."""
+        async with self._arrival(channel_id):
+            try:
+                recorded = await self._record(
+                    actor, channel_id, payload, request_id, seen_version, drawn_for, checks
+                )
+            except CampfireError as error:
+                recorded = TurnFailed(error)
+            if not isinstance(recorded, _Recorded):
+                submitted: _Submitted | TurnEvent = recorded
+            else:
+                submitted = await self._submit(recorded, turn, request_id, channel_id)
+        if not isinstance(submitted, _Submitted):
+            yield submitted
+            return
+        async with aclosing(self._forward(submitted)) as events:
+            async for event in events:
+                yield event
+
+    @asynccontextmanager
+    async def _arrival(self, channel_id: int) -> AsyncIterator[None]:
+        """One request of a place at a time is recorded and queued (see ``_enter``); the lock
+        is dropped once nobody waits on it."""
+        lock, users = self._arriving.get(channel_id, (asyncio.Lock(), 0))
+        self._arriving[channel_id] = (lock, users + 1)
+        try:
+            async with lock:
+                yield
+        finally:
+            lock, users = self._arriving[channel_id]
+            if users == 1:
+                del self._arriving[channel_id]
+            else:
+                self._arriving[channel_id] = (lock, users - 1)
 
     async def _record(
         self,
@@ -462,9 +527,10 @@ class PlayService:
         seen_version: int | None,
         drawn_for: int | None,
         checks: list[RequestCheck | None],
-    ) -> int | AlreadyHandled:
-        """Record the request before it runs; its adventure's id, or its stored outcome when
-        ``request_id`` was recorded before. Every check after the record rolls it back."""
+    ) -> _Recorded | AlreadyHandled:
+        """Record the request before it runs; its adventure (and the turn's lease, when it
+        could be claimed at once), or its stored outcome when ``request_id`` was recorded
+        before. Every check after the record rolls it back."""
         async with self.db.session() as session, session.begin():
             await self._touch(session, actor)
             adventure = await active_adventure(session, channel_id)
@@ -479,7 +545,8 @@ class PlayService:
             if repeat is not None:
                 return repeat
             if adventure is None:
-                raise NotFound("There is no adventure running here. Start one with /start.")
+                self.places.seen(channel_id, None)
+                raise NoAdventureHere(NO_ADVENTURE)
             assert adventure.id is not None
             check_may_press(adventure, drawn_for)
             if seen_version is not None and (
@@ -492,43 +559,102 @@ class PlayService:
             for check in checks:
                 if check is not None:
                     await check(session, adventure)
-            return adventure.id
+            self.places.seen(channel_id, adventure.id, adventure.version)
+            if self.queue.running(adventure.id) or self.queue.waiting(adventure.id):
+                return _Recorded(adventure.id)
+            # Nothing of this adventure is queued here: the turn runs as soon as it is queued,
+            # so its lease is claimed now, with the request, in one transaction rather than
+            # three (the request, the claim, its status). Busy elsewhere: claimed in the job.
+            lease = await self.leases.claim_in(session, adventure.id)
+            if lease is None:
+                return _Recorded(adventure.id)
+            await self.requests.start(session, request_id)
+            cut_off = None
+            if lease.reclaimed_from is not None:
+                cut_off = await self.requests.interrupted(session, adventure.id, besides=request_id)
+            return _Recorded(adventure.id, lease, cut_off)
 
-    def _fence(self, lease: Lease, request_id: int) -> Fence:
-        """The turn's fence: the lease still held; and the request's outcome stored in the
-        transaction that stores the turn, so a process killed after that commit leaves a request
-        that is done, never one still "running" that a restart would call interrupted."""
+    def _fence(self, lease: Lease, request_id: int, passed: list[int]) -> Fence:
+        """The turn's fence: the lease still held; and, in the transaction that stores the
+        turn, the request's outcome (so a process killed after that commit leaves a request
+        that is done, never one still "running" that a restart would call interrupted) and the
+        lease passed on (``_pass_on``): one transaction where there were three."""
         request_done = self.requests.stored
 
         async def stored(session: AsyncSession, result: TurnResult) -> None:
             await request_done(session, request_id, result)
+            await self._pass_on(session, lease, passed)
 
         return Fence(holds=self.leases.fence(lease), stored=stored)
 
-    async def _run_queued(
+    async def _pass_on(self, session: AsyncSession, lease: Lease, passed: list[int]) -> None:
+        """In the transaction that ends a turn: the lease goes to the next turn queued here
+        for the adventure, whose request is marked running (so that turn claims nothing), or
+        is given up. ``passed`` gets the request it went to; ``_handed`` learns it only once
+        that transaction has committed (``_let_go``)."""
+        following = self.queue.next_key(lease.adventure_id)
+        if (
+            following is not None
+            # A failed turn may have lost the lease: then it has nothing to pass on.
+            and await self.leases.still_holds(session, lease)
+            and await self.requests.start(session, following)
+        ):
+            passed.append(following)
+        else:
+            await self.leases.release_in(session, lease)
+
+    def _let_go(self, lease: Lease, passed: list[int]) -> None:
+        """The transaction that ended the turn committed: the lease was given up, or passed to
+        the request in ``passed``, whose job takes it from ``_handed``."""
+        for request_id in passed:
+            self._handed[request_id] = lease
+        self.leases.let_go(lease)
+
+    async def _submit(
         self,
-        adventure_id: int,
-        turn: Callable[[Fence], AsyncGenerator[TurnEvent, None]],
+        recorded: _Recorded,
+        turn: Callable[[int, Fence], AsyncGenerator[TurnEvent, None]],
         request_id: int,
-    ) -> AsyncGenerator[TurnEvent, None]:
-        """Run the turn through the adventure's queue, forwarding its events as they come."""
+        channel_id: int,
+    ) -> _Submitted | TurnFailed:
+        """Queue the turn behind the adventure's earlier ones; its events go to the queue
+        returned, as they come."""
+        adventure_id = recorded.adventure_id
         events: asyncio.Queue[TurnEvent] = asyncio.Queue()
 
+        async def started(session: AsyncSession, lease: Lease) -> None:
+            # In the claim's transaction: a dead process's turn marked cut off, this one's
+            # request marked running; both or neither.
+            if lease.reclaimed_from is not None:
+                cut_off = await self.requests.interrupted(session, adventure_id, besides=request_id)
+                if cut_off is not None:
+                    interrupted.append(cut_off)
+            if not await self.requests.start(session, request_id):
+                # Its record went with its player's data (/profile delete).
+                raise PlayerDeleted()
+
+        interrupted: list[TurnInterrupted] = []
+        if recorded.cut_off is not None:
+            interrupted.append(recorded.cut_off)
+
         async def job() -> None:
+            # Claimed with the request, or passed on by the turn before: its request is
+            # running already. Otherwise claimed now.
+            claimed = recorded.lease or self._handed.pop(request_id, None)
             try:
-                async with self.leases.hold(adventure_id) as lease:
-                    if lease.reclaimed_from is not None:
-                        cut_off = await self.requests.cut_off(adventure_id, besides=request_id)
-                        if cut_off is not None:
-                            events.put_nowait(cut_off)
-                    if not await self.requests.start(request_id):
-                        # Its record went with its player's data (/profile delete).
-                        raise PlayerDeleted()
-                    stream = turn(self._fence(lease, request_id))
+                async with self.leases.hold(adventure_id, claimed=claimed, also=started) as lease:
+                    for event in interrupted:
+                        events.put_nowait(event)
+                    passed: list[int] = []
+                    stream = turn(adventure_id, self._fence(lease, request_id, passed))
                     async with aclosing(stream) as running:
                         async for event in running:
                             if isinstance(event, TurnFailed):
-                                await self.requests.fail(request_id, event)
+                                await self._finish_failed(lease, request_id, event)
+                            elif isinstance(event, TurnDone):
+                                self._let_go(lease, passed)
+                                # Buttons drawn before this turn are stale now.
+                                self.places.seen(channel_id, adventure_id, event.result.version)
                             events.put_nowait(event)
                             if isinstance(event, TurnDone) and self.after_turn is not None:
                                 self.after_turn(adventure_id)
@@ -539,9 +665,29 @@ class PlayService:
         try:
             ticket = await self.queue.submit(adventure_id, job, key=request_id)
         except CampfireError as error:
+            if recorded.lease is not None:
+                await self.leases.release(recorded.lease)
             await self.requests.fail(request_id, TurnFailed(error), status=REFUSED)
-            yield TurnFailed(error)
+            return TurnFailed(error)
+        return _Submitted(ticket, events, recorded.lease, request_id)
+
+    async def _finish_failed(self, lease: Lease, request_id: int, event: TurnFailed) -> None:
+        """A turn that failed: its request's outcome stored and its lease passed on, in one
+        transaction. Should that fail, ``hold`` releases the lease on its own."""
+        passed: list[int] = []
+        try:
+            async with self.db.session() as session, session.begin():
+                await self.requests.failed(session, request_id, event)
+                await self._pass_on(session, lease, passed)
+        except Exception:
+            log.warning("could not record the failure of request %s", request_id, exc_info=True)
+            await self.requests.fail(request_id, event)
             return
+        self._let_go(lease, passed)
+
+    async def _forward(self, submitted: _Submitted) -> AsyncGenerator[TurnEvent, None]:
+        """The queued turn's events, as they come."""
+        ticket, events = submitted.ticket, submitted.events
         if ticket.position > 0:
             yield Queued(ticket.position)
         # A caller that stops listening does not stop the turn: it runs in the queue and is
@@ -554,6 +700,11 @@ class PlayService:
                 getter.cancel()
                 while not events.empty():
                     yield events.get_nowait()
+                if not ticket.started.is_set():
+                    # Dropped before it ran: a lease claimed for it, or passed to it, goes back.
+                    lease = submitted.lease or self._handed.pop(submitted.request_id, None)
+                    if lease is not None:
+                        await self.leases.release(lease)
                 error = outcome.exception()
                 if isinstance(error, CampfireError):  # dropped from the queue (engine.profiles)
                     yield TurnFailed(error)

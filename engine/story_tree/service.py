@@ -20,11 +20,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from engine.access import (
-    NO_ADVENTURE,
     active_adventure,
-    adventure_here,
     check_may_rewrite,
-    check_may_shape_story,
 )
 from engine.errors import InvalidInput, NotFound, StoryMovedOn
 from engine.memory.cursors import story_cut_back
@@ -33,7 +30,6 @@ from engine.snapshots import capture
 from engine.storage.models import (
     Adventure,
     Branch,
-    Role,
     StoryNode,
     Take,
     undefer_field,
@@ -78,54 +74,6 @@ class TurnText:
 
 class StoryTree(BranchesAndSavePoints):
     """What the front end calls for /undo, /redo, takes, /edit, /branch, /savepoint, /tree."""
-
-    async def check_retry(self, actor: Actor, channel_id: int) -> None:
-        """Whether ``actor`` may retry the newest turn here; raises the reason if not. Asked
-        before a retry is queued, so a refusal is told to the player alone."""
-        async with self.db.session() as session:
-            adventure = await adventure_here(session, channel_id)
-            if adventure.head_node_id is None:
-                raise NotFound(NO_ADVENTURE)
-            head = await self._head(session, adventure)
-            if head.parent_id is None or head.role != Role.NARRATOR:
-                raise InvalidInput(
-                    "There is no narrator turn to retry yet: the story is at its opening."
-                )
-            await check_may_rewrite(session, adventure, head, actor)
-
-    async def check_head_move(
-        self,
-        actor: Actor,
-        channel_id: int,
-        kind: str,
-        *,
-        seen_version: int | None = None,
-        drawn_for: int | None = None,
-        node_id: int | None = None,
-        take: int | None = None,
-    ) -> None:
-        """Whether a head move of ``kind`` ("undo", "redo", "take": a turn's own moves, a take
-        naming its turn ``node_id`` and its number ``take``; "shape": a branch switch, a save
-        point restored) may go ahead here; raises the reason if not. Reads only: asked before
-        the interaction is acknowledged, so that the usual refusals (not yours, nothing to
-        undo, a stale button) are told to the player alone. The move itself checks everything
-        again in the transaction that writes it."""
-        async with self.db.session() as session:
-            adventure = await self._adventure(session, channel_id, seen_version, drawn_for)
-            if kind == "shape":
-                await check_may_shape_story(session, adventure, actor)
-                return
-            head = await self._head(session, adventure)
-            if kind == "undo" and head.parent_id is None:
-                raise InvalidInput(NOTHING_TO_UNDO)
-            if kind == "take" and node_id != head.id:
-                raise StoryMovedOn(MOVED_ON)
-            if kind == "take" and take is not None and not 1 <= take <= head.take_count:
-                raise InvalidInput(
-                    f"This turn has {head.take_count} take(s); there is no take {take}."
-                )
-            if kind in ("undo", "take"):
-                await check_may_rewrite(session, adventure, head, actor)
 
     # --- undo and redo ---
 
