@@ -9,7 +9,7 @@ import asyncio
 import discord
 import pytest
 
-from tests.discord_env import DiscordEnv
+from tests.discord_env import DiscordEnv, answered
 from tests.fakes.openai_server import Reply
 from tests.helpers import forget_where_buttons_are
 
@@ -164,8 +164,11 @@ async def test_a_button_under_an_old_turn_is_refused_privately(env, fake_model):
 
 async def test_acting_where_nothing_runs_is_answered_privately(env):
     record = await env.fake.slash(env.bob, env.channel, "do", action="dance")
+    # Acknowledged before the database is asked, privately: a server's text channel holds
+    # adventures only in its threads. The answer follows.
     assert record.ephemeral
-    assert "Start one with `/start`" in env.fake.message(record.original_message_id).content
+    answer = await answered(env, record)
+    assert "Start one with `/start`" in answer.content and answer.visible_to == env.bob
 
 
 async def test_help_is_private(env):

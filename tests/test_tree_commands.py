@@ -10,7 +10,7 @@ from sqlalchemy import select
 
 from bot.standin.interactions import StandinFile
 from engine.storage.models import Adventure, AdventureScript, StoryNode
-from tests.discord_env import DiscordEnv
+from tests.discord_env import DiscordEnv, answered
 from tests.fakes.openai_server import Reply
 from tests.helpers import forget_where_buttons_are
 
@@ -47,6 +47,15 @@ def said(env: DiscordEnv, record) -> tuple[bool, str]:
     return record.ephemeral, answer(env, record).content
 
 
+async def refusal(env: DiscordEnv, record) -> str:
+    """The text of a refusal, checked to be for the player alone: head moves and retries are
+    acknowledged before the database is asked, so their refusal is a private follow-up."""
+    await env.done()
+    message = await answered(env, record)
+    assert message.visible_to == record.user_id, f"shown to the channel: {message.content!r}"
+    return message.content
+
+
 async def act(env: DiscordEnv, thread: int, user: int, text: str):
     record = await env.fake.slash(user, thread, "do", action=text)
     await env.done()
@@ -71,7 +80,7 @@ async def test_retry_adds_a_take_and_the_pager_shows_each_in_place(env, fake_mod
 
     # Choosing a take makes it live: for the same people who may retry.
     refused = await env.fake.press(env.bob, newest.id, label="‹")
-    assert refused.ephemeral and "Only the player" in answer(env, refused).content
+    assert "Only the player" in await refusal(env, refused)
     await env.fake.press(env.alice, newest.id, label="‹")
     await env.done()
     paged = env.fake.message(newest.id)
@@ -173,15 +182,13 @@ async def test_only_the_author_the_host_or_a_manager_may_undo(env, fake_model):
     await act(env, thread, env.bob, "wave")
     await act(env, thread, env.alice, "nod")
     refused = await env.fake.slash(env.bob, thread, "undo")
-    assert (
-        refused.ephemeral and "Only the player who wrote that turn" in answer(env, refused).content
-    )
+    assert "Only the player who wrote that turn" in await refusal(env, refused)
     requests = len(fake_model.requests)
     newest = [m for m in env.fake.messages(thread) if m.buttons][-1]
     typed = await env.fake.slash(env.bob, thread, "retry")
     pressed = await env.fake.press(env.bob, newest.id, label="Retry")
     for refused in (typed, pressed):
-        assert refused.ephemeral and "Only the player" in answer(env, refused).content
+        assert "Only the player" in await refusal(env, refused)
     assert len(fake_model.requests) == requests
     allowed = await env.fake.slash(env.alice, thread, "undo")
     await env.done()
@@ -254,7 +261,7 @@ async def test_branches_save_points_and_the_tree(env, fake_model):
     await env.done()  # answered after the write it defers for
     assert "save points on it" in answer(env, refused).content
     refused = await env.fake.slash(env.bob, thread, "branch switch", name="main")
-    assert refused.ephemeral and "Only" in answer(env, refused).content
+    assert "Only" in await refusal(env, refused)
 
     switched = await env.fake.slash(env.alice, thread, "branch switch", name="main")
     await env.done()
@@ -280,6 +287,6 @@ async def test_undoing_back_to_the_opening_puts_its_buttons_back(env, fake_model
     # The opening cannot be retried or undone; the story can go on from it, or be redone.
     assert labels(env.fake.message(opening.id)) == ["Continue", "Redo"]
     refused = await env.fake.slash(env.alice, thread, "undo")
-    assert refused.ephemeral and "opening" in answer(env, refused).content
+    assert "opening" in await refusal(env, refused)
     refused = await env.fake.slash(env.alice, thread, "retry")
-    assert refused.ephemeral and "opening" in answer(env, refused).content
+    assert "opening" in await refusal(env, refused)

@@ -1,4 +1,5 @@
-"""Every database write the bot makes, with the moment it was sent, on the stand-in's clock.
+"""Every database write the bot makes, with the moment it was sent, on the stand-in's clock;
+and the write transactions it commits.
 
 Discord gives an interaction 3 seconds to be answered, and a write can wait far longer than
 that for the database's lock (another turn being stored, SQLite's one writer, a PostgreSQL
@@ -48,11 +49,16 @@ class Write:
 
 
 class WriteRecorder:
-    """Records each write sent through ``engine`` while ``recording`` is open."""
+    """Records each write sent through ``engine`` while ``recording`` is open; with
+    ``reads_too``, every statement (no database access at all is allowed before Discord is
+    answered)."""
 
-    def __init__(self, engine: AsyncEngine, clock: Callable[[], float]) -> None:
+    def __init__(
+        self, engine: AsyncEngine, clock: Callable[[], float], *, reads_too: bool = False
+    ) -> None:
         self.engine = engine.sync_engine
         self.clock = clock
+        self.reads_too = reads_too
         self.writes: list[Write] = []
 
     def _seen(
@@ -64,7 +70,7 @@ class WriteRecorder:
         _context: Any,
         _executemany: bool,
     ) -> None:
-        if not is_write(statement):
+        if not (self.reads_too or is_write(statement)):
             return
         try:
             task = asyncio.current_task()
@@ -84,3 +90,50 @@ class WriteRecorder:
     def between(self, start: float, end: float) -> list[Write]:
         """The writes sent from ``start`` (included) until ``end`` (excluded)."""
         return [w for w in self.writes if start <= w.at < end]
+
+
+class WriteTransactions:
+    """Counts the transactions that wrote something and committed, through ``engine``, while
+    ``counting`` is open: a turn's cost in the database's one writer lock (SQLite) and in
+    commits (both)."""
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        self.engine = engine.sync_engine
+        #: Per committed write transaction, the first write it sent (to say which it was).
+        self.committed: list[str] = []
+        self._first_write: dict[int, str] = {}
+
+    def _begin(self, connection: Any) -> None:
+        self._first_write.pop(id(connection), None)
+
+    def _seen(self, connection: Any, _c: Any, statement: str, *_: Any) -> None:
+        if is_write(statement):
+            self._first_write.setdefault(id(connection), " ".join(statement.split())[:100])
+
+    def _commit(self, connection: Any) -> None:
+        first = self._first_write.pop(id(connection), None)
+        if first is not None:
+            self.committed.append(first)
+
+    def _rollback(self, connection: Any) -> None:
+        self._first_write.pop(id(connection), None)
+
+    @contextmanager
+    def counting(self) -> Iterator[WriteTransactions]:
+        hooks = {
+            "begin": self._begin,
+            "before_cursor_execute": self._seen,
+            "commit": self._commit,
+            "rollback": self._rollback,
+        }
+        for name, hook in hooks.items():
+            event.listen(self.engine, name, hook)
+        try:
+            yield self
+        finally:
+            for name, hook in hooks.items():
+                event.remove(self.engine, name, hook)
+
+    def since(self, mark: int) -> list[str]:
+        """The write transactions committed after ``mark`` (a length of ``committed``)."""
+        return self.committed[mark:]

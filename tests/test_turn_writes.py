@@ -1,0 +1,91 @@
+"""A turn's cost in the database, counted as the bot plays it on the stand-in: three write
+transactions (the request recorded with its lease claimed; the turn stored with its request's
+outcome, the memories' use and the lease given up; the messages that show it), however it is
+asked for. ``python -m tests.benchmarks.bench_turn`` prints the same count with the engine's
+overhead per turn."""
+
+from __future__ import annotations
+
+import asyncio
+
+from tests.discord_env import DiscordEnv
+from tests.write_recorder import WriteTransactions
+
+#: The most write transactions one turn may commit (issue 16): claim with its request status;
+#: the store; the finish (the messages that show it) with the lease's release folded into the
+#: store.
+TURN_WRITES = 3
+
+
+async def settled(env: DiscordEnv) -> None:
+    """Until the bot is done, memory work a turn asked for included."""
+    for _ in range(1000):
+        await env.done()
+        jobs = [j.id for j in env.bot.scheduler.get_jobs()]
+        if not any(j.startswith("memory-") and j != "memory-sweep" for j in jobs) and not (
+            env.bot.background._running
+        ):
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("the bot stayed busy")
+
+
+def story_button(env: DiscordEnv, channel: int, label: str) -> int:
+    for message in reversed(env.fake.messages(channel)):
+        if any(b[0] == label and not b[2] for b in message.buttons):
+            return message.id
+    raise LookupError(label)
+
+
+async def test_each_way_of_playing_a_turn_commits_three_write_transactions(env: DiscordEnv):
+    thread = await env.start_thread()
+    # Each person's first interaction in a place records their contact (once an hour): not a
+    # turn's cost, so it is paid before counting.
+    await env.fake.slash(env.alice, thread, "do", action="light the lantern")
+    await settled(env)
+
+    counter = WriteTransactions(env.bot.services.db.engine)
+    ways = {
+        "/do": lambda: env.fake.slash(env.alice, thread, "do", action="open the door"),
+        "/say": lambda: env.fake.slash(env.alice, thread, "say", words="Who goes there?"),
+        "Continue": lambda: env.fake.press(
+            env.alice, story_button(env, thread, "Continue"), label="Continue"
+        ),
+        "Retry": lambda: env.fake.press(
+            env.alice, story_button(env, thread, "Retry"), label="Retry"
+        ),
+        "/continue": lambda: env.fake.slash(env.alice, thread, "continue"),
+    }
+    costs = {}
+    with counter.counting():
+        for name, play in ways.items():
+            mark = len(counter.committed)
+            record = await play()
+            await settled(env)
+            assert record.failed is None, record.failed
+            costs[name] = counter.since(mark)
+    assert {name: len(writes) for name, writes in costs.items()} == dict.fromkeys(
+        ways, TURN_WRITES
+    ), "\n".join(f"{k}: {v}" for k, v in costs.items())
+
+
+async def test_a_queued_turn_still_commits_three_write_transactions(env: DiscordEnv, fake_model):
+    """An action that arrives while a turn is written waits in the queue; its lease is claimed
+    when its turn comes, with its request's status, so it costs no more than one that did not
+    wait."""
+    thread = await env.start_thread()
+    await env.fake.slash(env.alice, thread, "do", action="light the lantern")
+    await env.fake.slash(env.bob, thread, "do", action="wave")
+    await settled(env)
+
+    fake_model.default_delay = 0.05  # the first turn is still being written when the second comes
+    counter = WriteTransactions(env.bot.services.db.engine)
+    with counter.counting():
+        first = await env.fake.slash(env.alice, thread, "do", action="open the door")
+        second = await env.fake.slash(env.bob, thread, "do", action="follow her")
+        await settled(env)
+    assert first.failed is None and second.failed is None
+    assert second.original_message_id is not None
+    queued = env.fake.message(second.original_message_id)
+    assert any("Queued" in text for _, text in queued.edits), "the second action never waited"
+    assert len(counter.committed) == 2 * TURN_WRITES, counter.committed
