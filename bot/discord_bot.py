@@ -77,7 +77,9 @@ class CampfireBot(commands.AutoShardedBot):
     services: Services
     background: BackgroundWork
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, *, channel_period: float | None = None) -> None:
+        """``channel_period``: the per-channel message window the narration paces itself to,
+        when not Discord's (a stand-in that shortens it for tests)."""
         # Unset: discord.py asks Discord for its recommendation (GET /gateway/bot) and runs
         # every shard here. A process running some of them names them and the total.
         shards: dict[str, Any] = {"shard_count": settings.shard_count}
@@ -96,6 +98,7 @@ class CampfireBot(commands.AutoShardedBot):
             tree_cls=CampfireTree,
         )
         self.settings = settings
+        self.channel_period = channel_period
         self.scheduler = AsyncIOScheduler()
         #: Taking back, once connected, what this instance held before it restarted.
         self.resuming: asyncio.Task[None] | None = None
@@ -107,7 +110,12 @@ class CampfireBot(commands.AutoShardedBot):
 
         self.services = await build_services(self.settings)
         self.background = BackgroundWork(self.services.jobs)
-        self.narrator = Narrator(self, RatePacer())
+        pacer = (
+            RatePacer()
+            if self.channel_period is None
+            else RatePacer(per_seconds=self.channel_period)
+        )
+        self.narrator = Narrator(self, pacer)
         self.add_dynamic_items(*DYNAMIC_ITEMS)
         for extension in EXTENSIONS:
             await self.load_extension(extension)

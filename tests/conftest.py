@@ -22,6 +22,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 from engine.providers.openai_compat import OpenAICompatibleProvider
 from engine.scenarios.shipped import seed_builtin_scenarios
+from engine.scripting.workers import close as close_script_workers
 from engine.storage.database import Database
 from tests.fakes.openai_server import FakeModelServer
 
@@ -93,6 +94,19 @@ def _drop_templates() -> Iterator[None]:
     yield
     if "postgresql" in _templates:
         asyncio.run(_drop_postgres_database(_templates.pop("postgresql")))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _warm_script_workers() -> Iterator[None]:
+    """One warm pool of script workers for the whole session (per test process): a bot's close
+    ends this process's workers (``Services.aclose``), and each of the suite's hundreds of bots
+    would otherwise start new ones, an interpreter each. A worker keeps nothing between runs
+    (every run gets a fresh QuickJS context), so sharing them changes no test; one that needs a
+    pool of its own makes one (``workers.ScriptWorkers()``)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("bot.services.close_script_workers", lambda: None)
+        yield
+    close_script_workers()
 
 
 @pytest.fixture(params=BACKENDS)

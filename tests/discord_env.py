@@ -22,6 +22,12 @@ from bot.standin.harness import handler_tasks
 from bot.standin.world import FLAG_LOADING, InteractionRecord
 from tests.fakes.openai_server import FakeModelServer
 
+#: The per-channel message window of the tests' stand-in: Discord's 5 messages, in 0.5 s
+#: instead of 5 s. The bot paces itself to the same window, so a bot that ignored it would still
+#: meet 429s (which fail the test), while a test playing ten turns in one thread waits a tenth
+#: as long. A test of the pacing itself asks for Discord's own (``channel_period=CHANNEL_PERIOD``).
+TEST_CHANNEL_PERIOD = 0.5
+
 
 @dataclass
 class DiscordEnv:
@@ -67,11 +73,13 @@ async def campfire_on_standin(
     *,
     log_level: int = logging.WARNING,
     world: Callable[[FakeDiscord], object] | None = None,
+    channel_period: float = TEST_CHANNEL_PERIOD,
     **settings,
 ) -> AsyncIterator[DiscordEnv]:
     """The bot on ``database_url`` (the ``database_url`` fixture: a copy of the migrated
     template, on each backend), its data folder in ``tmp_path``; ``settings`` add to (or
-    replace) the defaults below. ``world`` builds more of Discord before the bot connects."""
+    replace) the defaults below. ``world`` builds more of Discord before the bot connects.
+    ``channel_period``: the per-channel message window, the stand-in's and the bot's."""
     caplog.set_level(log_level)
     config = load_settings(
         **{
@@ -83,8 +91,8 @@ async def campfire_on_standin(
         }
         | settings
     )
-    bot = CampfireBot(config)
-    standin = StandIn(bot)
+    bot = CampfireBot(config, channel_period=channel_period)
+    standin = StandIn(bot, channel_period=channel_period)
     fake = standin.fake
     guild = fake.add_guild("The Hearth")
     channel = fake.add_channel(guild, "adventures")
@@ -141,7 +149,7 @@ async def restarted(env: DiscordEnv) -> AsyncIterator[DiscordEnv]:
     """Campfire started again after ``crash(env)``: a new bot with the same settings (data
     folder, database) logging in to the same stand-in Discord, which stayed up. The checks of
     ``campfire_on_standin`` run when ``env``'s block ends."""
-    bot = CampfireBot(env.bot.settings)
+    bot = CampfireBot(env.bot.settings, channel_period=env.bot.channel_period)
     standin = StandIn(bot, fake=env.fake)
     try:
         async with standin:

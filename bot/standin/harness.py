@@ -19,6 +19,7 @@ import discord.http
 import yarl
 from discord.gateway import DiscordWebSocket
 
+from .ratelimits import CHANNEL_PERIOD
 from .server import FakeDiscord
 
 START_TIMEOUT_S = 15.0
@@ -32,7 +33,8 @@ class StandIn:
 
     ``fake``: a stand-in Discord already running (another ``StandIn``'s), for a bot that
     restarts while Discord stays up: it logs in to the same servers, channels and messages.
-    That Discord is left running when this bot stops.
+    That Discord is left running when this bot stops. ``channel_period``: a new stand-in's
+    per-channel message window (``ratelimits.RateLimiter``).
     """
 
     def __init__(
@@ -41,10 +43,11 @@ class StandIn:
         *,
         token: str = "standin-bot-token",
         fake: FakeDiscord | None = None,
+        channel_period: float = CHANNEL_PERIOD,
     ) -> None:
         self.client = client
         self._owns_fake = fake is None
-        self.fake = fake if fake is not None else FakeDiscord()
+        self.fake = fake if fake is not None else FakeDiscord(channel_period=channel_period)
         self.fake.client = client
         self._token = token
         self._task: asyncio.Task[None] | None = None

@@ -87,7 +87,8 @@ class Refusal(NamedTuple):
 class FakeDiscord(InteractionDriver):
     """A Discord stand-in: world state, REST routes, gateway, limits, and interaction drivers."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, channel_period: float = CHANNEL_PERIOD) -> None:
+        """``channel_period``: the per-channel message window (``ratelimits.RateLimiter``)."""
         self.world = World()
         self._clock_offset = 0.0
         # Monotonic seconds for the 3 s acknowledgement and 15 min token rules; tests swap it
@@ -108,7 +109,7 @@ class FakeDiscord(InteractionDriver):
         self.faults = Faults()
         self.client: discord.Client | None = None
         self.commands: dict[int | None, list[dict[str, Any]]] = {}
-        self._limiter = RateLimiter()
+        self._limiter = RateLimiter(channel_period)
         self._in_flight = 0
         self._last_request = time.monotonic()
         self._runner: web.AppRunner | None = None
