@@ -119,22 +119,30 @@ def schedule_background_work(
 def memory_job_scheduler(
     scheduler: AsyncIOScheduler, services: Services, background: BackgroundWork
 ) -> Callable[[int], None]:
-    #: Adventures whose memory work was asked for (per process: a turn's own process asks).
-    #: A run asked for while one is running is skipped by the scheduler (one instance a job),
-    #: so the running one goes round again for the turns that came meanwhile.
+    #: Adventures whose memory work was asked for, and those whose work runs now (per process:
+    #: a turn's own process asks; across processes the writer's job lease decides). Work asked
+    #: for while it runs is not scheduled again (the scheduler would skip it, one instance a
+    #: job, with a warning each turn): the running one goes round again for those turns.
     asked: set[int] = set()
+    running: set[int] = set()
 
     async def memory_work(adventure_id: int) -> None:
         # Under the adventure's job lease, taken by the writer itself.
-        with background.running(f"memory work for adventure {adventure_id}"):
-            while True:
-                asked.discard(adventure_id)
-                await services.memory.catch_up(adventure_id)
-                if adventure_id not in asked:
-                    return
+        running.add(adventure_id)
+        try:
+            with background.running(f"memory work for adventure {adventure_id}"):
+                while True:
+                    asked.discard(adventure_id)
+                    await services.memory.catch_up(adventure_id)
+                    if adventure_id not in asked:
+                        return
+        finally:
+            running.discard(adventure_id)
 
     def after_turn(adventure_id: int) -> None:
         asked.add(adventure_id)
+        if adventure_id in running:
+            return
         try:
             scheduler.add_job(
                 memory_work,
