@@ -28,7 +28,7 @@ async def test_context_assembly_does_not_grow_with_the_story(db, capsys):
     figures = await measure(db, ReadCounter(db), adventures, reps=30)
     with capsys.disabled():
         print(f"\n[context, {db.engine.dialect.name}]")
-        for line in [f.line() for f in figures] + summary(figures):
+        for line in [f.line() for f in figures] + [summary(figures)]:
             print(f"  {line}")
     by_turns = {f.turns: f for f in figures}
     # What is read is set by the budget, not by the story: deterministic, so asserted.
