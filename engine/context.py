@@ -57,7 +57,7 @@ from engine.context_types import (
     with_state_block,
 )
 from engine.providers.base import ChatMessage
-from engine.retrieval.retriever import Found, Retriever
+from engine.retrieval.retriever import CountsUse, Found, Retriever
 from engine.storage.models import Adventure, AdventureCard
 from engine.story_line.read import line_window
 from engine.tokens import count_tokens, truncate_to_tokens
@@ -90,11 +90,12 @@ HEADINGS = {
 CONTINUE_CUE = "Continue the story."
 
 #: The sections retrievers fill, each with the ContextInputs fields it goes into: the chosen
-#: items, and the summary Insights shows for the section. Where they go and what budget they
-#: get is the layout's business (``_fixed``), not the retriever's.
-RETRIEVED_SECTIONS = {
-    "memories": ("memories", "memory_note"),
-    "knowledge": ("knowledge", "knowledge_note"),
+#: items, the summary Insights shows for the section, and the ids whose use the turn's commit
+#: counts (None: the section counts none). Where they go and what budget they get is the
+#: layout's business (``_fixed``), not the retriever's.
+RETRIEVED_SECTIONS: dict[str, tuple[str, str, str | None]] = {
+    "memories": ("memories", "memory_note", "memory_ids"),
+    "knowledge": ("knowledge", "knowledge_note", None),
 }
 
 # Sections and entries are counted apart and joined with newlines, which cost nothing more:
@@ -572,9 +573,12 @@ class ContextEngine:
 
 def _with_found(inputs: ContextInputs, section: str, found: Found) -> ContextInputs:
     """``inputs`` with a retriever's answer in its section."""
-    items, note = RETRIEVED_SECTIONS[section]
+    items, note, used = RETRIEVED_SECTIONS[section]
     chosen = tuple((item.label, item.text, item.reason) for item in found.chosen)
-    return replace(inputs, **{items: chosen, note: found.summary})
+    fields: dict[str, Any] = {items: chosen, note: found.summary}
+    if used is not None and isinstance(found, CountsUse):
+        fields[used] = tuple(found.used_ids)
+    return replace(inputs, **fields)
 
 
 def _retrieved(

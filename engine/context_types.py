@@ -109,6 +109,8 @@ class ContextInputs:
     #: What Insights says about the memory section as a whole (how many were considered, why
     #: semantic admission is off); shown even when no memory was admitted.
     memory_note: str = ""
+    #: The chosen memories' ids: the turn's commit counts their use.
+    memory_ids: tuple[int, ...] = ()
     knowledge: Sequence[Retrieved] = ()
     #: What Insights says about the knowledge section as a whole, as ``memory_note`` does.
     knowledge_note: str = ""

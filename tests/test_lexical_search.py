@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from sqlalchemy import text
 
-from engine.retrieval.lexical import search, term_matches
+from engine.retrieval.lexical import search
 from engine.storage.dialect import FullTextTable
 
 NOTES = FullTextTable(
@@ -53,20 +53,39 @@ async def shelves(db) -> None:
 async def test_each_term_finds_the_live_rows_in_scope_through_the_stemmer(db):
     await shelves(db)
     async with db.session() as session:
-        found = await term_matches(
-            session, NOTES, ["lantern", "circling", "wolves", "kettle"], {"shelf": 1}
-        )
-    # The archived note and the other shelf's are never found; a term matching nothing is
-    # absent; "circling" finds "circled".
-    assert found == {"lantern": {1, 2}, "circling": {1}, "wolves": {1, 3}}
+        found = await search(session, NOTES, ["lantern, circling wolves; a kettle"], {"shelf": 1})
+    # The archived note and the other shelf's are never found, nor counted in the bank; a term
+    # matching nothing is absent; "circling" finds "circled".
+    assert found.bank_size == 3 and found.always == ()
+    assert {row: set(score.terms) for row, score in found.scores.items()} == {
+        1: {"lantern", "circling", "wolves"},
+        2: {"lantern"},
+        3: {"wolves"},
+    }
 
 
 async def test_admission_is_the_same_for_any_table(db):
     await shelves(db)
     async with db.session() as session:
-        scores = await search(
-            session, NOTES, ["> You follow the wolves' circling."], 3, {"shelf": 1}
-        )
+        found = await search(session, NOTES, ["> You follow the wolves' circling."], {"shelf": 1})
     # Two shared terms admit the first note; the third shares one common term, "wolves".
-    assert {row: score.admitted for row, score in scores.items()} == {1: True, 3: False}
-    assert set(scores[1].terms) == {"wolves", "circling"}
+    assert {row: score.admitted for row, score in found.scores.items()} == {1: True, 3: False}
+    assert set(found.scores[1].terms) == {"wolves", "circling"}
+
+
+async def test_with_best_only_the_admitted_rows_that_could_place_come_back(db):
+    await shelves(db)
+    query = ["> You ask the wolves about the lantern maker."]
+    async with db.session() as session:
+        everything = await search(session, NOTES, query, {"shelf": 1})
+        best = await search(session, NOTES, query, {"shelf": 1}, best=1)
+        none = await search(session, NOTES, query, {"shelf": 1}, best=0)
+    # Three shared terms, two, one (not admitted): the best one alone comes back, as scored
+    # when every row does.
+    assert {row: len(score.terms) for row, score in everything.scores.items()} == {
+        1: 3,
+        2: 2,
+        3: 1,
+    }
+    assert best.scores == {1: everything.scores[1]} and best.bank_size == 3
+    assert none.scores == {} and none.bank_size == 3

@@ -6,8 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from sqlalchemy import select, update
+from sqlmodel import col
 
 from engine.context import ContextEngine
+from engine.events import TurnFailed
 from engine.insights import Insights
 from engine.memory.retrieval import MemoryRetriever
 from engine.memory.semantic import CALIBRATION, SemanticIndex, calibrated_floor
@@ -17,6 +19,7 @@ from engine.providers.resolver import OperatorDefault
 from engine.retrieval.lexical import query_terms
 from engine.storage.models import ActionType, Adventure, Memory
 from engine.turns import TurnEngine
+from tests.fakes.openai_server import Reply
 from tests.helpers import new_adventure, play
 
 BANK = [
@@ -99,14 +102,35 @@ async def test_pinned_memories_always_come_and_count_toward_top_k(db):
     assert [m.text for m in wider.chosen] == ["The player is a lamplighter.", BANK[1]]
 
 
-async def test_forgotten_memories_are_never_retrieved_and_use_is_counted(db):
+async def test_forgotten_memories_are_never_retrieved_and_a_stored_turn_counts_the_use(
+    db, provider, fake_model
+):
     adventure = await new_adventure(db)
     ids = await add_bank(db, adventure)
     retriever = MemoryRetriever(db)
-    await retrieve(db, retriever, adventure, "> You pay the ferryman copper coins.")
+    found = await retrieve(db, retriever, adventure, "> You pay the ferryman copper coins.")
+    # Retrieval only reads: the chosen ids go with the context to the turn's commit.
+    assert found.used_ids == (ids[1],)
+    engine = TurnEngine(
+        db, OperatorDefault(provider), context=ContextEngine(retrievers=[retriever])
+    )
+    fake_model.queue(Reply(fault="401"))
+    events = await play(engine, adventure, ActionType.DO, "pay the ferryman copper coins")
+    assert isinstance(events[-1], TurnFailed)
+    async with db.session() as session:
+        assert (await session.get(Memory, ids[1])).use_count == 0  # a turn not stored used none
+    fake_model.queue("The ferryman bites a coin and nods.")
+    await play(engine, adventure, ActionType.DO, "pay the ferryman copper coins")
     async with db.session() as session, session.begin():
+        rows = await session.execute(select(col(Memory.id), col(Memory.use_count)))
+        counts = dict(rows.tuples().all())
+        # Each memory the stored turn's prompt held counts one use (the opening's words
+        # bring in another besides the ferryman's), the others none.
+        prompt = fake_model.requests[-1]["messages"][-1]["content"]
+        assert counts == {i: int(text in prompt) for i, text in zip(ids, BANK, strict=True)}
+        assert counts[ids[1]] == 1
         used = await session.get(Memory, ids[1])
-        assert used.use_count == 1 and used.last_used_at is not None
+        assert used.last_used_at is not None
         used.forgotten = True
     found = await retrieve(db, retriever, adventure, "> You pay the ferryman copper coins.")
     assert found.chosen == []

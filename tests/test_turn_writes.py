@@ -8,7 +8,12 @@ from __future__ import annotations
 
 import asyncio
 
+from sqlalchemy import select
+from sqlmodel import col
+
+from engine.storage.models import Memory
 from tests.discord_env import DiscordEnv
+from tests.test_steering_commands import adventure_here
 from tests.write_recorder import WriteTransactions
 
 #: The most write transactions one turn may commit (issue 16): claim with its request status;
@@ -89,3 +94,38 @@ async def test_a_queued_turn_still_commits_three_write_transactions(env: Discord
     queued = env.fake.message(second.original_message_id)
     assert any("Queued" in text for _, text in queued.edits), "the second action never waited"
     assert len(counter.committed) == 2 * TURN_WRITES, counter.committed
+
+
+async def test_the_memories_a_turn_used_are_counted_in_its_store(env: DiscordEnv):
+    """With memories in the bank the context chooses some; their use is written by the
+    transaction that stores the turn, not by one of its own."""
+    thread = await env.start_thread()
+    await env.fake.slash(env.alice, thread, "do", action="light the lantern")
+    await settled(env)
+    adventure_id = (await adventure_here(env, thread)).id
+    assert adventure_id is not None
+    db = env.bot.services.db
+    texts = [
+        "The ferryman demanded three copper coins for the crossing.",
+        "Wolves circled the abandoned mill at night.",
+    ]
+    async with db.session() as session, session.begin():
+        session.add_all(Memory(adventure_id=adventure_id, text=t) for t in texts)
+
+    counter = WriteTransactions(db.engine)
+    with counter.counting():
+        record = await env.fake.slash(
+            env.alice, thread, "do", action="pay the ferryman his copper coins"
+        )
+        await settled(env)
+    assert record.failed is None, record.failed
+    assert len(counter.writes) == TURN_WRITES, counter.writes
+    [store] = [t for t in counter.writes if any("INSERT INTO story_nodes" in w for w in t)]
+    assert any(w.startswith("UPDATE memories SET use_count") for w in store), store
+    async with db.session() as session:
+        counts = await session.execute(
+            select(col(Memory.text), col(Memory.use_count)).where(
+                col(Memory.adventure_id) == adventure_id
+            )
+        )
+        assert dict(counts.tuples().all()) == {texts[0]: 1, texts[1]: 0}

@@ -101,22 +101,25 @@ class WriteTransactions:
         self.engine = engine.sync_engine
         #: Per committed write transaction, the first write it sent (to say which it was).
         self.committed: list[str] = []
-        self._first_write: dict[int, str] = {}
+        #: Per committed write transaction, every write it sent (each one's start).
+        self.writes: list[list[str]] = []
+        self._open: dict[int, list[str]] = {}
 
     def _begin(self, connection: Any) -> None:
-        self._first_write.pop(id(connection), None)
+        self._open.pop(id(connection), None)
 
     def _seen(self, connection: Any, _c: Any, statement: str, *_: Any) -> None:
         if is_write(statement):
-            self._first_write.setdefault(id(connection), " ".join(statement.split())[:100])
+            self._open.setdefault(id(connection), []).append(" ".join(statement.split())[:100])
 
     def _commit(self, connection: Any) -> None:
-        first = self._first_write.pop(id(connection), None)
-        if first is not None:
-            self.committed.append(first)
+        writes = self._open.pop(id(connection), None)
+        if writes:
+            self.committed.append(writes[0])
+            self.writes.append(writes)
 
     def _rollback(self, connection: Any) -> None:
-        self._first_write.pop(id(connection), None)
+        self._open.pop(id(connection), None)
 
     @contextmanager
     def counting(self) -> Iterator[WriteTransactions]:

@@ -10,6 +10,7 @@ are not pinned are marked forgotten, never deleted: ``/memory restore`` brings o
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -22,7 +23,14 @@ from engine.errors import InvalidInput, NotFound
 from engine.memory.cursors import LinePositions, line_positions
 from engine.sanitise import ROW_ID_MAX, sanitise
 from engine.storage.changes import rows_changed
-from engine.storage.models import Adventure, Memory, MemoryOrigin, StoryNode, SummaryVersion
+from engine.storage.models import (
+    Adventure,
+    Memory,
+    MemoryOrigin,
+    StoryNode,
+    SummaryVersion,
+    utcnow,
+)
 
 if TYPE_CHECKING:
     from engine.access import Actor
@@ -71,6 +79,20 @@ class SummaryView:
 
 
 # --- capacity ------------------------------------------------------------------------------------
+
+
+async def count_use(session: AsyncSession, memory_ids: Sequence[int]) -> None:
+    """One more use for each memory a turn's context chose, written in that turn's store
+    transaction (a turn not stored used nothing); the capacity rule forgets the least used
+    first. A memory forgotten or cut back meanwhile is simply not there to count."""
+    if not memory_ids:
+        return
+    await session.execute(
+        update(Memory)
+        .where(col(Memory.id).in_(memory_ids))
+        .values(use_count=col(Memory.use_count) + 1, last_used_at=utcnow())
+        .execution_options(synchronize_session=False)
+    )
 
 
 async def enforce_capacity(

@@ -7,6 +7,12 @@
    Retrieval may rightly return nothing: an unrelated bank stays out of the context.
 3. The admitted are ranked by a blend of both scores and the best fill the free slots.
 
+The database does the lexical part in one statement (engine.retrieval.lexical), and with
+lexical admission alone it sends back only the pinned memories and the best-scored admitted ones
+that could fill the free slots; the texts are read for the chosen memories only. The chosen ids
+go with the context to the turn's commit, which counts their use in the turn's own transaction
+(``engine.memory.bank.count_use``).
+
 What was chosen, with its scores, goes to Insights through the context report; why semantic
 admission is off (no model, no calibration, the endpoint failing) goes with it.
 """
@@ -14,13 +20,11 @@ admission is off (no model, no calibration, the endpoint failing) goes with it.
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
-from sqlalchemy import select, update
-from sqlalchemy.exc import OperationalError
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
@@ -30,9 +34,7 @@ from engine.providers.embeddings import EmbeddingClient
 from engine.retrieval.lexical import LexicalScore, search
 from engine.storage.database import Database
 from engine.storage.dialect import FullTextTable
-from engine.storage.models import Memory, utcnow
-
-log = logging.getLogger(__name__)
+from engine.storage.models import Memory
 
 DEFAULT_TOP_K = 5
 #: The longest a turn waits for the query's embedding before going on with lexical only: a
@@ -49,6 +51,7 @@ MEMORY_TEXT = FullTextTable(
     fts_table="memories_fts",
     tsvector_column="search_vector",
     hidden_when=("forgotten",),
+    always_when="pinned",
 )
 
 
@@ -79,6 +82,11 @@ class ChosenMemory:
         return " · ".join(parts) or "pinned"
 
     @property
+    def ranking(self) -> tuple[float, int]:
+        """Best first: by rank, then the newer memory."""
+        return (-self.rank, -self.id)
+
+    @property
     def rank(self) -> float:
         lexical = self.lexical.score if self.lexical and self.lexical.admitted else 0.0
         cosine = max(self.cosine or 0.0, 0.0) if self.semantic_admitted else 0.0
@@ -103,6 +111,11 @@ class Retrieval:
         if self.semantic_note:
             text += f"; {self.semantic_note}"
         return text
+
+    @property
+    def used_ids(self) -> tuple[int, ...]:
+        """The chosen memories, whose use the turn's commit counts."""
+        return tuple(m.id for m in self.chosen)
 
 
 class MemoryRetriever:
@@ -139,21 +152,20 @@ class MemoryRetriever:
         self, session: AsyncSession, adventure_id: int, recent: Sequence[str]
     ) -> Retrieval:
         """The memories for a context; ``recent`` is the newest text first (the new action,
-        then the latest entries)."""
-        rows = (
-            await session.execute(
-                select(col(Memory.id), col(Memory.text), col(Memory.pinned))
-                .where(col(Memory.adventure_id) == adventure_id, col(Memory.forgotten).is_(False))
-                .order_by(col(Memory.id))
-            )
-        ).all()
+        then the latest entries). Reads only; the use is counted by the turn's commit."""
         note = self.semantic_off_reason()
-        if not rows:
-            return Retrieval(semantic_note=note)
         texts = [t for t in recent if t and t.strip()][:QUERY_ENTRIES]
+        # Lexical admission alone ranks by the lexical score, so the database can leave out
+        # what could not make the top; the blend with cosines needs every lexical score.
         lexical = await search(
-            session, MEMORY_TEXT, texts, len(rows), {"adventure_id": adventure_id}
+            session,
+            MEMORY_TEXT,
+            texts,
+            {"adventure_id": adventure_id},
+            best=self.top_k if note else None,
         )
+        if not lexical.bank_size:
+            return Retrieval(semantic_note=note)
 
         cosines: dict[int, float] = {}
         if not note:
@@ -167,20 +179,27 @@ class MemoryRetriever:
                     f"answer within {self.semantic_timeout:g} s"
                 )
 
-        pinned = [ChosenMemory(r.id, r.text, True, lexical.get(r.id)) for r in rows if r.pinned]
+        pinned = [
+            ChosenMemory(memory_id, "", True, lexical.scores.get(memory_id))
+            for memory_id in lexical.always
+        ]
         candidates = []
-        for row in rows:
-            if row.pinned:
+        for memory_id in lexical.scores.keys() | cosines.keys():
+            if memory_id in lexical.always:
                 continue
-            score = lexical.get(row.id)
-            cosine = cosines.get(row.id)
+            score = lexical.scores.get(memory_id)
+            cosine = cosines.get(memory_id)
             semantic = cosine is not None and self.floor is not None and cosine >= self.floor
             if (score is not None and score.admitted) or semantic:
-                candidates.append(ChosenMemory(row.id, row.text, False, score, cosine, semantic))
-        candidates.sort(key=lambda m: (-m.rank, -m.id))
+                candidates.append(ChosenMemory(memory_id, "", False, score, cosine, semantic))
+        candidates.sort(key=lambda m: m.ranking)
         chosen = pinned + candidates[: max(0, self.top_k - len(pinned))]
-        await self._record_use([m.id for m in chosen])
-        return Retrieval(chosen, len(rows), note)
+        texts_of = await _texts(session, [m.id for m in chosen])
+        return Retrieval(
+            [replace(m, text=texts_of[m.id]) for m in chosen if m.id in texts_of],
+            lexical.bank_size,
+            note,
+        )
 
     async def _cosines(
         self, session: AsyncSession, adventure_id: int, texts: Sequence[str]
@@ -211,19 +230,12 @@ class MemoryRetriever:
         scores = SemanticIndex(vectors).scores(np.asarray(query))
         return {row.id: float(score) for row, score in zip(found, scores, strict=True)}
 
-    async def _record_use(self, ids: list[int]) -> None:
-        """Count the use (in its own short transaction: the turn's reads hold none open for
-        writing); the capacity rule forgets the least used first."""
-        if not ids:
-            return
-        try:
-            async with self.db.session() as session, session.begin():
-                await session.execute(
-                    update(Memory)
-                    .where(col(Memory.id).in_(ids))
-                    .values(use_count=col(Memory.use_count) + 1, last_used_at=utcnow())
-                )
-        except OperationalError:
-            # A busy database (SQLite's one writer) must not cost the player the turn; a
-            # missed count only makes these memories look a little less used.
-            log.warning("could not count the use of memories %s", ids, exc_info=True)
+
+async def _texts(session: AsyncSession, ids: Sequence[int]) -> dict[int, str]:
+    """The texts of the chosen memories, and of no other."""
+    if not ids:
+        return {}
+    rows = await session.execute(
+        select(col(Memory.id), col(Memory.text)).where(col(Memory.id).in_(ids))
+    )
+    return {row.id: row.text for row in rows}

@@ -3,9 +3,18 @@
 Written once for any table with text and full-text structures over it (memories today), which a
 ``FullTextTable`` describes. The database does the matching with its own stemmer: SQLite's FTS5
 table with the porter tokenizer, PostgreSQL's ``english`` text search over a stored ``tsvector``
-column (the statement is engine.storage.dialect's). Each query term is matched on its own, in
-one statement, so we learn which terms each row shares and how many rows each term matches (its
-rarity in this bank: the rows in scope, such as one adventure's live memories).
+column (the matching is engine.storage.dialect's). Each query term is matched on its own, so we
+learn which terms each row shares and how many rows each term matches (its rarity in this bank:
+the rows in scope, such as one adventure's live memories).
+
+One statement a search: the database matches the terms, counts the bank and each term's rows,
+and scores and admits each row by the rules below, so only rows worth sending come back, each
+as its id and its list of (term, rows matching it). From that list the score and admission are
+computed once more here, exactly (the backends sum floats in their own ways), and that is what
+the caller sees and ranks by.
+
+A row's score is the sum of its shared terms' BM25 idf, ``ln(1 + (N - n + 0.5) / (n + 0.5))``
+for a term ``n`` rows of a bank of ``N`` match.
 
 Admission comes before ranking: a row is admitted when it shares two distinct meaningful terms
 with the query, or one rare term. A term is rare when at most 5% of the bank matches it (at
@@ -19,7 +28,6 @@ from __future__ import annotations
 
 import math
 import re
-from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
@@ -27,7 +35,7 @@ from dataclasses import dataclass
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from engine.storage.dialect import FullTextTable, term_matches_query
+from engine.storage.dialect import FullTextTable, in_scope, spelling, term_hits_query
 
 #: Most query terms looked up per turn; the newest text's terms come first.
 MAX_TERMS = 32
@@ -114,69 +122,159 @@ def _key(word: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class LexicalScore:
-    terms: tuple[str, ...]  # the query terms this row shares
+    terms: tuple[str, ...]  # the query terms this row shares, the rarest first
     score: float  # the sum of their inverse document frequencies (BM25's idf)
     admitted: bool
     rare: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class LexicalSearch:
+    """What one search found."""
+
+    #: How many rows the scope holds (hidden ones left out): the bank the rarities are of.
+    bank_size: int
+    #: Admission and score of each row that came back and shares a term with the query.
+    scores: dict[int, LexicalScore]
+    #: The rows of the table's ``always_when`` column, shared terms or not, by id.
+    always: tuple[int, ...] = ()
+
+
+#: How far below the last place's score (as the database sums it) a row still comes back: the
+#: database's float sums may differ from Python's in their last bits, so rows tied with the
+#: last place come back too, and the caller ranks by the exact scores.
+_TIE_MARGIN = 1e-9
 
 
 async def search(
     session: AsyncSession,
     table: FullTextTable,
     texts: Sequence[str],
-    bank_size: int,
     scope: Mapping[str, object],
-) -> dict[int, LexicalScore]:
-    """Admission and score for every row in ``scope`` that shares a term with ``texts`` (the
-    newest text first); ``bank_size`` is how many rows the scope holds."""
+    *,
+    best: int | None = None,
+) -> LexicalSearch:
+    """Admission and score of the rows in ``scope`` that share a term with ``texts`` (the
+    newest text first), and the ``always`` rows.
+
+    One statement: the database matches each term, counts the rows each matches, and scores
+    and admits each row. ``best``: how many rows the caller takes at most, ``always`` rows
+    first; then only the admitted rows that could fill the places left come back (the best
+    scores, with whatever ties the last place). None: every row that shares a term.
+    """
     terms = query_terms(texts)
-    return score_lexical(
-        await term_matches(session, table, terms, scope), bank_size, names_in(texts)
+    names = names_in(texts)
+    statement, params = _scores_query(session, table, terms, names, scope, best)
+    rows = (await session.execute(text(statement), params)).all()
+    bank_size = int(rows[0].bank)
+    scores: dict[int, LexicalScore] = {}
+    always: list[int] = []
+    for row in rows:
+        if row.id is None:
+            continue  # the bank's row when nothing came back
+        if row.always:
+            always.append(int(row.id))
+        if row.matches:
+            scores[int(row.id)] = _score(row.matches, terms, bank_size, names)
+    return LexicalSearch(bank_size, scores, tuple(sorted(always)))
+
+
+def _score(
+    matches: str, terms: Sequence[str], bank_size: int, names: AbstractSet[str]
+) -> LexicalScore:
+    """A row's admission and score from its matches as the database lists them: ``"3:12,7:40"``
+    (term 3, which 12 rows match; term 7, which 40 do). Computed here from those counts, as the
+    module's docstring says, so the score does not depend on the backend's float sums."""
+    rows_matching: dict[int, int] = {}
+    for pair in matches.split(","):
+        term, count = pair.split(":")
+        rows_matching[int(term)] = int(count)
+    idf = {
+        term: math.log(1 + (bank_size - n + 0.5) / (n + 0.5)) for term, n in rows_matching.items()
+    }
+    # The rarest first; among equals, the newest text's first.
+    shared = sorted(rows_matching, key=lambda term: (-idf[term], term))
+    rare_limit = max(1, int(bank_size * RARE_SHARE))
+    big_bank = bank_size >= MIN_BANK_FOR_RARITY
+    rare = tuple(
+        terms[term]
+        for term in shared
+        if rows_matching[term] <= rare_limit and (big_bank or terms[term] in names)
+    )
+    return LexicalScore(
+        terms=tuple(terms[term] for term in shared),
+        score=sum(idf[term] for term in shared),
+        admitted=len(shared) >= 2 or bool(rare),
+        rare=rare,
     )
 
 
-async def term_matches(
+def _scores_query(
     session: AsyncSession,
     table: FullTextTable,
     terms: Sequence[str],
+    names: AbstractSet[str],
     scope: Mapping[str, object],
-) -> dict[str, set[int]]:
-    """For each term, the ids of the rows in ``scope`` that match it."""
-    if not terms:
-        return {}
-    statement, params = term_matches_query(session, table, terms, scope)
-    found: dict[str, set[int]] = {}
-    for row in await session.execute(text(statement), params):
-        if row.ids:
-            found.setdefault(terms[int(row.term)], set()).update(map(int, row.ids.split(",")))
-    return found
+    best: int | None,
+) -> tuple[str, dict[str, object]]:
+    """The search's statement. Its rows: ``(bank, id, always, matches)``; ``bank`` on every
+    row, and one row with a NULL id when nothing comes back.
 
-
-def score_lexical(
-    matches: dict[str, set[int]], bank_size: int, names: AbstractSet[str] = frozenset()
-) -> dict[int, LexicalScore]:
-    """Admission and score for every row that matched at least one term; ``names`` are the
-    query's names (``names_in``)."""
-    if bank_size <= 0:
-        return {}
-    rare_limit = max(1, int(bank_size * RARE_SHARE))
-    big_bank = bank_size >= MIN_BANK_FOR_RARITY
-    idf = {
-        term: math.log(1 + (bank_size - len(ids) + 0.5) / (len(ids) + 0.5))
-        for term, ids in matches.items()
-    }
-    per_row: dict[int, list[str]] = defaultdict(list)
-    for term, ids in matches.items():
-        for row_id in ids:
-            per_row[row_id].append(term)
-    scores = {}
-    for row_id, terms in per_row.items():
-        terms.sort(key=lambda t: -idf[t])
-        rare = tuple(t for t in terms if len(matches[t]) <= rare_limit and (big_bank or t in names))
-        scores[row_id] = LexicalScore(
-            terms=tuple(terms),
-            score=sum(idf[t] for t in terms),
-            admitted=len(terms) >= 2 or bool(rare),
-            rare=rare,
+    The admission rule and the idf are the module docstring's, in SQL, to choose which rows
+    come back; ``_score`` computes each returned row's score and admission again exactly.
+    """
+    sql = spelling(session)
+    params: dict[str, object] = {}
+    hits = term_hits_query(session, table, terms, scope, params)
+    live = in_scope(table, scope, params)
+    t, row_id = table.table, table.id_column
+    # Numbers inlined are ours (term positions, constants), never a player's.
+    name_terms = ", ".join(str(i) for i, term in enumerate(terms) if term in names)
+    is_name = f"h.term IN ({name_terms})" if name_terms else "1 = 0"
+    rare_limit = sql.greatest.format("1", sql.whole.format(f"b.n * {RARE_SHARE!r}"))
+    idf = (
+        f"ln(1 + ({sql.double.format('b.n - count(*)')} + 0.5) "
+        f"/ ({sql.double.format('count(*)')} + 0.5))"
+    )
+    match = "CAST(h.term AS TEXT) || ':' || CAST(d.n AS TEXT)"
+    kept = (
+        f"SELECT t.{row_id} AS id FROM {t} AS t WHERE {live} AND t.{table.always_when}"
+        if table.always_when
+        else "SELECT 0 AS id WHERE 1 = 0"
+    )
+    others = "r.id NOT IN (SELECT id FROM kept)"
+    admitted = "(r.shared >= 2 OR r.rare = 1)"
+    if best is None:
+        ranked, chosen = "", f"FROM scored AS r WHERE {others}"
+    else:
+        ranked = (
+            ", ranked AS (SELECT r.id, r.score, "
+            "row_number() OVER (ORDER BY r.score DESC, r.id DESC) AS place "
+            f"FROM scored AS r WHERE {admitted} AND {others}), "
+            "cutoff AS (SELECT min(score) AS score FROM ranked "
+            f"WHERE place <= {int(best)} - (SELECT count(*) FROM kept))"
         )
-    return scores
+        chosen = (
+            f"FROM scored AS r CROSS JOIN cutoff AS c WHERE {others} AND {admitted} "
+            f"AND r.score >= c.score - {_TIE_MARGIN!r}"
+        )
+    statement = (
+        f"WITH hits AS ({hits}), "
+        f"bank AS (SELECT count(*) AS n FROM {t} AS t WHERE {live}), "
+        f"kept AS ({kept}), "
+        "df AS (SELECT h.term, count(*) AS n, "
+        f"{idf} AS idf, "
+        f"CASE WHEN count(*) <= {rare_limit} "
+        f"AND (b.n >= {MIN_BANK_FOR_RARITY} OR {is_name}) THEN 1 ELSE 0 END AS rare "
+        "FROM hits AS h CROSS JOIN bank AS b GROUP BY h.term, b.n), "
+        "scored AS (SELECT h.id, count(*) AS shared, sum(d.idf) AS score, "
+        f"max(d.rare) AS rare, {sql.joined.format(match)} AS matches "
+        "FROM hits AS h JOIN df AS d ON d.term = h.term GROUP BY h.id)"
+        f"{ranked} "
+        "SELECT b.n AS bank, f.id, f.always, f.matches FROM bank AS b LEFT JOIN ("
+        "SELECT k.id, 1 AS always, r.matches FROM kept AS k LEFT JOIN scored AS r "
+        "ON r.id = k.id "
+        f"UNION ALL SELECT r.id, 0 AS always, r.matches {chosen}"
+        ") AS f ON 1 = 1"
+    )
+    return statement, params

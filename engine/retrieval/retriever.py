@@ -10,7 +10,7 @@ budget goes in, the rest is reported as left out.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -46,6 +46,18 @@ class Found(Protocol):
     def summary(self) -> str:
         """What Insights says of the section as a whole ("2 of 40 memories; …"), shown even
         when nothing was chosen: retrieval may rightly find nothing."""
+        ...
+
+
+@runtime_checkable
+class CountsUse(Protocol):
+    """An answer whose chosen rows count as used once the turn is stored (memories: the
+    capacity rule forgets the least used first). The count is written by the turn's commit, in
+    its own transaction, never by the retriever, which only reads."""
+
+    @property
+    def used_ids(self) -> Sequence[int]:
+        """The ids of the chosen rows."""
         ...
 
 

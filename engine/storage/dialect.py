@@ -5,8 +5,9 @@ The rest of the engine writes portable SQLAlchemy and comes here where the two b
 * connecting (``create_engine``): SQLite's file and its pragmas, PostgreSQL's pre-ping;
 * upserts (``insert_for``): both speak ``INSERT … ON CONFLICT``, each through its own construct;
 * row locks (``locked_read``): PostgreSQL locks the row, SQLite takes its one write lock;
-* full-text search (``FullTextTable``, ``term_matches_query``): SQLite's FTS5 tables,
-  PostgreSQL's ``tsvector`` columns.
+* full-text search (``FullTextTable``, ``term_hits_query``): SQLite's FTS5 tables,
+  PostgreSQL's ``tsvector`` columns; the few functions spelled differently (``spelling``);
+  SQLite's ``ln`` where the build lacks its math functions.
 
 Migrations keep their own branches: they describe the schema per backend as it was at their
 revision, and must not change when this module does.
@@ -14,6 +15,8 @@ revision, and must not change when this module does.
 
 from __future__ import annotations
 
+import math
+import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,7 +63,17 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
     cursor.execute("PRAGMA synchronous=NORMAL")
+    try:
+        cursor.execute("SELECT ln(1)")
+    except sqlite3.OperationalError:
+        # Lexical retrieval scores in SQL with ln(); a build without SQLite's math functions
+        # gets Python's, which computes the same.
+        dbapi_connection.create_function("ln", 1, _ln, deterministic=True)
     cursor.close()
+
+
+def _ln(x: float | None) -> float | None:
+    return math.log(x) if x is not None and x > 0 else None
 
 
 # --- writing and locking -------------------------------------------------------------------------
@@ -124,30 +137,35 @@ class FullTextTable:
     text_search_config: str = "english"
     #: Boolean columns that hide a row from the search while true ("forgotten").
     hidden_when: tuple[str, ...] = ()
+    #: A boolean column whose true rows every search returns, whatever they share ("pinned").
+    always_when: str | None = None
 
 
-def term_matches_query(
-    session: AsyncSession,
-    table: FullTextTable,
-    terms: Sequence[str],
-    scope: Mapping[str, object],
-) -> tuple[str, dict[str, object]]:
-    """One statement giving, for each term, the ids of the rows that match it, as one row
-    ``(term, ids)``: the term's position in ``terms`` and the ids comma-separated (NULL when
-    none match). Each term is matched on its own, so a row's shared terms are known; the ids
-    are aggregated in the database, so a bank's worth of rows is not sent one by one.
-
-    ``scope``: columns the rows must equal (``{"adventure_id": 7}``). Names of tables and
-    columns come from code, never from players; the terms and the scope's values are bound.
-    """
-    sqlite_fts = not is_postgres(session)
-    params: dict[str, object] = {}
+def in_scope(table: FullTextTable, scope: Mapping[str, object], params: dict[str, object]) -> str:
+    """The condition (over the table aliased ``t``) that a row is in ``scope`` (columns it must
+    equal, ``{"adventure_id": 7}``) and not hidden; the scope's values are bound into
+    ``params``. Names of tables and columns come from code, never from players."""
     conditions = []
     for n, (column, value) in enumerate(scope.items()):
         params[f"s{n}"] = value
         conditions.append(f"t.{column} = :s{n}")
     conditions += [f"NOT t.{column}" for column in table.hidden_when]
-    filters = "".join(f" AND {condition}" for condition in conditions)
+    return " AND ".join(conditions) or "1 = 1"
+
+
+def term_hits_query(
+    session: AsyncSession,
+    table: FullTextTable,
+    terms: Sequence[str],
+    scope: Mapping[str, object],
+    params: dict[str, object],
+) -> str:
+    """A select of one row ``(term, id)`` for each term and each row in ``scope`` that matches
+    it: the term's position in ``terms`` and the row's id. Each term is matched on its own, so
+    a row's shared terms are known. The terms and the scope's values are bound into
+    ``params``; with no terms, it selects no rows."""
+    sqlite_fts = not is_postgres(session)
+    filters = in_scope(table, scope, params)
     t, row_id = table.table, table.id_column
     parts = []
     for i, term in enumerate(terms):
@@ -159,15 +177,47 @@ def term_matches_query(
             # The full-text index drives (one lookup per term); joined the other way round,
             # SQLite would run the MATCH once per row in scope.
             parts.append(
-                f"SELECT {i} AS term, group_concat(t.{row_id}) AS ids FROM {t} AS t "
+                f"SELECT {i} AS term, t.{row_id} AS id FROM {t} AS t "
                 f"WHERE t.{row_id} IN (SELECT rowid FROM {table.fts_table} "
-                f"WHERE {table.fts_table} MATCH :q{i}){filters}"
+                f"WHERE {table.fts_table} MATCH :q{i}) AND {filters}"
             )
         else:
             params[f"q{i}"] = term
             parts.append(
-                f"SELECT {i} AS term, string_agg(t.{row_id}::text, ',') AS ids FROM {t} AS t "
+                f"SELECT {i} AS term, t.{row_id} AS id FROM {t} AS t "
                 f"WHERE t.{table.tsvector_column} @@ "
-                f"plainto_tsquery('{table.text_search_config}', :q{i}){filters}"
+                f"plainto_tsquery('{table.text_search_config}', :q{i}) AND {filters}"
             )
-    return " UNION ALL ".join(parts), params
+    return " UNION ALL ".join(parts) or "SELECT 0 AS term, 0 AS id WHERE 1 = 0"
+
+
+@dataclass(frozen=True, slots=True)
+class SqlSpelling:
+    """How each backend spells what a portable statement needs (``{}`` takes the argument)."""
+
+    #: The texts of a group joined with commas.
+    joined: str
+    #: The larger of two numbers.
+    greatest: str
+    #: A non-negative number rounded down to a whole one.
+    whole: str
+    #: A number as a double-precision float.
+    double: str
+
+
+_SQLITE_SPELLING = SqlSpelling(
+    joined="group_concat({})",
+    greatest="max({}, {})",
+    whole="CAST({} AS INTEGER)",
+    double="CAST({} AS REAL)",
+)
+_POSTGRES_SPELLING = SqlSpelling(
+    joined="string_agg({}, ',')",
+    greatest="greatest({}, {})",
+    whole="floor({})",
+    double="CAST({} AS double precision)",
+)
+
+
+def spelling(session: AsyncSession) -> SqlSpelling:
+    return _POSTGRES_SPELLING if is_postgres(session) else _SQLITE_SPELLING

@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from engine.accounts import lock_users
 from engine.errors import PlayerDeleted, StoryMovedOn
 from engine.events import Usage
+from engine.memory.bank import count_use
 from engine.memory.cursors import story_cut_back
 from engine.snapshots import capture, keep_state_after, load_cards, restore
 from engine.storage.database import Database
@@ -75,6 +76,8 @@ async def commit(db: Database, plan: TurnPlan, draft: Draft, fence: Fence | None
             result = await _write_turn(session, plan, draft, measured)
         else:
             result = await _write_take(session, plan, plan.replaces, draft, measured)
+        # The memories the context chose count as used with the turn that used them.
+        await count_use(session, draft.memory_ids)
         if fence is not None and fence.stored is not None:
             await fence.stored(session, result)
         return result

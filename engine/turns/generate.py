@@ -72,6 +72,8 @@ class Draft:
     world: SettledWorld
     #: The provider's label.
     model: str
+    #: The memories the context chose: the commit counts their use.
+    memory_ids: tuple[int, ...] = ()
 
     @property
     def reasoning(self) -> str:
@@ -162,6 +164,7 @@ class Generation:
             reply=reply,
             world=world,
             model=self.provider.label,
+            memory_ids=self._inputs.memory_ids,
         )
 
     def draft(self) -> Draft:
