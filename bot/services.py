@@ -146,7 +146,7 @@ async def build_services(settings: Settings) -> Services:
     )
     embedder = make_embedder(settings)
     retriever = MemoryRetriever(
-        db, embedder, top_k=settings.memory_top_k, floor=settings.embedding_floor
+        embedder, top_k=settings.memory_top_k, floor=settings.embedding_floor
     )
     if note := retriever.semantic_off_reason():
         log.info("memory retrieval: %s", note)

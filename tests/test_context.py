@@ -408,7 +408,7 @@ async def test_each_retriever_fills_its_own_section_with_its_own_budget(db):
     glossary = Glossary(
         {"lantern": "Lantern oil is whale oil.", "salt": "Salt is taxed.", "trim": "wick " * 800}
     )
-    engine = ContextEngine(retrievers=[MemoryRetriever(db), glossary])
+    engine = ContextEngine(retrievers=[MemoryRetriever(), glossary])
     async with db.session() as session:
         adventure = await session.get(Adventure, adventure_id)
         inputs = await engine.gather(session, adventure, "> You trim the lantern.")

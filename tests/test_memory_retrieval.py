@@ -58,7 +58,7 @@ def test_query_terms_skip_function_words_and_merge_inflections():
 async def test_lexical_admission_needs_two_terms_or_a_rare_one(db):
     adventure = await new_adventure(db)
     ids = await add_bank(db, adventure)
-    retriever = MemoryRetriever(db)
+    retriever = MemoryRetriever()
     found = await retrieve(db, retriever, adventure, "> You pay the ferryman his copper coins.")
     texts = [m.text for m in found.chosen]
     # Two shared terms (ferryman, copper/coins) first; "Mira promised the ferryman" shares one
@@ -74,7 +74,7 @@ async def test_lexical_admission_needs_two_terms_or_a_rare_one(db):
 async def test_porter_stemming_matches_other_forms_of_a_word(db):
     adventure = await new_adventure(db)
     await add_bank(db, adventure)
-    found = await retrieve(db, MemoryRetriever(db), adventure, "> You watch wolves circling.")
+    found = await retrieve(db, MemoryRetriever(), adventure, "> You watch wolves circling.")
     # "circling" matches "circled" through the stemmer: with "wolves", two terms.
     assert [m.text for m in found.chosen] == [BANK[2]]
     assert set(found.chosen[0].lexical.terms) == {"wolves", "circling"}
@@ -83,7 +83,7 @@ async def test_porter_stemming_matches_other_forms_of_a_word(db):
 async def test_retrieval_may_rightly_return_nothing(db):
     adventure = await new_adventure(db)
     await add_bank(db, adventure)
-    retriever = MemoryRetriever(db)
+    retriever = MemoryRetriever()
     assert (
         await retrieve(db, retriever, adventure, "> You sing a song about the weather.")
     ).chosen == []
@@ -94,11 +94,11 @@ async def test_pinned_memories_always_come_and_count_toward_top_k(db):
     adventure = await new_adventure(db)
     await add_bank(db, adventure)
     pinned = await add_bank(db, adventure, ["The player is a lamplighter."], pinned=True)
-    retriever = MemoryRetriever(db, top_k=1)
+    retriever = MemoryRetriever(top_k=1)
     found = await retrieve(db, retriever, adventure, "> You pay the ferryman copper coins.")
     assert [m.id for m in found.chosen] == pinned
     assert found.chosen[0].reason.startswith("pinned")
-    wider = await retrieve(db, MemoryRetriever(db, top_k=2), adventure, "> copper ferryman coins")
+    wider = await retrieve(db, MemoryRetriever(top_k=2), adventure, "> copper ferryman coins")
     assert [m.text for m in wider.chosen] == ["The player is a lamplighter.", BANK[1]]
 
 
@@ -107,7 +107,7 @@ async def test_forgotten_memories_are_never_retrieved_and_a_stored_turn_counts_t
 ):
     adventure = await new_adventure(db)
     ids = await add_bank(db, adventure)
-    retriever = MemoryRetriever(db)
+    retriever = MemoryRetriever()
     found = await retrieve(db, retriever, adventure, "> You pay the ferryman copper coins.")
     # Retrieval only reads: the chosen ids go with the context to the turn's commit.
     assert found.used_ids == (ids[1],)
@@ -143,7 +143,7 @@ async def test_an_edited_memory_is_found_by_its_new_words(db):
         await session.execute(
             update(Memory).where(Memory.id == ids[4]).values(text="The granary burned to ashes.")
         )
-    retriever = MemoryRetriever(db)
+    retriever = MemoryRetriever()
     burned = await retrieve(db, retriever, adventure, "> You search the burned granary.")
     assert [m.id for m in burned.chosen] == [ids[4]]
     bridge = await retrieve(db, retriever, adventure, "> You cross the collapsed bridge storm.")
@@ -189,7 +189,7 @@ async def test_a_calibrated_model_admits_by_cosine_what_shares_no_word(
             adventure
         )
     ).embedded == 2
-    retriever = MemoryRetriever(db, embedder, floor=0.9)
+    retriever = MemoryRetriever(embedder, floor=0.9)
     found = await retrieve(db, retriever, adventure, "Over there, by it.")
     assert [m.id for m in found.chosen] == [ids[0]]
     assert found.chosen[0].cosine == pytest.approx(1.0, abs=1e-5)
@@ -210,11 +210,11 @@ async def test_a_vector_from_another_model_or_size_scores_zero(db, provider, emb
             .values(embedding=np.ones(3, dtype="<f4").tobytes(), embedding_dim=3)
         )
     found = await retrieve(
-        db, MemoryRetriever(db, embedder, floor=0.9), adventure, "Over there, by it!"
+        db, MemoryRetriever(embedder, floor=0.9), adventure, "Over there, by it!"
     )
     assert [m.id for m in found.chosen] == []  # the matching text's vector is the wrong size
     found = await retrieve(
-        db, MemoryRetriever(db, embedder, floor=0.9), adventure, "Over there, by it."
+        db, MemoryRetriever(embedder, floor=0.9), adventure, "Over there, by it."
     )
     assert [m.id for m in found.chosen] == [ids[0]]
 
@@ -224,7 +224,7 @@ async def test_an_uncalibrated_embedding_model_falls_back_to_lexical_and_insight
 ):
     adventure = await new_adventure(db)
     await add_bank(db, adventure)
-    retriever = MemoryRetriever(db, embedder)  # "fake-embed" has no calibration
+    retriever = MemoryRetriever(embedder)  # "fake-embed" has no calibration
     engine = TurnEngine(
         db, OperatorDefault(provider), context=ContextEngine(retrievers=[retriever])
     )
@@ -251,7 +251,7 @@ async def test_insights_says_why_no_memory_came_in(db, provider, fake_model):
     # Nothing here shares two words, or a name, with the opening or the new action.
     await add_bank(db, adventure, [BANK[0], BANK[1], BANK[4]])
     engine = TurnEngine(
-        db, OperatorDefault(provider), context=ContextEngine(retrievers=[MemoryRetriever(db)])
+        db, OperatorDefault(provider), context=ContextEngine(retrievers=[MemoryRetriever()])
     )
     fake_model.queue("Rain falls.")
     await play(engine, adventure, ActionType.DO, "sing about the weather")
@@ -274,7 +274,7 @@ async def test_a_failing_or_slow_embedding_server_leaves_lexical_retrieval_worki
     await MemoryWriter(db, OperatorDefault(provider, background=False), embedder).catch_up(
         adventure
     )
-    retriever = MemoryRetriever(db, embedder, floor=0.5, semantic_timeout=0.3)
+    retriever = MemoryRetriever(embedder, floor=0.5, semantic_timeout=0.3)
     fake_model.queue_embedding_fault("500")
     found = await retrieve(db, retriever, adventure, "> You pay the ferryman copper coins.")
     assert [m.text for m in found.chosen] == [BANK[1]]

@@ -117,7 +117,7 @@ FERRY = "The ferryman demanded three copper coins for the crossing."
 async def test_a_young_bank_admits_two_shared_terms_or_a_rare_name(db):
     adventure = await new_adventure(db)
     await add(db, adventure, YOUNG)
-    retriever = MemoryRetriever(db)
+    retriever = MemoryRetriever()
     expected = {
         ("> You pay the ferryman his copper coins.",): [
             (FERRY, False, True, 4.110509, ("copper", "coins", "ferryman")),
@@ -163,7 +163,7 @@ async def test_pinned_memories_come_first_and_fill_top_k(db):
     ferry = (FERRY, False, True, 4.527981, ("copper", "coins", "ferryman"))
     promise = (YOUNG[5], False, True, 1.888923, ("ferryman", "mira"))
     for top_k, chosen in {1: pinned, 3: [*pinned, ferry], 5: [*pinned, ferry, promise]}.items():
-        found = await retrieve(db, MemoryRetriever(db, top_k=top_k), adventure, query)
+        found = await retrieve(db, MemoryRetriever(top_k=top_k), adventure, query)
         assert picked(found) == chosen, top_k
         assert found.summary == f"{len(chosen)} of 8 memories (2 pinned); {NO_MODEL}"
     assert [m.reason for m in found.chosen] == [
@@ -177,7 +177,7 @@ async def test_pinned_memories_come_first_and_fill_top_k(db):
 async def test_a_grown_bank_admits_a_common_word_one_row_matches(db):
     adventure = await new_adventure(db)
     await add(db, adventure, GROWN)
-    retriever = MemoryRetriever(db)
+    retriever = MemoryRetriever()
     stranger = (GROWN[8], False, True, 2.813411, ("ask",))
     expected = {
         # Two rows mention the altar: not rare, one term, nothing.
@@ -220,7 +220,7 @@ async def test_a_grown_bank_admits_a_common_word_one_row_matches(db):
         stranger,
     ]
     for top_k in (3, 8):
-        found = await retrieve(db, MemoryRetriever(db, top_k=top_k), adventure, query)
+        found = await retrieve(db, MemoryRetriever(top_k=top_k), adventure, query)
         assert picked(found) == crossing, top_k
 
 
@@ -231,7 +231,7 @@ async def test_the_context_benchmarks_bank_of_two_hundred(db):
             select(func.count()).where(col(Memory.adventure_id) == adventure)
         )
     assert live == 200
-    retriever = MemoryRetriever(db)
+    retriever = MemoryRetriever()
     rng = random.Random(7)
     story = [narration(rng) for _ in range(3)]
     found = await retrieve(db, retriever, adventure, ACTION, *story)
@@ -286,7 +286,7 @@ async def test_the_context_benchmarks_bank_of_two_hundred(db):
     assert picked(found) == [
         (f"Memory {n}", False, True, 1.480113, smoke) for n in (199, 196, 185, 183, 180)
     ]
-    wider = MemoryRetriever(db, top_k=12)
+    wider = MemoryRetriever(top_k=12)
     found = await retrieve(db, wider, adventure, "> You follow the smoke toward the river.")
     assert picked(found) == [
         (f"Memory {n}", False, True, 1.480113, smoke)
@@ -337,12 +337,12 @@ async def test_semantic_admission_blends_with_lexical(db, fake_model):
     }
     try:
         for floor, queries in expected.items():
-            retriever = MemoryRetriever(db, embedder, floor=floor)
+            retriever = MemoryRetriever(embedder, floor=floor)
             for query, chosen in queries.items():
                 found = await retrieve(db, retriever, adventure, query)
                 assert picked(found) == chosen, (floor, query)
                 assert found.summary == f"{len(chosen)} of 9 memories (1 pinned)"
-        retriever = MemoryRetriever(db, embedder, floor=0.3)
+        retriever = MemoryRetriever(embedder, floor=0.3)
         found = await retrieve(db, retriever, adventure, "> Mira waits at the mill.")
         assert [m.reason for m in found.chosen] == [
             "pinned · lexical 1.05 (mira)",

@@ -32,7 +32,6 @@ from engine.errors import CampfireError
 from engine.memory.semantic import SemanticIndex, calibrated_floor, from_bytes
 from engine.providers.embeddings import EmbeddingClient
 from engine.retrieval.lexical import LexicalScore, search
-from engine.storage.database import Database
 from engine.storage.dialect import FullTextTable
 from engine.storage.models import Memory
 
@@ -125,14 +124,12 @@ class MemoryRetriever:
 
     def __init__(
         self,
-        db: Database,
         embedder: EmbeddingClient | None = None,
         *,
         top_k: int = DEFAULT_TOP_K,
         floor: float | None = None,
         semantic_timeout: float = SEMANTIC_TIMEOUT_S,
     ) -> None:
-        self.db = db
         self.embedder = embedder
         self.top_k = top_k
         self.semantic_timeout = semantic_timeout

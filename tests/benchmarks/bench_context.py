@@ -275,7 +275,7 @@ async def measure(
     """Every length measured in turn, round after round, so drift on a busy machine (another
     process, a CPU frequency change) falls on all of them alike."""
     # Memories are retrieved as a turn retrieves them with no embedding model: lexically.
-    engine = ContextEngine(retrievers=[MemoryRetriever(db)])
+    engine = ContextEngine(retrievers=[MemoryRetriever()])
     first: dict[int, float] = {}
     for turns, adventure_id in adventures.items():
         started = time.perf_counter()
