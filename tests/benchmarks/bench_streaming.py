@@ -418,6 +418,10 @@ async def _run(
         model_url=model.base_url,
         model_name=model.model,
         model_timeout=30,
+        # One player starts every adventure here: lift the caps on adventures per player (they
+        # are not what is measured).
+        adventures_per_hour=max(10, n),
+        active_adventures_per_user=max(25, n),
     )
     bot = CampfireBot(settings)
     standin = StandIn(bot)
