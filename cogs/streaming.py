@@ -7,7 +7,13 @@ stalls the whole turn. Instead:
 
 * :class:`RatePacer` keeps the windows itself: one per channel, shared by every stream there,
   plus one process-wide budget under Discord's global limit. Every request first waits for a slot,
-  so discord.py's limiter (and a 429) is rarely met.
+  so discord.py's limiter (and a 429) is rarely met. Waiting requests are served final ones
+  first, then the rest, then intermediate streaming ones, round-robin across channels.
+* The pacing adapts to load: work in progress reserves the requests it will need to end (an
+  open stream its final edit, a turn being shown the buttons it moves), and intermediate
+  requests go out only while the budget has room beyond those. With a few narrations at once
+  they stream as fast as their channels allow; with many, their streaming is skipped and each
+  goes out whole, in one request per message, as soon as it ends.
 * :class:`StreamingMessage` owns one editor task per narration. :meth:`~StreamingMessage.update`
   only stores the newest text and wakes the task; the task sends or edits with whatever text is
   newest when its turn comes, so tokens that arrive while it waits are coalesced, never queued.
