@@ -96,6 +96,8 @@ RETRIED_NOTE = "🔁 Retried: the new take is below."
 #: turns or a branch switch must not fill a channel's edit window (about 5 per 5 s) for
 #: minutes, nor meet Discord's cap on edits of messages older than an hour (30046).
 EDITS_PER_MOVE = 6
+#: Requests a turn or head move in progress reserves in the pacer (see ``Narrator._begin``).
+TURN_RESERVE = 2
 
 
 def turn_suffix(result: TurnResult) -> str:
@@ -155,8 +157,13 @@ class Narrator:
     def _begin(self) -> None:
         self._showing += 1
         self._idle.clear()
+        # The pacer keeps room for the requests a turn (or move) makes as it ends: its
+        # narration's final one and the buttons taken off the message that had them. When many
+        # turns run at once, their streaming is then skipped rather than their ends delayed.
+        self.pacer.reserve(TURN_RESERVE)
 
     def _end(self) -> None:
+        self.pacer.release(TURN_RESERVE)
         self._showing -= 1
         if self._showing == 0:
             self._idle.set()
@@ -221,13 +228,13 @@ class Narrator:
                     action_shown = await self._show_action(interaction, action_line)
                 elif isinstance(event, TextDelta):
                     if stream is None:
-                        stream = StreamingMessage(channel, self.pacer)
+                        stream = StreamingMessage(channel, self.pacer, reserve=False)
                     text += event.text
                     stream.update(text)
                 elif isinstance(event, TurnDone):
                     result = event.result
                     if stream is None:
-                        stream = StreamingMessage(channel, self.pacer)
+                        stream = StreamingMessage(channel, self.pacer, reserve=False)
                     view = turn_buttons(
                         result.adventure_id,
                         result.version,

@@ -7,7 +7,13 @@ stalls the whole turn. Instead:
 
 * :class:`RatePacer` keeps the windows itself: one per channel, shared by every stream there,
   plus one process-wide budget under Discord's global limit. Every request first waits for a slot,
-  so discord.py's limiter (and a 429) is rarely met.
+  so discord.py's limiter (and a 429) is rarely met. Waiting requests are served final ones
+  first, then the rest, then intermediate streaming ones, round-robin across channels.
+* The pacing adapts to load: work in progress reserves the requests it will need to end (an
+  open stream its final edit, a turn being shown the buttons it moves), and intermediate
+  requests go out only while the budget has room beyond those. With a few narrations at once
+  they stream as fast as their channels allow; with many, their streaming is skipped and each
+  goes out whole, in one request per message, as soon as it ends.
 * :class:`StreamingMessage` owns one editor task per narration. :meth:`~StreamingMessage.update`
   only stores the newest text and wakes the task; the task sends or edits with whatever text is
   newest when its turn comes, so tokens that arrive while it waits are coalesced, never queued.
@@ -35,11 +41,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import secrets
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from enum import IntEnum
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
@@ -68,6 +76,25 @@ def _transient(exc: BaseException) -> bool:
     return isinstance(exc, _TRANSPORT_ERRORS)
 
 
+class Priority(IntEnum):
+    """Which requests the pacer serves first when several wait (lower first)."""
+
+    #: A narration's final requests (``urgent``): the whole global budget, before anything else.
+    FINAL = 0
+    #: Anything else that must land: the old buttons taken off, undone marks, notes, deletions.
+    ROUTINE = 1
+    #: Intermediate streaming requests (the first send of a narration still coming, its edits):
+    #: optional, served only while the budget has room beyond what work in progress reserves.
+    STREAM = 2
+
+
+@dataclass(eq=False)
+class _Waiter:
+    channel_id: int
+    priority: Priority
+    granted: asyncio.Future[float]
+
+
 class RatePacer:
     """Token buckets: one per channel (default 5 per 5 s, sliding), shared by every stream in that
     channel, plus a process-wide budget (default 40/s, under Discord's 50/s).
@@ -75,8 +102,20 @@ class RatePacer:
     Both are sliding windows: at most ``per_channel`` requests in any ``per_seconds`` in a channel
     and at most ``global_per_second`` in any second overall. ``margin`` (seconds) widens the
     channel window a little, so that network jitter does not squeeze requests closer together at
-    Discord's end than they left here. Waiters in one channel are served in arrival order.
-    Create one per process and share it.
+    Discord's end than they left here. Create one per process and share it.
+
+    Waiters are served by :class:`Priority`, then in arrival order (so round-robin among streams,
+    each of which waits for one request at a time); one that its channel's window holds back does
+    not hold back another channel. Routine and streaming requests may use three quarters of the
+    global budget; final ones all of it.
+
+    Streaming requests are also held back while the process is busy: work in progress declares
+    the requests it will still need (:meth:`reserve`: an open stream its final edit, a turn being
+    shown the old buttons it takes off), and an intermediate request goes out only if the global
+    budget of the next ``final_horizon`` seconds, less the requests of the last second, still
+    covers all of those after it. With many narrations at once their intermediate edits are thus
+    skipped: each gets its final text in one or two requests, and the finals do not queue behind
+    everyone's intermediate edits.
     """
 
     def __init__(
@@ -88,20 +127,25 @@ class RatePacer:
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
         margin: float = 0.05,
+        final_horizon: float = 2.0,
     ) -> None:
-        if per_channel < 1 or global_per_second < 1 or per_seconds <= 0:
+        if per_channel < 1 or global_per_second < 1 or per_seconds <= 0 or final_horizon <= 0:
             raise ValueError("rate limits must be positive")
         self.per_channel = per_channel
         self.per_seconds = per_seconds
         self.global_per_second = global_per_second
         self.margin = margin
+        self.final_horizon = final_horizon
         self.clock = clock
         self.sleep = sleep
         self._channels: dict[int, deque[float]] = {}
         self._global: deque[float] = deque(maxlen=global_per_second)
-        self._locks: dict[int, asyncio.Lock] = {}
         # Three quarters of the global budget for routine edits; all of it for final ones.
         self._routine_share = max(1, global_per_second * 3 // 4)
+        self._reserved = 0
+        self._waiters: dict[Priority, list[_Waiter]] = {p: [] for p in Priority}
+        self._changed: asyncio.Event | None = None
+        self._dispatcher: asyncio.Task[None] | None = None
 
     def _hits(self, channel_id: int) -> deque[float]:
         hits = self._channels.get(channel_id)
@@ -109,34 +153,154 @@ class RatePacer:
             hits = self._channels[channel_id] = deque(maxlen=self.per_channel)
         return hits
 
+    # -- reservations ---------------------------------------------------------------------
+
+    @property
+    def reserved(self) -> int:
+        """Requests that work in progress has declared it will still need."""
+        return self._reserved
+
+    def reserve(self, requests: int = 1) -> None:
+        """Declare ``requests`` more that work in progress will need (its final ones)."""
+        self._reserved += requests
+
+    def release(self, requests: int = 1) -> None:
+        """Those requests were made (or will not be): streaming may take their room again."""
+        self._reserved = max(0, self._reserved - requests)
+        self._kick()
+
+    # -- the windows ----------------------------------------------------------------------
+
+    def _wait_for(self, channel_id: int, priority: Priority, now: float) -> float:
+        """Seconds until the windows allow this request (inf: not until the reservations
+        change); may be negative."""
+        wait = -math.inf
+        hits = self._channels.get(channel_id)
+        if hits is not None and len(hits) >= self.per_channel:
+            wait = hits[0] + self.per_seconds + self.margin - now
+        allowed = self.global_per_second if priority is Priority.FINAL else self._routine_share
+        recent = self._global
+        if len(recent) >= allowed:
+            wait = max(wait, recent[-allowed] + 1.0 - now)
+        if priority is Priority.STREAM:
+            # At most this many requests in the last second leave room for this one and every
+            # reserved one within the horizon.
+            room = math.floor(self.global_per_second * self.final_horizon) - self._reserved - 1
+            if room < 0:
+                return math.inf
+            if len(recent) > room:
+                wait = max(wait, recent[-(room + 1)] + 1.0 - now)
+        return wait
+
     def would_wait(self, channel_id: int, *, urgent: bool = False) -> float:
-        """Seconds until both windows allow one more request in the channel (0 if free now).
+        """Seconds until both windows allow one more request in the channel (0 if free now),
+        queued requests aside.
 
         Requests that are not ``urgent`` may use only part of the global budget: the rest is
         kept for final edits, so that when many stories stream at once each one still ends
         promptly instead of queueing behind everyone's intermediate edits.
         """
-        now = self.clock()
-        wait = 0.0
-        hits = self._channels.get(channel_id)
-        if hits is not None and len(hits) >= self.per_channel:
-            wait = hits[0] + self.per_seconds + self.margin - now
-        allowed = self.global_per_second if urgent else self._routine_share
-        if len(self._global) >= allowed:
-            wait = max(wait, self._global[-allowed] + 1.0 - now)
-        return max(wait, 0.0)
+        priority = Priority.FINAL if urgent else Priority.ROUTINE
+        return max(self._wait_for(channel_id, priority, self.clock()), 0.0)
 
-    async def acquire(self, channel_id: int, *, urgent: bool = False) -> None:
-        """Wait until both windows allow one request, then record it (cancel-safe)."""
-        lock = self._locks.get(channel_id)
-        if lock is None:
-            lock = self._locks[channel_id] = asyncio.Lock()
-        async with lock:
-            while (wait := self.would_wait(channel_id, urgent=urgent)) > 0:
-                await self.sleep(wait)
-            now = self.clock()
-            self._hits(channel_id).append(now)
-            self._global.append(now)
+    def _record(self, channel_id: int, now: float) -> None:
+        self._hits(channel_id).append(now)
+        self._global.append(now)
+
+    def _unrecord(self, channel_id: int, at: float) -> None:
+        """Give back a slot recorded for a waiter that was cancelled before it could use it."""
+        for hits in (self._channels.get(channel_id), self._global):
+            if hits is not None and at in hits:
+                hits.remove(at)
+
+    # -- serving waiters ------------------------------------------------------------------
+
+    async def acquire(
+        self, channel_id: int, *, urgent: bool = False, priority: Priority | None = None
+    ) -> None:
+        """Wait until both windows allow one request, then record it (cancel-safe).
+
+        ``priority`` defaults to :attr:`Priority.FINAL` when ``urgent``, else
+        :attr:`Priority.ROUTINE`.
+        """
+        if priority is None:
+            priority = Priority.FINAL if urgent else Priority.ROUTINE
+        granted: asyncio.Future[float] = asyncio.get_running_loop().create_future()
+        waiter = _Waiter(channel_id, priority, granted)
+        self._waiters[priority].append(waiter)
+        self._grant_ready()
+        if granted.done():
+            return
+        self._kick()
+        try:
+            await granted
+        except asyncio.CancelledError:
+            if granted.done() and not granted.cancelled():
+                self._unrecord(channel_id, granted.result())
+            else:
+                self._remove(waiter)
+            self._kick()
+            raise
+
+    def _remove(self, waiter: _Waiter) -> None:
+        queue = self._waiters[waiter.priority]
+        if waiter in queue:
+            queue.remove(waiter)
+
+    def _pending(self) -> bool:
+        return any(self._waiters.values())
+
+    def _grant_ready(self) -> float:
+        """Grant every waiter the windows allow now, best first. Returns the seconds until the
+        next one may go (inf: none until something changes)."""
+        now = self.clock()
+        soonest = math.inf
+        for priority in Priority:
+            queue = self._waiters[priority]
+            kept: list[_Waiter] = []
+            for waiter in queue:
+                if waiter.granted.done():  # cancelled meanwhile
+                    continue
+                wait = self._wait_for(waiter.channel_id, priority, now)
+                if wait <= 0:
+                    self._record(waiter.channel_id, now)
+                    waiter.granted.set_result(now)
+                else:
+                    soonest = min(soonest, wait)
+                    kept.append(waiter)
+            queue[:] = kept
+        return soonest
+
+    def _kick(self) -> None:
+        """Something changed (a waiter came or went, a reservation ended): serve again."""
+        if self._changed is not None:
+            self._changed.set()
+        if self._dispatcher is None and self._pending():
+            self._changed = asyncio.Event()
+            self._dispatcher = asyncio.get_running_loop().create_task(
+                self._dispatch(), name="rate pacer"
+            )
+
+    async def _dispatch(self) -> None:
+        changed = self._changed
+        assert changed is not None
+        try:
+            while True:
+                changed.clear()
+                wait = self._grant_ready()
+                if not self._pending():
+                    return
+                waiters = [asyncio.ensure_future(changed.wait())]
+                if wait != math.inf:
+                    waiters.append(asyncio.ensure_future(self.sleep(wait)))
+                try:
+                    await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    for task in waiters:
+                        task.cancel()
+        finally:
+            self._dispatcher = None
+            self._changed = None
 
     @property
     def steady_interval(self) -> float:
@@ -163,6 +327,8 @@ class StreamingMessage:
     text). ``min_interval`` spaces this stream's intermediate edits (default: the pacer's
     :attr:`~RatePacer.steady_interval`); sends of new messages and the final requests are not
     spaced (they only wait for the pacer).
+    ``reserve``: while it streams, the stream reserves room in the pacer for its final request
+    (see :class:`RatePacer`); False when its caller has reserved for it.
     ``final_retry_delays`` are the pauses between attempts of a final request that failed
     transiently (5xx, 429, connection error); other errors are raised at once, except a 403:
     Discord refusing the bot the channel ends the narration where it stands.
@@ -178,6 +344,7 @@ class StreamingMessage:
         first_edit_delay: float = 0.0,
         min_interval: float | None = None,
         final_retry_delays: Sequence[float] = (0.5, 1.0, 2.0),
+        reserve: bool = True,
     ) -> None:
         if limit <= len(marker.strip()):
             raise ValueError("limit must leave room for text")
@@ -201,6 +368,8 @@ class StreamingMessage:
         self._last_request: float | None = None
         self._finish_lock = asyncio.Lock()
         self._forbidden: discord.Forbidden | None = None  # Discord refused us here: stop
+        self._reserve = reserve
+        self._reserving = False  # the pacer keeps room for our final request
 
     @property
     def messages(self) -> list[discord.Message]:
@@ -226,6 +395,9 @@ class StreamingMessage:
         self._text = text
         self._wake.set()
         if self._task is None:
+            if self._reserve:
+                self._reserving = True
+                self.pacer.reserve()
             self._task = asyncio.get_running_loop().create_task(
                 self._run(), name=f"stream editor for channel {self._channel_id}"
             )
@@ -275,7 +447,9 @@ class StreamingMessage:
                     if gap > 0:
                         await self.pacer.sleep(gap)
                         continue
-                await self.pacer.acquire(self._channel_id)
+                # Optional: under a saturated budget this waits until the finish, which then
+                # sends the final text instead (newest text wins: nothing stale is queued).
+                await self.pacer.acquire(self._channel_id, priority=Priority.STREAM)
                 step = self._next_step()
                 if self._closing or step is None:
                     break
@@ -422,13 +596,20 @@ class StreamingMessage:
         async with self._finish_lock:
             self._closing = True
             self._text = text
-            await self._stop_editor()
-            if self._forbidden is None:
-                try:
+            try:
+                await self._stop_editor()
+                if self._forbidden is None:
                     await self._settle(self._final_contents(text, suffix), view)
-                except discord.Forbidden as exc:
-                    self._refused(exc)
+            except discord.Forbidden as exc:
+                self._refused(exc)
+            finally:
+                self._release()
             return self.messages
+
+    def _release(self) -> None:
+        if self._reserving:
+            self._reserving = False
+            self.pacer.release()
 
     def _refused(self, exc: discord.Forbidden) -> None:
         """Discord refused a request for lack of permission (403, e.g. 50013 Missing
@@ -454,4 +635,7 @@ class StreamingMessage:
     async def aclose(self) -> None:
         """Stop streaming without a final edit (messages keep what they show)."""
         self._closing = True
-        await self._stop_editor()
+        try:
+            await self._stop_editor()
+        finally:
+            self._release()

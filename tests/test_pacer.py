@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cogs.streaming import RatePacer
+from cogs.streaming import Priority, RatePacer
 
 
 class FakeClock:
@@ -154,3 +154,105 @@ def test_pacer_never_exceeds_either_window(
     times = [t for _, t in hits]
     for i in range(global_per_second, len(times)):
         assert times[i] - times[i - global_per_second] >= 1.0 - eps
+
+
+# -- priorities, fairness, reservations ---------------------------------------------------------
+
+
+async def _queued(pacer: RatePacer, served: list[str], name: str, channel: int, **kwargs) -> None:
+    await pacer.acquire(channel, **kwargs)
+    served.append(name)
+
+
+async def test_pacer_serves_finals_then_routine_then_streaming_requests() -> None:
+    clock = FakeClock()
+    pacer = fake_pacer(clock, per_channel=1, per_seconds=1.0)
+    await pacer.acquire(1)  # the channel's window is full for a second
+    served: list[str] = []
+    tasks = [
+        asyncio.create_task(_queued(pacer, served, "stream", 1, priority=Priority.STREAM)),
+        asyncio.create_task(_queued(pacer, served, "routine", 1)),
+        asyncio.create_task(_queued(pacer, served, "final", 1, urgent=True)),
+    ]
+    await asyncio.gather(*tasks)
+    assert served == ["final", "routine", "stream"]
+    assert clock.now == pytest.approx(3.0)  # one a second, as the window allows
+
+
+async def test_pacer_a_full_channel_does_not_hold_back_other_channels() -> None:
+    clock = FakeClock()
+    pacer = fake_pacer(clock, per_channel=1, per_seconds=10.0)
+    await pacer.acquire(1)
+    served: list[str] = []
+    blocked = asyncio.create_task(_queued(pacer, served, "channel 1", 1, urgent=True))
+    await asyncio.sleep(0)
+    await _queued(pacer, served, "channel 2", 2)
+    assert served == ["channel 2"]
+    assert clock.now == 0
+    await blocked
+    assert served == ["channel 2", "channel 1"]
+    assert clock.now == pytest.approx(10.0)
+
+
+async def test_pacer_shares_a_saturated_budget_round_robin_across_channels() -> None:
+    clock = FakeClock()
+    pacer = fake_pacer(clock, global_per_second=4)  # three a second for routine requests
+    served: list[int] = []
+
+    async def stream(channel: int) -> None:
+        for _ in range(4):
+            await pacer.acquire(channel)
+            served.append(channel)
+            await asyncio.sleep(0)  # the request itself
+
+    await asyncio.gather(*(stream(channel) for channel in (1, 2, 3)))
+    # Each channel waits its turn behind the others instead of one taking every slot.
+    assert served == [1, 2, 3] * 4
+
+
+async def test_pacer_holds_streaming_back_while_reservations_fill_the_horizon() -> None:
+    clock = FakeClock()
+    pacer = fake_pacer(clock, global_per_second=10, final_horizon=1.0)
+    assert pacer.would_wait(1) == 0
+    pacer.reserve(10)  # the whole budget of the next second
+    served: list[str] = []
+    stream = asyncio.create_task(_queued(pacer, served, "stream", 1, priority=Priority.STREAM))
+    await asyncio.sleep(0)
+    assert served == []
+    pacer.reserve(1)
+    await _queued(pacer, served, "routine", 2)  # reservations never hold back the rest
+    clock.now = 60.0
+    await asyncio.sleep(0)
+    assert served == ["routine"]  # no amount of time frees the room reserved
+    pacer.release(2)
+    await stream
+    assert served == ["routine", "stream"]
+    assert pacer.reserved == 9
+
+
+async def test_pacer_streaming_requests_wait_for_recent_requests_to_leave_room() -> None:
+    clock = FakeClock()
+    pacer = fake_pacer(clock, global_per_second=10, final_horizon=1.0)
+    pacer.reserve(6)
+    for channel in range(3):
+        await pacer.acquire(channel)  # three in the last second: 3 + 6 + 1 = 10, still fits
+    await pacer.acquire(9, priority=Priority.STREAM)
+    assert clock.now == 0
+    clock.now = 0.5
+    await pacer.acquire(8, priority=Priority.STREAM)  # 4 + 6 + 1 > 10: waits for the first
+    assert clock.now == pytest.approx(1.0)
+
+
+async def test_pacer_a_waiter_cancelled_after_its_grant_gives_the_slot_back() -> None:
+    clock = FakeClock()
+    pacer = fake_pacer(clock, per_channel=1, per_seconds=1.0)
+    await pacer.acquire(1)
+    waiter = asyncio.create_task(pacer.acquire(1))
+    await asyncio.sleep(0)
+    clock.now = 1.0
+    pacer.release(0)  # anything that wakes the pacer: it grants the waiter now
+    await asyncio.sleep(0)
+    waiter.cancel()  # ...but the waiter is cancelled before it could use its slot
+    with pytest.raises(asyncio.CancelledError):
+        await waiter
+    assert pacer.would_wait(1) == 0

@@ -112,6 +112,44 @@ async def test_three_streams_in_one_channel_share_the_window() -> None:
     assert max(o.t for o in recorder.ops) - min(o.t for o in recorder.ops) > PER_SECONDS
 
 
+async def test_a_saturated_budget_skips_the_streaming_and_sends_only_final_pieces() -> None:
+    recorder = Recorder()
+    channel = FakeChannel(recorder)
+    pacer = fast_pacer()
+    pacer.reserve(1000)  # other work in progress has claimed the whole budget for its ends
+    stream = StreamingMessage(channel, pacer)
+    text = narration(4500, seed=8)
+    await stream_in_chunks(stream, text, chunk=40)
+    assert recorder.ops == []  # nothing intermediate went out
+    messages = await stream.finish(text)
+    pieces = display_pieces(text)
+    assert [m.content for m in messages] == pieces
+    assert [(o.op, o.content) for o in recorder.ops] == [("send", piece) for piece in pieces]
+    assert pacer.reserved == 1000  # the stream's own reservation ended with it
+
+
+async def test_a_held_back_edit_goes_out_with_the_newest_text_once_there_is_room() -> None:
+    recorder = Recorder()
+    channel = FakeChannel(recorder)
+    pacer = fast_pacer()
+    stream = StreamingMessage(channel, pacer)
+    stream.update("One")
+    await wait_for(lambda: stream.messages)
+    pacer.reserve(1000)  # the process gets busy
+    for text in ("One two", "One two three", "One two three four"):
+        stream.update(text)
+        await asyncio.sleep(0.2)  # longer than the stream's spacing: it would have edited
+    assert [o.content for o in recorder.ops] == ["One" + MARKER]
+    pacer.release(1000)
+    await wait_for(lambda: len(recorder.ops) == 2)
+    # The text that waited is not sent: the newest is, once.
+    assert [o.content for o in recorder.ops] == ["One" + MARKER, "One two three four" + MARKER]
+    await stream.finish("One two three four.")
+    assert [o.content for o in recorder.ops][-1] == "One two three four."
+    assert len(recorder.ops) == 3
+    assert pacer.reserved == 0
+
+
 async def test_never_more_than_one_request_in_flight_per_stream() -> None:
     recorder = Recorder(latency=(0.01, 0.03))
     channel = FakeChannel(recorder)

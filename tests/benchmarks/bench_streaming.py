@@ -2,7 +2,7 @@
 
 Run by hand (it is not part of the normal test run)::
 
-    python -m tests.benchmarks.bench_streaming [--n 1 10 50] [--words 120]
+    python -m tests.benchmarks.bench_streaming [--n 1 10 50 200] [--words 120]
 
 For each N, Campfire's real bot (:class:`bot.discord_bot.CampfireBot`) runs on the local Discord
 stand-in with N text channels in one guild. ``/start`` in each opens N adventure threads (ten at
@@ -12,12 +12,23 @@ per second (one word per chunk). Measured, across all channels:
 
 * 429s: every request the stand-in answered with a rate limit, over the whole run (target 0),
   split into interaction endpoints (callback, ``@original`` edits) and channel requests;
+* failed acks: interactions the stand-in marked failed for want of an answer within 3 s;
+* lost: turns whose narration is not stored, or not shown exactly (see correctness below);
+* requests per turn: channel message requests (creates, edits, deletes) during the turns, over
+  N: the narration's messages, the old buttons taken off the previous turn's message, and an
+  action line if one had to be posted in the channel (interaction endpoints do not count: they
+  are outside Discord's global and channel limits); target ≤ 2.0 from N = 50, where the
+  budget is saturated and narrations are sent whole;
 * edits per turn: PATCHes to the turn's narration messages (the final edit included);
 * first text: from the model server writing the first content chunk to the stand-in creating
-  the turn's first narration message (p50 target ≤ 0.3 s);
+  the turn's first narration message (p50 target ≤ 0.3 s while the budget has room: under load
+  the narration is held back until it ends);
 * final edit: from the model server writing the last content chunk to the last edit (or
-  creation) of the turn's narration messages (p95 target ≤ 1.5 s, set for N = 50);
-* event-loop lag: p99 of how late a 10 ms sleep wakes up while the turns run;
+  creation) of the turn's narration messages (p95 target ≤ 1.5 s up to N = 50, ≤ 8 s at
+  N = 200); it includes storing the turn, which comes before its final edit;
+* event-loop lag: p99 of how late a 10 ms sleep wakes up while the turns run, and the CPU the
+  bot's process (bot, stand-in and database in one event loop) used meanwhile, as a share of one
+  core: near 100 % the loop, not the pacing, sets the pace;
 * correctness: each turn's narration messages, in order, show exactly
   ``display_pieces(stored text)`` (the newest narrator node of that adventure in the database).
   An action line the narrator had to post in the channel (editing the interaction response
@@ -27,7 +38,9 @@ The model server runs in a process of its own (``--model-in-process`` puts it in
 its threads add to the loop lag). Its chunks and the stand-in's messages and edits are stamped
 with ``time.monotonic()``, one system-wide clock on Linux.
 
-One line per N is printed; missed targets are reported, not fatal. The exit status is non-zero
+One line per N is printed, starting ``streaming N=<n>: 429s <k>, failed acks <k>, lost <k>,
+requests/turn <r>, first text p50 <s> s, final edit p95 <s> s``, other figures after a ``|``;
+missed targets are reported, not fatal. The exit status is non-zero
 when any narration is wrong (or a run fails).
 """
 
@@ -40,6 +53,7 @@ import json
 import logging
 import math
 import multiprocessing
+import re
 import sys
 import tempfile
 import threading
@@ -52,14 +66,23 @@ from sqlalchemy import select
 
 from bot.config import load_settings
 from bot.discord_bot import CampfireBot
-from bot.standin import StandIn
+from bot.standin import RequestRecord, StandIn
 from cogs.text_split import display_pieces
 from engine.storage.models import Role, StoryNode
 from tests.fakes.openai_server import FakeModelServer, Reply, _Handler
 
 TOKENS_PER_SECOND = 60
 FIRST_TEXT_P50_TARGET = 0.3
-FINAL_EDIT_P95_TARGET = 1.5
+FINAL_EDIT_P95_TARGET = 1.5  # up to N = 50
+FINAL_EDIT_P95_TARGET_MANY = 8.0  # beyond, up to N = 200
+REQUESTS_PER_TURN_TARGET = 2.0  # from N = 50
+SATURATED_FROM = 50
+
+
+def final_edit_target(n: int) -> float:
+    return FINAL_EDIT_P95_TARGET if n <= SATURATED_FROM else FINAL_EDIT_P95_TARGET_MANY
+
+
 LAG_TICK = 0.010
 ACTION = "follow the humming"
 ACTION_LINE = "> You follow the humming."  # what the interaction response shows for it
@@ -292,6 +315,9 @@ class Result:
     lags: list[float] = field(default_factory=list)
     model_streams: list[float] = field(default_factory=list)  # first to last content chunk
     turn_requests: int = 0
+    channel_requests: int = 0  # channel message creates, edits, deletes during the turns
+    cpu_seconds: float = 0.0  # the bot process's CPU time during the turns
+    cpu_wall_seconds: float = 0.0  # ... over this much time
     turns_seconds: float = 0.0
     seconds: float = 0.0
     wrong: list[str] = field(default_factory=list)
@@ -304,6 +330,11 @@ class Result:
     def correct(self) -> bool:
         return not self.wrong and len(self.final_edit) == self.n
 
+    @property
+    def lost(self) -> int:
+        """Turns not stored, or not shown exactly as stored."""
+        return self.n - len(self.final_edit)
+
     def line(self) -> str:
         def mark(ok: bool) -> str:
             return "ok" if ok else "MISSED"
@@ -312,32 +343,56 @@ class Result:
         final50, final95 = percentile(self.final_edit, 50), percentile(self.final_edit, 95)
         edits = sum(self.edits) / len(self.edits) if self.edits else math.nan
         rate = self.turn_requests / self.turns_seconds if self.turns_seconds else math.nan
+        cpu = self.cpu_seconds / self.cpu_wall_seconds if self.cpu_wall_seconds else math.nan
         during = self.rate_limited_during_turns
+        requests = self.channel_requests / self.n
+        head = (
+            f"streaming N={self.n}: 429s {self.rate_limited}, "
+            f"failed acks {len(self.ack_failures)}, lost {self.lost}, "
+            f"requests/turn {requests:.2f}, "
+            f"first text p50 {first50:.3f} s, final edit p95 {final95:.3f} s"
+        )
+        targets = [
+            f"429s {mark(self.rate_limited == 0)}",
+            f"failed acks {mark(not self.ack_failures)}",
+            f"lost {mark(self.lost == 0)}",
+        ]
+        if self.n >= SATURATED_FROM:
+            targets.append(f"requests/turn {mark(requests <= REQUESTS_PER_TURN_TARGET)}")
+        else:  # with room: the narration streams, first text fast
+            targets.append(f"first text {mark(first50 <= FIRST_TEXT_P50_TARGET)}")
+        targets.append(f"final edit {mark(final95 <= final_edit_target(self.n))}")
         parts = [
-            f"N={self.n:<3}",
-            f"429s {self.rate_limited} [{mark(self.rate_limited == 0)}] (setup "
-            f"{self.rate_limited_during_setup}; turns {during}: "
-            f"{self.rate_limited_interactions} interaction, "
+            head,
+            "targets: " + ", ".join(targets),
+            f"429s setup {self.rate_limited_during_setup}, turns {during} "
+            f"({self.rate_limited_interactions} interaction, "
             f"{during - self.rate_limited_interactions} channel)",
             f"edits/turn {edits:.2f} (max {max(self.edits, default=0)}; {sum(self.messages)} msgs)",
-            f"first text p50 {first50:.3f}s p95 {first95:.3f}s "
-            f"[{mark(first50 <= FIRST_TEXT_P50_TARGET)}]",
-            f"final edit p50 {final50:.3f}s p95 {final95:.3f}s "
-            f"[{mark(final95 <= FINAL_EDIT_P95_TARGET)}]",
-            f"loop lag p99 {percentile(self.lags, 99) * 1000:.1f}ms "
-            f"(max {max(self.lags, default=math.nan) * 1000:.1f}ms)",
+            f"first text p95 {first95:.3f} s, final edit p50 {final50:.3f} s",
+            f"loop lag p99 {percentile(self.lags, 99) * 1000:.1f} ms "
+            f"(max {max(self.lags, default=math.nan) * 1000:.1f} ms), "
+            f"bot process CPU {cpu * 100:.0f}% of a core",
             f"correct {self.n - len(self.wrong)}/{self.n} [{'ok' if self.correct else 'FAILED'}]",
-            f"turns {self.turns_seconds:.1f}s, {self.turn_requests / self.n:.1f} requests/turn "
-            f"({rate:.1f}/s); model streams p50 {percentile(self.model_streams, 50):.2f}s",
-            f"run {self.seconds:.1f}s",
+            f"turns {self.turns_seconds:.1f} s, {self.turn_requests / self.n:.1f} requests/turn "
+            f"in all ({rate:.1f}/s); model streams p50 {percentile(self.model_streams, 50):.2f} s",
+            f"run {self.seconds:.1f} s",
         ]
         if self.fallbacks:
             parts.append(f"{len(self.fallbacks)} action lines fell back to the channel")
-        if self.ack_failures:
-            parts.append(f"{len(self.ack_failures)} late acks")
         if self.warnings:
             parts.append(f"{len(self.warnings)} warnings")
         return " | ".join(parts)
+
+
+_CHANNEL_MESSAGES = re.compile(r"/channels/\d+/messages(/\d+)?$")
+
+
+def _is_channel_message_request(request: RequestRecord) -> bool:
+    """A create, edit or delete of a channel message: what Discord's channel window counts."""
+    return request.method in ("POST", "PATCH", "DELETE") and bool(
+        _CHANNEL_MESSAGES.search(request.path)
+    )
 
 
 async def _newest_narration(bot: CampfireBot, channel_id: int) -> str | None:
@@ -386,6 +441,10 @@ async def _run(
         model_url=model.base_url,
         model_name=model.model,
         model_timeout=30,
+        # One player starts every adventure here: lift the caps on adventures per player (they
+        # are not what is measured).
+        adventures_per_hour=max(10, n),
+        active_adventures_per_user=max(25, n),
     )
     bot = CampfireBot(settings)
     standin = StandIn(bot)
@@ -418,14 +477,20 @@ async def _run(
 
         probe = LagProbe()
         probe.start()
+        cpu_started = time.process_time()
         turns_started = time.monotonic()
         dos = await asyncio.gather(*(fake.slash(alice, t, "do", action=ACTION) for t in threads))
         await standin.idle()
+        result.cpu_seconds = time.process_time() - cpu_started
+        result.cpu_wall_seconds = time.monotonic() - turns_started
         await probe.stop()
         turn_requests = [r for r in fake.requests[requests_before:] if r.time >= turns_started]
         last_request = max((r.time for r in turn_requests), default=turns_started)
         result.turns_seconds = last_request - turns_started
         result.turn_requests = sum(1 for r in turn_requests if r.status != 429)
+        result.channel_requests = sum(
+            1 for r in turn_requests if r.status != 429 and _is_channel_message_request(r)
+        )
         result.lags = probe.lags
         during = fake.rate_limited[limited_before:]
         result.rate_limited_during_turns = len(during)
@@ -521,8 +586,9 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"{args.words} words per narration at {TOKENS_PER_SECOND} tokens/s "
         f"(~{args.words / TOKENS_PER_SECOND:.1f} s of streaming); targets: 0 429s, "
-        f"first text p50 <= {FIRST_TEXT_P50_TARGET} s, final edit p95 <= "
-        f"{FINAL_EDIT_P95_TARGET} s (set for N=50)",
+        f"first text p50 <= {FIRST_TEXT_P50_TARGET} s (with room), final edit p95 <= "
+        f"{FINAL_EDIT_P95_TARGET} s to N={SATURATED_FROM} and <= {FINAL_EDIT_P95_TARGET_MANY} s "
+        f"beyond, requests/turn <= {REQUESTS_PER_TURN_TARGET} from N={SATURATED_FROM}",
         flush=True,
     )
     failed = False
