@@ -83,6 +83,10 @@ async def test_a_model_url_with_credentials_shows_the_host_alone_and_logs_nothin
 ):
     host = fake_model.base_url.split("//")[1].split("/")[0]
     url = fake_model.base_url.replace("http://", f"http://bob:{PASSWORD}@")
+    # The model's HTTP client at debug too, whatever an earlier test in this process set it to
+    # (``python -m bot`` quiets it; ``main`` runs in other tests here).
+    for library in ("httpx", "httpcore"):
+        caplog.set_level(logging.DEBUG, logger=library)
     async with campfire_on_standin(
         tmp_path,
         fake_model,
