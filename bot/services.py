@@ -132,7 +132,7 @@ async def build_services(settings: Settings) -> Services:
     secrets = SecretBox(settings.resolve_secret_key())
     db = Database(settings.effective_database_url)
     await db.migrate()
-    async with db.session() as session, session.begin():
+    async with db.transaction() as session:
         count = await seed_builtin_scenarios(session)
     log.info("database ready; %d shipped scenarios", count)
     provider = make_chat_provider(settings)

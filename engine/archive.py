@@ -123,7 +123,7 @@ class AdventureArchive:
         right, and the caps on adventures per player count it (``check_may_begin``).
         ``opened_from``: the channel a thread was opened from for it (as ``PlayService.start``)."""
         check_may_import_scripts(actor, _script_names(parsed))
-        async with self.db.session() as session, session.begin():
+        async with self.db.transaction() as session:
             # First: the user's row lock queues this player's starts (see adventure_caps).
             await touch_user(session, actor.user_id, actor.user_name)
             if actor.server_id is not None:

@@ -36,12 +36,15 @@ class InternalError(CampfireError):
 
 
 class DatabaseBusy(CampfireError):
-    """The database stayed locked by another writer past our wait; nothing was saved."""
+    """The database stayed locked by another writer past our wait; nothing was saved.
+    ``recorded``: whether the request was recorded (it can be retried with its button) or
+    not even that (the player sends it again)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, recorded: bool = True) -> None:
+        self.retryable = recorded
         super().__init__(
             "The story's database was busy for too long, so nothing was saved. "
-            "Press Retry in a moment."
+            + ("Press Retry in a moment." if recorded else "Send it again in a moment.")
         )
 
 

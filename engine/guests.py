@@ -43,7 +43,7 @@ async def remove_idle_guests(
     """Delete guests last seen more than ``retention`` ago, with all they own. One statement;
     returns how many users went."""
     cutoff = (now or utcnow()) - retention
-    async with db.session() as session, session.begin():
+    async with db.transaction() as session:
         return await rows_changed(
             session, delete(User).where(col(User.last_seen_at) < cutoff, is_guest_clause())
         )
@@ -54,7 +54,7 @@ async def remove_departed_servers(
 ) -> int:
     """Delete servers the bot left more than ``grace`` ago, with all they own (one statement)."""
     cutoff = (now or utcnow()) - grace
-    async with db.session() as session, session.begin():
+    async with db.transaction() as session:
         return await rows_changed(
             session,
             delete(Server).where(col(Server.left_at).is_not(None), col(Server.left_at) < cutoff),

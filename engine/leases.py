@@ -215,7 +215,7 @@ class TurnLeases:
         the turn: its request marked running); what it raises undoes the claim.
         """
         try:
-            async with self.db.session() as session, session.begin():
+            async with self.db.transaction() as session:
                 lease = await self.claim_in(session, adventure_id)
                 if lease is None:
                     raise self._busy(adventure_id, await _lock_row(session, adventure_id))
@@ -269,7 +269,7 @@ class TurnLeases:
         A lease that expired but that nobody took over is still this holder's and is renewed.
         """
         now = self._now()
-        async with self.db.session() as session, session.begin():
+        async with self.db.transaction() as session:
             renewed = await rows_changed(
                 session,
                 update(_leases)
@@ -280,7 +280,7 @@ class TurnLeases:
 
     async def release(self, lease: Lease) -> None:
         """Give the lease up, if it is still this one (a stale lease changes nothing)."""
-        async with self.db.session() as session, session.begin():
+        async with self.db.transaction() as session:
             await self.release_in(session, lease)
 
     async def release_in(self, session: AsyncSession, lease: Lease) -> None:
@@ -326,7 +326,7 @@ class TurnLeases:
         finds it free, not expired.
         """
         now = self._now()
-        async with self.db.session() as session, session.begin():
+        async with self.db.transaction() as session:
             result = await session.execute(
                 update(_leases)
                 .where(_leases.c.holder != FREE, dead(_leases, self.holder, now))

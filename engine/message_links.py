@@ -113,7 +113,7 @@ class MessageLinks:
         if not message_ids:
             return
         try:
-            async with self.db.session() as session, session.begin():
+            async with self.db.transaction() as session:
                 new = set(message_ids) | (set(action[1]) if action else set())
                 # A message shows one node; one shown again (the take pager) is moved.
                 await session.execute(
@@ -156,7 +156,7 @@ class MessageLinks:
     async def buttons_on(self, channel_id: int, message_id: int | None) -> None:
         """The channel's buttons sit on ``message_id`` now (None: on no known message)."""
         try:
-            async with self.db.session() as session, session.begin():
+            async with self.db.transaction() as session:
                 await _clear_buttons(session, channel_id)
                 if message_id is not None:
                     await session.execute(
@@ -173,7 +173,7 @@ class MessageLinks:
         if not ids:
             return
         try:
-            async with self.db.session() as session, session.begin():
+            async with self.db.transaction() as session:
                 await session.execute(
                     delete(StoryMessage).where(col(StoryMessage.message_id).in_(ids))
                 )

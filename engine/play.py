@@ -41,6 +41,7 @@ from engine.coordination.requests import (
 )
 from engine.errors import (
     CampfireError,
+    DatabaseBusy,
     InternalError,
     NoAdventureHere,
     NotFound,
@@ -63,6 +64,7 @@ from engine.queue import AdventureQueue, Ticket
 from engine.scenarios.lookup import resolve_scenario, visible_scenarios
 from engine.scenarios.start import scenario_script_names, start_adventure
 from engine.storage.database import Database
+from engine.storage.dialect import is_busy
 from engine.storage.models import (
     ActionType,
     Adventure,
@@ -246,7 +248,7 @@ class PlayService:
 
         ``answers`` fill the scenario's ``${placeholders}``; ``opened_from`` is the channel a
         thread was opened from for it (``adventures_from`` finds it there)."""
-        async with self.db.session() as session, session.begin():
+        async with self.db.transaction() as session:
             # First: the user's row lock queues this player's starts (see adventure_caps).
             await self._touch(session, actor)
             scenario = await resolve_scenario(
@@ -491,6 +493,12 @@ class PlayService:
                 )
             except CampfireError as error:
                 recorded = TurnFailed(error)
+            except Exception as error:
+                if not is_busy(error):
+                    raise
+                # Not Campfire's fault: other writers held the database past our wait.
+                log.warning("request %s not recorded: the database stayed locked", request_id)
+                recorded = TurnFailed(DatabaseBusy(recorded=False))
             if not isinstance(recorded, _Recorded):
                 submitted: _Submitted | TurnEvent = recorded
             else:
@@ -531,7 +539,7 @@ class PlayService:
         """Record the request before it runs; its adventure (and the turn's lease, when it
         could be claimed at once), or its stored outcome when ``request_id`` was recorded
         before. Every check after the record rolls it back."""
-        async with self.db.session() as session, session.begin():
+        async with self.db.transaction() as session:
             await self._touch(session, actor)
             adventure = await active_adventure(session, channel_id)
             request = NewRequest(
@@ -676,7 +684,7 @@ class PlayService:
         transaction. Should that fail, ``hold`` releases the lease on its own."""
         passed: list[int] = []
         try:
-            async with self.db.session() as session, session.begin():
+            async with self.db.transaction() as session:
                 await self.requests.failed(session, request_id, event)
                 await self._pass_on(session, lease, passed)
         except Exception:

@@ -147,7 +147,7 @@ class Profiles:
         try:
             if after is not None:
                 await after()
-            async with self.db.session() as session, session.begin():
+            async with self.db.transaction() as session:
                 await touch_user(session, actor.user_id, actor.user_name)
                 if actor.server_id is not None:
                     await touch_server(session, actor.server_id, actor.server_name)
@@ -165,13 +165,13 @@ class Profiles:
 
     async def server_joined(self, server_id: int, name: str = "") -> None:
         """The bot is in a server (again): a pending removal is cancelled."""
-        async with self.db.session() as session, session.begin():
+        async with self.db.transaction() as session:
             await touch_server(session, server_id, name)
 
     async def server_left(self, server_id: int, *, now: datetime | None = None) -> None:
         """The bot left (or was removed from) a server: its data goes after the grace period
         (``engine.guests.remove_departed_servers``)."""
-        async with self.db.session() as session, session.begin():
+        async with self.db.transaction() as session:
             await session.execute(
                 update(Server).where(col(Server.id) == server_id).values(left_at=now or utcnow())
             )
@@ -182,7 +182,7 @@ class Profiles:
         """What is stored about ``actor``. ``seen``: they are asking, so they are here, and
         their row is made or refreshed first; without it, a stranger is ``NotFound``."""
         user_id = actor.user_id
-        async with self.db.session() as session, session.begin():
+        async with self.db.transaction() as session:
             if seen:
                 await touch_user(session, user_id, actor.user_name)
             user = await session.get(User, user_id)
@@ -207,7 +207,7 @@ class Profiles:
 
     async def keep(self, actor: Actor, keep: bool) -> None:
         """Keep the actor's data however long they are away (or, with False, no longer)."""
-        async with self.db.session() as session, session.begin():
+        async with self.db.transaction() as session:
             await touch_user(session, actor.user_id, actor.user_name)
             changed = await rows_changed(
                 session, update(User).where(col(User.id) == actor.user_id).values(keep_data=keep)
@@ -233,7 +233,7 @@ class Profiles:
 
     async def _delete_rows(self, user_id: int) -> list[int]:
         """The deletion itself; the interactions of their turns still queued or running."""
-        async with self.db.session() as session, session.begin():
+        async with self.db.transaction() as session:
             # The turn leases of their own adventures first, as a turn's commit takes its lease
             # before its players: in that order a deletion and a commit wait for each other
             # instead of deadlocking (the deletion reaches those leases through its cascade).

@@ -129,7 +129,7 @@ class JobLeases:
         lets go (the work that made this caller ask may have arrived after the holder looked).
         """
         now = self._now()
-        async with self.db.session() as session, session.begin():
+        async with self.db.transaction() as session:
             previous = (
                 await session.execute(
                     locked_read(
@@ -175,7 +175,7 @@ class JobLeases:
 
     async def heartbeat(self, lease: JobLease) -> bool:
         """Push the lease's expiry forward; False if it was lost (taken over or released)."""
-        async with self.db.session() as session, session.begin():
+        async with self.db.transaction() as session:
             renewed = await rows_changed(
                 session,
                 update(_jobs).where(_held(lease)).values(expires_at=self._now() + self.ttl),
@@ -184,7 +184,7 @@ class JobLeases:
 
     async def release(self, lease: JobLease) -> None:
         """Give the lease up, if it is still this one (a stale lease changes nothing)."""
-        async with self.db.session() as session, session.begin():
+        async with self.db.transaction() as session:
             await session.execute(
                 update(_jobs).where(_held(lease)).values(holder=FREE, expires_at=self._now())
             )
@@ -194,7 +194,7 @@ class JobLeases:
         request and return False, so the holder runs the job once more.
 
         True also when the lease was lost already: another holder has the job now."""
-        async with self.db.session() as session, session.begin():
+        async with self.db.transaction() as session:
             released = await rows_changed(
                 session,
                 update(_jobs)
@@ -231,7 +231,7 @@ class JobLeases:
     async def reap_earlier(self) -> list[str]:
         """Free the job leases this holder's instance held before it restarted (that process is
         dead; its jobs were cut off and run again at their next turn). Returns their names."""
-        async with self.db.session() as session, session.begin():
+        async with self.db.transaction() as session:
             result = await session.execute(
                 update(_jobs)
                 .where(earlier_incarnation(_jobs.c.holder, self.holder))

@@ -33,7 +33,8 @@ class PerProcess:
 PER_PROCESS: tuple[PerProcess, ...] = (
     PerProcess(
         "bot.scheduler:memory_job_scheduler",
-        "adventures whose memory work was asked for while it ran, to go round again",
+        "adventures whose memory work was asked for while it ran, to go round again, and "
+        "those whose work runs in this process now (not scheduled again meanwhile)",
         "Only a nudge to run sooner: the job lease decides who writes memories, and the "
         "periodic sweep catches up any adventure whose nudge was lost with its process.",
     ),
@@ -54,6 +55,14 @@ PER_PROCESS: tuple[PerProcess, ...] = (
         "It only orders and counts; exclusion is the turn lease, claimed by each queued job "
         "when it runs. An action that reaches another process while a turn is written here "
         "is refused there politely (the lease is busy), never played twice or lost.",
+    ),
+    PerProcess(
+        "engine.storage.database:Database",
+        "on SQLite, the write gate: this process's write transactions one at a time, in "
+        "arrival order, a turn's store first (engine.storage.write_gate)",
+        "SQLite has one writer at a time whatever the gate does; the gate only lines this "
+        "process's writers up instead of letting them poll. Across processes SQLite's own "
+        "lock and busy timeout decide, as before; PostgreSQL has no gate.",
     ),
     PerProcess(
         "engine.play:PlayService",

@@ -175,7 +175,7 @@ class RequestLog:
     async def fail(self, request_id: int, event: TurnFailed, *, status: str = FAILED) -> None:
         """Store that the request ended without a turn (``failed`` unless ``status`` says
         else), in a transaction of its own; ``failed`` does it in the caller's."""
-        async with self.db.session() as session, session.begin():
+        async with self.db.transaction() as session:
             await self.failed(session, request_id, event, status=status)
 
     @staticmethod
@@ -243,7 +243,7 @@ class RequestLog:
 
     async def cut_off(self, adventure_id: int, *, besides: int = 0) -> TurnInterrupted | None:
         """``interrupted`` in a transaction of its own."""
-        async with self.db.session() as session, session.begin():
+        async with self.db.transaction() as session:
             return await self.interrupted(session, adventure_id, besides=besides)
 
     @staticmethod

@@ -214,7 +214,7 @@ class MemoryBank:
         """A player's own memory: kept through undo and retry, since no story turn sourced
         it."""
         text = _clean(text, "A memory", MEMORY_MAX_CHARS)
-        async with self.db.session() as session, session.begin():
+        async with self.db.transaction() as session:
             adventure = await adventure_here(session, channel_id, for_update=True)
             await check_may_steer(session, adventure, actor)
             assert adventure.id is not None
@@ -234,7 +234,7 @@ class MemoryBank:
 
     async def edit(self, channel_id: int, actor: Actor, memory_id: int, text: str) -> MemoryView:
         text = _clean(text, "A memory", MEMORY_MAX_CHARS)
-        async with self.db.session() as session, session.begin():
+        async with self.db.transaction() as session:
             adventure, memory = await _memory_here(session, channel_id, actor, memory_id)
             # The old vector described the old text; the next job embeds the new one.
             memory.text = text
@@ -253,7 +253,7 @@ class MemoryBank:
         forgotten: bool | None = None,
     ) -> MemoryView:
         """Pin/unpin or forget/restore one memory."""
-        async with self.db.session() as session, session.begin():
+        async with self.db.transaction() as session:
             adventure, memory = await _memory_here(session, channel_id, actor, memory_id)
             if pinned is not None:
                 if pinned and memory.forgotten:
@@ -284,7 +284,7 @@ class MemoryBank:
         """A player's edit of the summary: kept as a version, so undo past it can bring back
         the one before (and the next rewrite folds new memories into this text)."""
         text = _clean(text, "The story summary", SUMMARY_MAX_CHARS, blank_ok=True)
-        async with self.db.session() as session, session.begin():
+        async with self.db.transaction() as session:
             adventure = await adventure_here(
                 session, channel_id, for_update=True, expect=adventure_id
             )

@@ -214,7 +214,7 @@ class MemoryWriter:
         """A cursor past the end of the line means the story was cut back without
         ``story_cut_back`` (a head move that forgot it): cut back now to the head, so memories
         of the lost turns go and the cadence is not stalled until the story regrows."""
-        async with self.db.session() as session, session.begin():
+        async with self.db.transaction() as session:
             adventure = await session.get(Adventure, adventure_id)
             if adventure is None or adventure.head_node_id is None:
                 return
@@ -304,7 +304,7 @@ class MemoryWriter:
             log.warning("the model wrote an empty memory for adventure %s", adventure_id)
             return NOTHING
         try:
-            async with self.db.session() as session, session.begin():
+            async with self.db.transaction() as session:
                 await self._advance(
                     session, adventure_id, "memory_cursor", after, through, (through, end_id)
                 )
@@ -351,7 +351,7 @@ class MemoryWriter:
             log.warning("the model wrote an empty summary for adventure %s", adventure_id)
             return NOTHING
         try:
-            async with self.db.session() as session, session.begin():
+            async with self.db.transaction() as session:
                 await self._advance(
                     session,
                     adventure_id,
@@ -469,7 +469,7 @@ class MemoryWriter:
             if not rows:
                 return done
             vectors = await self.embedder.embed([row.text for row in rows])
-            async with self.db.session() as session, session.begin():
+            async with self.db.transaction() as session:
                 for row, vector in zip(rows, vectors, strict=True):
                     # Only if the text is still the one embedded (an edit clears the vector).
                     await session.execute(

@@ -126,7 +126,7 @@ class ScenarioLibrary:
 
     async def save(self, actor: Actor, imported: ImportedScenario) -> SavedScenario:
         """Write a previewed scenario, its cards, scripts and options, in one transaction."""
-        async with self.db.session() as session, session.begin():
+        async with self.db.transaction() as session:
             await check_may_import(session, actor, "import scenarios")
             await touch_user(session, actor.user_id, actor.user_name)
             server_id = actor.server_id
@@ -210,7 +210,7 @@ class ScenarioLibrary:
 
     async def delete(self, actor: Actor, query: str) -> str:
         """Delete a scenario with its cards, scripts and options; adventures keep their copies."""
-        async with self.db.session() as session, session.begin():
+        async with self.db.transaction() as session:
             scenario = await resolve_scenario(
                 session, query, server_id=actor.server_id, user_id=actor.user_id
             )
@@ -232,7 +232,7 @@ class ScenarioLibrary:
         """Name the role whose members may import (None: only managers)."""
         check_may_choose_importers(actor)
         assert actor.server_id is not None  # the check above refuses a DM
-        async with self.db.session() as session, session.begin():
+        async with self.db.transaction() as session:
             await touch_server(session, actor.server_id, actor.server_name)
             server = await session.get(Server, actor.server_id)
             assert server is not None

@@ -150,7 +150,7 @@ class ScriptService:
             raise InvalidInput(
                 f"The {part.label} code does not parse, so it was not saved: {problem}"
             )
-        async with self.db.session() as session, session.begin():
+        async with self.db.transaction() as session:
             adventure = await adventure_here(session, channel_id, for_update=True)
             check_may_script(adventure, actor)
             assert adventure.id is not None
@@ -195,7 +195,7 @@ class ScriptService:
     async def set_enabled(
         self, channel_id: int, actor: Actor, name: str, enabled: bool
     ) -> ScriptView:
-        async with self.db.session() as session, session.begin():
+        async with self.db.transaction() as session:
             adventure = await adventure_here(session, channel_id, for_update=True)
             check_may_script(adventure, actor)
             assert adventure.id is not None
@@ -209,7 +209,7 @@ class ScriptService:
     ) -> ScriptView | None:
         """Remove a whole script, or one part of it (the script is kept). Returns what is
         left."""
-        async with self.db.session() as session, session.begin():
+        async with self.db.transaction() as session:
             adventure = await adventure_here(session, channel_id, for_update=True)
             check_may_script(adventure, actor)
             assert adventure.id is not None

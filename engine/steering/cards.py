@@ -180,7 +180,7 @@ class StoryCards:
     ) -> CardView:
         """Add a story card to the adventure here, after its others."""
         fields = _validated(draft)
-        async with self.db.session() as session, session.begin():
+        async with self.db.transaction() as session:
             adventure = await adventure_here(
                 session, channel_id, for_update=True, expect=adventure_id
             )
@@ -203,7 +203,7 @@ class StoryCards:
     async def edit(self, channel_id: int, actor: Actor, card_id: int, draft: CardDraft) -> CardView:
         """Replace a card's title, keys, entry, type and always-on mark."""
         fields = _validated(draft)
-        async with self.db.session() as session, session.begin():
+        async with self.db.transaction() as session:
             adventure = await adventure_here(session, channel_id, for_update=True)
             await check_may_steer(session, adventure, actor)
             assert adventure.id is not None
@@ -220,7 +220,7 @@ class StoryCards:
 
     async def remove(self, channel_id: int, actor: Actor, query: str) -> CardView:
         """Remove the card ``query`` names (its title, or its id from autocomplete)."""
-        async with self.db.session() as session, session.begin():
+        async with self.db.transaction() as session:
             adventure = await adventure_here(session, channel_id, for_update=True)
             await check_may_steer(session, adventure, actor)
             card = await _find_card(session, adventure, query)

@@ -87,7 +87,7 @@ class GenerationSettings:
         _check_range("max_output_tokens", max_output_tokens, MAX_OUTPUT_TOKENS_RANGE)
         _check_range("temperature", temperature, TEMPERATURE_RANGE)
         defaults = self.defaults
-        async with self.db.session() as session, session.begin():
+        async with self.db.transaction() as session:
             adventure = await adventure_here(session, channel_id, for_update=True)
             await check_may_steer(session, adventure, actor)
             new = {

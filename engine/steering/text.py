@@ -121,7 +121,7 @@ class SteeringText:
                 f"{field.label} can be at most {TEXT_MAX_CHARS:,} characters; "
                 f"this one has {len(text):,}."
             )
-        async with self.db.session() as session, session.begin():
+        async with self.db.transaction() as session:
             adventure = await adventure_here(
                 session, channel_id, for_update=True, expect=adventure_id
             )

@@ -7,6 +7,10 @@ same code. A fresh database is created by running every Alembic revision, never 
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +19,8 @@ from alembic.config import Config
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from engine.storage.dialect import create_engine
+from engine.storage.dialect import WriteGateTimeout, create_engine
+from engine.storage.write_gate import WriteGate
 
 MIGRATIONS = Path(__file__).resolve().parent.parent / "migrations"
 
@@ -39,15 +44,56 @@ def alembic_config(url: str | None = None, connection: Connection | None = None)
     return config
 
 
+#: The longest a write transaction waits for its turn at this process's SQLite write gate
+#: before it gives up as SQLite would (``WriteGateTimeout``, a busy database).
+WRITE_GATE_WAIT_S = 60.0
+
+#: Set while this task (and the tasks it starts) holds its database's write gate: a write
+#: transaction opened inside another does not wait for the gate it already holds.
+_holding: contextvars.ContextVar[frozenset[int]] = contextvars.ContextVar(
+    "campfire_write_gate", default=frozenset()
+)
+
+
 class Database:
     def __init__(self, url: str, *, echo: bool = False) -> None:
         self.url = url
         self.engine = create_engine(url, echo=echo)
         self.is_sqlite = self.engine.dialect.name == "sqlite"
         self.sessions = async_sessionmaker(self.engine, expire_on_commit=False)
+        # Per process, and safe so: SQLite has one writer at a time anyway, and across
+        # processes its lock and busy timeout still decide (engine.storage.write_gate).
+        # PostgreSQL has row locks and needs no gate.
+        self._write_gate = WriteGate() if self.is_sqlite else None
 
     def session(self) -> AsyncSession:
+        """A session for reading (a write goes through ``transaction``)."""
         return self.sessions()
+
+    @asynccontextmanager
+    async def transaction(self, *, urgent: bool = False) -> AsyncIterator[AsyncSession]:
+        """A session in a transaction, committed when the block ends (rolled back if it
+        raises). On SQLite, write transactions of this process take turns at the write gate,
+        ``urgent`` ones (a player waits on them to see a turn end) before the others."""
+        gate = self._write_gate
+        if gate is None or id(gate) in _holding.get():
+            async with self.sessions() as session, session.begin():
+                yield session
+            return
+        try:
+            async with asyncio.timeout(WRITE_GATE_WAIT_S):
+                await gate.acquire(urgent=urgent)
+        except TimeoutError:
+            raise WriteGateTimeout(
+                f"waited {WRITE_GATE_WAIT_S:g} s for the database's other writers"
+            ) from None
+        held = _holding.set(_holding.get() | {id(gate)})
+        try:
+            async with self.sessions() as session, session.begin():
+                yield session
+        finally:
+            _holding.reset(held)
+            gate.release()
 
     async def migrate(self) -> None:
         """Bring the schema to the newest revision (creating it on a fresh database)."""

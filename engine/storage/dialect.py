@@ -79,6 +79,12 @@ def _ln(x: float | None) -> float | None:
 # --- writing and locking -------------------------------------------------------------------------
 
 
+class WriteGateTimeout(Exception):
+    """A write transaction waited too long for its process's SQLite write gate
+    (``engine.storage.database.Database.transaction``): a busy database, as SQLite's own
+    "database is locked" is."""
+
+
 #: PostgreSQL's codes for "waited for another transaction's lock and gave up": lock_not_available,
 #: deadlock_detected, serialization_failure.
 _POSTGRES_BUSY = frozenset({"55P03", "40P01", "40001"})
@@ -88,6 +94,8 @@ def is_busy(error: BaseException) -> bool:
     """Whether ``error`` means another writer held the database past our wait (SQLite's
     "database is locked" after its busy timeout; PostgreSQL's lock and serialisation
     failures): nothing is wrong with the request, and trying again in a moment can work."""
+    if isinstance(error, WriteGateTimeout):
+        return True
     if not isinstance(error, DBAPIError):
         return False
     cause = error.orig

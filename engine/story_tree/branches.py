@@ -125,7 +125,7 @@ class BranchesAndSavePoints(TreeCore):
     async def new_branch(self, actor: Actor, channel_id: int, name: str) -> HeadMove:
         """Start a branch at the head and make it active (the story itself does not move)."""
         name = self._valid_name(name, "branch")
-        async with self.db.session() as session, session.begin():
+        async with self.db.transaction() as session:
             adventure = await self._adventure(session, channel_id, None)
             assert adventure.id is not None  # a stored row
             await check_may_shape_story(session, adventure, actor)
@@ -145,7 +145,7 @@ class BranchesAndSavePoints(TreeCore):
 
     async def switch_branch(self, actor: Actor, channel_id: int, name: str) -> HeadMove:
         """Go to a branch's tip, with that line's world state, script state and clocks."""
-        async with self.db.session() as session, session.begin():
+        async with self.db.transaction() as session:
             adventure = await self._adventure(session, channel_id, None)
             await check_may_shape_story(session, adventure, actor)
             head = await self._head(session, adventure)
@@ -196,7 +196,7 @@ class BranchesAndSavePoints(TreeCore):
 
     async def rename_branch(self, actor: Actor, channel_id: int, name: str, new_name: str) -> str:
         new_name = self._valid_name(new_name, "branch")
-        async with self.db.session() as session, session.begin():
+        async with self.db.transaction() as session:
             adventure = await self._adventure(session, channel_id, None)
             assert adventure.id is not None  # a stored row
             await check_may_shape_story(session, adventure, actor)
@@ -211,7 +211,7 @@ class BranchesAndSavePoints(TreeCore):
 
     async def delete_branch(self, actor: Actor, channel_id: int, name: str) -> str:
         """Forget a branch's name; its turns stay (other lines may borrow them)."""
-        async with self.db.session() as session, session.begin():
+        async with self.db.transaction() as session:
             adventure = await self._adventure(session, channel_id, None)
             await check_may_shape_story(session, adventure, actor)
             branch = await self._find_branch(session, adventure, name)
@@ -238,7 +238,7 @@ class BranchesAndSavePoints(TreeCore):
 
     async def add_save_point(self, actor: Actor, channel_id: int, name: str) -> SavePointView:
         name = self._valid_name(name, "save point")
-        async with self.db.session() as session, session.begin():
+        async with self.db.transaction() as session:
             adventure = await self._adventure(session, channel_id, None)
             await check_may_shape_story(session, adventure, actor)
             head = await self._head(session, adventure)
@@ -298,7 +298,7 @@ class BranchesAndSavePoints(TreeCore):
 
     async def restore_save_point(self, actor: Actor, channel_id: int, name: str) -> HeadMove:
         """Go back (or over) to a save point: a head move onto its node and branch."""
-        async with self.db.session() as session, session.begin():
+        async with self.db.transaction() as session:
             adventure = await self._adventure(session, channel_id, None)
             await check_may_shape_story(session, adventure, actor)
             head = await self._head(session, adventure)
@@ -310,7 +310,7 @@ class BranchesAndSavePoints(TreeCore):
             return await self._go(session, adventure, head, target, point.branch_id)
 
     async def delete_save_point(self, actor: Actor, channel_id: int, name: str) -> str:
-        async with self.db.session() as session, session.begin():
+        async with self.db.transaction() as session:
             adventure = await self._adventure(session, channel_id, None)
             await check_may_shape_story(session, adventure, actor)
             point = await self._find_save_point(session, adventure, name)

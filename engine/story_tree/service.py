@@ -86,7 +86,7 @@ class StoryTree(BranchesAndSavePoints):
         drawn_for: int | None = None,
     ) -> HeadMove:
         """Move the head back over the newest turn (its action and narration); delete nothing."""
-        async with self.db.session() as session, session.begin():
+        async with self.db.transaction() as session:
             adventure = await self._adventure(session, channel_id, seen_version, drawn_for)
             head = await self._head(session, adventure)
             if head.parent_id is None:
@@ -129,7 +129,7 @@ class StoryTree(BranchesAndSavePoints):
         drawn_for: int | None = None,
     ) -> HeadMove:
         """Walk the head one turn toward its branch's tip again."""
-        async with self.db.session() as session, session.begin():
+        async with self.db.transaction() as session:
             adventure = await self._adventure(session, channel_id, seen_version, drawn_for)
             head = await self._head(session, adventure)
             tip_id = None
@@ -177,7 +177,7 @@ class StoryTree(BranchesAndSavePoints):
         drawn_for: int | None = None,
     ) -> HeadMove:
         """Make take ``number`` of the newest turn live again (text and resulting state)."""
-        async with self.db.session() as session, session.begin():
+        async with self.db.transaction() as session:
             adventure = await self._adventure(session, channel_id, seen_version, drawn_for)
             node = await self._head(session, adventure)
             if node.id != node_id:
@@ -282,7 +282,7 @@ class StoryTree(BranchesAndSavePoints):
             raise InvalidInput("A turn cannot be empty; nothing was changed.")
         if len(text) > EDIT_MAX_CHARS:
             raise InvalidInput(f"A turn can be at most {EDIT_MAX_CHARS} characters long.")
-        async with self.db.session() as session, session.begin():
+        async with self.db.transaction() as session:
             adventure = await active_adventure(session, channel_id)
             if adventure is None or adventure.version != seen_version:
                 raise StoryMovedOn("The story moved on while the form was open; nothing was saved.")

@@ -62,7 +62,7 @@ async def commit(db: Database, plan: TurnPlan, draft: Draft, fence: Fence | None
     lease passed to another process), nothing is stored; ``fence.stored`` runs last in it.
     """
     measured = _measured(draft)
-    async with db.session() as session, session.begin():
+    async with db.transaction(urgent=True) as session:
         if fence is not None and not await fence.holds(session):
             late = (
                 "This turn took too long and another one took its place"

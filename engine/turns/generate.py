@@ -213,7 +213,7 @@ class Generation:
     async def _keep_stopped_scripts(self) -> None:
         scripts, adventure = self.plan.scripts, self.plan.adventure
         assert scripts is not None and adventure.id is not None
-        async with self.db.session() as session, session.begin():
+        async with self.db.transaction() as session:
             if self.fence is not None and not await self.fence.holds(session):
                 return
             if await update_unmoved(

@@ -49,7 +49,7 @@ class WorldStateService:
         The story's version moves on, so a turn being written meanwhile is not saved over it.
         """
         path, value = sanitise(path).strip(), sanitise(value)
-        async with self.db.session() as session, session.begin():
+        async with self.db.transaction() as session:
             adventure = await adventure_here(session, channel_id, for_update=True)
             assert adventure.id is not None  # a stored row
             await check_may_steer(session, adventure, actor)
