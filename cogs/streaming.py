@@ -13,7 +13,9 @@ stalls the whole turn. Instead:
   open stream its final edit, a turn being shown the buttons it moves), and intermediate
   requests go out only while the budget has room beyond those. With a few narrations at once
   they stream as fast as their channels allow; with many, their streaming is skipped and each
-  goes out whole, in one request per message, as soon as it ends.
+  goes out whole, in one request per message, as soon as it ends. A stream that once found the
+  budget saturated streams no more, even if room comes back before it ends: the tail of a
+  burst would otherwise spend a late edit or two each on text that is nearly final.
 * :class:`StreamingMessage` owns one editor task per narration. :meth:`~StreamingMessage.update`
   only stores the newest text and wakes the task; the task sends or edits with whatever text is
   newest when its turn comes, so tokens that arrive while it waits are coalesced, never queued.
@@ -168,6 +170,12 @@ class RatePacer:
         """Those requests were made (or will not be): streaming may take their room again."""
         self._reserved = max(0, self._reserved - requests)
         self._kick()
+
+    @property
+    def saturated(self) -> bool:
+        """Whether what work in progress reserves leaves no room for any streaming request
+        (see the class's note): a stream that finds it so streams no more."""
+        return math.floor(self.global_per_second * self.final_horizon) - self._reserved - 1 < 0
 
     # -- the windows ----------------------------------------------------------------------
 
@@ -447,8 +455,13 @@ class StreamingMessage:
                     if gap > 0:
                         await self.pacer.sleep(gap)
                         continue
-                # Optional: under a saturated budget this waits until the finish, which then
-                # sends the final text instead (newest text wins: nothing stale is queued).
+                if self.pacer.saturated:
+                    # Held back by the load: this narration goes out whole at its finish, even
+                    # if room comes back before then (a late edit or two would show little
+                    # and cost the busy budget a request each).
+                    return
+                # Optional: while the budget is short this waits, and the finish may send the
+                # final text instead (newest text wins: nothing stale is queued).
                 await self.pacer.acquire(self._channel_id, priority=Priority.STREAM)
                 step = self._next_step()
                 if self._closing or step is None:

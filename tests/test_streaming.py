@@ -128,7 +128,7 @@ async def test_a_saturated_budget_skips_the_streaming_and_sends_only_final_piece
     assert pacer.reserved == 1000  # the stream's own reservation ended with it
 
 
-async def test_a_held_back_edit_goes_out_with_the_newest_text_once_there_is_room() -> None:
+async def test_a_stream_held_back_by_the_load_ends_whole_even_when_room_comes_back() -> None:
     recorder = Recorder()
     channel = FakeChannel(recorder)
     pacer = fast_pacer()
@@ -136,18 +136,33 @@ async def test_a_held_back_edit_goes_out_with_the_newest_text_once_there_is_room
     stream.update("One")
     await wait_for(lambda: stream.messages)
     pacer.reserve(1000)  # the process gets busy
-    for text in ("One two", "One two three", "One two three four"):
+    for text in ("One two", "One two three"):
         stream.update(text)
         await asyncio.sleep(0.2)  # longer than the stream's spacing: it would have edited
     assert [o.content for o in recorder.ops] == ["One" + MARKER]
-    pacer.release(1000)
-    await wait_for(lambda: len(recorder.ops) == 2)
-    # The text that waited is not sent: the newest is, once.
-    assert [o.content for o in recorder.ops] == ["One" + MARKER, "One two three four" + MARKER]
+    pacer.release(1000)  # room again, before the narration ends
+    stream.update("One two three four")
+    await asyncio.sleep(0.2)
+    # No late intermediate edit: the text that waited, and the newest, go out as the final.
+    assert [o.content for o in recorder.ops] == ["One" + MARKER]
     await stream.finish("One two three four.")
-    assert [o.content for o in recorder.ops][-1] == "One two three four."
-    assert len(recorder.ops) == 3
+    assert [o.content for o in recorder.ops] == ["One" + MARKER, "One two three four."]
     assert pacer.reserved == 0
+
+
+async def test_a_stream_never_held_back_is_not_stopped_by_an_earlier_busy_spell() -> None:
+    recorder = Recorder()
+    channel = FakeChannel(recorder)
+    pacer = fast_pacer()
+    pacer.reserve(1000)
+    pacer.release(1000)  # busy once, not now
+    stream = StreamingMessage(channel, pacer)
+    stream.update("One")
+    await wait_for(lambda: stream.messages)
+    stream.update("One two")
+    await wait_for(lambda: len(recorder.ops) == 2)
+    await stream.finish("One two.")
+    assert [o.content for o in recorder.ops] == ["One" + MARKER, "One two" + MARKER, "One two."]
 
 
 async def test_never_more_than_one_request_in_flight_per_stream() -> None:
