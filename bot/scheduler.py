@@ -113,7 +113,7 @@ def schedule_background_work(
         sweep_memories, "interval", minutes=MEMORY_SWEEP_MINUTES, id="memory-sweep", **common
     )
     scheduler.add_job(clean_up, "interval", hours=CLEANUP_HOURS, id="cleanup", **common)
-    services.play.after_turn = memory_job_scheduler(scheduler, services, background)
+    services.play.intake.after_turn = memory_job_scheduler(scheduler, services, background)
 
 
 def memory_job_scheduler(

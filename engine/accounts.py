@@ -12,14 +12,24 @@ people are still there (``lock_users``) and is refused if not (``engine.errors.P
 from __future__ import annotations
 
 from collections.abc import Collection
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from engine.storage.dialect import insert_for, locked_read
 from engine.storage.models import Server, User, utcnow
 
+if TYPE_CHECKING:
+    from engine.access import Actor
+
 _users = User.metadata.tables[User.__tablename__]
+
+
+async def touch_actor(session: AsyncSession, actor: Actor) -> None:
+    """Whoever acts, and the server they act in: their rows made or kept fresh."""
+    await touch_user(session, actor.user_id, actor.user_name)
+    if actor.server_id is not None:
+        await touch_server(session, actor.server_id, actor.server_name)
 
 
 async def touch_user(session: AsyncSession, user_id: int, name: str = "") -> None:

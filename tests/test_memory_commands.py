@@ -172,4 +172,4 @@ async def test_the_bot_schedules_the_sweep_the_cleanup_and_lease_reaping(env):
     jobs = {job.id: job for job in env.bot.scheduler.get_jobs()}
     assert {"memory-sweep", "cleanup", "lease-sweep"} <= set(jobs)
     assert jobs["memory-sweep"].trigger.interval.total_seconds() == 5 * 60
-    assert env.bot.services.play.after_turn is not None
+    assert env.bot.services.play.intake.after_turn is not None

@@ -65,7 +65,7 @@ PER_PROCESS: tuple[PerProcess, ...] = (
         "lock and busy timeout decide, as before; PostgreSQL has no gate.",
     ),
     PerProcess(
-        "engine.play:PlayService",
+        "engine.turn_intake:TurnIntake",
         "per place, the lock that records and queues its requests one at a time; and turn "
         "leases passed on by a turn that ended to the next one queued here, until it runs",
         "The lock only orders this process's own requests; across processes the turn lease "
