@@ -27,15 +27,10 @@ from engine.storage.models import Memory
 from tests.benchmarks.bench_context import ACTION, narration, seed_adventure
 from tests.fakes.openai_server import fake_embedding
 from tests.helpers import new_adventure
+from tests.test_memory_retrieval import BANK
 
-YOUNG = [
-    "Mira hid the silver key beneath the chapel altar.",
-    "The ferryman demanded three copper coins for the crossing.",
-    "Wolves circled the abandoned mill at night.",
-    "Old Tamsin sold lantern oil at the crossroads market.",
-    "The bridge collapsed during the storm.",
-    "Mira promised the ferryman she would return.",
-]
+#: The retrieval tests' own young bank (six rows: only names can be rare).
+YOUNG = BANK
 PINNED = ["The player is a lamplighter.", "Mira fears the ferryman."]
 #: With the young bank's six, 24 rows: a term one row matches is rare (24 x 5% rounds to 1).
 GROWN = YOUNG + [
