@@ -231,6 +231,20 @@ class FakeDiscord(InteractionDriver):
             )
         return channel.id
 
+    def add_thread(
+        self, parent_id: int, name: str, owner_id: int, *, thread_id: int | None = None
+    ) -> int:
+        """A public thread of a text channel that exists already (the console reopens the
+        thread of an adventure from an earlier run, under the id the database knows)."""
+        thread = self.world.add_thread(parent_id, name, owner_id, thread_id=thread_id)
+        if self.gateway.connected:
+            self._dispatch_later(
+                "THREAD_CREATE",
+                self.world.channel_payload(thread.id),
+                self._client_has(lambda c: c.get_channel(thread.id) is not None),
+            )
+        return thread.id
+
     def add_user(
         self,
         name: str,

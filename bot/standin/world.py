@@ -332,12 +332,17 @@ class World:
         name: str,
         *,
         type: int = GUILD_TEXT,  # noqa: A002 - Discord's field name
+        channel_id: int | None = None,
     ) -> ChannelRecord:
         if type not in GUILD_CHANNEL_TYPES:
             raise ValueError(f"not a guild channel type the stand-in models: {type}")
         guild = self.guilds[guild_id]
         channel = ChannelRecord(
-            self.snowflake(), type, name, guild_id=guild_id, position=len(guild.channel_ids)
+            channel_id or self.snowflake(),
+            type,
+            name,
+            guild_id=guild_id,
+            position=len(guild.channel_ids),
         )
         guild.channel_ids.append(channel.id)
         self.channels[channel.id] = channel
