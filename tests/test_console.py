@@ -5,11 +5,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 from tests.fakes.openai_server import Reply
 
 
-def run_console(tmp_path, fake_model, script: str) -> subprocess.CompletedProcess:
+def run_console(tmp_path, fake_model, script: str, *args: str) -> subprocess.CompletedProcess:
+    """``python -m bot [args]`` with no token (so the console), fed ``script``."""
     env = {
         key: value
         for key, value in os.environ.items()
@@ -19,9 +21,11 @@ def run_console(tmp_path, fake_model, script: str) -> subprocess.CompletedProces
         "CAMPFIRE_DATA_DIR": str(tmp_path / "data"),
         "CAMPFIRE_MODEL_URL": fake_model.base_url,
         "CAMPFIRE_MODEL_NAME": fake_model.model,
+        # This checkout's code, whatever copy of Campfire the interpreter has installed.
+        "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
     }
     return subprocess.run(
-        [sys.executable, "-m", "bot"],
+        [sys.executable, "-m", "bot", *args],
         input=script,
         capture_output=True,
         text=True,
