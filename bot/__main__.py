@@ -1,7 +1,7 @@
 """Command line: ``python -m bot`` and its subcommands.
 
 python -m bot              Discord when DISCORD_TOKEN is set, otherwise the console
-python -m bot console      the console, even with a token set
+python -m bot console      the console, even with a token set (--server: as a group)
 python -m bot db upgrade   bring the database to the newest schema and exit
 python -m bot invite       print the link that adds the bot to a server, and its permissions
 """
@@ -34,10 +34,10 @@ def _logging(settings: Settings, *, to_file: bool) -> None:
         logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLevelName(level)))
 
 
-async def _console(settings: Settings) -> None:
+async def _console(settings: Settings, *, server: bool) -> None:
     from bot.console import run_console
 
-    await run_console(settings)
+    await run_console(settings, server=server)
 
 
 async def _discord(settings: Settings) -> None:
@@ -112,6 +112,11 @@ def main(argv: list[str] | None = None) -> int:
     console.add_argument("--model-url", help="an OpenAI-compatible endpoint (else the setting)")
     console.add_argument("--model", help="the model name at that endpoint")
     console.add_argument("--database-url", help="another database (else the setting)")
+    console.add_argument(
+        "--server",
+        action="store_true",
+        help="play in a server channel, as several members (/as NAME switches who types)",
+    )
     sync = sub.add_parser("sync", help="register the slash commands with Discord")
     sync.add_argument("--guild", type=int, help="only this server (takes effect at once)")
     db = sub.add_parser("db", help="database maintenance")
@@ -144,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "invite":
             _invite(settings, args.client_id)
         elif interactive:
-            asyncio.run(_console(settings))
+            asyncio.run(_console(settings, server=getattr(args, "server", False)))
         else:
             asyncio.run(_discord(settings))
     except ConfigError as error:

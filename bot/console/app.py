@@ -2,7 +2,8 @@
 
 Every command that exists in Discord exists here, typed as in Discord. The player is a user
 with a fixed id talking to the bot in a DM whose id is fixed too, so the adventure in the data
-folder is found again on the next run.
+folder is found again on the next run. With ``--server`` the console sits in a server channel
+instead, and ``/as NAME`` changes who types (``place.py``).
 """
 
 from __future__ import annotations
@@ -16,23 +17,29 @@ from discord import app_commands
 
 from bot.config import Settings
 from bot.console.commands import (
+    AsInput,
     ConsoleInputError,
     PressInput,
     QuitInput,
     SlashInput,
     parse_line,
 )
+from bot.console.place import CHANNEL_NAME, CONSOLE_CHANNEL_ID, Place, PlaceError
 from bot.console.screen import Screen
 from bot.discord_bot import CampfireBot
 from bot.standin import StandIn, StandinFile
 from bot.standin.world import InteractionRecord
 
-# Fixed ids, below the range of the stand-in's time-based ids, so they never collide.
-CONSOLE_USER_ID = 100_000_000_000_000_001
-CONSOLE_DM_ID = 100_000_000_000_000_002
-
 INTRO = """\
 Campfire console: you are talking to the bot in a private message.
+Type as in Discord: /do open the door, /say Hello, /continue, /help. Plain text is /do.
+Press a button with ! and its label or number: !continue, !1. Quit with /quit or Ctrl-D.
+"""
+
+SERVER_INTRO = f"""\
+Campfire console: you are in #{CHANNEL_NAME} of a server you own, to play as a group.
+/as ann types as the member ann from now on (made on first use, without your rights);
+/as alone lists the members. /start opens an adventure in a thread, and the console follows it.
 Type as in Discord: /do open the door, /say Hello, /continue, /help. Plain text is /do.
 Press a button with ! and its label or number: !continue, !1. Quit with /quit or Ctrl-D.
 """
@@ -46,27 +53,45 @@ class Console:
         out: TextIO,
         *,
         live: bool,
+        place: Place,
         files_dir: Path | None = None,
     ) -> None:
         self.bot = bot  # the client the stand-in runs
         self.standin = standin
         self.fake = standin.fake
-        self.screen = Screen(out, live=live, files_dir=files_dir)
+        self.place = place
+        names = place if place.server else None
+        self.screen = Screen(out, live=live, files_dir=files_dir, names=names)
         self.live = live
+
+    @property
+    def prompt(self) -> str:
+        """What the next line is typed after: in a server, who types it."""
+        return f"{self.place.user_name} › " if self.place.server else "› "
 
     @property
     def tree(self) -> app_commands.CommandTree:
         return self.bot.tree
 
     async def begin(self) -> None:
-        self.screen.note(INTRO)
         play = self.bot.services.play
-        if await play.adventure_in(CONSOLE_DM_ID) is None:
-            await self.execute(SlashInput("start"))
+        place = self.place
+        if place.server:
+            self.screen.note(SERVER_INTRO)
+            if place.channel_id == CONSOLE_CHANNEL_ID:
+                return  # nothing to resume: the players /start when they are ready
+            self.screen.note(
+                f"(Resuming the adventure in #{place.channel_name(place.channel_id)}, "
+                "where the console types now.)"
+            )
         else:
+            self.screen.note(INTRO)
+            if await play.adventure_in(place.channel_id) is None:
+                await self.execute(SlashInput("start"))
+                return
             self.screen.note("(Resuming your adventure where you left it.)")
-            for text in await play.recent_story(CONSOLE_DM_ID):
-                self.screen.note(text + "\n")
+        for text in await play.recent_story(place.channel_id):
+            self.screen.note(text + "\n")
 
     async def handle(self, line: str) -> bool:
         """Act on one typed line; False once the player quits."""
@@ -79,11 +104,35 @@ class Console:
             return False
         if parsed is not None:
             if not self.live:
-                self.screen.note(f"› {line.strip()}")
-            await self.execute(parsed)
+                self.screen.note(f"{self.prompt}{line.strip()}")
+            if isinstance(parsed, AsInput):
+                await self._switch(parsed.name)
+            else:
+                await self.execute(parsed)
         return True
 
+    async def _switch(self, name: str | None) -> None:
+        place = self.place
+        try:
+            if name is None:
+                if not place.server:
+                    raise PlaceError("/as needs a server: start the console with --server.")
+                self.screen.note(
+                    "Members: " + ", ".join(place.members()) + f". Typing now: {place.user_name}."
+                )
+                return
+            new = await place.switch(name)
+        except PlaceError as error:
+            self.screen.note(f"⚠ {error}")
+            return
+        joined = ", who joins the server now as a plain member" if new else ""
+        self.screen.note(f"(Typing as {place.user_name}{joined}.)")
+        # What only this member sees, made while another typed, is theirs to see now.
+        self._refresh(final=True)
+
     async def execute(self, command: SlashInput | PressInput) -> None:
+        place = self.place
+        threads = place.threads_here()
         try:
             if isinstance(command, SlashInput):
                 files = {
@@ -91,7 +140,7 @@ class Console:
                     for name, path in command.files.items()
                 }
                 record = await self.fake.slash(
-                    CONSOLE_USER_ID, CONSOLE_DM_ID, command.path, **command.options, **files
+                    place.user_id, place.channel_id, command.path, **command.options, **files
                 )
             else:
                 record = await self._press(command)
@@ -99,6 +148,13 @@ class Console:
             self.screen.note(f"⚠ {error}")
             return
         await self._follow(record)
+        if place.server and place.follow_new_thread(threads) is not None:
+            # As a player clicks into the thread the bot opened: the story is there.
+            self.screen.note(
+                f"(Following the adventure into its thread #"
+                f"{place.channel_name(place.channel_id)}: commands go there now.)"
+            )
+            self._refresh(final=True)
 
     async def _press(self, command: PressInput) -> InteractionRecord:
         for message in reversed(self._visible()):
@@ -108,11 +164,11 @@ class Console:
             if isinstance(command.target, int):
                 if command.target > len(buttons):
                     raise LookupError(f"The newest buttons are 1 to {len(buttons)}.")
-                return await self.fake.press(CONSOLE_USER_ID, message.id, index=command.target)
+                return await self.fake.press(self.place.user_id, message.id, index=command.target)
             wanted = command.target.casefold()
             for label, custom_id, _ in buttons:
                 if label is not None and label.casefold() == wanted:  # emoji-only: no label
-                    return await self.fake.press(CONSOLE_USER_ID, message.id, custom_id)
+                    return await self.fake.press(self.place.user_id, message.id, custom_id)
         raise LookupError(f"No message here has a button called {command.target}.")
 
     async def _follow(self, record: InteractionRecord) -> None:
@@ -133,11 +189,12 @@ class Console:
         for field in _text_inputs(modal):
             label = field.get("label") or field["custom_id"]
             values[field["custom_id"]] = await asyncio.to_thread(input, f"{label}: ")
-        follow = await self.fake.submit_modal(CONSOLE_USER_ID, record, values)
+        follow = await self.fake.submit_modal(self.place.user_id, record, values)
         await self._follow(follow)
 
     def _visible(self):
-        return self.fake.messages(CONSOLE_DM_ID, visible_to=CONSOLE_USER_ID)
+        place = self.place
+        return self.fake.messages(place.channel_id, visible_to=place.user_id)
 
     def _refresh(self, *, final: bool) -> None:
         self.screen.update(self._visible(), final=final)
@@ -153,21 +210,30 @@ def _text_inputs(modal: dict) -> list[dict]:
 
 
 async def run_console(
-    settings: Settings, *, stdin: TextIO = sys.stdin, out: TextIO = sys.stdout
+    settings: Settings,
+    *,
+    server: bool = False,
+    stdin: TextIO = sys.stdin,
+    out: TextIO = sys.stdout,
 ) -> None:
+    """``server``: in a channel of a stand-in server, members switched by /as; else a DM."""
     live = stdin.isatty() and out.isatty()
     bot = CampfireBot(settings)
     standin = StandIn(bot)
-    standin.fake.add_user("Player", user_id=CONSOLE_USER_ID)
-    standin.fake.dm_channel(CONSOLE_USER_ID, channel_id=CONSOLE_DM_ID)
+    place = Place(standin.fake, server=server)
+    place.build()
     async with standin:
+        if server:
+            running = await bot.services.play.adventures_from(CONSOLE_CHANNEL_ID)
+            if running:  # the newest
+                await place.reopen_thread(running[0].thread_id, running[0].title)
         files_dir = settings.data_dir / "console-files"
-        console = Console(bot, standin, out, live=live, files_dir=files_dir)
+        console = Console(bot, standin, out, live=live, place=place, files_dir=files_dir)
         await console.begin()
         while True:
             if live:
                 try:
-                    line = await asyncio.to_thread(input, "› ")
+                    line = await asyncio.to_thread(input, console.prompt)
                 except EOFError:
                     break
             else:

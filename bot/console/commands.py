@@ -5,6 +5,7 @@
 /scenario import file:@story.json      an attachment, read from a file
 !Retry   !2                            press a button on the newest message that has it
 open the door                          plain text is /do
+/as ann                                (with --server) type as the member ann from now on
 """
 
 from __future__ import annotations
@@ -40,7 +41,12 @@ class QuitInput:
     pass
 
 
-ConsoleInput = SlashInput | PressInput | QuitInput | None
+@dataclass(frozen=True)
+class AsInput:
+    name: str | None  # the member to type as; None lists the members
+
+
+ConsoleInput = SlashInput | PressInput | QuitInput | AsInput | None
 
 
 def parse_line(line: str, tree: app_commands.CommandTree) -> ConsoleInput:
@@ -49,6 +55,9 @@ def parse_line(line: str, tree: app_commands.CommandTree) -> ConsoleInput:
         return None
     if line in ("/quit", "/exit"):
         return QuitInput()
+    if line == "/as" or line.startswith("/as "):
+        # The console's own: Campfire has no /as command for it to hide.
+        return AsInput(line[len("/as") :].strip() or None)
     if line.startswith("!"):
         target = line[1:].strip()
         if not target:

@@ -6,22 +6,44 @@ typing itself out. Otherwise (a pipe, a file) each message is printed once, fina
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
-from typing import TextIO
+from typing import Protocol, TextIO
 
 from bot.standin import MessageRecord
 
+_CHANNEL_MENTION = re.compile(r"<#(\d+)>")
 
-def render(message: MessageRecord, files: dict[int, str] | None = None) -> str:
-    parts = [message.content.strip()] if message.content.strip() else []
+
+class Names(Protocol):
+    """Who and where, by name: given when several people share the screen (a server)."""
+
+    def name_of(self, user_id: int) -> str: ...
+
+    def channel_name(self, channel_id: int) -> str | None: ...
+
+
+def render(
+    message: MessageRecord, files: dict[int, str] | None = None, names: Names | None = None
+) -> str:
+    content = message.content.strip()
+    if names is not None:
+        # As Discord's client shows a channel mention: its name, not its id.
+        content = _CHANNEL_MENTION.sub(
+            lambda m: f"#{names.channel_name(int(m[1])) or m[1]}", content
+        )
+    parts = [content] if content else []
     parts.extend(_embed(embed) for embed in message.embeds)
     for attachment in message.attachments:
         where = (files or {}).get(attachment.id, "")
         parts.append(f"📎 {attachment.filename}" + (f" → {where}" if where else ""))
     text = "\n".join(part for part in parts if part) or "…"
     if message.ephemeral:
-        text += "\n  (only you can see this)"
+        who = "you"
+        if names is not None and message.visible_to is not None:
+            who = names.name_of(message.visible_to)
+        text += f"\n  (only {who} can see this)"
     buttons = [(label, disabled) for label, _, disabled in message.buttons]
     if buttons:
         text += "\n  " + "  ".join(
@@ -32,9 +54,17 @@ def render(message: MessageRecord, files: dict[int, str] | None = None) -> str:
 
 
 class Screen:
-    def __init__(self, out: TextIO, *, live: bool, files_dir: Path | None = None) -> None:
+    def __init__(
+        self,
+        out: TextIO,
+        *,
+        live: bool,
+        files_dir: Path | None = None,
+        names: Names | None = None,
+    ) -> None:
         self.out = out
         self.live = live
+        self.names = names
         # Attachments the bot sends are saved here, so the player can open them.
         self.files_dir = files_dir
         self._files: dict[int, str] = {}
@@ -51,7 +81,7 @@ class Screen:
         """Show what is new or changed. Streaming redraws happen only when ``live``."""
         for message in messages:
             self._save_attachments(message)
-            text = render(message, self._files)
+            text = render(message, self._files, self.names)
             previous = self._shown.get(message.id)
             if previous == text:
                 continue
