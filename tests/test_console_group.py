@@ -84,6 +84,6 @@ def test_the_group_console_takes_its_thread_up_again_on_the_next_run(tmp_path, f
 
 
 def test_as_belongs_to_the_server_console(tmp_path, fake_model):
-    done = run_console(tmp_path, fake_model, "/as ann\n/quit\n")
+    done = run_console(tmp_path, fake_model, "/as\n/as ann\n/quit\n")
     assert done.returncode == 0, done.stderr
-    assert "⚠ /as needs a server: start the console with --server." in done.stdout
+    assert done.stdout.count("⚠ /as needs a server: start the console with --server.") == 2

@@ -115,8 +115,6 @@ class Console:
         place = self.place
         try:
             if name is None:
-                if not place.server:
-                    raise PlaceError("/as needs a server: start the console with --server.")
                 self.screen.note(
                     "Members: " + ", ".join(place.members()) + f". Typing now: {place.user_name}."
                 )

@@ -28,6 +28,7 @@ CONSOLE_USER_NAME = "Player"
 GUILD_NAME = "Campfire console"
 CHANNEL_NAME = "adventures"
 # Discord's usernames: 2 to 32 of these (the console also takes capitals, as typed).
+NEEDS_SERVER = "/as needs a server: start the console with --server."
 _MEMBER_NAME = re.compile(r"[A-Za-z0-9_.]{2,32}")
 
 
@@ -80,13 +81,15 @@ class Place:
 
     def members(self) -> list[str]:
         """The server's people in the order they joined, the bot left out."""
+        if not self.server:
+            raise PlaceError(NEEDS_SERVER)
         guild = self.fake.world.guilds[CONSOLE_GUILD_ID]
         return [self.name_of(uid) for uid in guild.members if not self.fake.world.users[uid].bot]
 
     async def switch(self, name: str) -> bool:
         """Type as ``name`` from now on; True when that member was new to the server."""
         if not self.server:
-            raise PlaceError("/as needs a server: start the console with --server.")
+            raise PlaceError(NEEDS_SERVER)
         if not _MEMBER_NAME.fullmatch(name):
             raise PlaceError("A member's name is 2 to 32 letters, digits, _ or . (no spaces).")
         world = self.fake.world
