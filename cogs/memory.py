@@ -1,4 +1,4 @@
-"""The memory bank of the adventure running here: /memory … and /summary ….
+"""The memory bank of the adventure running here: /memory …, /summary … and /recap.
 
 Each command is one call to the memory bank (``engine.memory.bank.MemoryBank``) answered to the
 player alone. Anyone may read; changing is for the people who may steer the adventure (the
@@ -96,6 +96,35 @@ def _memory_reader(forgotten: bool):
 
 list_source("memories")(_memory_reader(forgotten=False))
 list_source("forgotten")(_memory_reader(forgotten=True))
+
+
+#: How many of the newest story entries a recap shows (as many as fit).
+RECAP_ENTRIES = 8
+
+
+def recap_embed(summary: SummaryView, latest: list[str]) -> discord.Embed:
+    """A latecomer's catch-up: the summary the narrator reads, then the newest entries, the
+    oldest of them left out first when they do not all fit."""
+    story_so_far = (
+        echo(summary.text, 1500) if summary.text else "No summary yet: the story is young."
+    )
+    head = f"**The story so far**\n{story_so_far}\n\n**The latest turns**\n"
+    room = EMBED_DESCRIPTION_MAX - len(head)
+    shown: list[str] = []
+    for entry in reversed(latest):
+        text = echo(entry, 1200)
+        if len(text) + 2 > room:
+            break
+        shown.insert(0, text)
+        room -= len(text) + 2
+    turns = "\n\n".join(shown) or "Nothing has happened yet: the opening is all there is."
+    embed = discord.Embed(
+        title=echo(f"Recap · {summary.title}", 256),
+        description=head + turns,
+        colour=MEMORY_COLOUR,
+    )
+    embed.set_footer(text=f"{summary.actions} actions so far · only you can see this")
+    return embed
 
 
 class SummaryModal(discord.ui.Modal):
@@ -263,6 +292,17 @@ class MemoryCog(commands.Cog):
         except CampfireError:
             return []  # no adventure here: nothing to offer
         return [app_commands.Choice(name=label, value=value) for label, value in found]
+
+    # --- /recap -------------------------------------------------------------------------------
+
+    @app_commands.command(name="recap")
+    async def recap(self, interaction: discord.Interaction[CampfireBot]) -> None:
+        """Catch up on the adventure here: its summary and the latest turns (to you alone)."""
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        place = channel_id_of(interaction)
+        summary = await self._bank.summary(place)
+        latest = await self.bot.services.play.recent_story(place, RECAP_ENTRIES)
+        await interaction.followup.send(embed=fit_embed(recap_embed(summary, latest)))
 
     # --- /summary -----------------------------------------------------------------------------
 

@@ -63,6 +63,7 @@ HELP = """\
 `/memory list|add|edit|pin|unpin|forget|restore`: facts the narrator remembers
 (changing them: the host and server managers)
 `/summary view|edit`: the story summary the narrator reads
+`/recap`: catch up on the adventure here (the summary and the latest turns, to you alone)
 
 **See how it works**
 `/insights [turn]` or the 🔍 button: what the model was given for a turn, and why

@@ -173,3 +173,37 @@ async def test_the_bot_schedules_the_sweep_the_cleanup_and_lease_reaping(env):
     assert {"memory-sweep", "cleanup", "lease-sweep"} <= set(jobs)
     assert jobs["memory-sweep"].trigger.interval.total_seconds() == 5 * 60
     assert env.bot.services.play.intake.after_turn is not None
+
+
+async def test_recap_gives_a_latecomer_the_summary_and_the_latest_turns_privately(env, fake_model):
+    thread = await env.start_thread()
+    fake_model.queue("A heron lifts off the black water.", "The bell rings once.")
+    for action in ("wade in", "listen"):
+        await env.fake.slash(env.alice, thread, "do", action=action)
+        await env.done()
+    await env.fake.submit_modal(
+        env.alice, await env.fake.slash(env.alice, thread, "summary edit"), {"text": "Mira left."}
+    )
+    await env.done()
+    carol = env.fake.add_user("carol", member_of=[env.guild])
+    await env.fake.flush()
+    record = await env.fake.slash(carol, thread, "recap")
+    recap = await answer(env, record)
+    assert recap.visible_to == carol
+    (embed,) = recap.embeds
+    text = embed["description"]
+    assert "**The story so far**\nMira left." in text
+    newest = [
+        "> You wade in.",
+        "A heron lifts off the black water.",
+        "> You listen.",
+        "The bell rings once.",
+    ]
+    assert text.endswith("\n\n".join(newest))
+    assert "2 actions so far" in embed["footer"]["text"]
+
+
+async def test_recap_where_nothing_runs_says_so(env):
+    record = await env.fake.slash(env.bob, env.channel, "recap")
+    recap = await answer(env, record)
+    assert recap.visible_to == env.bob and "/start" in recap.content
