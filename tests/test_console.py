@@ -82,3 +82,29 @@ def test_the_console_resumes_the_adventure_in_its_data_folder(tmp_path, fake_mod
     assert second.returncode == 0, second.stderr
     assert "Resuming your adventure" in second.stdout
     assert "The reeds rustle." in second.stdout
+
+
+def test_forms_keep_what_they_hold_ask_again_for_what_is_required_and_can_be_closed(
+    tmp_path, fake_model
+):
+    fake_model.queue("The heron watches you.")
+    script = (
+        "/do wave\n"
+        # /edit's form holds the turn's text: Enter keeps it (so nothing changes).
+        "/edit\n\n"
+        # A required field left blank is asked again; /cancel closes the form unsent.
+        "/card add\n\n/cancel\n"
+        "/edit\nThe heron bows.\n"
+        # Ctrl-D in a form closes it too, and the console ends as it does at the prompt.
+        "/card add\nWenna\n"
+    )
+    done = run_console(tmp_path, fake_model, script)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "Turn text now: The heron watches you." in out
+    assert "⚠ The text is unchanged; nothing was saved." in out
+    assert "⚠ Title is required: type it, or /cancel." in out
+    assert out.count("(The form was closed: nothing was sent.)") == 2
+    assert "Keys (comma-separated):" in out  # the field's hint, as Discord shows it
+    assert "✏️ *Player corrected the newest turn" in out
+    assert "Traceback" not in done.stderr

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TextIO
 
@@ -55,8 +56,11 @@ class Console:
         live: bool,
         place: Place,
         files_dir: Path | None = None,
+        read: Callable[[str], Awaitable[str]] | None = None,
     ) -> None:
+        """``read``: the next line typed after a prompt (EOFError at the end of the input)."""
         self.bot = bot  # the client the stand-in runs
+        self.read = read or _typed
         self.standin = standin
         self.fake = standin.fake
         self.place = place
@@ -181,14 +185,53 @@ class Console:
             await self._answer_modal(record)
 
     async def _answer_modal(self, record: InteractionRecord) -> None:
+        """Fill the form the bot opened, a field a line, as Discord's form would be: what it
+        was prefilled with is shown and kept on Enter, a required field is asked again while
+        blank, and ``/cancel`` (or Ctrl-D) closes it unsent, as closing Discord's form does."""
         modal = record.modal or {}
-        self.screen.note(f"✎ {modal.get('title', 'A form')}")
+        self.screen.note(
+            f"✎ {modal.get('title', 'A form')}: a line for each field; Enter keeps what it "
+            "holds, /cancel closes the form without sending it."
+        )
         values = {}
         for field in _text_inputs(modal):
-            label = field.get("label") or field["custom_id"]
-            values[field["custom_id"]] = await asyncio.to_thread(input, f"{label}: ")
+            value = await self._fill(field)
+            if value is None:
+                self.screen.note("(The form was closed: nothing was sent.)")
+                return
+            values[field["custom_id"]] = value
         follow = await self.fake.submit_modal(self.place.user_id, record, values)
         await self._follow(follow)
+
+    async def _fill(self, field: dict) -> str | None:
+        """One field's value, by Discord's rules for it (required unless it says not; within
+        its lengths); None when the player closes the form."""
+        label = field.get("label") or field["custom_id"]
+        held = field.get("value") or ""
+        required = field.get("required", True)
+        shortest, longest = field.get("min_length") or 0, field.get("max_length") or 4000
+        if field.get("placeholder"):
+            self.screen.note(f"  {label}: {field['placeholder']}")
+        if held:
+            self.screen.note(f"  {label} now: {held}")
+        while True:
+            try:
+                typed = (await self.read(f"{label}{' (Enter keeps it)' if held else ''}: ")).strip(
+                    "\n"
+                )
+            except EOFError:
+                return None
+            if not self.live:
+                self.screen.note(f"{label}: {typed}")
+            if typed.strip() == "/cancel":
+                return None
+            value = typed if typed.strip() else held
+            if required and not value.strip():
+                self.screen.note(f"⚠ {label} is required: type it, or /cancel.")
+            elif value and not shortest <= len(value) <= longest:
+                self.screen.note(f"⚠ {label} takes {shortest} to {longest} characters.")
+            else:
+                return value
 
     def _visible(self):
         place = self.place
@@ -196,6 +239,11 @@ class Console:
 
     def _refresh(self, *, final: bool) -> None:
         self.screen.update(self._visible(), final=final)
+
+
+async def _typed(prompt: str) -> str:
+    """A line typed at the terminal (EOFError on Ctrl-D)."""
+    return await asyncio.to_thread(input, prompt)
 
 
 def _text_inputs(modal: dict) -> list[dict]:
@@ -226,17 +274,21 @@ async def run_console(
             if running:  # the newest
                 await place.reopen_thread(running[0].thread_id, running[0].title)
         files_dir = settings.data_dir / "console-files"
-        console = Console(bot, standin, out, live=live, place=place, files_dir=files_dir)
+
+        async def read(prompt: str) -> str:
+            if live:
+                return await _typed(prompt)
+            line = await asyncio.to_thread(stdin.readline)
+            if not line:
+                raise EOFError
+            return line
+
+        console = Console(bot, standin, out, live=live, place=place, files_dir=files_dir, read=read)
         await console.begin()
         while True:
-            if live:
-                try:
-                    line = await asyncio.to_thread(input, console.prompt)
-                except EOFError:
-                    break
-            else:
-                line = await asyncio.to_thread(stdin.readline)
-                if not line:
-                    break
+            try:
+                line = await read(console.prompt)
+            except EOFError:
+                break
             if not await console.handle(line):
                 break
