@@ -33,6 +33,7 @@ EXTENSIONS: tuple[str, ...] = (
     "cogs.tree",
     "cogs.scripts",
     "cogs.memory",
+    "cogs.characters",
     "cogs.profile",
     "cogs.membership",
     "cogs.server",

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from bot.config import ConfigError, Settings
 from engine.adventure_caps import AdventureCaps
 from engine.archive import AdventureArchive
+from engine.characters import CharacterService
 from engine.context import ContextEngine
 from engine.coordination.instance import Instance, InstanceTaken, this_process
 from engine.coordination.jobs import JobLeases
@@ -72,6 +73,8 @@ class Services:
     scripts: ScriptService
     #: Which Discord messages show which story node (cogs: narration).
     message_links: MessageLinks
+    #: Players' characters and the party (cogs: characters).
+    characters: CharacterService
     #: Who this process is in lease rows; held (its lock in the data folder) until closing.
     instance: Instance
 
@@ -224,5 +227,6 @@ async def build_services(settings: Settings) -> Services:
             max_chars=settings.max_script_chars,
         ),
         message_links=MessageLinks(db),
+        characters=CharacterService(db),
         instance=instance,
     )

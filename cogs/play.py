@@ -34,6 +34,10 @@ HELP = """\
 `/story <text>` add to the story in your own words
 `/continue` or the ⏩ button: let the narrator go on
 
+**Play together** (in a server, actions carry your character's name)
+`/character set name: [about:]`: your character here → *> Ann draws her sword.*
+`/character show [player:]`: yours, or another player's; `/party`: who plays
+
 **Steer the story** (the host and server managers)
 `/note`, `/essentials`, `/instructions`: the author's note, plot essentials, AI instructions
 `/card add|edit|remove|list`: story cards, brought in when their keys come up

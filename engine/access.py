@@ -24,6 +24,8 @@ The rules, in words:
   button only on a request of that adventure that failed, was refused or was interrupted, once.
 - **Importing and deleting scenarios**: members who manage the server, and the server's
   importer role; choosing that role is for managers alone.
+- **A character** (``engine.characters``): anyone in the adventure's place sets their own;
+  nobody, host and managers included, sets another player's. Anyone there may read them.
 - **In a DM** the player owns the story: server permissions mean nothing there, and the
   adventure's owner (its host) may do all of the above.
 """
@@ -206,6 +208,12 @@ def may_retry_request(adventure: Adventure, request: RequestRecord | None) -> bo
     )
 
 
+def may_set_character(adventure: Adventure, actor: Actor, player_id: int) -> bool:
+    """Give ``player_id`` a character in ``adventure`` (or change theirs): their own only. A
+    character speaks for its player, so not even the host may name someone else's."""
+    return actor.user_id == player_id
+
+
 def may_import(actor: Actor, importer_role_id: int | None) -> bool:
     """Import or delete scenarios in the library of the place the actor is in."""
     if actor.server_id is None or actor.is_server_manager:
@@ -309,6 +317,14 @@ def _script_list(names: list[str]) -> str:
     if len(names) > 5:
         shown += f" and {len(names) - 5} more"
     return f"script{'s' if len(names) != 1 else ''} ({shown})"
+
+
+def check_may_set_character(adventure: Adventure, actor: Actor, player_id: int) -> None:
+    if may_set_character(adventure, actor, player_id):
+        return
+    raise NotAllowed(
+        "A character belongs to its player: only they can set it. Nothing was changed."
+    )
 
 
 def check_may_import_scripts(actor: Actor, names: list[str]) -> None:

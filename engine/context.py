@@ -9,21 +9,23 @@ Two steps, so the turn loop stays thin and the rules can be tested without a dat
   text AI Dungeon scripts see, and the ``ContextReport`` Insights shows.
 
 The budget: ``available = max(256, budget − reserved)``, where ``reserved`` is the reply's
-maximum output tokens. Fixed sections always go in (the narrator prompt, AI instructions, the
-world-state guide and rule, plot essentials, story summary, memories, knowledge (within its
-own budget), the live world state, the author's note, the player's new action, the length hint
-and the world-state reminder). What is left is elastic: story cards (always-on or triggered by
-their keys in the recent story) take at most 40% of it, then history fills the rest, newest
-first. Cards that do not fit are reported as excluded; if even the newest entry does not fit it
-is truncated (its end kept), not dropped. Empty sections cost nothing and do not appear.
+maximum output tokens. Fixed sections always go in (the narrator prompt, the party rule and
+the party (within its own budget), AI instructions, the world-state guide and rule, plot
+essentials, story summary, memories, knowledge (within its own budget), the live world state,
+the author's note, the player's new action, the length hint and the world-state reminder).
+What is left is elastic: story cards (always-on or triggered by their keys in the recent
+story) take at most 40% of it, then history fills the rest, newest first. Cards that do not fit
+are reported as excluded; if even the newest entry does not fit it is truncated (its end kept),
+not dropped. Empty sections cost nothing and do not appear.
 
 Layout, stable content first so providers that cache prompt prefixes reuse them across turns:
-the system message holds the narrator prompt, AI instructions and the world-state guide and
-rule; the user message holds plot essentials (unlabelled, as AI Dungeon sends them), the story
+the system message holds the narrator prompt, in a group adventure the party rule (address
+each player's character by name) and the party (the characters, within their own budget:
+``party_share`` of what is available), AI instructions and the world-state guide and rule;
+the user message holds plot essentials (unlabelled, as AI Dungeon sends them), the story
 summary, memories, knowledge, the triggered cards ("World Lore:"), the live world state, then
-"Recent Story:" with the author's
-note 3 entries from the end and the player's new action last, then the length hint, and the
-one-line world-state reminder as the very last line.
+"Recent Story:" with the author's note 3 entries from the end and the player's new action
+last, then the length hint, and the one-line world-state reminder as the very last line.
 
 Costs do not grow with the story: token counts are taken once per section text (``count_tokens``
 is cached by text) or from the count stored with each story entry, and history is read as a
@@ -42,11 +44,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from engine.cards import DEFAULT_SCAN_ENTRIES, Card, match_cards, scan_text
+from engine.characters import party_sheets
 from engine.context_report import ContextReport, ItemReport, SectionReport
 from engine.context_types import (
     DEFAULT_BUDGET,
     DEFAULT_MAX_OUTPUT_TOKENS,
     NARRATOR_PROMPT,
+    PARTY_RULE,
     BuiltContext,
     ContextBuilder,
     ContextInputs,
@@ -67,6 +71,7 @@ from engine.world_state.apply import world_sections
 MIN_AVAILABLE = 256
 CARD_SHARE = 0.40
 KNOWLEDGE_SHARE = 0.15
+PARTY_SHARE = 0.10
 AUTHORS_NOTE_DEPTH = 3
 #: A hard cap on history entries, whatever their size.
 MAX_HISTORY_ENTRIES = 200
@@ -79,6 +84,7 @@ MIN_HINT_WORDS = 40
 # As AI Dungeon lays out its context, which scripts parse: plot essentials first, unlabelled;
 # triggered story cards under "World Lore:" (cards were once called world info).
 HEADINGS = {
+    "party": "Party:",
     "story_summary": "Story Summary:",
     "memories": "Memories:",
     "knowledge": "Knowledge:",
@@ -197,6 +203,7 @@ class ContextEngine:
         narrator_prompt: str = NARRATOR_PROMPT,
         card_share: float = CARD_SHARE,
         knowledge_share: float = KNOWLEDGE_SHARE,
+        party_share: float = PARTY_SHARE,
         scan_entries: int = DEFAULT_SCAN_ENTRIES,
         authors_note_depth: int = AUTHORS_NOTE_DEPTH,
         max_history_entries: int = MAX_HISTORY_ENTRIES,
@@ -207,6 +214,7 @@ class ContextEngine:
         self.narrator_prompt = narrator_prompt
         self.card_share = card_share
         self.knowledge_share = knowledge_share
+        self.party_share = party_share
         self.scan_entries = scan_entries
         self.authors_note_depth = authors_note_depth
         self.max_history_entries = max_history_entries
@@ -236,6 +244,10 @@ class ContextEngine:
             max_output_tokens=adventure.max_output_tokens or self.max_output_tokens,
             narrator_prompt=self.narrator_prompt,
             ai_instructions=adventure.ai_instructions,
+            party_rule=PARTY_RULE if adventure.server_id is not None else "",
+            party=tuple(
+                (sheet.name, sheet.about) for sheet in await party_sheets(session, adventure.id)
+            ),
             plot_essentials=memory.get("context") or adventure.plot_essentials,
             story_summary=adventure.story_summary,
             authors_note=memory.get("authorsNote") or adventure.authors_note,
@@ -363,6 +375,13 @@ class ContextEngine:
             s
             for s in (
                 _block("narrator", "Narrator prompt", inputs.narrator_prompt),
+                _block("party_rule", "Group play", inputs.party_rule),
+                _party(
+                    inputs.party,
+                    inputs.party_budget
+                    if inputs.party_budget is not None
+                    else int(available * self.party_share),
+                ),
                 _block("ai_instructions", "AI instructions", inputs.ai_instructions),
                 _block("world_state_guide", "World-state guide", inputs.world_state_guide),
                 _block("world_state_rule", "World-state rule", inputs.world_state_rule),
@@ -621,6 +640,36 @@ def _retrieved(
     if budget is not None:
         what += f", within its own budget of {budget} tokens"
     return _Section(key, title, text, used, what, items=items)
+
+
+def _party(characters: Sequence[tuple[str, str]], budget: int) -> _Section | None:
+    """The players' characters, one line each ("Ann: a ranger from the north."), in the order
+    they were made, while they fit ``budget``; the rest are reported as left out."""
+    if not characters:
+        return None
+    used = count_tokens(HEADINGS["party"])
+    lines: list[str] = []
+    items: list[ItemReport] = []
+    for name, about in characters:
+        line = f"{name}: {about}" if about.strip() else name
+        cost = count_tokens(line)
+        fits = used + cost <= budget
+        if fits:
+            used += cost
+            lines.append(line)
+        items.append(
+            ItemReport(
+                label=name,
+                tokens=cost,
+                included=fits,
+                reason="a player's character" if fits else "over the party budget",
+            )
+        )
+    if not lines:
+        return _Section("party", "Party", "", 0, "nothing fitted its budget", items=items)
+    text = HEADINGS["party"] + "\n" + "\n".join(lines)
+    reason = f"{len(lines)} of {len(characters)} characters, within its own budget of {budget}"
+    return _Section("party", "Party", text, used, reason + " tokens", items=items)
 
 
 def _entries(n: int) -> str:

@@ -25,6 +25,15 @@ NARRATOR_PROMPT = (
     "commentary, no choices as a list, and never act or speak for the player."
 )
 
+#: In a group adventure (one in a server), after the narrator prompt: who the players are and
+#: how to address them. Its own section, so a solo story's prompt is unchanged.
+PARTY_RULE = (
+    "Several players share this story, each playing their own character (listed under "
+    '"Party:"; a player without one goes by their name). Their actions are written with that '
+    'name: "> Ann opens the door." Address each player\'s character by name, never as "you"; '
+    "answer every action of the turn, and never act or speak for any of them."
+)
+
 
 # --- inputs ------------------------------------------------------------------------------------
 
@@ -96,6 +105,12 @@ class ContextInputs:
     max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS
     narrator_prompt: str = NARRATOR_PROMPT
     ai_instructions: str = ""
+    #: ``PARTY_RULE`` in a group adventure, else "".
+    party_rule: str = ""
+    #: The players' characters, in the order they were made: (name, about).
+    party: Sequence[tuple[str, str]] = ()
+    #: Tokens the party may use; None means ``PARTY_SHARE`` of what is available.
+    party_budget: int | None = None
     plot_essentials: str = ""
     story_summary: str = ""
     authors_note: str = ""

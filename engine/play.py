@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -32,6 +32,7 @@ from engine.access import (
 from engine.accounts import touch_actor
 from engine.actions import PlayerAction, format_action
 from engine.adventure_caps import AdventureCaps, check_may_begin
+from engine.characters import acting_name
 from engine.coordination.requests import (
     RETRY_PAYLOAD,
     RequestLog,
@@ -372,12 +373,18 @@ class PlayService:
             yield TurnFailed(error)
             return
         payload = {"type": str(action.type), "text": action.text}
+        named: list[PlayerAction] = []
+
+        async def name_actor(session: AsyncSession, adventure: Adventure) -> None:
+            # Who the action is written as, read where it is recorded: a character set later
+            # names the next action, not this one waiting in the queue.
+            named.append(replace(action, actor=await acting_name(session, adventure, actor)))
 
         def turn(adventure_id: int, fence: Fence) -> AsyncGenerator[TurnEvent, None]:
-            return self.turns.play(adventure_id, action, fence=fence)
+            return self.turns.play(adventure_id, named[0], fence=fence)
 
         asked = Asked(actor, channel_id, payload, request_id, seen_version, drawn_for)
-        entered = self.intake.enter(asked, [check], turn)
+        entered = self.intake.enter(asked, [check, name_actor], turn)
         async with aclosing(entered) as events:
             async for event in events:
                 yield event

@@ -33,10 +33,33 @@ def test_actions_read_like_ai_dungeon(kind, typed, written):
 def test_a_named_character_acts_in_the_third_person():
     action = PlayerAction(SAY, "Stay close", actor="Gwen")
     assert format_action(action) == '> Gwen says "Stay close."'
-    # A leading "I" is dropped; the verb is kept as the player typed it.
+    # A leading "I" is dropped; a verb that already agrees is kept as the player typed it.
     assert format_action(PlayerAction(DO, "I nocks an arrow", actor="Gwen")) == (
         "> Gwen nocks an arrow."
     )
+
+
+@pytest.mark.parametrize(
+    ("typed", "written"),
+    [
+        ("draw her sword", "> Ann draws her sword."),
+        ("I draw my sword", "> Ann draws my sword."),
+        ("I am ready", "> Ann is ready."),
+        ("I'm ready", "> Ann is ready."),
+        ("go north", "> Ann goes north."),
+        ("try the door", "> Ann tries the door."),
+        ("push the cart", "> Ann pushes the cart."),
+        ("watch", "> Ann watches."),
+        ("quickly hide", "> Ann quickly hides."),
+        ("then run", "> Ann then runs."),
+        ("can see the tower", "> Ann can see the tower."),
+        ("have a look", "> Ann has a look."),
+        ("don't move", "> Ann doesn't move."),
+        ("play the lute", "> Ann plays the lute."),
+    ],
+)
+def test_a_named_characters_verb_agrees_with_them(typed, written):
+    assert format_action(PlayerAction(DO, typed, actor="Ann")) == written
 
 
 @pytest.mark.parametrize("kind", [DO, SAY, STORY])

@@ -19,6 +19,8 @@ from tests.discord_env import DiscordEnv, campfire_on_standin, crash, restarted
 from tests.fakes.openai_server import Reply
 
 LONGEST = ("step " * 400).strip() + "s"  # a 2000-character action, made of words
+# As a group adventure writes it: the player's name, the verb agreeing with it.
+LONGEST_DONE = f"> alice steps {LONGEST[5:]}."
 
 
 async def adventure_id(env: DiscordEnv, channel_id: int) -> int:
@@ -41,8 +43,8 @@ def words(text: str) -> list[str]:
 @pytest.mark.parametrize(
     ("command", "option", "shown"),
     [
-        ("do", "action", f"> You {LONGEST}."),
-        ("say", "words", f'> You say "{LONGEST[0].upper()}{LONGEST[1:]}."'),
+        ("do", "action", LONGEST_DONE),
+        ("say", "words", f'> alice says "{LONGEST[0].upper()}{LONGEST[1:]}."'),
         ("story", "text", LONGEST),
     ],
 )
@@ -90,7 +92,7 @@ async def test_a_failed_turn_after_the_longest_action_keeps_its_note_and_retry(e
     assert "internal error" in noted.content
     assert [label for label, _, _ in noted.buttons] == ["Retry"]
     text = " ".join(m.content for m in shown)
-    assert words(text)[: len(words(LONGEST)) + 2] == words(f"> You {LONGEST}.")
+    assert words(text)[: len(words(LONGEST)) + 2] == words(LONGEST_DONE)
     assert all(len(m.content) <= 2000 for m in shown)
     # And the button plays the action again; its answer, the action once more, is the
     # presser's alone, whole too (the channel shows it above already).
@@ -102,7 +104,7 @@ async def test_a_failed_turn_after_the_longest_action_keeps_its_note_and_retry(e
     again = [env.fake.message(press.original_message_id)]
     again += [env.fake.message(i) for i in press.followups]
     assert all(m.ephemeral for m in again)
-    assert words(" ".join(m.content for m in again)) == words(f"> You {LONGEST}.")
+    assert words(" ".join(m.content for m in again)) == words(LONGEST_DONE)
 
 
 async def test_a_short_action_and_its_failure_note_stay_in_the_response(env, fake_model):
@@ -111,7 +113,7 @@ async def test_a_short_action_and_its_failure_note_stay_in_the_response(env, fak
     record = await env.fake.slash(env.alice, thread, "do", action="light the lantern")
     await env.done()
     response = env.fake.message(record.original_message_id)
-    assert response.content.startswith("> You light the lantern.\n⚠ ")
+    assert response.content.startswith("> alice lights the lantern.\n⚠ ")
     assert [label for label, _, _ in response.buttons] == ["Retry"]
     assert after(env, thread, response.id) == []
 

@@ -27,8 +27,8 @@ async def test_missing_permissions_on_edits_ends_the_narration_quietly(
     await env.done()
     assert env.fake.faults.injected, "the narration was edited under the fault"
     # Stored once; the player's answer is their action, and nothing is logged as a failure.
-    assert (await stored_actions(env.bot.services.db))["> You go down."] == 1
-    assert env.fake.message(record.original_message_id).content == "> You go down."
+    assert (await stored_actions(env.bot.services.db))["> alice goes down."] == 1
+    assert env.fake.message(record.original_message_id).content == "> alice goes down."
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
 
     env.fake.faults.clear()

@@ -121,7 +121,7 @@ async def test_losing_the_right_to_post_mid_turn_ends_the_narration_with_one_ref
     await env.done()
 
     assert [r.code for r in env.fake.refused] == [50013]  # one refusal, never retried
-    assert (await stored_actions(env.bot.services.db))["> You go down."] == 1
+    assert (await stored_actions(env.bot.services.db))["> alice goes down."] == 1
     notes = [env.fake.message(m) for m in record.followups]
     assert len(notes) == 1, "the player is told once"
     assert notes[0].visible_to == env.alice

@@ -43,8 +43,8 @@ async def test_autocomplete_offers_the_library(env: DiscordEnv):
 @pytest.mark.parametrize(
     ("command", "options", "action_line"),
     [
-        ("do", {"action": "light the lantern"}, "> You light the lantern."),
-        ("say", {"words": "Who hums there?"}, '> You say "Who hums there?"'),
+        ("do", {"action": "light the lantern"}, "> alice lights the lantern."),
+        ("say", {"words": "Who hums there?"}, '> alice says "Who hums there?"'),
         ("story", {"text": "A heron lifts from the reeds."}, "A heron lifts from the reeds."),
         ("continue", {}, "⏩ *alice lets the story go on.*"),
     ],
@@ -101,12 +101,12 @@ async def test_two_players_at_once_are_queued_and_played_in_order(env, fake_mode
             break
         await asyncio.sleep(0.05)
     await env.done()
-    assert queued.startswith("⏳ Queued behind 1 turn") or queued == '> You say "Show yourself!"'
+    assert queued.startswith("⏳ Queued behind 1 turn") or queued == '> bob says "Show yourself!"'
     assert env.narration(thread)[-2:] == [
         "Alice's lantern flares blue and the humming stops.",
         "Bob's shout rolls over the marsh.",
     ]
-    assert env.fake.message(second.original_message_id).content == '> You say "Show yourself!"'
+    assert env.fake.message(second.original_message_id).content == '> bob says "Show yourself!"'
 
 
 async def test_a_failed_turn_offers_retry_and_saves_nothing(env, fake_model):
@@ -219,6 +219,7 @@ async def test_sync_registers_the_commands_and_start_does_not(env):
         "adventure",
         "branch",
         "card",
+        "character",
         "continue",
         "do",
         "edit",
@@ -228,6 +229,7 @@ async def test_sync_registers_the_commands_and_start_does_not(env):
         "instructions",
         "memory",
         "note",
+        "party",
         "profile",
         "recap",
         "redo",

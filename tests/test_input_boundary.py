@@ -41,10 +41,10 @@ async def test_an_action_with_nul_plays(env, fake_model):
     fake_model.queue(Reply(text="The door groans open.", delay=0.005))
     record = await env.fake.slash(env.alice, thread, "do", action="open\x00 the door\x00")
     await env.done()
-    assert answer(env, record) == "> You open the door."
+    assert answer(env, record) == "> alice opens the door."
     assert env.narration(thread)[-1] == "The door groans open."
     assert (await stored_story(env, thread))[-2:] == [
-        "> You open the door.",
+        "> alice opens the door.",
         "The door groans open.",
     ]
 
@@ -56,9 +56,9 @@ async def test_an_action_with_a_lone_surrogate_reaches_the_model_and_plays(env, 
     fake_model.queue(Reply(text="The rune flickers.", delay=0.005))
     record = await env.fake.slash(env.alice, thread, "do", action="trace the rune \ud800 twice")
     await env.done()
-    assert answer(env, record) == "> You trace the rune \ufffd twice."
+    assert answer(env, record) == "> alice traces the rune \ufffd twice."
     sent = fake_model.requests[-1]["messages"][-1]["content"]
-    assert "trace the rune \ufffd twice" in sent
+    assert "traces the rune \ufffd twice" in sent
     assert env.narration(thread)[-1] == "The rune flickers."
 
 

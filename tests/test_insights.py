@@ -379,7 +379,7 @@ def assert_insights_message(env: DiscordEnv, message_id: int, report: ContextRep
     prompt = next(a for a in message.attachments if a.filename == "turn-1-prompt.txt")
     text = prompt.content.decode()
     assert "=== system ===" in text and "=== user ===" in text
-    assert "> You light the lantern." in text
+    assert "> alice lights the lantern." in text
 
 
 async def test_slash_insights_answers_privately_with_the_sections_and_the_prompt(

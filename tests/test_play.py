@@ -71,7 +71,7 @@ async def test_two_players_at_once_are_played_in_order(db, provider, fake_model)
     assert rest_second[-1].result.version == rest_first[-1].result.version + 1
     # The second turn was written after the first and saw it.
     prompt = fake_model.requests[-1]["messages"][-1]["content"]
-    assert prompt.index("Alice's lantern flares.") < prompt.index('> You say "Hello?"')
+    assert prompt.index("Alice's lantern flares.") < prompt.index('> Bob says "Hello?"')
 
 
 async def test_a_full_queue_says_so(db, provider, fake_model):
@@ -129,7 +129,7 @@ async def test_a_turn_cut_off_by_a_dead_process_is_reported_and_retried(db, prov
     fake_model.queue("You cross at last.")
     retried = await collect(alive.retry_request(ALICE, 40, 301, new_request_id=303))
     assert isinstance(retried[-1], TurnDone)
-    assert retried[-1].result.action_text == "> You cross the bridge."
+    assert retried[-1].result.action_text == "> Alice crosses the bridge."
     async with db.session() as session:
         rows = await session.execute(select(RequestRecord.interaction_id, RequestRecord.status))
         statuses = dict(rows.all())
@@ -192,9 +192,10 @@ async def test_a_process_dying_right_after_storing_a_turn_leaves_it_done_not_int
             select(StoryNode.id).where(StoryNode.text == "The bridge holds.")
         )
         assert (request.status, request.result) == ("done", {"version": 1, "node": node})
-        assert (
-            await session.scalar(select(func.count()).where(StoryNode.text == "> You cross.")) == 1
+        written = await session.scalar(
+            select(func.count()).where(StoryNode.text == "> Alice crosses.")
         )
+        assert written == 1
 
     resume.set()
     assert isinstance((await turn)[-1], TurnDone)

@@ -68,7 +68,7 @@ async def test_the_same_interaction_twice_plays_one_turn(env, fake_model, caplog
     assert await narrator_turns(env, thread) == 2  # the opening and the one turn
     assert repeats_seen(caplog, record.id) in (["running", "done"], ["queued", "done"])
     # The first delivery's answer stands, and the story shows the turn once.
-    assert env.fake.message(record.original_message_id).content == "> You light the lantern."
+    assert env.fake.message(record.original_message_id).content == "> alice lights the lantern."
     assert env.narration(thread)[1:] == [REPLY]
     bot_messages = [m for m in env.fake.messages(thread) if m.author_id == env.bot.user.id]
     assert len(bot_messages) == 3  # the opening, the action line, the narration
@@ -97,6 +97,6 @@ async def test_the_same_interaction_with_another_action_is_refused_politely(
     assert refusal.visible_to == env.alice
     assert refusal.content.startswith("⚠ This arrived as a repeat of an earlier action")
     assert "was not played" in refusal.content
-    assert env.fake.message(record.original_message_id).content == "> You light the lantern."
+    assert env.fake.message(record.original_message_id).content == "> alice lights the lantern."
     assert env.narration(thread)[1:] == [REPLY]
     assert warnings(caplog) == []

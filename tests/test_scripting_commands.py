@@ -234,4 +234,4 @@ async def test_insights_shows_a_broken_scripts_error_and_logs(env, fake_model):
     (field,) = [f for f in embed["fields"] if f["name"] == "Script logs"]
     assert "onInput · Fragile" in field["value"]
     assert "error: onInput · Fragile: ReferenceError" in field["value"]
-    assert "checking 16" in field["value"]
+    assert "checking 17" in field["value"]  # the input "\n> bob wades in.\n"

@@ -163,7 +163,7 @@ async def test_undo_marks_the_turn_and_redo_brings_it_back(env, fake_model):
     assert "Undone" in two.embeds[0]["description"] and two.buttons == []
     # The player's action that the turn answered is marked too.
     action = env.fake.message(two_action.original_message_id)
-    assert action.content == "> You two." and "Undone" in action.embeds[0]["description"]
+    assert action.content == "> alice twos." and "Undone" in action.embeds[0]["description"]
     # The buttons moved to the turn the story stands on, with Redo.
     one = env.fake.message(one.id)
     assert labels(one) == ["Continue", "Retry", "Undo", "Redo", "Insights"]

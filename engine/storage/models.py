@@ -276,6 +276,23 @@ class Adventure(SteeringFields, table=True):
     started_at: datetime = _when()
 
 
+class Character(SQLModel, table=True):
+    """A player's character in one adventure (``engine.characters``): the name their actions
+    are written with in group play, and a line about them the narrator reads in the party."""
+
+    __tablename__: ClassVar[str] = "characters"
+    __table_args__ = (UniqueConstraint("adventure_id", "user_id", name="uq_characters_player"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    adventure_id: int = _fk("adventures.id", ondelete="CASCADE", nullable=False)
+    # The player's own data: it goes with them (/profile delete).
+    user_id: int = _fk("users.id", ondelete="CASCADE", nullable=False, big=True)
+    name: str = Field(sa_column=Column(String(40), nullable=False))
+    about: str = _text()
+    created_at: datetime = _when()
+    updated_at: datetime = _when()
+
+
 class AdventureCard(CardFields, table=True):
     __tablename__: ClassVar[str] = "adventure_cards"
 
