@@ -45,6 +45,7 @@ def test_a_group_plays_in_the_thread_start_opens(tmp_path, fake_model):
         "Player › /as ann",
         "(Typing as ann, who joins the server now as a plain member.)",
         "ann › /do light the lantern",
+        "> ann lights the lantern.",
         "Ann's lantern flares blue.",
         "bob › /do whistle back",
         "Bob's whistle answers from the reeds.",
@@ -63,10 +64,10 @@ def test_a_group_plays_in_the_thread_start_opens(tmp_path, fake_model):
     # for exactly those three.
     assert len(fake_model.requests) == 3
     assert out.count("A heron lifts off the water.") == 1
-    # Each member's action reached the narrator with the turn it asked for.
+    # Each member's action reached the narrator under their name, with the turn it asked for.
     prompts = [str(request) for request in fake_model.requests]
-    assert "light the lantern" in prompts[0]
-    assert "whistle back" in prompts[1]
+    assert "> ann lights the lantern." in prompts[0]
+    assert "> bob whistles back." in prompts[1]
 
 
 def test_the_group_console_takes_its_thread_up_again_on_the_next_run(tmp_path, fake_model):

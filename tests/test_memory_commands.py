@@ -194,9 +194,9 @@ async def test_recap_gives_a_latecomer_the_summary_and_the_latest_turns_privatel
     text = embed["description"]
     assert "**The story so far**\nMira left." in text
     newest = [
-        "> You wade in.",
+        "> alice wades in.",
         "A heron lifts off the black water.",
-        "> You listen.",
+        "> alice listens.",
         "The bell rings once.",
     ]
     assert text.endswith("\n\n".join(newest))
