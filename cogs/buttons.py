@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import discord
 
+from cogs.acting import ActButton, action_buttons
 from cogs.bot_permissions import Does
 from cogs.context import actor_of, channel_id_of
 from cogs.insights import show_insights_safely
@@ -350,7 +351,8 @@ def turn_buttons(
     can_redo: bool = False,
 ) -> discord.ui.View:
     """The newest turn's buttons. Under a narrator turn (``node_id``): Retry, Undo and 🔍
-    Insights too, and the take pager ‹ n/m › once it has more than one take. Every story
+    Insights too, and the take pager ‹ n/m › once it has more than one take. Last, Do, Say
+    and Story, each opening a form for an action (``cogs.acting``). Every story
     button carries ``version``: pressed under an older turn, or twice, it changes nothing.
     Dynamic items only, so that sending the view stores nothing in discord.py's view store."""
     view = discord.ui.View(timeout=None)
@@ -369,6 +371,8 @@ def turn_buttons(
         view.add_item(
             TakeButton(adventure_id, version, node_id, take + 1, "n", disabled=take >= takes)
         )
+    for button in action_buttons(adventure_id):
+        view.add_item(button)
     return view
 
 
@@ -379,6 +383,7 @@ def retry_button(request_id: int) -> discord.ui.View:
 
 
 DYNAMIC_ITEMS = (
+    ActButton,
     ContinueButton,
     RetryButton,
     InsightsButton,

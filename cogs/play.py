@@ -9,12 +9,12 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
+from cogs.acting import act_here
 from cogs.content import fit_embed, fit_text
-from cogs.context import actor_of, channel_id_of, place_of, runs_adventures
+from cogs.context import actor_of, channel_id_of, place_of
 from cogs.errors import on_app_command_error
-from cogs.replies import defer_request, reply
-from cogs.threads import adventures_in_threads, give_up_thread, open_adventure_thread
-from engine.actions import ActionType, PlayerAction
+from cogs.threads import give_up_thread, open_adventure_thread
+from engine.actions import ActionType
 from engine.formats.draft import question_for
 from engine.play import StartPlan, ThreadAdventure
 from engine.sanitise import echo
@@ -33,6 +33,7 @@ HELP = """\
 `/say <words>` speak: `/say Hello` → *> You say "Hello."*
 `/story <text>` add to the story in your own words
 `/continue` or the ⏩ button: let the narrator go on
+✋ Do, 💬 Say, 📜 Story buttons under the newest turn: type your action in a form
 
 **Play together** (in a server, actions carry your character's name)
 `/character set name: [about:]`: your character here → *> Ann draws her sword.*
@@ -181,7 +182,7 @@ class PlayCog(commands.Cog):
         action: app_commands.Range[str, 1, ACTION_LIMIT],
     ) -> None:
         """Do something in the story."""
-        await self._act(interaction, ActionType.DO, action)
+        await act_here(interaction, ActionType.DO, action)
 
     @app_commands.command(name="say")
     @app_commands.describe(words="What you say, e.g. “Who goes there?”")
@@ -191,7 +192,7 @@ class PlayCog(commands.Cog):
         words: app_commands.Range[str, 1, ACTION_LIMIT],
     ) -> None:
         """Say something in the story."""
-        await self._act(interaction, ActionType.SAY, words)
+        await act_here(interaction, ActionType.SAY, words)
 
     @app_commands.command(name="story")
     @app_commands.describe(text="Text to add to the story as written")
@@ -201,12 +202,12 @@ class PlayCog(commands.Cog):
         text: app_commands.Range[str, 1, ACTION_LIMIT],
     ) -> None:
         """Add to the story in your own words."""
-        await self._act(interaction, ActionType.STORY, text)
+        await act_here(interaction, ActionType.STORY, text)
 
     @app_commands.command(name="continue")
     async def continue_(self, interaction: discord.Interaction[CampfireBot]) -> None:
         """Let the narrator go on."""
-        await self._act(interaction, ActionType.CONTINUE, "")
+        await act_here(interaction, ActionType.CONTINUE, "")
 
     @app_commands.command(name="help")
     async def help(self, interaction: discord.Interaction[CampfireBot]) -> None:
@@ -214,37 +215,6 @@ class PlayCog(commands.Cog):
         # An embed: the whole guide is longer than a message's 2000 characters.
         guide = discord.Embed(title="How to play", description=HELP)
         await interaction.response.send_message(embed=fit_embed(guide), ephemeral=True)
-
-    async def _act(
-        self, interaction: discord.Interaction[CampfireBot], kind: ActionType, text: str
-    ) -> None:
-        play = self.bot.services.play
-        channel_id = channel_id_of(interaction)
-        # Acknowledged before the database is asked anything (Discord's 3 seconds); privately
-        # where no adventure is likely to run, since the answer will most likely be that: as
-        # this process last saw the place, or, unseen, by its kind (adventures run in threads
-        # and DMs; a server's text channel only points to its threads).
-        likely = play.places.expects_adventure(channel_id, unknown=runs_adventures(interaction))
-        await defer_request(interaction, ephemeral=not likely)
-        events = play.act(
-            actor_of(interaction),
-            channel_id,
-            PlayerAction(kind, text, interaction.user.id),
-            request_id=interaction.id,
-        )
-        await self.bot.narrator.show(interaction, events, nothing_here=self._nothing_here)
-
-    async def _nothing_here(self, interaction: discord.Interaction) -> None:
-        """An action where no adventure runs (the interaction is acknowledged): in a channel
-        whose adventures run in threads of it, the player is pointed to them (archived ones
-        reopened); else told to /start. Privately, either way."""
-        adventures = await self.bot.services.play.adventures_from(channel_id_of(interaction))
-        if adventures:
-            pointer = await adventures_in_threads(self.bot, adventures)
-            if pointer is not None:
-                await reply(interaction, pointer)
-                return
-        await reply(interaction, "There is no adventure running here. Start one with `/start`.")
 
 
 # --- what /start asks ---------------------------------------------------------------------------

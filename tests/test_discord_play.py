@@ -13,6 +13,9 @@ from tests.discord_env import DiscordEnv, answered
 from tests.fakes.openai_server import Reply
 from tests.helpers import forget_where_buttons_are
 
+#: The buttons that open a form for an action, last under every newest turn.
+ACT = ["Do", "Say", "Story"]
+
 
 async def test_start_in_a_channel_opens_a_thread_with_the_opening(env: DiscordEnv):
     thread = await env.start_thread()
@@ -21,7 +24,7 @@ async def test_start_in_a_channel_opens_a_thread_with_the_opening(env: DiscordEn
     (opening,) = env.narration(thread)
     assert opening.startswith("Dusk settles over the valley")
     buttons = env.fake.last_message(thread).buttons
-    assert [label for label, _, _ in buttons] == ["Continue"]
+    assert [label for label, _, _ in buttons] == ["Continue", *ACT]
 
 
 async def test_start_in_a_dm_is_a_solo_adventure(env: DiscordEnv):

@@ -20,6 +20,9 @@ from engine.storage.database import Database
 from engine.storage.models import ActionType, Adventure, Role, Scenario, StoryNode
 from tests.discord_env import DiscordEnv
 
+#: The buttons that open a form for an action, last under every newest turn.
+ACT = ["Do", "Say", "Story"]
+
 CHANNEL = 4242
 HEAVY = ("prompt_snapshot", "context_report", "state_report", "reasoning", "state_before")
 
@@ -401,7 +404,13 @@ async def test_the_insights_button_under_a_turn_gives_the_same(env: DiscordEnv, 
     thread = await play_one_turn(env, fake_model)
     report = await stored_report(env, thread)
     narration = env.fake.last_message(thread)
-    assert [label for label, _, _ in narration.buttons] == ["Continue", "Retry", "Undo", "Insights"]
+    assert [label for label, _, _ in narration.buttons] == [
+        "Continue",
+        "Retry",
+        "Undo",
+        "Insights",
+        *ACT,
+    ]
     (custom_id,) = [c for label, c, _ in narration.buttons if label == "Insights"]
     assert custom_id.startswith("cf:insights:")
     press = await env.fake.press(env.bob, narration.id, label="Insights")

@@ -16,6 +16,9 @@ from cogs.earlier_messages import message_at
 from engine.storage.models import StoryMessage
 from tests.discord_env import DiscordEnv, campfire_on_standin, crash, restarted
 
+#: The buttons that open a form for an action, last under every newest turn.
+ACT = ["Do", "Say", "Story"]
+
 # The interaction token lasts 15 minutes (discord-api-docs, "Receiving and Responding").
 PAST_THE_TOKEN = 16 * 60
 OLD_MESSAGE_EDITS = DiscordError(
@@ -52,7 +55,14 @@ async def test_undo_marks_a_turn_whose_interaction_token_expired(env, fake_model
     assert undone(env.fake.message(two_action.id))
     two = env.fake.message(two.id)
     assert undone(two) and two.buttons == []
-    assert labels(env.fake.message(one.id)) == ["Continue", "Retry", "Undo", "Redo", "Insights"]
+    assert labels(env.fake.message(one.id)) == [
+        "Continue",
+        "Retry",
+        "Undo",
+        "Redo",
+        "Insights",
+        *ACT,
+    ]
 
     await env.fake.press(env.alice, one.id, label="Redo")
     await env.done()

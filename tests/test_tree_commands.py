@@ -14,6 +14,9 @@ from tests.discord_env import DiscordEnv, answered
 from tests.fakes.openai_server import Reply
 from tests.helpers import forget_where_buttons_are
 
+#: The buttons that open a form for an action, last under every newest turn.
+ACT = ["Do", "Say", "Story"]
+
 
 async def adventure_here(env: DiscordEnv, channel_id: int) -> Adventure:
     async with env.bot.services.db.session() as session:
@@ -66,14 +69,14 @@ async def test_retry_adds_a_take_and_the_pager_shows_each_in_place(env, fake_mod
     thread = await env.start_thread()
     fake_model.queue("The first telling.", Reply(text="The second telling.", delay=0.005))
     first, _ = await act(env, thread, env.alice, "listen")
-    assert labels(first) == ["Continue", "Retry", "Undo", "Insights"]
+    assert labels(first) == ["Continue", "Retry", "Undo", "Insights", *ACT]
 
     pressed = await env.fake.press(env.alice, first.id, label="Retry")
     await env.done()
     assert "another take" in answer(env, pressed).content
     newest = env.fake.last_message(thread)
     assert newest.content == "The second telling."
-    assert labels(newest) == ["Continue", "Retry", "Undo", "Insights", "‹", "2/2", "›"]
+    assert labels(newest) == ["Continue", "Retry", "Undo", "Insights", "‹", "2/2", "›", *ACT]
     # The earlier take's message says where the story went and loses its buttons.
     first = env.fake.message(first.id)
     assert first.buttons == [] and "Retried" in first.embeds[0]["description"]
@@ -166,7 +169,7 @@ async def test_undo_marks_the_turn_and_redo_brings_it_back(env, fake_model):
     assert action.content == "> alice twos." and "Undone" in action.embeds[0]["description"]
     # The buttons moved to the turn the story stands on, with Redo.
     one = env.fake.message(one.id)
-    assert labels(one) == ["Continue", "Retry", "Undo", "Redo", "Insights"]
+    assert labels(one) == ["Continue", "Retry", "Undo", "Redo", "Insights", *ACT]
 
     await env.fake.press(env.alice, one.id, label="Redo")
     await env.done()
@@ -285,7 +288,7 @@ async def test_undoing_back_to_the_opening_puts_its_buttons_back(env, fake_model
     await env.fake.slash(env.alice, thread, "undo")
     await env.done()
     # The opening cannot be retried or undone; the story can go on from it, or be redone.
-    assert labels(env.fake.message(opening.id)) == ["Continue", "Redo"]
+    assert labels(env.fake.message(opening.id)) == ["Continue", "Redo", *ACT]
     refused = await env.fake.slash(env.alice, thread, "undo")
     assert "opening" in await refusal(env, refused)
     refused = await env.fake.slash(env.alice, thread, "retry")
