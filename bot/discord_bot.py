@@ -36,6 +36,7 @@ EXTENSIONS: tuple[str, ...] = (
     "cogs.profile",
     "cogs.membership",
     "cogs.server",
+    "cogs.host",
 )
 
 #: How often expired turn leases are looked for (a process died mid-turn).

@@ -13,6 +13,7 @@ from engine.coordination.instance import Instance, InstanceTaken, this_process
 from engine.coordination.jobs import JobLeases
 from engine.crypto import SecretBox
 from engine.formats.draft import ImportLimits
+from engine.host_controls import HostControls
 from engine.insights import Insights
 from engine.leases import TurnLeases
 from engine.memory.bank import MemoryBank
@@ -72,6 +73,8 @@ class Services:
     scripts: ScriptService
     #: Which Discord messages show which story node (cogs: narration).
     message_links: MessageLinks
+    #: The host's lock, mutes, transfer and rewrite rights (cogs: host).
+    host_controls: HostControls
     #: Who this process is in lease rows; held (its lock in the data folder) until closing.
     instance: Instance
 
@@ -224,5 +227,6 @@ async def build_services(settings: Settings) -> Services:
             max_chars=settings.max_script_chars,
         ),
         message_links=MessageLinks(db),
+        host_controls=HostControls(db),
         instance=instance,
     )
