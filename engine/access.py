@@ -323,13 +323,13 @@ async def _held_back(
     who = f"{host} (the host)" if host else "the host"
     if muting is not None and muting.kicked:
         return NotAllowed(
-            f"You were removed from this adventure by {who}: you cannot {what} here any more. "
-            "Nothing was changed."
+            f"You were removed from this adventure: you cannot {what} here unless {who} lets "
+            "you back in. Nothing was changed."
         )
     if muting is not None:
         return NotAllowed(
-            f"You were muted in this adventure by {who}: you cannot {what} here until you are "
-            "unmuted. Nothing was changed."
+            f"You were muted in this adventure: you cannot {what} here until {who} unmutes "
+            "you. Nothing was changed."
         )
     if adventure.locked:
         return NotAllowed(

@@ -107,7 +107,7 @@ async def test_a_muted_player_may_not_act_until_unmuted(env, fake_model):
     said = await announced(env, thread, env.bob, "host mute", player=carol)
     assert "🔇" in said and "bob muted carol" in said
     text = await refused(env, await env.fake.slash(carol, thread, "do", action="shout"))
-    assert "You were muted" in text and "bob (the host)" in text
+    assert "You were muted" in text and "until bob (the host) unmutes you" in text
     # Her own turn is no longer hers to undo either.
     text = await refused(env, await env.fake.slash(carol, thread, "undo"))
     assert "You were muted" in text
@@ -144,7 +144,8 @@ async def test_a_kicked_player_may_not_act_nor_rewrite_their_own_turns(env, fake
         await env.fake.press(carol, button.id, label="Retry"),
     ]
     for attempt in attempts:
-        assert "You were removed from this adventure" in await refused(env, attempt)
+        text = await refused(env, attempt)
+        assert "You were removed from this adventure" in text and "bob (the host)" in text
     after = await adventure_here(env, thread)
     assert (after.version, after.head_node_id) == (before.version, before.head_node_id)
     assert len(fake_model.requests) == asked
@@ -173,9 +174,12 @@ async def test_transfer_passes_the_host_controls(env, fake_model):
     assert "not a member" in text
     assert (await adventure_here(env, thread)).host_id == env.bob
 
+    await announced(env, thread, env.bob, "host mute", player=carol)
     said = await announced(env, thread, env.bob, "host transfer", player=carol)
     assert "👑" in said and "bob made carol the host" in said
     assert (await adventure_here(env, thread)).host_id == carol
+    async with env.bot.services.db.session() as session:  # a host is never muted
+        assert await session.scalar(select(func.count()).select_from(MutedPlayer)) == 0
 
     # The new host may lock; the old one may not undo it.
     said = await announced(env, thread, carol, "host lock")
