@@ -37,6 +37,7 @@ EXTENSIONS: tuple[str, ...] = (
     "cogs.profile",
     "cogs.membership",
     "cogs.server",
+    "cogs.host",
 )
 
 #: How often expired turn leases are looked for (a process died mid-turn).

@@ -14,6 +14,7 @@ from engine.coordination.instance import Instance, InstanceTaken, this_process
 from engine.coordination.jobs import JobLeases
 from engine.crypto import SecretBox
 from engine.formats.draft import ImportLimits
+from engine.host_controls import HostControls
 from engine.insights import Insights
 from engine.leases import TurnLeases
 from engine.memory.bank import MemoryBank
@@ -75,6 +76,8 @@ class Services:
     message_links: MessageLinks
     #: Players' characters and the party (cogs: characters).
     characters: CharacterService
+    #: The host's lock, mutes, transfer and rewrite rights (cogs: host).
+    host_controls: HostControls
     #: Who this process is in lease rows; held (its lock in the data folder) until closing.
     instance: Instance
 
@@ -228,5 +231,6 @@ async def build_services(settings: Settings) -> Services:
         ),
         message_links=MessageLinks(db),
         characters=CharacterService(db),
+        host_controls=HostControls(db),
         instance=instance,
     )

@@ -44,6 +44,11 @@ HELP = """\
 `/card add|edit|remove|list`: story cards, brought in when their keys come up
 `/adventure settings`: context size, reply length, temperature
 
+**Host controls** (the host and server managers; anyone may `/host show`)
+`/host lock|unlock`: while locked, only the host and managers act
+`/host mute|unmute|kick player:`: who may not act here; `/host transfer player:` a new host
+`/host rights retry:author|host|anyone`: who may retry, undo and edit turns
+
 **World state** (in scenarios that track it)
 `/state show`: health, trust, flags and the rest, with what each number means
 `/state set <path> <value>`: correct a value (the host and server managers)

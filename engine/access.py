@@ -10,9 +10,15 @@ The rules, in words:
 - **Steering** (author's note, plot essentials, AI instructions, cards, settings, memories, the
   summary, world-state corrections): the adventure's host, and members who manage the server.
 - **Rewriting a turn** (retry, undo, edit, choose a take): the player whose action it answers,
-  the host, and members who manage the server or its messages.
+  the host, and members who manage the server or its messages. The host may make it the host
+  and those members alone, or anyone in the adventure's place (``/host rights``).
 - **The story's shape** (branches, save points): the host, and members who manage the server
   or its messages.
+- **Host controls** (``/host``: lock, mute, kick, transfer, rights) in a server adventure: the
+  host, and members who manage the server or its messages; anyone may read them. They never
+  bind those who hold them: while an adventure is locked, only they act (play, retry, rewrite
+  turns); a muted or kicked player does neither. A host passes the adventure only to a member
+  of its place who has used Campfire, never to a bot.
 - **Scripts** are code that runs every turn: members who manage the server. The same right
   brings scripts in with a new adventure (an import, or a player's own scenario started in a
   server; the server's library and shipped scenarios were vetted when they came in), and reads
@@ -40,7 +46,17 @@ from sqlmodel import col
 
 from engine.coordination.requests import DONE, NEVER_PLAYED, RETRIED
 from engine.errors import InvalidInput, NotAllowed, NotFound, StoryMovedOn
-from engine.storage.models import Adventure, RequestRecord, Role, Scenario, Server, StoryNode, User
+from engine.storage.models import (
+    Adventure,
+    MutedPlayer,
+    RequestRecord,
+    RewriteRight,
+    Role,
+    Scenario,
+    Server,
+    StoryNode,
+    User,
+)
 
 #: The answer wherever a command needs an adventure and the channel has none.
 NO_ADVENTURE = "There is no adventure running here. Start one with /start."
@@ -138,16 +154,50 @@ def may_steer(adventure: Adventure, actor: Actor) -> bool:
     )
 
 
-def may_rewrite(adventure: Adventure, actor: Actor, author_id: int | None) -> bool:
-    """Retry, undo, edit or choose a take of a turn whose action ``author_id`` wrote."""
+def _leads(adventure: Adventure, actor: Actor) -> bool:
+    """The host of a server adventure, or a member who manages the server or its messages:
+    those whom host controls never bind."""
+    return actor.is_story_manager or (
+        adventure.host_id is not None and actor.user_id == adventure.host_id
+    )
+
+
+def may_rewrite(
+    adventure: Adventure, actor: Actor, author_id: int | None, *, muted: bool = False
+) -> bool:
+    """Retry, undo, edit or choose a take of a turn whose action ``author_id`` wrote;
+    ``muted``: the host muted or kicked ``actor`` here."""
     if adventure.server_id is None:
         return actor.user_id in {adventure.owner_id, adventure.host_id, author_id} - {None}
-    return actor.is_story_manager or actor.user_id in {adventure.host_id, author_id} - {None}
+    if _leads(adventure, actor):
+        return True
+    if adventure.locked or muted:
+        return False
+    if adventure.rewrite_right == RewriteRight.ANYONE:
+        return True
+    if adventure.rewrite_right == RewriteRight.HOST:
+        return False
+    return author_id is not None and actor.user_id == author_id
 
 
 def may_shape_story(adventure: Adventure, actor: Actor) -> bool:
     """Branches and save points move everyone's story."""
-    return may_rewrite(adventure, actor, None)
+    if adventure.server_id is None:
+        return _owns_dm_story(adventure, actor)
+    return _leads(adventure, actor)
+
+
+def may_act(adventure: Adventure, actor: Actor, *, muted: bool = False) -> bool:
+    """Play in the adventure (do, say, story, continue, a Retry button's action); ``muted``:
+    the host muted or kicked ``actor`` here. In a DM the player is alone."""
+    if adventure.server_id is None or _leads(adventure, actor):
+        return True
+    return not adventure.locked and not muted
+
+
+def may_host(adventure: Adventure, actor: Actor) -> bool:
+    """Lock, mute, kick, pass the adventure on, choose who may rewrite turns."""
+    return adventure.server_id is not None and _leads(adventure, actor)
 
 
 def may_script(adventure: Adventure, actor: Actor) -> bool:
@@ -263,15 +313,71 @@ async def turn_author(session: AsyncSession, node: StoryNode) -> int | None:
     return None
 
 
+async def muting_of(
+    session: AsyncSession, adventure: Adventure, user_id: int
+) -> MutedPlayer | None:
+    """The host's mute (or kick) of ``user_id`` in ``adventure``, if any."""
+    if adventure.id is None or adventure.server_id is None:
+        return None
+    return await session.get(MutedPlayer, (adventure.id, user_id))
+
+
+async def _held_back(
+    session: AsyncSession, adventure: Adventure, muting: MutedPlayer | None, what: str
+) -> NotAllowed | None:
+    """The refusal of a host control that binds the actor (``what``: "act", "retry, undo or
+    edit turns"), naming the host; None when none does."""
+    host = await _host_name(session, adventure)
+    who = f"{host} (the host)" if host else "the host"
+    if muting is not None and muting.kicked:
+        return NotAllowed(
+            f"You were removed from this adventure: you cannot {what} here unless {who} lets "
+            "you back in. Nothing was changed."
+        )
+    if muting is not None:
+        return NotAllowed(
+            f"You were muted in this adventure: you cannot {what} here until {who} unmutes "
+            "you. Nothing was changed."
+        )
+    if adventure.locked:
+        return NotAllowed(
+            f"🔒 This adventure is locked: only {who} and members who can manage the server or "
+            f"its messages can {what} now. Nothing was changed."
+        )
+    return None
+
+
+async def check_may_act(session: AsyncSession, adventure: Adventure, actor: Actor) -> None:
+    """Play in the adventure: refused while it is locked, or to a muted or kicked player."""
+    if adventure.server_id is None or _leads(adventure, actor):
+        return  # no host control binds them: nothing to look up
+    muting = await muting_of(session, adventure, actor.user_id)
+    if may_act(adventure, actor, muted=muting is not None):
+        return
+    refusal = await _held_back(session, adventure, muting, "act")
+    assert refusal is not None  # locked, muted or kicked: one of them refused
+    raise refusal
+
+
 async def check_may_rewrite(
     session: AsyncSession, adventure: Adventure, node: StoryNode, actor: Actor
 ) -> None:
-    if may_rewrite(adventure, actor, await turn_author(session, node)):
+    author = await turn_author(session, node)
+    muting = await muting_of(session, adventure, actor.user_id)
+    if may_rewrite(adventure, actor, author, muted=muting is not None):
         return
     if adventure.server_id is None:
         raise NotAllowed("Only this adventure's player can change its turns.")
+    refusal = await _held_back(session, adventure, muting, "retry, undo or edit turns")
+    if refusal is not None:
+        raise refusal
     host = await _host_name(session, adventure)
     who = f"{host} (the host)" if host else "the adventure's host"
+    if adventure.rewrite_right == RewriteRight.HOST:
+        raise NotAllowed(
+            f"In this adventure only {who} and members who can manage the server or its "
+            "messages can retry, undo or edit turns."
+        )
     raise NotAllowed(
         f"Only the player who wrote that turn, {who} and members who can manage the server or "
         "its messages can retry, undo or edit it."
@@ -362,6 +468,70 @@ async def check_may_replace(session: AsyncSession, running: Adventure, actor: Ac
         "or its messages can start or import another adventure in its place; nothing was "
         "changed. Use /start in a text channel to open a thread of your own."
     )
+
+
+@dataclass(frozen=True, slots=True)
+class Member:
+    """Someone a host control names, as the front end knows them in the adventure's place."""
+
+    user_id: int
+    name: str
+    #: A member of the server who can see the adventure's place.
+    in_place: bool = True
+    #: Manages the server or its messages there: host controls never bind them.
+    leads: bool = False
+    is_bot: bool = False
+
+
+async def check_may_host(session: AsyncSession, adventure: Adventure, actor: Actor) -> None:
+    if may_host(adventure, actor):
+        return
+    if adventure.server_id is None:
+        raise NotAllowed(
+            "Host controls are for adventures played together in a server; in a DM the story "
+            "is yours alone."
+        )
+    host = await _host_name(session, adventure)
+    who = f"{host} (the host)" if host else "the adventure's host"
+    raise NotAllowed(
+        f"Only {who} and members who can manage the server or its messages can use host "
+        "controls here; nothing was changed. `/host show` says what they set."
+    )
+
+
+def check_may_mute(adventure: Adventure, target: Member) -> None:
+    """Mute or kick ``target``: never the host, a bot, or someone host controls cannot bind."""
+    if target.is_bot:
+        raise InvalidInput(f"{target.name} is a bot: bots do not play; nothing was changed.")
+    if target.user_id == adventure.host_id:
+        raise InvalidInput(
+            f"{target.name} is the host: pass the adventure on with `/host transfer` first; "
+            "nothing was changed."
+        )
+    if target.leads:
+        raise InvalidInput(
+            f"{target.name} can manage the server or its messages here, so host controls do "
+            "not bind them; nothing was changed."
+        )
+
+
+async def check_may_transfer(session: AsyncSession, adventure: Adventure, target: Member) -> None:
+    """Make ``target`` the host: a member of the place who has used Campfire (a user row is
+    made only when its person does something: ``engine.accounts``), not a bot."""
+    if target.is_bot:
+        raise InvalidInput(f"{target.name} is a bot and cannot host; nothing was changed.")
+    if not target.in_place:
+        raise InvalidInput(
+            f"{target.name} is not a member who can see this adventure's channel; the host must "
+            "be someone who can play here. Nothing was changed."
+        )
+    if target.user_id == adventure.host_id:
+        raise InvalidInput(f"{target.name} is already the host; nothing was changed.")
+    if await session.get(User, target.user_id) is None:
+        raise InvalidInput(
+            f"{target.name} has not used Campfire yet: once they have (any command), the "
+            "adventure can pass to them. Nothing was changed."
+        )
 
 
 #: The answer to a story button pressed where another adventure runs than it was drawn for.

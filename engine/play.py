@@ -24,6 +24,7 @@ from engine.access import (
     Actor,
     active_adventure,
     adventure_here,
+    check_may_act,
     check_may_press,
     check_may_retry,
     check_may_retry_request,
@@ -380,11 +381,15 @@ class PlayService:
             # names the next action, not this one waiting in the queue.
             named.append(replace(action, actor=await acting_name(session, adventure, actor)))
 
+        async def allowed(session: AsyncSession, adventure: Adventure) -> None:
+            # The host's lock and mutes, asked before anything of the request is kept.
+            await check_may_act(session, adventure, actor)
+
         def turn(adventure_id: int, fence: Fence) -> AsyncGenerator[TurnEvent, None]:
             return self.turns.play(adventure_id, named[0], fence=fence)
 
         asked = Asked(actor, channel_id, payload, request_id, seen_version, drawn_for)
-        entered = self.intake.enter(asked, [check, name_actor], turn)
+        entered = self.intake.enter(asked, [allowed, check, name_actor], turn)
         async with aclosing(entered) as events:
             async for event in events:
                 yield event

@@ -12,7 +12,9 @@ from engine.access import (
     Actor,
     check_may_choose_importers,
     check_may_retry_request,
+    may_act,
     may_bring_scripts,
+    may_host,
     may_import,
     may_press,
     may_read_scenario_scripts,
@@ -26,7 +28,7 @@ from engine.access import (
     may_steer,
 )
 from engine.errors import NotAllowed, NotFound, StoryMovedOn
-from engine.storage.models import Adventure, RequestRecord, Scenario
+from engine.storage.models import Adventure, RequestRecord, RewriteRight, Scenario
 from tests.discord_env import DiscordEnv, answered
 
 SERVER, OTHER_SERVER = 900, 901
@@ -96,6 +98,66 @@ def test_once_the_host_has_left_only_managers_steer():
     assert not may_steer(ORPHANED_ADVENTURE, MESSAGE_MANAGER)
     assert may_steer(ORPHANED_ADVENTURE, SERVER_MANAGER)
     assert may_shape_story(ORPHANED_ADVENTURE, MESSAGE_MANAGER)
+
+
+# --- host controls -----------------------------------------------------------------------------
+
+
+def hosted(*, locked: bool = False, right: RewriteRight = RewriteRight.AUTHOR) -> Adventure:
+    return Adventure(
+        id=10,
+        title="t",
+        server_id=SERVER,
+        host_id=HOST,
+        locked=locked,
+        rewrite_right=right,
+    )
+
+
+# Each row: the actor, then whether they may use host controls, and act and rewrite AUTHOR's
+# turn while the adventure is locked.
+HOST_CONTROL_RIGHTS = [
+    pytest.param(HOST_ACTOR, True, True, id="host"),
+    pytest.param(AUTHOR_ACTOR, False, False, id="turn author"),
+    pytest.param(PLAIN, False, False, id="plain member"),
+    pytest.param(SERVER_MANAGER, True, True, id="manage server"),
+    pytest.param(MESSAGE_MANAGER, True, True, id="manage messages"),
+]
+
+
+@pytest.mark.parametrize(("actor", "host", "while_locked"), HOST_CONTROL_RIGHTS)
+def test_host_controls_are_for_the_host_and_managers_and_never_bind_them(actor, host, while_locked):
+    assert may_host(hosted(), actor) is host
+    assert may_act(hosted(), actor)
+    assert may_act(hosted(locked=True), actor) is while_locked
+    assert may_rewrite(hosted(locked=True), actor, AUTHOR) is while_locked
+    # A mute binds only those the controls bind.
+    assert may_act(hosted(), actor, muted=True) is while_locked
+    assert may_rewrite(hosted(), actor, AUTHOR, muted=True) is while_locked
+
+
+@pytest.mark.parametrize(
+    ("right", "author", "plain"),
+    [
+        pytest.param(RewriteRight.AUTHOR, True, False, id="author"),
+        pytest.param(RewriteRight.HOST, False, False, id="host"),
+        pytest.param(RewriteRight.ANYONE, True, True, id="anyone"),
+    ],
+)
+def test_who_rewrites_turns_is_the_hosts_choice(right, author, plain):
+    adventure = hosted(right=right)
+    assert may_rewrite(adventure, AUTHOR_ACTOR, AUTHOR) is author
+    assert may_rewrite(adventure, PLAIN, AUTHOR) is plain
+    for leader in (HOST_ACTOR, SERVER_MANAGER, MESSAGE_MANAGER):
+        assert may_rewrite(adventure, leader, AUTHOR)
+    # The story's shape stays the host's and managers' whatever the choice.
+    assert not may_shape_story(adventure, PLAIN)
+
+
+def test_host_controls_mean_nothing_in_a_dm():
+    player = Actor(PLAYER, "wren")
+    assert not may_host(DM_ADVENTURE, player)
+    assert may_act(DM_ADVENTURE, player, muted=True)
 
 
 # --- in a DM -----------------------------------------------------------------------------------

@@ -228,6 +228,7 @@ async def test_sync_registers_the_commands_and_start_does_not(env):
         "edit",
         "essentials",
         "help",
+        "host",
         "insights",
         "instructions",
         "memory",

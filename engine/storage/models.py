@@ -106,6 +106,15 @@ class Role(StrEnum):
     NARRATOR = "narrator"
 
 
+class RewriteRight(StrEnum):
+    """Who besides the host and managers may retry, undo or edit a server adventure's turns
+    (``/host rights``; refereed in ``engine.access.may_rewrite``)."""
+
+    AUTHOR = "author"  # the player whose action the turn answers
+    HOST = "host"  # nobody else
+    ANYONE = "anyone"  # anyone in the adventure's place
+
+
 # --- people and places -------------------------------------------------------------------------
 # Each table's ``__tablename__`` is declared a ``ClassVar[str]``: SQLModel declares it as a
 # ``declared_attr`` (its default names a table after its class), which a plain name is not.
@@ -265,6 +274,13 @@ class Adventure(SteeringFields, table=True):
     max_output_tokens: int | None = None
     temperature: float | None = None
 
+    # Host controls (``engine.host_controls``): while locked only the host and managers act;
+    # who else may retry, undo or edit a turn.
+    locked: bool = False
+    rewrite_right: RewriteRight = Field(
+        default=RewriteRight.AUTHOR, sa_column=Column(String(16), nullable=False)
+    )
+
     # Memory-bank progress, as story positions.
     memory_cursor: int = 0
     summary_cursor: int = 0
@@ -291,6 +307,22 @@ class Character(SQLModel, table=True):
     about: str = _text()
     created_at: datetime = _when()
     updated_at: datetime = _when()
+
+
+class MutedPlayer(SQLModel, table=True):
+    """A player the host muted (or kicked) in one adventure: they may not act there, nor
+    retry, undo or edit turns. ``user_id`` is a Discord id, not a user row: a host may mute
+    someone who never used Campfire, and deleting one's data does not lift a mute."""
+
+    __tablename__: ClassVar[str] = "muted_players"
+
+    adventure_id: int = Field(
+        sa_column=Column(Integer, ForeignKey("adventures.id", ondelete="CASCADE"), primary_key=True)
+    )
+    user_id: int = Field(sa_column=Column(BigInteger, primary_key=True, autoincrement=False))
+    #: Kicked rather than muted: told so when refused, and listed apart.
+    kicked: bool = False
+    created_at: datetime = _when()
 
 
 class AdventureCard(CardFields, table=True):
