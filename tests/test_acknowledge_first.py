@@ -31,6 +31,7 @@ DATA = Path(__file__).parent / "data"
 UNTOUCHED_BEFORE_ACKNOWLEDGING = {
     *("/do", "/say", "/story", "/continue", "/retry", "/undo", "/redo"),
     *(f"button {label}" for label in ("Continue", "Retry", "Undo", "Redo", "‹", "›")),
+    *(f"button {label}" for label in ("Do", "Say", "Story")),
 }
 
 
@@ -142,6 +143,9 @@ async def play_everything(env: DiscordEnv, fake_model: FakeModelServer, p: Playe
     await p.slash(bob, thread, "say", words="Quiet now.")
     await p.slash(alice, thread, "story", text="A dog barks.")
     await p.slash(alice, thread, "continue")
+    for label in ("Do", "Say", "Story"):
+        opened = await p.press(bob, p.story_message(thread, label).id, label=label)
+        await p.submit(bob, opened, {"action": "Someone hums nearby."})
     await p.press(alice, p.story_message(thread, "Continue").id, label="Continue")
     await p.press(alice, p.story_message(thread, "Retry").id, label="Retry")
     await p.press(alice, p.story_message(thread, "‹").id, label="‹")
@@ -215,6 +219,23 @@ async def play_everything(env: DiscordEnv, fake_model: FakeModelServer, p: Playe
     await p.slash(alice, thread, "summary view")
     opened = await p.slash(alice, thread, "summary edit")
     await p.submit(alice, opened, {"text": "Ada crept up on the bandit camp."})
+
+    await p.slash(bob, thread, "recap")
+
+    # --- characters, the party, the host's controls -----------------------------------------
+    await p.slash(bob, thread, "character set", name="Bo", about="The cook's boy.")
+    await p.slash(alice, thread, "character show", player=bob)
+    await p.slash(bob, thread, "party")
+    await p.slash(bob, thread, "host show")
+    await p.slash(alice, thread, "host lock")
+    await p.slash(alice, thread, "host unlock")
+    await p.slash(alice, thread, "host mute", player=bob)
+    await p.slash(alice, thread, "host unmute", player=bob)
+    await p.slash(alice, thread, "host rights", retry="anyone")
+    await p.slash(alice, thread, "host transfer", player=bob)
+    await p.slash(bob, thread, "host transfer", player=alice)
+    await p.slash(alice, thread, "host kick", player=bob)
+    await p.slash(alice, thread, "host unmute", player=bob)
 
     # --- scripts -----------------------------------------------------------------------------
     code = StandinFile("o.js", b"const modifier = (text) => ({ text }); modifier(text);")

@@ -63,8 +63,8 @@ async def test_a_reply_that_never_ends_is_stopped_at_the_time_limit_and_play_goe
             await env.done()
         response = env.fake.message(record.original_message_id)
         assert response.content == (
-            "> You light the lantern.\n⚠ The model was still writing after 0.8 seconds, the most "
-            "one reply may take, so it was stopped. Nothing was saved; press Retry."
+            "> alice lights the lantern.\n⚠ The model was still writing after 0.8 seconds, the "
+            "most one reply may take, so it was stopped. Nothing was saved; press Retry."
         )
         assert [label for label, _, _ in response.buttons] == ["Retry"]
         # What had streamed says where the narration stopped; the connection was dropped.
