@@ -88,3 +88,38 @@ def test_as_belongs_to_the_server_console(tmp_path, fake_model):
     done = run_console(tmp_path, fake_model, "/as\n/as ann\n/quit\n")
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("⚠ /as needs a server: start the console with --server.") == 2
+
+
+def test_the_host_names_players_in_options_and_sees_them_by_name(tmp_path, fake_model):
+    fake_model.queue("Ann waves at the heron.")
+    script = "\n".join(
+        [
+            "/start",
+            "/as ann",
+            "/do wave",
+            "/as Player",
+            "/host mute player:ann",
+            "/as ann",
+            "/do run",
+            "/as Player",
+            "/host mute player:nobody",
+            "/host show",
+            "",
+        ]
+    )
+    done = run_console(tmp_path, fake_model, script, "console", "--server")
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    order = [
+        "Player › /host mute player:ann",
+        "Player muted ann",
+        "ann › /do run",
+        "You were muted in this adventure",
+        "(only ann can see this)",
+        "⚠ player: nobody here is called nobody",
+        "Host: @Player",  # a mention, shown by name as Discord's client shows it
+        "Muted: @ann",
+    ]
+    positions = [out.index(piece) for piece in order]
+    assert positions == sorted(positions), out
+    assert len(fake_model.requests) == 1  # the muted player's action asked the model nothing

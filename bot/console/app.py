@@ -100,7 +100,7 @@ class Console:
     async def handle(self, line: str) -> bool:
         """Act on one typed line; False once the player quits."""
         try:
-            parsed = parse_line(line, self.tree)
+            parsed = parse_line(line, self.tree, self.place.person_named)
         except ConsoleInputError as error:
             self.screen.note(f"⚠ {error}")
             return True

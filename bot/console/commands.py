@@ -11,6 +11,7 @@ open the door                          plain text is /do
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,7 +50,12 @@ class AsInput:
 ConsoleInput = SlashInput | PressInput | QuitInput | AsInput | None
 
 
-def parse_line(line: str, tree: app_commands.CommandTree) -> ConsoleInput:
+def parse_line(
+    line: str,
+    tree: app_commands.CommandTree,
+    people: Callable[[str], int | None] = lambda _name: None,
+) -> ConsoleInput:
+    """``people``: the id of the person a name names, for a user option (``player:bob``)."""
     line = line.strip()
     if not line:
         return None
@@ -66,7 +72,7 @@ def parse_line(line: str, tree: app_commands.CommandTree) -> ConsoleInput:
     if not line.startswith("/"):
         line = f"/do {line}"
     command, rest = _find_command(line[1:], tree)
-    return _options(command, rest)
+    return _options(command, rest, people)
 
 
 def _find_command(text: str, tree: app_commands.CommandTree) -> tuple[app_commands.Command, str]:
@@ -90,7 +96,9 @@ def _find_command(text: str, tree: app_commands.CommandTree) -> tuple[app_comman
     return node, " ".join(words[used:])
 
 
-def _options(command: app_commands.Command, rest: str) -> SlashInput:
+def _options(
+    command: app_commands.Command, rest: str, people: Callable[[str], int | None]
+) -> SlashInput:
     parameters = {p.name: p for p in command.parameters}
     options: dict[str, Any] = {}
     files: dict[str, Path] = {}
@@ -114,7 +122,7 @@ def _options(command: app_commands.Command, rest: str) -> SlashInput:
                 raise ConsoleInputError(f"{name}: there is no file at {path}")
             files[name] = path
         else:
-            options[name] = _convert(parameter, value)
+            options[name] = _convert(parameter, value, people)
     leftover.append(rest[position:])
     free = " ".join(" ".join(leftover).split())
     if free:
@@ -140,8 +148,17 @@ def _options(command: app_commands.Command, rest: str) -> SlashInput:
     return SlashInput(command.qualified_name, options, files)
 
 
-def _convert(parameter: app_commands.Parameter, value: str) -> Any:
+def _convert(
+    parameter: app_commands.Parameter, value: str, people: Callable[[str], int | None]
+) -> Any:
     kind = parameter.type
+    if kind is AppCommandOptionType.user:
+        # As Discord's picker would: a person, here by name (``player:bob`` or ``player:@bob``).
+        name = value.removeprefix("@")
+        found = int(name) if name.isdigit() else people(name)
+        if found is None:
+            raise ConsoleInputError(f"{parameter.name}: nobody here is called {name}")
+        return found
     try:
         if kind is AppCommandOptionType.integer:
             return int(value)

@@ -79,6 +79,19 @@ class Place:
         channel = self.fake.world.channels.get(channel_id)
         return channel.name if channel is not None and channel.name else None
 
+    def person_named(self, name: str) -> int | None:
+        """Whom ``name`` names here: a member of the server (the bot included), or in a DM the
+        console's own user; None when nobody."""
+        world = self.fake.world
+        if not self.server:
+            user = world.users[CONSOLE_USER_ID]
+            return CONSOLE_USER_ID if user.name.casefold() == name.casefold() else None
+        guild = world.guilds[CONSOLE_GUILD_ID]
+        return next(
+            (uid for uid in guild.members if world.users[uid].name.casefold() == name.casefold()),
+            None,
+        )
+
     def members(self) -> list[str]:
         """The server's people in the order they joined, the bot left out."""
         if not self.server:
@@ -93,11 +106,7 @@ class Place:
         if not _MEMBER_NAME.fullmatch(name):
             raise PlaceError("A member's name is 2 to 32 letters, digits, _ or . (no spaces).")
         world = self.fake.world
-        guild = world.guilds[CONSOLE_GUILD_ID]
-        known = next(
-            (uid for uid in guild.members if world.users[uid].name.casefold() == name.casefold()),
-            None,
-        )
+        known = self.person_named(name)
         if known is not None:
             if world.users[known].bot:
                 raise PlaceError(f"{name} is the bot; pick another name.")

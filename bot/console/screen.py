@@ -14,6 +14,7 @@ from typing import Protocol, TextIO
 from bot.standin import MessageRecord
 
 _CHANNEL_MENTION = re.compile(r"<#(\d+)>")
+_USER_MENTION = re.compile(r"<@!?(\d+)>")
 
 
 class Names(Protocol):
@@ -28,13 +29,17 @@ def render(
     message: MessageRecord, files: dict[int, str] | None = None, names: Names | None = None
 ) -> str:
     content = message.content.strip()
-    if names is not None:
-        # As Discord's client shows a channel mention: its name, not its id.
-        content = _CHANNEL_MENTION.sub(
-            lambda m: f"#{names.channel_name(int(m[1])) or m[1]}", content
-        )
     parts = [content] if content else []
     parts.extend(_embed(embed) for embed in message.embeds)
+    if names is not None:
+        # Mentions as Discord's client shows them: a channel's name, a person's @name.
+        parts = [
+            _USER_MENTION.sub(
+                lambda m: f"@{names.name_of(int(m[1]))}",
+                _CHANNEL_MENTION.sub(lambda m: f"#{names.channel_name(int(m[1])) or m[1]}", part),
+            )
+            for part in parts
+        ]
     for attachment in message.attachments:
         where = (files or {}).get(attachment.id, "")
         parts.append(f"📎 {attachment.filename}" + (f" → {where}" if where else ""))
