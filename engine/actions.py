@@ -3,8 +3,11 @@
 ``do``    "open the door"  →  "> You open the door."
 ``say``   "Hello"          →  '> You say "Hello."'
 
-In group play the actor is a character's name and the verb agrees with it:
-"draw my sword" by Ann → "> Ann draws my sword.", "Who goes there?" → '> Ann says "…"'.
+The player's first person past the opening becomes the actor's: "I draw my sword" →
+"> You draw your sword." (as AI Dungeon writes it). In group play the actor is a character's
+name, the verb agrees with it and the player's own words for themselves take the singular
+"they": "draw my sword" by Ann → "> Ann draws their sword.", "Who goes there?" →
+'> Ann says "…"'. Quoted words are speech and kept as typed.
 ``story`` "A storm rolls in." is taken as written.
 ``continue`` adds nothing: the narrator just goes on.
 """
@@ -85,7 +88,7 @@ def format_action(action: PlayerAction, *, max_chars: int = 2000) -> str:
         done = _second_person(raw, action.actor)
         if action.actor != "You":
             done = _third_person(done)
-        return f"> {action.actor} {_sentence(done)}"
+        return f"> {action.actor} {_sentence(_pronouns(done, action.actor))}"
     if action.type == ActionType.SAY:
         speech = raw.strip().strip('"“”').strip()
         verb = "say" if action.actor == "You" else "says"
@@ -107,6 +110,47 @@ def _second_person(text: str, actor: str) -> str:
         if fixed:
             rest = f"{fixed} {tail}".rstrip()
     return _lower_first(rest) if rest else rest
+
+
+# The player's own words for themselves past the opening ("I draw my sword so I can fight"),
+# as AI Dungeon writes them for "You", and for a named character in the singular "they".
+_PRONOUNS_YOU = {
+    "i am": "you are",
+    "i'm": "you're",
+    "i was": "you were",
+    "i": "you",
+    "me": "you",
+    "my": "your",
+    "mine": "yours",
+    "myself": "yourself",
+}
+_PRONOUNS_NAMED = {
+    "i am": "{name} is",
+    "i'm": "{name} is",
+    "i was": "{name} was",
+    "i": "{name}",
+    "me": "them",
+    "my": "their",
+    "mine": "theirs",
+    "myself": "themself",
+}
+_FIRST_PERSON_WORD = re.compile(r"\b(i am|i'm|i was|i|me|my|mine|myself)\b", re.IGNORECASE)
+_QUOTED = re.compile(r"(\"[^\"]*\"|“[^”]*”)")
+
+
+def _pronouns(text: str, actor: str) -> str:
+    """The player's first person past the opening, in the actor's person: "you" for You, the
+    character's name and "their" for a named one. Quoted words are the character's own speech
+    and kept as typed."""
+    table = _PRONOUNS_YOU if actor == "You" else _PRONOUNS_NAMED
+
+    def swap(match: re.Match[str]) -> str:
+        return table[match[0].lower()].format(name=actor)
+
+    return "".join(
+        piece if _QUOTED.fullmatch(piece) else _FIRST_PERSON_WORD.sub(swap, piece)
+        for piece in _QUOTED.split(text)
+    )
 
 
 def _third_person(text: str) -> str:

@@ -32,7 +32,7 @@ async def test_each_button_opens_its_form_and_plays_what_is_typed_as_that_player
     await env.done()
     shown = [m.content for m in env.fake.messages(thread) if not m.ephemeral]
     order = [
-        "> bob draws my sword.",
+        "> bob draws their sword.",
         "Steel rings in the dark.",
         '> alice says "Who goes there?"',
         "Nobody answers.",
@@ -41,7 +41,7 @@ async def test_each_button_opens_its_form_and_plays_what_is_typed_as_that_player
     ]
     assert [text for text in shown if text in order] == order
     # What the model read: the players' actions, under their names.
-    assert "> bob draws my sword." in str(fake_model.requests[0])
+    assert "> bob draws their sword." in str(fake_model.requests[0])
     newest = env.fake.last_message(thread)
     assert [label for label, _, _ in newest.buttons][-3:] == ["Do", "Say", "Story"]
 

@@ -16,7 +16,11 @@ DO, SAY, STORY, CONTINUE = ActionType.DO, ActionType.SAY, ActionType.STORY, Acti
     [
         (DO, "open the door", "> You open the door."),
         (DO, "Open the door!", "> You open the door!"),
-        (DO, "I draw my sword", "> You draw my sword."),
+        (DO, "I draw my sword", "> You draw your sword."),
+        (DO, "light the lantern with my taper", "> You light the lantern with your taper."),
+        (DO, "tell Mira I am sorry and hug her", "> You tell Mira you are sorry and hug her."),
+        (DO, "look at myself in the water", "> You look at yourself in the water."),
+        (DO, 'shout "I am here!" at the mist', '> You shout "I am here!" at the mist.'),
         (DO, "you   duck", "> You duck."),
         (DO, "I am ready", "> You are ready."),
         (DO, "ask NASA for help", "> You ask NASA for help."),
@@ -43,7 +47,11 @@ def test_a_named_character_acts_in_the_third_person():
     ("typed", "written"),
     [
         ("draw her sword", "> Ann draws her sword."),
-        ("I draw my sword", "> Ann draws my sword."),
+        ("I draw my sword", "> Ann draws their sword."),
+        (
+            "ask Mira to follow me so I can show her",
+            "> Ann asks Mira to follow them so Ann can show her.",
+        ),
         ("I am ready", "> Ann is ready."),
         ("I'm ready", "> Ann is ready."),
         ("go north", "> Ann goes north."),
