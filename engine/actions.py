@@ -2,14 +2,14 @@
 
 ``do``    "open the door"  →  "> You open the door."
 ``say``   "Hello"          →  '> You say "Hello."'
+``story`` "A storm rolls in." is taken as written.
+``continue`` adds nothing: the narrator just goes on.
 
 The player's first person past the opening becomes the actor's: "I draw my sword" →
 "> You draw your sword." (as AI Dungeon writes it). In group play the actor is a character's
 name, the verb agrees with it and the player's own words for themselves take the singular
 "they": "draw my sword" by Ann → "> Ann draws their sword.", "Who goes there?" →
 '> Ann says "…"'. Quoted words are speech and kept as typed.
-``story`` "A storm rolls in." is taken as written.
-``continue`` adds nothing: the narrator just goes on.
 """
 
 from __future__ import annotations
