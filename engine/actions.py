@@ -113,7 +113,9 @@ def _second_person(text: str, actor: str) -> str:
 
 
 # The player's own words for themselves past the opening ("I draw my sword so I can fight"),
-# as AI Dungeon writes them for "You", and for a named character in the singular "they".
+# as AI Dungeon writes them for "You" ("converts any first-person words (I, me, my, mine, etc.)
+# outside of quotes into second-person", help.aidungeon.com/the-do-mode), and for a named
+# character (AI Dungeon's third person uses the character's name) in the singular "they".
 _PRONOUNS_YOU = {
     "i am": "you are",
     "i'm": "you're",
