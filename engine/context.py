@@ -35,7 +35,7 @@ window that stops once it holds more tokens than the history can use.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any
 
@@ -45,7 +45,16 @@ from sqlmodel import col
 
 from engine.cards import DEFAULT_SCAN_ENTRIES, Card, match_cards, scan_text
 from engine.characters import party_sheets
-from engine.context_report import ContextReport, ItemReport, SectionReport
+from engine.context_report import ContextReport, ItemReport
+from engine.context_sections import (
+    HEADINGS,
+    Section,
+    block,
+    entries_label,
+    first_words,
+    listed,
+    party,
+)
 from engine.context_types import (
     DEFAULT_BUDGET,
     DEFAULT_MAX_OUTPUT_TOKENS,
@@ -55,7 +64,6 @@ from engine.context_types import (
     ContextBuilder,
     ContextInputs,
     HistoryEntry,
-    Retrieved,
     reattach_state_block,
     state_block_of,
     with_state_block,
@@ -83,15 +91,6 @@ MIN_HINT_WORDS = 40
 #: The headings AI Dungeon scripts look for in the context text (onModelContext).
 # As AI Dungeon lays out its context, which scripts parse: plot essentials first, unlabelled;
 # triggered story cards under "World Lore:" (cards were once called world info).
-HEADINGS = {
-    "party": "Party:",
-    "story_summary": "Story Summary:",
-    "memories": "Memories:",
-    "knowledge": "Knowledge:",
-    "story_cards": "World Lore:",
-    "world_state": "World State:",
-    "history": "Recent Story:",
-}
 
 CONTINUE_CUE = "Continue the story."
 
@@ -144,50 +143,17 @@ def script_memory(state: dict[str, Any] | None) -> dict[str, str]:
 # --- the engine --------------------------------------------------------------------------------
 
 
-@dataclass
-class _Section:
-    """A rendered section, before it is placed."""
-
-    key: str
-    title: str
-    text: str
-    tokens: int
-    reason: str = "always included"
-    items: list[ItemReport] = field(default_factory=list)
-    truncated: bool = False
-
-    def report(self) -> SectionReport:
-        return SectionReport(
-            key=self.key,
-            title=self.title,
-            tokens=self.tokens,
-            reason=self.reason,
-            items=self.items,
-            truncated=self.truncated,
-        )
-
-
-def _block(key: str, title: str, body: str) -> _Section | None:
-    """A one-text section under its heading (if it has one); None when empty."""
-    body = body.strip()
-    if not body:
-        return None
-    heading = HEADINGS.get(key)
-    text = f"{heading}\n{body}" if heading else body
-    return _Section(key, title, text, count_tokens(text))
-
-
 @dataclass(frozen=True, slots=True)
 class _Fixed:
     """The sections that always go in, and what they cost."""
 
-    system: list[_Section]
-    before_cards: list[_Section]  # plot essentials, summary, memories, knowledge
-    after_cards: list[_Section]  # the live world state
-    note: _Section | None
-    action: _Section | None
-    front: _Section | None  # a script's frontMemory, after the action
-    tail: list[_Section]  # continue cue, length hint, reminder (last)
+    system: list[Section]
+    before_cards: list[Section]  # plot essentials, summary, memories, knowledge
+    after_cards: list[Section]  # the live world state
+    note: Section | None
+    action: Section | None
+    front: Section | None  # a script's frontMemory, after the action
+    tail: list[Section]  # continue cue, length hint, reminder (last)
     tokens: int
     output_words: int | None
 
@@ -374,27 +340,27 @@ class ContextEngine:
         system = [
             s
             for s in (
-                _block("narrator", "Narrator prompt", inputs.narrator_prompt),
-                _block("party_rule", "Group play", inputs.party_rule),
-                _party(
+                block("narrator", "Narrator prompt", inputs.narrator_prompt),
+                block("party_rule", "Group play", inputs.party_rule),
+                party(
                     inputs.party,
                     inputs.party_budget
                     if inputs.party_budget is not None
                     else int(available * self.party_share),
                 ),
-                _block("ai_instructions", "AI instructions", inputs.ai_instructions),
-                _block("world_state_guide", "World-state guide", inputs.world_state_guide),
-                _block("world_state_rule", "World-state rule", inputs.world_state_rule),
+                block("ai_instructions", "AI instructions", inputs.ai_instructions),
+                block("world_state_guide", "World-state guide", inputs.world_state_guide),
+                block("world_state_rule", "World-state rule", inputs.world_state_rule),
             )
             if s
         ]
         before = [
             s
             for s in (
-                _block("plot_essentials", "Plot essentials", inputs.plot_essentials),
-                _block("story_summary", "Story summary", inputs.story_summary),
-                _retrieved("memories", "Memories", inputs.memories, None, inputs.memory_note),
-                _retrieved(
+                block("plot_essentials", "Plot essentials", inputs.plot_essentials),
+                block("story_summary", "Story summary", inputs.story_summary),
+                listed("memories", "Memories", inputs.memories, None, inputs.memory_note),
+                listed(
                     "knowledge",
                     "Knowledge",
                     inputs.knowledge,
@@ -406,28 +372,28 @@ class ContextEngine:
             )
             if s
         ]
-        after = [s for s in (_block("world_state", "World state", inputs.world_state),) if s]
+        after = [s for s in (block("world_state", "World state", inputs.world_state),) if s]
 
         note = None
         if inputs.authors_note.strip():
             line = authors_note_line(inputs.authors_note.strip())
-            note = _Section("authors_note", "Author's note", line, count_tokens(line))
+            note = Section("authors_note", "Author's note", line, count_tokens(line))
         action = None
         if inputs.action_text.strip():
             text = inputs.action_text.strip()
-            action = _Section(
+            action = Section(
                 "action", "Player's action", text, count_tokens(text), "the new action"
             )
         front = None
         if inputs.front_memory.strip():
             text = inputs.front_memory.strip()
-            front = _Section(
+            front = Section(
                 "front_memory", "Front memory", text, count_tokens(text), "set by a script"
             )
-        tail: list[_Section] = []
+        tail: list[Section] = []
         if not action:
             tail.append(
-                _Section(
+                Section(
                     "continue_cue",
                     "Continue cue",
                     CONTINUE_CUE,
@@ -439,7 +405,7 @@ class ContextEngine:
         if words is not None:
             hint = output_hint(words)
             tail.append(
-                _Section(
+                Section(
                     "output_hint",
                     "Length hint",
                     hint,
@@ -447,7 +413,7 @@ class ContextEngine:
                     f"a ceiling from {inputs.max_output_tokens} max output tokens",
                 )
             )
-        reminder = _block(
+        reminder = block(
             "world_state_reminder", "World-state reminder", inputs.world_state_reminder
         )
         if reminder:
@@ -461,7 +427,7 @@ class ContextEngine:
         tokens += count_tokens(HEADINGS["history"])
         return _Fixed(system, before, after, note, action, front, tail, tokens, words)
 
-    def _cards(self, cards: Sequence[Card], window: str, cap: int) -> _Section | None:
+    def _cards(self, cards: Sequence[Card], window: str, cap: int) -> Section | None:
         if not cards:
             return None
         matches = match_cards(cards, window)
@@ -480,7 +446,7 @@ class ContextEngine:
             if fits:
                 used += extra
             items[i] = ItemReport(
-                label=match.card.title or _first_words(match.card.entry),
+                label=match.card.title or first_words(match.card.entry),
                 tokens=cost,
                 included=fits,
                 reason=match.reason if fits else f"{over} ({match.reason})",
@@ -494,9 +460,9 @@ class ContextEngine:
         if included < len(matches):
             reason += f"; {len(matches) - included} left out"
         text = f"{HEADINGS['story_cards']}\n{body}" if included else ""
-        return _Section("story_cards", "Story cards", text, used, reason, items=reported)
+        return Section("story_cards", "Story cards", text, used, reason, items=reported)
 
-    def _history(self, inputs: ContextInputs, room: int, fixed: _Fixed) -> _Section:
+    def _history(self, inputs: ContextInputs, room: int, fixed: _Fixed) -> Section:
         entries = [entry for entry in inputs.history if entry.text.strip()]
         kept: list[tuple[HistoryEntry, str, int]] = []  # newest first
         used = 0
@@ -557,7 +523,7 @@ class ContextEngine:
             span = f"entry {first}" if first == last else f"entries {first}–{last}"
             items.append(
                 ItemReport(
-                    label=f"{_entries(len(whole))} ({span})",
+                    label=f"{entries_label(len(whole))} ({span})",
                     tokens=sum(cost for _, _, cost in whole),
                     included=True,
                     reason="kept though over the budget" if over else "newest first",
@@ -579,7 +545,7 @@ class ContextEngine:
                     else "no room left",
                 )
             )
-        return _Section(
+        return Section(
             "history",
             "Recent story",
             text,
@@ -598,87 +564,6 @@ def _with_found(inputs: ContextInputs, section: str, found: Found) -> ContextInp
     if used is not None and isinstance(found, CountsUse):
         fields[used] = tuple(found.used_ids)
     return replace(inputs, **fields)
-
-
-def _retrieved(
-    key: str, title: str, chunks: Sequence[Retrieved], budget: int | None, note: str = ""
-) -> _Section | None:
-    """Memories or knowledge: one line each under the heading; ``budget`` caps the tokens.
-
-    ``note`` replaces the section's reason in the report; with a note and nothing retrieved the
-    section costs nothing but still tells Insights why (retrieval may rightly find nothing).
-    """
-    if not chunks:
-        return _Section(key, title, "", 0, note) if note else None
-    heading = count_tokens(HEADINGS[key])
-    used = heading
-    lines: list[str] = []
-    items: list[ItemReport] = []
-    for label, text, reason in chunks:
-        text = text.strip()
-        if not text:
-            continue
-        cost = count_tokens(text)
-        fits = budget is None or used + cost <= budget
-        if fits:
-            used += cost
-            lines.append(text)
-        items.append(
-            ItemReport(
-                label=label or _first_words(text),
-                tokens=cost,
-                included=fits,
-                reason=reason if fits else f"over the {title.lower()} budget",
-            )
-        )
-    if not lines:
-        if not items:
-            return None
-        return _Section(key, title, "", 0, "nothing fitted its budget", items=items)
-    text = HEADINGS[key] + "\n" + "\n".join(lines)
-    what = note or f"{len(lines)} retrieved"
-    if budget is not None:
-        what += f", within its own budget of {budget} tokens"
-    return _Section(key, title, text, used, what, items=items)
-
-
-def _party(characters: Sequence[tuple[str, str]], budget: int) -> _Section | None:
-    """The players' characters, one line each ("Ann: a ranger from the north."), in the order
-    they were made, while they fit ``budget``; the rest are reported as left out."""
-    if not characters:
-        return None
-    used = count_tokens(HEADINGS["party"])
-    lines: list[str] = []
-    items: list[ItemReport] = []
-    for name, about in characters:
-        line = f"{name}: {about}" if about.strip() else name
-        cost = count_tokens(line)
-        fits = used + cost <= budget
-        if fits:
-            used += cost
-            lines.append(line)
-        items.append(
-            ItemReport(
-                label=name,
-                tokens=cost,
-                included=fits,
-                reason="a player's character" if fits else "over the party budget",
-            )
-        )
-    if not lines:
-        return _Section("party", "Party", "", 0, "nothing fitted its budget", items=items)
-    text = HEADINGS["party"] + "\n" + "\n".join(lines)
-    reason = f"{len(lines)} of {len(characters)} characters, within its own budget of {budget}"
-    return _Section("party", "Party", text, used, reason + " tokens", items=items)
-
-
-def _entries(n: int) -> str:
-    return f"{n} newest {'entry' if n == 1 else 'entries'}"
-
-
-def _first_words(text: str, n: int = 6) -> str:
-    words = text.split()
-    return " ".join(words[:n]) + ("…" if len(words) > n else "")
 
 
 # --- reads -------------------------------------------------------------------------------------

@@ -33,13 +33,7 @@ def render(
     parts.extend(_embed(embed) for embed in message.embeds)
     if names is not None:
         # Mentions as Discord's client shows them: a channel's name, a person's @name.
-        parts = [
-            _USER_MENTION.sub(
-                lambda m: f"@{names.name_of(int(m[1]))}",
-                _CHANNEL_MENTION.sub(lambda m: f"#{names.channel_name(int(m[1])) or m[1]}", part),
-            )
-            for part in parts
-        ]
+        parts = [_named(part, names) for part in parts]
     for attachment in message.attachments:
         where = (files or {}).get(attachment.id, "")
         parts.append(f"📎 {attachment.filename}" + (f" → {where}" if where else ""))
@@ -56,6 +50,11 @@ def render(
             for n, (label, disabled) in enumerate(buttons, 1)
         )
     return text
+
+
+def _named(text: str, names: Names) -> str:
+    text = _CHANNEL_MENTION.sub(lambda m: f"#{names.channel_name(int(m[1])) or m[1]}", text)
+    return _USER_MENTION.sub(lambda m: f"@{names.name_of(int(m[1]))}", text)
 
 
 class Screen:
