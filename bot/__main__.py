@@ -30,7 +30,8 @@ def _logging(settings: Settings, *, to_file: bool) -> None:
         )
     else:
         logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    for noisy in ("httpx", "httpcore", "discord.gateway"):
+    # APScheduler logs each run of every job at INFO (the sweeps: every 30 s).
+    for noisy in ("httpx", "httpcore", "discord.gateway", "apscheduler"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLevelName(level)))
 
 

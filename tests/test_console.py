@@ -64,6 +64,7 @@ def test_the_console_plays_two_turns_and_a_button(tmp_path, fake_model):
     positions = [out.index(piece) for piece in order]
     assert positions == sorted(positions)
     assert "[1 Continue]" in out
+    assert "and the console's own: /as (with --server), /quit." in out
     # Insights: the embed as text, and its prompt file saved where the player can open it.
     assert "(only you can see this)" in out[out.index("› /insights turn:1") :]
     saved = next((tmp_path / "data" / "console-files").glob("*-turn-1-prompt.txt"))
@@ -96,6 +97,7 @@ def test_forms_keep_what_they_hold_ask_again_for_what_is_required_and_can_be_clo
         "/card add\n\n/cancel\n"
         "/edit\nThe heron bows.\n"
         # Ctrl-D in a form closes it too, and the console ends as it does at the prompt.
+        "/savepoint add name:frog key\n"
         "/card add\nWenna\n"
     )
     done = run_console(tmp_path, fake_model, script)
@@ -106,5 +108,7 @@ def test_forms_keep_what_they_hold_ask_again_for_what_is_required_and_can_be_clo
     assert "⚠ Title is required: type it, or /cancel." in out
     assert out.count("(The form was closed: nothing was sent.)") == 2
     assert "Keys (comma-separated):" in out  # the field's hint, as Discord shows it
+    # An option's value with spaces, unquoted: the console says how to write it.
+    assert 'put a value with spaces in quotes, e.g. name:"frog key"' in out
     assert "✏️ *Player corrected the newest turn" in out
     assert "Traceback" not in done.stderr

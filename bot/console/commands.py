@@ -80,7 +80,10 @@ def _find_command(text: str, tree: app_commands.CommandTree) -> tuple[app_comman
     node: Any = tree.get_command(words[0])
     if node is None:
         names = ", ".join(sorted(f"/{c.name}" for c in tree.get_commands()))
-        raise ConsoleInputError(f"There is no /{words[0]} command. Commands: {names}")
+        raise ConsoleInputError(
+            f"There is no /{words[0]} command. Commands: {names}; and the console's own: "
+            "/as (with --server), /quit."
+        )
     used = 1
     while isinstance(node, app_commands.Group):
         if used >= len(words) or not words[used]:
@@ -135,6 +138,13 @@ def _options(
             None,
         )
         if main is None:
+            given = [name for name in options if isinstance(options[name], str)]
+            if given:
+                # Most likely a value with spaces: "name:frog key" took "frog" alone.
+                raise ConsoleInputError(
+                    f"/{command.qualified_name} does not take free text: put a value with "
+                    f'spaces in quotes, e.g. {given[-1]}:"{options[given[-1]]} {free}"'
+                )
             raise ConsoleInputError(
                 f"/{command.qualified_name} does not take free text; options: "
                 + (", ".join(f"{p.name}:" for p in command.parameters) or "none")

@@ -260,12 +260,23 @@ class _Server(ThreadingHTTPServer):
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         prog="python -m tests.fakes.openai_server",
-        description="Run the fake OpenAI-compatible model server in the foreground.",
+        description=(
+            "Run the fake OpenAI-compatible model server in the foreground. It prints its base "
+            "URL; point Campfire at it with CAMPFIRE_MODEL_URL=<that URL> and "
+            "CAMPFIRE_MODEL_NAME=fake-model (or --model's name). Every chat reply streams the "
+            'same text: --text\'s, else "The story goes on."'
+        ),
     )
     parser.add_argument("--port", type=int, default=0, help="port to bind (default: any free)")
-    parser.add_argument("--text", default=None, help="the text every chat reply streams")
+    parser.add_argument(
+        "--text",
+        default=None,
+        help='the text every chat reply streams (default: "The story goes on.")',
+    )
     parser.add_argument("--delay", type=float, default=0.0, help="seconds between chunks")
-    parser.add_argument("--model", default="fake-model", help="chat model name to accept")
+    parser.add_argument(
+        "--model", default="fake-model", help="chat model name to accept (default: fake-model)"
+    )
     parser.add_argument("--embedding-model", default="fake-embed", help="embedding model name")
     parser.add_argument("--api-key", default=None, help="require this bearer token")
     args = parser.parse_args(argv)
