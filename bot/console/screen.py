@@ -11,6 +11,7 @@ import shutil
 from pathlib import Path
 from typing import Protocol, TextIO
 
+from bot.console.markup import styled, timestamps, visible
 from bot.standin import MessageRecord
 
 _CHANNEL_MENTION = re.compile(r"<#(\d+)>")
@@ -85,7 +86,9 @@ class Screen:
         """Show what is new or changed. Streaming redraws happen only when ``live``."""
         for message in messages:
             self._save_attachments(message)
-            text = render(message, self._files, self.names)
+            text = timestamps(render(message, self._files, self.names))
+            if self.live:
+                text = styled(text)
             previous = self._shown.get(message.id)
             if previous == text:
                 continue
@@ -146,4 +149,4 @@ def _content(rendered: str) -> str:
 
 def _lines(text: str) -> int:
     width = max(20, shutil.get_terminal_size((100, 40)).columns)
-    return sum(max(1, -(-len(line) // width)) for line in text.split("\n"))
+    return sum(max(1, -(-len(line) // width)) for line in visible(text).split("\n"))
