@@ -1,7 +1,7 @@
 # syntax=docker/dockerfile:1
-# Campfire in a container: a build stage compiles the wheels (llama.cpp among them), the
-# runtime stage carries only the virtual environment and the source, and runs as a user
-# without privileges. Data lives in the /data volume.
+# Campfire in a container: a build stage compiles the wheels (llama.cpp among them) and installs
+# Campfire; the runtime stage carries only that virtual environment, and runs as a user without
+# privileges. Data lives in the /data volume.
 
 FROM python:3.11-slim-bookworm AS build
 RUN apt-get update \
@@ -14,10 +14,10 @@ COPY pyproject.toml README.md ./
 COPY bot bot
 COPY cogs cogs
 COPY engine engine
-# Only the dependencies stay installed: the code runs from /app, next to its data/ folder.
+# Campfire is installed like any package: its scenarios, scripting prelude and migrations are
+# package data, found beside its modules in the virtual environment.
 RUN pip install --no-cache-dir --upgrade pip \
-    && pip install --no-cache-dir ".[postgres,local]" \
-    && pip uninstall --yes campfire
+    && pip install --no-cache-dir ".[postgres,local]"
 
 FROM python:3.11-slim-bookworm AS runtime
 RUN apt-get update \
@@ -26,11 +26,7 @@ RUN apt-get update \
     && useradd --create-home --uid 10001 campfire \
     && mkdir -m 700 /data && chown campfire /data
 COPY --from=build /venv /venv
-WORKDIR /app
-COPY --chown=campfire bot bot
-COPY --chown=campfire cogs cogs
-COPY --chown=campfire engine engine
-COPY --chown=campfire data data
+WORKDIR /data
 ENV PATH=/venv/bin:$PATH \
     PYTHONUNBUFFERED=1 \
     CAMPFIRE_DATA_DIR=/data

@@ -15,6 +15,7 @@ from engine.formats.bundle import read_bundle, write_bundle
 from engine.formats.detect import read_scenario
 from engine.formats.draft import ImportLimits, fill_placeholders, placeholders_in
 from engine.formats.errors import ImportRejected
+from engine.scenarios.shipped import BUILTIN_SCENARIOS
 from tests.fuzz_inputs import FIXTURES, json_values
 
 DATA = Path(__file__).parent / "data"
@@ -199,7 +200,7 @@ def test_a_bundle_reads_back_exactly_what_it_wrote(name):
 
 
 def test_the_shipped_scenarios_are_bundles():
-    for path in (Path(__file__).parent.parent / "data" / "scenarios").glob("*.json"):
+    for path in BUILTIN_SCENARIOS.glob("*.json"):
         imported = read_scenario(path.read_bytes(), path.name, LIMITS)
         assert imported.format == detect.BUNDLE
         raw = json.loads(path.read_text())

@@ -21,6 +21,7 @@ from engine.formats.draft import ImportLimits
 from engine.formats.errors import ImportRejected
 from engine.scenarios.library import ScenarioLibrary
 from engine.scenarios.lookup import resolve_scenario
+from engine.scenarios.shipped import BUILTIN_SCENARIOS
 from engine.scenarios.start import start_adventure
 from engine.storage.models import AdventureCard, Scenario, ScenarioCard, StoryNode
 from tests.fuzz_inputs import FIXTURES, json_values
@@ -93,9 +94,7 @@ async def test_export_also_gives_an_ai_dungeon_story_card_file(library):
 async def test_the_shipped_scenario_exports_as_its_own_file(library):
     exported = await library.export(ALICE_DM, "The Lantern Road")
     bundle = json.loads(exported.files[0].content)
-    shipped = json.loads(
-        (Path(__file__).parent.parent / "data/scenarios/lantern-road.json").read_text()
-    )
+    shipped = json.loads((BUILTIN_SCENARIOS / "lantern-road.json").read_text())
     for name in ("title", "icon", "prompt", "plot_essentials", "authors_note", "ai_instructions"):
         assert bundle[name] == shipped[name]
     assert [c["title"] for c in bundle["story_cards"]] == [

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from engine.errors import CampfireError
+from engine.scenarios.shipped import BUILTIN_SCENARIOS
 from engine.world_state.schema import (
     SchemaError,
     initial_state,
@@ -30,7 +31,7 @@ def problems_of(raw: dict) -> list[str]:
 
 
 def test_the_shipped_scenario_carries_the_same_schema():
-    shipped = Path(__file__).resolve().parents[1] / "data" / "scenarios" / "bandit-camp.json"
+    shipped = BUILTIN_SCENARIOS / "bandit-camp.json"
     assert json.loads(shipped.read_text(encoding="utf-8"))["stat_schema"] == fixture_schema()
 
 

@@ -1,7 +1,8 @@
 """Campfire's own scenario bundle, which is also the AI-DnD scenario format it grew from.
 
-One JSON object per scenario, snake_case, the shape of the files in ``data/scenarios`` (the
-shipped scenarios are bundles; seeding reads them with this module)::
+One JSON object per scenario, snake_case, the shape of the files in
+``engine/scenarios/builtin`` (the shipped scenarios are bundles; seeding reads them with this
+module)::
 
     {"campfire": "scenario", "version": 1,
      "title", "icon", "description", "tags", "prompt", "plot_essentials", "authors_note",

@@ -1,6 +1,6 @@
 """The scenarios that ship with Campfire, seeded into the database at start-up.
 
-Each file in ``data/scenarios`` is one scenario in Campfire's bundle format
+Each file in ``engine/scenarios/builtin`` is one scenario in Campfire's bundle format
 (``engine.formats.bundle``: the same file ``/scenario export`` writes and ``/scenario import``
 reads, plus ``key`` and ``credits``); its ``key`` makes seeding idempotent: a
 changed file updates the stored scenario in place, and adventures already started from it keep
@@ -24,8 +24,8 @@ from engine.formats.draft import ImportedScenario, ImportLimits, ScenarioDraft, 
 from engine.scenarios.library import add_parts
 from engine.storage.models import Scenario, ScenarioCard, ScenarioScript, utcnow
 
-DATA_DIR = Path(__file__).resolve().parents[2] / "data"
-BUILTIN_SCENARIOS = DATA_DIR / "scenarios"
+#: Package data (pyproject.toml): found beside this module however Campfire was installed.
+BUILTIN_SCENARIOS = Path(__file__).resolve().parent / "builtin"
 
 
 def _draft(raw: dict[str, Any], stem: str) -> ScenarioDraft:

@@ -5,7 +5,7 @@ and is what the engine calls); ``serve`` is the worker's loop. Nothing here is r
 own process, where a script holding the interpreter (a loop in a ``toString`` QuickJS calls
 while Python reads an exception) would freeze every server; in a worker it is killed instead.
 
-A run evaluates the prelude (data/scripting/prelude.js: the globals AI Dungeon scripts expect),
+A run evaluates the prelude (prelude.js, beside this module: the globals AI Dungeon scripts expect),
 whose completion value is its ``control`` function, kept here as a handle; then the scenario's
 library and hook as one sloppy-mode global script; then ``control("finish", value)`` gives one
 JSON text: the result (``text``/``stop``), the ``state`` and ``storyCards`` as the script left
@@ -35,7 +35,8 @@ import quickjs
 
 from engine.scripting.results import BadResult, Caps, RunResult, read_logs, read_result
 
-PRELUDE_PATH = Path(__file__).resolve().parent.parent.parent / "data" / "scripting" / "prelude.js"
+#: Package data (pyproject.toml): found beside this module however Campfire was installed.
+PRELUDE_PATH = Path(__file__).resolve().parent / "prelude.js"
 
 DEFAULT_MEMORY_BYTES = 16 * 1024 * 1024
 DEFAULT_TIME_SECONDS = 2.0
