@@ -136,6 +136,19 @@ async def test_without_the_intent_only_a_mention_plays(env: DiscordEnv, fake_mod
     assert env.narration(thread)[-1] == "The door creaks open."
 
 
+async def test_in_a_dm_messages_play_without_the_intent(env: DiscordEnv, fake_model):
+    # Discord sends the content of DMs to the bot whatever its intents.
+    dm = env.fake.dm_channel(env.bob)
+    await env.fake.slash(env.bob, dm, "start", scenario="lantern")
+    await env.done()
+    await env.fake.slash(env.bob, dm, "adventure settings", messages="on")
+    await env.done()
+    fake_model.queue("The door creaks open.")
+    await _say(env, env.bob, dm, "open the door")
+    assert "> You open the door." in _prompts(fake_model)
+    assert env.narration(dm)[-1] == "The door creaks open."
+
+
 async def test_a_mention_where_no_adventure_runs_is_answered(env: DiscordEnv, fake_model):
     await _say(env, env.bob, env.channel, f"<@{_me(env)}> open the door")
     (answer,) = env.narration(env.channel)
