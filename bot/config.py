@@ -114,6 +114,12 @@ class Settings(BaseSettings):
     allow_private_endpoints: bool = False
 
     max_action_chars: int = Field(default=2000, ge=1, le=4000)
+    message_content: bool = Field(
+        default=False,
+        description="Ask Discord for the Message Content intent (privileged: switch it on in "
+        "the Developer Portal first), so plain messages play where an adventure enables it; "
+        "without it only messages that mention the bot play.",
+    )
     max_import_bytes: int = Field(default=2 * 1024 * 1024, ge=1024, le=10 * 1024 * 1024)
     max_story_cards: int = Field(default=500, ge=1, le=10_000)
     # Published scripts are big: Auto-Cards is 0.3 M characters, Localized Languages 2 M.

@@ -38,6 +38,7 @@ EXTENSIONS: tuple[str, ...] = (
     "cogs.membership",
     "cogs.server",
     "cogs.host",
+    "cogs.message_play",
 )
 
 #: How often expired turn leases are looked for (a process died mid-turn).
@@ -49,11 +50,19 @@ discord.VoiceClient.warn_nacl = False
 discord.VoiceClient.warn_dave = False
 
 
-def gateway_intents() -> discord.Intents:
+def gateway_intents(*, message_content: bool = False) -> discord.Intents:
     """Only what Campfire reads. Slash commands, buttons and forms come as interactions, which
     need no intent: each carries its member (roles, permissions) and channel (discord-api-docs,
-    Gateway, List of Intents: events under no intent "will always be sent"). No privileged
-    intent, so Discord never has to approve one, and no message, typing or reaction events."""
+    Gateway, List of Intents: events under no intent "will always be sent"). No reaction,
+    typing or member events.
+
+    Messages (GUILD_MESSAGES, DIRECT_MESSAGES) for playing by plain messages
+    (``cogs.message_play``). Their content is the privileged Message Content intent, asked for
+    only when the operator opts in (``message_content``), since Discord refuses a connection
+    asking for a privileged intent the app was not granted in the Developer Portal (close code
+    4014). Without it Discord still sends the content "in DMs that it receives, or in messages
+    in which it is mentioned" (discord-api-docs, Change Log 2022-09-01, "Message Content is a
+    Privileged Intent"; Gateway, Message Content Intent), so a message naming the bot plays."""
     intents = discord.Intents.none()
     # GUILDS: the server cache that interactions are read against (a member's roles are
     # resolved from their guild's roles, for the importer role and the manager checks; the
@@ -62,6 +71,9 @@ def gateway_intents() -> discord.Intents:
     # role events; and GUILD_CREATE / GUILD_DELETE for on_guild_join / on_guild_remove
     # (cogs.membership), which record the servers Campfire is in.
     intents.guilds = True
+    intents.guild_messages = True
+    intents.dm_messages = True
+    intents.message_content = message_content
     return intents
 
 
@@ -89,7 +101,7 @@ class CampfireBot(commands.AutoShardedBot):
             shards["shard_ids"] = list(settings.shard_ids)
         super().__init__(
             command_prefix=commands.when_mentioned,
-            intents=gateway_intents(),
+            intents=gateway_intents(message_content=settings.message_content),
             # Stories mention characters by name; never let narration ping real people.
             allowed_mentions=discord.AllowedMentions.none(),
             allowed_contexts=COMMAND_CONTEXTS,
@@ -104,6 +116,11 @@ class CampfireBot(commands.AutoShardedBot):
         self.scheduler = AsyncIOScheduler()
         #: Taking back, once connected, what this instance held before it restarted.
         self.resuming: asyncio.Task[None] | None = None
+
+    async def on_message(self, message: discord.Message, /) -> None:
+        """Campfire has no text commands: a message is play or nothing (``cogs.message_play``
+        listens for it), never looked up as a command (commands.Bot's default would log every
+        mention of the bot as an unknown command)."""
 
     async def setup_hook(self) -> None:
         from cogs.buttons import DYNAMIC_ITEMS

@@ -285,6 +285,66 @@ class Narrator:
                         continue
                     await self._show_failure(interaction, action_shown, note, view)
 
+    async def show_for_message(
+        self,
+        message: discord.Message,
+        events: AsyncGenerator[TurnEvent, None],
+        refuse: Callable[[discord.Message, str], Awaitable[None]],
+    ) -> None:
+        """Render the turn a plain message plays (``cogs.message_play``). The message itself
+        shows the action (the bot cannot edit it, so it is never marked undone); the narration
+        streams below it as for /do. ``refuse`` answers the message with a refusal or failure
+        (a brief reply to it: there is no interaction to answer privately)."""
+        channel = message.channel
+        self._begin()
+        try:
+            stream: StreamingMessage | None = None
+            text = ""
+            async with aclosing(events) as turn:
+                async for event in turn:
+                    if isinstance(event, Queued):
+                        ahead = "1 turn" if event.position == 1 else f"{event.position} turns"
+                        await refuse(message, f"⏳ Queued behind {ahead}.")
+                    elif isinstance(event, TurnInterrupted):
+                        await self.announce_interrupted(channel, event)
+                    elif isinstance(event, TextDelta):
+                        if stream is None:
+                            stream = StreamingMessage(channel, self.pacer, reserve=False)
+                        text += event.text
+                        stream.update(text)
+                    elif isinstance(event, TurnDone):
+                        result = event.result
+                        if stream is None:
+                            stream = StreamingMessage(channel, self.pacer, reserve=False)
+                        view = turn_buttons(
+                            result.adventure_id,
+                            result.version,
+                            result.narrator_node_id,
+                            take=result.take,
+                            takes=result.take_count,
+                        )
+                        shown = await stream.finish(
+                            result.text, view=view, suffix=turn_suffix(result) or None
+                        )
+                        refused = await self._turn_shown(
+                            channel.id, result, shown, [], refused=stream.refused
+                        )
+                        if refused is not None:
+                            log.warning(
+                                "message %s: the channel refused the narration: %s",
+                                message.id,
+                                refused.text,
+                            )
+                    elif isinstance(event, AlreadyHandled):
+                        # The same message delivered again: its first delivery plays it.
+                        log.info("message %s: already %s", message.id, event.status)
+                    elif isinstance(event, TurnFailed):
+                        if stream is not None:
+                            await stream.fail("⚠ *The narration stopped here; nothing was saved.*")
+                        await refuse(message, f"⚠ {event.error.message}")
+        finally:
+            self._end()
+
     async def _turn_shown(
         self,
         channel_id: int,

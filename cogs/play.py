@@ -34,6 +34,9 @@ HELP = """\
 `/story <text>` add to the story in your own words
 `/continue` or the ⏩ button: let the narrator go on
 ✋ Do, 💬 Say, 📜 Story buttons under the newest turn: type your action in a form
+Plain messages, once the host runs `/adventure settings messages:on`: `open the door` is a do,
+`"Hello"` a say, `+ text` a story line; `//` or `(` is table talk (ignored). Unless the operator
+allowed message content, mention @Campfire in the message
 
 **Play together** (in a server, actions carry your character's name)
 `/character set name: [about:]`: your character here → *> Ann draws her sword.*
@@ -42,7 +45,7 @@ HELP = """\
 **Steer the story** (the host and server managers)
 `/note`, `/essentials`, `/instructions`: the author's note, plot essentials, AI instructions
 `/card add|edit|remove|list`: story cards, brought in when their keys come up
-`/adventure settings`: context size, reply length, temperature
+`/adventure settings`: context size, reply length, temperature; `messages:on|off`
 
 **Host controls** (the host and server managers; anyone may `/host show`)
 `/host lock|unlock`: while locked, only the host and managers act

@@ -11,7 +11,7 @@ submitted, as a form must be an interaction's first answer and nothing is writte
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import discord
 from discord import app_commands
@@ -128,9 +128,11 @@ def settings_text(settings: AdventureSettings, *, changed: bool = False) -> str:
         f"({origin(settings.max_output_tokens, f'{defaults.max_output_tokens:,}')})",
         f"Temperature: **{settings.effective_temperature:g}** "
         f"({origin(settings.temperature, f'{defaults.temperature:g}')})",
+        f"Playing by plain messages: **{'on' if settings.message_play else 'off'}** "
+        "(`messages: on` lets text typed here play; see `/help`)",
         "",
         "Change them with `/adventure settings context_tokens: max_output_tokens: "
-        "temperature:`; `reset: True` returns all three to the defaults.",
+        "temperature: messages:`; `reset: True` returns the first three to the defaults.",
     ]
     return "\n".join(lines).lstrip("\n")
 
@@ -471,6 +473,7 @@ class SteeringCog(commands.Cog):
         max_output_tokens="The longest reply, in tokens (16–32,768)",
         temperature="Randomness: 0 steady … 2 wild (0–2)",
         reset="Return all three to the defaults first",
+        messages="Whether plain messages here play as actions (host and managers)",
     )
     async def adventure_settings(
         self,
@@ -479,6 +482,7 @@ class SteeringCog(commands.Cog):
         max_output_tokens: app_commands.Range[int, 16, 32_768] | None = None,
         temperature: app_commands.Range[float, 0.0, 2.0] | None = None,
         reset: bool = False,
+        messages: Literal["on", "off"] | None = None,
     ) -> None:
         """Show or change this adventure's generation settings."""
         settings = self.bot.services.generation_settings
@@ -488,6 +492,7 @@ class SteeringCog(commands.Cog):
             and context_tokens is None
             and max_output_tokens is None
             and temperature is None
+            and messages is None
         ):
             current = await settings.get(where)
             await _answer(interaction, settings_text(current), None)
@@ -500,6 +505,7 @@ class SteeringCog(commands.Cog):
             max_output_tokens=max_output_tokens,
             temperature=temperature,
             reset=reset,
+            message_play=None if messages is None else messages == "on",
         )
         await _answer(interaction, settings_text(updated, changed=True), None)
 

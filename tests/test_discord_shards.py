@@ -138,17 +138,21 @@ async def test_a_process_given_shard_ids_runs_only_those_shards(
         assert record.failed is None and record.response_data is not None
 
 
-async def test_campfire_asks_only_for_the_intent_it_reads(env: DiscordEnv):
-    expected = discord.Intents(guilds=True)
+async def test_campfire_asks_only_for_the_intents_it_reads(env: DiscordEnv):
+    # Messages, for playing by them; their content only when the operator opts in.
+    expected = discord.Intents(guilds=True, guild_messages=True, dm_messages=True)
     assert env.bot.intents == expected
     (session,) = env.fake.gateway.sessions
     assert session.intents == expected.value
-    # Members joining and people talking: nothing of it is sent to Campfire.
+    # Members joining: nothing of it is sent to Campfire. People talking: the message, without
+    # its content (it does not mention the bot).
     env.fake.add_user("dave", member_of=[env.guild])
     await env.fake.user_message(env.bob, env.channel, "anyone there?")
     await env.fake.settle()
     events = {event for event, _ in session.received}
-    assert events.isdisjoint({"GUILD_MEMBER_ADD", "MESSAGE_CREATE"})
+    assert "GUILD_MEMBER_ADD" not in events and "MESSAGE_CREATE" in events
+    seen = env.bot.cached_messages[-1]
+    assert seen.author.id == env.bob and seen.content == ""
     # Without the presences intent a server's members come one at a time, with interactions.
     guild, me = env.bot.get_guild(env.guild), env.bot.user
     assert guild is not None and me is not None

@@ -82,6 +82,9 @@ EVENT_INTENTS: dict[str, int] = {
     ),
     "PRESENCE_UPDATE": INTENT_GUILD_PRESENCES,
 }
+#: What a message is sent with when its content is withheld: the fields that expose content
+#: "will receive empty values" (Change Log 2022-09-01).
+WITHOUT_CONTENT: dict[str, Any] = {"content": "", "embeds": [], "attachments": [], "components": []}
 MESSAGE_EVENTS = ("MESSAGE_CREATE", "MESSAGE_UPDATE", "MESSAGE_DELETE", "MESSAGE_DELETE_BULK")
 
 # Opcodes and Status Codes, Gateway Close Event Codes.
@@ -290,9 +293,25 @@ class Gateway:
             # returned in this event will only contain your bot and users in voice channels".
             bot = str(self.world.bot_user.id)
             data = {**data, "members": [m for m in data["members"] if m["user"]["id"] == bot]}
+        if event in ("MESSAGE_CREATE", "MESSAGE_UPDATE") and not self._content_for(session, data):
+            data = {**data, **WITHOUT_CONTENT}
         session.sequence += 1
         session.received.append((event, _guild_of(event, data)))
         await self._send(session, {"op": OP_DISPATCH, "t": event, "s": session.sequence, "d": data})
+
+    def _content_for(self, session: GatewaySession, data: dict[str, Any]) -> bool:
+        """Whether a message's content reaches this connection: with the Message Content
+        intent; else only in a DM, in the bot's own messages, and in those that mention it
+        (discord-api-docs, Change Log 2022-09-01, "Message Content is a Privileged Intent":
+        "These restrictions do not apply for messages that a bot or app sends, in DMs that it
+        receives, or in messages in which it is mentioned")."""
+        if session.intents & INTENT_MESSAGE_CONTENT or "guild_id" not in data:
+            return True
+        bot = str(self.world.bot_user.id)
+        author = data.get("author") or {}
+        return author.get("id") == bot or any(
+            user.get("id") == bot for user in data.get("mentions") or []
+        )
 
     async def _members_chunk(self, session: GatewaySession, data: dict[str, Any]) -> None:
         gid = int(data.get("guild_id", 0))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import mimetypes
+import re
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -60,6 +61,10 @@ FLAG_LOADING = 1 << 7
 
 def iso_now() -> str:
     return datetime.now(UTC).isoformat()
+
+
+#: A user mention in a message's content (discord-api-docs, Reference, Message Formatting).
+MENTION = re.compile(r"<@!?(\d+)>")
 
 
 @dataclass
@@ -633,6 +638,12 @@ class World:
             "soundboard_sounds": [],
         }
 
+    def _mentioned(self, content: str) -> list[dict[str, Any]]:
+        """The users a message's content mentions (``<@id>`` or ``<@!id>``), once each, as
+        Discord lists them (Message Formatting; Message Object, ``mentions``)."""
+        found = dict.fromkeys(int(raw) for raw in MENTION.findall(content))
+        return [self.users[uid].payload() for uid in found if uid in self.users]
+
     def message_payload(self, message: MessageRecord) -> dict[str, Any]:
         ch = self.channels.get(message.channel_id)
         data: dict[str, Any] = {
@@ -645,7 +656,7 @@ class World:
             "edited_timestamp": message.edited_timestamp,
             "tts": False,
             "mention_everyone": False,
-            "mentions": [],
+            "mentions": self._mentioned(message.content),
             "mention_roles": [],
             "attachments": [a.payload() for a in message.attachments],
             "embeds": message.embeds,

@@ -1,5 +1,6 @@
 """The adventure's generation settings: how much the narrator reads, how long it may reply, and
-how freely it writes. Unset ones fall back to the defaults the service was built with."""
+how freely it writes. Unset ones fall back to the defaults the service was built with. Beside
+them, whether plain messages in the adventure's place play as actions (message play)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
-from engine.access import adventure_here, check_may_steer
+from engine.access import active_adventure, adventure_here, check_may_steer
 from engine.errors import InvalidInput
 
 if TYPE_CHECKING:
@@ -41,6 +42,8 @@ class AdventureSettings:
     max_output_tokens: int | None
     temperature: float | None
     defaults: GenerationDefaults
+    #: Plain messages play as actions here (off unless the host turns it on).
+    message_play: bool = False
 
     @property
     def effective_context_tokens(self) -> int:
@@ -81,8 +84,10 @@ class GenerationSettings:
         max_output_tokens: int | None = None,
         temperature: float | None = None,
         reset: bool = False,
+        message_play: bool | None = None,
     ) -> AdventureSettings:
-        """Set any of the three; ``reset`` first returns all three to the defaults."""
+        """Set any of the three; ``reset`` first returns all three to the defaults (message
+        play is not a generation setting: ``reset`` leaves it)."""
         _check_range("context_tokens", context_tokens, CONTEXT_TOKENS_RANGE)
         _check_range("max_output_tokens", max_output_tokens, MAX_OUTPUT_TOKENS_RANGE)
         _check_range("temperature", temperature, TEMPERATURE_RANGE)
@@ -108,7 +113,15 @@ class GenerationSettings:
             for name, value in new.items():
                 if getattr(adventure, name) != value:
                     setattr(adventure, name, value)
+            if message_play is not None and adventure.message_play != message_play:
+                adventure.message_play = message_play
             return self._settings_of(adventure)
+
+    async def message_play_here(self, channel_id: int) -> bool | None:
+        """Whether plain messages play in ``channel_id``; None where no adventure runs."""
+        async with self.db.session() as session:
+            adventure = await active_adventure(session, channel_id)
+            return None if adventure is None else adventure.message_play
 
     def _settings_of(self, adventure: Adventure) -> AdventureSettings:
         assert adventure.id is not None
@@ -119,6 +132,7 @@ class GenerationSettings:
             adventure.max_output_tokens,
             adventure.temperature,
             self.defaults,
+            adventure.message_play,
         )
 
 

@@ -280,6 +280,8 @@ class Adventure(SteeringFields, table=True):
     rewrite_right: RewriteRight = Field(
         default=RewriteRight.AUTHOR, sa_column=Column(String(16), nullable=False)
     )
+    #: Plain messages in the adventure's place play as actions (``cogs.message_play``).
+    message_play: bool = False
 
     # Memory-bank progress, as story positions.
     memory_cursor: int = 0

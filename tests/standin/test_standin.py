@@ -292,10 +292,20 @@ async def test_modal_submission(env: Env) -> None:
 
 
 async def test_user_message_reaches_the_client(env: Env) -> None:
+    # Without the Message Content intent (Intents.default()), its content is withheld...
     msg = await env.fake.user_message(env.bob, env.channel, "hello fire")
     await env.fake.settle()
-    assert env.bot.seen["message"] == (env.bob, env.channel, "hello fire")
+    assert env.bot.seen["message"] == (env.bob, env.channel, "")
     assert env.fake.last_message(env.channel).id == msg.id
+    # ...but sent when it mentions the bot, and in a DM.
+    mention = f"<@{env.fake.world.bot_user.id}> hello fire"
+    await env.fake.user_message(env.bob, env.channel, mention)
+    await env.fake.settle()
+    assert env.bot.seen["message"] == (env.bob, env.channel, mention)
+    dm = env.fake.dm_channel(env.bob)
+    await env.fake.user_message(env.bob, dm, "hello fire")
+    await env.fake.settle()
+    assert env.bot.seen["message"] == (env.bob, dm, "hello fire")
 
 
 async def test_modal_limits(env: Env) -> None:

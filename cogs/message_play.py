@@ -1,0 +1,125 @@
+"""Playing by plain messages: in an adventure's thread or DM whose host turned it on
+(``/adventure settings messages:on``), a message typed there plays as that player's action.
+
+The convention is ``engine.message_actions``: text is a do, text in quotes a say, ``+`` a story
+line, ``//`` or ``(`` out of character. The bot's own messages and other bots' never play. A
+message plays through the same engine path as /do, with its own id as the request id, so a
+message delivered twice plays once.
+
+Discord sends a message's content to a bot without the Message Content intent only in DMs and
+in messages that mention it (discord-api-docs, Change Log 2022-09-01, "Message Content is a
+Privileged Intent"; Gateway, Message Content Intent). Without the intent
+(``CAMPFIRE_MESSAGE_CONTENT``), a server message arrives with empty content and plays nothing;
+one that mentions the bot plays, the mention taken out. A refusal (muted, locked, no adventure)
+is a brief reply to the message; chat in a place with no adventure, or with message play off,
+is left alone unless it names the bot.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import TYPE_CHECKING
+
+import discord
+from discord.ext import commands
+
+from engine.access import Actor
+from engine.actions import PlayerAction
+from engine.message_actions import message_action
+
+if TYPE_CHECKING:
+    from bot.discord_bot import CampfireBot
+
+log = logging.getLogger(__name__)
+
+#: Messages people type (a reply is one too); not joins, pins or other system messages.
+PLAYED_TYPES = (discord.MessageType.default, discord.MessageType.reply)
+MESSAGE_PLAY_OFF = (
+    "Playing by plain messages is off in this adventure; its host can turn it on with "
+    "`/adventure settings messages:on`."
+)
+NO_ADVENTURE = "There is no adventure running here. Start one with `/start`."
+
+
+def without_mention(content: str, user_id: int) -> str:
+    """``content`` with its mentions of ``user_id`` (``<@id>`` or ``<@!id>``) taken out."""
+    return re.sub(rf"<@!?{user_id}>", " ", content).strip()
+
+
+def actor_of_message(message: discord.Message) -> Actor:
+    """Who plays a message: as ``cogs.context.actor_of`` for an interaction, with the author's
+    permissions in the channel worked out from the cache (a message carries none)."""
+    author = message.author
+    guild = message.guild
+    if guild is None or not isinstance(author, discord.Member):
+        return Actor(user_id=author.id, user_name=author.display_name)
+    channel = message.channel
+    permissions = (
+        channel.permissions_for(author)
+        if isinstance(channel, discord.abc.GuildChannel | discord.Thread)
+        else discord.Permissions.none()
+    )
+    admin = permissions.administrator
+    return Actor(
+        user_id=author.id,
+        user_name=author.display_name,
+        server_id=guild.id,
+        server_name=guild.name,
+        manages_server=admin or permissions.manage_guild,
+        manages_messages=admin or permissions.manage_messages,
+        role_ids=frozenset(role.id for role in author.roles),
+    )
+
+
+class MessagePlayCog(commands.Cog):
+    def __init__(self, bot: CampfireBot) -> None:
+        self.bot = bot
+
+    @commands.Cog.listener()
+    async def on_message(self, message: discord.Message) -> None:
+        me = self.bot.user
+        if me is None or message.author.bot or message.webhook_id is not None:
+            return
+        if message.type not in PLAYED_TYPES:
+            return
+        direct = message.guild is None
+        addressed = direct or me in message.mentions
+        played = message_action(without_mention(message.content, me.id))
+        if played is None:
+            return
+        channel_id = message.channel.id
+        play = self.bot.services.play
+        where_adventures_run = isinstance(message.channel, discord.Thread | discord.DMChannel)
+        if not addressed and not play.places.expects_adventure(
+            channel_id, unknown=where_adventures_run
+        ):
+            return
+        on = await self.bot.services.generation_settings.message_play_here(channel_id)
+        if not on:
+            if addressed:
+                await self.refuse(message, NO_ADVENTURE if on is None else MESSAGE_PLAY_OFF)
+            return
+        kind, text = played
+        events = play.act(
+            actor_of_message(message),
+            channel_id,
+            PlayerAction(kind, text, message.author.id),
+            request_id=message.id,
+        )
+        await self.bot.narrator.show_for_message(message, events, self.refuse)
+
+    async def refuse(self, message: discord.Message, note: str) -> None:
+        """A brief reply to ``message`` (it pings nobody: the bot allows no mentions)."""
+        try:
+            await self.bot.narrator.pacer.acquire(message.channel.id)
+            await message.reply(note[:MESSAGE_MAX])
+        except discord.HTTPException:
+            log.warning("could not answer message %s", message.id, exc_info=True)
+
+
+MESSAGE_MAX = 2000
+
+
+async def setup(bot: CampfireBot) -> None:
+    await bot.add_cog(MessagePlayCog(bot))
