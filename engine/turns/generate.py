@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from engine.context import BuiltContext, ContextBuilder, ContextInputs
 from engine.events import ReasoningDelta, StreamEnd, TextDelta, TurnEvent, Usage
+from engine.narration_hygiene import tidy_narration
 from engine.providers.base import ChatProvider, GenerationParams
 from engine.sanitise import sanitise
 from engine.scripting.hooks import ScriptStopped
@@ -147,7 +148,7 @@ class Generation:
         async with aclosing(self._stream(built, holder, reply)) as deltas:
             async for event in deltas:
                 yield event
-        output = reply.text
+        output = written = reply.text
         if scripts is not None:
             # onOutput needs the whole reply, so it runs after the stream: players watched the
             # model's text arrive, and the final edit (TurnDone's text) shows the script's.
@@ -157,6 +158,10 @@ class Generation:
         # surrogate), so they are sanitised as a player's are.
         output = sanitise(output)
         world = settle(adventure.stat_schema, adventure.world_state, output, turn_index=plan.index)
+        if output == sanitise(written):
+            # The model's own prose (a script's output is the script's to shape): what is not
+            # story goes (engine.narration_hygiene).
+            world = replace(world, prose=tidy_narration(world.prose))
         self._draft = Draft(
             action_texts=self._action_texts,
             action_text=self._answered,

@@ -1,0 +1,62 @@
+"""Tidying the narrator's prose before it is stored: what a model writes that is not story.
+
+Small models, and some large ones, answer a story prompt with more than the story: they echo
+the player's action as their first line ("> You look around."), go on to write the player's next
+action themselves (a later line starting "> "), talk about the task ("Here it goes:"), mark up
+the prose as a document (``# `` headings) or leave a stop tag (``<MORE>``, ``</s>``), and when
+the length limit stops them they end mid-sentence. Each rule below removes one of those and
+nothing else; prose that breaks none is kept byte for byte. A reply that would be left empty is
+kept as written (the turn then shows what the model said rather than nothing).
+"""
+
+from __future__ import annotations
+
+import re
+
+#: Terminal punctuation (a dash that breaks off speech included), with the closing quotes and
+#: brackets a sentence may end in.
+_SENTENCE_END = re.compile(r"(?:[.!?…]|—(?=['\"”’]))['\"”’)\]*_]*")
+_ENDS_WHOLE = re.compile(_SENTENCE_END.pattern + r"\s*$")
+#: Stop tags and special tokens a model may leave in its text.
+_TAGS = re.compile(
+    r"<\s*/?\s*(?:more|end|eos|s|stop)\s*>|<\|[a-z_]+\|>|\[(?:end|more)\]", re.IGNORECASE
+)
+#: A line that talks about the writing rather than tells the story.
+_META = re.compile(
+    r"^\s*(?:"
+    r"here(?:'s| is| it goes| goes| we go)\b.*:?\s*$"
+    r"|(?:the )?(?:player|user)'?s? (?:response|action|input|turn)\b.*$"
+    r"|(?:sure|okay|ok|certainly|of course)[,!.]\s.*(?:continu|story|here)\w*.*$"
+    r"|as an ai\b.*$"
+    r"|\((?:continued|to be continued)\)\s*$"
+    r")",
+    re.IGNORECASE,
+)
+_HEADING = re.compile(r"^#{1,6}\s+", re.MULTILINE)
+
+
+def tidy_narration(text: str) -> str:
+    """``text`` with what is not story removed (see the module's note)."""
+    tidied = _TAGS.sub("", text)
+    lines = tidied.split("\n")
+    # An echo of the action, or any player's line, before the story starts.
+    while lines and (not lines[0].strip() or lines[0].lstrip().startswith(">")):
+        lines.pop(0)
+    # The model writing the players' next action: the story stops there.
+    for at, line in enumerate(lines):
+        if at > 0 and line.lstrip().startswith("> "):
+            lines = lines[:at]
+            break
+    lines = [line for line in lines if not _META.match(line)]
+    tidied = _HEADING.sub("", "\n".join(lines)).strip()
+    tidied = re.sub(r"\n{3,}", "\n\n", tidied)
+    tidied = _whole_sentences(tidied)
+    return tidied if tidied.strip() else text
+
+
+def _whole_sentences(text: str) -> str:
+    """A reply stopped mid-sentence, cut back to its last full sentence (when it has one)."""
+    if not text or _ENDS_WHOLE.search(text):
+        return text
+    ends = list(_SENTENCE_END.finditer(text))
+    return text[: ends[-1].end()].rstrip() if ends else text
