@@ -102,9 +102,22 @@ class PlayCog(commands.Cog):
         """Start an adventure here: a new thread in a server, or a solo story in DMs."""
         # Looked up before answering: a menu or a form must be the interaction's first answer,
         # and a start that would be refused is refused before either is shown.
-        plan = await self.bot.services.play.start_plan(
-            actor_of(interaction), scenario, place_of(interaction)
-        )
+        play = self.bot.services.play
+        place = place_of(interaction)
+        plan = await play.start_plan(actor_of(interaction), scenario, place)
+        running = await play.adventure_in(place) if place is not None else None
+        if running is not None:
+            # A new adventure here ends this one: never without asking.
+            await interaction.response.send_message(
+                fit_text(
+                    f"⚠ **{discord.utils.escape_markdown(running.title)}** is running here. "
+                    "Starting a new adventure ends it; `/adventure export` keeps a copy of it "
+                    "first. Start anew?"
+                ),
+                view=ReplaceConfirm(self, plan),
+                ephemeral=True,
+            )
+            return
         await self.begin(interaction, plan)
 
     async def begin(
@@ -249,6 +262,37 @@ def option_menu(cog: PlayCog, plan: StartPlan) -> dict:
         button.callback = chosen  # type: ignore[method-assign]
         view.add_item(button)
     return {"content": fit_text(f"{header}\n{intro}"), "view": view}
+
+
+class ReplaceConfirm(discord.ui.View):
+    """Start anew (ending the adventure running here) or keep playing: asked before /start
+    replaces a story, to the player who asked alone."""
+
+    def __init__(self, cog: PlayCog, plan: StartPlan) -> None:
+        super().__init__(timeout=600)
+        self.cog = cog
+        self.plan = plan
+
+    @discord.ui.button(label="Start anew", style=discord.ButtonStyle.danger)
+    async def start_anew(
+        self, interaction: discord.Interaction, _button: discord.ui.Button
+    ) -> None:
+        self.stop()
+        await self.cog.begin(interaction, self.plan)
+
+    @discord.ui.button(label="Keep playing", style=discord.ButtonStyle.secondary)
+    async def keep_playing(
+        self, interaction: discord.Interaction, _button: discord.ui.Button
+    ) -> None:
+        self.stop()
+        await interaction.response.edit_message(
+            content="Nothing changed: the adventure here goes on.", view=None
+        )
+
+    async def on_error(
+        self, interaction: discord.Interaction, error: Exception, _item: discord.ui.Item
+    ) -> None:
+        await on_app_command_error(interaction, error)
 
 
 class OptionMenu(discord.ui.View):

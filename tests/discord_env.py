@@ -47,6 +47,17 @@ class DiscordEnv:
         assert record.failed is None, record.failed
         return self.fake.threads(self.channel)[-1]
 
+    async def start_anew(self, user: int, place: int, **options: str) -> InteractionRecord:
+        """``/start`` where an adventure runs, confirmed ("Start anew"), played to its end:
+        the press that started the new adventure."""
+        asked = await self.fake.slash(user, place, "start", **options)
+        await self.done()
+        confirm = self.fake.message(asked.original_message_id)
+        assert confirm.visible_to == user and "Start anew?" in confirm.content, confirm.content
+        record = await self.fake.press(user, confirm.id, label="Start anew")
+        await self.done()
+        return record
+
     def expect(self, *codes: int) -> None:
         """Discord error codes this test provokes on purpose; any other 4xx fails it."""
         self.fake.expect(*codes)

@@ -49,8 +49,7 @@ async def test_each_button_opens_its_form_and_plays_what_is_typed_as_that_player
 async def test_a_form_from_an_adventure_that_ended_plays_nothing(env: DiscordEnv, fake_model):
     thread = await env.start_thread()
     opened = await press(env, thread, env.alice, "Do")  # the form is open...
-    await env.fake.slash(env.alice, thread, "start")  # ...when a new adventure starts here
-    await env.done()
+    await env.start_anew(env.alice, thread)  # ...when a new adventure starts here
     requests = len(fake_model.requests)
     submitted = await env.fake.submit_modal(env.alice, opened, {"action": "open the door"})
     await env.done()

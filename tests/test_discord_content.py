@@ -268,8 +268,7 @@ async def test_a_page_press_for_another_adventure_is_refused(env):
     record = await env.fake.slash(env.alice, theirs, "branch list")
     await env.done()
     listing = env.fake.message(record.original_message_id)
-    await env.fake.slash(env.alice, theirs, "start")  # another adventure takes its place
-    await env.done()
+    await env.start_anew(env.alice, theirs)  # another adventure takes its place
     record = await env.fake.press(env.alice, listing.id, label="▶")
     await env.done()
     assert env.fake.message(record.original_message_id).content == f"⚠ {OTHER_ADVENTURE}"

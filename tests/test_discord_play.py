@@ -267,3 +267,23 @@ async def test_the_whole_command_tree_meets_discords_command_schema(env):
     assert sorted(c.name for c in in_server) == sorted(c.name for c in synced)
     assert len(env.fake.commands[None]) == len(env.fake.commands[env.guild]) == len(synced)
     assert env.fake.refused == []
+
+
+async def test_start_where_a_story_runs_asks_first_and_keeps_it_unless_confirmed(env):
+    dm = env.fake.dm_channel(env.bob)
+    await env.fake.slash(env.bob, dm, "start", scenario="lantern")
+    await env.done()
+    running = await env.bot.services.play.adventure_in(dm)
+    asked = await env.fake.slash(env.bob, dm, "start")
+    await env.done()
+    confirm = env.fake.message(asked.original_message_id)
+    assert confirm.visible_to == env.bob
+    assert "**The Lantern Road** is running here" in confirm.content
+    assert [label for label, _, _ in confirm.buttons] == ["Start anew", "Keep playing"]
+    kept = await env.fake.press(env.bob, confirm.id, label="Keep playing")
+    await env.done()
+    assert "Nothing changed" in env.fake.message(confirm.id).content
+    assert kept.failed is None
+    assert await env.bot.services.play.adventure_in(dm) == running
+    await env.start_anew(env.bob, dm)
+    assert await env.bot.services.play.adventure_in(dm) not in (running, None)

@@ -126,8 +126,7 @@ async def test_a_dm_player_steers_their_solo_adventure(env):
 async def test_a_form_for_an_adventure_that_was_replaced_saves_nothing(env):
     thread = await env.start_thread()
     record = await env.fake.slash(env.alice, thread, "note")
-    await env.fake.slash(env.alice, thread, "start")  # a new adventure in the same thread
-    await env.done()
+    await env.start_anew(env.alice, thread)  # a new adventure in the same thread
     submitted = await env.fake.submit_modal(env.alice, record, {"text": "For the old story."})
     assert (await answer(env, submitted)).content == (
         "⚠ Another adventure started here while the form was open; nothing was saved."
