@@ -285,6 +285,62 @@ class Narrator:
                         continue
                     await self._show_failure(interaction, action_shown, note, view)
 
+    async def show_in(
+        self, channel: MessageableChannel, events: AsyncGenerator[TurnEvent, None]
+    ) -> None:
+        """Render a turn no interaction asked for (a round closed by its timeout) in
+        ``channel``: the round's actions, the narration streamed, its failure noted."""
+        self._begin()
+        try:
+            stream: StreamingMessage | None = None
+            text = ""
+            action_ids: list[int] = []
+            async with aclosing(events) as turn:
+                async for event in turn:
+                    if isinstance(event, ActionAccepted):
+                        for piece in text_pages(event.text):
+                            message = await self._send(channel, piece)
+                            if message is not None:
+                                action_ids.append(message.id)
+                    elif isinstance(event, TextDelta):
+                        if stream is None:
+                            stream = StreamingMessage(channel, self.pacer, reserve=False)
+                        text += event.text
+                        stream.update(text)
+                    elif isinstance(event, TurnDone):
+                        result = event.result
+                        if stream is None:
+                            stream = StreamingMessage(channel, self.pacer, reserve=False)
+                        view = turn_buttons(
+                            result.adventure_id,
+                            result.version,
+                            result.narrator_node_id,
+                            take=result.take,
+                            takes=result.take_count,
+                        )
+                        messages = await stream.finish(
+                            result.text, view=view, suffix=turn_suffix(result) or None
+                        )
+                        await self._turn_shown(
+                            channel.id, result, messages, action_ids, refused=stream.refused
+                        )
+                    elif isinstance(event, TurnFailed):
+                        if stream is not None:
+                            await stream.fail("⚠ *The narration stopped here; nothing was saved.*")
+                        if not isinstance(event.error, StoryMovedOn):
+                            # Nobody pressed anything: the round waits for a Close or an action.
+                            await self._send(channel, f"⚠ {event.error.message}")
+        finally:
+            self._end()
+
+    async def _send(self, channel: MessageableChannel, content: str) -> discord.Message | None:
+        try:
+            await self.pacer.acquire(channel.id)
+            return await channel.send(fit_text(content))
+        except discord.HTTPException:
+            log.warning("could not post to a channel", exc_info=True)
+            return None
+
     async def _turn_shown(
         self,
         channel_id: int,
