@@ -202,10 +202,14 @@ async def take_round(session: AsyncSession, adventure_id: int) -> list[PlayerAct
 
 async def put_back(session: AsyncSession, adventure_id: int, actions: list[PlayerAction]) -> None:
     """A closed round whose narration failed waits again: its actions go back in their
-    places, unless their player has acted again since (the newer action stays)."""
+    places, unless their player has acted again since (the newer action stays) or deleted
+    their data meanwhile (their words went with it)."""
     for place, action in enumerate(actions, start=1):
         assert action.author_id is not None
-        if await session.get(RoundAction, (adventure_id, action.author_id)) is None:
+        if (
+            await session.get(RoundAction, (adventure_id, action.author_id)) is None
+            and await session.get(User, action.author_id) is not None
+        ):
             session.add(
                 RoundAction(
                     adventure_id=adventure_id,

@@ -15,6 +15,7 @@ from engine.errors import StoryMovedOn
 from engine.events import RoundSubmitted, TurnDone, TurnFailed
 from engine.leases import TurnLeases
 from engine.play import PlayService
+from engine.profiles import Profiles
 from engine.providers.resolver import OperatorDefault
 from engine.queue import AdventureQueue
 from engine.storage.models import ActionType, Adventure, Role, RoundAction, StoryNode, TurnMode
@@ -110,3 +111,14 @@ async def test_a_round_whose_narration_fails_waits_and_its_retry_closes_it(
         (Role.NARRATOR, "Answered at last."),
     ]
     assert waiting == 0
+
+
+async def test_a_player_who_deletes_their_data_leaves_the_round(db, provider, fake_model):
+    play = service(db, provider, holder="p1")
+    adventure_id = await round_of_two(db, play)
+    await Profiles(db, retention_days=30).delete(BOB)
+    fake_model.queue("Alice alone is answered.")
+    closed = await collect(play.close_round(ALICE, PLACE, request_id=31))
+    assert isinstance(closed[-1], TurnDone)
+    line, _ = await stored(db, adventure_id)
+    assert line == [(Role.PLAYER, "> Alice listens."), (Role.NARRATOR, "Alice alone is answered.")]

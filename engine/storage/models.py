@@ -314,7 +314,15 @@ class RoundAction(SQLModel, table=True):
     adventure_id: int = Field(
         sa_column=Column(Integer, ForeignKey("adventures.id", ondelete="CASCADE"), primary_key=True)
     )
-    user_id: int = Field(sa_column=Column(BigInteger, primary_key=True, autoincrement=False))
+    #: The player's data goes with them (``/profile delete``), their waiting action with it.
+    user_id: int = Field(
+        sa_column=Column(
+            BigInteger,
+            ForeignKey("users.id", ondelete="CASCADE"),
+            primary_key=True,
+            autoincrement=False,
+        )
+    )
     #: The order of submission within the round (a replaced action keeps its place).
     position: int = 0
     type: str = Field(sa_column=Column(String(16), nullable=False))

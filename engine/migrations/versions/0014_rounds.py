@@ -31,6 +31,7 @@ def upgrade() -> None:
         sa.Column("actor_name", sa.String(length=100), nullable=False),
         sa.Column("submitted_at", sa.DateTime(timezone=True), nullable=False),
         sa.ForeignKeyConstraint(["adventure_id"], ["adventures.id"], ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(["user_id"], ["users.id"], ondelete="CASCADE"),
         sa.PrimaryKeyConstraint("adventure_id", "user_id"),
     )
 
