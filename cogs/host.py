@@ -91,12 +91,13 @@ class HostCog(commands.Cog):
         interaction: discord.Interaction[CampfireBot],
         change: Callable[[Actor, int], Awaitable[HostChange]],
         said: Callable[[HostChange, str], str],
-    ) -> None:
+    ) -> HostChange:
         """Make ``change`` and tell the party what ``said`` says of it and who made it."""
         await defer_request(interaction)
         made = await change(actor_of(interaction), channel_id_of(interaction))
         who = _name(interaction.user.display_name)
         await interaction.followup.send(said(made, who), allowed_mentions=NO_PINGS)
+        return made
 
     @host.command(name="show")
     async def show(self, interaction: discord.Interaction[CampfireBot]) -> None:
@@ -230,13 +231,16 @@ class HostCog(commands.Cog):
         """How actions become turns: free, in rounds, or rounds the host closes."""
         turn_mode = TurnMode(mode)
         controls = self.bot.services.host_controls
-        await self._announce(
+        made = await self._announce(
             interaction,
             lambda actor, place: controls.set_mode(actor, place, turn_mode),
             lambda _, who: (
                 f"🎲 *{who} set the turn mode: **{turn_mode}** ({MODES_SAID[turn_mode]}).*"
             ),
         )
+        if turn_mode is TurnMode.FREE:
+            # The round that was waiting is dropped (engine.host_controls): its panel says so.
+            await self.bot.round_panels.close_panel(made.settings.adventure_id, dropped=True)
 
 
 async def setup(bot: CampfireBot) -> None:

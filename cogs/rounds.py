@@ -147,15 +147,21 @@ class RoundPanels:
         except discord.HTTPException:
             log.warning("could not post the round panel", exc_info=True)
 
-    async def close_panel(self, adventure_id: int) -> None:
-        """The round closed: its panel says so, without its button; the next round's first
-        action posts a new one."""
+    async def close_panel(self, adventure_id: int, *, dropped: bool = False) -> None:
+        """The round closed (``dropped``: the adventure went back to free play, and the round
+        with it): its panel says so, without its button; the next round's first action posts
+        a new one."""
         panel = self._panels.pop(adventure_id, None)
         state = self._states.pop(adventure_id, None)
         if panel is None or state is None:
             return
+        text = (
+            "🎲 **Round dropped**: the adventure plays free again; act once more."
+            if dropped
+            else panel_text(state, self.timeout_s, closed=True)
+        )
         try:
-            await panel.edit(content=panel_text(state, self.timeout_s, closed=True), view=None)
+            await panel.edit(content=text, view=None)
         except discord.HTTPException:
             log.info("could not mark round panel %s closed", panel.id)
 

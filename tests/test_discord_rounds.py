@@ -159,6 +159,15 @@ async def test_a_player_who_hosts_nothing_cannot_change_the_mode(env: DiscordEnv
     assert (await adventure_of(env, thread)).turn_mode == TurnMode.ROUNDS
     again = await act(env, thread, env.bob, "host mode", mode="rounds")
     assert "already" in (await answered(env, again)).content
+    # Back to free play, the waiting round is dropped and its panel says so. (In host mode,
+    # since in rounds carol alone, the whole party, would close her round at once.)
+    await act(env, thread, env.bob, "host mode", mode="host")
+    await act(env, thread, carol, "do", action="knock")
+    assert await waiting(env) == 1
+    await act(env, thread, env.bob, "host mode", mode="free")
+    assert await waiting(env) == 0
+    assert panel(env, thread).content.startswith("🎲 **Round dropped**")
+    assert not panel(env, thread).buttons
 
 
 #: The round timeout the timeout's test runs with (seconds).
