@@ -120,6 +120,13 @@ class Settings(BaseSettings):
         "the Developer Portal first), so plain messages play where an adventure enables it; "
         "without it only messages that mention the bot play.",
     )
+    round_timeout_seconds: float = Field(
+        default=120.0,
+        gt=0.0,
+        le=86400.0,
+        description="How long a round (/host mode rounds) waits for late players before it "
+        "closes with the actions it has.",
+    )
     max_import_bytes: int = Field(default=2 * 1024 * 1024, ge=1024, le=10 * 1024 * 1024)
     max_story_cards: int = Field(default=500, ge=1, le=10_000)
     # Published scripts are big: Auto-Cards is 0.3 M characters, Localized Languages 2 M.

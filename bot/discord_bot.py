@@ -14,6 +14,7 @@ from bot.config import Settings
 from bot.scheduler import BackgroundWork, schedule_background_work
 from bot.services import Services, build_services
 from cogs.preflight import CampfireTree
+from cogs.rounds import RoundPanels
 from cogs.threads import thread_now
 from engine.coordination.jobs import LEASE_REAPING
 from engine.events import TurnInterrupted
@@ -90,6 +91,8 @@ COMMAND_INSTALLS = discord.app_commands.AppInstallationType(guild=True, user=Fal
 class CampfireBot(commands.AutoShardedBot):
     services: Services
     background: BackgroundWork
+    #: Each open round's panel and timeout (cogs.rounds).
+    round_panels: RoundPanels
 
     def __init__(self, settings: Settings, *, channel_period: float | None = None) -> None:
         """``channel_period``: the per-channel message window the narration paces itself to,
@@ -135,6 +138,7 @@ class CampfireBot(commands.AutoShardedBot):
             else RatePacer(per_seconds=self.channel_period)
         )
         self.narrator = Narrator(self, pacer)
+        self.round_panels = RoundPanels(self)
         self.add_dynamic_items(*DYNAMIC_ITEMS)
         for extension in EXTENSIONS:
             await self.load_extension(extension)
@@ -216,6 +220,8 @@ class CampfireBot(commands.AutoShardedBot):
     async def close(self) -> None:
         if self.resuming is not None:
             self.resuming.cancel()
+        if hasattr(self, "round_panels"):
+            self.round_panels.cancel()
         if self.scheduler.running:
             self.scheduler.pause()
             if hasattr(self, "background"):

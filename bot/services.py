@@ -184,7 +184,9 @@ async def build_services(settings: Settings) -> Services:
     caps = AdventureCaps(
         per_hour=settings.adventures_per_hour, active=settings.active_adventures_per_user
     )
-    play = PlayService(db, turns, leases, queue, caps=caps)
+    play = PlayService(
+        db, turns, leases, queue, caps=caps, round_timeout_s=settings.round_timeout_seconds
+    )
     memory = MemoryWriter(db, providers, embedder, capacity=settings.max_memories, jobs=jobs)
     limits = ImportLimits(
         max_bytes=settings.max_import_bytes,

@@ -74,7 +74,15 @@ async def act_here(
         request_id=interaction.id,
         drawn_for=drawn_for,
     )
-    await bot.narrator.show(interaction, events, nothing_here=nothing_here)
+    # In rounds, the submission answers the player and moves the round panel (cogs.rounds).
+    channel = interaction.channel
+    assert channel is not None and not isinstance(
+        channel, discord.ForumChannel | discord.CategoryChannel
+    )
+    watched = bot.round_panels.watch(
+        channel, events, interaction=interaction, actor=actor_of(interaction)
+    )
+    await bot.narrator.show(interaction, watched, nothing_here=nothing_here)
 
 
 async def nothing_here(interaction: discord.Interaction) -> None:

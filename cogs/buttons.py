@@ -27,6 +27,7 @@ from cogs.insights import show_insights_safely
 from cogs.pages import ListPageButton
 from cogs.preflight import Preflighted
 from cogs.replies import defer_request, reply
+from cogs.rounds import CloseButton
 from engine.actions import ActionType, PlayerAction
 from engine.sanitise import BIG_ID_MAX, ROW_ID_MAX, row_id
 
@@ -384,6 +385,7 @@ def retry_button(request_id: int) -> discord.ui.View:
 
 DYNAMIC_ITEMS = (
     ActButton,
+    CloseButton,
     ContinueButton,
     RetryButton,
     InsightsButton,

@@ -19,13 +19,20 @@ from discord.ext import commands
 from cogs.context import actor_of, channel_id_of
 from cogs.replies import defer_request, reply
 from engine.access import Actor, Member
-from engine.host_controls import HostChange, HostSettings, RewriteRight
+from engine.host_controls import HostChange, HostSettings, RewriteRight, TurnMode
 
 if TYPE_CHECKING:
     from bot.discord_bot import CampfireBot
 
 #: Announcements quote names; whatever a name holds pings nobody.
 NO_PINGS = discord.AllowedMentions.none()
+
+MODES_SAID = {
+    TurnMode.FREE: "each action is a turn, first come, first served",
+    TurnMode.ROUNDS: "one action per player a round; it closes when everyone has acted, "
+    "when the host presses Close, or after a timeout",
+    TurnMode.HOST: "one action per player a round; the host closes each round",
+}
 
 RIGHTS_SAID = {
     RewriteRight.AUTHOR: "the player who wrote a turn, the host and managers",
@@ -66,13 +73,14 @@ def settings_text(settings: HostSettings) -> str:
         f"Removed (kicked): {', '.join(f'<@{u}>' for u in settings.kicked) or 'nobody'}",
         f"Retry, undo and edit: **{settings.rewrite_right}** "
         f"({RIGHTS_SAID[settings.rewrite_right]})",
+        f"Turns: **{settings.turn_mode}** ({MODES_SAID[settings.turn_mode]})",
     ]
     return "\n".join(lines)
 
 
 class HostCog(commands.Cog):
     host = app_commands.Group(
-        name="host", description="The host's controls: lock, mute, kick, transfer, rights"
+        name="host", description="The host's controls: lock, mute, kick, transfer, rights, mode"
     )
 
     def __init__(self, bot: CampfireBot) -> None:
@@ -83,12 +91,13 @@ class HostCog(commands.Cog):
         interaction: discord.Interaction[CampfireBot],
         change: Callable[[Actor, int], Awaitable[HostChange]],
         said: Callable[[HostChange, str], str],
-    ) -> None:
+    ) -> HostChange:
         """Make ``change`` and tell the party what ``said`` says of it and who made it."""
         await defer_request(interaction)
         made = await change(actor_of(interaction), channel_id_of(interaction))
         who = _name(interaction.user.display_name)
         await interaction.followup.send(said(made, who), allowed_mentions=NO_PINGS)
+        return made
 
     @host.command(name="show")
     async def show(self, interaction: discord.Interaction[CampfireBot]) -> None:
@@ -208,6 +217,30 @@ class HostCog(commands.Cog):
                 f"({RIGHTS_SAID[right]}).*"
             ),
         )
+
+    @host.command(name="mode")
+    @app_commands.describe(
+        mode="free (each action is a turn), rounds (one action each a round), host (you close "
+        "each round)"
+    )
+    async def mode(
+        self,
+        interaction: discord.Interaction[CampfireBot],
+        mode: Literal["free", "rounds", "host"],
+    ) -> None:
+        """How actions become turns: free, in rounds, or rounds the host closes."""
+        turn_mode = TurnMode(mode)
+        controls = self.bot.services.host_controls
+        made = await self._announce(
+            interaction,
+            lambda actor, place: controls.set_mode(actor, place, turn_mode),
+            lambda _, who: (
+                f"🎲 *{who} set the turn mode: **{turn_mode}** ({MODES_SAID[turn_mode]}).*"
+            ),
+        )
+        if turn_mode is TurnMode.FREE:
+            # The round that was waiting is dropped (engine.host_controls): its panel says so.
+            await self.bot.round_panels.close_panel(made.settings.adventure_id, dropped=True)
 
 
 async def setup(bot: CampfireBot) -> None:

@@ -107,7 +107,12 @@ class MessagePlayCog(commands.Cog):
             PlayerAction(kind, text, message.author.id),
             request_id=message.id,
         )
-        await self.bot.narrator.show_for_message(message, events, self.refuse)
+        assert isinstance(message.channel, discord.abc.Messageable)
+
+        async def tell(note: str) -> None:
+            await self.refuse(message, note)
+
+        await self.bot.narrator.show_unasked(message.channel, events, tell, post_actions=False)
 
     async def refuse(self, message: discord.Message, note: str) -> None:
         """A brief reply to ``message`` (it pings nobody: the bot allows no mentions)."""

@@ -285,28 +285,38 @@ class Narrator:
                         continue
                     await self._show_failure(interaction, action_shown, note, view)
 
-    async def show_for_message(
+    async def show_unasked(
         self,
-        message: discord.Message,
+        channel: MessageableChannel,
         events: AsyncGenerator[TurnEvent, None],
-        refuse: Callable[[discord.Message, str], Awaitable[None]],
+        tell: Callable[[str], Awaitable[object]],
+        *,
+        post_actions: bool,
+        tell_moved_on: bool = True,
     ) -> None:
-        """Render the turn a plain message plays (``cogs.message_play``). The message itself
-        shows the action (the bot cannot edit it, so it is never marked undone); the narration
-        streams below it as for /do. ``refuse`` answers the message with a refusal or failure
-        (a brief reply to it: there is no interaction to answer privately)."""
-        channel = message.channel
+        """Render a turn no interaction answers for: one a plain message plays
+        (``cogs.message_play``: the message itself shows the action, and is never marked undone,
+        since the bot cannot edit it), or a round its timeout closed (``cogs.rounds``: its
+        actions are posted, ``post_actions``). The narration streams as for /do; ``tell`` says
+        the notices and failures (a reply to the message, a post in the channel). A round
+        another closer took is no news (``tell_moved_on`` False)."""
         self._begin()
         try:
             stream: StreamingMessage | None = None
             text = ""
+            action_ids: list[int] = []
             async with aclosing(events) as turn:
                 async for event in turn:
                     if isinstance(event, Queued):
                         ahead = "1 turn" if event.position == 1 else f"{event.position} turns"
-                        await refuse(message, f"⏳ Queued behind {ahead}.")
+                        await tell(f"⏳ Queued behind {ahead}.")
                     elif isinstance(event, TurnInterrupted):
                         await self.announce_interrupted(channel, event)
+                    elif isinstance(event, ActionAccepted) and post_actions:
+                        for piece in text_pages(event.text):
+                            posted = await self.post(channel, piece)
+                            if posted is not None:
+                                action_ids.append(posted.id)
                     elif isinstance(event, TextDelta):
                         if stream is None:
                             stream = StreamingMessage(channel, self.pacer, reserve=False)
@@ -327,23 +337,31 @@ class Narrator:
                             result.text, view=view, suffix=turn_suffix(result) or None
                         )
                         refused = await self._turn_shown(
-                            channel.id, result, shown, [], refused=stream.refused
+                            channel.id, result, shown, action_ids, refused=stream.refused
                         )
                         if refused is not None:
                             log.warning(
-                                "message %s: the channel refused the narration: %s",
-                                message.id,
-                                refused.text,
+                                "channel %s refused the narration: %s", channel.id, refused.text
                             )
                     elif isinstance(event, AlreadyHandled):
                         # The same message delivered again: its first delivery plays it.
-                        log.info("message %s: already %s", message.id, event.status)
+                        log.info("a turn in channel %s: already %s", channel.id, event.status)
                     elif isinstance(event, TurnFailed):
                         if stream is not None:
                             await stream.fail("⚠ *The narration stopped here; nothing was saved.*")
-                        await refuse(message, f"⚠ {event.error.message}")
+                        if tell_moved_on or not isinstance(event.error, StoryMovedOn):
+                            await tell(f"⚠ {event.error.message}")
         finally:
             self._end()
+
+    async def post(self, channel: MessageableChannel, content: str) -> discord.Message | None:
+        """A message of the bot's own in ``channel``, paced; None if Discord refused it."""
+        try:
+            await self.pacer.acquire(channel.id)
+            return await channel.send(fit_text(content))
+        except discord.HTTPException:
+            log.warning("could not post to channel %s", channel.id, exc_info=True)
+            return None
 
     async def _turn_shown(
         self,

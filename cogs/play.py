@@ -51,6 +51,8 @@ allowed message content, mention @Campfire in the message
 `/host lock|unlock`: while locked, only the host and managers act
 `/host mute|unmute|kick player:`: who may not act here; `/host transfer player:` a new host
 `/host rights retry:author|host|anyone`: who may retry, undo and edit turns
+`/host mode mode:free|rounds|host`: each action a turn; or rounds of one action each, \
+narrated together once all acted, on Close, or late (`host`: on the host's Close only)
 
 **World state** (in scenarios that track it)
 `/state show`: health, trust, flags and the rest, with what each number means

@@ -19,6 +19,9 @@ The rules, in words:
   bind those who hold them: while an adventure is locked, only they act (play, retry, rewrite
   turns); a muted or kicked player does neither. A host passes the adventure only to a member
   of its place who has used Campfire, never to a bot.
+- **Turn modes and rounds** (``/host mode``, ``engine.rounds``): the mode is a host control.
+  Anyone who may act submits to a round; only the host and those members close one by hand
+  (the Close button); the round's own rules (all acted, the timeout) close it for everyone.
 - **Scripts** are code that runs every turn: members who manage the server. The same right
   brings scripts in with a new adventure (an import, or a player's own scenario started in a
   server; the server's library and shipped scenarios were vetted when they came in), and reads
@@ -198,6 +201,11 @@ def may_act(adventure: Adventure, actor: Actor, *, muted: bool = False) -> bool:
 def may_host(adventure: Adventure, actor: Actor) -> bool:
     """Lock, mute, kick, pass the adventure on, choose who may rewrite turns."""
     return adventure.server_id is not None and _leads(adventure, actor)
+
+
+def may_close_round(adventure: Adventure, actor: Actor) -> bool:
+    """Close a round by hand (its Close button), whatever the mode: whoever may host."""
+    return may_host(adventure, actor)
 
 
 def may_script(adventure: Adventure, actor: Actor) -> bool:
@@ -496,6 +504,17 @@ async def check_may_host(session: AsyncSession, adventure: Adventure, actor: Act
     raise NotAllowed(
         f"Only {who} and members who can manage the server or its messages can use host "
         "controls here; nothing was changed. `/host show` says what they set."
+    )
+
+
+async def check_may_close_round(session: AsyncSession, adventure: Adventure, actor: Actor) -> None:
+    if may_close_round(adventure, actor):
+        return
+    host = await _host_name(session, adventure)
+    who = f"{host} (the host)" if host else "the adventure's host"
+    raise NotAllowed(
+        f"Only {who} and members who can manage the server or its messages can close a "
+        "round; nothing was closed. Your own action is in when you have submitted it."
     )
 
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from engine.errors import CampfireError
+    from engine.rounds import RoundState
     from engine.turns import TurnResult
 
 
@@ -102,8 +103,19 @@ class AlreadyHandled:
     error: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class RoundSubmitted:
+    """The player's action is in for the adventure's open round (``engine.rounds``), which
+    stands as ``state`` says; when it closed the round, the round's turn follows."""
+
+    state: RoundState
+    #: The player had acted this round already: this action replaced theirs.
+    replaced: bool = False
+
+
 TurnEvent = (
     Queued
+    | RoundSubmitted
     | TurnInterrupted
     | ActionAccepted
     | ReasoningDelta

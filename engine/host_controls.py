@@ -28,9 +28,16 @@ from engine.access import (
 )
 from engine.accounts import touch_actor
 from engine.errors import InvalidInput
-from engine.storage.models import Adventure, MutedPlayer, RewriteRight, User
+from engine.storage.models import (
+    Adventure,
+    MutedPlayer,
+    RewriteRight,
+    RoundAction,
+    TurnMode,
+    User,
+)
 
-__all__ = ["HostChange", "HostControls", "HostSettings", "RewriteRight"]
+__all__ = ["HostChange", "HostControls", "HostSettings", "RewriteRight", "TurnMode"]
 
 if TYPE_CHECKING:
     from engine.access import Actor
@@ -50,6 +57,7 @@ class HostSettings:
     #: Discord ids, oldest first.
     muted: tuple[int, ...]
     kicked: tuple[int, ...]
+    turn_mode: TurnMode = TurnMode.FREE
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +158,20 @@ class HostControls:
             adventure.rewrite_right = right
             return HostChange(await _settings_of(session, adventure))
 
+    async def set_mode(self, actor: Actor, channel_id: int, mode: TurnMode) -> HostChange:
+        """How actions become turns here (``engine.rounds``). Back to ``free``, the actions
+        waiting for a round are dropped: nothing would close their round any more."""
+        async with self.db.transaction() as session:
+            adventure = await self._hosted(session, actor, channel_id)
+            if adventure.turn_mode == mode:
+                raise InvalidInput(f"The turn mode is already “{mode}”; nothing was changed.")
+            adventure.turn_mode = mode
+            if mode is TurnMode.FREE:
+                await session.execute(
+                    delete(RoundAction).where(col(RoundAction.adventure_id) == adventure.id)
+                )
+            return HostChange(await _settings_of(session, adventure))
+
     @staticmethod
     async def _hosted(session: AsyncSession, actor: Actor, channel_id: int) -> Adventure:
         """The adventure here, locked for the change, once ``actor`` may change it."""
@@ -183,4 +205,5 @@ async def _settings_of(session: AsyncSession, adventure: Adventure) -> HostSetti
         RewriteRight(adventure.rewrite_right),
         tuple(row.user_id for row in rows if not row.kicked),
         tuple(row.user_id for row in rows if row.kicked),
+        TurnMode(adventure.turn_mode),
     )

@@ -25,6 +25,7 @@ from engine.access import (
     active_adventure,
     adventure_here,
     check_may_act,
+    check_may_close_round,
     check_may_press,
     check_may_retry,
     check_may_retry_request,
@@ -40,10 +41,12 @@ from engine.coordination.requests import (
 )
 from engine.errors import (
     CampfireError,
+    InvalidInput,
     NotFound,
     StoryMovedOn,
 )
 from engine.events import (
+    RoundSubmitted,
     TurnEvent,
     TurnFailed,
     TurnInterrupted,
@@ -52,6 +55,16 @@ from engine.formats.draft import MAX_OPTIONS, MAX_PLACEHOLDERS, placeholders_in
 from engine.leases import TurnLeases
 from engine.place_hints import PlaceHints
 from engine.queue import AdventureQueue
+from engine.rounds import (
+    NOTHING_TO_CLOSE,
+    ROUND_CLOSED,
+    RoundState,
+    due_for_timeout,
+    put_back,
+    round_state,
+    submit_to_round,
+    take_round,
+)
 from engine.scenarios.lookup import resolve_scenario, visible_scenarios
 from engine.scenarios.start import scenario_script_names, start_adventure
 from engine.storage.database import Database
@@ -61,6 +74,7 @@ from engine.storage.models import (
     RequestRecord,
     Scenario,
     StoryNode,
+    TurnMode,
     utcnow,
 )
 from engine.story_line.read import line_tail
@@ -124,8 +138,11 @@ class PlayService:
         queue: AdventureQueue,
         *,
         caps: AdventureCaps | None = None,
+        round_timeout_s: float = 120.0,
     ) -> None:
         self.db = db
+        #: How long a round in ``rounds`` mode waits for its late players (``close_late``).
+        self.round_timeout_s = round_timeout_s
         self.turns = turns
         self.leases = leases
         self.queue = queue
@@ -303,7 +320,10 @@ class PlayService:
         ``TurnDone`` or ``TurnFailed``; or is only ``AlreadyHandled`` when ``request_id`` was
         played before (a repeated delivery of the same interaction).
         """
-        played = self._play(actor, channel_id, action, request_id, seen_version, drawn_for)
+        if await self._turn_mode(channel_id) is not TurnMode.FREE:
+            played = self._submit(actor, channel_id, action, request_id, drawn_for)
+        else:
+            played = self._play(actor, channel_id, action, request_id, seen_version, drawn_for)
         async with aclosing(played) as events:
             async for event in events:
                 yield event
@@ -346,7 +366,10 @@ class PlayService:
             if not await self.requests.take_for_retry(session, request_id):
                 raise StoryMovedOn(PLAYED_AGAIN)
 
-        if payload == RETRY_PAYLOAD:
+        if payload.get("type") == "round":
+            # A round whose narration failed: its actions went back to wait; close it again.
+            replayed = self._close(actor, channel_id, new_request_id, None, unplayed)
+        elif payload == RETRY_PAYLOAD:
             # A retry of a turn that failed: write the newest turn again once more.
             replayed = self._retake(actor, channel_id, new_request_id, None, None, unplayed)
         else:
@@ -390,6 +413,115 @@ class PlayService:
 
         asked = Asked(actor, channel_id, payload, request_id, seen_version, drawn_for)
         entered = self.intake.enter(asked, [allowed, check, name_actor], turn)
+        async with aclosing(entered) as events:
+            async for event in events:
+                yield event
+
+    # --- rounds (engine.rounds) ----------------------------------------------------------------
+
+    async def _turn_mode(self, channel_id: int) -> TurnMode:
+        async with self.db.session() as session:
+            adventure = await active_adventure(session, channel_id)
+            return TurnMode(adventure.turn_mode) if adventure is not None else TurnMode.FREE
+
+    async def round_here(self, channel_id: int) -> RoundState | None:
+        """The round open in the adventure here (None: none runs, or it plays free)."""
+        async with self.db.session() as session:
+            adventure = await active_adventure(session, channel_id)
+            if adventure is None or adventure.turn_mode == TurnMode.FREE:
+                return None
+            return await round_state(session, adventure)
+
+    async def _submit(
+        self,
+        actor: Actor,
+        channel_id: int,
+        action: PlayerAction,
+        request_id: int,
+        drawn_for: int | None,
+    ) -> AsyncGenerator[TurnEvent, None]:
+        """An action for the round: kept (or replacing the player's), then, when it was the
+        last the round waited for, the round closed and narrated under this request."""
+        try:
+            if action.type is ActionType.CONTINUE:
+                raise InvalidInput(
+                    "This adventure plays in rounds: the story goes on when the round closes "
+                    "(the host's Close), so there is nothing to continue now."
+                )
+            format_action(action, max_chars=self.turns.max_action_chars)  # fail fast
+            async with self.db.transaction() as session:
+                await touch_actor(session, actor)
+                adventure = await adventure_here(session, channel_id, for_update=True)
+                check_may_press(adventure, drawn_for)
+                await check_may_act(session, adventure, actor)
+                named = replace(action, actor=await acting_name(session, adventure, actor))
+                replaced = await submit_to_round(session, adventure, named)
+                state = await round_state(session, adventure)
+        except CampfireError as error:
+            yield TurnFailed(error)
+            return
+        self.places.seen(channel_id, state.adventure_id)
+        yield RoundSubmitted(state, replaced)
+        if state.complete:
+            closed = self._close(actor, channel_id, request_id, None, None)
+            async with aclosing(closed) as events:
+                async for event in events:
+                    yield event
+
+    def close_round(
+        self, actor: Actor, channel_id: int, *, request_id: int, drawn_for: int | None = None
+    ) -> AsyncGenerator[TurnEvent, None]:
+        """The host's Close: the round here ends now and is narrated (whoever has acted)."""
+
+        async def allowed(session: AsyncSession, adventure: Adventure) -> None:
+            await check_may_close_round(session, adventure, actor)
+
+        return self._close(actor, channel_id, request_id, drawn_for, allowed)
+
+    def close_late(
+        self, actor: Actor, channel_id: int, *, request_id: int
+    ) -> AsyncGenerator[TurnEvent, None]:
+        """The round's timeout (``rounds`` mode): it closes once it has waited
+        ``round_timeout_s`` since its first action; ``actor`` is the one who opened it."""
+
+        async def due(session: AsyncSession, adventure: Adventure) -> None:
+            assert adventure.id is not None
+            if adventure.turn_mode != TurnMode.ROUNDS or not await due_for_timeout(
+                session, adventure.id, self.round_timeout_s
+            ):
+                raise StoryMovedOn("This round is not due to close yet.")
+
+        return self._close(actor, channel_id, request_id, None, due)
+
+    async def _close(
+        self,
+        actor: Actor,
+        channel_id: int,
+        request_id: int,
+        drawn_for: int | None,
+        check: RequestCheck | None,
+    ) -> AsyncGenerator[TurnEvent, None]:
+        """Close the round here, once (``take_round`` in the request's own transaction: a
+        second closer takes nothing and is refused), and narrate its actions as one turn. A
+        turn that fails puts them back to wait for the next close."""
+        taken: list[PlayerAction] = []
+
+        async def take(session: AsyncSession, adventure: Adventure) -> None:
+            assert adventure.id is not None
+            taken.extend(await take_round(session, adventure.id))
+            if not taken:
+                raise StoryMovedOn(ROUND_CLOSED if check is None else NOTHING_TO_CLOSE)
+
+        async def turn(adventure_id: int, fence: Fence) -> AsyncGenerator[TurnEvent, None]:
+            async with aclosing(self.turns.play_actions(adventure_id, taken, fence=fence)) as run:
+                async for event in run:
+                    if isinstance(event, TurnFailed):
+                        async with self.db.transaction() as session:
+                            await put_back(session, adventure_id, taken)
+                    yield event
+
+        asked = Asked(actor, channel_id, {"type": "round"}, request_id, None, drawn_for)
+        entered = self.intake.enter(asked, [check, take], turn)
         async with aclosing(entered) as events:
             async for event in events:
                 yield event

@@ -14,6 +14,7 @@ from engine.access import (
     check_may_retry_request,
     may_act,
     may_bring_scripts,
+    may_close_round,
     may_host,
     may_import,
     may_press,
@@ -128,6 +129,8 @@ HOST_CONTROL_RIGHTS = [
 @pytest.mark.parametrize(("actor", "host", "while_locked"), HOST_CONTROL_RIGHTS)
 def test_host_controls_are_for_the_host_and_managers_and_never_bind_them(actor, host, while_locked):
     assert may_host(hosted(), actor) is host
+    # Closing a round by hand is a host control too (the round's own rules close it for all).
+    assert may_close_round(hosted(), actor) is host
     assert may_act(hosted(), actor)
     assert may_act(hosted(locked=True), actor) is while_locked
     assert may_rewrite(hosted(locked=True), actor, AUTHOR) is while_locked
@@ -157,6 +160,7 @@ def test_who_rewrites_turns_is_the_hosts_choice(right, author, plain):
 def test_host_controls_mean_nothing_in_a_dm():
     player = Actor(PLAYER, "wren")
     assert not may_host(DM_ADVENTURE, player)
+    assert not may_close_round(DM_ADVENTURE, player)
     assert may_act(DM_ADVENTURE, player, muted=True)
 
 

@@ -115,6 +115,14 @@ class RewriteRight(StrEnum):
     ANYONE = "anyone"  # anyone in the adventure's place
 
 
+class TurnMode(StrEnum):
+    """How a server adventure's actions become turns (``/host mode``; ``engine.rounds``)."""
+
+    FREE = "free"  # each action is a turn, first come, first served
+    ROUNDS = "rounds"  # one action per player a round; it closes when all acted, on Close, or late
+    HOST = "host"  # like rounds, but only the host's Close ends the round
+
+
 # --- people and places -------------------------------------------------------------------------
 # Each table's ``__tablename__`` is declared a ``ClassVar[str]``: SQLModel declares it as a
 # ``declared_attr`` (its default names a table after its class), which a plain name is not.
@@ -282,6 +290,10 @@ class Adventure(SteeringFields, table=True):
     )
     #: Plain messages in the adventure's place play as actions (``cogs.message_play``).
     message_play: bool = False
+    #: How actions become turns: one each (free), or gathered into rounds.
+    turn_mode: TurnMode = Field(
+        default=TurnMode.FREE, sa_column=Column(String(8), nullable=False, server_default="free")
+    )
 
     # Memory-bank progress, as story positions.
     memory_cursor: int = 0
@@ -292,6 +304,35 @@ class Adventure(SteeringFields, table=True):
     ended_at: datetime | None = _when(nullable=True)
     #: When it began here: started, or imported (an import keeps its story's ``created_at``).
     started_at: datetime = _when()
+
+
+class RoundAction(SQLModel, table=True):
+    """A player's action waiting for its round to close (``engine.rounds``): one per player
+    and adventure (a new one replaces it, keeping its place); the round's close takes them all
+    at once (a DELETE that only one closer wins)."""
+
+    __tablename__: ClassVar[str] = "round_actions"
+
+    adventure_id: int = Field(
+        sa_column=Column(Integer, ForeignKey("adventures.id", ondelete="CASCADE"), primary_key=True)
+    )
+    #: The player's data goes with them (``/profile delete``), their waiting action with it.
+    user_id: int = Field(
+        sa_column=Column(
+            BigInteger,
+            ForeignKey("users.id", ondelete="CASCADE"),
+            primary_key=True,
+            autoincrement=False,
+        )
+    )
+    #: The order of submission within the round (a replaced action keeps its place).
+    position: int = 0
+    type: str = Field(sa_column=Column(String(16), nullable=False))
+    text: str = _text()
+    #: Who the action is written as (their character's name, or display name), read as it
+    #: was submitted.
+    actor_name: str = Field(default="", sa_column=Column(String(100), nullable=False))
+    submitted_at: datetime = _when()
 
 
 class Character(SQLModel, table=True):

@@ -25,6 +25,7 @@ from engine.access import (
 )
 from engine.errors import InvalidInput, NotFound, StoryMovedOn
 from engine.memory.cursors import story_cut_back
+from engine.rounds import ROUND_MAX
 from engine.sanitise import sanitise
 from engine.snapshots import capture
 from engine.storage.models import (
@@ -93,8 +94,9 @@ class StoryTree(BranchesAndSavePoints):
                 raise InvalidInput(NOTHING_TO_UNDO)
             await check_may_rewrite(session, adventure, head, actor)
             assert head.id is not None  # a stored row
-            # The turn is the head and, when a player acted, the action above it.
-            stretch = await line_tail(session, head.id, 3)  # oldest first
+            # The turn is the head and, when players acted, their actions above it.
+            # A round's turn has an action node per player (engine.rounds).
+            stretch = await line_tail(session, head.id, ROUND_MAX + 2)  # oldest first
             removed = [head]
             for node in reversed(stretch[:-1]):
                 if is_turn_boundary(node):

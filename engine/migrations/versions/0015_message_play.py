@@ -10,8 +10,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0015"
-# TEMPORARY: "0013" until 0014 (built in parallel) lands; the merger relinks it to "0014".
-down_revision: str | None = "0013"
+down_revision: str | None = "0014"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
