@@ -233,18 +233,7 @@ class Narrator:
                     stream.update(text)
                 elif isinstance(event, TurnDone):
                     result = event.result
-                    if stream is None:
-                        stream = StreamingMessage(channel, self.pacer, reserve=False)
-                    view = turn_buttons(
-                        result.adventure_id,
-                        result.version,
-                        result.narrator_node_id,
-                        take=result.take,
-                        takes=result.take_count,
-                    )
-                    messages = await stream.finish(
-                        result.text, view=view, suffix=turn_suffix(result) or None
-                    )
+                    stream, messages = await self._final(channel, stream, result)
                     # The player's action is marked with its turn when undone (not a retry's
                     # line, nor one only its player sees: unknown to an edit by id, 10008).
                     action = (
@@ -324,18 +313,7 @@ class Narrator:
                         stream.update(text)
                     elif isinstance(event, TurnDone):
                         result = event.result
-                        if stream is None:
-                            stream = StreamingMessage(channel, self.pacer, reserve=False)
-                        view = turn_buttons(
-                            result.adventure_id,
-                            result.version,
-                            result.narrator_node_id,
-                            take=result.take,
-                            takes=result.take_count,
-                        )
-                        shown = await stream.finish(
-                            result.text, view=view, suffix=turn_suffix(result) or None
-                        )
+                        stream, shown = await self._final(channel, stream, result)
                         refused = await self._turn_shown(
                             channel.id, result, shown, action_ids, refused=stream.refused
                         )
@@ -353,6 +331,23 @@ class Narrator:
                             await tell(f"⚠ {event.error.message}")
         finally:
             self._end()
+
+    async def _final(
+        self, channel: MessageableChannel, stream: StreamingMessage | None, result: TurnResult
+    ) -> tuple[StreamingMessage, list[discord.Message]]:
+        """The turn's final text in its messages (the stream's, or new ones when nothing
+        streamed), with the newest turn's buttons on the last."""
+        if stream is None:
+            stream = StreamingMessage(channel, self.pacer, reserve=False)
+        view = turn_buttons(
+            result.adventure_id,
+            result.version,
+            result.narrator_node_id,
+            take=result.take,
+            takes=result.take_count,
+        )
+        messages = await stream.finish(result.text, view=view, suffix=turn_suffix(result) or None)
+        return stream, list(messages)
 
     async def post(self, channel: MessageableChannel, content: str) -> discord.Message | None:
         """A message of the bot's own in ``channel``, paced; None if Discord refused it."""

@@ -131,6 +131,26 @@ class Party:
 # --- reads -------------------------------------------------------------------------------------
 
 
+async def players_who_acted(
+    session: AsyncSession, adventure_id: int, *, limit: int | None = None
+) -> list[int]:
+    """The players who wrote an action in the adventure (on any line), in the order of their
+    first one: the order they came to the table in."""
+    query = (
+        select(col(StoryNode.author_id), func.min(col(StoryNode.id)))
+        .where(
+            col(StoryNode.adventure_id) == adventure_id,
+            col(StoryNode.role) == Role.PLAYER,
+            col(StoryNode.author_id).is_not(None),
+        )
+        .group_by(col(StoryNode.author_id))
+        .order_by(func.min(col(StoryNode.id)))
+    )
+    if limit is not None:
+        query = query.limit(limit)
+    return [author for author, _ in await session.execute(query) if author is not None]
+
+
 async def party_sheets(session: AsyncSession, adventure_id: int) -> list[CharacterSheet]:
     """The adventure's characters, in the order they were made (stable across turns, so the
     party section keeps the prompt's prefix)."""
@@ -237,19 +257,7 @@ class CharacterService:
             adventure = await adventure_here(session, channel_id)
             assert adventure.id is not None
             sheets = {s.user_id: s for s in await party_sheets(session, adventure.id)}
-            # Each player's first action, so the list keeps the order they came in.
-            acted_rows = await session.execute(
-                select(col(StoryNode.author_id), func.min(col(StoryNode.id)))
-                .where(
-                    col(StoryNode.adventure_id) == adventure.id,
-                    col(StoryNode.role) == Role.PLAYER,
-                    col(StoryNode.author_id).is_not(None),
-                )
-                .group_by(col(StoryNode.author_id))
-                .order_by(func.min(col(StoryNode.id)))
-                .limit(PARTY_MAX + 1)
-            )
-            acted = [author for author, _ in acted_rows if author is not None]
+            acted = await players_who_acted(session, adventure.id, limit=PARTY_MAX + 1)
             last = None
             if adventure.head_node_id is not None:
                 recent = await line_tail(session, adventure.head_node_id, LAST_ACTOR_SCAN)

@@ -21,14 +21,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from engine.actions import ActionType, PlayerAction
+from engine.characters import players_who_acted
 from engine.errors import InvalidInput
 from engine.storage.models import (
     Adventure,
     Character,
     MutedPlayer,
-    Role,
     RoundAction,
-    StoryNode,
     TurnMode,
     User,
     utcnow,
@@ -135,16 +134,7 @@ async def round_state(session: AsyncSession, adventure: Adventure) -> RoundState
             .order_by(col(RoundAction.position))
         )
     ).all()
-    authors = await session.execute(
-        select(col(StoryNode.author_id), func.min(col(StoryNode.id)))
-        .where(
-            col(StoryNode.adventure_id) == adventure.id,
-            col(StoryNode.role) == Role.PLAYER,
-            col(StoryNode.author_id).is_not(None),
-        )
-        .group_by(col(StoryNode.author_id))
-        .order_by(func.min(col(StoryNode.id)))
-    )
+    authors = await players_who_acted(session, adventure.id)
     character_rows = await session.execute(
         select(col(Character.user_id), col(Character.name))
         .where(col(Character.adventure_id) == adventure.id)
@@ -158,9 +148,7 @@ async def round_state(session: AsyncSession, adventure: Adventure) -> RoundState
     )
     order = [
         user
-        for user in dict.fromkeys(
-            [*(a for a, _ in authors if a is not None), *characters, *(w.user_id for w in waiting)]
-        )
+        for user in dict.fromkeys([*authors, *characters, *(w.user_id for w in waiting)])
         if user not in muted
     ]
     name_rows = await session.execute(
