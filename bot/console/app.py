@@ -64,8 +64,7 @@ class Console:
         self.standin = standin
         self.fake = standin.fake
         self.place = place
-        names = place if place.server else None
-        self.screen = Screen(out, live=live, files_dir=files_dir, names=names)
+        self.screen = Screen(out, live=live, files_dir=files_dir, names=place, shared=place.server)
         self.live = live
 
     @property

@@ -27,8 +27,14 @@ class Names(Protocol):
 
 
 def render(
-    message: MessageRecord, files: dict[int, str] | None = None, names: Names | None = None
+    message: MessageRecord,
+    files: dict[int, str] | None = None,
+    names: Names | None = None,
+    *,
+    shared: bool = True,
 ) -> str:
+    """``message`` as text. ``shared``: several people use the screen (a server), so a private
+    answer says whom it is for; alone (a DM) it is "you"."""
     content = message.content.strip()
     parts = [content] if content else []
     parts.extend(_embed(embed) for embed in message.embeds)
@@ -41,7 +47,7 @@ def render(
     text = "\n".join(part for part in parts if part) or "…"
     if message.ephemeral:
         who = "you"
-        if names is not None and message.visible_to is not None:
+        if shared and names is not None and message.visible_to is not None:
             who = names.name_of(message.visible_to)
         text += f"\n  (only {who} can see this)"
     buttons = [(label, disabled) for label, _, disabled in message.buttons]
@@ -66,10 +72,12 @@ class Screen:
         live: bool,
         files_dir: Path | None = None,
         names: Names | None = None,
+        shared: bool = True,
     ) -> None:
         self.out = out
         self.live = live
         self.names = names
+        self.shared = shared
         # Attachments the bot sends are saved here, so the player can open them.
         self.files_dir = files_dir
         self._files: dict[int, str] = {}
@@ -86,7 +94,7 @@ class Screen:
         """Show what is new or changed. Streaming redraws happen only when ``live``."""
         for message in messages:
             self._save_attachments(message)
-            text = timestamps(render(message, self._files, self.names))
+            text = timestamps(render(message, self._files, self.names, shared=self.shared))
             if self.live:
                 text = styled(text)
             previous = self._shown.get(message.id)
