@@ -104,15 +104,14 @@ class PlayCog(commands.Cog):
         """Start an adventure here: a new thread in a server, or a solo story in DMs."""
         # Looked up before answering: a menu or a form must be the interaction's first answer,
         # and a start that would be refused is refused before either is shown.
-        play = self.bot.services.play
-        place = place_of(interaction)
-        plan = await play.start_plan(actor_of(interaction), scenario, place)
-        running = await play.adventure_in(place) if place is not None else None
-        if running is not None:
+        plan = await self.bot.services.play.start_plan(
+            actor_of(interaction), scenario, place_of(interaction)
+        )
+        if plan.replaces is not None:
             # A new adventure here ends this one: never without asking.
             await interaction.response.send_message(
                 fit_text(
-                    f"⚠ **{discord.utils.escape_markdown(running.title)}** is running here. "
+                    f"⚠ **{discord.utils.escape_markdown(plan.replaces)}** is running here. "
                     "Starting a new adventure ends it; `/adventure export` keeps a copy of it "
                     "first. Start anew?"
                 ),

@@ -106,6 +106,9 @@ class StartPlan:
     intro: str  # a menu scenario's own prompt, shown above its options
     options: list[tuple[str, str]]  # (label, scenario id)
     placeholders: list[str]
+    #: The title of the adventure running where it would start, which starting ends (None:
+    #: nothing runs there).
+    replaces: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,7 +183,7 @@ class PlayService:
             scenario = await resolve_scenario(
                 session, query, server_id=actor.server_id, user_id=actor.user_id
             )
-            await check_may_begin(session, actor, place, self.caps)
+            running = await check_may_begin(session, actor, place, self.caps)
             assert scenario.id is not None
             check_may_start_with_scripts(
                 scenario, actor, await scenario_script_names(session, scenario.id)
@@ -201,6 +204,7 @@ class PlayService:
                 placeholders_in(
                     "\n".join((scenario.prompt, scenario.plot_essentials, scenario.authors_note))
                 )[:MAX_PLACEHOLDERS],
+                replaces=running.title if running is not None else None,
             )
 
     async def start(

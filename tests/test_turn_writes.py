@@ -13,6 +13,7 @@ from sqlmodel import col
 
 from engine.storage.models import Memory
 from tests.discord_env import DiscordEnv
+from tests.fakes.openai_server import Reply
 from tests.test_steering_commands import adventure_here
 from tests.write_recorder import WriteTransactions
 
@@ -83,7 +84,9 @@ async def test_a_queued_turn_still_commits_three_write_transactions(env: Discord
     await env.fake.slash(env.bob, thread, "do", action="wave")
     await settled(env)
 
-    fake_model.default_delay = 0.05  # the first turn is still being written when the second comes
+    # The first turn is still being written when the second comes, however loaded the machine:
+    # the model holds its answer for a second (well within the bot's 3 s model timeout here).
+    fake_model.queue(Reply(text="The door creaks open.", status_delay=1.0))
     counter = WriteTransactions(env.bot.services.db.engine)
     with counter.counting():
         first = await env.fake.slash(env.alice, thread, "do", action="open the door")
