@@ -121,6 +121,11 @@ async def _after(
         yield event
 
 
+def queued_note(event: Queued) -> str:
+    ahead = "1 turn" if event.position == 1 else f"{event.position} turns"
+    return f"⏳ Queued behind {ahead}."
+
+
 def _private(shown: list[tuple[discord.Message, str]]) -> bool:
     """Whether the action is shown to its player alone (the response to a Retry press)."""
     return bool(shown) and shown[0][0].flags.ephemeral
@@ -205,7 +210,6 @@ class Narrator:
         channel = interaction.channel
         assert isinstance(channel, discord.abc.Messageable)
         stream: StreamingMessage | None = None
-        text = ""
         action_line = ""
         # The messages showing the action, with what each shows (the response first).
         action_shown: list[tuple[discord.Message, str]] = []
@@ -215,8 +219,7 @@ class Narrator:
                 if isinstance(event, Queued | ActionAccepted):
                     answered = True
                 if isinstance(event, Queued):
-                    ahead = "1 turn" if event.position == 1 else f"{event.position} turns"
-                    await self._edit_original(interaction, f"⏳ Queued behind {ahead}.")
+                    await self._edit_original(interaction, queued_note(event))
                 elif isinstance(event, TurnInterrupted):
                     await self.announce_interrupted(channel, event)
                 elif isinstance(event, ActionAccepted):
@@ -227,10 +230,7 @@ class Narrator:
                         action_line = event.text or f"⏩ *{who} lets the story go on.*"
                     action_shown = await self._show_action(interaction, action_line)
                 elif isinstance(event, TextDelta):
-                    if stream is None:
-                        stream = StreamingMessage(channel, self.pacer, reserve=False)
-                    text += event.text
-                    stream.update(text)
+                    stream = self._streamed(channel, stream, event.text)
                 elif isinstance(event, TurnDone):
                     result = event.result
                     stream, messages = await self._final(channel, stream, result)
@@ -292,13 +292,11 @@ class Narrator:
         self._begin()
         try:
             stream: StreamingMessage | None = None
-            text = ""
             action_ids: list[int] = []
             async with aclosing(events) as turn:
                 async for event in turn:
                     if isinstance(event, Queued):
-                        ahead = "1 turn" if event.position == 1 else f"{event.position} turns"
-                        await tell(f"⏳ Queued behind {ahead}.")
+                        await tell(queued_note(event))
                     elif isinstance(event, TurnInterrupted):
                         await self.announce_interrupted(channel, event)
                     elif isinstance(event, ActionAccepted) and post_actions:
@@ -307,10 +305,7 @@ class Narrator:
                             if posted is not None:
                                 action_ids.append(posted.id)
                     elif isinstance(event, TextDelta):
-                        if stream is None:
-                            stream = StreamingMessage(channel, self.pacer, reserve=False)
-                        text += event.text
-                        stream.update(text)
+                        stream = self._streamed(channel, stream, event.text)
                     elif isinstance(event, TurnDone):
                         result = event.result
                         stream, shown = await self._final(channel, stream, result)
@@ -331,6 +326,15 @@ class Narrator:
                             await tell(f"⚠ {event.error.message}")
         finally:
             self._end()
+
+    def _streamed(
+        self, channel: MessageableChannel, stream: StreamingMessage | None, delta: str
+    ) -> StreamingMessage:
+        """The turn's stream (started with its first text) with ``delta`` added."""
+        if stream is None:
+            stream = StreamingMessage(channel, self.pacer, reserve=False)
+        stream.update(stream.text + delta)
+        return stream
 
     async def _final(
         self, channel: MessageableChannel, stream: StreamingMessage | None, result: TurnResult
