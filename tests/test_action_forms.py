@@ -5,6 +5,7 @@ with real discord.py and the fake model server."""
 from __future__ import annotations
 
 from tests.discord_env import DiscordEnv, answered
+from tests.test_adventure_rights import answer, press_forged
 from tests.test_steering_commands import form
 
 
@@ -55,4 +56,22 @@ async def test_a_form_from_an_adventure_that_ended_plays_nothing(env: DiscordEnv
     await env.done()
     refusal = await answered(env, submitted)
     assert refusal.visible_to == env.alice and "another adventure" in refusal.content.lower()
+    assert len(fake_model.requests) == requests
+
+
+async def test_forged_form_buttons_open_no_form_for_another_adventure(env: DiscordEnv, fake_model):
+    """A modified client can send any ``custom_id``: one naming an older adventure here, or a
+    number no adventure can have, is refused at the press, privately, and plays nothing (a
+    form already open when its adventure ended is refused when sent: the test above)."""
+    old = await env.start_thread()
+    thread = await env.start_thread()
+    theirs = await env.bot.services.play.adventure_in(old)
+    assert theirs is not None
+    newest = [m for m in env.fake.messages(thread) if m.buttons][-1]
+    requests = len(fake_model.requests)
+    for custom_id in (f"cf:act:do:{theirs.adventure_id}", "cf:act:say:" + "9" * 40):
+        refused = await press_forged(env, env.bob, newest, custom_id)
+        assert refused.modal is None, custom_id
+        assert answer(env, refused).visible_to == env.bob, custom_id
+        assert answer(env, refused).content.startswith("⚠"), custom_id
     assert len(fake_model.requests) == requests
