@@ -1,9 +1,10 @@
-"""Characters and the party: /character set|show and /party.
+"""Characters and the party: /character set|show, /party, /join and /leave.
 
 Each is one call to ``engine.characters.CharacterService``, acknowledged first and answered to
 the player alone: a character sheet or the party list is for whoever asked, and a refusal (a bad
-name, no adventure here) is theirs too. Anyone in the adventure's place may set their own
-character; nobody sets another's (the engine's rule).
+name, no adventure here) is theirs too. ``/join`` and ``/leave`` change the party, so they are
+announced to it, like the host's controls. Anyone in the adventure's place may set their own
+character; nobody sets another's (the engine's rules).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from discord.ext import commands
 
 from cogs.content import EMBED_DESCRIPTION_MAX, fit_embed
 from cogs.context import actor_of, channel_id_of
+from cogs.host import NO_PINGS
+from cogs.replies import defer_request
 from engine.characters import ABOUT_MAX, NAME_MAX, CharacterSheet, Party, PartyMember
 from engine.sanitise import echo
 
@@ -45,6 +48,8 @@ def member_line(member: PartyMember, *, group: bool) -> str:
     marks = []
     if member.host:
         marks.append("host")
+    if member.muted:
+        marks.append("muted")
     if member.acted_last:
         marks.append("acted last")
     elif not member.acted:
@@ -63,13 +68,21 @@ def party_embed(party: Party) -> discord.Embed:
     lines = [member_line(m, group=party.group) for m in party.members]
     if party.more:
         lines.append("*…and more.*")
+    if party.watching:
+        lines.append("Watching: " + ", ".join(_plain(name) for name in party.watching))
     description = "\n\n".join(lines) or "Nobody has acted yet."
     embed = discord.Embed(
         title=echo(f"The party · {party.title}", 256),
         description=echo(description, EMBED_DESCRIPTION_MAX),
         colour=CHARACTER_COLOUR,
     )
-    embed.set_footer(text="/character set name: gives you a character in this adventure")
+    if not party.group:
+        footer = "/character set name: gives you a character in this adventure"
+    elif party.closed:
+        footer = "The party is closed: only its players act; the host may open it"
+    else:
+        footer = "The party is open: /join to play, /leave to watch"
+    embed.set_footer(text=footer)
     return embed
 
 
@@ -125,6 +138,29 @@ class CharacterCog(commands.Cog):
         else:
             text = f"{_plain(who.display_name)} has no character in this adventure."
         await interaction.followup.send(text, ephemeral=True)
+
+    @app_commands.command(name="join")
+    async def join(self, interaction: discord.Interaction[CampfireBot]) -> None:
+        """Play in the adventure here (while its party is open)."""
+        await defer_request(interaction)
+        joined = await self.bot.services.characters.join(
+            actor_of(interaction), channel_id_of(interaction)
+        )
+        await interaction.followup.send(
+            f"🙋 *{_plain(joined.name)} joined the party.*", allowed_mentions=NO_PINGS
+        )
+
+    @app_commands.command(name="leave")
+    async def leave(self, interaction: discord.Interaction[CampfireBot]) -> None:
+        """Stop playing here and watch; your character stays for when you /join again."""
+        await defer_request(interaction)
+        left = await self.bot.services.characters.leave(
+            actor_of(interaction), channel_id_of(interaction)
+        )
+        await interaction.followup.send(
+            f"👋 *{_plain(left.name)} left the party and watches now.*",
+            allowed_mentions=NO_PINGS,
+        )
 
     @app_commands.command(name="party")
     async def party(self, interaction: discord.Interaction[CampfireBot]) -> None:

@@ -1,4 +1,5 @@
-"""/host …: the host's controls over a server adventure: lock, mute, kick, transfer, rights.
+"""/host …: the host's controls over a server adventure: lock, mute, kick, transfer, rights,
+the party and the turn mode.
 
 Each change is one call to ``engine.host_controls``; who may make it (the host, members who
 manage the server or its messages) and whom it may name is the engine's rule
@@ -74,13 +75,20 @@ def settings_text(settings: HostSettings) -> str:
         f"Retry, undo and edit: **{settings.rewrite_right}** "
         f"({RIGHTS_SAID[settings.rewrite_right]})",
         f"Turns: **{settings.turn_mode}** ({MODES_SAID[settings.turn_mode]})",
+        "Party: "
+        + (
+            "**closed** (only its players act; nobody joins)"
+            if settings.party_closed
+            else "open (anyone here may act or `/join`)"
+        ),
     ]
     return "\n".join(lines)
 
 
 class HostCog(commands.Cog):
     host = app_commands.Group(
-        name="host", description="The host's controls: lock, mute, kick, transfer, rights, mode"
+        name="host",
+        description="The host's controls: lock, mute, kick, transfer, rights, party, mode",
     )
 
     def __init__(self, bot: CampfireBot) -> None:
@@ -215,6 +223,29 @@ class HostCog(commands.Cog):
             lambda _, who: (
                 f"⚖️ *{who} set who may retry, undo and edit turns: **{right}** "
                 f"({RIGHTS_SAID[right]}).*"
+            ),
+        )
+
+    @host.command(name="party")
+    @app_commands.describe(
+        state="closed: only the party's players act and nobody joins; open: anyone here may"
+    )
+    async def party(
+        self,
+        interaction: discord.Interaction[CampfireBot],
+        state: Literal["open", "closed"],
+    ) -> None:
+        """Close the party to newcomers (the others watch), or open it again."""
+        closed = state == "closed"
+        controls = self.bot.services.host_controls
+        await self._announce(
+            interaction,
+            lambda actor, place: controls.close_party(actor, place, closed=closed),
+            lambda _, who: (
+                f"🚪 *{who} closed the party: only its players act now, and nobody joins "
+                "(`/party` shows who plays).*"
+                if closed
+                else f"🚪 *{who} opened the party: anyone here may act or `/join`.*"
             ),
         )
 

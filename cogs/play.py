@@ -41,6 +41,7 @@ allowed message content, mention @Campfire in the message
 **Play together** (in a server, actions carry your character's name)
 `/character set name: [about:]`: your character here → *> Ann draws her sword.*
 `/character show [player:]`: yours, or another player's; `/party`: who plays
+`/join`, `/leave`: play here, or stop and watch
 
 **Steer the story** (the host and server managers)
 `/note`, `/essentials`, `/instructions`: the author's note, plot essentials, AI instructions
@@ -51,6 +52,7 @@ allowed message content, mention @Campfire in the message
 `/host lock|unlock`: while locked, only the host and managers act
 `/host mute|unmute|kick player:`: who may not act here; `/host transfer player:` a new host
 `/host rights retry:author|host|anyone`: who may retry, undo and edit turns
+`/host party state:open|closed`: closed, only the party acts and nobody joins
 `/host mode mode:free|rounds|host`: each action a turn; or rounds of one action each, \
 narrated together once all acted, on Close, or late (`host`: on the host's Close only)
 

@@ -35,6 +35,10 @@ The rules, in words:
   importer role; choosing that role is for managers alone.
 - **A character** (``engine.characters``): anyone in the adventure's place sets their own;
   nobody, host and managers included, sets another player's. Anyone there may read them.
+- **The party** (``engine.party``): anyone in a server adventure's place joins or leaves it
+  (the host hands the adventure on first); a kicked player does not join. The host and those
+  members close it (``/host party``): then only its players act or make characters, and
+  nobody joins; the others watch. It never binds those who may close it.
 - **In a DM** the player owns the story: server permissions mean nothing there, and the
   adventure's owner (its host) may do all of the above.
 """
@@ -49,6 +53,7 @@ from sqlmodel import col
 
 from engine.coordination.requests import DONE, NEVER_PLAYED, RETRIED
 from engine.errors import InvalidInput, NotAllowed, NotFound, StoryMovedOn
+from engine.party import in_party
 from engine.storage.models import (
     Adventure,
     MutedPlayer,
@@ -190,12 +195,24 @@ def may_shape_story(adventure: Adventure, actor: Actor) -> bool:
     return _leads(adventure, actor)
 
 
-def may_act(adventure: Adventure, actor: Actor, *, muted: bool = False) -> bool:
+def may_act(
+    adventure: Adventure, actor: Actor, *, muted: bool = False, seated: bool = True
+) -> bool:
     """Play in the adventure (do, say, story, continue, a Retry button's action); ``muted``:
-    the host muted or kicked ``actor`` here. In a DM the player is alone."""
+    the host muted or kicked ``actor`` here; ``seated``: they are in its party
+    (``engine.party``), which binds only while the host keeps the party closed. In a DM the
+    player is alone."""
     if adventure.server_id is None or _leads(adventure, actor):
         return True
-    return not adventure.locked and not muted
+    return not adventure.locked and not muted and (seated or not adventure.party_closed)
+
+
+def may_join(adventure: Adventure, actor: Actor, *, kicked: bool = False) -> bool:
+    """Take a seat in the party: while it is open, anyone here but a kicked player; while it
+    is closed, only those whom host controls never bind."""
+    if _leads(adventure, actor):
+        return True
+    return not kicked and not adventure.party_closed
 
 
 def may_host(adventure: Adventure, actor: Actor) -> bool:
@@ -356,15 +373,72 @@ async def _held_back(
 
 
 async def check_may_act(session: AsyncSession, adventure: Adventure, actor: Actor) -> None:
-    """Play in the adventure: refused while it is locked, or to a muted or kicked player."""
+    """Play in the adventure: refused while it is locked, to a muted or kicked player, and to
+    a spectator while the party is closed."""
     if adventure.server_id is None or _leads(adventure, actor):
         return  # no host control binds them: nothing to look up
     muting = await muting_of(session, adventure, actor.user_id)
-    if may_act(adventure, actor, muted=muting is not None):
+    # Whether they are in the party matters only while it is closed: no reads otherwise.
+    seated = not adventure.party_closed or await in_party(session, adventure, actor.user_id)
+    if may_act(adventure, actor, muted=muting is not None, seated=seated):
         return
     refusal = await _held_back(session, adventure, muting, "act")
-    assert refusal is not None  # locked, muted or kicked: one of them refused
+    if refusal is None:
+        refusal = await _party_closed(session, adventure, "act")
     raise refusal
+
+
+async def _party_closed(session: AsyncSession, adventure: Adventure, what: str) -> NotAllowed:
+    host = await _host_name(session, adventure)
+    who = f"{host} (the host)" if host else "the host"
+    return NotAllowed(
+        f"🚪 The party is closed: only its players {what} now, and you are watching. Ask {who} "
+        "to open it (`/host party open`). Nothing was changed."
+    )
+
+
+async def check_may_join(session: AsyncSession, adventure: Adventure, actor: Actor) -> None:
+    """``/join``: in a server adventure whose party is open, or for those who lead it."""
+    if adventure.server_id is None:
+        raise InvalidInput(
+            "In a DM you are the story's only player: there is no party to join. Play with "
+            "others in a server channel."
+        )
+    muting = await muting_of(session, adventure, actor.user_id)
+    kicked = muting is not None and muting.kicked
+    if may_join(adventure, actor, kicked=kicked):
+        return
+    if kicked:
+        refusal = await _held_back(session, adventure, muting, "join")
+        assert refusal is not None
+        raise refusal
+    raise await _party_closed(session, adventure, "play")
+
+
+def check_may_leave(adventure: Adventure, actor: Actor) -> None:
+    """``/leave``: anyone in a server adventure's party but its host, who hands it on first."""
+    if adventure.server_id is None:
+        raise InvalidInput(
+            "In a DM you are the story's only player: there is no party to leave. `/start` "
+            "begins another story."
+        )
+    if adventure.host_id == actor.user_id:
+        raise InvalidInput(
+            "You host this adventure: pass it on with `/host transfer` before you leave the "
+            "party. Nothing was changed."
+        )
+
+
+async def check_may_make_character(
+    session: AsyncSession, adventure: Adventure, actor: Actor
+) -> None:
+    """A character puts its player in the party: while the party is closed, a spectator
+    makes none (the host opens it, or they watch)."""
+    if adventure.server_id is None or not adventure.party_closed or _leads(adventure, actor):
+        return
+    if await in_party(session, adventure, actor.user_id):
+        return
+    raise await _party_closed(session, adventure, "make characters")
 
 
 async def check_may_rewrite(

@@ -16,16 +16,32 @@ from __future__ import annotations
 import unicodedata
 from dataclasses import dataclass
 
-from sqlalchemy import func, select
+from sqlalchemy import delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
-from engine.access import Actor, adventure_here, check_may_set_character
+from engine.access import (
+    Actor,
+    adventure_here,
+    check_may_join,
+    check_may_leave,
+    check_may_make_character,
+    check_may_set_character,
+)
 from engine.accounts import touch_actor
 from engine.errors import InvalidInput
+from engine.party import in_party, leave_seat, party_order, players_who_acted, spectators, take_seat
 from engine.sanitise import sanitise
 from engine.storage.database import Database
-from engine.storage.models import Adventure, Character, Role, StoryNode, User, utcnow
+from engine.storage.models import (
+    Adventure,
+    Character,
+    MutedPlayer,
+    Role,
+    RoundAction,
+    User,
+    utcnow,
+)
 from engine.story_line.read import line_tail
 
 NAME_MAX = 40
@@ -116,6 +132,8 @@ class PartyMember:
     host: bool
     acted_last: bool
     acted: bool
+    #: The host muted them: in the party, but they may not act.
+    muted: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,29 +144,21 @@ class Party:
     members: list[PartyMember]
     #: More players than ``PARTY_MAX`` were found: the list is cut.
     more: bool = False
+    #: The host closed the party: only its members act, nobody joins.
+    closed: bool = False
+    #: Players who left the party and watch, by name (at most ``PARTY_MAX``).
+    watching: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class PartyChange:
+    """A player joined or left, for the party's announcement: who, as the story names them."""
+
+    title: str
+    name: str
 
 
 # --- reads -------------------------------------------------------------------------------------
-
-
-async def players_who_acted(
-    session: AsyncSession, adventure_id: int, *, limit: int | None = None
-) -> list[int]:
-    """The players who wrote an action in the adventure (on any line), in the order of their
-    first one: the order they came to the table in."""
-    query = (
-        select(col(StoryNode.author_id), func.min(col(StoryNode.id)))
-        .where(
-            col(StoryNode.adventure_id) == adventure_id,
-            col(StoryNode.role) == Role.PLAYER,
-            col(StoryNode.author_id).is_not(None),
-        )
-        .group_by(col(StoryNode.author_id))
-        .order_by(func.min(col(StoryNode.id)))
-    )
-    if limit is not None:
-        query = query.limit(limit)
-    return [author for author, _ in await session.execute(query) if author is not None]
 
 
 async def party_sheets(session: AsyncSession, adventure_id: int) -> list[CharacterSheet]:
@@ -188,7 +198,7 @@ async def _sheet(session: AsyncSession, adventure_id: int, user_id: int) -> Char
 
 
 class CharacterService:
-    """``/character set|show`` and ``/party``: one call each."""
+    """``/character set|show``, ``/party``, ``/join`` and ``/leave``: one call each."""
 
     def __init__(self, db: Database) -> None:
         self.db = db
@@ -213,6 +223,7 @@ class CharacterService:
             adventure = await adventure_here(session, channel_id)
             assert adventure.id is not None
             check_may_set_character(adventure, actor, player)
+            await check_may_make_character(session, adventure, actor)
             taken = await session.scalar(
                 select(col(Character.name)).where(
                     col(Character.adventure_id) == adventure.id,
@@ -251,13 +262,23 @@ class CharacterService:
             return CharacterSheet(player_id, sheet.name, sheet.about, player or "")
 
     async def party(self, channel_id: int) -> Party:
-        """Who plays in the adventure here: the players who acted or have a character, the
-        host first, then in the order they joined."""
+        """Who plays in the adventure here (``engine.party``): the host first, then in the
+        order they came; and who watches."""
         async with self.db.session() as session:
             adventure = await adventure_here(session, channel_id)
             assert adventure.id is not None
             sheets = {s.user_id: s for s in await party_sheets(session, adventure.id)}
-            acted = await players_who_acted(session, adventure.id, limit=PARTY_MAX + 1)
+            acted = set(await players_who_acted(session, adventure.id))
+            order = await party_order(session, adventure)
+            watching = (await spectators(session, adventure.id))[:PARTY_MAX]
+            muted = set(
+                await session.scalars(
+                    select(col(MutedPlayer.user_id)).where(
+                        col(MutedPlayer.adventure_id) == adventure.id,
+                        col(MutedPlayer.kicked).is_(False),
+                    )
+                )
+            )
             last = None
             if adventure.head_node_id is not None:
                 recent = await line_tail(session, adventure.head_node_id, LAST_ACTOR_SCAN)
@@ -269,19 +290,10 @@ class CharacterService:
                     ),
                     None,
                 )
-            order: list[int] = list(
-                dict.fromkeys(
-                    [
-                        *([adventure.host_id] if adventure.host_id is not None else []),
-                        *acted,
-                        *sheets,
-                    ]
-                )
-            )
             more = len(order) > PARTY_MAX
             order = order[:PARTY_MAX]
             rows = await session.execute(
-                select(col(User.id), col(User.name)).where(col(User.id).in_(order))
+                select(col(User.id), col(User.name)).where(col(User.id).in_(order + watching))
             )
             names = {user: name for user, name in rows}
         members = [
@@ -292,7 +304,49 @@ class CharacterService:
                 host=user == adventure.host_id,
                 acted_last=user == last,
                 acted=user in acted,
+                muted=user in muted,
             )
             for user in order
         ]
-        return Party(adventure.title, adventure.server_id is not None, members, more)
+        return Party(
+            adventure.title,
+            adventure.server_id is not None,
+            members,
+            more,
+            closed=adventure.party_closed,
+            watching=tuple(
+                (sheets[u].name if u in sheets else names.get(u, "")) or UNNAMED for u in watching
+            ),
+        )
+
+    async def join(self, actor: Actor, channel_id: int) -> PartyChange:
+        """``/join``: the actor plays here from now on (``check_may_join``)."""
+        async with self.db.transaction() as session:
+            await touch_actor(session, actor)
+            adventure = await adventure_here(session, channel_id, for_update=True)
+            await check_may_join(session, adventure, actor)
+            if await in_party(session, adventure, actor.user_id):
+                raise InvalidInput("You are already in the party here; nothing was changed.")
+            await take_seat(session, adventure, actor.user_id)
+            return PartyChange(adventure.title, await acting_name(session, adventure, actor))
+
+    async def leave(self, actor: Actor, channel_id: int) -> PartyChange:
+        """``/leave``: the actor watches from now on; an action of theirs waiting for the
+        round is taken back, so the round no longer waits for them. Their character stays,
+        for when they join again."""
+        async with self.db.transaction() as session:
+            await touch_actor(session, actor)
+            adventure = await adventure_here(session, channel_id, for_update=True)
+            check_may_leave(adventure, actor)
+            if not await in_party(session, adventure, actor.user_id):
+                raise InvalidInput(
+                    "You are not in the party here: you are already watching. `/join` takes you in."
+                )
+            await leave_seat(session, adventure, actor.user_id)
+            await session.execute(
+                delete(RoundAction).where(
+                    col(RoundAction.adventure_id) == adventure.id,
+                    col(RoundAction.user_id) == actor.user_id,
+                )
+            )
+            return PartyChange(adventure.title, await acting_name(session, adventure, actor))

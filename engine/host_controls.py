@@ -1,6 +1,6 @@
 """Host controls: what the host of a server adventure (and members who manage the server or its
-messages) set for everyone else there: a lock, muted and kicked players, who passes the
-adventure on to whom, and who may retry, undo or edit turns (``/host …``).
+messages) set for everyone else there: a lock, muted and kicked players, a closed party, who
+passes the adventure on to whom, and who may retry, undo or edit turns (``/host …``).
 
 Each change is one transaction on the adventure's row (locked for update, so two changes queue)
 and refuses a change that changes nothing, so every change the front end announces to the party
@@ -58,6 +58,8 @@ class HostSettings:
     muted: tuple[int, ...]
     kicked: tuple[int, ...]
     turn_mode: TurnMode = TurnMode.FREE
+    #: Only the party's players act; nobody joins (``engine.party``).
+    party_closed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +149,16 @@ class HostControls:
                 await _settings_of(session, adventure), previous_id, previous.host_name
             )
 
+    async def close_party(self, actor: Actor, channel_id: int, *, closed: bool) -> HostChange:
+        """Close the party (only its players act, nobody joins) or open it again."""
+        async with self.db.transaction() as session:
+            adventure = await self._hosted(session, actor, channel_id)
+            if adventure.party_closed == closed:
+                state = "closed" if closed else "open"
+                raise InvalidInput(f"The party is already {state}; nothing was changed.")
+            adventure.party_closed = closed
+            return HostChange(await _settings_of(session, adventure))
+
     async def set_rights(self, actor: Actor, channel_id: int, right: RewriteRight) -> HostChange:
         """Who besides the host and managers may retry, undo or edit turns."""
         async with self.db.transaction() as session:
@@ -206,4 +218,5 @@ async def _settings_of(session: AsyncSession, adventure: Adventure) -> HostSetti
         tuple(row.user_id for row in rows if not row.kicked),
         tuple(row.user_id for row in rows if row.kicked),
         TurnMode(adventure.turn_mode),
+        adventure.party_closed,
     )

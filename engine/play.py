@@ -53,6 +53,7 @@ from engine.events import (
 )
 from engine.formats.draft import MAX_OPTIONS, MAX_PLACEHOLDERS, placeholders_in
 from engine.leases import TurnLeases
+from engine.party import back_on_act
 from engine.place_hints import PlaceHints
 from engine.queue import AdventureQueue
 from engine.rounds import (
@@ -409,8 +410,10 @@ class PlayService:
             named.append(replace(action, actor=await acting_name(session, adventure, actor)))
 
         async def allowed(session: AsyncSession, adventure: Adventure) -> None:
-            # The host's lock and mutes, asked before anything of the request is kept.
+            # The host's lock, mutes and closed party, asked before anything of the request is
+            # kept; a player who had left the party is back in by acting.
             await check_may_act(session, adventure, actor)
+            await back_on_act(session, adventure, actor.user_id)
 
         def turn(adventure_id: int, fence: Fence) -> AsyncGenerator[TurnEvent, None]:
             return self.turns.play(adventure_id, named[0], fence=fence)
@@ -458,6 +461,7 @@ class PlayService:
                 adventure = await adventure_here(session, channel_id, for_update=True)
                 check_may_press(adventure, drawn_for)
                 await check_may_act(session, adventure, actor)
+                await back_on_act(session, adventure, actor.user_id)
                 named = replace(action, actor=await acting_name(session, adventure, actor))
                 replaced = await submit_to_round(session, adventure, named)
                 state = await round_state(session, adventure)

@@ -21,8 +21,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from engine.actions import ActionType, PlayerAction
-from engine.characters import players_who_acted
 from engine.errors import InvalidInput
+from engine.party import party_order
 from engine.storage.models import (
     Adventure,
     Character,
@@ -124,8 +124,8 @@ async def submit_to_round(
 
 
 async def round_state(session: AsyncSession, adventure: Adventure) -> RoundState:
-    """The party (players who acted here, have a character, or acted this round; not the muted
-    or removed), in the order they came, with who has acted this round."""
+    """The party (``engine.party``, and whoever acted this round; not the muted or removed),
+    in the order they came, with who has acted this round."""
     assert adventure.id is not None
     waiting = (
         await session.scalars(
@@ -134,7 +134,9 @@ async def round_state(session: AsyncSession, adventure: Adventure) -> RoundState
             .order_by(col(RoundAction.position))
         )
     ).all()
-    authors = await players_who_acted(session, adventure.id)
+    # The host is waited for only when they play (acted, have a character, joined): a game
+    # master who only closes rounds is not.
+    party = await party_order(session, adventure, host_first=False)
     character_rows = await session.execute(
         select(col(Character.user_id), col(Character.name))
         .where(col(Character.adventure_id) == adventure.id)
@@ -147,9 +149,7 @@ async def round_state(session: AsyncSession, adventure: Adventure) -> RoundState
         )
     )
     order = [
-        user
-        for user in dict.fromkeys([*authors, *characters, *(w.user_id for w in waiting)])
-        if user not in muted
+        user for user in dict.fromkeys([*party, *(w.user_id for w in waiting)]) if user not in muted
     ]
     name_rows = await session.execute(
         select(col(User.id), col(User.name)).where(col(User.id).in_(order))

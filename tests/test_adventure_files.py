@@ -25,6 +25,7 @@ from engine.storage.models import (
     Adventure,
     AdventureScript,
     Branch,
+    Character,
     Memory,
     Role,
     SavePoint,
@@ -96,6 +97,8 @@ async def grown_adventure(db, provider, fake_model, channel_id: int = 1) -> int:
             )
         )
         session.add(AdventureScript(adventure_id=adventure_id, name="counter", on_input="text"))
+        session.add(Character(adventure_id=adventure_id, user_id=11, name="Ada", about="A heron"))
+        adventure.message_play = True
         adventure.head_node_id = fork.id
         adventure.active_branch_id = branch.id
         # Alice's own story in her DM: she may read and bring in its scripts.
@@ -115,6 +118,8 @@ async def test_export_then_import_gives_an_equal_adventure(db, provider, fake_mo
     assert [b["name"] for b in raw["branches"]] == ["main", "back home"]
     assert raw["active_branch"] == "back home" and raw["head"] == 5
     assert raw["save_points"][0]["name"] == "heron" and raw["memories"][0]["pinned"] is True
+    assert raw["characters"] == [{"user_id": 11, "name": "Ada", "about": "A heron"}]
+    assert raw["settings"]["message_play"] is True
 
     restored = await archive.restore(ALICE, 2, await archive.read(exported.content))
     assert (restored.nodes, restored.branches, restored.head_text) == (6, 2, "> You turn back.")
@@ -144,6 +149,20 @@ async def test_authors_unknown_here_become_anonymous(db, provider, fake_model, a
         adventure = await session.get(Adventure, restored.adventure_id)
         head = await session.get(StoryNode, adventure.head_node_id)
         assert head.author_id is None
+
+
+async def test_characters_of_players_unknown_here_stay_behind(db, provider, fake_model, archive):
+    await grown_adventure(db, provider, fake_model, channel_id=1)
+    raw = json.loads((await archive.export(ALICE, 1)).content)
+    raw["characters"].append({"user_id": 999_999, "name": "Stranger", "about": ""})
+    restored = await archive.restore(ALICE, 4, await archive.read(json.dumps(raw).encode()))
+    async with db.session() as session:
+        kept = (
+            await session.scalars(
+                select(Character).where(Character.adventure_id == restored.adventure_id)
+            )
+        ).all()
+    assert [(c.user_id, c.name) for c in kept] == [(11, "Ada")]
 
 
 async def test_export_without_an_adventure(archive):
@@ -186,6 +205,8 @@ def broken(raw: dict, path: list, value) -> bytes:
         (["story_cards"], [{"title": "x", "entry": "e" * 4001}], "its entry has 4,001 characters"),
         (["world_state"], [1], "world_state: expected an object"),
         (["campfire"], "scenario", "not a Campfire adventure export"),
+        (["characters", 0, "name"], "<@1>", "characters[0]: A character's name may hold"),
+        (["characters", 0, "user_id"], KeyError, "characters[0]: a character needs its player"),
         (["memories", 0, "created_at"], "yesterday", "“yesterday” is not an ISO 8601 time"),
     ],
 )

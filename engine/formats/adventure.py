@@ -3,7 +3,8 @@
 Everything the schema holds about an adventure travels: its steering text, settings, world and
 script state, story cards and scripts, every node of every branch (with the state it was played
 from, its report and state block), every take, the branches and save points, the head and the
-active branch, the memories and the story summary. Nodes are numbered by their place in the
+active branch, the memories, the story summary and the players' characters (kept where those
+players are known, as the nodes' authors are). Nodes are numbered by their place in the
 file (parents before children), so a file never names database ids and imports anywhere.
 
 Two things stay behind: prompt snapshots (Insights' record of exactly what the model was sent,
@@ -23,6 +24,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import undefer
 from sqlmodel import col
 
+from engine.characters import clean_about, clean_name
+from engine.errors import InvalidInput
 from engine.formats.bundle import read_scripts
 from engine.formats.draft import (
     ImportedCard,
@@ -40,6 +43,7 @@ from engine.storage.models import (
     AdventureCard,
     AdventureScript,
     Branch,
+    Character,
     Memory,
     Role,
     SavePoint,
@@ -132,6 +136,11 @@ async def export_adventure(session: AsyncSession, adventure: Adventure) -> dict[
     memories = await session.scalars(
         select(Memory).where(col(Memory.adventure_id) == adventure.id).order_by(col(Memory.id))
     )
+    characters = await session.scalars(
+        select(Character)
+        .where(col(Character.adventure_id) == adventure.id)
+        .order_by(col(Character.id))
+    )
     return {
         "campfire": KIND,
         "version": VERSION,
@@ -149,6 +158,7 @@ async def export_adventure(session: AsyncSession, adventure: Adventure) -> dict[
             "context_tokens": adventure.context_tokens,
             "max_output_tokens": adventure.max_output_tokens,
             "temperature": adventure.temperature,
+            "message_play": adventure.message_play,
         },
         "memory_cursor": adventure.memory_cursor,
         "summary_cursor": adventure.summary_cursor,
@@ -215,6 +225,11 @@ async def export_adventure(session: AsyncSession, adventure: Adventure) -> dict[
             }
             for m in memories
         ],
+        # Its players' characters, by Discord id as the nodes' authors are: restored where
+        # those players are known, as authors are (the people themselves are not exported).
+        "characters": [
+            {"user_id": c.user_id, "name": c.name, "about": c.about} for c in characters
+        ],
         "head": number.get(adventure.head_node_id),
         "active_branch": branch_name.get(adventure.active_branch_id),
     }
@@ -249,6 +264,7 @@ class ParsedAdventure:
     memories: list[dict[str, Any]]
     head: int
     active_branch: str | None
+    characters: list[dict[str, Any]]
 
 
 def parse_adventure(raw: Any, limits: ImportLimits) -> ParsedAdventure:
@@ -272,6 +288,7 @@ def parse_adventure(raw: Any, limits: ImportLimits) -> ParsedAdventure:
     names = {b["name"] for b in branches}
     save_points = _save_points(f, len(nodes), names)
     memories = _memories(f)
+    characters = _characters(f)
     head = f.integer("head", default=None, low=0, high=len(nodes) - 1)
     if head is None:
         raise ImportRejected("head: the file does not say where the story stands.")
@@ -288,6 +305,7 @@ def parse_adventure(raw: Any, limits: ImportLimits) -> ParsedAdventure:
             "max_output_tokens", default=None, low=16, high=32768
         ),
         "temperature": _temperature(settings),
+        "message_play": settings.flag("message_play"),
         "memory_cursor": f.integer("memory_cursor", low=0) or 0,
         "summary_cursor": f.integer("summary_cursor", low=0) or 0,
         "version": f.integer("story_version", low=0) or 0,
@@ -296,7 +314,7 @@ def parse_adventure(raw: Any, limits: ImportLimits) -> ParsedAdventure:
     if created is not None:
         fields["created_at"] = created
     return ParsedAdventure(
-        fields, steering, nodes, takes, branches, save_points, memories, head, active
+        fields, steering, nodes, takes, branches, save_points, memories, head, active, characters
     )
 
 
@@ -380,6 +398,14 @@ async def write_adventure(
             )
         )
     session.add_all(Memory(adventure_id=adventure.id, **m) for m in memories)
+    known_players = await _known_users(
+        session, [{"author_id": c["user_id"]} for c in parsed.characters]
+    )
+    session.add_all(
+        Character(adventure_id=adventure.id, **c)
+        for c in parsed.characters
+        if c["user_id"] in known_players
+    )
     adventure.head_node_id = ids[head]
     adventure.active_branch_id = branch_ids[active] if active is not None else None
     await session.flush()
@@ -567,6 +593,28 @@ def _memories(f: Fields) -> list[dict[str, Any]]:
         if created is not None:
             row["created_at"] = created
         out.append(row)
+    return out
+
+
+def _characters(f: Fields) -> list[dict[str, Any]]:
+    """The players' characters, each checked as ``/character set`` checks one."""
+    out: list[dict[str, Any]] = []
+    players: set[int] = set()
+    names: set[str] = set()
+    for path, item in f.items("characters"):
+        c = Fields(item, path)
+        user = c.integer("user_id", default=None, low=0, high=INT64_MAX)
+        if user is None:
+            raise ImportRejected(f"{path}: a character needs its player's user_id.")
+        try:
+            name, about = clean_name(c.text("name")), clean_about(c.text("about"))
+        except InvalidInput as error:
+            raise ImportRejected(f"{path}: {error}") from None
+        if user in players or name.casefold() in names:
+            raise ImportRejected(f"{path}: a second character for one player, or of one name.")
+        players.add(user)
+        names.add(name.casefold())
+        out.append({"user_id": user, "name": name, "about": about})
     return out
 
 

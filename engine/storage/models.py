@@ -290,6 +290,8 @@ class Adventure(SteeringFields, table=True):
     )
     #: Plain messages in the adventure's place play as actions (``cogs.message_play``).
     message_play: bool = False
+    #: The host closed the party (``engine.party``): only its players act, nobody joins.
+    party_closed: bool = False
     #: How actions become turns: one each (free), or gathered into rounds.
     turn_mode: TurnMode = Field(
         default=TurnMode.FREE, sa_column=Column(String(8), nullable=False, server_default="free")
@@ -366,6 +368,21 @@ class MutedPlayer(SQLModel, table=True):
     #: Kicked rather than muted: told so when refused, and listed apart.
     kicked: bool = False
     created_at: datetime = _when()
+
+
+class PartySeat(SQLModel, table=True):
+    """A player's own say in whether they play an adventure (``engine.party``): ``/join``
+    (``seated``) or ``/leave`` (not: they watch). Most players have no row: acting or making a
+    character puts them in the party, so only these two choices are written down."""
+
+    __tablename__: ClassVar[str] = "party_seats"
+
+    adventure_id: int = Field(
+        sa_column=Column(Integer, ForeignKey("adventures.id", ondelete="CASCADE"), primary_key=True)
+    )
+    user_id: int = Field(sa_column=Column(BigInteger, primary_key=True, autoincrement=False))
+    seated: bool = True
+    updated_at: datetime = _when()
 
 
 class AdventureCard(CardFields, table=True):
