@@ -444,7 +444,14 @@ async def check_may_make_character(
 async def check_may_rewrite(
     session: AsyncSession, adventure: Adventure, node: StoryNode, actor: Actor
 ) -> None:
-    author = await turn_author(session, node)
+    await check_may_rewrite_for(session, adventure, await turn_author(session, node), actor)
+
+
+async def check_may_rewrite_for(
+    session: AsyncSession, adventure: Adventure, author: int | None, actor: Actor
+) -> None:
+    """Rewrite what ``author`` asked for: a turn of theirs, or (a Retry button) an action of
+    theirs that never played, which then plays as theirs again."""
     muting = await muting_of(session, adventure, actor.user_id)
     if may_rewrite(adventure, actor, author, muted=muting is not None):
         return

@@ -29,6 +29,7 @@ from engine.access import (
     check_may_press,
     check_may_retry,
     check_may_retry_request,
+    check_may_rewrite_for,
     check_may_start_with_scripts,
 )
 from engine.accounts import touch_actor
@@ -76,6 +77,7 @@ from engine.storage.models import (
     Scenario,
     StoryNode,
     TurnMode,
+    User,
     utcnow,
 )
 from engine.story_line.read import line_tail
@@ -131,6 +133,10 @@ class ThreadAdventure:
 
 #: How many of a channel's thread adventures ``adventures_from`` names at most.
 THREAD_ADVENTURES_SHOWN = 5
+
+
+#: Actions written into the story with their player's name (a Retry plays them as theirs).
+WRITTEN = frozenset({ActionType.DO, ActionType.SAY, ActionType.STORY})
 
 
 class PlayService:
@@ -359,13 +365,26 @@ class PlayService:
         or was interrupted (``check_may_retry_request``, asked in the new request's own
         transaction), once; a request of another adventure, or one played already, is
         refused."""
-        payload = await self.requests.payload_of(request_id)
-        if not payload:
+        asked = await self.requests.asked_of(request_id)
+        if asked is None:
             yield TurnFailed(NotFound("That action is no longer available to retry."))
             return
+        payload, asker = asked
+        plays_as = actor
+        if asker is not None and asker != actor.user_id and payload.get("type") in WRITTEN:
+            # Someone else's action plays again as theirs (their character, their turn), and
+            # only for one who may rewrite their turns; their own rights to act still hold.
+            plays_as = Actor(
+                asker,
+                await self._user_name(asker),
+                server_id=actor.server_id,
+                server_name=actor.server_name,
+            )
 
         async def unplayed(session: AsyncSession, adventure: Adventure) -> None:
             check_may_retry_request(adventure, await session.get(RequestRecord, request_id))
+            if plays_as is not actor:
+                await check_may_rewrite_for(session, adventure, asker, actor)
             # A Retry button plays its action once: a second press (a double click) that
             # raced this one past the check above is refused here.
             if not await self.requests.take_for_retry(session, request_id):
@@ -379,12 +398,18 @@ class PlayService:
             replayed = self._retake(actor, channel_id, new_request_id, None, None, unplayed)
         else:
             action = PlayerAction(
-                ActionType(payload["type"]), payload.get("text", ""), actor.user_id
+                ActionType(payload["type"]), payload.get("text", ""), plays_as.user_id
             )
-            replayed = self._play(actor, channel_id, action, new_request_id, None, None, unplayed)
+            replayed = self._play(
+                plays_as, channel_id, action, new_request_id, None, None, unplayed
+            )
         async with aclosing(replayed) as events:
             async for event in events:
                 yield event
+
+    async def _user_name(self, user_id: int) -> str:
+        async with self.db.session() as session:
+            return await session.scalar(select(col(User.name)).where(col(User.id) == user_id)) or ""
 
     async def _play(
         self,

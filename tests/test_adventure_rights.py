@@ -12,7 +12,13 @@ from sqlalchemy import func, select
 
 from bot.standin import StandinFile
 from bot.standin.world import InteractionRecord, MessageRecord, iter_components
-from engine.storage.models import Adventure, AdventureScript, RequestRecord, ScenarioScript
+from engine.storage.models import (
+    Adventure,
+    AdventureScript,
+    RequestRecord,
+    ScenarioScript,
+    StoryNode,
+)
 from tests.discord_env import DiscordEnv
 from tests.fakes.openai_server import Reply
 from tests.test_scenario_commands import attachment
@@ -288,13 +294,14 @@ async def test_a_retry_button_plays_its_action_once(env, fake_model):
     # A double click: both presses arrive before the first has played.
     first, second = await asyncio.gather(
         env.fake.press(env.alice, message.id, label="Retry"),
-        env.fake.press(env.bob, message.id, label="Retry"),
+        env.fake.press(env.alice, message.id, label="Retry"),
     )
     await env.done()
     answers = sorted(answer(env, press).content for press in (first, second))
-    # Played once, written with the name of whichever press won (a retry is its presser's).
-    assert answers[0] in ("> alice opens the vault.", "> bob opens the vault.")
-    assert answers[1:] == ["⚠ That action was played again already; nothing more was played."]
+    assert answers == [
+        "> alice opens the vault.",
+        "⚠ That action was played again already; nothing more was played.",
+    ]
     assert env.narration(thread)[-1] == "The vault swings open."
     assert len(fake_model.requests) == 2  # the failed turn and one retry
     statuses = await request_rows(env)
@@ -351,3 +358,35 @@ async def test_buttons_naming_numbers_beyond_any_row_are_refused_not_crashed(env
     assert len(fake_model.requests) == calls
     assert env.narration(thread) == narration
     assert await env.bot.services.play.adventure_in(thread) == ours
+
+
+async def test_a_retry_of_another_players_failed_action_plays_it_as_theirs(env, fake_model):
+    """Carol's action failed: a player who may not rewrite her turns cannot play it again;
+    the host can, and it is still Carol's (her character's name, her turn)."""
+    thread = await env.start_thread(env.bob)
+    carol = env.fake.add_user("carol", member_of=[env.guild])
+    dave = env.fake.add_user("dave", member_of=[env.guild])
+    await env.fake.flush()
+    await env.fake.slash(carol, thread, "character set", name="Ann")
+    await env.done()
+    fake_model.queue(Reply(fault="500"), "The gate creaks.")
+    failed = await env.fake.slash(carol, thread, "do", action="push the gate")
+    await env.done()
+    message = answer(env, failed)
+
+    refused = await env.fake.press(dave, message.id, label="Retry")
+    await env.done()
+    assert answer(env, refused).visible_to == dave
+    assert "Only the player who wrote that turn" in answer(env, refused).content
+
+    played = await env.fake.press(env.bob, message.id, label="Retry")
+    await env.done()
+    assert answer(env, played).content == "> Ann pushes the gate."
+    assert env.narration(thread)[-1] == "The gate creaks."
+    async with env.bot.services.db.session() as session:
+        adventure = (
+            await session.scalars(select(Adventure).where(Adventure.channel_id == thread))
+        ).one()
+        head = await session.get(StoryNode, adventure.head_node_id)
+        action = await session.get(StoryNode, head.parent_id)
+    assert action.author_id == carol

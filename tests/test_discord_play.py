@@ -205,7 +205,7 @@ async def test_a_turn_cut_off_by_a_dead_process_shows_as_interrupted(env, fake_m
     await env.fake.slash(env.bob, thread, "do", action="wait")
     await env.done()
     notice = next(m for m in env.fake.messages(thread) if "interrupted" in m.content)
-    assert "“> You cross the bridge.”" in notice.content
+    assert "“cross the bridge”" in notice.content
     assert env.narration(thread)[-1] == "Bob waits by the water."
 
     await env.fake.press(env.alice, notice.id, label="Retry")
@@ -231,6 +231,8 @@ async def test_sync_registers_the_commands_and_start_does_not(env):
         "host",
         "insights",
         "instructions",
+        "join",
+        "leave",
         "memory",
         "note",
         "party",

@@ -48,8 +48,8 @@ async def test_a_bot_killed_mid_turn_plays_again_at_once_after_restart(
             await until(lambda: notices(second, thread) and notices(second, dm))
             (in_thread,) = notices(second, thread)
             (in_dm,) = notices(second, dm)
-            assert "“> You cross the bridge.”" in in_thread.content
-            assert "“> You light the lantern.”" in in_dm.content
+            assert "“cross the bridge”" in in_thread.content
+            assert "“light the lantern”" in in_dm.content
             assert [label for label, _, _ in in_dm.buttons] == ["Retry"]
             assert [label for label, _, _ in in_thread.buttons] == ["Retry"]
 
@@ -100,11 +100,11 @@ async def test_interrupted_turns_are_announced_in_archived_threads_and_dms(env, 
     await env.bot.announce_interrupted_turns()
     await env.done()
     (in_quiet,) = notices(env, quiet)
-    assert "“> You knock 1 times.”" in in_quiet.content
+    assert "“knock 1 times”" in in_quiet.content
     assert [label for label, _, _ in in_quiet.buttons] == ["Retry"]
     # Writing in it unarchived it, as on Discord.
     assert not env.fake.world.channels[quiet].archived
     # The locked thread refused it (Discord's 50083); the DM was told all the same.
     assert notices(env, locked) == []
     (in_dm,) = notices(env, dm)
-    assert "“> You knock 3 times.”" in in_dm.content
+    assert "“knock 3 times”" in in_dm.content

@@ -31,13 +31,12 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from engine.actions import PlayerAction, format_action
 from engine.errors import CampfireError
 from engine.events import AlreadyHandled, TurnFailed, TurnInterrupted
 from engine.storage.changes import rows_changed
 from engine.storage.database import Database
 from engine.storage.dialect import insert_for
-from engine.storage.models import ActionType, RequestRecord, utcnow
+from engine.storage.models import RequestRecord, utcnow
 
 if TYPE_CHECKING:
     from engine.turns.commit import TurnResult
@@ -152,12 +151,18 @@ class RequestLog:
             error=result.get("error", ""),
         )
 
-    async def payload_of(self, request_id: int) -> dict[str, Any] | None:
-        """What a stored request asked for, to play it again."""
+    async def asked_of(self, request_id: int) -> tuple[dict[str, Any], int | None] | None:
+        """What a stored request asked for, and who asked (None: their data went), to play it
+        again; None when no such request is kept."""
         async with self.db.session() as session:
-            return await session.scalar(
-                select(_requests.c.payload).where(_requests.c.interaction_id == request_id)
-            )
+            row = (
+                await session.execute(
+                    select(_requests.c.payload, _requests.c.user_id).where(
+                        _requests.c.interaction_id == request_id
+                    )
+                )
+            ).first()
+        return None if row is None or not row.payload else (row.payload, row.user_id)
 
     @staticmethod
     async def start(session: AsyncSession, request_id: int) -> bool:
@@ -268,12 +273,7 @@ class RequestLog:
         if record is None:
             return None
         record.status = INTERRUPTED
-        payload = record.payload or {}
-        text = ""
-        try:
-            text = format_action(
-                PlayerAction(ActionType(payload.get("type")), payload.get("text", ""))
-            )
-        except (CampfireError, ValueError):
-            pass
-        return TurnInterrupted(record.interaction_id, text)
+        # The words the player typed, not the action line: that is written with the name
+        # of whoever acted (their character), which the request does not keep.
+        text = (record.payload or {}).get("text", "")
+        return TurnInterrupted(record.interaction_id, text if isinstance(text, str) else "")
