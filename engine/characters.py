@@ -16,7 +16,8 @@ from __future__ import annotations
 import unicodedata
 from dataclasses import dataclass
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import delete, select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
@@ -87,6 +88,18 @@ def clean_name(typed: str) -> str:
             "“You” is how the story writes a solo player; give your character a name of its own."
         )
     return name
+
+
+def name_key(name: str) -> str:
+    """What makes two names the same name: the narrator could not tell them apart."""
+    return name.casefold()
+
+
+def _name_taken(name: str) -> InvalidInput:
+    return InvalidInput(
+        f"Another player's character here is already called {name}; the narrator could not "
+        "tell you apart. Choose another name."
+    )
 
 
 def _is_name_letter(c: str) -> bool:
@@ -228,26 +241,32 @@ class CharacterService:
                 select(col(Character.name)).where(
                     col(Character.adventure_id) == adventure.id,
                     col(Character.user_id) != player,
-                    func.lower(col(Character.name)) == clean.lower(),
+                    col(Character.name_key) == name_key(clean),
                 )
             )
             if taken is not None:
-                raise InvalidInput(
-                    f"Another player's character here is already called {taken}; the narrator "
-                    "could not tell you apart. Choose another name."
-                )
+                raise _name_taken(taken)
             sheet = await _sheet(session, adventure.id, player)
             if sheet is None:
                 sheet = Character(
-                    adventure_id=adventure.id, user_id=player, name=clean, about=described or ""
+                    adventure_id=adventure.id,
+                    user_id=player,
+                    name=clean,
+                    name_key=name_key(clean),
+                    about=described or "",
                 )
                 session.add(sheet)
             else:
-                sheet.name = clean
+                sheet.name, sheet.name_key = clean, name_key(clean)
                 if described is not None:
                     sheet.about = described
                 sheet.updated_at = utcnow()
-            await session.flush()
+            try:
+                await session.flush()
+            except IntegrityError:
+                # Another player took the name (or this player set theirs) at the same moment,
+                # past the check above: the database kept one; this one changes nothing.
+                raise _name_taken(clean) from None
             return CharacterSheet(player, sheet.name, sheet.about, actor.user_name)
 
     async def show(self, channel_id: int, player_id: int) -> CharacterSheet | None:

@@ -97,7 +97,11 @@ async def grown_adventure(db, provider, fake_model, channel_id: int = 1) -> int:
             )
         )
         session.add(AdventureScript(adventure_id=adventure_id, name="counter", on_input="text"))
-        session.add(Character(adventure_id=adventure_id, user_id=11, name="Ada", about="A heron"))
+        session.add(
+            Character(
+                adventure_id=adventure_id, user_id=11, name="Ada", name_key="ada", about="A heron"
+            )
+        )
         adventure.message_play = True
         adventure.head_node_id = fork.id
         adventure.active_branch_id = branch.id

@@ -3,6 +3,7 @@ the party in the turn's context (in group adventures, within its budget) and in 
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 
 import pytest
@@ -140,6 +141,23 @@ async def test_set_show_and_the_rules_of_the_service(db: Database):
 
     with pytest.raises(Exception, match="no adventure running here"):
         await service.set(bram(), 999, "Bram")
+
+
+async def test_two_players_taking_one_name_at_once_get_one_character(db: Database):
+    """Both pass the name check before either writes (PostgreSQL runs them side by side;
+    SQLite's writes take turns): the database keeps one, and the other is told why."""
+    await group_adventure(db)
+    service = CharacterService(db)
+    results = await asyncio.gather(
+        service.set(ann(), 5, "Wren"), service.set(bram(), 5, "WREN"), return_exceptions=True
+    )
+    kept = [r for r in results if not isinstance(r, BaseException)]
+    refused = [r for r in results if isinstance(r, BaseException)]
+    assert len(kept) == 1 and len(refused) == 1, results
+    assert isinstance(refused[0], InvalidInput) and "already called" in str(refused[0])
+    async with db.session() as session:
+        rows = (await session.scalars(select(Character))).all()
+    assert [row.name_key for row in rows] == ["wren"]
 
 
 async def test_who_an_action_is_written_as(db: Database):

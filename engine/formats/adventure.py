@@ -24,7 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import undefer
 from sqlmodel import col
 
-from engine.characters import clean_about, clean_name
+from engine.characters import clean_about, clean_name, name_key
 from engine.errors import InvalidInput
 from engine.formats.bundle import read_scripts
 from engine.formats.draft import (
@@ -402,7 +402,7 @@ async def write_adventure(
         session, [{"author_id": c["user_id"]} for c in parsed.characters]
     )
     session.add_all(
-        Character(adventure_id=adventure.id, **c)
+        Character(adventure_id=adventure.id, name_key=name_key(c["name"]), **c)
         for c in parsed.characters
         if c["user_id"] in known_players
     )
@@ -610,10 +610,10 @@ def _characters(f: Fields) -> list[dict[str, Any]]:
             name, about = clean_name(c.text("name")), clean_about(c.text("about"))
         except InvalidInput as error:
             raise ImportRejected(f"{path}: {error}") from None
-        if user in players or name.casefold() in names:
+        if user in players or name_key(name) in names:
             raise ImportRejected(f"{path}: a second character for one player, or of one name.")
         players.add(user)
-        names.add(name.casefold())
+        names.add(name_key(name))
         out.append({"user_id": user, "name": name, "about": about})
     return out
 

@@ -342,13 +342,20 @@ class Character(SQLModel, table=True):
     are written with in group play, and a line about them the narrator reads in the party."""
 
     __tablename__: ClassVar[str] = "characters"
-    __table_args__ = (UniqueConstraint("adventure_id", "user_id", name="uq_characters_player"),)
+    __table_args__ = (
+        UniqueConstraint("adventure_id", "user_id", name="uq_characters_player"),
+        # Two players' characters of one name could not be told apart by the narrator; the
+        # database refuses the second even when both are set at once.
+        UniqueConstraint("adventure_id", "name_key", name="uq_characters_name"),
+    )
 
     id: int | None = Field(default=None, primary_key=True)
     adventure_id: int = _fk("adventures.id", ondelete="CASCADE", nullable=False)
     # The player's own data: it goes with them (/profile delete).
     user_id: int = _fk("users.id", ondelete="CASCADE", nullable=False, big=True)
     name: str = Field(sa_column=Column(String(40), nullable=False))
+    #: The name case-folded (``engine.characters.name_key``): what "the same name" means.
+    name_key: str = Field(sa_column=Column(String(160), nullable=False))
     about: str = _text()
     created_at: datetime = _when()
     updated_at: datetime = _when()

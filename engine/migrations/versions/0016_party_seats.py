@@ -1,4 +1,5 @@
-"""The party: whether the host closed it, and the players who joined or left it
+"""The party: whether the host closed it, and the players who joined or left it; one name
+per character in an adventure, held by the database
 
 Revision ID: 0016
 Revises: 0015
@@ -32,8 +33,20 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("adventure_id", "user_id"),
     )
 
+    # The name as compared (case-folded in Python from now on; SQL's lower() for the rows
+    # already there, whose names the old check kept apart the same way).
+    with op.batch_alter_table("characters", schema=None) as batch_op:
+        batch_op.add_column(sa.Column("name_key", sa.String(length=160), nullable=True))
+    op.execute("UPDATE characters SET name_key = lower(name)")
+    with op.batch_alter_table("characters", schema=None) as batch_op:
+        batch_op.alter_column("name_key", existing_type=sa.String(length=160), nullable=False)
+        batch_op.create_unique_constraint("uq_characters_name", ["adventure_id", "name_key"])
+
 
 def downgrade() -> None:
+    with op.batch_alter_table("characters", schema=None) as batch_op:
+        batch_op.drop_constraint("uq_characters_name", type_="unique")
+        batch_op.drop_column("name_key")
     op.drop_table("party_seats")
     with op.batch_alter_table("adventures", schema=None) as batch_op:
         batch_op.drop_column("party_closed")
