@@ -108,7 +108,7 @@ def test_forms_keep_what_they_hold_ask_again_for_what_is_required_and_can_be_clo
     assert "⚠ Title is required: type it, or /cancel." in out
     assert out.count("(The form was closed: nothing was sent.)") == 2
     assert "Keys (comma-separated):" in out  # the field's hint, as Discord shows it
-    # An option's value with spaces, unquoted: the console says how to write it.
-    assert 'put a value with spaces in quotes, e.g. name:"frog key"' in out
+    # An option's value with spaces, unquoted, runs to the next option, as in Discord's box.
+    assert "⚑ Save point “frog key” made here" in out
     assert "✏️ *Player corrected the newest turn" in out
     assert "Traceback" not in done.stderr

@@ -107,16 +107,21 @@ def _options(
     files: dict[str, Path] = {}
     leftover = []
     position = 0
-    for match in _OPTION.finditer(rest):
+    found = [m for m in _OPTION.finditer(rest) if m["name"] in parameters]
+    for at, match in enumerate(found):
         name = match["name"]
-        if name not in parameters:
-            continue
         leftover.append(rest[position : match.start()])
         position = match.end()
         value = match["value"]
+        parameter = parameters[name]
         if value.startswith('"'):
             value = re.sub(r"\\(.)", r"\1", value[1:-1])
-        parameter = parameters[name]
+        elif parameter.type is AppCommandOptionType.string:
+            # As Discord's own box for an option takes spaces: the words up to the next
+            # option are this one's (``name:Ann about:A ranger from the north``).
+            end = found[at + 1].start() if at + 1 < len(found) else len(rest)
+            value = " ".join((value + rest[position:end]).split())
+            position = end
         if parameter.type is AppCommandOptionType.attachment:
             if not value.startswith("@"):
                 raise ConsoleInputError(f"{name}: give a file as {name}:@path/to/file")
