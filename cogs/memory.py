@@ -80,7 +80,7 @@ def summary_embed(summary: SummaryView) -> discord.Embed:
         description=echo(discord.utils.escape_markdown(text), EMBED_DESCRIPTION_MAX),
         colour=MEMORY_COLOUR,
     )
-    embed.set_footer(text=f"Covers the story through action {summary.through} of {summary.actions}")
+    embed.set_footer(text=f"Covers the story through turn {summary.through} of {summary.actions}")
     return embed
 
 
@@ -123,7 +123,7 @@ def recap_embed(summary: SummaryView, latest: list[str]) -> discord.Embed:
         description=head + turns,
         colour=MEMORY_COLOUR,
     )
-    embed.set_footer(text=f"{summary.actions} actions so far · only you can see this")
+    embed.set_footer(text=f"{summary.actions} turns so far · only you can see this")
     return embed
 
 

@@ -200,7 +200,7 @@ async def test_recap_gives_a_latecomer_the_summary_and_the_latest_turns_privatel
         "The bell rings once.",
     ]
     assert text.endswith("\n\n".join(newest))
-    assert "2 actions so far" in embed["footer"]["text"]
+    assert "2 turns so far" in embed["footer"]["text"]
 
 
 async def test_recap_where_nothing_runs_says_so(env):
