@@ -108,8 +108,26 @@ def make_chat_provider(settings: Settings) -> ChatProvider:
         )
     return LocalLlamaProvider(
         settings.local_model_path,
-        n_ctx=min(settings.context_tokens, 8192),
+        n_ctx=embedded_budget(settings) + settings.max_output_tokens,
         limits=reply_limits(settings),
+    )
+
+
+def embedded_budget(settings: Settings) -> int:
+    """The context budget on the embedded model: chosen for speed (``CAMPFIRE_EMBEDDED_…``)."""
+    return min(settings.context_tokens, settings.embedded_context_tokens)
+
+
+def make_context_engine(settings: Settings, retrievers: list[MemoryRetriever]) -> ContextEngine:
+    """The context engine for the operator's model. On the embedded one, the prompt is laid
+    out for llama.cpp's reuse of what it has read (``engine.context``'s prefix-stable layout)
+    within a smaller budget: on a small CPU, reading the prompt is most of a turn's wait."""
+    embedded = not settings.model_url
+    return ContextEngine(
+        budget=embedded_budget(settings) if embedded else settings.context_tokens,
+        max_output_tokens=settings.max_output_tokens,
+        retrievers=retrievers,
+        prefix_stable=embedded,
     )
 
 
@@ -156,11 +174,7 @@ async def build_services(settings: Settings) -> Services:
     )
     if note := retriever.semantic_off_reason():
         log.info("memory retrieval: %s", note)
-    context = ContextEngine(
-        budget=settings.context_tokens,
-        max_output_tokens=settings.max_output_tokens,
-        retrievers=[retriever],
-    )
+    context = make_context_engine(settings, [retriever])
     script_limits = Limits(
         memory_bytes=settings.script_memory_mb * 1024 * 1024,
         time_seconds=settings.script_time_seconds,

@@ -27,6 +27,14 @@ summary, memories, knowledge, the triggered cards ("World Lore:"), the live worl
 "Recent Story:" with the author's note 3 entries from the end and the player's new action
 last, then the length hint, and the one-line world-state reminder as the very last line.
 
+A second layout is for a model that reuses the prompt prefix it has already evaluated (the
+embedded llama.cpp model: reading the prompt is most of a turn's wait on a small CPU). Only the
+story is ever appended to, so everything that changes from turn to turn goes after it: the
+system message, plot essentials and the story summary, then "Recent Story:" (its window's start
+moves ``ANCHOR_STEP`` entries at a time rather than every turn), then memories, knowledge, the
+triggered cards, the live world state, the author's note, the new action, and the tail. The
+model then reads again only the newest turn and what follows it.
+
 Costs do not grow with the story: token counts are taken once per section text (``count_tokens``
 is cached by text) or from the count stored with each story entry, and history is read as a
 window that stops once it holds more tokens than the history can use.
@@ -83,6 +91,11 @@ PARTY_SHARE = 0.10
 AUTHORS_NOTE_DEPTH = 3
 #: A hard cap on history entries, whatever their size.
 MAX_HISTORY_ENTRIES = 200
+#: In the prefix-stable layout, the history window's start moves this many entries at a time.
+ANCHOR_STEP = 8
+#: Sections that may change from one turn to the next (what retrievers found); the
+#: prefix-stable layout puts them after the story.
+TURN_BY_TURN = frozenset(("memories", "knowledge"))
 #: When nothing is left for history, the newest entry still keeps this many tokens.
 MIN_NEWEST_TOKENS = 64
 #: Below this many words the length hint is left out.
@@ -174,6 +187,7 @@ class ContextEngine:
         authors_note_depth: int = AUTHORS_NOTE_DEPTH,
         max_history_entries: int = MAX_HISTORY_ENTRIES,
         retrievers: Sequence[Retriever] = (),
+        prefix_stable: bool = False,
     ) -> None:
         self.budget = budget
         self.max_output_tokens = max_output_tokens
@@ -184,6 +198,9 @@ class ContextEngine:
         self.scan_entries = scan_entries
         self.authors_note_depth = authors_note_depth
         self.max_history_entries = max_history_entries
+        #: The layout for a model that reuses the prompt prefix it has already read (the
+        #: embedded llama.cpp): see the module's docstring.
+        self.prefix_stable = prefix_stable
         sections = [retriever.section for retriever in retrievers]
         for section in sections:
             if section not in RETRIEVED_SECTIONS:
@@ -287,13 +304,21 @@ class ContextEngine:
         story = self._history(inputs, history_room, fixed)
 
         system = fixed.system
-        user = [
-            *fixed.before_cards,
-            *([cards] if cards and cards.text else []),
-            *fixed.after_cards,
-            story,
-            *fixed.tail,
-        ]
+        found = [cards] if cards and cards.text else []
+        if self.prefix_stable:
+            stable = [s for s in fixed.before_cards if s.key not in TURN_BY_TURN]
+            changing = [s for s in fixed.before_cards if s.key in TURN_BY_TURN]
+            user = [
+                *stable,
+                story,
+                *changing,
+                *found,
+                *fixed.after_cards,
+                *(s for s in (fixed.note, fixed.action, fixed.front) if s is not None),
+                *fixed.tail,
+            ]
+        else:
+            user = [*fixed.before_cards, *found, *fixed.after_cards, story, *fixed.tail]
         user = [section for section in user if section.text]
         system_text = "\n\n".join(section.text for section in system)
         user_text = "\n\n".join(section.text for section in user)
@@ -490,6 +515,26 @@ class ContextEngine:
                 used += kept[-1][2]
             break
         kept.reverse()
+        whole_line = (
+            bool(inputs.history)
+            and inputs.history[0].index == 0
+            and (not kept or kept[0][0] is entries[0])
+        )
+        if self.prefix_stable and len(kept) > 1 and not truncated and not whole_line:
+            # The window starts at a multiple of ANCHOR_STEP entries, so it keeps its start
+            # (and the model its evaluated prefix) for that many turns, instead of sliding by
+            # an entry or two every turn; up to ANCHOR_STEP - 1 older entries make way.
+            anchor = -(-kept[0][0].index // ANCHOR_STEP) * ANCHOR_STEP
+            kept = [k for k in kept if k[0].index >= anchor] or kept[-1:]
+            used = sum(cost for _, _, cost in kept)
+
+        if self.prefix_stable:
+            # The note, the action and a script's front memory follow the turn's other
+            # changing sections, after the story (``build``).
+            text = HEADINGS["history"] + "\n" + "\n\n".join(t for _, t, _ in kept) if kept else ""
+            if fixed.note:
+                fixed.note.reason = "after the story (a layout the model reads on from)"
+            return self._history_section(inputs, kept, text, used, truncated, over, capped)
 
         # The story, newest last; the author's note goes 3 entries from the end (counting the
         # new action), and the new action last.
@@ -507,7 +552,20 @@ class ContextEngine:
         if fixed.front:
             pieces.append(fixed.front.text)
         text = HEADINGS["history"] + "\n" + "\n\n".join(pieces) if pieces else ""
+        return self._history_section(inputs, kept, text, used, truncated, over, capped)
 
+    def _history_section(
+        self,
+        inputs: ContextInputs,
+        kept: list[tuple[HistoryEntry, str, int]],
+        text: str,
+        used: int,
+        truncated: bool,
+        over: bool,
+        capped: bool,
+    ) -> Section:
+        """The story's section with its report: which entries went in, which were left out."""
+        entries = [entry for entry in inputs.history if entry.text.strip()]
         if inputs.line_length is not None:
             # Entries of a line are numbered from 0, so the oldest one kept has this many
             # before it.
@@ -535,14 +593,20 @@ class ContextEngine:
                 ItemReport(f"entry {entry.index}", cost, included=True, reason="truncated to fit")
             )
         if older:
+            if capped:
+                why = f"past the {self.max_history_entries}-entry cap"
+            elif self.prefix_stable and kept and kept[0][0].index % ANCHOR_STEP == 0:
+                why = (
+                    f"no room left, or before the window's start (it moves {ANCHOR_STEP} at a time)"
+                )
+            else:
+                why = "no room left"
             items.append(
                 ItemReport(
                     f"{older} older {'entry' if older == 1 else 'entries'}",
                     0,
                     included=False,
-                    reason=f"past the {self.max_history_entries}-entry cap"
-                    if capped
-                    else "no room left",
+                    reason=why,
                 )
             )
         return Section(

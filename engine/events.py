@@ -21,6 +21,10 @@ if TYPE_CHECKING:
 class Usage:
     prompt_tokens: int
     completion_tokens: int
+    #: Of the prompt, how many tokens the model did not read again: a prefix it had already
+    #: evaluated (llama.cpp's reuse; OpenAI's ``prompt_tokens_details.cached_tokens``). None
+    #: when the provider does not say.
+    cached_tokens: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

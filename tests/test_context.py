@@ -12,11 +12,13 @@ from sqlalchemy.orm import undefer
 
 from engine.cards import Card
 from engine.context import (
+    ANCHOR_STEP,
     CONTINUE_CUE,
     HEADINGS,
     ContextEngine,
     ContextInputs,
     HistoryEntry,
+    authors_note_line,
     output_hint,
     output_words,
     reattach_state_block,
@@ -240,6 +242,78 @@ def test_the_prefix_stays_the_same_from_turn_to_turn():
     assert first.messages[0] == later.messages[0]
     cut = user_text(first).index("World State:")
     assert user_text(later)[:cut] == user_text(first)[:cut]
+
+
+STABLE = ContextEngine(prefix_stable=True)
+
+
+def test_the_prefix_stable_layout_puts_what_changes_after_the_story():
+    built = STABLE.build(FULL)
+    user = user_text(built)
+    order = [
+        "You are Ash",
+        "Story Summary:\nAsh found",
+        "Recent Story:\n",
+        "Memories:\nAsh lost a ring",
+        "Knowledge:\nLanterns here",
+        "World Lore:\nMira smuggles salt.",
+        "World State:\nhp 55",
+        authors_note_line(FULL.authors_note),
+        FULL.action_text,
+        "Remember the state block.",
+    ]
+    positions = [user.index(part) for part in order]
+    assert positions == sorted(positions)
+    assert user.splitlines()[-1] == FULL.world_state_reminder
+    # The story section holds the story alone; the note and the action follow the rest.
+    story_text = user.split("Recent Story:\n", 1)[1].split("\n\nMemories:", 1)[0]
+    assert FULL.action_text not in story_text and "Author's note" not in story_text
+    assert built.messages[0] == ENGINE.build(FULL).messages[0]  # the same system message
+
+
+def _turns(engine: ContextEngine, count: int) -> list[tuple[str, str]]:
+    """``count`` turns of a growing story (two entries a turn, more than the window holds),
+    each with other memories and cards: each turn's user message, and its text up to the
+    end of its story."""
+    turns = []
+    for t in range(count):
+        n = 30 + 2 * t
+        inputs = replace(
+            FULL,
+            budget=1024,
+            history=story(n),
+            line_length=n,
+            memories=[(f"memory {t}", f"A memory of turn {t}.", "score 0.5")],
+            action_text=f"> You try thing {n}.",
+        )
+        text = user_text(engine.build(inputs))
+        last = inputs.history[-1].text
+        turns.append((text, text[: text.index(last) + len(last)]))
+    return turns
+
+
+def test_in_the_prefix_stable_layout_each_turn_reads_on_from_the_last():
+    """The model keeps what it evaluated for a turn (llama.cpp reuses the longest common
+    prefix): the next prompt must begin with the last one's, up to the end of its story,
+    except when the window's start takes its step."""
+    turns = _turns(STABLE, 16)
+    read_on = [nxt.startswith(story_end) for (_, story_end), (nxt, _) in zip(turns, turns[1:])]
+    # The window moves 8 entries a step and the story 2 entries a turn: one step in 4 turns.
+    assert sum(read_on) >= 11, read_on
+    # The classic layout slides its window every turn and puts the memories before the story.
+    classic = _turns(ENGINE, 16)
+    assert not any(nxt.startswith(end) for (_, end), (nxt, _) in zip(classic, classic[1:]))
+
+
+def test_the_prefix_stable_window_starts_at_a_step_and_keeps_the_whole_short_story():
+    long = STABLE.build(replace(FULL, budget=1024, history=story(41), line_length=41))
+    kept = [e for e in recent_story(long) if e.startswith(("Entry", "> You try"))]
+    first = int(kept[0].split()[1] if kept[0].startswith("Entry") else kept[0].split()[3][:-1])
+    assert first % ANCHOR_STEP == 0
+    report = sections(long)["history"]
+    assert "window's start" in report.items[-1].reason
+    short = STABLE.build(replace(FULL, history=story(5), line_length=5))
+    assert "Entry 0 of the story." in user_text(short)
 
 
 def test_empty_sections_cost_nothing_and_do_not_appear():

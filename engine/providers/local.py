@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import logging
+import os
 import threading
 from collections.abc import AsyncGenerator, Sequence
 from pathlib import Path
@@ -42,6 +43,14 @@ def bundled_model_path() -> Path | None:
     return None
 
 
+def available_cores() -> int:
+    """The CPU cores this process may run on (its affinity, not the machine's count)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
 class LocalLlamaProvider:
     def __init__(
         self,
@@ -54,7 +63,9 @@ class LocalLlamaProvider:
     ) -> None:
         self.model_path = model_path or bundled_model_path()
         self.n_ctx = n_ctx
-        self.threads = threads
+        # llama.cpp's own default is half the machine's threads; reading a prompt is what a
+        # turn waits for, and it scales with every core this process may use.
+        self.threads = threads or available_cores()
         self.repeat_penalty = repeat_penalty
         name = self.model_path.name if self.model_path else SMOLLM2_FILE
         self.label = f"{name} (embedded)"
@@ -97,6 +108,7 @@ class LocalLlamaProvider:
             model_path=str(self.model_path),
             n_ctx=self.n_ctx,
             n_threads=self.threads,
+            n_threads_batch=self.threads,
             verbose=False,
         )
 
@@ -133,6 +145,10 @@ class LocalLlamaProvider:
                 put(_DONE)
 
         async with self._run_lock:
+            # What llama.cpp holds evaluated from the last reply: the new prompt's common prefix
+            # with it is not read again (``Llama.generate``), which is what a turn's prompt
+            # layout keeps long (``engine.context``, the prefix-stable layout).
+            evaluated = list(llama.input_ids[: llama.n_tokens])
             worker = asyncio.create_task(asyncio.to_thread(generate))
             finish_reason: str | None = None
             completion_tokens = 0
@@ -152,7 +168,11 @@ class LocalLlamaProvider:
                 # its next token; the run lock is held until it has really stopped.
                 cancelled.set()
                 await asyncio.shield(worker)
-        prompt_tokens = sum(
-            len(llama.tokenize(m.content.encode(), add_bos=False)) for m in messages
-        )
-        yield StreamEnd(finish_reason, Usage(prompt_tokens, completion_tokens))
+        now = list(llama.input_ids[: llama.n_tokens])  # the prompt, then what was written
+        prompt_tokens = max(0, len(now) - completion_tokens)
+        reused = 0
+        for before, after in zip(evaluated, now[:prompt_tokens], strict=False):
+            if before != after:
+                break
+            reused += 1
+        yield StreamEnd(finish_reason, Usage(prompt_tokens, completion_tokens, reused))

@@ -1,0 +1,165 @@
+"""How soon the embedded model's narration starts, turn after turn.
+
+Run by hand (it is not part of the normal test run; it needs the 'local' extra)::
+
+    .venv/bin/python -m tests.benchmarks.bench_embedded [--turns 20] [--before]
+
+Campfire's real bot on the local Discord stand-in, narrating with the embedded SmolLM2 model,
+on a temporary SQLite database: a DM adventure of *The Lantern Road*, then ``--turns`` actions
+(``PlayService.act``, as the front end calls it). For each turn it measures the time from the
+action to the narration's first text, the prompt's tokens and how many of them llama.cpp did
+not read again (the prefix it had evaluated for the turn before). The figures are those of
+turns 11 to 20, where the story has grown past the window's first steps.
+
+It prints one summary line::
+
+    embedded: first text p50 <s> s, p95 <s> s at turns 11-20, prompt <n> tokens, reused <n> tokens
+
+(the tokens: medians). ``--before`` first plays the same turns in the layout and budget for a
+remote model (the classic AI Dungeon layout, ``CAMPFIRE_CONTEXT_TOKENS``), in this same run,
+and prints its line first, marked ``(remote layout)``. Target: first text p50 <= 2 s on a
+2-core machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bot.config import load_settings
+from bot.discord_bot import CampfireBot
+from bot.services import make_context_engine
+from bot.standin import StandIn
+from engine.access import Actor
+from engine.actions import ActionType, PlayerAction
+from engine.events import TextDelta, TurnDone
+from engine.providers.local import bundled_model_path
+
+TARGET_S = 2.0
+MEASURED = slice(10, 20)  # turns 11-20
+ACTIONS = [
+    "light the lantern",
+    "look at the fallen milestone",
+    "follow the humming into the reeds",
+    "call out to whoever is singing",
+    "raise the lantern high",
+    "wade into the shallow water",
+    "pick up the small brass key",
+    "ask the heron where the bell is",
+    "walk on toward the bell",
+    "climb the old stone steps",
+    "knock on the chapel door",
+    "light the thirteenth lantern again",
+    "listen at the keyhole",
+    "open the door slowly",
+    "step inside and look around",
+    "speak the tune aloud",
+    "touch the cold bell",
+    "sit down on the pew and wait",
+    "follow the shadow outside",
+    "walk back to the road",
+]
+
+
+@dataclass
+class Figures:
+    first_text_s: list[float] = field(default_factory=list)
+    prompt: list[int] = field(default_factory=list)
+    reused: list[int] = field(default_factory=list)
+
+    def summary(self, label: str = "") -> str:
+        first = self.first_text_s[MEASURED] or self.first_text_s
+        prompt = self.prompt[MEASURED] or self.prompt
+        reused = self.reused[MEASURED] or self.reused
+        p95 = statistics.quantiles(first, n=20)[-1] if len(first) > 1 else first[0]
+        return (
+            f"embedded: first text p50 {statistics.median(first):.2f} s, p95 {p95:.2f} s at "
+            f"turns 11-20, prompt {statistics.median(prompt):.0f} tokens, reused "
+            f"{statistics.median(reused):.0f} tokens{label}"
+        )
+
+
+async def play(data_dir: Path, turns: int, *, remote_layout: bool) -> Figures:
+    settings = load_settings(data_dir=data_dir)
+    bot = CampfireBot(settings)
+    standin = StandIn(bot)
+    fake = standin.fake
+    player = fake.add_user("player")
+    dm = fake.dm_channel(player)
+    figures = Figures()
+    async with standin:
+        if remote_layout:
+            # What a turn on the embedded model was before its layout and budget: the context
+            # engine a remote model gets.
+            remote = settings.model_copy(update={"model_url": "http://remote.invalid/v1"})
+            bot.services.turns.context = make_context_engine(
+                remote, list(bot.services.turns.context.retrievers)
+            )
+        await fake.slash(player, dm, "start", scenario="lantern")
+        await standin.idle(timeout=600)
+        actor = Actor(player, "player")
+        for i in range(turns):
+            started = time.perf_counter()
+            first: float | None = None
+            last = None
+            events = bot.services.play.act(
+                actor,
+                dm,
+                PlayerAction(ActionType.DO, ACTIONS[i % len(ACTIONS)], player),
+                request_id=10**15 + i,
+            )
+            async for event in events:
+                if first is None and isinstance(event, TextDelta) and event.text.strip():
+                    first = time.perf_counter() - started
+                last = event
+            if not isinstance(last, TurnDone):
+                raise RuntimeError(f"turn {i + 1} ended with {last!r}")
+            usage = last.result.usage
+            figures.first_text_s.append(
+                first if first is not None else time.perf_counter() - started
+            )
+            figures.prompt.append(usage.prompt_tokens if usage else 0)
+            figures.reused.append((usage.cached_tokens or 0) if usage else 0)
+            print(
+                f"  turn {i + 1:2}: first text {figures.first_text_s[-1]:5.2f} s, prompt "
+                f"{figures.prompt[-1]} tokens, reused {figures.reused[-1]}",
+                flush=True,
+            )
+        await standin.idle(timeout=600)
+    return figures
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--turns", type=int, default=20)
+    parser.add_argument(
+        "--before", action="store_true", help="first play in the remote model's layout"
+    )
+    args = parser.parse_args(argv)
+    if bundled_model_path() is None:
+        print("the embedded model is not installed (the 'local' extra)", file=sys.stderr)
+        return 2
+    lines = []
+    with tempfile.TemporaryDirectory(prefix="campfire-bench-embedded-") as tmp:
+        if args.before:
+            print("remote layout:", flush=True)
+            before = asyncio.run(play(Path(tmp) / "before", args.turns, remote_layout=True))
+            lines.append(before.summary(" (remote layout)"))
+        print("embedded layout:", flush=True)
+        after = asyncio.run(play(Path(tmp) / "after", args.turns, remote_layout=False))
+    for line in lines:
+        print(line)
+    print(after.summary(), flush=True)
+    p50 = statistics.median(after.first_text_s[MEASURED] or after.first_text_s)
+    print(f"target first text p50 <= {TARGET_S} s: {'met' if p50 <= TARGET_S else 'MISSED'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
