@@ -94,7 +94,8 @@ class KeyReport:
             )
         if self.keyless:
             out.append(
-                f"{self.keyless:,} story card(s) have no key left and fire only if made "
+                f"{self.keyless:,} story card(s) have no key Campfire can use (EWIJSON entries "
+                "with only #[…] went into every turn at a set line) and fire only if made "
                 "always-on (/card edit)."
             )
         return out
@@ -155,7 +156,10 @@ def _convert(keys: str, report: KeyReport, *, always_on: bool = False) -> str:
         report.attributed += 1
     if all_of:
         report.all_of += 1
-    if dropped and not kept and not always_on:
+    if not kept and not always_on:
+        # Dropped keys, or an EWIJSON line with no expression before its attributes: the
+        # script's empty pattern matched every text, to place the entry at a set line, which
+        # no Campfire card does.
         report.keyless += 1
     return ",".join(kept)
 
