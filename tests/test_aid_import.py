@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 
 import pytest
@@ -22,8 +23,10 @@ from engine.card_cap import DEFAULT_MAX_CARDS
 from engine.cards import Card, match_cards
 from engine.errors import InvalidInput
 from engine.formats import detect
+from engine.formats.adventure import parse_adventure
 from engine.formats.detect import read_scenario
 from engine.formats.draft import ImportLimits
+from engine.formats.errors import ImportRejected
 from engine.scenarios.library import ScenarioLibrary
 from engine.scenarios.start import scenario_questions_of, start_adventure
 from engine.scripting import sandbox
@@ -31,6 +34,7 @@ from engine.scripting.results import Caps
 from engine.scripting.sandbox import DEFAULT_CAPS
 from engine.steering.cards import CardDraft, StoryCards
 from engine.storage.models import AdventureCard, Scenario, StoryNode
+from tests.test_adventure_files import SAMPLE
 from tests.test_scripting_sandbox import payload as script_payload
 from tests.test_steering import CHANNEL, HOST_ACTOR, server_adventure
 
@@ -262,3 +266,14 @@ async def test_every_question_is_asked_and_filled(db):
         )
     assert "${" not in opening.text and opening.text.endswith("Q5=A5")
     assert (pet.keys, pet.entry) == ("A6", "A loyal A6.")
+
+
+def test_an_adventure_file_over_the_cap_is_refused_in_the_rules_words():
+    """An adventure's cards are its story's: none is dropped unseen (no preview offers it)."""
+    raw = copy.deepcopy(SAMPLE)
+    raw["story_cards"] = [{"title": f"Card {i}", "keys": "k", "entry": "e"} for i in range(4)]
+    with pytest.raises(ImportRejected) as refused:
+        parse_adventure(raw, ImportLimits(max_cards=3))
+    assert "has 4 story cards; an adventure may hold at most 3" in refused.value.message
+    raw["story_cards"] = raw["story_cards"][:3]
+    parse_adventure(raw, ImportLimits(max_cards=3))
