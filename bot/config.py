@@ -22,6 +22,7 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from engine.card_cap import DEFAULT_MAX_CARDS
 from engine.coordination.instance import NAME_PATTERN
 from engine.private_files import private_file, private_folder
 from engine.redaction import redact, url_secrets
@@ -135,7 +136,7 @@ class Settings(BaseSettings):
         "closes with the actions it has.",
     )
     max_import_bytes: int = Field(default=2 * 1024 * 1024, ge=1024, le=10 * 1024 * 1024)
-    max_story_cards: int = Field(default=500, ge=1, le=10_000)
+    max_story_cards: int = Field(default=DEFAULT_MAX_CARDS, ge=1, le=10_000)
     # Published scripts are big: Auto-Cards is 0.3 M characters, Localized Languages 2 M.
     max_script_chars: int = Field(default=2_500_000, ge=1, le=10_000_000)
     script_memory_mb: int = Field(default=16, ge=1, le=1024)

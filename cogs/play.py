@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from typing import TYPE_CHECKING
 
 import discord
@@ -15,7 +16,7 @@ from cogs.context import actor_of, channel_id_of, place_of
 from cogs.errors import on_app_command_error
 from cogs.threads import give_up_thread, open_adventure_thread
 from engine.actions import ActionType
-from engine.formats.draft import question_for
+from engine.formats.draft import QUESTIONS_PER_FORM, question_for
 from engine.play import StartPlan, ThreadAdventure
 from engine.sanitise import echo
 
@@ -306,14 +307,25 @@ class OptionMenu(discord.ui.View):
 
 
 class PlaceholderModal(discord.ui.Modal):
-    """The scenario's ``${questions}``, asked before it starts (at most five: one form)."""
+    """The scenario's ``${questions}``, asked before it starts: five to a form (a form holds
+    five inputs), in as many forms as it takes, ``answers`` holding those already given.
 
-    def __init__(self, cog: PlayCog, plan: StartPlan) -> None:
-        super().__init__(title=echo(plan.title, 45) or "Before you begin", timeout=900)
+    AI Dungeon asks every question before the story starts; none is left in the text."""
+
+    def __init__(
+        self, cog: PlayCog, plan: StartPlan, answers: dict[str, str] | None = None
+    ) -> None:
+        self.answers = dict(answers or {})
+        first = len(self.answers)
+        self.asked = plan.placeholders[first : first + QUESTIONS_PER_FORM]
+        forms = math.ceil(len(plan.placeholders) / QUESTIONS_PER_FORM)
+        count = f" ({first // QUESTIONS_PER_FORM + 1}/{forms})" if forms > 1 else ""
+        title = echo(plan.title, 45 - len(count)) or "Before you begin"
+        super().__init__(title=title + count, timeout=900)
         self.cog = cog
         self.plan = plan
         self.inputs: list[discord.ui.TextInput] = []
-        for placeholder in plan.placeholders:
+        for placeholder in self.asked:
             question = question_for(placeholder)
             item: discord.ui.TextInput = discord.ui.TextInput(
                 label=echo(question, 45),
@@ -324,13 +336,42 @@ class PlaceholderModal(discord.ui.Modal):
             self.add_item(item)
 
     async def on_submit(self, interaction: discord.Interaction) -> None:
-        answers = {
-            question: item.value.strip()
-            for question, item in zip(self.plan.placeholders, self.inputs, strict=True)
-        }
-        await self.cog.begin(interaction, self.plan, answers)
+        for question, item in zip(self.asked, self.inputs, strict=True):
+            self.answers[question] = item.value.strip()
+        left = len(self.plan.placeholders) - len(self.answers)
+        if left > 0:
+            # A form cannot be answered with another form: a button opens the next one.
+            await interaction.response.send_message(
+                f"{len(self.answers)} of {len(self.plan.placeholders)} questions answered; "
+                f"{left} more before the story begins.",
+                view=NextQuestions(self.cog, self.plan, self.answers),
+                ephemeral=True,
+            )
+            return
+        await self.cog.begin(interaction, self.plan, self.answers)
 
     async def on_error(self, interaction: discord.Interaction, error: Exception) -> None:
+        await on_app_command_error(interaction, error)
+
+
+class NextQuestions(discord.ui.View):
+    """The button between two forms of questions."""
+
+    def __init__(self, cog: PlayCog, plan: StartPlan, answers: dict[str, str]) -> None:
+        super().__init__(timeout=900)
+        self.cog = cog
+        self.plan = plan
+        self.answers = answers
+
+    @discord.ui.button(label="Next questions", style=discord.ButtonStyle.primary)
+    async def next_questions(
+        self, interaction: discord.Interaction, _button: discord.ui.Button
+    ) -> None:
+        await interaction.response.send_modal(PlaceholderModal(self.cog, self.plan, self.answers))
+
+    async def on_error(
+        self, interaction: discord.Interaction, error: Exception, _item: discord.ui.Item
+    ) -> None:
         await on_app_command_error(interaction, error)
 
 

@@ -23,7 +23,7 @@ from cogs.context import actor_of
 from cogs.pages import ListPage, list_source, paged, show_list
 from cogs.replies import reply
 from engine.errors import CampfireError
-from engine.formats.draft import ImportedScenario
+from engine.formats.draft import ImportedScenario, ScenarioDraft
 from engine.sanitise import echo
 from engine.scenarios.library import LibraryListing, ScenarioDetails, ScenarioEntry
 
@@ -37,25 +37,43 @@ LIBRARY_COLOUR = discord.Colour.teal()
 PREVIEW_SECONDS = 600
 
 
+def _scenario_line(draft: ScenarioDraft) -> str:
+    parts = [f"{len(draft.cards):,} card{'s' if len(draft.cards) != 1 else ''}"]
+    if draft.options:
+        parts.append(f"{len(draft.options)} option{'s' if len(draft.options) != 1 else ''}")
+    return f"• {draft.title} · {', '.join(parts)}"
+
+
 def preview_embed(imported: ImportedScenario) -> discord.Embed:
     draft = imported.draft
+    several = len(imported.scenarios) > 1
     embed = discord.Embed(
-        title=echo(f"{draft.icon} {draft.title}".strip(), 256),
-        description=echo(draft.description or draft.prompt or "(no description)", 600),
+        title=echo(
+            f"{len(imported.scenarios)} scenarios"
+            if several
+            else f"{draft.icon} {draft.title}".strip(),
+            256,
+        ),
+        description=echo(
+            "\n".join(_scenario_line(d) for d in imported.scenarios)
+            if several
+            else draft.description or draft.prompt or "(no description)",
+            1000 if several else 600,
+        ),
         colour=LIBRARY_COLOUR,
     )
     embed.add_field(name="Format", value=imported.format, inline=False)
     embed.add_field(name="Story cards", value=f"{imported.card_count:,}")
     embed.add_field(name="Scripts", value=f"{imported.script_count:,}")
-    if draft.options:
+    if draft.options and not several:
         names = ", ".join(o.title for o in draft.options)
         embed.add_field(
             name=f"Options ({len(draft.options)})",
             value=echo(names, FIELD_MAX),
             inline=False,
         )
-    if draft.placeholders:
-        asked = ", ".join(f"`{p}`" for p in draft.placeholders)
+    if imported.placeholders:
+        asked = ", ".join(f"`{p}`" for p in imported.placeholders)
         embed.add_field(name="Asked at /start", value=echo(asked, FIELD_MAX), inline=False)
     if draft.stat_schema:
         embed.add_field(name="World state", value="tracked (stat schema)", inline=False)
@@ -65,7 +83,13 @@ def preview_embed(imported: ImportedScenario) -> discord.Embed:
             value=echo("\n".join(f"⚠ {w}" for w in imported.warnings), FIELD_MAX),
             inline=False,
         )
-    embed.set_footer(text="Nothing is saved until you press Confirm.")
+    if imported.cards_left_out:
+        embed.set_footer(
+            text=f"Nothing is saved until you press Import. {imported.cards_left_out:,} story "
+            "cards past the limit are left out (see the warning)."
+        )
+    else:
+        embed.set_footer(text="Nothing is saved until you press Confirm.")
     return embed
 
 
@@ -78,6 +102,10 @@ class ImportPreview(discord.ui.View):
         self.actor = actor
         self.imported = imported
         self.message: discord.WebhookMessage | None = None
+        if imported.cards_left_out:
+            # Over the card cap: what Confirm saves is said on the button itself.
+            kept = imported.card_count
+            self.confirm.label = f"Import the first {kept:,} cards"
 
     async def interaction_check(self, interaction: discord.Interaction) -> bool:
         if interaction.user.id != self.actor.user_id:
@@ -102,10 +130,13 @@ class ImportPreview(discord.ui.View):
             parts.append(f"{saved.scripts} script{'s' if saved.scripts != 1 else ''}")
         if saved.options:
             parts.append(f"{saved.options} option{'s' if saved.options != 1 else ''}")
+        titles = [saved.title, *saved.more]
+        named = ", ".join(f"**{discord.utils.escape_markdown(t)}**" for t in titles)
+        what = named if not saved.more else f"{len(titles)} scenarios ({named})"
         await interaction.edit_original_response(
             content=fit_text(
-                f"✅ Imported **{discord.utils.escape_markdown(saved.title)}** into "
-                f"{saved.where} ({', '.join(parts)}). Play it with `/start scenario:`."
+                f"✅ Imported {what} into {saved.where} ({', '.join(parts)}). Play "
+                f"{'it' if not saved.more else 'one'} with `/start scenario:`."
             ),
             embed=None,
             view=None,

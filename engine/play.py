@@ -52,7 +52,7 @@ from engine.events import (
     TurnFailed,
     TurnInterrupted,
 )
-from engine.formats.draft import MAX_OPTIONS, MAX_PLACEHOLDERS, placeholders_in
+from engine.formats.draft import MAX_OPTIONS
 from engine.leases import TurnLeases
 from engine.party import back_on_act
 from engine.place_hints import PlaceHints
@@ -68,7 +68,7 @@ from engine.rounds import (
     take_round,
 )
 from engine.scenarios.lookup import resolve_scenario, visible_scenarios
-from engine.scenarios.start import scenario_script_names, start_adventure
+from engine.scenarios.start import scenario_questions_of, scenario_script_names, start_adventure
 from engine.storage.database import Database
 from engine.storage.models import (
     ActionType,
@@ -101,7 +101,7 @@ class StartedAdventure:
 @dataclass(frozen=True, slots=True)
 class StartPlan:
     """What /start must ask before starting a scenario: a choice among its options, or the
-    answers to its prompt's ``${placeholders}`` (at most five: one form)."""
+    answers to its ``${placeholders}`` (all of them, asked five to a form)."""
 
     scenario_id: int
     title: str
@@ -207,10 +207,8 @@ class PlayService:
                 scenario.icon,
                 scenario.prompt,
                 [(f"{o.icon} {o.title}".strip()[:100], str(o.id)) for o in options],
-                # Asked once each, wherever they appear: the opening first, then the steering.
-                placeholders_in(
-                    "\n".join((scenario.prompt, scenario.plot_essentials, scenario.authors_note))
-                )[:MAX_PLACEHOLDERS],
+                # All of them, five to a form (a Discord form holds five inputs).
+                await scenario_questions_of(session, scenario),
                 replaces=running.title if running is not None else None,
             )
 

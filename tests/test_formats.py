@@ -322,8 +322,10 @@ def test_missing_or_wrongly_typed_fields_are_named(raw, expected):
 
 def test_caps_are_those_of_live_creation():
     too_many = [{"keys": f"k{i}", "value": "v", "title": f"c{i}"} for i in range(6)]
-    message = rejected(too_many, ImportLimits(max_cards=5))
-    assert "6 story cards; at most 5" in message
+    over = read_raw(too_many, limits=ImportLimits(max_cards=5))
+    assert [c.title for c in over.draft.cards] == ["c0", "c1", "c2", "c3", "c4"]
+    assert over.cards_left_out == 1
+    assert "has 6 story cards; an adventure may hold at most 5" in over.warnings[0]
     long_entry = [{"keys": "a", "value": "x" * 4001, "title": "Big"}]
     message = rejected(long_entry)
     assert "story card 1 (“Big”): its entry has 4,001 characters; at most 4,000" in message
@@ -421,10 +423,12 @@ def test_placeholders_in_the_steering_text_are_asked_too():
     assert read_raw(raw).draft.placeholders == ["name", "food"]
 
 
-def test_more_than_five_questions_are_warned_about():
+def test_more_than_five_questions_are_all_asked():
+    """Issue 19: a scenario asking seven questions had the last two left as raw ``${…}``."""
     prompt = " ".join(f"${{q{i}}}" for i in range(7))
     imported = read_raw({"title": "t", "prompt": prompt, "memory": ""})
-    assert any("asks 7 questions" in w for w in imported.warnings)
+    assert imported.draft.placeholders == [f"q{i}" for i in range(7)]
+    assert not any("questions" in w for w in imported.warnings)
 
 
 def test_nul_and_unpaired_surrogates_are_sanitised_away():

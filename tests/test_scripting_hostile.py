@@ -180,7 +180,7 @@ async def test_too_many_or_too_long_story_cards_are_refused(
         await env.done()
         assert env.narration(dm)[-1].startswith("Dust settles.")
         logs = await script_logs(env, dm)
-        assert "Hoarder: The script left 12 story cards; an adventure may have at most 4" in logs
+        assert "Hoarder: The script left 12 story cards; an adventure may hold at most 4" in logs
         assert "entry is 30,000 characters long; a script's card may have at most 20,000" in logs
         async with env.bot.services.db.session() as session:
             entries = list(

@@ -316,7 +316,9 @@ async def test_the_card_cap(db):
     await server_adventure(db)
     assert await cards(db, 4).check_room(CHANNEL, HOST_ACTOR)
     await cards(db, 4).add(CHANNEL, HOST_ACTOR, CardDraft("Fourth"))
-    expected = "This adventure already has 4 story cards, the most it can hold. Remove one first."
+    expected = (
+        "This adventure already has 4 story cards, the most it can hold (4). Remove one first."
+    )
     with pytest.raises(InvalidInput) as error:
         await cards(db, 4).check_room(CHANNEL, HOST_ACTOR)
     assert error.value.message == expected

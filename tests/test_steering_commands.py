@@ -293,7 +293,8 @@ async def test_the_card_cap_is_checked_before_the_form_opens(
         record = await env.fake.slash(env.alice, thread, "card add")
         assert record.modal is None
         assert (await answer(env, record)).content == (
-            "⚠ This adventure already has 3 story cards, the most it can hold. Remove one first."
+            "⚠ This adventure already has 3 story cards, the most it can hold (3). "
+            "Remove one first."
         )
 
 

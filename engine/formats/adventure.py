@@ -436,7 +436,11 @@ def _steering(f: Fields, limits: ImportLimits) -> ScenarioDraft:
             )
         )
     draft.scripts.extend(read_scripts(f))
-    finish(ImportedScenario("adventure", draft), limits)
+    checked = finish(ImportedScenario("adventure", draft), limits)
+    if checked.cards_left_out:
+        # An adventure's story has used all its cards: none is dropped unseen (the preview that
+        # offers a scenario's first cards has no counterpart here).
+        raise ImportRejected(checked.warnings[0])
     return draft
 
 

@@ -152,6 +152,25 @@ def _scripts(f: Fields, title: str) -> list[ImportedScript]:
     ]
 
 
+def is_scenario_list(items: list[Any]) -> bool:
+    """A list of whole scenarios, as 2020–21 exporters saved a user's scenarios in one file."""
+    inner = [unwrap(item)[0] for item in items]
+    return all(isinstance(item, dict) for item in inner) and any(
+        looks_new(item) or looks_old(item) or "prompt" in item for item in inner
+    )
+
+
+def read_scenario_list(items: list[Any], *, title: str) -> list[ScenarioDraft]:
+    """Each scenario of the list, with its options (AI Dungeon's sub-scenarios chosen from a
+    menu under the parent's prompt: help.aidungeon.com/faq/how-do-scenario-options-work)."""
+    drafts = []
+    for i, item in enumerate(items):
+        inner, path = unwrap(item)
+        where = f"[{i}].{path}" if path else f"[{i}]"
+        drafts.append(read_scenario(inner, where, fallback_title=f"{title} {i + 1}"))
+    return drafts
+
+
 def read_card_list(items: list[Any], *, title: str) -> ScenarioDraft:
     """A story-card or world-info file: a scenario of cards only, named after the file."""
     return ScenarioDraft(

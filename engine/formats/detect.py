@@ -8,10 +8,12 @@ from typing import Any
 from engine.formats import aidungeon, bundle, lorebooks
 from engine.formats.draft import ImportedScenario, ImportLimits, ScenarioDraft, finish
 from engine.formats.errors import ImportRejected
+from engine.formats.key_syntax import convert_card_keys
 from engine.formats.strict_json import JsonCaps, load_json
 
 AID_NEW = "AI Dungeon scenario"
 AID_OLD = "AI Dungeon scenario (2020–21 format)"
+AID_OLD_LIST = "AI Dungeon scenarios (2020–21 export of several)"
 AID_CARDS = "AI Dungeon story cards"
 AID_WORLD_INFO = "AI Dungeon world info"
 AIDND = "AI-DnD scenario"
@@ -37,8 +39,18 @@ def read_scenario(data: bytes, filename: str, limits: ImportLimits) -> ImportedS
     raw = load_json(data, JsonCaps(max_bytes=limits.max_bytes))
     name = title_from(filename)
     warnings: list[str] = []
-    kind, draft = _read(raw, name, warnings)
-    return finish(ImportedScenario(kind, draft, warnings), limits)
+    if isinstance(raw, list) and raw and aidungeon.is_scenario_list(raw):
+        first, *more = aidungeon.read_scenario_list(raw, title=name)
+        imported = ImportedScenario(AID_OLD_LIST, first, warnings, more)
+    else:
+        kind, draft = _read(raw, name, warnings)
+        imported = ImportedScenario(kind, draft, warnings)
+    if imported.format != BUNDLE:
+        # Campfire's own bundles hold Campfire's keys; every other format's keys are read in
+        # the syntax of the tool that wrote them.
+        for draft in imported.walk():
+            convert_card_keys(draft.cards, warnings)
+    return finish(imported, limits)
 
 
 def _read(raw: Any, name: str, warnings: list[str]) -> tuple[str, ScenarioDraft]:
@@ -50,7 +62,7 @@ def _read(raw: Any, name: str, warnings: list[str]) -> tuple[str, ScenarioDraft]
             return kind, aidungeon.read_card_list(raw, title=name)
         raise ImportRejected(
             "The file is a list, but not of story cards (each needs keys and a value or an "
-            f"entry). Campfire reads {SUPPORTED}."
+            f"entry) nor of scenarios (each with a prompt). Campfire reads {SUPPORTED}."
         )
     assert isinstance(raw, dict)
     if bundle.is_bundle(raw):

@@ -10,9 +10,11 @@ saves a draft in one transaction.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from engine.card_cap import DEFAULT_MAX_CARDS, CardCap
 from engine.formats.errors import ImportRejected
 from engine.sanitise import sanitise, sanitise_code
 from engine.steering.cards import (
@@ -38,8 +40,9 @@ SCRIPT_NAME_MAX = 100
 MAX_OPTIONS = 25
 #: Scenarios in one file, options and their options included.
 MAX_SCENARIOS = 100
-#: A modal holds five text inputs, so five placeholders are asked for at /start.
-MAX_PLACEHOLDERS = 5
+#: A Discord form (modal) holds five text inputs: /start asks a scenario's questions five to a
+#: form, in as many forms as it takes.
+QUESTIONS_PER_FORM = 5
 
 PLACEHOLDER = re.compile(r"\$\{([^{}\n]{1,200})\}")
 
@@ -49,7 +52,7 @@ class ImportLimits:
     """The caps an import shares with live creation (from the settings)."""
 
     max_bytes: int = 2 * 1024 * 1024
-    max_cards: int = 500
+    max_cards: int = DEFAULT_MAX_CARDS
     max_script_chars: int = 100_000
 
 
@@ -106,8 +109,13 @@ class ScenarioDraft:
 
     @property
     def placeholders(self) -> list[str]:
-        """The ``${questions}`` asked at /start: in the opening, then in the steering text."""
-        return placeholders_in("\n".join((self.prompt, self.plot_essentials, self.authors_note)))
+        """The ``${questions}`` asked at /start (``scenario_questions``)."""
+        return scenario_questions(
+            self.plot_essentials,
+            self.prompt,
+            self.authors_note,
+            [(c.title, c.keys, c.entry) for c in self.cards],
+        )
 
 
 @dataclass
@@ -117,18 +125,54 @@ class ImportedScenario:
     format: str
     draft: ScenarioDraft
     warnings: list[str] = field(default_factory=list)
+    #: The file's other scenarios, when it holds several side by side (AI Dungeon's 2020–21
+    #: export of a list): each is saved as a scenario of its own, after ``draft``.
+    more: list[ScenarioDraft] = field(default_factory=list)
+    #: Story cards past the card cap, left out of their scenario (its first ones are kept).
+    cards_left_out: int = 0
+
+    @property
+    def scenarios(self) -> list[ScenarioDraft]:
+        """The file's scenarios side by side (not their options)."""
+        return [self.draft, *self.more]
+
+    def walk(self) -> list[ScenarioDraft]:
+        """Every scenario in the file with every option under it."""
+        return [d for top in self.scenarios for d in top.walk()]
 
     @property
     def card_count(self) -> int:
-        return sum(len(d.cards) for d in self.draft.walk())
+        return sum(len(d.cards) for d in self.walk())
 
     @property
     def script_count(self) -> int:
-        return sum(len(d.scripts) for d in self.draft.walk())
+        return sum(len(d.scripts) for d in self.walk())
 
     @property
     def option_count(self) -> int:
-        return len(self.draft.walk()) - 1
+        return len(self.walk()) - len(self.scenarios)
+
+    @property
+    def placeholders(self) -> list[str]:
+        """Every ``${question}`` the file's scenarios and options ask at /start."""
+        seen: dict[str, None] = {}
+        for draft in self.walk():
+            seen.update(dict.fromkeys(draft.placeholders))
+        return list(seen)
+
+
+def scenario_questions(
+    plot_essentials: str, prompt: str, authors_note: str, cards: Iterable[tuple[str, ...]] = ()
+) -> list[str]:
+    """Every distinct ``${question}`` a scenario asks before it starts, in AI Dungeon's order:
+    plot essentials, then the opening, the author's note and the story cards, each asked once
+    however often it is used. AI Dungeon has no official page on placeholders; this is the
+    order and the places of the community's reference, "Placeholders Guide: Using ${} for
+    Scenario Creation" (reddit.com/r/AIDungeon/comments/1psd1kp, December 2025). AI
+    instructions are not among the places it lists (it advises against them there), so their
+    placeholders are filled only where the same question is asked elsewhere."""
+    texts = [plot_essentials, prompt, authors_note, *(part for card in cards for part in card)]
+    return placeholders_in("\n".join(texts))
 
 
 def placeholders_in(text: str) -> list[str]:
@@ -170,21 +214,29 @@ def fill_placeholders(text: str, answers: dict[str, str]) -> str:
 
 def finish(imported: ImportedScenario, limits: ImportLimits) -> ImportedScenario:
     """Check every scenario in the draft against the caps; raise on the first problem."""
-    scenarios = imported.draft.walk()
+    scenarios = imported.walk()
     if len(scenarios) > MAX_SCENARIOS:
         raise ImportRejected(
             f"The file holds {len(scenarios):,} scenarios with its options; at most "
             f"{MAX_SCENARIOS} are imported at once."
         )
-    for i, draft in enumerate(scenarios):
-        where = "The scenario" if i == 0 else f"Option “{draft.title[:60]}”"
-        _finish_one(draft, where, limits, imported.warnings)
+    several = len(imported.scenarios) > 1
+    for n, top in enumerate(imported.scenarios, start=1):
+        for i, draft in enumerate(top.walk()):
+            if i > 0:
+                where = f"Option “{draft.title[:60]}”"
+            elif several:
+                where = f"Scenario {n} (“{draft.title[:60]}”)"
+            else:
+                where = "The scenario"
+            _finish_one(draft, where, limits, imported)
     return imported
 
 
 def _finish_one(
-    draft: ScenarioDraft, where: str, limits: ImportLimits, warnings: list[str]
+    draft: ScenarioDraft, where: str, limits: ImportLimits, imported: ImportedScenario
 ) -> None:
+    warnings = imported.warnings
     draft.title = " ".join(sanitise(draft.title).split())
     if not draft.title:
         raise ImportRejected(f"{where} has no title.")
@@ -215,13 +267,7 @@ def _finish_one(
         raise ImportRejected(
             f"{where} has {len(draft.options)} options; a menu holds at most {MAX_OPTIONS}."
         )
-    asked = draft.placeholders
-    if len(asked) > MAX_PLACEHOLDERS:
-        warnings.append(
-            f"{where} asks {len(asked)} questions (${{…}}); the first "
-            f"{MAX_PLACEHOLDERS} are asked at /start, the rest stay as written."
-        )
-    _finish_cards(draft, where, limits, warnings)
+    _finish_cards(draft, where, limits, imported)
     _finish_scripts(draft, where, limits, warnings)
 
 
@@ -238,12 +284,21 @@ def _tags(tags: list[str], where: str) -> list[str]:
 
 
 def _finish_cards(
-    draft: ScenarioDraft, where: str, limits: ImportLimits, warnings: list[str]
+    draft: ScenarioDraft, where: str, limits: ImportLimits, imported: ImportedScenario
 ) -> None:
-    if len(draft.cards) > limits.max_cards:
-        raise ImportRejected(
-            f"{where} has {len(draft.cards):,} story cards; at most {limits.max_cards:,} are "
-            "allowed (the same limit as adding cards by hand)."
+    warnings = imported.warnings
+    cap = CardCap(limits.max_cards)
+    if not cap.holds(len(draft.cards)):
+        # The rule of cards added by hand, kept as far as it goes: the first cards fit.
+        left_out = draft.cards[cap.most :]
+        del draft.cards[cap.most :]
+        imported.cards_left_out += len(left_out)
+        first = " ".join(sanitise(left_out[0].title).split())[:40] or "untitled"
+        warnings.insert(
+            0,
+            f"{where} has {cap.most + len(left_out):,} story cards; an adventure may hold at "
+            f"most {cap.most:,} (this bot's setting). Only the first {cap.most:,} are "
+            f"imported: the last {len(left_out):,}, from “{first}” on, are left out.",
         )
     titles: set[str] = set()
     renamed = 0

@@ -51,6 +51,8 @@ class SavedScenario:
     cards: int
     scripts: int
     options: int
+    #: The titles of the file's other scenarios, saved beside the first (a list of several).
+    more: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,17 +135,23 @@ class ScenarioLibrary:
             owner_id = None if server_id is not None else actor.user_id
             if server_id is not None:
                 await touch_server(session, server_id, actor.server_name)
-            draft = imported.draft
-            title = await _free_title(session, draft.title, server_id, owner_id)
-            top = await _insert(session, draft, title, server_id, owner_id, parent_id=None)
-            assert top.id is not None
+            titles: list[str] = []
+            ids: list[int] = []
+            for draft in imported.scenarios:
+                # Each scenario of a file of several is one of the library's own.
+                title = await _free_title(session, draft.title, server_id, owner_id)
+                top = await _insert(session, draft, title, server_id, owner_id, parent_id=None)
+                assert top.id is not None
+                titles.append(title)
+                ids.append(top.id)
             return SavedScenario(
-                top.id,
-                title,
+                ids[0],
+                titles[0],
                 "this server's library" if server_id is not None else "your library",
                 imported.card_count,
                 imported.script_count,
                 imported.option_count,
+                tuple(titles[1:]),
             )
 
     # --- export, list, show, delete --------------------------------------------------------------

@@ -10,7 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import SQLModel, col
 
 from engine.errors import NotFound
-from engine.formats.draft import fill_placeholders
+from engine.formats.draft import fill_placeholders, scenario_questions
 from engine.storage.models import (
     ActionType,
     Adventure,
@@ -109,6 +109,21 @@ async def start_adventure(
     adventure.active_branch_id = branch.id
     await session.flush()
     return adventure
+
+
+async def scenario_questions_of(session: AsyncSession, scenario: Scenario) -> list[str]:
+    """The ``${questions}`` /start asks for the scenario (``scenario_questions``)."""
+    cards = await session.execute(
+        select(col(ScenarioCard.title), col(ScenarioCard.keys), col(ScenarioCard.entry))
+        .where(col(ScenarioCard.scenario_id) == scenario.id)
+        .order_by(col(ScenarioCard.position), col(ScenarioCard.id))
+    )
+    return scenario_questions(
+        scenario.plot_essentials,
+        scenario.prompt,
+        scenario.authors_note,
+        [tuple(row) for row in cards.all()],
+    )
 
 
 async def scenario_script_names(session: AsyncSession, scenario_id: int) -> list[str]:

@@ -33,6 +33,7 @@ from sqlalchemy import delete, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
+from engine.card_cap import DEFAULT_MAX_CARDS
 from engine.cards import Card
 from engine.context import HEADINGS, BuiltContext
 from engine.errors import CampfireError, InvalidInput
@@ -158,7 +159,7 @@ class TurnScripts:
     memory: str
     info: dict[str, Any]
     limits: sandbox.Limits = field(default_factory=sandbox.Limits)
-    max_cards: int = 500
+    max_cards: int = DEFAULT_MAX_CARDS
     reports: list[HookReport] = field(default_factory=list)
     #: Seconds of the turn's script time (``limits.turn_seconds``) used so far.
     spent_seconds: float = 0.0
@@ -176,7 +177,7 @@ class TurnScripts:
         *,
         actors: Sequence[str] = (),
         limits: sandbox.Limits | None = None,
-        max_cards: int = 500,
+        max_cards: int = DEFAULT_MAX_CARDS,
     ) -> TurnScripts | None:
         """The turn's scripts, or None when the adventure has no enabled script (no cost)."""
         assert adventure.id is not None

@@ -20,6 +20,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from engine.card_cap import CardCap
 from engine.sanitise import sanitise, sanitise_code
 
 #: The story-card fields a script's card carries, all strings.
@@ -170,11 +171,9 @@ def _cards(raw: str, caps: Caps) -> list[dict[str, str]]:
     cards = _json(raw, "story cards")
     if not isinstance(cards, list):
         raise BadResult("The script's story cards could not be read.")
-    if len(cards) > caps.cards:
-        raise BadResult(
-            f"The script left {len(cards)} story cards; an adventure may have at most "
-            f"{caps.cards}. Its changes were not kept."
-        )
+    refusal = CardCap(caps.cards).too_many(len(cards), "The script left")
+    if refusal is not None:
+        raise BadResult(f"{refusal} Its changes were not kept.")
     return [_card(card, number) for number, card in enumerate(cards, start=1)]
 
 

@@ -33,6 +33,7 @@ from typing import Any
 
 import quickjs
 
+from engine.card_cap import DEFAULT_MAX_CARDS
 from engine.scripting.results import BadResult, Caps, RunResult, read_logs, read_result
 
 #: Package data (pyproject.toml): found beside this module however Campfire was installed.
@@ -66,7 +67,7 @@ class Limits:
 
 
 #: What a run may give back when the caller names no caps (the tests, ``/script test``'s text).
-DEFAULT_CAPS = Caps(text_chars=1_000_000, state_chars=DEFAULT_STATE_CHARS, cards=500)
+DEFAULT_CAPS = Caps(text_chars=1_000_000, state_chars=DEFAULT_STATE_CHARS, cards=DEFAULT_MAX_CARDS)
 
 
 @cache

@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from engine.access import active_adventure, adventure_here, check_may_steer
+from engine.card_cap import CardCap
 from engine.errors import InvalidInput, NotFound
 from engine.sanitise import QUOTE_MAX, echo, row_id, sanitise
 from engine.steering.text import clean_text
@@ -277,11 +278,9 @@ def _validated(draft: CardDraft) -> _CardFields:
 
 
 def _check_room(count: int, max_cards: int) -> None:
-    if count >= max_cards:
-        raise InvalidInput(
-            f"This adventure already has {count:,} story cards, the most it can hold. "
-            "Remove one first."
-        )
+    refusal = CardCap(max_cards).full(count)
+    if refusal is not None:
+        raise InvalidInput(refusal)
 
 
 async def _card_count(session: AsyncSession, adventure_id: int) -> int:

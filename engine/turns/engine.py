@@ -18,6 +18,7 @@ from contextlib import aclosing
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from engine.actions import PlayerAction
+from engine.card_cap import DEFAULT_MAX_CARDS
 from engine.context import ContextBuilder, ContextEngine
 from engine.errors import CampfireError, DatabaseBusy, InternalError, log_incident
 from engine.events import ActionAccepted, TurnDone, TurnEvent, TurnFailed
@@ -43,7 +44,7 @@ class TurnEngine:
         context: ContextBuilder | None = None,
         max_action_chars: int = 2000,
         script_limits: Limits | None = None,
-        max_story_cards: int = 500,
+        max_story_cards: int = DEFAULT_MAX_CARDS,
     ) -> None:
         self.db = db
         self.providers = providers
