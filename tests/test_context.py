@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, replace
+from itertools import pairwise
 
 import pytest
 from sqlalchemy import event, select
@@ -297,12 +298,12 @@ def test_in_the_prefix_stable_layout_each_turn_reads_on_from_the_last():
     prefix): the next prompt must begin with the last one's, up to the end of its story,
     except when the window's start takes its step."""
     turns = _turns(STABLE, 16)
-    read_on = [nxt.startswith(story_end) for (_, story_end), (nxt, _) in zip(turns, turns[1:])]
+    read_on = [nxt.startswith(story_end) for (_, story_end), (nxt, _) in pairwise(turns)]
     # The window moves 8 entries a step and the story 2 entries a turn: one step in 4 turns.
     assert sum(read_on) >= 11, read_on
     # The classic layout slides its window every turn and puts the memories before the story.
     classic = _turns(ENGINE, 16)
-    assert not any(nxt.startswith(end) for (_, end), (nxt, _) in zip(classic, classic[1:]))
+    assert not any(nxt.startswith(end) for (_, end), (nxt, _) in pairwise(classic))
 
 
 def test_the_prefix_stable_window_starts_at_a_step_and_keeps_the_whole_short_story():
