@@ -218,6 +218,13 @@ class CampfireBot(commands.AutoShardedBot):
         return thread is not None and thread.archived and thread.locked
 
     async def close(self) -> None:
+        if hasattr(self, "services"):
+            # Turns being written are cut off now, before the model's client and the database
+            # close under them (a turn would fail on its closed client instead, and its Retry
+            # go to a channel nobody reads any more); each keeps its lease, to be reported
+            # with its Retry after the restart (``TurnLeases.hold``).
+            self.services.play.leases.closing = True
+            await self.services.play.queue.close()
         if self.resuming is not None:
             self.resuming.cancel()
         if hasattr(self, "round_panels"):

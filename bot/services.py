@@ -108,7 +108,9 @@ def make_chat_provider(settings: Settings) -> ChatProvider:
         )
     return LocalLlamaProvider(
         settings.local_model_path,
-        n_ctx=embedded_budget(settings) + settings.max_output_tokens,
+        # Room for the reply and for the model's tokenizer counting more than Campfire's own
+        # (cl100k): a prompt past n_ctx would fail the turn, and the room costs little memory.
+        n_ctx=min(2 * embedded_budget(settings) + settings.max_output_tokens, 16384),
         limits=reply_limits(settings),
     )
 

@@ -200,6 +200,9 @@ class TurnLeases:
         # Per process, and safe so: it only concerns leases this process holds, and is
         # emptied as each ``hold`` ends.
         self._let_go: set[Lease] = set()
+        #: This process is shutting down (``CampfireBot.close``): a turn cancelled now keeps
+        #: its lease (``hold``). Per process, as the shutdown is.
+        self.closing = False
 
     def _now(self) -> datetime:
         return as_utc(self.clock())
@@ -346,22 +349,30 @@ class TurnLeases:
 
         ``claimed``: a lease this holder already took (``claim_in``, in the transaction that
         recorded the turn's request); it is held from here on as if claimed here.
-        Released also when the body raises or is cancelled. If a heartbeat finds the lease lost,
-        the body runs on; its store is refused by the fence.
+        Released also when the body raises or is cancelled, except when this process is
+        shutting down (``closing``): then the lease is left as a crash leaves it, so the restart
+        (or, once it expires, another process) reports the turn as interrupted, with its Retry,
+        rather than leaving its request "running" with nobody to say so. If a heartbeat finds
+        the lease lost, the body runs on; its store is refused by the fence.
         """
         lease = claimed if claimed is not None else await self.claim(adventure_id, also=also)
         beating = asyncio.create_task(
             self._keep_alive(lease), name=f"lease-heartbeat-{adventure_id}"
         )
+        kept = False
         try:
             yield lease
+        except asyncio.CancelledError:
+            kept = self.closing
+            raise
         finally:
             beating.cancel()
-            # Its own task: a second cancellation of the caller cannot cut the release short.
-            finishing = asyncio.create_task(self._finish(lease, beating))
-            self._finishing.add(finishing)
-            finishing.add_done_callback(self._finishing.discard)
-            await asyncio.shield(finishing)
+            if not kept:
+                # Its own task: a second cancellation of the caller cannot cut it short.
+                finishing = asyncio.create_task(self._finish(lease, beating))
+                self._finishing.add(finishing)
+                finishing.add_done_callback(self._finishing.discard)
+                await asyncio.shield(finishing)
 
     async def _keep_alive(self, lease: Lease) -> None:
         while True:

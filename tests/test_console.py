@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 from tests.fakes.openai_server import Reply
 
 
-def run_console(tmp_path, fake_model, script: str, *args: str) -> subprocess.CompletedProcess:
-    """``python -m bot [args]`` with no token (so the console), fed ``script``."""
+def console_env(tmp_path, fake_model) -> dict[str, str]:
     env = {
         key: value
         for key, value in os.environ.items()
@@ -24,15 +26,63 @@ def run_console(tmp_path, fake_model, script: str, *args: str) -> subprocess.Com
         # This checkout's code, whatever copy of Campfire the interpreter has installed.
         "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
     }
+    return env
+
+
+def run_console(tmp_path, fake_model, script: str, *args: str) -> subprocess.CompletedProcess:
+    """``python -m bot [args]`` with no token (so the console), fed ``script``."""
     return subprocess.run(
         [sys.executable, "-m", "bot", *args],
         input=script,
         capture_output=True,
         text=True,
-        env=env,
+        env=console_env(tmp_path, fake_model),
         cwd=tmp_path,
         timeout=120,
     )
+
+
+class Interrupted:
+    """A console sent Ctrl-C (SIGINT, as a terminal sends it) once ``ready`` says so."""
+
+    def __init__(self, tmp_path, fake_model, typed: str) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "bot"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=console_env(tmp_path, fake_model),
+            cwd=tmp_path,
+            # As a terminal's program gets it: Python turns SIGINT into KeyboardInterrupt
+            # (a process started in the background of a shell would ignore it).
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        )
+        self.out: list[str] = []
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+        assert self.process.stdin is not None
+        self.process.stdin.write(typed)
+        self.process.stdin.flush()  # and left open, as a terminal's is
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.out.append(line)
+
+    def interrupt_when(self, ready, timeout: float = 60) -> tuple[int, str, float]:
+        """Ctrl-C once ``ready()``; the exit status, what it printed, and how long it took
+        to end after the Ctrl-C."""
+        deadline = time.monotonic() + timeout
+        while not ready():
+            assert time.monotonic() < deadline, "".join(self.out)
+            time.sleep(0.05)
+        self.process.send_signal(signal.SIGINT)
+        sent = time.monotonic()
+        self.process.wait(timeout=30)
+        took = time.monotonic() - sent
+        self.reader.join(timeout=5)
+        return self.process.returncode, "".join(self.out), took
 
 
 def test_the_console_plays_two_turns_and_a_button(tmp_path, fake_model):
@@ -112,3 +162,28 @@ def test_forms_keep_what_they_hold_ask_again_for_what_is_required_and_can_be_clo
     assert "⚑ Save point “frog key” made here" in out
     assert "✏️ *Player corrected the newest turn" in out
     assert "Traceback" not in done.stderr
+
+
+def test_ctrl_c_mid_turn_saves_nothing_says_so_and_the_next_start_offers_it_again(
+    tmp_path, fake_model
+):
+    fake_model.queue(Reply(text="The heron wades closer. " * 60, delay=0.1))
+    console = Interrupted(tmp_path, fake_model, "/do wait and listen\n")
+    code, out, took = console.interrupt_when(lambda: len(fake_model.requests) >= 1)
+    assert code == 130 and took < 10, (code, took)
+    assert "(Stopped. What the bot was doing was cut off and nothing of it was saved" in out
+    assert "The heron wades closer." not in out  # nothing of the turn was shown as done
+
+    # The next start says what was cut off, with its Retry, which plays it.
+    fake_model.queue("The heron bows.")
+    again = run_console(tmp_path, fake_model, "!Retry\n")
+    assert again.returncode == 0, again.stderr
+    assert "⚠ The turn for “wait and listen” was interrupted when the bot stopped" in again.stdout
+    assert "> You wait and listen." in again.stdout and "The heron bows." in again.stdout
+    assert "Traceback" not in again.stderr
+
+
+def test_ctrl_c_at_the_prompt_ends_the_console_at_once(tmp_path, fake_model):
+    console = Interrupted(tmp_path, fake_model, "")
+    code, out, took = console.interrupt_when(lambda: "begins" in "".join(console.out))
+    assert code == 130 and took < 5, (code, took, out)

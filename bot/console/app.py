@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TextIO
@@ -46,6 +47,10 @@ Press a button with ! and its label or number: !continue, !1. Quit with /quit or
 """
 
 
+#: How long the console waits for the bot to take back, at start, what it held before.
+RESUME_WAIT_S = 30.0
+
+
 class Console:
     def __init__(
         self,
@@ -66,6 +71,8 @@ class Console:
         self.place = place
         self.screen = Screen(out, live=live, files_dir=files_dir, names=place, shared=place.server)
         self.live = live
+        #: A command is being carried out (its answer followed): what Ctrl-C cuts off.
+        self.busy = False
 
     @property
     def prompt(self) -> str:
@@ -82,6 +89,7 @@ class Console:
         if place.server:
             self.screen.note(SERVER_INTRO)
             if place.channel_id == CONSOLE_CHANNEL_ID:
+                await self._resumed()
                 return  # nothing to resume: the players /start when they are ready
             self.screen.note(
                 f"(Resuming the adventure in #{place.channel_name(place.channel_id)}, "
@@ -95,6 +103,25 @@ class Console:
             self.screen.note("(Resuming your adventure where you left it.)")
         for text in await play.recent_story(place.channel_id):
             self.screen.note(text + "\n")
+        await self._resumed()
+
+    async def _resumed(self) -> None:
+        """What the bot says as it takes back what it held before (a turn cut off by Ctrl-C
+        or a crash, with its Retry), shown before the first prompt."""
+        resuming = self.bot.resuming
+        if resuming is not None:
+            await asyncio.wait({resuming}, timeout=RESUME_WAIT_S)
+            self._refresh(final=True)
+
+    def stopped(self) -> None:
+        """Ctrl-C: say what became of what was under way."""
+        if self.busy:
+            self.screen.note(
+                "\n(Stopped. What the bot was doing was cut off and nothing of it was saved; "
+                "the next start offers to play an interrupted turn again.)"
+            )
+        else:
+            self.screen.note("")
 
     async def handle(self, line: str) -> bool:
         """Act on one typed line; False once the player quits."""
@@ -111,7 +138,10 @@ class Console:
             if isinstance(parsed, AsInput):
                 await self._switch(parsed.name)
             else:
+                # Left set when cancelled (Ctrl-C): ``stopped`` reads it afterwards.
+                self.busy = True
                 await self.execute(parsed)
+                self.busy = False
         return True
 
     async def _switch(self, name: str | None) -> None:
@@ -242,7 +272,38 @@ class Console:
 
 async def _typed(prompt: str) -> str:
     """A line typed at the terminal (EOFError on Ctrl-D)."""
-    return await asyncio.to_thread(input, prompt)
+    return await _line_from(lambda: input(prompt))
+
+
+def _line_from(read_line: Callable[[], str]) -> asyncio.Future[str]:
+    """``read_line`` run in a daemon thread of its own, not the loop's executor: Ctrl-C at the
+    prompt cancels the console's task, and ``asyncio.run`` would then wait for the executor's
+    threads, one of them sitting in ``input()`` until Enter. A daemon thread is left behind."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[str] = loop.create_future()
+
+    def settle(line: str | None, error: BaseException | None) -> None:
+        if future.done():  # cancelled: nobody waits for the line
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(line or "")
+
+    def work() -> None:
+        line: str | None = None
+        failed: BaseException | None = None
+        try:
+            line = read_line()
+        except BaseException as error:  # EOFError and the like: the reader's to raise
+            failed = error
+        try:
+            loop.call_soon_threadsafe(settle, line, failed)
+        except RuntimeError:  # the loop closed meanwhile
+            pass
+
+    threading.Thread(target=work, name="console-input", daemon=True).start()
+    return future
 
 
 def _text_inputs(modal: dict) -> list[dict]:
@@ -277,17 +338,24 @@ async def run_console(
         async def read(prompt: str) -> str:
             if live:
                 return await _typed(prompt)
-            line = await asyncio.to_thread(stdin.readline)
+            line = await _line_from(stdin.readline)
             if not line:
                 raise EOFError
             return line
 
         console = Console(bot, standin, out, live=live, place=place, files_dir=files_dir, read=read)
-        await console.begin()
-        while True:
-            try:
-                line = await read(console.prompt)
-            except EOFError:
-                break
-            if not await console.handle(line):
-                break
+        try:
+            await console.begin()
+            while True:
+                try:
+                    line = await read(console.prompt)
+                except EOFError:
+                    break
+                if not await console.handle(line):
+                    break
+        except asyncio.CancelledError:
+            # Ctrl-C: asyncio.run cancels this task, then the bot's. A turn being written is
+            # cut off before its store, so nothing of it is kept; the next start says so
+            # beside its action, with a Retry button (the interrupted-turn notice).
+            console.stopped()
+            raise

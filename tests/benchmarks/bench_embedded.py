@@ -101,6 +101,8 @@ async def play(data_dir: Path, turns: int, *, remote_layout: bool) -> Figures:
             bot.services.turns.context = make_context_engine(
                 remote, list(bot.services.turns.context.retrievers)
             )
+            # As the embedded model was made then: a context of the whole remote budget.
+            bot.services.provider.n_ctx = min(settings.context_tokens, 8192)  # type: ignore[attr-defined]
         await fake.slash(player, dm, "start", scenario="lantern")
         await standin.idle(timeout=600)
         actor = Actor(player, "player")
