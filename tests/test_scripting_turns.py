@@ -340,7 +340,7 @@ async def test_stop_in_on_output_makes_the_reply_the_word_stop(db, engine, fake_
     assert done(await play(engine, adventure_id, ActionType.DO, "wait")).result.text == "stop"
 
 
-@pytest.mark.parametrize("source", ["''", "({ text: ' ' })", "text = ''; undefined"])
+@pytest.mark.parametrize("source", ["''", "({ text: '' })", "text = ''; undefined"])
 async def test_an_empty_output_leaves_the_reply_as_written(db, engine, fake_model, source):
     adventure_id = await new_adventure(db)
     await add_script(db, adventure_id, on_output=source)

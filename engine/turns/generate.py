@@ -19,7 +19,7 @@ from engine.events import ReasoningDelta, StreamEnd, TextDelta, TurnEvent, Usage
 from engine.narration_hygiene import tidy_narration
 from engine.providers.base import ChatProvider, GenerationParams
 from engine.sanitise import sanitise
-from engine.scripting.hooks import ScriptStopped
+from engine.scripting.hooks import ScriptEmptiedAction, ScriptStopped
 from engine.storage.database import Database
 from engine.storage.models import Adventure
 from engine.story_line.write import update_unmoved
@@ -201,16 +201,18 @@ class Generation:
         reply.latency_ms = _ms_since(started)
 
     async def _hook(self, step: Awaitable[T]) -> T:
-        """Run a hook; when a script stops the turn, keep what the scripts changed and stop.
+        """Run a hook; when a script stops the turn (or turns the action into nothing), keep
+        what the scripts changed and stop.
 
         A stopped turn stores no story, but a script that stops an action (a command such as
-        "/roll") expects its state, cards and message to stick, as upstream. A stopped retry
+        "/roll", or one that returns "" once it has done the command's work) expects its state,
+        cards and message to stick, as upstream. A stopped retry
         keeps nothing: its scripts ran on the state its turn first saw, and the live take
         stays, with its own.
         """
         try:
             return await step
-        except ScriptStopped:
+        except (ScriptStopped, ScriptEmptiedAction):
             if self.plan.replaces is None:
                 await self._keep_stopped_scripts()
             raise
