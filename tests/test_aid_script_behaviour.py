@@ -12,7 +12,6 @@ from sqlalchemy import select
 from sqlmodel import col
 
 from engine.context import ContextEngine, ContextInputs, HistoryEntry
-from engine.errors import InvalidInput
 from engine.providers.resolver import OperatorDefault
 from engine.scripting.hooks import ScriptStopped
 from engine.snapshots import restore
@@ -243,8 +242,9 @@ async def test_a_story_action_reaches_on_input_after_a_space_not_on_a_line(db, e
 
 
 # --- 5. an input emptied after recording something ------------------------------------------------
-# The archived latitudegames/Scripting examples/commandParser.js records a command in
-# state.message and returns `text = null`: what it recorded is the point of the command.
+# MousAI Script Pack I (MousAIDungeon/script-pack-1): its input modifier answers a command with
+# {text: ''} and sets state.clearOutput, its output modifier then returns ' ' ("The input was
+# still sent to the AI"): AI Dungeon plays the turn on, and what the script recorded stays.
 
 
 async def test_an_emptied_input_keeps_what_the_script_recorded(db, engine, fake_model):
@@ -260,11 +260,11 @@ async def test_an_emptied_input_keeps_what_the_script_recorded(db, engine, fake_
         ),
     )
     before = await node_count(db, adventure_id)
-    error = failed(await play(engine, adventure_id, ActionType.DO, "remember the key")).error
-    assert isinstance(error, InvalidInput)
-    assert error.message == "Noted."
-    assert not fake_model.requests
-    assert await node_count(db, adventure_id) == before
+    fake_model.queue("The wind turns.")
+    result = done(await play(engine, adventure_id, ActionType.DO, "remember the key")).result
+    assert result.script_message == "Noted."
+    assert result.action_node_id is None  # the emptied action is not stored
+    assert await node_count(db, adventure_id) == before + 1
     stored = await adventure(db, adventure_id)
     assert stored.script_state["notes"] == ["> You remember the key."]
     assert [c.entry for c in await cards(db, adventure_id) if c.keys == "note"] == [

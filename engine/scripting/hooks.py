@@ -7,10 +7,10 @@ turn that fails leaves nothing of its scripts behind.
 
 The hook contract, as AI Dungeon runs scripts:
 
-* onInput may rewrite the player's action or stop it; an empty result is an error the player
-  reads, though what the scripts recorded is kept, as with a stop. Continue has no input, so it
-  skips onInput. A Do or Say action reaches it on a line of its own, a Story action after a
-  space (``action_for_script``).
+* onInput may rewrite the player's action or stop it; an empty result drops the action, and
+  the turn goes on as a continue (what the scripts recorded is kept with it). Continue has no
+  input, so it skips onInput. A Do or Say action reaches it on a line of its own, a Story
+  action after a space (``action_for_script``).
 * onModelContext may rewrite the whole context (the text with AI Dungeon's headings); an empty
   result leaves the context as built; a longer one is cut to ``info.maxChars`` from its start,
   so the newest story survives.
@@ -38,7 +38,7 @@ from sqlmodel import col
 
 from engine.cards import Card
 from engine.context import HEADINGS, BuiltContext
-from engine.errors import CampfireError, InvalidInput
+from engine.errors import CampfireError
 from engine.providers.base import ChatMessage
 from engine.scripting import sandbox, workers
 from engine.scripting.cards import (
@@ -88,11 +88,6 @@ class ScriptStopped(CampfireError):
     """A script stopped the turn (``stop: true`` in onInput or onModelContext)."""
 
     retryable = False
-
-
-class ScriptEmptiedAction(InvalidInput):
-    """onInput turned the action into nothing: it is not played, but what the scripts recorded
-    on the way (state, cards) is kept, as for a stop."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -268,7 +263,7 @@ class TurnScripts:
     # --- the hooks ---
 
     async def on_input(self, action_text: str, action: ActionType) -> str:
-        """The action as onInput leaves it. Raises ``ScriptStopped`` or ``InvalidInput``."""
+        """The action as onInput leaves it ("": dropped). Raises ``ScriptStopped``."""
         if not self.has(Hook.INPUT):
             self.add_current_action(action_text, action)
             return action_text
@@ -277,14 +272,14 @@ class TurnScripts:
             raise ScriptStopped(self.stop_message or "The adventure's script stopped this action.")
         text = outcome.text.strip()
         if not text:
-            # Command scripts record what the command did and return "" (the archived
-            # latitudegames/Scripting examples/commandParser.js returns `text = null` with its
-            # state.message): the action is not played, what they recorded is kept.
-            raise ScriptEmptiedAction(
-                self.stop_message
-                or "The adventure's script turned your action into nothing, so it was not "
-                "played. Try other words, or ask the host about the script."
-            )
+            # Command scripts record what a command did and return "": AI Dungeon still asks
+            # the model, and the scripts hide its reply. MousAI Script Pack I
+            # (MousAIDungeon/script-pack-1, modifiers/InputModifier.js returns {text: ''} for a
+            # command and sets state.clearOutput; OutputModifier.js then returns ' ': "The
+            # input was still sent to the AI"). So the action is dropped (no entry is stored
+            # for it) and the turn goes on as a continue, keeping what the scripts recorded.
+            self.reports[-1].note = "the action came back empty: played as a continue"
+            return ""
         self.add_current_action(text, action)
         return text
 

@@ -19,7 +19,7 @@ from engine.events import ReasoningDelta, StreamEnd, TextDelta, TurnEvent, Usage
 from engine.narration_hygiene import tidy_narration
 from engine.providers.base import ChatProvider, GenerationParams
 from engine.sanitise import sanitise
-from engine.scripting.hooks import ScriptEmptiedAction, ScriptStopped
+from engine.scripting.hooks import ScriptStopped
 from engine.storage.database import Database
 from engine.storage.models import Adventure
 from engine.story_line.write import update_unmoved
@@ -121,8 +121,11 @@ class Generation:
                 text = await self._hook(scripts.on_input(text, planned.action.type))
             texts.append(text)
         self._action_texts = tuple(texts)
-        # A round's actions are answered together, as one passage.
-        self._answered = plan.replaces.action_text if plan.replaces else "\n".join(texts)
+        # A round's actions are answered together, as one passage; one its script emptied is
+        # dropped (a continue when none is left).
+        self._answered = (
+            plan.replaces.action_text if plan.replaces else "\n".join(t for t in texts if t)
+        )
         inputs = await self.context.gather(
             session,
             plan.adventure,
@@ -201,18 +204,16 @@ class Generation:
         reply.latency_ms = _ms_since(started)
 
     async def _hook(self, step: Awaitable[T]) -> T:
-        """Run a hook; when a script stops the turn (or turns the action into nothing), keep
-        what the scripts changed and stop.
+        """Run a hook; when a script stops the turn, keep what the scripts changed and stop.
 
         A stopped turn stores no story, but a script that stops an action (a command such as
-        "/roll", or one that returns "" once it has done the command's work) expects its state,
-        cards and message to stick, as upstream. A stopped retry
+        "/roll") expects its state, cards and message to stick, as upstream. A stopped retry
         keeps nothing: its scripts ran on the state its turn first saw, and the live take
         stays, with its own.
         """
         try:
             return await step
-        except (ScriptStopped, ScriptEmptiedAction):
+        except ScriptStopped:
             if self.plan.replaces is None:
                 await self._keep_stopped_scripts()
             raise
