@@ -566,11 +566,16 @@ class ContextEngine:
     ) -> Section:
         """The story's section with its report: which entries went in, which were left out."""
         entries = [entry for entry in inputs.history if entry.text.strip()]
+        # Blank entries (an opening a scenario left empty, a narration a script hid with
+        # whitespace) are not story: none is "left out", nor counted as an entry.
+        first_kept = kept[0][0].index if kept else None
+        blank = [entry.index for entry in inputs.history if not entry.text.strip()]
+        blank_older = sum(1 for index in blank if first_kept is None or index < first_kept)
         if inputs.line_length is not None:
             # Entries of a line are numbered from 0, so the oldest one kept has this many
             # before it.
-            total = inputs.line_length
-            older = kept[0][0].index if kept else total
+            total = inputs.line_length - len(blank)
+            older = (first_kept if first_kept is not None else inputs.line_length) - blank_older
         else:
             total = len(entries)
             older = len(entries) - len(kept)

@@ -25,8 +25,19 @@ from sqlmodel import col
 
 from engine.storage.models import Adventure, AdventureCard, AdventureScript, StoryNode
 
-#: The card columns a snapshot keeps (the id too, so a script's card ids stay stable).
-CARD_FIELDS = ("id", "position", "type", "title", "keys", "entry", "description", "always_on")
+#: The card columns a snapshot keeps (the ids too, the row's and the one a script gave it, so
+#: a script's card ids stay stable). Snapshots from before ``script_id`` lack it.
+CARD_FIELDS = (
+    "id",
+    "position",
+    "type",
+    "title",
+    "keys",
+    "entry",
+    "description",
+    "always_on",
+    "script_id",
+)
 
 
 def capture(
@@ -149,6 +160,8 @@ async def restore(session: AsyncSession, adventure_id: int, snapshot: dict[str, 
     rows = []
     for card in cards:
         row = {name: card[name] for name in CARD_FIELDS if name in card}
+        # A snapshot from an imported file may hold anything there: a script id is text.
+        row["script_id"] = str(row.get("script_id") or "")
         card_id = row.get("id")
         if not isinstance(card_id, int) or card_id in taken or card_id > highest:
             row.pop("id", None)

@@ -187,3 +187,35 @@ def test_ctrl_c_at_the_prompt_ends_the_console_at_once(tmp_path, fake_model):
     console = Interrupted(tmp_path, fake_model, "")
     code, out, took = console.interrupt_when(lambda: "begins" in "".join(console.out))
     assert code == 130 and took < 5, (code, took, out)
+
+
+async def test_a_turn_longer_than_any_wait_limit_is_waited_for_and_said_to_run(
+    tmp_path, fake_model, monkeypatch
+):
+    """The console once waited 60 s for a turn (``StandIn.idle``'s default) and died with a
+    traceback past it. Now it waits however long the turn takes, saying it is still running,
+    and takes the next line after. The times are shortened here; the wait has no limit."""
+    import asyncio
+    import io
+
+    from bot.config import load_settings
+    from bot.console import app
+
+    monkeypatch.setattr(app, "STILL_RUNNING_AFTER", 0.4, raising=False)
+    monkeypatch.setattr(app, "STILL_RUNNING_EVERY", 0.4, raising=False)
+    # About 2 s of streaming: longer than the notes' interval, as a slow model is than 60 s.
+    fake_model.queue(
+        Reply(text="The answer comes at last, word by slow word.", delay=0.15), "Then dawn."
+    )
+    settings = load_settings(
+        data_dir=tmp_path / "data", model_url=fake_model.base_url, model_name=fake_model.model
+    )
+    out = io.StringIO()
+    stdin = io.StringIO("/do ask the oracle\n/do wait\n/quit\n")
+    await asyncio.wait_for(app.run_console(settings, stdin=stdin, out=out), timeout=60)
+    text = out.getvalue()
+    turn = text[text.index("› /do ask the oracle") :]
+    assert "(The turn is still running: " in turn
+    order = ["(The turn is still running: ", "word by slow word.", "› /do wait", "Then dawn."]
+    positions = [turn.index(piece) for piece in order]
+    assert positions == sorted(positions)

@@ -230,6 +230,7 @@ def test_update_story_card_keeps_the_id_and_any_field_not_given():
         "type": "location",
         "title": "Mira",
         "description": "the keeper",
+        "origin": "7",  # the card object it was handed: the engine follows it by that
     }
 
 

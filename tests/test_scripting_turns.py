@@ -12,7 +12,6 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import undefer
 
-from engine.errors import InvalidInput
 from engine.events import ActionAccepted, TextDelta, TurnDone, TurnFailed
 from engine.insights import Insights
 from engine.providers.resolver import OperatorDefault
@@ -165,13 +164,18 @@ async def test_a_command_script_stops_the_action_and_keeps_its_state_and_message
 
 
 @pytest.mark.parametrize("source", ["''", "({ text: '   ' })", "text = ''; undefined"])
-async def test_an_empty_input_is_an_error_the_player_reads(db, engine, fake_model, source):
+async def test_an_empty_input_drops_the_action_and_plays_a_continue(db, engine, fake_model, source):
+    # As AI Dungeon: MousAI Script Pack I's command handling relies on it (see hooks.py).
     adventure_id = await new_adventure(db)
     await add_script(db, adventure_id, on_input=source)
-    error = failed(await play(engine, adventure_id, ActionType.DO, "open the door")).error
-    assert isinstance(error, InvalidInput)
-    assert "script turned your action into nothing" in error.message
-    assert not fake_model.requests
+    before = await node_count(db, adventure_id)
+    fake_model.queue("The road goes on.")
+    events = await play(engine, adventure_id, ActionType.DO, "open the door")
+    assert events[0] == ActionAccepted("")
+    result = done(events).result
+    assert result.action_node_id is None and result.text == "The road goes on."
+    assert await node_count(db, adventure_id) == before + 1  # the narration only
+    assert "open the door" not in prompt(fake_model)
 
 
 async def test_continue_skips_on_input(db, engine, fake_model):
@@ -340,7 +344,7 @@ async def test_stop_in_on_output_makes_the_reply_the_word_stop(db, engine, fake_
     assert done(await play(engine, adventure_id, ActionType.DO, "wait")).result.text == "stop"
 
 
-@pytest.mark.parametrize("source", ["''", "({ text: ' ' })", "text = ''; undefined"])
+@pytest.mark.parametrize("source", ["''", "({ text: '' })", "text = ''; undefined"])
 async def test_an_empty_output_leaves_the_reply_as_written(db, engine, fake_model, source):
     adventure_id = await new_adventure(db)
     await add_script(db, adventure_id, on_output=source)

@@ -49,6 +49,10 @@ Press a button with ! and its label or number: !continue, !1. Quit with /quit or
 
 #: How long the console waits for the bot to take back, at start, what it held before.
 RESUME_WAIT_S = 30.0
+#: A turn still running this long (a heavy script, a slow or embedded model) is said to be, and
+#: again every ``STILL_RUNNING_EVERY`` seconds: the console waits for it however long it takes.
+STILL_RUNNING_AFTER = 15.0
+STILL_RUNNING_EVERY = 30.0
 
 
 class Console:
@@ -203,11 +207,23 @@ class Console:
         raise LookupError(f"No message here has a button called {command.target}.")
 
     async def _follow(self, record: InteractionRecord) -> None:
-        """Show the bot's answer as it comes, until it has finished with the interaction."""
-        done = asyncio.ensure_future(self.standin.idle())
+        """Show the bot's answer as it comes, until it has finished with the interaction,
+        however long that takes (no time limit: one slow turn must not end the console); a
+        turn still running after a while is said to be."""
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        tell_at = STILL_RUNNING_AFTER
+        done = asyncio.ensure_future(self.standin.idle(timeout=None))
         while not done.done():
             self._refresh(final=False)
             await asyncio.wait({done}, timeout=0.1)
+            waited = loop.time() - started
+            if not done.done() and waited >= tell_at:
+                self.screen.note(
+                    f"(The turn is still running: {waited:.0f} s so far. The console waits "
+                    "for it to finish; Ctrl-C leaves.)"
+                )
+                tell_at = waited + STILL_RUNNING_EVERY
         done.result()
         self._refresh(final=True)
         if record.modal is not None:

@@ -105,14 +105,17 @@ class StandIn:
             discord.http.Route.BASE, DiscordWebSocket.DEFAULT_GATEWAY = self._saved
             self._saved = None
 
-    async def idle(self, timeout: float = 60.0) -> None:  # noqa: ASYNC109 - a wait limit
+    async def idle(self, timeout: float | None = 60.0) -> None:  # noqa: ASYNC109 - a wait limit
         """Wait until the bot has finished handling every interaction it was sent.
 
         discord.py runs each command, button and modal handler in a task it names; once none
         of those is running and no request has been made for a moment, whatever the user did
-        has had its whole effect (a turn streamed and saved, its final edit landed).
+        has had its whole effect (a turn streamed and saved, its final edit landed). ``timeout``
+        None waits as long as that takes (the console: a turn may take minutes).
         """
-        deadline = asyncio.get_running_loop().time() + timeout
+        deadline = asyncio.get_running_loop().time() + (
+            timeout if timeout is not None else float("inf")
+        )
         while True:
             await self.fake.settle()
             busy = handler_tasks()
@@ -124,7 +127,7 @@ class StandIn:
             remaining = deadline - asyncio.get_running_loop().time()
             if remaining <= 0:
                 raise TimeoutError(f"the bot was still handling interactions after {timeout} s")
-            await asyncio.wait(busy, timeout=remaining)
+            await asyncio.wait(busy, timeout=None if timeout is None else remaining)
 
     async def __aenter__(self) -> StandIn:
         await self.start()

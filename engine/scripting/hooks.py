@@ -7,13 +7,16 @@ turn that fails leaves nothing of its scripts behind.
 
 The hook contract, as AI Dungeon runs scripts:
 
-* onInput may rewrite the player's action or stop it; an empty result is an error the player
-  reads. Continue has no input, so it skips onInput.
+* onInput may rewrite the player's action or stop it; an empty result drops the action, and
+  the turn goes on as a continue (what the scripts recorded is kept with it). Continue has no
+  input, so it skips onInput. A Do or Say action reaches it on a line of its own, a Story
+  action after a space (``action_for_script``).
 * onModelContext may rewrite the whole context (the text with AI Dungeon's headings); an empty
   result leaves the context as built; a longer one is cut to ``info.maxChars`` from its start,
   so the newest story survives.
 * onOutput may rewrite the reply; ``stop`` turns it into the literal text "stop", as upstream;
-  an empty result leaves the reply as the model wrote it (an empty turn cannot be shown).
+  an empty result leaves the reply as the model wrote it, and whitespace hides it (the turn is
+  stored with that whitespace, and shows only the scripts' message).
 
 Several scripts run in their ``position`` order, each in a fresh context, each taking the text
 the one before it left. A broken script (an exception, an exceeded limit, a result that cannot
@@ -36,10 +39,17 @@ from sqlmodel import col
 from engine.card_cap import DEFAULT_MAX_CARDS
 from engine.cards import Card
 from engine.context import HEADINGS, BuiltContext
-from engine.errors import CampfireError, InvalidInput
+from engine.errors import CampfireError
 from engine.providers.base import ChatMessage
 from engine.scripting import sandbox, workers
-from engine.scripting.cards import CardRow, changes, script_card, to_context_cards
+from engine.scripting.cards import (
+    CardRow,
+    changes,
+    for_script,
+    rows_after_run,
+    script_cards,
+    to_context_cards,
+)
 from engine.scripting.results import Caps
 from engine.snapshots import CARD_FIELDS, load_cards
 from engine.storage.models import ActionType, Adventure, AdventureCard, AdventureScript, Role
@@ -135,8 +145,18 @@ class HookOutcome:
     stop: bool = False
 
 
-def action_for_script(action_text: str) -> str:
-    """A player's action as AI Dungeon hands it to scripts: on a line of its own."""
+def action_for_script(action_text: str, action: ActionType | str) -> str:
+    r"""A player's action as AI Dungeon hands it to scripts (and shows it in ``history``).
+
+    A Do or Say action is on a line of its own ("\n> You open the door.\n"), as the archived
+    latitudegames/Scripting examples/commandParser.js and Auto-Cards (LewdLeah/Auto-Cards,
+    src/library.js, doPlayerCommands: ``/^\n> [\s\S]*? says? "[\s\S]*?"\n$/``) read it. A Story
+    action is its text after one space, no newlines: Auto-Cards' input hook recognises "regular
+    AID story actions" by ``TEXT.startsWith(" ")``, and commandParser.js matches story input
+    with ``\n? ?`` (no line needed). AI Dungeon's own pages do not spell the format out.
+    """
+    if str(action) == ActionType.STORY:
+        return f" {action_text}"
     return f"\n{action_text}\n"
 
 
@@ -153,8 +173,9 @@ class TurnScripts:
     state: dict[str, Any]
     #: The cards as the turn found them (for the snapshot and to know what a script changed).
     rows: list[CardRow]
-    #: The cards as scripts left them so far, in the shape scripts see.
-    cards: list[dict[str, str]]
+    #: The cards as scripts left them so far, in the shape scripts see, each with the row it is
+    #: (``engine.scripting.cards.ROW``, not shown to scripts).
+    cards: list[dict[str, Any]]
     history: list[dict[str, str]]
     memory: str
     info: dict[str, Any]
@@ -197,7 +218,9 @@ class TurnScripts:
         )
         history = [
             history_entry(
-                action_for_script(node.text) if node.role == Role.PLAYER else node.text,
+                action_for_script(node.text, node.action)
+                if node.role == Role.PLAYER
+                else node.text,
                 str(node.action),
             )
             for node in nodes
@@ -210,7 +233,7 @@ class TurnScripts:
             scripts=scripts,
             state=state,
             rows=cards,
-            cards=[script_card(row) for row in cards],
+            cards=script_cards(cards),
             history=history,
             memory=adventure.plot_essentials,
             info={
@@ -226,11 +249,14 @@ class TurnScripts:
     def use_cards(self, snapshot_cards: list[dict[str, Any]]) -> None:
         """Start from the cards a snapshot holds (a retry sees what its turn first saw)."""
         self.rows = [
-            CardRow(**{name: card[name] for name in CARD_FIELDS})
+            CardRow(
+                **{name: card[name] for name in CARD_FIELDS if name != "script_id"},
+                script_id=str(card.get("script_id") or ""),
+            )
             for card in snapshot_cards
             if isinstance(card.get("id"), int)
         ]
-        self.cards = [script_card(row) for row in self.rows]
+        self.cards = script_cards(self.rows)
 
     def has(self, hook: Hook) -> bool:
         return any(script.has(hook) for script in self.scripts)
@@ -238,26 +264,30 @@ class TurnScripts:
     # --- the hooks ---
 
     async def on_input(self, action_text: str, action: ActionType) -> str:
-        """The action as onInput leaves it. Raises ``ScriptStopped`` or ``InvalidInput``."""
+        """The action as onInput leaves it ("": dropped). Raises ``ScriptStopped``."""
         if not self.has(Hook.INPUT):
             self.add_current_action(action_text, action)
             return action_text
-        outcome = await self.run(Hook.INPUT, action_for_script(action_text))
+        outcome = await self.run(Hook.INPUT, action_for_script(action_text, action))
         if outcome.stop:
-            raise ScriptStopped(self.message or "The adventure's script stopped this action.")
+            raise ScriptStopped(self.stop_message or "The adventure's script stopped this action.")
         text = outcome.text.strip()
         if not text:
-            raise InvalidInput(
-                "The adventure's script turned your action into nothing, so it was not played. "
-                "Try other words, or ask the host about the script."
-            )
+            # Command scripts record what a command did and return "": AI Dungeon still asks
+            # the model, and the scripts hide its reply. MousAI Script Pack I
+            # (MousAIDungeon/script-pack-1, modifiers/InputModifier.js returns {text: ''} for a
+            # command and sets state.clearOutput; OutputModifier.js then returns ' ': "The
+            # input was still sent to the AI"). So the action is dropped (no entry is stored
+            # for it) and the turn goes on as a continue, keeping what the scripts recorded.
+            self.reports[-1].note = "the action came back empty: played as a continue"
+            return ""
         self.add_current_action(text, action)
         return text
 
     def add_current_action(self, action_text: str, action: ActionType) -> None:
         """From the context hook on, history includes the action being played."""
         if action_text:
-            self.history.append(history_entry(action_for_script(action_text), str(action)))
+            self.history.append(history_entry(action_for_script(action_text, action), str(action)))
             self.info["actionCount"] = self.info.get("actionCount", 0) + 1
 
     async def on_model_context(
@@ -273,7 +303,7 @@ class TurnScripts:
             text_chars=max(TEXT_MAX_CHARS, 4 * max_chars),
         )
         if outcome.stop:
-            raise ScriptStopped(self.message or "The adventure's script stopped this turn.")
+            raise ScriptStopped(self.stop_message or "The adventure's script stopped this turn.")
         text = outcome.text
         if not text.strip() or text == context_text:
             # Empty means "as if the script had not run" (its state changes still count).
@@ -313,10 +343,18 @@ class TurnScripts:
         outcome = await self.run(Hook.OUTPUT, output)
         if outcome.stop:
             return "stop"
-        if not outcome.text.strip():
-            # Nothing to show or store (Discord refuses an empty message): keep the model's.
+        if not outcome.text:
+            # Nothing at all: keep the model's. Magic's Scripting Guidebook
+            # (magicoflolis/aidungeon.js, "Scripting Guidebook.md", "Prevent the AI from
+            # generating a starting message"): "Do not return an empty string".
             self.reports[-1].note = "an empty result was ignored"
             return output
+        if not outcome.text.strip():
+            # Whitespace hides the narration, as AI Dungeon does: the same guidebook entry
+            # suppresses the opening "entirely with a single space", and Auto-Cards
+            # (LewdLeah/Auto-Cards, src/library.js) answers its /AC commands with an output of
+            # "\n" so that no narration shows.
+            self.reports[-1].note = "the narration was hidden (whitespace)"
         return outcome.text
 
     async def run(
@@ -351,7 +389,7 @@ class TurnScripts:
                 "history": self.history,
                 "memory": self.memory,
                 "info": {**self.info, **(info or {})},
-                "storyCards": self.cards,
+                "storyCards": [for_script(card) for card in self.cards],
             }
             limits = replace(self.limits, time_seconds=min(self.limits.time_seconds, left))
             caps = Caps(text_chars, self.limits.state_chars, self.max_cards)
@@ -371,6 +409,7 @@ class TurnScripts:
             if not result.ok:
                 continue
             self.state = result.state
+            rows_after_run(self.cards, result.cards)
             self.cards = result.cards
             text = result.text
             if result.stop:
@@ -392,6 +431,12 @@ class TurnScripts:
         if current == self.message_before:
             return ""
         return message_text(current)
+
+    @property
+    def stop_message(self) -> str:
+        """``state.message`` as text when a script stops the turn, changed this turn or not: a
+        script that stops every /continue with the same message says it every time."""
+        return message_text(self.state.get("message"))
 
     def saved_state(self) -> dict[str, Any]:
         state = dict(self.state)

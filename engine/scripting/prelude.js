@@ -30,6 +30,9 @@
   var NewSet = Set;
   var setHas = Set.prototype.has;
   var setAdd = Set.prototype.add;
+  var NewMap = Map;
+  var mapGet = Map.prototype.get;
+  var mapSet = Map.prototype.set;
   var ErrorType = Error;
   var evaluate = eval;
   var input = parse(G.__campfire_input);
@@ -125,6 +128,10 @@
   G.memory = input.memory;
   G.info = input.info;
   var cards = input.storyCards;
+  // Each card object as it was handed over, with its id then: the engine follows a card by its
+  // object, so a script that changes a card's id (as MagicCards does) changes that card.
+  var origins = new NewMap();
+  for (var c = 0; c < cards.length; c++) apply(mapSet, origins, [cards[c], toText(cards[c].id)]);
   G.storyCards = cards;
   G.worldInfo = cards;
   G.worldEntries = cards;
@@ -220,6 +227,7 @@
         card.id = id;
       }
       apply(setAdd, ids, [id]);
+      var origin = apply(mapGet, origins, [card]);
       var fields = {
         __proto__: null,
         id: id,
@@ -228,6 +236,7 @@
         type: str(card.type, "class"),
         title: str(card.title, ""),
         description: str(card.description, ""),
+        origin: origin === undefined ? "" : origin,
       };
       out += (count ? "," : "") + stringify(fields);
       count += 1;
@@ -249,8 +258,26 @@
     text = text === undefined || text === null ? "" : toText(text);
     return { __proto__: null, text: text, stop: !!stop || text === "stop" };
   }
+  // A hook tab whose completion value is nothing leaves its work to a `modifier` function,
+  // which is then called with the text. AI Dungeon's documentation only says a hook tab's last
+  // line "must always be modifier(text)" (help.aidungeon.com/scripting), but published scripts
+  // that work there end their tabs in `void 0` after defining `modifier` without calling it:
+  // the "Custom Continue" example of Magic's Scripting Guidebook (magicoflolis/aidungeon.js,
+  // "Scripting Guidebook.md": `const modifier = () => {...}` then `void 0`), and MagicCards
+  // (magicoflolis/MagicCards, dist/Library.js assigns a frozen `globalThis.modifier`, "ALWAYS
+  // the last function executed", and dist/Input.js ends in `void 0`). So: a completion value
+  // of undefined (or null: the two cannot be told apart once the value has crossed to Python)
+  // with a `modifier` function in scope, declared (`const modifier`) or a global property,
+  // means `modifier(text)`; what it returns is read as any result is, its globals otherwise.
+  function modifierResult(result) {
+    if (result !== undefined && result !== null) return result;
+    var modifier = evaluate("typeof modifier === 'function' ? modifier : undefined");
+    if (typeof modifier !== "function") return result;
+    // The script's `text` as it left it (a tab may rewrite it before `void 0`).
+    return modifier(evaluate("text"));
+  }
   function finish(result) {
-    var out = readResult(result);
+    var out = readResult(modifierResult(result));
     var left = G.state;
     if (left === null || typeof left !== "object") left = {};
     // Each part is JSON text of its own inside a flat envelope of strings: nothing in the

@@ -23,12 +23,14 @@ from typing import Any
 from engine.card_cap import CardCap
 from engine.sanitise import sanitise, sanitise_code
 
-#: The story-card fields a script's card carries, all strings.
-CARD_FIELDS = ("id", "keys", "entry", "type", "title", "description")
+#: The story-card fields a script's card carries, all strings, and ``origin``: the id the card
+#: had when the run began, "" for a card object the script made (``engine.scripting.cards``).
+CARD_FIELDS = ("id", "keys", "entry", "type", "title", "description", "origin")
 #: A script's card field may be longer than a hand-made card's (scripts keep notes in them),
 #: but not without bound.
 CARD_FIELD_MAX_CHARS = 20_000
-CARD_ID_MAX_CHARS = 100
+#: Scripts keep data in their ids (MagicCards' are JSON texts): room for that, within bounds.
+CARD_ID_MAX_CHARS = 2_000
 #: What the prelude keeps of a run's logs (it cuts them the same way).
 LOG_LINES = 200
 LOG_LINE_MAX_CHARS = 2001
@@ -57,7 +59,7 @@ class RunResult:
     text: str = ""
     stop: bool = False
     state: dict[str, Any] = field(default_factory=dict)
-    cards: list[dict[str, str]] = field(default_factory=list)
+    cards: list[dict[str, Any]] = field(default_factory=list)
     logs: list[str] = field(default_factory=list)
     error: str | None = None
     #: Wall-clock time of the run, as the engine waited for it.
@@ -167,7 +169,7 @@ def _clean_value(value: Any, depth: int) -> Any:
     return value
 
 
-def _cards(raw: str, caps: Caps) -> list[dict[str, str]]:
+def _cards(raw: str, caps: Caps) -> list[dict[str, Any]]:
     cards = _json(raw, "story cards")
     if not isinstance(cards, list):
         raise BadResult("The script's story cards could not be read.")
@@ -178,6 +180,8 @@ def _cards(raw: str, caps: Caps) -> list[dict[str, str]]:
 
 
 def _card(card: object, number: int) -> dict[str, str]:
+    if isinstance(card, dict) and "origin" not in card:
+        card = {**card, "origin": ""}  # a card object the script made
     if not isinstance(card, dict) or set(card) != set(CARD_FIELDS):
         raise BadResult(f"Story card {number} the script left could not be read.")
     for name in CARD_FIELDS:
@@ -187,7 +191,7 @@ def _card(card: object, number: int) -> dict[str, str]:
                 f"Story card {number}'s {name} is {type(value).__name__}, not text. "
                 "The script's changes were not kept."
             )
-        limit = CARD_ID_MAX_CHARS if name == "id" else CARD_FIELD_MAX_CHARS
+        limit = CARD_ID_MAX_CHARS if name in ("id", "origin") else CARD_FIELD_MAX_CHARS
         if len(value) > limit:
             raise BadResult(
                 f"Story card {number}'s {name} is {len(value):,} characters long; a script's "

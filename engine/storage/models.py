@@ -397,6 +397,9 @@ class AdventureCard(CardFields, table=True):
 
     id: int | None = Field(default=None, primary_key=True)
     adventure_id: int = _fk("adventures.id", ondelete="CASCADE", nullable=False)
+    #: The id a script gave the card (AI Dungeon keeps it, and scripts find their own cards by
+    #: it); empty: scripts see the row's id (``engine.scripting.cards``).
+    script_id: str = Field(default="", sa_type=Text)
 
 
 class AdventureScript(ScriptFields, table=True):

@@ -174,6 +174,8 @@ async def _write_turn(
     parent_id, parent_index = plan.parent_id, plan.parent_index
     written: list[StoryNode] = []
     for planned, text in zip(plan.actions, draft.action_texts, strict=True):
+        if not text:
+            continue  # its script emptied it: the turn answers the others, or continues
         node = StoryNode(
             adventure_id=adventure.id,
             parent_id=parent_id,

@@ -121,8 +121,11 @@ class Generation:
                 text = await self._hook(scripts.on_input(text, planned.action.type))
             texts.append(text)
         self._action_texts = tuple(texts)
-        # A round's actions are answered together, as one passage.
-        self._answered = plan.replaces.action_text if plan.replaces else "\n".join(texts)
+        # A round's actions are answered together, as one passage; one its script emptied is
+        # dropped (a continue when none is left).
+        self._answered = (
+            plan.replaces.action_text if plan.replaces else "\n".join(t for t in texts if t)
+        )
         inputs = await self.context.gather(
             session,
             plan.adventure,
