@@ -168,7 +168,8 @@ class _GuardedBackend(httpcore.AsyncNetworkBackend):
 
     def __init__(self, policy: EndpointPolicy) -> None:
         self._policy = policy
-        self._backend: httpcore.AsyncNetworkBackend = httpcore.AnyIOBackend()
+        # anyio is installed with httpx; httpcore declares a stand-in class when it is not.
+        self._backend: httpcore.AsyncNetworkBackend = httpcore.AnyIOBackend()  # type: ignore[assignment]
 
     async def connect_tcp(
         self,
