@@ -24,6 +24,7 @@ from cogs.acting import ActButton, action_buttons
 from cogs.bot_permissions import Does
 from cogs.context import actor_of, channel_id_of
 from cogs.insights import show_insights_safely
+from cogs.operators import refused_as_blocked
 from cogs.pages import ListPageButton
 from cogs.preflight import Preflighted
 from cogs.replies import defer_request, reply
@@ -278,6 +279,9 @@ class TakeButton(
         )
         button.disabled = disabled
         super().__init__(button)
+
+    async def interaction_check(self, interaction: discord.Interaction, /) -> bool:
+        return not await refused_as_blocked(interaction)
 
     @classmethod
     async def from_custom_id(
