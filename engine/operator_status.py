@@ -56,7 +56,10 @@ class OperatorStatus:
         check_may_operate(actor)
         midnight = datetime.combine(utcnow().date(), time(), tzinfo=utcnow().tzinfo)
         today = col(StoryNode.created_at) >= midnight
-        narrated = (col(StoryNode.role) == Role.NARRATOR) & today
+        # A turn is the narrator answering (the opening, with no parent, is none).
+        narrated = (
+            (col(StoryNode.role) == Role.NARRATOR) & col(StoryNode.parent_id).is_not(None) & today
+        )
         async with self.db.session() as session:
             servers = await session.scalar(
                 select(func.count()).select_from(Server).where(col(Server.left_at).is_(None))
