@@ -77,7 +77,8 @@ async def test_a_blocked_user_is_refused_every_command_and_button_until_unblocke
     narration = [m for m in env.fake.messages(thread) if m.buttons][-1]
     press = await env.fake.press(env.bob, narration.id, label="Continue")
     await env.done()
-    assert press.ephemeral and BLOCKED in env.fake.message(press.original_message_id).content
+    assert press.ephemeral and press.original_message_id is not None
+    assert BLOCKED in env.fake.message(press.original_message_id).content
     # In a DM too: a user block is everywhere.
     answer = await said(env, env.bob, env.fake.dm_channel(env.bob), "start")
     assert BLOCKED in answer
