@@ -23,7 +23,7 @@ import discord
 from cogs.acting import ActButton, action_buttons
 from cogs.bot_permissions import Does
 from cogs.context import actor_of, channel_id_of
-from cogs.insights import show_insights_safely
+from cogs.insights import ReasoningButton, show_insights_safely
 from cogs.operators import refused_as_blocked
 from cogs.pages import ListPageButton
 from cogs.preflight import Preflighted
@@ -393,6 +393,7 @@ DYNAMIC_ITEMS = (
     ContinueButton,
     RetryButton,
     InsightsButton,
+    ReasoningButton,
     RetakeButton,
     UndoButton,
     RedoButton,
