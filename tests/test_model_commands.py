@@ -246,3 +246,10 @@ async def test_a_refused_endpoint_is_refused_with_the_reason_and_nothing_is_stor
         server = await session.get(Server, env.guild)
     assert server is None or server.model_url is None
     assert KEY not in everything_shown(env)
+
+
+async def test_help_names_the_model_and_operator_commands(env: DiscordEnv):
+    record = await env.fake.slash(env.bob, env.channel, "help")
+    guide = env.fake.message(record.original_message_id).embeds[0]["description"]
+    for command in ("/model set url: model: [key:]", "/model show|test|clear", "/operator"):
+        assert command in guide
