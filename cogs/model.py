@@ -30,9 +30,13 @@ def _whose(view: ModelView) -> str:
 def view_text(view: ModelView, operator_label: str) -> str:
     """``/model show``: whose model is used here; of a key, only its last characters."""
     if view.url is None:
-        mine = "This server has" if view.place == "server" else "You have"
+        mine = (
+            "This server has no model of its own"
+            if view.place == "server"
+            else ("You have no model of your own")
+        )
         return (
-            f"{mine} no model of its own: {_whose(view).lower()} use the operator's model "
+            f"{mine}: {_whose(view).lower()} use the operator's model "
             f"({discord.utils.escape_markdown(operator_label)})."
         )
     key = f"set, ends in …{view.key_tail}" if view.key_tail else "none"

@@ -156,7 +156,7 @@ async def test_a_player_chooses_the_model_of_their_own_dm_adventures_alone(
         # Another player's key is never visible to anyone else: alice has none of her own.
         alice_dm = env.fake.dm_channel(env.alice)
         shown = await said(env, env.alice, alice_dm, "model show")
-        assert "You have no model of its own" in shown and "own-model" not in shown
+        assert "You have no model of your own" in shown and "own-model" not in shown
 
         # Bob's solo adventure uses his model; a server adventure he hosts does not.
         await env.fake.slash(env.bob, bob_dm, "start")
