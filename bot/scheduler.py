@@ -5,6 +5,7 @@
   rather than doubled, and the adventure's job lease keeps two from running at once;
 * every few minutes: a sweep for adventures whose cursors lag (a restart, a failed model call,
   a job killed midway) that catches them up;
+* every few seconds: this process's copy of the operator's blocked users and servers;
 * at start-up and every few hours: idle guests deleted, and servers the bot left past their
   grace period.
 
@@ -28,6 +29,7 @@ from typing import Any, TypeVar
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from bot.services import Services
+from engine.blocks import BLOCKS_REFRESH_S
 from engine.coordination.jobs import CLEANUP, MEMORY_SWEEP, JobLeases
 from engine.guests import remove_departed_servers, remove_idle_guests
 
@@ -121,6 +123,15 @@ def schedule_background_work(
         hours=CLEANUP_HOURS,
         id="cleanup",
         next_run_time=datetime.now(UTC),
+        **common,
+    )
+    # Each process's own copy of the blocked set (engine.blocks), so no lease: every process
+    # reads it.
+    scheduler.add_job(
+        services.blocks.refresh,
+        "interval",
+        seconds=BLOCKS_REFRESH_S,
+        id="blocks-refresh",
         **common,
     )
     services.play.intake.after_turn = memory_job_scheduler(scheduler, services, background)

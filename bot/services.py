@@ -215,6 +215,9 @@ async def build_services(settings: Settings) -> Services:
         max_cards=settings.max_story_cards,
         max_script_chars=settings.max_script_chars,
     )
+    # The blocked set, read before the first interaction (then on the scheduler).
+    blocks = Blocks(db)
+    await blocks.refresh()
     return Services(
         settings,
         db,
@@ -259,6 +262,6 @@ async def build_services(settings: Settings) -> Services:
         instance=instance,
         models=providers,
         model_settings=ModelSettings(db, secrets, policy, providers),
-        blocks=Blocks(db),
+        blocks=blocks,
         operator_status=OperatorStatus(db, queue),
     )

@@ -50,11 +50,11 @@ async def refused_as_blocked(interaction: discord.Interaction) -> bool:
     services = getattr(interaction.client, "services", None)
     if services is None:
         return False
-    user, server = await services.blocks.is_blocked(interaction.user.id, interaction.guild_id)
+    user, server = services.blocks.is_blocked(interaction.user.id, interaction.guild_id)
     if not (user or server):
-        return False  # the common case: no Discord lookup, one cached set read
+        return False  # the common case: no database, no Discord lookup
     try:
-        await services.blocks.check(await operator_actor(interaction))
+        services.blocks.check(await operator_actor(interaction))
     except NotAllowed as refusal:
         log.info("interaction %s refused: blocked", interaction.id)
         try:
