@@ -139,6 +139,10 @@ def main(argv: list[str] | None = None) -> int:
             if value
         }
         settings = load_settings(**overrides)
+        if settings.require_secret_key:
+            # Before anything starts or is written: a hosted deployment must not run on a key
+            # generated into its data folder.
+            settings.resolve_secret_key()
         interactive = args.command == "console" or (
             args.command is None and settings.discord_token is None
         )

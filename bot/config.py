@@ -168,6 +168,29 @@ class Settings(BaseSettings):
         "processes on the same database). Unset: all of them.",
     )
 
+    # --- running a public bot: the operator, the secret (issue 18, models part) ---------------
+    # NoDecode: the environment gives "123,456", not JSON; _operator_id_list reads it.
+    operator_ids: Annotated[tuple[int, ...], NoDecode] = Field(
+        default=(),
+        description="Discord user ids of the bot's operators, comma-separated, besides the "
+        "application's owner (who always is one): they may use /operator.",
+    )
+    require_secret_key: bool = Field(
+        default=False,
+        description="Refuse to start unless CAMPFIRE_SECRET_KEY is set (hosted deployments: "
+        "no key generated into the data folder).",
+    )
+
+    @field_validator("operator_ids", mode="before")
+    @classmethod
+    def _operator_id_list(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            try:
+                return tuple(int(part) for part in value.split(",") if part.strip())
+            except ValueError:
+                raise ValueError("Discord user ids separated by commas") from None
+        return value
+
     @field_validator("model_url", "embedding_url")
     @classmethod
     def _http_url(cls, value: str | None) -> str | None:
@@ -264,6 +287,13 @@ class Settings(BaseSettings):
         Generated on first run and reused after, so stored API keys stay readable across
         restarts without the operator having to invent a key.
         """
+        if self.secret_key is None and self.require_secret_key:
+            raise ConfigError(
+                "CAMPFIRE_SECRET_KEY: not set, and CAMPFIRE_REQUIRE_SECRET_KEY is true. Set "
+                "the key in the environment (at least 16 characters, e.g. from "
+                "`python -c 'import secrets; print(secrets.token_urlsafe(32))'`); Campfire "
+                "will not generate one on disk."
+            )
         if self.secret_key is not None:
             raw = self.secret_key.get_secret_value().strip()
             if len(raw) < 16:

@@ -40,6 +40,9 @@ EXTENSIONS: tuple[str, ...] = (
     "cogs.server",
     "cogs.host",
     "cogs.message_play",
+    # Models per server and player, the operator (issue 18).
+    "cogs.model",
+    "cogs.operator",
 )
 
 #: How often expired turn leases are looked for (a process died mid-turn).

@@ -5,7 +5,9 @@
   rather than doubled, and the adventure's job lease keeps two from running at once;
 * every few minutes: a sweep for adventures whose cursors lag (a restart, a failed model call,
   a job killed midway) that catches them up;
-* every few hours: idle guests deleted, and servers the bot left past their grace period.
+* every few seconds: this process's copy of the operator's blocked users and servers;
+* at start-up and every few hours: idle guests deleted, and servers the bot left past their
+  grace period.
 
 Every process schedules all of them; each runs under its job lease
 (``engine.coordination.jobs``), so in a multi-process deployment one process at a time runs
@@ -21,12 +23,13 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from bot.services import Services
+from engine.blocks import BLOCKS_REFRESH_S
 from engine.coordination.jobs import CLEANUP, MEMORY_SWEEP, JobLeases
 from engine.guests import remove_departed_servers, remove_idle_guests
 
@@ -112,7 +115,25 @@ def schedule_background_work(
     scheduler.add_job(
         sweep_memories, "interval", minutes=MEMORY_SWEEP_MINUTES, id="memory-sweep", **common
     )
-    scheduler.add_job(clean_up, "interval", hours=CLEANUP_HOURS, id="cleanup", **common)
+    # Also once at start-up (next_run_time: now), then every few hours: a bot restarted more
+    # often than that would otherwise never clean up.
+    scheduler.add_job(
+        clean_up,
+        "interval",
+        hours=CLEANUP_HOURS,
+        id="cleanup",
+        next_run_time=datetime.now(UTC),
+        **common,
+    )
+    # Each process's own copy of the blocked set (engine.blocks), so no lease: every process
+    # reads it.
+    scheduler.add_job(
+        services.blocks.refresh,
+        "interval",
+        seconds=BLOCKS_REFRESH_S,
+        id="blocks-refresh",
+        **common,
+    )
     services.play.intake.after_turn = memory_job_scheduler(scheduler, services, background)
 
 

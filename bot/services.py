@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from bot.config import ConfigError, Settings
 from engine.adventure_caps import AdventureCaps
 from engine.archive import AdventureArchive
+from engine.blocks import Blocks
 from engine.characters import CharacterService
 from engine.context import ContextEngine
 from engine.coordination.instance import Instance, InstanceTaken, this_process
@@ -21,13 +22,16 @@ from engine.memory.bank import MemoryBank
 from engine.memory.retrieval import MemoryRetriever
 from engine.memory.writer import MemoryWriter
 from engine.message_links import MessageLinks
+from engine.model_settings import ModelSettings
+from engine.operator_status import OperatorStatus
 from engine.play import PlayService
 from engine.profiles import Profiles
 from engine.providers.base import ChatProvider, GenerationParams, ReplyLimits
 from engine.providers.embeddings import EmbeddingClient
+from engine.providers.endpoint_policy import EndpointPolicy
 from engine.providers.local import LocalLlamaProvider
 from engine.providers.openai_compat import OpenAICompatibleProvider
-from engine.providers.resolver import OperatorDefault
+from engine.providers.resolver import ChosenModels, ModelLimits, OperatorDefault
 from engine.queue import AdventureQueue
 from engine.redaction import redact_logs
 from engine.scenarios.library import ScenarioLibrary
@@ -80,10 +84,20 @@ class Services:
     host_controls: HostControls
     #: Who this process is in lease rows; held (its lock in the data folder) until closing.
     instance: Instance
+    # models per server and player, the operator (cogs: model, operator)
+    #: Which model each adventure uses: its player's, its server's or the operator's.
+    models: ChosenModels
+    #: /model: a server's or player's own model.
+    model_settings: ModelSettings
+    #: Blocked users and servers (/operator block), checked before every command and button.
+    blocks: Blocks
+    #: /operator status.
+    operator_status: OperatorStatus
 
     async def aclose(self) -> None:
         # The script workers this process started (a later run would start new ones).
         close_script_workers()
+        await self.models.aclose()
         await self.provider.aclose()
         if self.embedder is not None:
             await self.embedder.aclose()
@@ -164,7 +178,15 @@ async def build_services(settings: Settings) -> Services:
     provider = make_chat_provider(settings)
     log.info("narrating with %s", provider.label)
     # The operator may keep the default model for narration only (CAMPFIRE_BACKGROUND_MODEL_USE).
-    providers = OperatorDefault(provider, background=settings.background_model_use)
+    default = OperatorDefault(provider, background=settings.background_model_use)
+    # A server's or player's own model, checked by the endpoint policy (the operator's is not).
+    policy = EndpointPolicy(allow_private=settings.allow_private_endpoints)
+    providers = ChosenModels(
+        default,
+        secrets,
+        policy,
+        ModelLimits(timeout=settings.model_timeout, reply=reply_limits(settings)),
+    )
     params = GenerationParams(
         max_tokens=settings.max_output_tokens,
         temperature=settings.temperature,
@@ -209,6 +231,9 @@ async def build_services(settings: Settings) -> Services:
         max_cards=settings.max_story_cards,
         max_script_chars=settings.max_script_chars,
     )
+    # The blocked set, read before the first interaction (then on the scheduler).
+    blocks = Blocks(db)
+    await blocks.refresh()
     return Services(
         settings,
         db,
@@ -251,4 +276,8 @@ async def build_services(settings: Settings) -> Services:
         characters=CharacterService(db),
         host_controls=HostControls(db),
         instance=instance,
+        models=providers,
+        model_settings=ModelSettings(db, secrets, policy, providers),
+        blocks=blocks,
+        operator_status=OperatorStatus(db, queue),
     )

@@ -23,7 +23,8 @@ import discord
 from cogs.acting import ActButton, action_buttons
 from cogs.bot_permissions import Does
 from cogs.context import actor_of, channel_id_of
-from cogs.insights import show_insights_safely
+from cogs.insights import ReasoningButton, show_insights_safely
+from cogs.operators import refused_as_blocked
 from cogs.pages import ListPageButton
 from cogs.preflight import Preflighted
 from cogs.replies import defer_request, reply
@@ -279,6 +280,9 @@ class TakeButton(
         button.disabled = disabled
         super().__init__(button)
 
+    async def interaction_check(self, interaction: discord.Interaction, /) -> bool:
+        return not await refused_as_blocked(interaction)
+
     @classmethod
     async def from_custom_id(
         cls, interaction: discord.Interaction, item: discord.ui.Item[Any], match: re.Match[str]
@@ -389,6 +393,7 @@ DYNAMIC_ITEMS = (
     ContinueButton,
     RetryButton,
     InsightsButton,
+    ReasoningButton,
     RetakeButton,
     UndoButton,
     RedoButton,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import re
 from collections.abc import Iterable
 from datetime import UTC
 from typing import TYPE_CHECKING, Any
@@ -20,13 +21,16 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
+from cogs.bot_permissions import Does
 from cogs.content import fit_embed
 from cogs.context import channel_id_of
+from cogs.preflight import Preflighted
 from cogs.replies import reply
 from engine.context_report import ContextReport, SectionReport
 from engine.errors import CampfireError, log_incident
 from engine.insights import SCRIPT_LOG_KEYS, TurnInsights
 from engine.redaction import redact
+from engine.sanitise import ROW_ID_MAX, row_id
 
 if TYPE_CHECKING:
     from bot.discord_bot import CampfireBot
@@ -332,8 +336,17 @@ async def show_insights(
         await reply(interaction, f"⚠ {error.message}")
         return
     embed, cut = insights_embed(insights)
+    extra: dict[str, Any] = {}
+    if insights.has_reasoning:
+        # The model's reasoning, on demand and to the asker alone: never in the story.
+        view = discord.ui.View(timeout=None)
+        view.add_item(ReasoningButton(insights.node_id))
+        extra["view"] = view
     await interaction.followup.send(
-        embed=fit_embed(embed), files=insights_files(insights, full_report=cut), ephemeral=True
+        embed=fit_embed(embed),
+        files=insights_files(insights, full_report=cut),
+        ephemeral=True,
+        **extra,
     )
 
 
@@ -349,6 +362,63 @@ async def show_insights_safely(
             interaction,
             f"Sorry, something went wrong on Campfire's side (reference `{reference}`).",
         )
+
+
+#: A reasoning trace longer than this comes as a file rather than in the message.
+REASONING_INLINE_CHARS = 1800
+
+
+def reasoning_answer(number: int, text: str) -> dict[str, Any]:
+    """The Reasoning view's answer: the trace quoted, or as a file when long."""
+    if not text:
+        return {"content": f"The model gave no reasoning for turn {number}."}
+    heading = f"🧠 **Reasoning** · turn {number} (the model's own notes; not part of the story)"
+    if len(text) <= REASONING_INLINE_CHARS:
+        return {"content": f"{heading}\n>>> {discord.utils.escape_markdown(text)}"}
+    return {
+        "content": f"{heading}: {len(text):,} characters, in the file.",
+        "file": discord.File(
+            io.BytesIO(text.encode()),
+            filename=f"turn-{number}-reasoning.txt",
+            description=f"The model's reasoning for turn {number}",
+        ),
+    }
+
+
+class ReasoningButton(
+    Preflighted, discord.ui.DynamicItem[discord.ui.Button], template=r"cf:reasoning:(?P<node>\d+)"
+):
+    """Under a turn's Insights: that turn's reasoning trace, privately, to whoever presses."""
+
+    DOES = Does.ANSWERS
+
+    def __init__(self, node_id: int) -> None:
+        self.node_id = node_id
+        super().__init__(  # type: ignore[call-arg]  # DynamicItem's, after the mixin
+            discord.ui.Button(
+                label="Reasoning",
+                emoji="🧠",
+                style=discord.ButtonStyle.secondary,
+                custom_id=f"cf:reasoning:{node_id}",
+            )
+        )
+
+    @classmethod
+    async def from_custom_id(
+        cls, interaction: discord.Interaction, item: discord.ui.Item[Any], match: re.Match[str]
+    ) -> ReasoningButton:
+        return cls(row_id(match["node"], ROW_ID_MAX) or 0)
+
+    async def callback(self, interaction: discord.Interaction[CampfireBot]) -> None:
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        try:
+            number, text = await interaction.client.services.insights.reasoning(
+                channel_id_of(interaction), self.node_id
+            )
+        except CampfireError as error:
+            await reply(interaction, f"⚠ {error.message}")
+            return
+        await interaction.followup.send(ephemeral=True, **reasoning_answer(number, text))
 
 
 class InsightsCog(commands.Cog):

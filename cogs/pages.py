@@ -26,6 +26,7 @@ import discord
 
 from cogs.content import fit_embed
 from cogs.context import channel_id_of
+from cogs.operators import refused_as_blocked
 from cogs.replies import reply
 from engine.errors import CampfireError
 from engine.sanitise import ROW_ID_MAX, echo, row_id
@@ -186,6 +187,9 @@ class ListPageButton(
                 disabled=disabled or way == "c",
             )
         )
+
+    async def interaction_check(self, interaction: discord.Interaction, /) -> bool:
+        return not await refused_as_blocked(interaction)
 
     @classmethod
     async def from_custom_id(

@@ -84,7 +84,14 @@ narrated together once all acted, on Close, or late (`host`: on the host's Close
 `/recap`: catch up on the adventure here (the summary and the latest turns, to you alone)
 
 **See how it works**
-`/insights [turn]` or the 🔍 button: what the model was given for a turn, and why
+`/insights [turn]` or the 🔍 button: what the model was given for a turn, and why; \
+🧠 Reasoning there: the model's own notes for it, to you alone
+
+**Your own model**
+`/model set url: model: [key:]`: the model this server's adventures use (Manage Server), or, \
+in a DM, your own adventures'; a key is never shown again
+`/model show|test|clear`: which model is used here, check it answers, back to the default
+`/operator status|block|unblock`: for the bot's operator only
 
 **Your data**
 `/profile show|keep|delete`: what Campfire stores about you, keeping it, deleting it

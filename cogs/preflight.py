@@ -2,6 +2,9 @@
 this channel what it is about to do; if not, the player is told privately what is missing and
 who can fix it, and nothing runs (no database write, no request Discord would refuse).
 
+The operator's blocks (``cogs.operators.refused_as_blocked``) are checked first, in the same
+two places (and by the pager buttons, which need no permission).
+
 Run in one place for every app command (``CampfireTree.interaction_check``, which discord.py
 calls before any command's checks and callback) and in one mixin for the story buttons
 (``Preflighted``, a ``DynamicItem``'s ``interaction_check``). Both read ``app_permissions``, the
@@ -21,6 +24,7 @@ import discord
 from discord import app_commands
 
 from cogs.bot_permissions import Does, kind_of_place, missing, missing_note
+from cogs.operators import refused_as_blocked
 from cogs.threads import reopen_thread_of
 
 log = logging.getLogger(__name__)
@@ -78,6 +82,9 @@ class CampfireTree(app_commands.CommandTree):
         command = interaction.command
         if command is None:
             return True
+        # The operator's blocks first: a blocked user is answered and nothing else happens.
+        if await refused_as_blocked(interaction):
+            return False
         if not await reopen_thread_of(interaction):
             return False
         return await preflight(interaction, does_of(command))
@@ -89,6 +96,8 @@ class Preflighted:
     DOES: ClassVar[Does] = Does.NARRATES
 
     async def interaction_check(self, interaction: discord.Interaction, /) -> bool:
+        if await refused_as_blocked(interaction):
+            return False
         if not await reopen_thread_of(interaction):
             return False
         return await preflight(interaction, self.DOES)

@@ -39,6 +39,13 @@ The rules, in words:
   (the host hands the adventure on first); a kicked player does not join. The host and those
   members close it (``/host party``): then only its players act or make characters, and
   nobody joins; the others watch. It never binds those who may close it.
+- **A model of one's own** (``/model``, ``engine.model_choice``): in a server, members who
+  manage the server choose the model its adventures use; in a DM, the player chooses the model
+  their own adventures use. Anyone may ask which model is used; a key is never shown to anyone.
+- **The operator** (the bot's owner in Discord, and ``CAMPFIRE_OPERATOR_IDS``) alone reads
+  ``/operator status`` and blocks or unblocks users and servers. A blocked user, or anyone in a
+  blocked server, is refused every command and button (``check_not_blocked``); the operator
+  never is.
 - **In a DM** the player owns the story: server permissions mean nothing there, and the
   adventure's owner (its host) may do all of the above.
 """
@@ -87,6 +94,8 @@ class Actor:
     #: Manage Messages (or Administrator) in this channel.
     manages_messages: bool = False
     role_ids: frozenset[int] = frozenset()
+    #: Runs this bot: its Discord application's owner, or named in CAMPFIRE_OPERATOR_IDS.
+    is_operator: bool = False
 
     @property
     def is_server_manager(self) -> bool:
@@ -694,3 +703,49 @@ def check_may_choose_importers(actor: Actor) -> None:
         raise NotAllowed("Importer roles belong to a server; in a DM you import for yourself.")
     if not actor.is_server_manager:
         raise NotAllowed("Only members with the Manage Server permission can choose this.")
+
+
+# --- models of one's own, the operator, blocks -------------------------------------------------
+
+
+def may_choose_model(actor: Actor) -> bool:
+    """Set or clear the model used here: a server's managers, or the player in a DM."""
+    return actor.server_id is None or actor.is_server_manager
+
+
+def check_may_choose_model(actor: Actor) -> None:
+    if may_choose_model(actor):
+        return
+    raise NotAllowed(
+        "Only members with the Manage Server permission can choose this server's model; "
+        "nothing was changed. In a DM with me you can choose a model for your own adventures."
+    )
+
+
+def may_operate(actor: Actor) -> bool:
+    """The operator's commands: status, blocks."""
+    return actor.is_operator
+
+
+def check_may_operate(actor: Actor) -> None:
+    if not may_operate(actor):
+        raise NotAllowed("Only the operator who runs this bot can use /operator.")
+
+
+def may_use(actor: Actor, *, user_blocked: bool, server_blocked: bool) -> bool:
+    """Use Campfire at all: not a blocked user, nor in a blocked server; the operator always."""
+    return actor.is_operator or not (user_blocked or server_blocked)
+
+
+def check_not_blocked(actor: Actor, *, user_blocked: bool, server_blocked: bool) -> None:
+    if may_use(actor, user_blocked=user_blocked, server_blocked=server_blocked):
+        return
+    if user_blocked:
+        raise NotAllowed(
+            "Sorry: the operator of this bot has blocked your use of it, so I cannot do "
+            "that. Nothing was changed."
+        )
+    raise NotAllowed(
+        "Sorry: the operator of this bot has blocked its use in this server, so I cannot do "
+        "that here. Nothing was changed."
+    )

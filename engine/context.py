@@ -134,7 +134,12 @@ def output_words(max_tokens: int) -> int | None:
 
 def output_hint(words: int) -> str:
     # A ceiling, never a target: phrased as a budget it made replies longer (DESIGN.md §3).
-    return f"Keep your reply under {words} words."
+    # The sentence before it is what the seeds found works: a model told only the ceiling
+    # writes up to it; told that a turn is usually much shorter, it writes what the moment needs.
+    return (
+        "Write only as much as the moment needs; a typical turn is much shorter. "
+        f"Keep your reply under {words} words."
+    )
 
 
 def authors_note_line(note: str) -> str:

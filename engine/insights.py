@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 from sqlmodel import col
@@ -50,6 +50,8 @@ class TurnInsights:
     state_report: dict[str, Any] | None
     prompt_text: str  # the exact prompt, readable; "" when none was stored
     script_logs: list[str] = field(default_factory=list)
+    #: The model gave a reasoning trace for this turn (read on demand: ``Insights.reasoning``).
+    has_reasoning: bool = False
 
     @property
     def has_prompt(self) -> bool:
@@ -76,9 +78,10 @@ class Insights:
                 number = await _number_of(session, channel_id, node_id)
             else:
                 node_id, number = await _node_for_turn(session, channel_id, turn)
-            node = await _load_one(session, node_id)
-        if node is None:  # removed between the two reads
+            loaded = await _load_one(session, node_id)
+        if loaded is None:  # removed between the two reads
             raise NotFound("That turn no longer exists.")
+        node, has_reasoning = loaded
         return TurnInsights(
             number=number,
             node_id=node_id,
@@ -92,7 +95,19 @@ class Insights:
             state_report=node.state_report or None,
             prompt_text=render_prompt(node.prompt_snapshot),
             script_logs=script_runs(node.context_report) + script_logs(node.state_report),
+            has_reasoning=has_reasoning,
         )
+
+    async def reasoning(self, channel_id: int, node_id: int) -> tuple[int, str]:
+        """The model's reasoning trace for narrator node ``node_id`` (of an adventure played in
+        ``channel_id``) and its turn number; "" when it gave none. Never part of the story:
+        shown only to whoever asks, privately."""
+        async with self.db.session() as session:
+            number = await _number_of(session, channel_id, node_id)
+            text = await session.scalar(
+                select(col(StoryNode.reasoning)).where(col(StoryNode.id) == node_id)
+            )
+        return number, text or ""
 
 
 # --- finding the turn --------------------------------------------------------------------------
@@ -160,18 +175,22 @@ async def _number_of(session: AsyncSession, channel_id: int, node_id: int) -> in
     return len(turns)
 
 
-async def _load_one(session: AsyncSession, node_id: int) -> StoryNode | None:
-    """The node with the heavy columns Insights needs, for this one node only."""
-    return await session.scalar(
-        select(StoryNode)
-        .where(col(StoryNode.id) == node_id)
-        .options(
-            undefer_field(StoryNode.prompt_snapshot),
-            undefer_field(StoryNode.state_report),
-            undefer_field(StoryNode.context_report),
+async def _load_one(session: AsyncSession, node_id: int) -> tuple[StoryNode, bool] | None:
+    """The node with the heavy columns Insights needs, for this one node only, and whether it
+    has a reasoning trace (its length only: the trace itself is read on demand)."""
+    row = (
+        await session.execute(
+            select(StoryNode, func.length(col(StoryNode.reasoning)))
+            .where(col(StoryNode.id) == node_id)
+            .options(
+                undefer_field(StoryNode.prompt_snapshot),
+                undefer_field(StoryNode.state_report),
+                undefer_field(StoryNode.context_report),
+            )
+            .execution_options(populate_existing=True)
         )
-        .execution_options(populate_existing=True)
-    )
+    ).first()
+    return None if row is None else (row[0], bool(row[1]))
 
 
 # --- reading what was stored -------------------------------------------------------------------

@@ -197,6 +197,13 @@ class AdventureQueue:
             return None
         return next((t.key for t in lane.waiting if not t.done()), None)
 
+    def depths(self) -> tuple[int, int]:
+        """In this process: adventures with a job running, and jobs waiting behind them."""
+        lanes = list(self._lanes.values())
+        return sum(lane.current is not None for lane in lanes), sum(
+            len(lane.waiting) for lane in lanes
+        )
+
     def running(self, adventure_id: int) -> bool:
         lane = self._lanes.get(adventure_id)
         return lane is not None and lane.current is not None

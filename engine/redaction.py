@@ -37,6 +37,16 @@ _QUERY_SECRET = re.compile(
     re.IGNORECASE,
 )
 _BEARER = re.compile(r"(?P<name>\b(?:Bearer|Basic)\s+)[A-Za-z0-9._~+/=-]+")
+# A slash-command option that carries a secret (``/model set key:``), as a raw interaction
+# payload shows it in a library's debug log (discord.py logs every gateway event at DEBUG,
+# before Campfire sees it): a flat option object, in JSON or a Python dict's repr, naming it.
+SECRET_OPTIONS = ("key",)
+_SECRET_OPTION = re.compile(
+    r"""\{[^{}]*?["']name["']\s*:\s*["'](?:""" + "|".join(SECRET_OPTIONS) + r""")["'][^{}]*\}"""
+)
+_OPTION_VALUE = re.compile(
+    r"""(?P<name>["']value["']\s*:\s*)(?P<q>["'])(?:\\.|(?!(?P=q)).)*(?P=q)"""
+)
 
 
 def redact_url(url: str) -> str:
@@ -60,6 +70,9 @@ def _redact_addresses(text: str) -> str:
     text = _USERINFO.sub(rf"\g<scheme>{MASK}@", text)
     text = _BARE_USERINFO.sub(f"{MASK}@", text)
     text = _QUERY_SECRET.sub(rf"\g<name>{MASK}", text)
+    text = _SECRET_OPTION.sub(
+        lambda found: _OPTION_VALUE.sub(rf"\g<name>\g<q>{MASK}\g<q>", found.group(0)), text
+    )
     return _BEARER.sub(rf"\g<name>{MASK}", text)
 
 
@@ -141,3 +154,9 @@ def _redact_record(record: logging.LogRecord, redactor: Redactor) -> None:
         record.exc_text = redactor("".join(traceback.format_exception(*record.exc_info)).rstrip())
     if record.stack_info:
         record.stack_info = redactor(record.stack_info)
+
+
+def mask_in_logs(*secrets: str | None) -> None:
+    """Add secrets learned while running (a server's or player's API key, decrypted to be
+    used) to those every log record masks from now on."""
+    redact_logs((*_log_redactor.secrets, *secrets))

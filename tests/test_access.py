@@ -361,3 +361,35 @@ async def test_manage_messages_does_not_steer_but_manage_server_and_administrato
     async with env.bot.services.db.session() as session:
         stored = await session.get(Adventure, adventure.adventure_id)
     assert stored.authors_note == "dave's note"
+
+
+# --- models of one's own, the operator, blocks (issue 18) ---------------------------------------
+
+
+def test_a_servers_model_is_chosen_by_its_managers_and_a_players_in_their_dm():
+    from engine.access import check_may_choose_model, may_choose_model
+
+    assert may_choose_model(Actor(1, server_id=5, manages_server=True))
+    assert not may_choose_model(Actor(2, server_id=5, manages_messages=True))
+    assert not may_choose_model(Actor(3, server_id=5))
+    assert may_choose_model(Actor(3))  # in a DM: the player's own
+    with pytest.raises(NotAllowed, match="Manage Server"):
+        check_may_choose_model(Actor(3, server_id=5))
+
+
+def test_only_the_operator_operates_and_is_never_blocked():
+    from engine.access import check_may_operate, check_not_blocked, may_operate, may_use
+
+    operator = Actor(1, server_id=5, is_operator=True)
+    admin = Actor(2, server_id=5, manages_server=True)
+    assert may_operate(operator) and not may_operate(admin)
+    with pytest.raises(NotAllowed, match="Only the operator"):
+        check_may_operate(admin)
+    assert may_use(admin, user_blocked=False, server_blocked=False)
+    assert not may_use(admin, user_blocked=True, server_blocked=False)
+    assert not may_use(admin, user_blocked=False, server_blocked=True)
+    assert may_use(operator, user_blocked=True, server_blocked=True)
+    with pytest.raises(NotAllowed, match="blocked your use"):
+        check_not_blocked(admin, user_blocked=True, server_blocked=True)
+    with pytest.raises(NotAllowed, match="blocked its use in this server"):
+        check_not_blocked(admin, user_blocked=False, server_blocked=True)

@@ -77,7 +77,7 @@ class Player:
             await asyncio.sleep(0.01)
         raise AssertionError(f"still busy: {asked} {bot.background._running}")
 
-    async def slash(self, user: int, channel: int, command: str, **options) -> InteractionRecord:
+    async def slash(self, user: int, channel: int, command: str, /, **options) -> InteractionRecord:
         record = await self.fake.slash(user, channel, command, **options)
         return await self._settled(record, f"/{command}")
 
@@ -255,6 +255,21 @@ async def play_everything(env: DiscordEnv, fake_model: FakeModelServer, p: Playe
     await p.slash(alice, thread, "script enable", name="echo")
     await p.slash(alice, thread, "script test", hook="output", text="The camp sleeps.")
     await p.slash(alice, thread, "script remove", name="echo")
+
+    # --- models of one's own, the operator, the reasoning view (issue 18) --------------------
+    fake_model.queue(Reply(text="The cook nods.", reasoning="The dog is the cook's."))
+    await p.slash(alice, thread, "continue")
+    insights = await p.slash(bob, thread, "insights")
+    await p.press(bob, p.answer(insights).id, label="Reasoning")
+    await p.slash(alice, channel, "model show")
+    # Refused (the fake model server is on the loopback): after the acknowledgement.
+    await p.slash(alice, channel, "model set", url=fake_model.base_url, model=fake_model.model)
+    await p.slash(alice, channel, "model test")
+    await p.slash(alice, channel, "model clear")
+    owner = env.fake.world.guilds[env.guild].owner_id
+    await p.slash(owner, channel, "operator status")
+    await p.slash(owner, channel, "operator block", user=bob)
+    await p.slash(owner, channel, "operator unblock", user=bob)
 
     # --- files, and the player's own data ----------------------------------------------------
     exported = await p.slash(bob, thread, "adventure export")

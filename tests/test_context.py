@@ -55,11 +55,15 @@ def user_text(built) -> str:
     return built.messages[-1].content
 
 
+#: How the length hint begins (``engine.context.output_hint``).
+HINT_START = "Write only as much as the moment needs"
+
+
 def recent_story(built) -> list[str]:
     """The paragraphs of the "Recent Story:" block (before the cue, hint and reminder)."""
     text = user_text(built).split(HEADINGS["history"] + "\n", 1)[1]
     tail = {CONTINUE_CUE, "Remember the state block."}
-    return [p for p in text.split("\n\n") if p not in tail and not p.startswith("Keep your")]
+    return [p for p in text.split("\n\n") if p not in tail and not p.startswith(HINT_START)]
 
 
 def sections(built) -> dict:
@@ -554,7 +558,13 @@ def test_the_length_hint_is_a_ceiling_and_left_out_below_40_words(max_tokens, wo
         assert "words" not in user_text(built)
     else:
         assert user_text(built).endswith(f"Keep your reply under {words} words.")
-        assert output_hint(words) == f"Keep your reply under {words} words."
+        assert output_hint(words) == (
+            "Write only as much as the moment needs; a typical turn is much shorter. "
+            f"Keep your reply under {words} words."
+        )
+        # The guidance comes before the ceiling.
+        text = user_text(built)
+        assert text.index("a typical turn is much shorter") < text.index("Keep your reply under")
 
 
 # --- what comes out ----------------------------------------------------------------------------

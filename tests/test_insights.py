@@ -203,7 +203,9 @@ async def test_heavy_columns_are_loaded_for_that_one_node_only(db: Database):
     assert list(parameters if isinstance(parameters, tuple | list) else parameters.values()) == [
         narrators[1]
     ]
-    assert "reasoning" not in statement and "state_before" not in statement
+    # Of the reasoning trace, only whether there is one (its length), never the text.
+    assert "reasoning" not in statement.replace("length(story_nodes.reasoning)", "")
+    assert "state_before" not in statement
     # Walking the line named no heavy column and no story text.
     for statement, _ in statements:
         if statement is not heavy[0][0]:

@@ -26,7 +26,13 @@ from bot.console.commands import (
     SlashInput,
     parse_line,
 )
-from bot.console.place import CHANNEL_NAME, CONSOLE_CHANNEL_ID, Place, PlaceError
+from bot.console.place import (
+    CHANNEL_NAME,
+    CONSOLE_CHANNEL_ID,
+    CONSOLE_USER_ID,
+    Place,
+    PlaceError,
+)
 from bot.console.screen import Screen
 from bot.discord_bot import CampfireBot
 from bot.standin import StandIn, StandinFile
@@ -340,6 +346,11 @@ async def run_console(
 ) -> None:
     """``server``: in a channel of a stand-in server, members switched by /as; else a DM."""
     live = stdin.isatty() and out.isatty()
+    # The console's user runs this bot: /operator answers them.
+    if CONSOLE_USER_ID not in settings.operator_ids:
+        settings = settings.model_copy(
+            update={"operator_ids": (*settings.operator_ids, CONSOLE_USER_ID)}
+        )
     bot = CampfireBot(settings)
     standin = StandIn(bot)
     place = Place(standin.fake, server=server)

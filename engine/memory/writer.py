@@ -244,6 +244,8 @@ class MemoryWriter:
                     .where(col(Adventure.id) == adventure_id)
                 )
             ).first()
+            if row is not None:
+                await self.providers.read(session, row[0])
         if row is None:
             return None
         adventure, allowed = row

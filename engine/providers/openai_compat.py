@@ -27,6 +27,7 @@ from engine.providers.base import (
     ThinkTagSplitter,
     checked,
 )
+from engine.providers.endpoint_policy import EndpointPolicy, guarded_client
 from engine.providers.http_errors import (
     TRANSPORT_ERRORS,
     Endpoint,
@@ -50,7 +51,11 @@ class OpenAICompatibleProvider:
         connect_timeout: float = 10.0,
         limits: ReplyLimits | None = None,
         client: httpx.AsyncClient | None = None,
+        policy: EndpointPolicy | None = None,
     ) -> None:
+        """``policy``: the endpoint is a server's or player's choice, so every connection (and
+        each redirect's) is checked by it (``engine.providers.endpoint_policy``); the
+        operator's own endpoint has none."""
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.endpoint = Endpoint(self.base_url, model, "model", api_key=api_key)
@@ -62,10 +67,10 @@ class OpenAICompatibleProvider:
         # ``read`` bounds the silence between two chunks, not the whole reply: a long story
         # streamed steadily never times out, a server that stops sending does. The whole
         # reply is bounded by ``limits``, in ``checked``.
-        self._client = client or httpx.AsyncClient(
-            headers=headers,
-            timeout=httpx.Timeout(timeout, connect=connect_timeout),
-        )
+        timeouts = httpx.Timeout(timeout, connect=connect_timeout)
+        if client is None and policy is not None:
+            client = guarded_client(policy, headers=headers, timeout=timeouts)
+        self._client = client or httpx.AsyncClient(headers=headers, timeout=timeouts)
 
     async def aclose(self) -> None:
         await self._client.aclose()

@@ -162,6 +162,39 @@ class User(SQLModel, table=True):
     last_seen_at: datetime = _when()
 
 
+class UserModel(SQLModel, table=True):
+    """The model a player chose for their own (DM) adventures (``/model set`` in a DM)."""
+
+    __tablename__: ClassVar[str] = "user_models"
+
+    user_id: int = Field(
+        sa_column=Column(
+            BigInteger,
+            ForeignKey("users.id", ondelete="CASCADE"),
+            primary_key=True,
+            autoincrement=False,
+        )
+    )
+    url: str = Field(sa_column=Column(Text, nullable=False))
+    model_name: str = Field(sa_column=Column(Text, nullable=False))
+    # Encrypted with engine.crypto.SecretBox; never shown again once entered.
+    api_key_encrypted: str | None = _text(nullable=True)
+    updated_at: datetime = _when()
+
+
+class Block(SQLModel, table=True):
+    """A user or server the operator blocked (``/operator block``): every command and button
+    of theirs is refused politely."""
+
+    __tablename__: ClassVar[str] = "blocks"
+
+    #: "user" or "server".
+    kind: str = Field(sa_column=Column(String(16), primary_key=True))
+    target_id: int = Field(sa_column=Column(BigInteger, primary_key=True, autoincrement=False))
+    reason: str = Field(default="", sa_column=Column(Text, nullable=False))
+    created_at: datetime = _when()
+
+
 # --- scenarios (templates) and adventures (instances) -------------------------------------------
 # A scenario's steering text, cards and scripts are copied into an adventure when it starts, so
 # the field sets are shared through these (table-less) bases. ``sa_type`` rather than

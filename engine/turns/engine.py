@@ -116,6 +116,8 @@ class TurnEngine:
         the reply (holding no connection), then the commit."""
         async with self.db.session() as session:
             plan = await planned(session)
+            # Which model (the player's, the server's, the operator's), read in this session.
+            await self.providers.read(session, plan.adventure)
             generation = Generation(
                 plan,
                 db=self.db,

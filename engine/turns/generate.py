@@ -44,6 +44,10 @@ def params_for(adventure: Adventure, defaults: GenerationParams) -> GenerationPa
     )
 
 
+#: The most of a reasoning trace kept with a turn (its start: how the model set out).
+MAX_STORED_REASONING_CHARS = 32_000
+
+
 @dataclass
 class Reply:
     """A streamed reply as it accumulates."""
@@ -78,7 +82,9 @@ class Draft:
 
     @property
     def reasoning(self) -> str:
-        return sanitise("".join(self.reply.reasoning)).strip()
+        # Stored with the turn for Insights' Reasoning view, bounded whatever the model's
+        # reply limit (CAMPFIRE_MODEL_REPLY_CHARS may allow far more).
+        return sanitise("".join(self.reply.reasoning)).strip()[:MAX_STORED_REASONING_CHARS]
 
 
 class Generation:

@@ -14,8 +14,11 @@ from typing import Any
 
 
 @contextmanager
-def static_server(status: int, content_type: str, body: bytes) -> Iterator[str]:
-    """Serve on 127.0.0.1; yields the base URL (``http://127.0.0.1:PORT``)."""
+def static_server(
+    status: int, content_type: str, body: bytes, headers: dict[str, str] | None = None
+) -> Iterator[str]:
+    """Serve on 127.0.0.1; yields the base URL (``http://127.0.0.1:PORT``). ``headers`` go
+    with every answer (a ``Location`` for a redirect)."""
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
@@ -23,6 +26,8 @@ def static_server(status: int, content_type: str, body: bytes) -> Iterator[str]:
             self.send_response(status)
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(body)))
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
             self.end_headers()
             self.wfile.write(body)
 
