@@ -105,11 +105,12 @@ class ModelUnreachable(ModelError):
 
 
 class ModelKeyRefused(ModelError):
-    retryable = False
+    """Retryable: once the key is put right (``/model set``, the operator's settings), the
+    player's action should not have to be typed again."""
 
 
 class ModelNotFound(ModelError):
-    retryable = False
+    """Retryable, as a refused key is: a model name is put right in a moment."""
 
 
 class ModelRateLimited(ModelError):

@@ -46,6 +46,13 @@ class Endpoint:
         return redact(detail, [self.api_key, *url_secrets(self.base_url)])
 
 
+def _then_retry(what: str) -> str:
+    """Where a wrong key or model name is put right, and what then: a narration's Retry."""
+    if what == "model":
+        return " (`/model show`, or the operator's settings), then press Retry."
+    return " in the settings."
+
+
 def status_error(endpoint: Endpoint, response: httpx.Response) -> ModelError:
     """The error for an HTTP status of 400 or more (the body must have been read)."""
     status, host, what = response.status_code, endpoint.host, endpoint.what
@@ -53,13 +60,13 @@ def status_error(endpoint: Endpoint, response: httpx.Response) -> ModelError:
     if status in (401, 403):
         return ModelKeyRefused(
             f"The {what} server at {host} refused the API key ({status}). "
-            "Check the key in the settings."
+            f"Check the key{_then_retry(what)}"
         )
     if status == 404:
         return ModelNotFound(
             f"The {what} server at {host} has no model called '{endpoint.model}'"
             + (f" ({detail})" if detail else "")
-            + ". Check the model name in the settings."
+            + f". Check the model name{_then_retry(what)}"
         )
     if status == 429:
         wait = retry_after(response)
