@@ -40,6 +40,7 @@ EXTENSIONS: tuple[str, ...] = (
     "cogs.server",
     "cogs.host",
     "cogs.message_play",
+    "cogs.usage",
 )
 
 #: How often expired turn leases are looked for (a process died mid-turn).

@@ -88,6 +88,7 @@ narrated together once all acted, on Close, or late (`host`: on the host's Close
 
 **Your data**
 `/profile show|keep|delete`: what Campfire stores about you, keeping it, deleting it
+`/usage`: your use of Campfire's model today (and your server's), and the daily caps
 
 When several people act at once, their actions are queued and played in order.
 If a turn fails, nothing is saved and a 🔁 Retry button plays it again."""

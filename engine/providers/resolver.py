@@ -25,6 +25,11 @@ class ProviderResolver(Protocol):
         be used for work the players did not ask for."""
         ...
 
+    def is_operator_default(self, adventure: Adventure) -> bool:
+        """Whether ``adventure`` narrates on the operator's own model, whose budget the caps
+        guard (``engine.limits``); a server's or a player's own model is not capped."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class OperatorDefault:
@@ -42,3 +47,6 @@ class OperatorDefault:
 
     def for_background(self, adventure: Adventure) -> ChatProvider | None:
         return self.provider if self.background else None
+
+    def is_operator_default(self, adventure: Adventure) -> bool:
+        return True
