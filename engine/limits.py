@@ -35,8 +35,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from enum import StrEnum
+from typing import Any
 
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import delete, func, literal, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
@@ -97,6 +98,27 @@ class LimitRules:
     actions_per_adventure: int = 20_000
     cooldown_seconds: int = 30
     cooldown_max_seconds: int = 900
+
+
+def _requests_since(whose: Any, since: datetime) -> Any:
+    return (
+        select(func.count())
+        .select_from(RequestRecord)
+        .where(whose, col(RequestRecord.created_at) >= since)
+        .scalar_subquery()
+    )
+
+
+def _tokens_on(scope: str, subject_id: int | None, day: date) -> Any:
+    return (
+        select(_token_use.c.tokens)
+        .where(
+            _token_use.c.scope == scope,
+            _token_use.c.subject_id == subject_id,
+            _token_use.c.day == day,
+        )
+        .scalar_subquery()
+    )
 
 
 def discord_time(moment: datetime, style: str = "R") -> str:
@@ -197,57 +219,90 @@ class UsageLimits:
     ) -> Charge | None:
         """In the transaction that records a request to play, after the request's row and the
         player's: raise the refusal when a limit stops it; else whom its tokens are counted
-        against (None: not the operator's model, nothing counted)."""
+        against (None: not the operator's model, nothing counted).
+
+        Every count is read in one statement: this runs on every turn's path."""
         assert adventure.id is not None
         now = self.clock()
-        await self._check_cooldown(session, actor.user_id, now)
-        rules = self.rules
-        user_window = col(RequestRecord.user_id) == actor.user_id
-        await self._check_rate(
-            session,
-            user_window,
-            rules.turns_per_user_per_minute,
-            now,
-            f"You are playing fast: at most {rules.turns_per_user_per_minute} turns a minute each.",
-        )
-        await self._check_rate(
-            session,
-            col(RequestRecord.adventure_id) == adventure.id,
-            rules.turns_per_adventure_per_minute,
-            now,
-            "This adventure is moving fast: at most "
-            f"{rules.turns_per_adventure_per_minute} turns a minute here.",
-        )
-        entries = await session.scalar(
-            select(func.count())
-            .select_from(StoryNode)
-            .where(col(StoryNode.adventure_id) == adventure.id)
-        )
-        if (entries or 0) >= rules.actions_per_adventure:
+        rules, user_id, server_id = self.rules, actor.user_id, adventure.server_id
+        today = as_utc(now).date()
+        by_user = col(RequestRecord.user_id) == user_id
+        by_adventure = col(RequestRecord.adventure_id) == adventure.id
+        capped = on_operator_model
+        row = (
+            await session.execute(
+                select(
+                    select(_cooldowns.c.until)
+                    .where(_cooldowns.c.user_id == user_id)
+                    .scalar_subquery(),
+                    _requests_since(by_user, now - MINUTE),
+                    _requests_since(by_adventure, now - MINUTE),
+                    select(func.count())
+                    .select_from(StoryNode)
+                    .where(col(StoryNode.adventure_id) == adventure.id)
+                    .scalar_subquery(),
+                    _tokens_on("user", user_id, today)
+                    if capped and rules.user_tokens_per_day
+                    else literal(None),
+                    _tokens_on("server", server_id, today)
+                    if capped and rules.server_tokens_per_day and server_id is not None
+                    else literal(None),
+                )
+            )
+        ).one()
+        until, by_user_count, by_adventure_count, entries, user_tokens, server_tokens = row
+        if until is not None and as_utc(until) > now:
+            raise RateLimited(
+                "You are slowed down after reaching a limit several times.", as_utc(until)
+            )
+        if by_user_count > rules.turns_per_user_per_minute:
+            raise await self._rate_refusal(
+                session,
+                by_user,
+                rules.turns_per_user_per_minute,
+                now,
+                f"You are playing fast: at most {rules.turns_per_user_per_minute} turns a minute "
+                "each.",
+            )
+        if by_adventure_count > rules.turns_per_adventure_per_minute:
+            raise await self._rate_refusal(
+                session,
+                by_adventure,
+                rules.turns_per_adventure_per_minute,
+                now,
+                "This adventure is moving fast: at most "
+                f"{rules.turns_per_adventure_per_minute} turns a minute here.",
+            )
+        if entries >= rules.actions_per_adventure:
             raise LimitReached(
                 f"This adventure holds {entries:,} story entries, as many as one adventure "
                 "may. Export it (`/adventure export`) and start a new one to go on."
             )
-        if not on_operator_model:
+        if not capped:
             return None
-        server_id = adventure.server_id
-        await self._check_tokens(session, actor.user_id, server_id, now)
-        return Charge(actor.user_id, server_id)
+        resets = next_midnight(as_utc(now))
+        cap = rules.user_tokens_per_day
+        if user_tokens is not None and user_tokens >= cap:
+            raise TokenCapReached(
+                f"You have used today's {cap:,} tokens on Campfire's model.", resets
+            )
+        cap = rules.server_tokens_per_day
+        if server_tokens is not None and server_tokens >= cap:
+            raise TokenCapReached(
+                f"This server has used today's {cap:,} tokens on Campfire's model.", resets
+            )
+        return Charge(user_id, server_id)
 
     async def count_turn(self, session: AsyncSession, charge: Charge, usage: Usage | None) -> None:
         """In the transaction that stores the turn: its tokens, as the provider reported
-        them, added to the day's use of its player and server."""
+        them, added to the day's use of its player and server (one statement)."""
         tokens = (usage.prompt_tokens + usage.completion_tokens) if usage else 0
         today = as_utc(self.clock()).date()
-        await self._add(session, "user", charge.user_id, today, tokens)
+        rows = [{"scope": "user", "subject_id": charge.user_id}]
         if charge.server_id is not None:
-            await self._add(session, "server", charge.server_id, today, tokens)
-
-    async def _add(
-        self, session: AsyncSession, scope: str, subject_id: int, day: date, tokens: int
-    ) -> None:
+            rows.append({"scope": "server", "subject_id": charge.server_id})
         insert = insert_for(session, _token_use).values(
-            scope=scope, subject_id=subject_id, day=day, tokens=tokens, turns=1
+            [row | {"day": today, "tokens": tokens, "turns": 1} for row in rows]
         )
         await session.execute(
             insert.on_conflict_do_update(
@@ -272,25 +327,6 @@ class UsageLimits:
             )
         ).first()
         return (int(row[0]), int(row[1])) if row else (0, 0)
-
-    async def _check_tokens(
-        self, session: AsyncSession, user_id: int, server_id: int | None, now: datetime
-    ) -> None:
-        today, resets = as_utc(now).date(), next_midnight(as_utc(now))
-        cap = self.rules.user_tokens_per_day
-        if cap:
-            used, _turns = await self._used(session, "user", user_id, today)
-            if used >= cap:
-                raise TokenCapReached(
-                    f"You have used today's {cap:,} tokens on Campfire's model.", resets
-                )
-        cap = self.rules.server_tokens_per_day
-        if cap and server_id is not None:
-            used, _turns = await self._used(session, "server", server_id, today)
-            if used >= cap:
-                raise TokenCapReached(
-                    f"This server has used today's {cap:,} tokens on Campfire's model.", resets
-                )
 
     async def usage(self, actor: Actor) -> UsageToday:
         """Today's use of the operator's model by ``actor`` and, in a server, by the server."""
@@ -320,26 +356,22 @@ class UsageLimits:
 
     # --- rates -------------------------------------------------------------------------------
 
-    async def _check_rate(
+    async def _rate_refusal(
         self, session: AsyncSession, whose, limit: int, now: datetime, reason: str
-    ) -> None:
-        """Refuse when more than ``limit`` requests (this one included) were recorded in the
-        last minute; the answer says when the oldest that matters leaves the window."""
-        since = now - MINUTE
-        recent = col(RequestRecord.created_at) >= since
-        count = await session.scalar(
-            select(func.count()).select_from(RequestRecord).where(whose, recent)
+    ) -> RateLimited:
+        """The refusal of a request past ``limit`` in the last minute (this one included, as
+        the newest): it says when the request ``limit`` places before it leaves the minute,
+        so that the request tried again then is the ``limit``-th."""
+        recent = col(RequestRecord.created_at) >= now - MINUTE
+        times = list(
+            await session.scalars(
+                select(col(RequestRecord.created_at))
+                .where(whose, recent)
+                .order_by(col(RequestRecord.created_at).desc())
+                .limit(limit + 1)
+            )
         )
-        if not count or count <= limit:
-            return
-        freed_by = await session.scalar(
-            select(col(RequestRecord.created_at))
-            .where(whose, recent)
-            .order_by(col(RequestRecord.created_at))
-            .offset(count - 1 - limit)
-            .limit(1)
-        )
-        raise RateLimited(reason, as_utc(freed_by) + MINUTE if freed_by else now + MINUTE)
+        return RateLimited(reason, as_utc(times[-1]) + MINUTE if times else now + MINUTE)
 
     async def use(self, kind: Kind, actor: Actor) -> None:
         """Count one use of ``kind`` by ``actor``, in a transaction of its own; or refuse it
