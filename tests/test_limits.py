@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import func, select
 
+from bot.standin import StandinFile
 from engine.access import Actor
 from engine.actions import ActionType, PlayerAction
 from engine.events import TurnDone, TurnFailed
@@ -40,12 +41,17 @@ from tests.helpers import node_count
 SCENARIO = b'{"title": "The Mill", "prompt": "You stand by the mill race."}'
 
 
-def private_answer(env: DiscordEnv, record) -> str:
-    """What only the player who asked was shown: the response or its last follow-up."""
+def answered(env: DiscordEnv, record):
+    """The interaction's answer: its last follow-up, else its response."""
     assert record.failed is None, record.failed
-    message = env.fake.message(
+    return env.fake.message(
         record.followups[-1] if record.followups else record.original_message_id
     )
+
+
+def private_answer(env: DiscordEnv, record) -> str:
+    """What only the player who asked was shown: the response or its last follow-up."""
+    message = answered(env, record)
     assert message.visible_to == record.user_id, f"shown to the channel: {message.content!r}"
     return message.content
 
@@ -201,6 +207,44 @@ async def test_turn_rate_limits_and_the_cool_down(tmp_path, fake_model, caplog, 
         assert (await env.fake.slash(env.alice, thread, "do", action="kick")).failed is None
         await env.done()
         assert any("The door gives way." in text for text in env.narration(thread))
+
+
+async def test_script_tests_and_imports_through_the_commands(
+    tmp_path, fake_model, caplog, database_url
+):
+    async with campfire_on_standin(
+        tmp_path,
+        fake_model,
+        caplog,
+        database_url,
+        script_tests_per_minute=1,
+        imports_per_day=1,
+    ) as env:
+        thread = await env.start_thread()
+        code = StandinFile("o.js", b"const modifier = (text) => ({ text }); modifier(text);")
+        await env.fake.slash(env.alice, thread, "script upload", hook="output", file=code)
+        await env.done()
+        tested = await env.fake.slash(env.alice, thread, "script test", hook="output", text="Hi")
+        await env.done()
+        assert "output" in private_answer(env, tested).casefold()
+        again = await env.fake.slash(env.alice, thread, "script test", hook="output", text="Hi")
+        await env.done()
+        text = private_answer(env, again)
+        assert text.startswith("⚠ You can test scripts 1 times a minute. Please try again <t:")
+
+        dm = env.fake.dm_channel(env.bob)
+        file = StandinFile("mill.json", SCENARIO, "application/json")
+        preview = await env.fake.slash(env.bob, dm, "scenario import", file=file)
+        await env.done()
+        private_answer(env, preview)
+        shown = answered(env, preview)
+        assert any(button[0] == "Confirm" for button in shown.buttons)
+        refused = await env.fake.slash(env.bob, dm, "scenario import", file=file)
+        await env.done()
+        text = private_answer(env, refused)
+        assert text.startswith("⚠ You can import 1 files a day. Please try again <t:")
+        waited = retry_at(text) - utcnow()
+        assert timedelta(hours=23, minutes=59) < waited <= timedelta(days=1, seconds=1)
 
 
 async def test_script_tests_and_imports_are_limited_per_player(db):
