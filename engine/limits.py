@@ -12,7 +12,9 @@ What is limited, and where it is counted:
   locked first there (``touch_actor``), so one player's requests from several processes
   count each other; an adventure's may overshoot by one per process at worst, which a
   per-minute limit tolerates;
-* **story entries per adventure**, in the same transaction;
+* **story entries per adventure**, in the same transaction (every request to play passes
+  there: an action, a continue, a retry, a round's close, which counts against whoever closes
+  it; a round's actions before it closes cost no model and are not counted);
 * **/script test per minute, imports per day**: one ``limit_events`` row per use, counted and
   written in a transaction of their own (``use``), under the player's row lock;
 * **scenarios per library**: counted where a scenario is saved (``check_library``).
