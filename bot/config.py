@@ -190,6 +190,20 @@ class Settings(BaseSettings):
         "it doubles with each further one.",
     )
     cooldown_max_seconds: int = Field(default=900, ge=1, le=86_400)
+    cards_per_user: int = Field(
+        default=10_000,
+        ge=1,
+        le=10_000_000,
+        description="Story cards players may add (/card add) to the adventures one player "
+        "hosts, all together.",
+    )
+    memories_per_user: int = Field(
+        default=10_000,
+        ge=1,
+        le=10_000_000,
+        description="Live memories players may add (/memory add) to the adventures one "
+        "player hosts, all together.",
+    )
 
     log_level: str = Field(default="INFO", pattern=r"^(?i:debug|info|warning|error|critical)$")
     instance_name: str | None = Field(

@@ -159,6 +159,8 @@ def limit_rules(settings: Settings) -> LimitRules:
         actions_per_adventure=settings.actions_per_adventure,
         cooldown_seconds=settings.cooldown_seconds,
         cooldown_max_seconds=settings.cooldown_max_seconds,
+        cards_per_user=settings.cards_per_user,
+        memories_per_user=settings.memories_per_user,
     )
 
 
@@ -250,7 +252,7 @@ async def build_services(settings: Settings) -> Services:
         jobs,
         # steering family (cogs: steering, memory, world_state, insights, profile, membership)
         steering_text=SteeringText(db),
-        story_cards=StoryCards(db, max_cards=settings.max_story_cards),
+        story_cards=StoryCards(db, max_cards=settings.max_story_cards, rate_limits=limits),
         generation_settings=GenerationSettings(
             db,
             GenerationDefaults(
@@ -259,7 +261,7 @@ async def build_services(settings: Settings) -> Services:
                 temperature=settings.temperature,
             ),
         ),
-        memory_bank=MemoryBank(db, capacity=settings.max_memories),
+        memory_bank=MemoryBank(db, capacity=settings.max_memories, rate_limits=limits),
         world_state=WorldStateService(db),
         insights=Insights(db),
         profiles=Profiles(db, retention_days=settings.guest_retention_days, queue=queue),

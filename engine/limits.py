@@ -17,7 +17,9 @@ What is limited, and where it is counted:
   it; a round's actions before it closes cost no model and are not counted);
 * **/script test per minute, imports per day**: one ``limit_events`` row per use, counted and
   written in a transaction of their own (``use``), under the player's row lock;
-* **scenarios per library**: counted where a scenario is saved (``check_library``).
+* **scenarios per library**: counted where a scenario is saved (``check_library``); **cards and
+  memories per player**, over the adventures they host, where a player adds one
+  (``check_host_room``).
 
 A refusal by a rate limit is a strike: a second one within ``STRIKE_WINDOW`` of the first
 makes the player wait ``cooldown`` at least, and each further one doubles it (up to
@@ -52,8 +54,10 @@ from engine.storage.database import Database
 from engine.storage.dialect import insert_for, locked_read
 from engine.storage.models import (
     Adventure,
+    AdventureCard,
     Cooldown,
     LimitEvent,
+    Memory,
     RequestRecord,
     Scenario,
     StoryNode,
@@ -100,6 +104,10 @@ class LimitRules:
     actions_per_adventure: int = 20_000
     cooldown_seconds: int = 30
     cooldown_max_seconds: int = 900
+    #: Story cards and memories players add (/card add, /memory add) to the adventures one
+    #: player hosts, all of them together (each adventure has its own caps besides).
+    cards_per_user: int = 10_000
+    memories_per_user: int = 10_000
 
 
 def _requests_since(whose: Any, since: datetime) -> Any:
@@ -455,6 +463,39 @@ class UsageLimits:
                 .values(strikes=strikes, last_strike_at=now, until=until)
             )
         return RateLimited(refusal.reason, until, strikes=strikes)
+
+    # --- what players add to adventures ------------------------------------------------------
+
+    async def check_host_room(self, session: AsyncSession, adventure: Adventure, kind: str) -> None:
+        """In the transaction that adds a story card (``kind`` "cards") or a memory
+        ("memories") to ``adventure``: refuse when the adventures its host runs (ended ones
+        too: they keep their rows) hold as many as one player's may. Forgotten memories do
+        not count (the bank forgets on its own past each adventure's capacity)."""
+        if adventure.host_id is None:
+            return
+        hosted = col(Adventure.host_id) == adventure.host_id
+        if kind == "cards":
+            cap, what, room = self.rules.cards_per_user, "story cards", "`/card remove`"
+            count = (
+                select(func.count())
+                .select_from(AdventureCard)
+                .join(Adventure, col(Adventure.id) == col(AdventureCard.adventure_id))
+                .where(hosted)
+            )
+        else:
+            cap, what, room = self.rules.memories_per_user, "memories", "`/memory forget`"
+            count = (
+                select(func.count())
+                .select_from(Memory)
+                .join(Adventure, col(Adventure.id) == col(Memory.adventure_id))
+                .where(hosted, col(Memory.forgotten).is_(False))
+            )
+        held = await session.scalar(count) or 0
+        if held >= cap:
+            raise LimitReached(
+                f"The adventures this adventure's host runs hold {held:,} {what}, as many as "
+                f"one player's may. Make room with {room} (here or in another of them)."
+            )
 
     # --- libraries -----------------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy import func, select
+from sqlmodel import col
 
 from bot.standin import StandinFile
 from engine.access import Actor
@@ -28,11 +29,13 @@ from engine.limits import (
     UsageLimits,
     next_midnight,
 )
+from engine.memory.bank import MemoryBank
 from engine.play import PlayService
 from engine.providers.resolver import OperatorDefault
 from engine.queue import AdventureQueue
 from engine.scenarios.library import ScenarioLibrary
-from engine.storage.models import RequestRecord, StoryNode, TokenUse, utcnow
+from engine.steering.cards import CardDraft, StoryCards
+from engine.storage.models import AdventureCard, RequestRecord, StoryNode, TokenUse, utcnow
 from engine.turns import TurnEngine
 from tests.discord_env import DiscordEnv, campfire_on_standin
 from tests.fakes.openai_server import Reply
@@ -285,7 +288,7 @@ async def test_script_tests_and_imports_are_limited_per_player(db):
     await limits.use(Kind.SCRIPT_TEST, wren)
 
 
-async def test_count_caps_on_story_entries_and_library_scenarios(db, provider):
+async def test_count_caps_on_entries_cards_memories_and_library_scenarios(db, provider):
     limits = UsageLimits(db, LimitRules(actions_per_adventure=4, scenarios_per_library=1))
     play = PlayService(
         db,
@@ -313,6 +316,29 @@ async def test_count_caps_on_story_entries_and_library_scenarios(db, provider):
         "(`/adventure export`) and start a new one to go on."
     )
     assert await node_count(db, started.adventure_id) == 5
+
+    # Cards and memories players add count over all the adventures their host runs.
+    async with db.session() as session:
+        held = await session.scalar(
+            select(func.count())
+            .select_from(AdventureCard)
+            .where(col(AdventureCard.adventure_id) == started.adventure_id)
+        )
+    room = UsageLimits(db, LimitRules(cards_per_user=(held or 0) + 1, memories_per_user=1))
+    cards = StoryCards(db, max_cards=500, rate_limits=room)
+    await cards.add(31, wren, CardDraft("The Miller", "miller", "Grinds at night."))
+    with pytest.raises(LimitReached) as refused:
+        await cards.add(31, wren, CardDraft("The Miller's Wife", "wife"))
+    assert refused.value.message == (
+        f"The adventures this adventure's host runs hold {(held or 0) + 1:,} story cards, as "
+        "many as one player's may. Make room with `/card remove` (here or in another of them)."
+    )
+    bank = MemoryBank(db, capacity=200, rate_limits=room)
+    await bank.add(31, wren, "The mill wheel turns backwards at night.")
+    with pytest.raises(LimitReached) as refused:
+        await bank.add(31, wren, "The miller never sleeps.")
+    assert "hold 1 memories" in refused.value.message
+    assert "`/memory forget`" in refused.value.message
 
     library = ScenarioLibrary(db, ImportLimits(), rate_limits=limits)
     await library.save(wren, await library.preview(wren, SCENARIO, "mill.json"))
