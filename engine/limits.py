@@ -414,9 +414,11 @@ class UsageLimits:
         rules = self.rules
         if kind is Kind.SCRIPT_TEST:
             limit = rules.script_tests_per_minute
-            return limit, MINUTE, f"You can test scripts {limit} times a minute."
+            times = "once" if limit == 1 else f"{limit} times"
+            return limit, MINUTE, f"You can test scripts {times} a minute."
         limit = rules.imports_per_day
-        return limit, DAY, f"You can import {limit} files a day."
+        files = "one file" if limit == 1 else f"{limit} files"
+        return limit, DAY, f"You can import {files} a day."
 
     # --- cool-down ---------------------------------------------------------------------------
 

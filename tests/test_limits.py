@@ -177,7 +177,8 @@ async def test_turn_rate_limits_and_the_cool_down(tmp_path, fake_model, caplog, 
         assert text.startswith("⚠ You are playing fast: at most 2 turns a minute each. Please try")
         assert "times in a row" not in text
         first_wait = retry_at(text) - before
-        assert timedelta(seconds=50) < first_wait <= timedelta(seconds=61)
+        # (The slack: a loaded machine takes seconds over the turns before.)
+        assert timedelta(seconds=40) < first_wait <= timedelta(seconds=61)
 
         # The adventure's limit counts everyone: Bob's first turn fills it, his second waits.
         assert (await env.fake.slash(env.bob, thread, "do", action="listen")).failed is None
@@ -199,8 +200,8 @@ async def test_turn_rate_limits_and_the_cool_down(tmp_path, fake_model, caplog, 
         assert "You have reached a limit 4 times in a row" in text
         assert "back to normal once you have waited it out" in text
         # 2nd refusal: the minute's end or 40 s; 3rd: 80 s; 4th: 160 s.
-        assert 50 < waits[0] <= 61
-        assert 79 <= waits[1] <= 81 and 159 <= waits[2] <= 161
+        assert 40 < waits[0] <= 61
+        assert 79 <= waits[1] <= 85 and 159 <= waits[2] <= 165
         assert await counted(env, StoryNode) == nodes + 2  # Bob's turn; nothing refused kept
 
         # Once the wait is over, she plays again, and the strikes start afresh.
@@ -233,7 +234,7 @@ async def test_script_tests_and_imports_through_the_commands(
         again = await env.fake.slash(env.alice, thread, "script test", hook="output", text="Hi")
         await env.done()
         text = private_answer(env, again)
-        assert text.startswith("⚠ You can test scripts 1 times a minute. Please try again <t:")
+        assert text.startswith("⚠ You can test scripts once a minute. Please try again <t:")
 
         dm = env.fake.dm_channel(env.bob)
         file = StandinFile("mill.json", SCENARIO, "application/json")
@@ -245,7 +246,7 @@ async def test_script_tests_and_imports_through_the_commands(
         refused = await env.fake.slash(env.bob, dm, "scenario import", file=file)
         await env.done()
         text = private_answer(env, refused)
-        assert text.startswith("⚠ You can import 1 files a day. Please try again <t:")
+        assert text.startswith("⚠ You can import one file a day. Please try again <t:")
         waited = retry_at(text) - utcnow()
         assert timedelta(hours=23, minutes=59) < waited <= timedelta(days=1, seconds=1)
 
@@ -277,7 +278,7 @@ async def test_script_tests_and_imports_are_limited_per_player(db):
     await library.save(wren, imported)
     with pytest.raises(RateLimited) as refused:
         await library.preview(wren, SCENARIO, "mill.json")
-    assert refused.value.message.startswith("You can import 1 files a day.")
+    assert refused.value.message.startswith("You can import one file a day.")
     waited = retry_at(refused.value.message) - clock[0]
     assert timedelta(hours=23, minutes=59) < waited <= timedelta(days=1, seconds=1)
 
