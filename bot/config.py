@@ -149,6 +149,62 @@ class Settings(BaseSettings):
     adventures_per_hour: int = Field(default=10, ge=1, le=10_000)
     active_adventures_per_user: int = Field(default=25, ge=1, le=100_000)
 
+    # --- the operator's budget and the rate limits (engine.limits) ---------------------------
+    # NoDecode: the environment gives "llama3.1,qwen2.5", not JSON; _model_whitelist reads it.
+    model_whitelist: Annotated[tuple[str, ...], NoDecode] = Field(
+        default=(),
+        description="Models players may pick on the operator's endpoint, comma-separated "
+        "(CAMPFIRE_MODEL_NAME always may). Empty: only CAMPFIRE_MODEL_NAME.",
+    )
+    user_tokens_per_day: int = Field(
+        default=500_000,
+        ge=0,
+        description="Tokens one player may use on the operator's model per UTC day (0: no cap).",
+    )
+    server_tokens_per_day: int = Field(
+        default=2_000_000,
+        ge=0,
+        description="Tokens one server may use on the operator's model per UTC day (0: no cap).",
+    )
+    turns_per_user_per_minute: int = Field(default=12, ge=1, le=10_000)
+    turns_per_adventure_per_minute: int = Field(default=20, ge=1, le=10_000)
+    script_tests_per_minute: int = Field(default=6, ge=1, le=10_000)
+    imports_per_day: int = Field(default=30, ge=1, le=100_000)
+    scenarios_per_library: int = Field(
+        default=200,
+        ge=1,
+        le=100_000,
+        description="Scenarios one library holds (a player's own, or a server's).",
+    )
+    actions_per_adventure: int = Field(
+        default=20_000,
+        ge=10,
+        le=10_000_000,
+        description="Story entries (actions and narrations) one adventure may hold.",
+    )
+    cooldown_seconds: int = Field(
+        default=30,
+        ge=1,
+        le=86_400,
+        description="The extra wait after a second refusal by a rate limit within 10 minutes; "
+        "it doubles with each further one.",
+    )
+    cooldown_max_seconds: int = Field(default=900, ge=1, le=86_400)
+    cards_per_user: int = Field(
+        default=10_000,
+        ge=1,
+        le=10_000_000,
+        description="Story cards players may add (/card add) to the adventures one player "
+        "hosts, all together.",
+    )
+    memories_per_user: int = Field(
+        default=10_000,
+        ge=1,
+        le=10_000_000,
+        description="Live memories players may add (/memory add) to the adventures one "
+        "player hosts, all together.",
+    )
+
     log_level: str = Field(default="INFO", pattern=r"^(?i:debug|info|warning|error|critical)$")
     instance_name: str | None = Field(
         default=None,
@@ -199,6 +255,13 @@ class Settings(BaseSettings):
         value = value.strip().rstrip("/")
         if not value.startswith(("http://", "https://")):
             raise ValueError("an http:// or https:// URL")
+        return value
+
+    @field_validator("model_whitelist", mode="before")
+    @classmethod
+    def _model_names(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return tuple(name.strip() for name in value.split(",") if name.strip())
         return value
 
     @field_validator("instance_name")

@@ -40,9 +40,10 @@ EXTENSIONS: tuple[str, ...] = (
     "cogs.server",
     "cogs.host",
     "cogs.message_play",
-    # Models per server and player, the operator (issue 18).
+    # Models per server and player, the operator, use and limits (issue 18).
     "cogs.model",
     "cogs.operator",
+    "cogs.usage",
 )
 
 #: How often expired turn leases are looked for (a process died mid-turn).

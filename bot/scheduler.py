@@ -104,6 +104,8 @@ def schedule_background_work(
 
     async def remove_idle() -> tuple[int, int]:
         guests = await remove_idle_guests(services.db, retention)
+        # Past days' token counts: the caps read today's only (engine.limits).
+        await services.limits.forget_old_days()
         return guests, await remove_departed_servers(services.db, grace)
 
     async def clean_up() -> None:

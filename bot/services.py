@@ -18,6 +18,7 @@ from engine.formats.draft import ImportLimits
 from engine.host_controls import HostControls
 from engine.insights import Insights
 from engine.leases import TurnLeases
+from engine.limits import LimitRules, UsageLimits
 from engine.memory.bank import MemoryBank
 from engine.memory.retrieval import MemoryRetriever
 from engine.memory.writer import MemoryWriter
@@ -93,6 +94,8 @@ class Services:
     blocks: Blocks
     #: /operator status.
     operator_status: OperatorStatus
+    #: The rate limits and the operator's budget (cogs: usage; engine.limits).
+    limits: UsageLimits
 
     async def aclose(self) -> None:
         # The script workers this process started (a later run would start new ones).
@@ -159,6 +162,24 @@ def make_embedder(settings: Settings) -> EmbeddingClient | None:
     )
 
 
+def limit_rules(settings: Settings) -> LimitRules:
+    return LimitRules(
+        model_whitelist=settings.model_whitelist,
+        user_tokens_per_day=settings.user_tokens_per_day,
+        server_tokens_per_day=settings.server_tokens_per_day,
+        turns_per_user_per_minute=settings.turns_per_user_per_minute,
+        turns_per_adventure_per_minute=settings.turns_per_adventure_per_minute,
+        script_tests_per_minute=settings.script_tests_per_minute,
+        imports_per_day=settings.imports_per_day,
+        scenarios_per_library=settings.scenarios_per_library,
+        actions_per_adventure=settings.actions_per_adventure,
+        cooldown_seconds=settings.cooldown_seconds,
+        cooldown_max_seconds=settings.cooldown_max_seconds,
+        cards_per_user=settings.cards_per_user,
+        memories_per_user=settings.memories_per_user,
+    )
+
+
 async def build_services(settings: Settings) -> Services:
     # Also here, not only at start-up: whatever runs the services (the console, a test, a
     # benchmark) logs nothing these settings hold as secret.
@@ -222,11 +243,18 @@ async def build_services(settings: Settings) -> Services:
     caps = AdventureCaps(
         per_hour=settings.adventures_per_hour, active=settings.active_adventures_per_user
     )
+    limits = UsageLimits(db, limit_rules(settings))
     play = PlayService(
-        db, turns, leases, queue, caps=caps, round_timeout_s=settings.round_timeout_seconds
+        db,
+        turns,
+        leases,
+        queue,
+        caps=caps,
+        limits=limits,
+        round_timeout_s=settings.round_timeout_seconds,
     )
     memory = MemoryWriter(db, providers, embedder, capacity=settings.max_memories, jobs=jobs)
-    limits = ImportLimits(
+    import_limits = ImportLimits(
         max_bytes=settings.max_import_bytes,
         max_cards=settings.max_story_cards,
         max_script_chars=settings.max_script_chars,
@@ -243,15 +271,15 @@ async def build_services(settings: Settings) -> Services:
         turns,
         leases,
         play,
-        ScenarioLibrary(db, limits),
-        AdventureArchive(db, limits, caps=caps),
+        ScenarioLibrary(db, import_limits, rate_limits=limits),
+        AdventureArchive(db, import_limits, caps=caps, rate_limits=limits),
         # Head moves wait for no turn: they are refused while one is being written here.
         StoryTree(db, queue),
         memory,
         jobs,
         # steering family (cogs: steering, memory, world_state, insights, profile, membership)
         steering_text=SteeringText(db),
-        story_cards=StoryCards(db, max_cards=settings.max_story_cards),
+        story_cards=StoryCards(db, max_cards=settings.max_story_cards, rate_limits=limits),
         generation_settings=GenerationSettings(
             db,
             GenerationDefaults(
@@ -260,7 +288,7 @@ async def build_services(settings: Settings) -> Services:
                 temperature=settings.temperature,
             ),
         ),
-        memory_bank=MemoryBank(db, capacity=settings.max_memories),
+        memory_bank=MemoryBank(db, capacity=settings.max_memories, rate_limits=limits),
         world_state=WorldStateService(db),
         insights=Insights(db),
         profiles=Profiles(db, retention_days=settings.guest_retention_days, queue=queue),
@@ -271,6 +299,7 @@ async def build_services(settings: Settings) -> Services:
             limits=script_limits,
             max_cards=settings.max_story_cards,
             max_chars=settings.max_script_chars,
+            rate_limits=limits,
         ),
         message_links=MessageLinks(db),
         characters=CharacterService(db),
@@ -280,4 +309,5 @@ async def build_services(settings: Settings) -> Services:
         model_settings=ModelSettings(db, secrets, policy, providers),
         blocks=blocks,
         operator_status=OperatorStatus(db, queue),
+        limits=limits,
     )

@@ -66,7 +66,7 @@ async def import_adventure(
     await interaction.response.defer(thinking=True)
     # Checked in full before a thread is opened for it: a bad file, or an import that would be
     # refused here, leaves nothing behind.
-    parsed = await archive.read(await file.read())
+    parsed = await archive.read(await file.read(), actor_of(interaction))
     await archive.check_may_restore(actor_of(interaction), place, parsed)
     thread: discord.Thread | None = None
     if place is None:

@@ -95,6 +95,7 @@ in a DM, your own adventures'; a key is never shown again
 
 **Your data**
 `/profile show|keep|delete`: what Campfire stores about you, keeping it, deleting it
+`/usage`: your use of Campfire's model today (and your server's), and the daily caps
 
 When several people act at once, their actions are queued and played in order.
 If a turn fails, nothing is saved and a 🔁 Retry button plays it again."""

@@ -16,6 +16,7 @@ from engine.formats import adventure as adventure_file
 from engine.formats.draft import ImportLimits
 from engine.formats.errors import ImportRejected
 from engine.formats.strict_json import MAX_ARRAY_ITEMS, JsonCaps, load_json
+from engine.limits import Kind, UsageLimits
 from engine.storage.models import StoryNode, utcnow
 
 if TYPE_CHECKING:
@@ -50,10 +51,17 @@ class RestoredAdventure:
 
 class AdventureArchive:
     def __init__(
-        self, db: Database, limits: ImportLimits, *, caps: AdventureCaps | None = None
+        self,
+        db: Database,
+        limits: ImportLimits,
+        *,
+        caps: AdventureCaps | None = None,
+        rate_limits: UsageLimits | None = None,
     ) -> None:
         self.db = db
         self.limits = limits
+        #: Imports per player per day (None: no limit, for tools and tests).
+        self.rate_limits = rate_limits
         #: The operator's caps on adventures per player; an import begins one too.
         self.caps = caps
 
@@ -87,8 +95,11 @@ class AdventureArchive:
         stem = re.sub(r"[^A-Za-z0-9]+", "-", raw["title"]).strip("-").lower()[:60] or "adventure"
         return AdventureFile(raw["title"], f"{stem}.adventure.json", content, left_out)
 
-    async def read(self, data: bytes) -> adventure_file.ParsedAdventure:
-        """Check an adventure file in full (nothing is written); raises ``ImportRejected``."""
+    async def read(self, data: bytes, actor: Actor | None = None) -> adventure_file.ParsedAdventure:
+        """Check an adventure file in full (nothing is written); raises ``ImportRejected``.
+        ``actor``: who imports it, counted against the imports per day before it is read."""
+        if actor is not None and self.rate_limits is not None:
+            await self.rate_limits.use(Kind.IMPORT, actor)
         # Adventures are larger than scenarios: the cap is Discord's own upload limit, and an
         # array may be as long as the node cap.
         caps = JsonCaps(

@@ -54,6 +54,7 @@ from engine.events import (
 )
 from engine.formats.draft import MAX_OPTIONS
 from engine.leases import TurnLeases
+from engine.limits import UsageLimits
 from engine.party import back_on_act
 from engine.place_hints import PlaceHints
 from engine.queue import AdventureQueue
@@ -148,6 +149,7 @@ class PlayService:
         queue: AdventureQueue,
         *,
         caps: AdventureCaps | None = None,
+        limits: UsageLimits | None = None,
         round_timeout_s: float = 120.0,
     ) -> None:
         self.db = db
@@ -162,7 +164,12 @@ class PlayService:
         #: What this process last saw running in each place (a hint: ``engine.place_hints``).
         self.places = PlaceHints()
         #: Carries each request to play through: recorded, queued, its events forwarded.
-        self.intake = TurnIntake(db, leases, queue, self.requests, self.places)
+        #: The rate limits and the operator's budget, asked by every request to play (None:
+        #: none, for tools and tests).
+        self.limits = limits
+        self.intake = TurnIntake(
+            db, leases, queue, self.requests, self.places, limits=limits, providers=turns.providers
+        )
 
     # --- scenarios and adventures -------------------------------------------------------------
 

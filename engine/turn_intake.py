@@ -41,7 +41,9 @@ from engine.events import (
     TurnInterrupted,
 )
 from engine.leases import Lease, TurnLeases
+from engine.limits import Charge, RateLimited, UsageLimits
 from engine.place_hints import PlaceHints
+from engine.providers.resolver import ProviderResolver
 from engine.queue import AdventureQueue, Ticket
 from engine.storage.database import Database
 from engine.storage.dialect import is_busy
@@ -80,6 +82,8 @@ class _Recorded:
     lease: Lease | None = None
     #: The turn a dead process was writing, which that claim took over.
     cut_off: TurnInterrupted | None = None
+    #: Whom the turn's tokens count against (None: not the operator's model).
+    charge: Charge | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,12 +108,20 @@ class TurnIntake:
         queue: AdventureQueue,
         requests: RequestLog,
         places: PlaceHints,
+        *,
+        limits: UsageLimits | None = None,
+        providers: ProviderResolver | None = None,
     ) -> None:
         self.db = db
         self.leases = leases
         self.queue = queue
         self.requests = requests
         self.places = places
+        #: The rate limits and the operator's budget, asked as a request is recorded and told
+        #: the tokens as its turn is stored (None: none, for tools and tests); ``providers``
+        #: says whether an adventure narrates on the operator's model.
+        self.limits = limits
+        self.providers = providers
         # Per place: the lock that records and queues its requests one at a time (``enter``),
         # with how many hold or wait for it. Per process, and safe so: it only orders this
         # process's own requests; across processes the turn lease decides.
@@ -139,6 +151,8 @@ class TurnIntake:
         async with self._arrival(channel_id):
             try:
                 recorded = await self._record(asked, checks)
+            except RateLimited as error:
+                recorded = TurnFailed(await self._strike(asked, error))
             except CampfireError as error:
                 recorded = TurnFailed(error)
             except Exception as error:
@@ -157,6 +171,18 @@ class TurnIntake:
         async with aclosing(self._forward(submitted)) as events:
             async for event in events:
                 yield event
+
+    async def _strike(self, asked: Asked, refusal: RateLimited) -> RateLimited:
+        """A request a rate limit refused: recorded as a strike (the refusal rolled back the
+        request's own transaction), which may lengthen the wait."""
+        assert self.limits is not None
+        try:
+            return await self.limits.strike(asked.actor.user_id, refusal)
+        except Exception as error:
+            if not is_busy(error):
+                raise
+            log.warning("could not record a refusal of request %s", asked.request_id)
+            return refusal
 
     @asynccontextmanager
     async def _arrival(self, channel_id: int) -> AsyncIterator[None]:
@@ -210,31 +236,49 @@ class TurnIntake:
             for check in checks:
                 if check is not None:
                     await check(session, adventure)
+            charge = None
+            if self.limits is not None:
+                # Last of the checks, before the lease: nothing of a refused request is kept.
+                # Whose model narrates is read here, in the request's own transaction: a server
+                # or player who brought their own since this process last looked is not capped.
+                on_operator_model = True
+                if self.providers is not None:
+                    await self.providers.read(session, adventure)
+                    on_operator_model = self.providers.is_operator_default(adventure)
+                charge = await self.limits.check_turn(
+                    session, actor, adventure, on_operator_model=on_operator_model
+                )
             self.places.seen(channel_id, adventure.id, adventure.version)
             if self.queue.running(adventure.id) or self.queue.waiting(adventure.id):
-                return _Recorded(adventure.id)
+                return _Recorded(adventure.id, charge=charge)
             # Nothing of this adventure is queued here: the turn runs as soon as it is queued,
             # so its lease is claimed now, with the request, in one transaction rather than
             # three (the request, the claim, its status). Busy elsewhere: claimed in the job.
             lease = await self.leases.claim_in(session, adventure.id)
             if lease is None:
-                return _Recorded(adventure.id)
+                return _Recorded(adventure.id, charge=charge)
             await self.requests.start(session, request_id)
             cut_off = None
             if lease.reclaimed_from is not None:
                 cut_off = await self.requests.interrupted(session, adventure.id, besides=request_id)
-            return _Recorded(adventure.id, lease, cut_off)
+            return _Recorded(adventure.id, lease, cut_off, charge)
 
-    def _fence(self, lease: Lease, request_id: int, passed: list[int]) -> Fence:
+    def _fence(
+        self, lease: Lease, request_id: int, passed: list[int], charge: Charge | None
+    ) -> Fence:
         """The turn's fence: the lease still held; and, in the transaction that stores the
         turn, the request's outcome (so a process killed after that commit leaves a request
-        that is done, never one still "running" that a restart would call interrupted) and the
-        lease passed on (``_pass_on``): one transaction where there were three."""
+        that is done, never one still "running" that a restart would call interrupted), the
+        lease passed on (``_pass_on``) and the tokens counted against the budget: one
+        transaction where there were four. A turn that fails stores none of it."""
         request_done = self.requests.stored
+        limits = self.limits
 
         async def stored(session: AsyncSession, result: TurnResult) -> None:
             await request_done(session, request_id, result)
             await self._pass_on(session, lease, passed)
+            if charge is not None and limits is not None:
+                await limits.count_turn(session, charge, result.usage)
 
         return Fence(holds=self.leases.fence(lease), stored=stored)
 
@@ -297,7 +341,8 @@ class TurnIntake:
                     for event in interrupted:
                         events.put_nowait(event)
                     passed: list[int] = []
-                    stream = turn(adventure_id, self._fence(lease, request_id, passed))
+                    fence = self._fence(lease, request_id, passed, recorded.charge)
+                    stream = turn(adventure_id, fence)
                     async with aclosing(stream) as running:
                         async for event in running:
                             if isinstance(event, TurnFailed):

@@ -99,6 +99,11 @@ async def campfire_on_standin(
             "model_url": model.base_url,
             "model_name": model.model,
             "model_timeout": 3,
+            # Tests play faster than people do; a test of the rate limits sets its own.
+            "turns_per_user_per_minute": 10_000,
+            "turns_per_adventure_per_minute": 10_000,
+            "script_tests_per_minute": 10_000,
+            "imports_per_day": 10_000,
         }
         | settings
     )

@@ -221,6 +221,7 @@ async def play_everything(env: DiscordEnv, fake_model: FakeModelServer, p: Playe
     await p.submit(alice, opened, {"text": "Ada crept up on the bandit camp."})
 
     await p.slash(bob, thread, "recap")
+    await p.slash(bob, thread, "usage")
 
     # --- characters, the party, the host's controls -----------------------------------------
     await p.slash(bob, thread, "character set", name="Bo", about="The cook's boy.")

@@ -253,6 +253,7 @@ async def test_sync_registers_the_commands_and_start_does_not(env):
         "summary",
         "tree",
         "undo",
+        "usage",
     ]
     assert sorted(c["name"] for c in env.fake.commands[None]) == names
     adventure = next(c for c in env.fake.commands[None] if c["name"] == "adventure")

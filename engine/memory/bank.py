@@ -34,6 +34,7 @@ from engine.storage.models import (
 
 if TYPE_CHECKING:
     from engine.access import Actor
+    from engine.limits import UsageLimits
     from engine.storage.database import Database
 
 #: A memory is one or two sentences; this leaves room for a long one.
@@ -138,9 +139,13 @@ class MemoryBank:
     ``capacity`` is how many memories one adventure keeps live (the operator's setting).
     """
 
-    def __init__(self, db: Database, *, capacity: int) -> None:
+    def __init__(
+        self, db: Database, *, capacity: int, rate_limits: UsageLimits | None = None
+    ) -> None:
         self.db = db
         self.capacity = capacity
+        #: Memories players add, per player over the adventures they host (None: no cap).
+        self.rate_limits = rate_limits
 
     # --- reading ----------------------------------------------------------------------------
 
@@ -218,6 +223,8 @@ class MemoryBank:
             adventure = await adventure_here(session, channel_id, for_update=True)
             await check_may_steer(session, adventure, actor)
             assert adventure.id is not None
+            if self.rate_limits is not None:
+                await self.rate_limits.check_host_room(session, adventure, "memories")
             head_index = await _head_index(session, adventure)
             memory = Memory(
                 adventure_id=adventure.id,

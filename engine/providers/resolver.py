@@ -50,9 +50,9 @@ class ProviderResolver(Protocol):
 
     def is_operator_default(self, adventure: Adventure) -> bool:
         """Whether ``adventure``'s work goes to the operator's own model (whose use the
-        operator pays for and may cap), not a server's or a player's. Call ``read`` first, in
-        the session that read the adventure: an adventure never read here counts as using the
-        operator's model."""
+        operator pays for and the caps guard: ``engine.limits``), not a server's or a player's.
+        Call ``read`` first, in the session that read the adventure: an adventure never read
+        here counts as using the operator's model."""
         ...
 
 

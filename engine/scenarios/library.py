@@ -35,6 +35,7 @@ from engine.formats.draft import (
     ScenarioDraft,
 )
 from engine.formats.errors import ImportRejected
+from engine.limits import Kind, UsageLimits
 from engine.scenarios.lookup import resolve_scenario, visible_scenarios
 from engine.storage.models import Scenario, ScenarioCard, ScenarioScript, Server
 
@@ -102,9 +103,14 @@ class ScenarioDetails:
 
 
 class ScenarioLibrary:
-    def __init__(self, db: Database, limits: ImportLimits) -> None:
+    def __init__(
+        self, db: Database, limits: ImportLimits, *, rate_limits: UsageLimits | None = None
+    ) -> None:
         self.db = db
         self.limits = limits
+        #: Imports per player per day and scenarios per library (None: none, for tools and
+        #: tests).
+        self.rate_limits = rate_limits
 
     # --- import ----------------------------------------------------------------------------
 
@@ -123,6 +129,8 @@ class ScenarioLibrary:
     async def preview(self, actor: Actor, data: bytes, filename: str) -> ImportedScenario:
         """Read and check a file (nothing is written); raises ``ImportRejected``."""
         await self.check_may_import(actor)
+        if self.rate_limits is not None:
+            await self.rate_limits.use(Kind.IMPORT, actor)
         # Parsing a 2 MiB file takes a moment: off the event loop, so other turns keep going.
         return await asyncio.to_thread(read_scenario, data, filename, self.limits)
 
@@ -135,6 +143,10 @@ class ScenarioLibrary:
             owner_id = None if server_id is not None else actor.user_id
             if server_id is not None:
                 await touch_server(session, server_id, actor.server_name)
+            if self.rate_limits is not None:
+                await self.rate_limits.check_library(
+                    session, server_id, owner_id, adding=len(imported.scenarios)
+                )
             titles: list[str] = []
             ids: list[int] = []
             for draft in imported.scenarios:

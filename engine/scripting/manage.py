@@ -24,6 +24,7 @@ from engine.access import adventure_here, check_may_script
 from engine.actions import PlayerAction, format_action
 from engine.context_types import ContextBuilder, ContextInputs
 from engine.errors import InvalidInput, NotFound
+from engine.limits import Kind, UsageLimits
 from engine.sanitise import QUOTE_MAX, echo, sanitise
 from engine.scripting import sandbox, workers
 from engine.scripting.hooks import Hook, HookReport, ScriptStopped, TurnScripts
@@ -113,10 +114,13 @@ class ScriptService:
         limits: sandbox.Limits,
         max_cards: int,
         max_chars: int,
+        rate_limits: UsageLimits | None = None,
     ) -> None:
         self.db = db
         self.context = context
         self.limits = limits
+        #: /script test per minute (None: no limit, for tools and tests).
+        self.rate_limits = rate_limits
         self.max_cards = max_cards
         #: The most characters one uploaded file may have.
         self.max_chars = max_chars
@@ -245,6 +249,8 @@ class ScriptService:
         the newest narration); onModelContext gets the context the next turn would build.
         """
         hook = _hook(hook)
+        if self.rate_limits is not None:
+            await self.rate_limits.use(Kind.SCRIPT_TEST, actor)
         async with self.db.session() as session:
             adventure = await adventure_here(session, channel_id)
             check_may_script(adventure, actor)

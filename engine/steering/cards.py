@@ -20,6 +20,7 @@ from engine.storage.models import Adventure, AdventureCard
 
 if TYPE_CHECKING:
     from engine.access import Actor
+    from engine.limits import UsageLimits
     from engine.storage.database import Database
 
 CARD_TITLE_MAX = 100
@@ -101,9 +102,13 @@ class StoryCards:
     ``max_cards`` is the most one adventure may hold (the operator's setting).
     """
 
-    def __init__(self, db: Database, *, max_cards: int) -> None:
+    def __init__(
+        self, db: Database, *, max_cards: int, rate_limits: UsageLimits | None = None
+    ) -> None:
         self.db = db
         self.max_cards = max_cards
+        #: Cards per player, over all the adventures they host (None: none, for tests).
+        self.rate_limits = rate_limits
 
     async def page(self, channel_id: int, *, page: int = 1, per_page: int = 10) -> CardPage:
         """One page of the adventure's story cards, in their order. Anyone may look."""
@@ -188,6 +193,8 @@ class StoryCards:
             await check_may_steer(session, adventure, actor)
             assert adventure.id is not None
             _check_room(await _card_count(session, adventure.id), self.max_cards)
+            if self.rate_limits is not None:
+                await self.rate_limits.check_host_room(session, adventure, "cards")
             await _check_unique_title(session, adventure.id, fields["title"])
             last = await session.scalar(
                 select(func.max(col(AdventureCard.position))).where(

@@ -95,6 +95,9 @@ async def run(turns: int, data_dir: Path, database_url: str | None) -> Figures:
             model_url=model.base_url,
             model_name=model.model,
             model_timeout=30,
+            # Its turns come faster than a person's: the limits are asked, and not reached.
+            turns_per_user_per_minute=10_000,
+            turns_per_adventure_per_minute=10_000,
             **({"database_url": database_url} if database_url else {}),
         )
         bot = CampfireBot(settings)
