@@ -123,7 +123,7 @@ async def test_a_turn_cut_off_by_a_dead_process_is_reported_and_retried(db, prov
     )
     interrupted = next(e for e in events if isinstance(e, TurnInterrupted))
     assert interrupted.request_id == 301
-    assert interrupted.action_text == "> You cross the bridge."
+    assert interrupted.action_text == "cross the bridge"  # the words typed
     assert isinstance(events[-1], TurnDone)
 
     fake_model.queue("You cross at last.")
@@ -154,7 +154,7 @@ async def test_the_sweep_finds_turns_cut_off_while_nobody_played(db, provider):
     assert await play.reap_interrupted() == []
     now[0] = utcnow() + timedelta(minutes=5)
     found = await play.reap_interrupted()
-    assert found == [(50, TurnInterrupted(401, '> You say "Anyone?"'))]
+    assert found == [(50, TurnInterrupted(401, "Anyone?"))]
     assert await play.reap_interrupted() == []
 
 
