@@ -79,6 +79,12 @@ class Settings(BaseSettings):
         description="The context budget on the embedded model (at most context_tokens): a "
         "small CPU reads about 160 prompt tokens a second, so a smaller prompt answers sooner.",
     )
+    embedded_max_output_tokens: int = Field(
+        default=160,
+        ge=16,
+        le=4096,
+        description="The longest narration on the embedded model (at most max_output_tokens).",
+    )
     model_timeout: float = Field(default=60.0, gt=0.0, le=3600.0)
     model_reply_seconds: float = Field(
         default=180.0,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from bot.config import ConfigError, Settings
@@ -35,6 +36,7 @@ from engine.providers.openai_compat import OpenAICompatibleProvider
 from engine.providers.resolver import ChosenModels, ModelLimits, OperatorDefault
 from engine.queue import AdventureQueue
 from engine.redaction import redact_logs
+from engine.retrieval.retriever import Retriever
 from engine.scenarios.library import ScenarioLibrary
 from engine.scenarios.shipped import seed_builtin_scenarios
 from engine.scripting.manage import ScriptService
@@ -101,7 +103,7 @@ class Services:
         # The script workers this process started (a later run would start new ones).
         close_script_workers()
         await self.models.aclose()
-        await self.provider.aclose()
+        await self.models.default.aclose()  # the operator's model, and its background client
         if self.embedder is not None:
             await self.embedder.aclose()
         await self.db.dispose()
@@ -127,9 +129,17 @@ def make_chat_provider(settings: Settings) -> ChatProvider:
         settings.local_model_path,
         # Room for the reply and for the model's tokenizer counting more than Campfire's own
         # (cl100k): a prompt past n_ctx would fail the turn, and the room costs little memory.
-        n_ctx=min(2 * embedded_budget(settings) + settings.max_output_tokens, 16384),
+        n_ctx=min(2 * embedded_budget(settings) + reply_tokens(settings), 16384),
         limits=reply_limits(settings),
     )
+
+
+def reply_tokens(settings: Settings) -> int:
+    """The most tokens a narration may have: on the embedded model, fewer (it writes about
+    20 a second, and what it writes the next turn reads again)."""
+    if settings.model_url:
+        return settings.max_output_tokens
+    return min(settings.max_output_tokens, settings.embedded_max_output_tokens)
 
 
 def embedded_budget(settings: Settings) -> int:
@@ -137,14 +147,14 @@ def embedded_budget(settings: Settings) -> int:
     return min(settings.context_tokens, settings.embedded_context_tokens)
 
 
-def make_context_engine(settings: Settings, retrievers: list[MemoryRetriever]) -> ContextEngine:
+def make_context_engine(settings: Settings, retrievers: Sequence[Retriever]) -> ContextEngine:
     """The context engine for the operator's model. On the embedded one, the prompt is laid
     out for llama.cpp's reuse of what it has read (``engine.context``'s prefix-stable layout)
     within a smaller budget: on a small CPU, reading the prompt is most of a turn's wait."""
     embedded = not settings.model_url
     return ContextEngine(
         budget=embedded_budget(settings) if embedded else settings.context_tokens,
-        max_output_tokens=settings.max_output_tokens,
+        max_output_tokens=reply_tokens(settings),
         retrievers=retrievers,
         prefix_stable=embedded,
     )
@@ -199,7 +209,13 @@ async def build_services(settings: Settings) -> Services:
     provider = make_chat_provider(settings)
     log.info("narrating with %s", provider.label)
     # The operator may keep the default model for narration only (CAMPFIRE_BACKGROUND_MODEL_USE).
-    default = OperatorDefault(provider, background=settings.background_model_use)
+    default = OperatorDefault(
+        provider,
+        background=settings.background_model_use,
+        # The embedded model keeps what it has read of the story between turns: background
+        # work gets a context of its own, so the next turn reads on from the last.
+        background_provider=None if settings.model_url else make_chat_provider(settings),
+    )
     # A server's or player's own model, checked by the endpoint policy (the operator's is not).
     policy = EndpointPolicy(allow_private=settings.allow_private_endpoints)
     providers = ChosenModels(
@@ -209,7 +225,7 @@ async def build_services(settings: Settings) -> Services:
         ModelLimits(timeout=settings.model_timeout, reply=reply_limits(settings)),
     )
     params = GenerationParams(
-        max_tokens=settings.max_output_tokens,
+        max_tokens=reply_tokens(settings),
         temperature=settings.temperature,
         top_p=settings.top_p,
     )

@@ -62,10 +62,14 @@ class OperatorDefault:
 
     ``background`` False keeps it for narration only (the operator pays for the model and may
     not want it used for work nobody asked for: ``CAMPFIRE_BACKGROUND_MODEL_USE``).
+    ``background_provider``: another client of the same model for that work (the embedded
+    model's second context: the memory writer's prompts would otherwise replace the story's
+    evaluated prompt, which the next turn reuses).
     """
 
     provider: ChatProvider
     background: bool = True
+    background_provider: ChatProvider | None = None
 
     async def read(self, session: AsyncSession, adventure: Adventure) -> None:
         return None
@@ -74,10 +78,17 @@ class OperatorDefault:
         return self.provider
 
     def for_background(self, adventure: Adventure) -> ChatProvider | None:
-        return self.provider if self.background else None
+        if not self.background:
+            return None
+        return self.background_provider or self.provider
 
     def is_operator_default(self, adventure: Adventure) -> bool:
         return True
+
+    async def aclose(self) -> None:
+        await self.provider.aclose()
+        if self.background_provider is not None:
+            await self.background_provider.aclose()
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,9 +15,11 @@ It prints one summary line::
 
     embedded: first text p50 <s> s, p95 <s> s at turns 11-20, prompt <n> tokens, reused <n> tokens
 
-(the tokens: medians). ``--before`` first plays the same turns in the layout and budget for a
-remote model (the classic AI Dungeon layout, ``CAMPFIRE_CONTEXT_TOKENS``), in this same run,
-and prints its line first, marked ``(remote layout)``. Target: first text p50 <= 2 s on a
+(the tokens: medians). ``--before`` first plays the same turns as they were played before: in
+the layout and budget for a remote model (the classic AI Dungeon layout,
+``CAMPFIRE_CONTEXT_TOKENS``), the remote reply length, and one llama.cpp context shared with
+the memory writer; in this same run, and prints its line first, marked ``(remote layout)``.
+Target: first text p50 <= 2 s on a
 2-core machine.
 """
 
@@ -29,7 +31,7 @@ import statistics
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from bot.config import load_settings
@@ -38,8 +40,10 @@ from bot.services import make_context_engine
 from bot.standin import StandIn
 from engine.access import Actor
 from engine.actions import ActionType, PlayerAction
+from engine.context import ContextEngine
 from engine.events import TextDelta, TurnDone
 from engine.providers.local import bundled_model_path
+from engine.providers.resolver import OperatorDefault
 
 TARGET_S = 2.0
 MEASURED = slice(10, 20)  # turns 11-20
@@ -95,14 +99,19 @@ async def play(data_dir: Path, turns: int, *, remote_layout: bool) -> Figures:
     figures = Figures()
     async with standin:
         if remote_layout:
-            # What a turn on the embedded model was before its layout and budget: the context
-            # engine a remote model gets.
+            # What a turn on the embedded model was before: the context engine, reply length
+            # and context size a remote model gets, and one context for all its work.
+            services = bot.services
             remote = settings.model_copy(update={"model_url": "http://remote.invalid/v1"})
-            bot.services.turns.context = make_context_engine(
-                remote, list(bot.services.turns.context.retrievers)
+            context = services.turns.context
+            assert isinstance(context, ContextEngine)
+            services.turns.context = make_context_engine(remote, context.retrievers)
+            services.turns.params = replace(
+                services.turns.params, max_tokens=settings.max_output_tokens
             )
-            # As the embedded model was made then: a context of the whole remote budget.
-            bot.services.provider.n_ctx = min(settings.context_tokens, 8192)  # type: ignore[attr-defined]
+            provider = services.provider
+            provider.n_ctx = min(settings.context_tokens, 8192)  # type: ignore[attr-defined]
+            services.models.default = OperatorDefault(provider)
         await fake.slash(player, dm, "start", scenario="lantern")
         await standin.idle(timeout=600)
         actor = Actor(player, "player")
