@@ -1,6 +1,9 @@
 """The compatibility corpus (``tests/data/corpus/``, sources in its ``SOURCES.md``): real
 published files, each imported and checked to do what it is for: its cards fire on a story
-naming them, in an adventure started from it."""
+naming them, in an adventure started from it.
+
+Keys match as ``engine.cards`` says: whole words, case-insensitively, the first key of a card
+found in the text being the one reported."""
 
 from __future__ import annotations
 
@@ -35,7 +38,9 @@ async def _adventure_cards(db, name: str) -> tuple[str, list[Card], list[str]]:
             .where(col(AdventureCard.adventure_id) == adventure.id)
             .order_by(col(AdventureCard.position))
         )
-        cards = [Card.of(r.title, r.entry, r.keys, always_on=r.always_on) for r in rows]
+        cards = [
+            Card.of(r.title, r.entry, r.keys, always_on=r.always_on, type=r.type) for r in rows
+        ]
     return imported.format, cards, imported.warnings
 
 
@@ -52,3 +57,51 @@ async def test_sillytavern_eldoria_world_info_fires_on_a_story_naming_it(db):
     }
     assert [m.card.title for m in match_cards(cards, "Her magic healed you.")] == ["power"]
     assert match_cards(cards, "The road north was quiet.") == []
+
+
+async def test_novelai_ripple_lorebook_fires_on_a_story_naming_rome(db):
+    # Exported from NovelAI as published (lorebookVersion 4, one entry, no categories).
+    kind, cards, warnings = await _adventure_cards(
+        db, "lorebooks/novelai-grahamwaters/ripple.lorebook"
+    )
+    assert kind == detect.NOVELAI and warnings == []
+    assert [(c.title, c.keys, c.type) for c in cards] == [
+        ("Rome Burning", ("Rome", "Emperor", "476 AD"), "custom")
+    ]
+    assert cards[0].entry.startswith("The Roman Empire burned in the year 476.")
+    fired = match_cards(cards, "Word reached the legions that Rome was burning.")
+    assert [(m.card.title, m.reason) for m in fired] == [("Rome Burning", "trigger: Rome")]
+    fired = match_cards(cards, "In 476 AD the last of the west fell.")
+    assert [m.reason for m in fired] == ["trigger: 476 AD"]
+    assert match_cards(cards, "Romeo waited under the balcony.") == []
+
+
+async def test_novelai_lorebook_categories_become_card_types_and_shared_keys_fire_both(db):
+    # The first ten entries of a NovelAI lorebook with categories (see SOURCES.md: trimmed).
+    kind, cards, warnings = await _adventure_cards(
+        db, "lorebooks/novelai-grahamwaters/lockwood.lorebook"
+    )
+    assert kind == detect.NOVELAI and warnings == []
+    assert [(c.title, c.type) for c in cards] == [
+        ("Vera Stepanova", "characters"),
+        ("Aston Lockwood", "characters"),
+        ("Hugo Lockwood", "characters"),
+        ("The Lockwood Estate", "locations"),
+        ("Sigmund Lockwood", "characters"),
+        ("Miles Sampson", "characters"),
+        ("Edward Cass", "characters"),
+        ("Lillian Lockwood", "characters"),
+        ("Christopher Wallace Lockwood", "characters"),
+        ("Aurora Rosé", "characters"),
+    ]
+    story = "Edward Cass lit a cigar in the atrium while Aurora sang by the piano."
+    fired = {m.card.title: m.reason for m in match_cards(cards, story)}
+    assert fired == {
+        "The Lockwood Estate": "trigger: Atrium",
+        "Edward Cass": "trigger: Edward Cass",
+        "Aurora Rosé": "trigger: Aurora",
+    }
+    # Two entries share the key "Vera": both go in, as in NovelAI.
+    fired = {m.card.title: m.reason for m in match_cards(cards, "Vera took the night train.")}
+    assert fired == {"Vera Stepanova": "trigger: Vera", "Hugo Lockwood": "trigger: Vera"}
+
