@@ -105,3 +105,52 @@ async def test_novelai_lorebook_categories_become_card_types_and_shared_keys_fir
     fired = {m.card.title: m.reason for m in match_cards(cards, "Vera took the night train.")}
     assert fired == {"Vera Stepanova": "trigger: Vera", "Hugo Lockwood": "trigger: Vera"}
 
+
+async def test_auto_cards_story_card_export_fires_on_a_story_naming_its_cards(db):
+    # An AI Dungeon story-card export made by the Auto-Cards script (its first 150 cards), whose
+    # keys repeat each name with the punctuation around it (" White , White',\"White , …").
+    kind, cards, warnings = await _adventure_cards(
+        db, "storycards/auto-cards-pokemon-safari/story-cards.json"
+    )
+    assert kind == detect.AID_CARDS and warnings == []
+    assert len(cards) == 150
+    assert {c.type for c in cards} == {"faction", "race", "location"}
+    story = "Near Pueltown a Corviknight used Hypnosis on a wild Goomy."
+    fired = {m.card.title: m.reason for m in match_cards(cards, story)}
+    assert fired == {
+        "Pueltown": "trigger: Pueltown",
+        "Corviknight": "trigger: Corviknight",
+        "Hypnosis": "trigger: Hypnosis",
+        "Goomy": "trigger: Goomy",
+    }
+    # A name written with the punctuation the keys spell out still fires its card.
+    fired = [m.card.title for m in match_cards(cards, "They called her (White) for short.")]
+    assert fired == ["White"]
+    assert [m.card.title for m in match_cards(cards, "The Blood-Moon rose.")] == ["Blood-Moon"]
+    assert match_cards(cards, "The moon rose over the quiet meadow.") == []
+
+
+async def test_hashtag_dnd_story_cards_keep_repeated_titles_apart_and_fire(db):
+    # The story cards of the Hashtag-DnD scenario (its first 500): items, weapons and armour,
+    # four of them titled "Potion of Healing", each with its own key.
+    kind, cards, warnings = await _adventure_cards(db, "storycards/hashtag-dnd/story-cards.json")
+    assert kind == detect.AID_CARDS
+    assert warnings == [
+        "The scenario: 5 story card(s) shared a title with another and were numbered."
+    ]
+    assert len(cards) == 500
+    assert {c.type for c in cards} == {"weapon", "armor", "item"}
+    potions = [(c.title, c.keys) for c in cards if c.title.startswith("Potion of Healing")]
+    assert potions == [
+        ("Potion of Healing", ("Potion of Healing",)),
+        ("Potion of Healing (2)", ("Potion of Greater Healing",)),
+        ("Potion of Healing (3)", ("Potion of Superior Healing",)),
+        ("Potion of Healing (4)", ("Potion of Supreme Healing",)),
+    ]
+    story = "She lit a Torch, drew her Rapier and drank a Potion of Supreme Healing."
+    fired = {m.card.title: m.reason for m in match_cards(cards, story)}
+    assert fired == {
+        "Rapier": "trigger: Rapier",
+        "Potion of Healing (4)": "trigger: Potion of Supreme Healing",
+        "Torch": "trigger: Torch",
+    }
