@@ -1,6 +1,9 @@
 """The compatibility corpus (``tests/data/corpus/``, sources in its ``SOURCES.md``): real
 published files, each imported and checked to do what it is for: its cards fire on a story
-naming them, in an adventure started from it."""
+naming them, in an adventure started from it.
+
+Keys match as ``engine.cards`` says: whole words, case-insensitively, the first key of a card
+found in the text being the one reported."""
 
 from __future__ import annotations
 
@@ -35,7 +38,9 @@ async def _adventure_cards(db, name: str) -> tuple[str, list[Card], list[str]]:
             .where(col(AdventureCard.adventure_id) == adventure.id)
             .order_by(col(AdventureCard.position))
         )
-        cards = [Card.of(r.title, r.entry, r.keys, always_on=r.always_on) for r in rows]
+        cards = [
+            Card.of(r.title, r.entry, r.keys, always_on=r.always_on, type=r.type) for r in rows
+        ]
     return imported.format, cards, imported.warnings
 
 
@@ -52,3 +57,100 @@ async def test_sillytavern_eldoria_world_info_fires_on_a_story_naming_it(db):
     }
     assert [m.card.title for m in match_cards(cards, "Her magic healed you.")] == ["power"]
     assert match_cards(cards, "The road north was quiet.") == []
+
+
+async def test_novelai_ripple_lorebook_fires_on_a_story_naming_rome(db):
+    # Exported from NovelAI as published (lorebookVersion 4, one entry, no categories).
+    kind, cards, warnings = await _adventure_cards(
+        db, "lorebooks/novelai-grahamwaters/ripple.lorebook"
+    )
+    assert kind == detect.NOVELAI and warnings == []
+    assert [(c.title, c.keys, c.type) for c in cards] == [
+        ("Rome Burning", ("Rome", "Emperor", "476 AD"), "custom")
+    ]
+    assert cards[0].entry.startswith("The Roman Empire burned in the year 476.")
+    fired = match_cards(cards, "Word reached the legions that Rome was burning.")
+    assert [(m.card.title, m.reason) for m in fired] == [("Rome Burning", "trigger: Rome")]
+    fired = match_cards(cards, "In 476 AD the last of the west fell.")
+    assert [m.reason for m in fired] == ["trigger: 476 AD"]
+    assert match_cards(cards, "Romeo waited under the balcony.") == []
+
+
+async def test_novelai_lorebook_categories_become_card_types_and_shared_keys_fire_both(db):
+    # The first ten entries of a NovelAI lorebook with categories (see SOURCES.md: trimmed).
+    kind, cards, warnings = await _adventure_cards(
+        db, "lorebooks/novelai-grahamwaters/lockwood.lorebook"
+    )
+    assert kind == detect.NOVELAI and warnings == []
+    assert [(c.title, c.type) for c in cards] == [
+        ("Vera Stepanova", "characters"),
+        ("Aston Lockwood", "characters"),
+        ("Hugo Lockwood", "characters"),
+        ("The Lockwood Estate", "locations"),
+        ("Sigmund Lockwood", "characters"),
+        ("Miles Sampson", "characters"),
+        ("Edward Cass", "characters"),
+        ("Lillian Lockwood", "characters"),
+        ("Christopher Wallace Lockwood", "characters"),
+        ("Aurora Rosé", "characters"),
+    ]
+    story = "Edward Cass lit a cigar in the atrium while Aurora sang by the piano."
+    fired = {m.card.title: m.reason for m in match_cards(cards, story)}
+    assert fired == {
+        "The Lockwood Estate": "trigger: Atrium",
+        "Edward Cass": "trigger: Edward Cass",
+        "Aurora Rosé": "trigger: Aurora",
+    }
+    # Two entries share the key "Vera": both go in, as in NovelAI.
+    fired = {m.card.title: m.reason for m in match_cards(cards, "Vera took the night train.")}
+    assert fired == {"Vera Stepanova": "trigger: Vera", "Hugo Lockwood": "trigger: Vera"}
+
+
+async def test_auto_cards_story_card_export_fires_on_a_story_naming_its_cards(db):
+    # An AI Dungeon story-card export made by the Auto-Cards script (its first 150 cards), whose
+    # keys repeat each name with the punctuation around it (" White , White',\"White , …").
+    kind, cards, warnings = await _adventure_cards(
+        db, "storycards/auto-cards-pokemon-safari/story-cards.json"
+    )
+    assert kind == detect.AID_CARDS and warnings == []
+    assert len(cards) == 150
+    assert {c.type for c in cards} == {"faction", "race", "location"}
+    story = "Near Pueltown a Corviknight used Hypnosis on a wild Goomy."
+    fired = {m.card.title: m.reason for m in match_cards(cards, story)}
+    assert fired == {
+        "Pueltown": "trigger: Pueltown",
+        "Corviknight": "trigger: Corviknight",
+        "Hypnosis": "trigger: Hypnosis",
+        "Goomy": "trigger: Goomy",
+    }
+    # A name written with the punctuation the keys spell out still fires its card.
+    fired = [m.card.title for m in match_cards(cards, "They called her (White) for short.")]
+    assert fired == ["White"]
+    assert [m.card.title for m in match_cards(cards, "The Blood-Moon rose.")] == ["Blood-Moon"]
+    assert match_cards(cards, "The moon rose over the quiet meadow.") == []
+
+
+async def test_hashtag_dnd_story_cards_keep_repeated_titles_apart_and_fire(db):
+    # The story cards of the Hashtag-DnD scenario (its first 500): items, weapons and armour,
+    # four of them titled "Potion of Healing", each with its own key.
+    kind, cards, warnings = await _adventure_cards(db, "storycards/hashtag-dnd/story-cards.json")
+    assert kind == detect.AID_CARDS
+    assert warnings == [
+        "The scenario: 5 story card(s) shared a title with another and were numbered."
+    ]
+    assert len(cards) == 500
+    assert {c.type for c in cards} == {"weapon", "armor", "item"}
+    potions = [(c.title, c.keys) for c in cards if c.title.startswith("Potion of Healing")]
+    assert potions == [
+        ("Potion of Healing", ("Potion of Healing",)),
+        ("Potion of Healing (2)", ("Potion of Greater Healing",)),
+        ("Potion of Healing (3)", ("Potion of Superior Healing",)),
+        ("Potion of Healing (4)", ("Potion of Supreme Healing",)),
+    ]
+    story = "She lit a Torch, drew her Rapier and drank a Potion of Supreme Healing."
+    fired = {m.card.title: m.reason for m in match_cards(cards, story)}
+    assert fired == {
+        "Rapier": "trigger: Rapier",
+        "Potion of Healing (4)": "trigger: Potion of Supreme Healing",
+        "Torch": "trigger: Torch",
+    }
