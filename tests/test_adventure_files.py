@@ -23,6 +23,7 @@ from engine.providers.resolver import OperatorDefault
 from engine.storage.models import (
     ActionType,
     Adventure,
+    AdventureCard,
     AdventureScript,
     Branch,
     Character,
@@ -103,6 +104,11 @@ async def grown_adventure(db, provider, fake_model, channel_id: int = 1) -> int:
             )
         )
         adventure.message_play = True
+        session.add(
+            AdventureCard(
+                adventure_id=adventure_id, title="Settings", entry="on", script_id="mc-settings"
+            )
+        )
         adventure.head_node_id = fork.id
         adventure.active_branch_id = branch.id
         # Alice's own story in her DM: she may read and bring in its scripts.
@@ -124,6 +130,8 @@ async def test_export_then_import_gives_an_equal_adventure(db, provider, fake_mo
     assert raw["save_points"][0]["name"] == "heron" and raw["memories"][0]["pinned"] is True
     assert raw["characters"] == [{"user_id": 11, "name": "Ada", "about": "A heron"}]
     assert raw["settings"]["message_play"] is True
+    # The id a script gave its card travels: the script finds its card again after an import.
+    assert [c["script_id"] for c in raw["story_cards"] if "script_id" in c] == ["mc-settings"]
 
     restored = await archive.restore(ALICE, 2, await archive.read(exported.content))
     assert (restored.nodes, restored.branches, restored.head_text) == (6, 2, "> You turn back.")

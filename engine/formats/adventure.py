@@ -15,7 +15,7 @@ export again gives the same file.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -37,6 +37,7 @@ from engine.formats.draft import (
 from engine.formats.errors import ImportRejected
 from engine.formats.fields import INT64_MAX, Fields
 from engine.sanitise import sanitise
+from engine.scripting.results import CARD_ID_MAX_CHARS
 from engine.storage.models import (
     ActionType,
     Adventure,
@@ -172,6 +173,8 @@ async def export_adventure(session: AsyncSession, adventure: Adventure) -> dict[
                 "entry": c.entry,
                 "description": c.description,
                 "always_on": c.always_on,
+                # The id a script gave the card, which the script looks it up by again.
+                **({"script_id": c.script_id} if c.script_id else {}),
             }
             for c in cards
         ],
@@ -265,6 +268,8 @@ class ParsedAdventure:
     head: int
     active_branch: str | None
     characters: list[dict[str, Any]]
+    #: The id a script gave each story card ("" for none), in the cards' order.
+    card_script_ids: list[str] = field(default_factory=list)
 
 
 def parse_adventure(raw: Any, limits: ImportLimits) -> ParsedAdventure:
@@ -313,8 +318,22 @@ def parse_adventure(raw: Any, limits: ImportLimits) -> ParsedAdventure:
     created = f.when("created_at")
     if created is not None:
         fields["created_at"] = created
+    script_ids = [
+        sanitise(Fields(item, p).text("script_id"))[:CARD_ID_MAX_CHARS]
+        for p, item in f.items("story_cards")
+    ]
     return ParsedAdventure(
-        fields, steering, nodes, takes, branches, save_points, memories, head, active, characters
+        fields,
+        steering,
+        nodes,
+        takes,
+        branches,
+        save_points,
+        memories,
+        head,
+        active,
+        characters,
+        script_ids,
     )
 
 
@@ -347,7 +366,12 @@ async def write_adventure(
     await session.flush()
     assert adventure.id is not None
     session.add_all(
-        AdventureCard(adventure_id=adventure.id, position=i, **asdict(card))
+        AdventureCard(
+            adventure_id=adventure.id,
+            position=i,
+            script_id=parsed.card_script_ids[i] if i < len(parsed.card_script_ids) else "",
+            **asdict(card),
+        )
         for i, card in enumerate(steering.cards)
     )
     session.add_all(
