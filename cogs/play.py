@@ -66,6 +66,9 @@ narrated together once all acted, on Close, or late (`host`: on the host's Close
 `/scenario import file:` bring in an AI Dungeon, SillyTavern, NovelAI or Campfire file
 `/scenario list`, `/scenario show`, `/scenario export`, `/scenario delete`
 `/adventure export` the whole story as a file; `/adventure import file:` to restore one
+`/adventure list`: the adventures here, running and ended; `/adventure resume adventure:` \
+brings an ended one back where it ran; `/adventure end`: end the one here (the host and server \
+managers; asked first, and nothing is deleted)
 `/server importers [role]`: who besides server managers may import (Manage Server)
 
 **Rewind and branch**

@@ -5,6 +5,7 @@ one back or end one."""
 from __future__ import annotations
 
 from sqlalchemy import func, select
+from sqlmodel import col
 
 from bot.standin.world import MessageRecord
 from engine.storage.models import Adventure, StoryNode
@@ -15,7 +16,7 @@ from tests.fakes.openai_server import FakeModelServer
 async def nodes_of(env: DiscordEnv, adventure_id: int) -> int:
     async with env.bot.services.db.session() as session:
         counted = select(func.count()).select_from(StoryNode)
-        return await session.scalar(counted.where(StoryNode.adventure_id == adventure_id))
+        return await session.scalar(counted.where(col(StoryNode.adventure_id) == adventure_id)) or 0
 
 
 async def adventure_row(env: DiscordEnv, adventure_id: int) -> Adventure:

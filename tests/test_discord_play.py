@@ -257,7 +257,14 @@ async def test_sync_registers_the_commands_and_start_does_not(env):
     ]
     assert sorted(c["name"] for c in env.fake.commands[None]) == names
     adventure = next(c for c in env.fake.commands[None] if c["name"] == "adventure")
-    assert sorted(o["name"] for o in adventure["options"]) == ["export", "import", "settings"]
+    assert sorted(o["name"] for o in adventure["options"]) == [
+        "end",
+        "export",
+        "import",
+        "list",
+        "resume",
+        "settings",
+    ]
 
 
 async def test_the_whole_command_tree_meets_discords_command_schema(env):
