@@ -66,9 +66,7 @@ narrated together once all acted, on Close, or late (`host`: on the host's Close
 `/scenario import file:` bring in an AI Dungeon, SillyTavern, NovelAI or Campfire file
 `/scenario list`, `/scenario show`, `/scenario export`, `/scenario delete`
 `/adventure export` the whole story as a file; `/adventure import file:` to restore one
-`/adventure list`: the adventures here, running and ended; `/adventure resume adventure:` \
-brings an ended one back where it ran; `/adventure end`: end the one here (the host and server \
-managers; asked first, and nothing is deleted)
+`/adventure list|resume|end`: the adventures here, bring one back, end this one
 `/server importers [role]`: who besides server managers may import (Manage Server)
 
 **Rewind and branch**
@@ -101,8 +99,8 @@ in a DM, your own adventures'; a key is never shown again
 `/profile show|keep|delete`: what Campfire stores about you, keeping it, deleting it
 `/usage`: your use of Campfire's model today (and your server's), and the daily caps
 
-When several people act at once, their actions are queued and played in order.
-If a turn fails, nothing is saved and a 🔁 Retry button plays it again."""
+Actions sent at once are queued and played in order.
+A failed turn saves nothing; its 🔁 Retry button plays it again."""
 
 ACTION_LIMIT = 2000
 
