@@ -197,6 +197,9 @@ async def test_a_plain_member_may_neither_resume_nor_end_and_ids_stay_in_their_p
     refused = await asked(env, env.bob, thread, "adventure end")
     assert refused.content.startswith("⚠ Only alice (its host) and members who can manage")
     assert refused.buttons == []
+    # The channel holds none itself: its adventures run in threads.
+    refused = await asked(env, env.alice, env.channel, "adventure end")
+    assert refused.content.startswith("⚠ Adventures here run in threads of this channel")
     question = await asked(env, env.alice, thread, "adventure end")
     await env.fake.press(env.alice, question.id, label="End it")
     await env.done()
