@@ -31,6 +31,8 @@ EXTENSIONS: tuple[str, ...] = (
     "cogs.scenarios",
     # After cogs.steering: it adds /adventure export|import to that cog's /adventure group.
     "cogs.adventure_files",
+    # After cogs.steering too: /adventure list|resume|end.
+    "cogs.adventure_shelf",
     "cogs.tree",
     "cogs.scripts",
     "cogs.memory",

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from bot.config import ConfigError, Settings
 from engine.adventure_caps import AdventureCaps
+from engine.adventure_shelf import AdventureShelf
 from engine.archive import AdventureArchive
 from engine.blocks import Blocks
 from engine.characters import CharacterService
@@ -98,6 +99,8 @@ class Services:
     operator_status: OperatorStatus
     #: The rate limits and the operator's budget (cogs: usage; engine.limits).
     limits: UsageLimits
+    #: A place's adventures: listed, ended, brought back (cogs: adventure_shelf).
+    shelf: AdventureShelf
 
     async def aclose(self) -> None:
         # The script workers this process started (a later run would start new ones).
@@ -326,4 +329,5 @@ async def build_services(settings: Settings) -> Services:
         blocks=blocks,
         operator_status=OperatorStatus(db, queue),
         limits=limits,
+        shelf=AdventureShelf(db, play.places),
     )

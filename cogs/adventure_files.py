@@ -1,7 +1,8 @@
 """/adventure export and /adventure import: a whole adventure as one file, and back.
 
 The ``/adventure`` group belongs to the steering cog (``/adventure settings``); this cog adds its
-two commands to that group when it loads and takes them out when it unloads.
+two commands to that group when it loads and takes them out when it unloads
+(``cogs.adventure_group``).
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ from typing import TYPE_CHECKING
 
 import discord
 from discord import app_commands
-from discord.ext import commands
 
+from cogs.adventure_group import AdventureCommands
 from cogs.content import fit_text
 from cogs.context import actor_of, channel_id_of, place_of
 from cogs.threads import give_up_thread, open_adventure_thread
@@ -113,31 +114,8 @@ async def import_adventure(
     )
 
 
-class AdventureFilesCog(commands.Cog):
+class AdventureFilesCog(AdventureCommands):
     COMMANDS = (export_adventure, import_adventure)
-
-    def __init__(self, bot: CampfireBot) -> None:
-        self.bot = bot
-
-    def _group(self) -> app_commands.Group:
-        group = self.bot.tree.get_command("adventure")
-        if isinstance(group, app_commands.Group):
-            return group
-        # The steering cog is not loaded (a reduced bot): the group is this cog's own.
-        group = app_commands.Group(name="adventure", description="The adventure running here")
-        self.bot.tree.add_command(group)
-        return group
-
-    async def cog_load(self) -> None:
-        group = self._group()
-        for command in self.COMMANDS:
-            group.add_command(command)
-
-    async def cog_unload(self) -> None:
-        group = self.bot.tree.get_command("adventure")
-        if isinstance(group, app_commands.Group):
-            for command in self.COMMANDS:
-                group.remove_command(command.name)
 
 
 async def setup(bot: CampfireBot) -> None:

@@ -11,6 +11,7 @@ from discord import app_commands
 from discord.ext import commands
 
 from cogs.acting import act_here
+from cogs.ask_first import AskFirst
 from cogs.content import fit_embed, fit_text
 from cogs.context import actor_of, channel_id_of, place_of
 from cogs.errors import on_app_command_error
@@ -65,6 +66,7 @@ narrated together once all acted, on Close, or late (`host`: on the host's Close
 `/scenario import file:` bring in an AI Dungeon, SillyTavern, NovelAI or Campfire file
 `/scenario list`, `/scenario show`, `/scenario export`, `/scenario delete`
 `/adventure export` the whole story as a file; `/adventure import file:` to restore one
+`/adventure list|resume|end`: the adventures here, bring one back, end this one
 `/server importers [role]`: who besides server managers may import (Manage Server)
 
 **Rewind and branch**
@@ -97,8 +99,8 @@ in a DM, your own adventures'; a key is never shown again
 `/profile show|keep|delete`: what Campfire stores about you, keeping it, deleting it
 `/usage`: your use of Campfire's model today (and your server's), and the daily caps
 
-When several people act at once, their actions are queued and played in order.
-If a turn fails, nothing is saved and a 🔁 Retry button plays it again."""
+Actions sent at once are queued and played in order.
+A failed turn saves nothing; its 🔁 Retry button plays it again."""
 
 ACTION_LIMIT = 2000
 
@@ -276,35 +278,17 @@ def option_menu(cog: PlayCog, plan: StartPlan) -> dict:
     return {"content": fit_text(f"{header}\n{intro}"), "view": view}
 
 
-class ReplaceConfirm(discord.ui.View):
+class ReplaceConfirm(AskFirst):
     """Start anew (ending the adventure running here) or keep playing: asked before /start
     replaces a story, to the player who asked alone."""
 
     def __init__(self, cog: PlayCog, plan: StartPlan) -> None:
-        super().__init__(timeout=600)
+        async def start_anew(interaction: discord.Interaction) -> None:
+            await cog.begin(interaction, plan)
+
+        super().__init__("Start anew", start_anew)
         self.cog = cog
         self.plan = plan
-
-    @discord.ui.button(label="Start anew", style=discord.ButtonStyle.danger)
-    async def start_anew(
-        self, interaction: discord.Interaction, _button: discord.ui.Button
-    ) -> None:
-        self.stop()
-        await self.cog.begin(interaction, self.plan)
-
-    @discord.ui.button(label="Keep playing", style=discord.ButtonStyle.secondary)
-    async def keep_playing(
-        self, interaction: discord.Interaction, _button: discord.ui.Button
-    ) -> None:
-        self.stop()
-        await interaction.response.edit_message(
-            content="Nothing changed: the adventure here goes on.", view=None
-        )
-
-    async def on_error(
-        self, interaction: discord.Interaction, error: Exception, _item: discord.ui.Item
-    ) -> None:
-        await on_app_command_error(interaction, error)
 
 
 class OptionMenu(discord.ui.View):

@@ -17,6 +17,7 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
+from cogs.adventure_group import DESCRIPTION as ADVENTURE_GROUP
 from cogs.content import EMBED_DESCRIPTION_MAX, fit_embed, fit_text
 from cogs.context import actor_of, channel_id_of
 from cogs.forms import FORM_TIMEOUT_S, MODAL_TITLE_MAX, TEXT_INPUT_MAX, on_form_error
@@ -319,7 +320,8 @@ async def _answer(
 
 class SteeringCog(commands.Cog):
     card = app_commands.Group(name="card", description="The story cards of the adventure here")
-    adventure = app_commands.Group(name="adventure", description="The adventure running here")
+    #: The one /adventure group; other cogs add to it (``cogs.adventure_group``).
+    adventure = app_commands.Group(name="adventure", description=ADVENTURE_GROUP)
 
     def __init__(self, bot: CampfireBot) -> None:
         self.bot = bot

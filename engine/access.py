@@ -28,7 +28,9 @@ The rules, in words:
   their code (an export carries it only for them). A scenario's code is read by those who
   may import and delete in its library (a player's own: that player; shipped: anyone).
 - **Starting or importing where an adventure runs** ends it: its host, and members who manage
-  the server or its messages.
+  the server or its messages. The same right ends an adventure on purpose (``/adventure end``)
+  and brings an ended one back where it ran (``/adventure resume``), ending the one running
+  there, if any, by the same rule.
 - **A button** acts only on the adventure it was drawn for, in the place it is pressed; a Retry
   button only on a request of that adventure that failed, was refused or was interrupted, once.
 - **Importing and deleting scenarios**: members who manage the server, and the server's
@@ -275,6 +277,17 @@ def may_start_with_scripts(scenario: Scenario, actor: Actor) -> bool:
 def may_replace(running: Adventure, actor: Actor) -> bool:
     """Start or import an adventure where ``running`` runs, which ends it."""
     return may_shape_story(running, actor)
+
+
+def may_end(adventure: Adventure, actor: Actor) -> bool:
+    """End ``adventure`` on purpose (``/adventure end``): whoever may start anew over it."""
+    return may_replace(adventure, actor)
+
+
+def may_resume(adventure: Adventure, actor: Actor) -> bool:
+    """Bring ``adventure``, ended, back where it ran (``/adventure resume``): whoever may start
+    or end an adventure there, by the adventure's own host (in a DM, its player)."""
+    return may_replace(adventure, actor)
 
 
 def may_press(adventure: Adventure, drawn_for: int | None) -> bool:
@@ -565,6 +578,32 @@ async def check_may_replace(session: AsyncSession, running: Adventure, actor: Ac
         f"“{running.title}” is running here. Only {who} and members who can manage the server "
         "or its messages can start or import another adventure in its place; nothing was "
         "changed. Use /start in a text channel to open a thread of your own."
+    )
+
+
+async def check_may_end(session: AsyncSession, adventure: Adventure, actor: Actor) -> None:
+    if may_end(adventure, actor):
+        return
+    if adventure.server_id is None:
+        raise NotAllowed("Only this adventure's player can end it.")
+    host = await _host_name(session, adventure)
+    who = f"{host} (its host)" if host else "its host"
+    raise NotAllowed(
+        f"Only {who} and members who can manage the server or its messages can end "
+        f"“{adventure.title}”; nothing was changed."
+    )
+
+
+async def check_may_resume(session: AsyncSession, adventure: Adventure, actor: Actor) -> None:
+    if may_resume(adventure, actor):
+        return
+    if adventure.server_id is None:
+        raise NotAllowed("Only this adventure's player can bring it back.")
+    host = await _host_name(session, adventure)
+    who = f"{host} (its host)" if host else "its host"
+    raise NotAllowed(
+        f"Only {who} and members who can manage the server or its messages can bring "
+        f"“{adventure.title}” back; nothing was changed."
     )
 
 

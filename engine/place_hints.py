@@ -13,7 +13,12 @@ a private acknowledgement of an action that then plays all the same (its narrati
 ever). A story button's press is refused at once, without the database, only when the hint
 proves the button stale: it names an older adventure than the one the hint knows, or that one
 at an older version (ids and versions only grow, so no other process can have made it current
-again).
+again). One exception: ``/adventure resume`` brings an older adventure back in its place. It
+tells the hints of the process that runs it, which is the one a place's interactions reach (a
+server's shard; DMs shard 0); a process that still knows the newer one there (shards moved
+between processes meanwhile) would refuse the resumed adventure's buttons, privately and
+changing nothing, until it next reads the place: the next action there (a slash command or a
+message) reads it and puts the hint right.
 """
 
 from __future__ import annotations

@@ -15,12 +15,14 @@ from engine.access import (
     may_act,
     may_bring_scripts,
     may_close_round,
+    may_end,
     may_host,
     may_import,
     may_press,
     may_read_scenario_scripts,
     may_read_scripts,
     may_replace,
+    may_resume,
     may_retry_request,
     may_rewrite,
     may_script,
@@ -234,6 +236,9 @@ def test_who_may_start_over_an_adventure_and_bring_scripts_in_a_server(
     actor, replace, bring_scripts
 ):
     assert may_replace(SERVER_ADVENTURE, actor) is replace
+    # Ending one on purpose, or bringing an ended one back, is the same right.
+    assert may_end(SERVER_ADVENTURE, actor) is replace
+    assert may_resume(SERVER_ADVENTURE, actor) is replace
     assert may_bring_scripts(actor) is bring_scripts
     # Reading the code is the right to change it.
     assert may_read_scripts(SERVER_ADVENTURE, actor) is may_script(SERVER_ADVENTURE, actor)
@@ -242,9 +247,11 @@ def test_who_may_start_over_an_adventure_and_bring_scripts_in_a_server(
 def test_in_a_dm_its_player_starts_over_and_brings_scripts_and_no_one_else():
     player = Actor(PLAYER, "wren")
     assert may_replace(DM_ADVENTURE, player) and may_bring_scripts(player)
+    assert may_end(DM_ADVENTURE, player) and may_resume(DM_ADVENTURE, player)
     assert may_read_scripts(DM_ADVENTURE, player)
     stranger = Actor(STRANGER, manages_server=True, manages_messages=True)
     assert not may_replace(DM_ADVENTURE, stranger)
+    assert not may_end(DM_ADVENTURE, stranger) and not may_resume(DM_ADVENTURE, stranger)
     assert not may_read_scripts(DM_ADVENTURE, stranger)
     # Once its host has left, a server adventure is started over by managers alone.
     assert not may_replace(ORPHANED_ADVENTURE, HOST_ACTOR)

@@ -281,6 +281,16 @@ async def play_everything(env: DiscordEnv, fake_model: FakeModelServer, p: Playe
     await p.slash(bob, thread, "profile keep", keep=True)
     await p.slash(bob, thread, "profile delete", confirm="delete")
 
+    # --- a place's adventures: listed, ended on purpose, brought back (issue 23) ------------
+    await p.slash(alice, channel, "adventure list")
+    for label in ("Keep playing", "End it"):
+        asked = await p.slash(alice, thread, "adventure end")
+        await p.press(alice, p.answer(asked).id, label=label)
+    await p.slash(alice, thread, "start", scenario="lantern")
+    choices = await p.autocomplete(alice, thread, "adventure resume", focused="adventure")
+    asked = await p.slash(alice, thread, "adventure resume", adventure=choices[0]["value"])
+    await p.press(alice, p.answer(asked).id, label="Resume it")
+
 
 async def test_every_interaction_is_acknowledged_before_it_writes(
     env: DiscordEnv, fake_model: FakeModelServer

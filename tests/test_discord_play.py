@@ -9,6 +9,8 @@ import asyncio
 import discord
 import pytest
 
+from cogs.content import EMBED_DESCRIPTION_MAX
+from cogs.play import HELP
 from tests.discord_env import DiscordEnv, answered
 from tests.fakes.openai_server import Reply
 from tests.helpers import forget_where_buttons_are
@@ -181,6 +183,11 @@ async def test_help_is_private(env):
     # Every command group has its line in the guide.
     for command in ("/retry", "/branch", "/memory", "/profile", "/script", "/scenario import"):
         assert command in guide["description"]
+    assert "/adventure list|resume|end" in guide["description"]
+    # Whole: an embed's description holds 4,096 characters, and the content guard would cut
+    # a longer guide short.
+    assert len(HELP) <= EMBED_DESCRIPTION_MAX
+    assert guide["description"] == HELP
 
 
 async def test_a_turn_cut_off_by_a_dead_process_shows_as_interrupted(env, fake_model):
@@ -257,7 +264,14 @@ async def test_sync_registers_the_commands_and_start_does_not(env):
     ]
     assert sorted(c["name"] for c in env.fake.commands[None]) == names
     adventure = next(c for c in env.fake.commands[None] if c["name"] == "adventure")
-    assert sorted(o["name"] for o in adventure["options"]) == ["export", "import", "settings"]
+    assert sorted(o["name"] for o in adventure["options"]) == [
+        "end",
+        "export",
+        "import",
+        "list",
+        "resume",
+        "settings",
+    ]
 
 
 async def test_the_whole_command_tree_meets_discords_command_schema(env):

@@ -79,7 +79,8 @@ PER_PROCESS: tuple[PerProcess, ...] = (
         "A hint, choosing only how an interaction is acknowledged before the database is "
         "asked; the database decides everything after. A wrong hint costs a public "
         '"thinking…" taken back, and a button is refused from it only when it proves the '
-        "button stale (versions only grow).",
+        "button stale (versions only grow; ids too, but for an /adventure resume in another "
+        "process, which the next action in that place puts right: engine.place_hints).",
     ),
     PerProcess(
         "engine.story_tree.core:TreeCore",

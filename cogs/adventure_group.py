@@ -1,0 +1,47 @@
+"""The one ``/adventure`` group: the steering cog's (``/adventure settings``), to which other cogs
+add their commands when they load (files: export, import; the shelf: list, resume, end) and
+from which they take them when they unload."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from discord import app_commands
+from discord.ext import commands
+
+if TYPE_CHECKING:
+    from bot.discord_bot import CampfireBot
+
+DESCRIPTION = "The adventures here: list, resume, end, settings, export, import"
+
+
+def adventure_group(bot: CampfireBot) -> app_commands.Group:
+    """The bot's ``/adventure`` group; made here when the steering cog is not loaded (a reduced
+    bot), so that every cog adding to it adds to the same one."""
+    group = bot.tree.get_command("adventure")
+    if isinstance(group, app_commands.Group):
+        return group
+    group = app_commands.Group(name="adventure", description=DESCRIPTION)
+    bot.tree.add_command(group)
+    return group
+
+
+class AdventureCommands(commands.Cog):
+    """A cog whose ``COMMANDS`` belong to the ``/adventure`` group."""
+
+    COMMANDS: Sequence[app_commands.Command] = ()
+
+    def __init__(self, bot: CampfireBot) -> None:
+        self.bot = bot
+
+    async def cog_load(self) -> None:
+        group = adventure_group(self.bot)
+        for command in self.COMMANDS:
+            group.add_command(command)
+
+    async def cog_unload(self) -> None:
+        group = self.bot.tree.get_command("adventure")
+        if isinstance(group, app_commands.Group):
+            for command in self.COMMANDS:
+                group.remove_command(command.name)
