@@ -1,56 +1,5 @@
-"""Who may do what, and where: the one place Campfire decides rights.
-
-A front end builds an ``Actor`` from whatever it knows about the person (their Discord
-permissions in the channel, their roles) and hands it to the engine; every rule below reads
-only that and the adventure or server rows. Nothing else in the engine or the front end decides
-a right: a cog never asks "is this a manager?" itself.
-
-The rules, in words:
-
-- **Steering** (author's note, plot essentials, AI instructions, cards, settings, memories, the
-  summary, world-state corrections): the adventure's host, and members who manage the server.
-- **Rewriting a turn** (retry, undo, edit, choose a take): the player whose action it answers,
-  the host, and members who manage the server or its messages. The host may make it the host
-  and those members alone, or anyone in the adventure's place (``/host rights``).
-- **The story's shape** (branches, save points): the host, and members who manage the server
-  or its messages.
-- **Host controls** (``/host``: lock, mute, kick, transfer, rights) in a server adventure: the
-  host, and members who manage the server or its messages; anyone may read them. They never
-  bind those who hold them: while an adventure is locked, only they act (play, retry, rewrite
-  turns); a muted or kicked player does neither. A host passes the adventure only to a member
-  of its place who has used Campfire, never to a bot.
-- **Turn modes and rounds** (``/host mode``, ``engine.rounds``): the mode is a host control.
-  Anyone who may act submits to a round; only the host and those members close one by hand
-  (the Close button); the round's own rules (all acted, the timeout) close it for everyone.
-- **Scripts** are code that runs every turn: members who manage the server. The same right
-  brings scripts in with a new adventure (an import, or a player's own scenario started in a
-  server; the server's library and shipped scenarios were vetted when they came in), and reads
-  their code (an export carries it only for them). A scenario's code is read by those who
-  may import and delete in its library (a player's own: that player; shipped: anyone).
-- **Starting or importing where an adventure runs** ends it: its host, and members who manage
-  the server or its messages. The same right ends an adventure on purpose (``/adventure end``)
-  and brings an ended one back where it ran (``/adventure resume``), ending the one running
-  there, if any, by the same rule.
-- **A button** acts only on the adventure it was drawn for, in the place it is pressed; a Retry
-  button only on a request of that adventure that failed, was refused or was interrupted, once.
-- **Importing and deleting scenarios**: members who manage the server, and the server's
-  importer role; choosing that role is for managers alone.
-- **A character** (``engine.characters``): anyone in the adventure's place sets their own;
-  nobody, host and managers included, sets another player's. Anyone there may read them.
-- **The party** (``engine.party``): anyone in a server adventure's place joins or leaves it
-  (the host hands the adventure on first); a kicked player does not join. The host and those
-  members close it (``/host party``): then only its players act or make characters, and
-  nobody joins; the others watch. It never binds those who may close it.
-- **A model of one's own** (``/model``, ``engine.model_choice``): in a server, members who
-  manage the server choose the model its adventures use; in a DM, the player chooses the model
-  their own adventures use. Anyone may ask which model is used; a key is never shown to anyone.
-- **The operator** (the bot's owner in Discord, and ``CAMPFIRE_OPERATOR_IDS``) alone reads
-  ``/operator status`` and blocks or unblocks users and servers. A blocked user, or anyone in a
-  blocked server, is refused every command and button (``check_not_blocked``); the operator
-  never is.
-- **In a DM** the player owns the story: server permissions mean nothing there, and the
-  adventure's owner (its host) may do all of the above.
-"""
+"""The checks of ``engine.access``: each right asked where a command needs it, raising the
+refusal the player reads (``check_may_…``), reading what the rule needs from the database."""
 
 from __future__ import annotations
 
@@ -60,7 +9,29 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
-from engine.coordination.requests import DONE, NEVER_PLAYED, RETRIED
+from engine.access.rules import (
+    Actor,
+    _leads,
+    may_act,
+    may_bring_scripts,
+    may_close_round,
+    may_end,
+    may_host,
+    may_import,
+    may_join,
+    may_press,
+    may_read_scenario_scripts,
+    may_replace,
+    may_resume,
+    may_retry_request,
+    may_rewrite,
+    may_script,
+    may_set_character,
+    may_shape_story,
+    may_start_with_scripts,
+    may_steer,
+)
+from engine.coordination.requests import DONE, RETRIED
 from engine.errors import InvalidInput, NotAllowed, NotFound, StoryMovedOn
 from engine.party import in_party
 from engine.storage.models import (
@@ -74,249 +45,6 @@ from engine.storage.models import (
     StoryNode,
     User,
 )
-
-#: The answer wherever a command needs an adventure and the channel has none.
-NO_ADVENTURE = "There is no adventure running here. Start one with /start."
-
-
-@dataclass(frozen=True, slots=True)
-class Actor:
-    """Who is acting, and where, with what the front end knows of their rights there.
-
-    The permission flags are the member's in the channel the interaction came from; a front end
-    with no notion of them (a DM, the console) leaves them false.
-    """
-
-    user_id: int
-    user_name: str = ""
-    server_id: int | None = None
-    server_name: str = ""
-    #: Manage Server (or Administrator) in this channel.
-    manages_server: bool = False
-    #: Manage Messages (or Administrator) in this channel.
-    manages_messages: bool = False
-    role_ids: frozenset[int] = frozenset()
-    #: Runs this bot: its Discord application's owner, or named in CAMPFIRE_OPERATOR_IDS.
-    is_operator: bool = False
-
-    @property
-    def is_server_manager(self) -> bool:
-        """Manages the server it acts in (never true in a DM)."""
-        return self.server_id is not None and self.manages_server
-
-    @property
-    def is_story_manager(self) -> bool:
-        """May rewrite anyone's turn and change the story's shape: manages the server or its
-        messages (never true in a DM)."""
-        return self.server_id is not None and (self.manages_server or self.manages_messages)
-
-
-# --- the adventure here ------------------------------------------------------------------------
-
-
-async def active_adventure(
-    session: AsyncSession, channel_id: int, *, for_update: bool = False
-) -> Adventure | None:
-    """The adventure running in a channel, thread or DM, if any."""
-    query = (
-        select(Adventure)
-        .where(col(Adventure.channel_id) == channel_id, col(Adventure.ended_at).is_(None))
-        .order_by(col(Adventure.id).desc())
-        .limit(1)
-    )
-    if for_update:
-        # Changes to one adventure queue behind each other (PostgreSQL; SQLite has one writer
-        # at a time anyway), so two cards cannot take one title.
-        query = query.with_for_update()
-    return await session.scalar(query)
-
-
-async def adventure_here(
-    session: AsyncSession,
-    channel_id: int,
-    *,
-    for_update: bool = False,
-    expect: int | None = None,
-    missing: str = NO_ADVENTURE,
-) -> Adventure:
-    """The adventure running here, or the player-facing answer that there is none.
-
-    ``expect`` is the adventure a form was opened for: if another one runs here now, or none,
-    the change is refused rather than written into the wrong story."""
-    adventure = await active_adventure(session, channel_id, for_update=for_update)
-    if adventure is None:
-        if expect is not None:
-            raise StoryMovedOn(
-                "The adventure here ended while the form was open; nothing was saved."
-            )
-        raise NotFound(missing)
-    if expect is not None and adventure.id != expect:
-        raise StoryMovedOn(
-            "Another adventure started here while the form was open; nothing was saved."
-        )
-    return adventure
-
-
-# --- the rules (pure) --------------------------------------------------------------------------
-
-
-def _owns_dm_story(adventure: Adventure, actor: Actor) -> bool:
-    return actor.user_id in {adventure.owner_id, adventure.host_id} - {None}
-
-
-def may_steer(adventure: Adventure, actor: Actor) -> bool:
-    """Steering text, cards, settings, memories, the summary, world-state corrections."""
-    if adventure.server_id is None:
-        return _owns_dm_story(adventure, actor)
-    return actor.is_server_manager or (
-        adventure.host_id is not None and actor.user_id == adventure.host_id
-    )
-
-
-def _leads(adventure: Adventure, actor: Actor) -> bool:
-    """The host of a server adventure, or a member who manages the server or its messages:
-    those whom host controls never bind."""
-    return actor.is_story_manager or (
-        adventure.host_id is not None and actor.user_id == adventure.host_id
-    )
-
-
-def may_rewrite(
-    adventure: Adventure, actor: Actor, author_id: int | None, *, muted: bool = False
-) -> bool:
-    """Retry, undo, edit or choose a take of a turn whose action ``author_id`` wrote;
-    ``muted``: the host muted or kicked ``actor`` here."""
-    if adventure.server_id is None:
-        return actor.user_id in {adventure.owner_id, adventure.host_id, author_id} - {None}
-    if _leads(adventure, actor):
-        return True
-    if adventure.locked or muted:
-        return False
-    if adventure.rewrite_right == RewriteRight.ANYONE:
-        return True
-    if adventure.rewrite_right == RewriteRight.HOST:
-        return False
-    return author_id is not None and actor.user_id == author_id
-
-
-def may_shape_story(adventure: Adventure, actor: Actor) -> bool:
-    """Branches and save points move everyone's story."""
-    if adventure.server_id is None:
-        return _owns_dm_story(adventure, actor)
-    return _leads(adventure, actor)
-
-
-def may_act(
-    adventure: Adventure, actor: Actor, *, muted: bool = False, seated: bool = True
-) -> bool:
-    """Play in the adventure (do, say, story, continue, a Retry button's action); ``muted``:
-    the host muted or kicked ``actor`` here; ``seated``: they are in its party
-    (``engine.party``), which binds only while the host keeps the party closed. In a DM the
-    player is alone."""
-    if adventure.server_id is None or _leads(adventure, actor):
-        return True
-    return not adventure.locked and not muted and (seated or not adventure.party_closed)
-
-
-def may_join(adventure: Adventure, actor: Actor, *, kicked: bool = False) -> bool:
-    """Take a seat in the party: while it is open, anyone here but a kicked player; while it
-    is closed, only those whom host controls never bind."""
-    if _leads(adventure, actor):
-        return True
-    return not kicked and not adventure.party_closed
-
-
-def may_host(adventure: Adventure, actor: Actor) -> bool:
-    """Lock, mute, kick, pass the adventure on, choose who may rewrite turns."""
-    return adventure.server_id is not None and _leads(adventure, actor)
-
-
-def may_close_round(adventure: Adventure, actor: Actor) -> bool:
-    """Close a round by hand (its Close button), whatever the mode: whoever may host."""
-    return may_host(adventure, actor)
-
-
-def may_script(adventure: Adventure, actor: Actor) -> bool:
-    """Upload, switch, remove or test the adventure's scripts."""
-    if adventure.server_id is None:
-        return _owns_dm_story(adventure, actor)
-    return actor.is_server_manager
-
-
-def may_read_scripts(adventure: Adventure, actor: Actor) -> bool:
-    """See the scripts' code, or export it: those who may change the scripts."""
-    return may_script(adventure, actor)
-
-
-def may_read_scenario_scripts(
-    scenario: Scenario, actor: Actor, importer_role_id: int | None
-) -> bool:
-    """See or export the code of a scenario's scripts: a shipped scenario's is Campfire's own;
-    a player's own, its owner's; a server library's, for those who may import and delete
-    there (they bring scripts in)."""
-    if scenario.builtin_key is not None:
-        return True
-    if scenario.owner_id is not None:
-        return scenario.owner_id == actor.user_id
-    return scenario.server_id == actor.server_id and may_import(actor, importer_role_id)
-
-
-def may_bring_scripts(actor: Actor) -> bool:
-    """Bring scripts in with an adventure the actor starts or imports here (and will host): the
-    script right over that adventure (server managers; in a DM, its player)."""
-    return actor.server_id is None or actor.is_server_manager
-
-
-def may_start_with_scripts(scenario: Scenario, actor: Actor) -> bool:
-    """Start ``scenario``, which carries scripts. A shipped scenario's or the server library's
-    scripts were vetted as they came in (shipped, or imported by someone the server lets
-    import); a player's own scenario's scripts come in only with the script right here."""
-    return scenario.owner_id is None or may_bring_scripts(actor)
-
-
-def may_replace(running: Adventure, actor: Actor) -> bool:
-    """Start or import an adventure where ``running`` runs, which ends it."""
-    return may_shape_story(running, actor)
-
-
-def may_end(adventure: Adventure, actor: Actor) -> bool:
-    """End ``adventure`` on purpose (``/adventure end``): whoever may start anew over it."""
-    return may_replace(adventure, actor)
-
-
-def may_resume(adventure: Adventure, actor: Actor) -> bool:
-    """Bring ``adventure``, ended, back where it ran (``/adventure resume``): whoever may start
-    or end an adventure there, by the adventure's own host (in a DM, its player)."""
-    return may_replace(adventure, actor)
-
-
-def may_press(adventure: Adventure, drawn_for: int | None) -> bool:
-    """A story button acts only on the adventure it was drawn for (``drawn_for``, from its
-    ``custom_id``): one that ended here, or another place's, is not this one."""
-    return drawn_for is None or drawn_for == adventure.id
-
-
-def may_retry_request(adventure: Adventure, request: RequestRecord | None) -> bool:
-    """Play again the action of ``request``: only one of this adventure, never played."""
-    return (
-        request is not None
-        and request.adventure_id == adventure.id
-        and request.status in NEVER_PLAYED
-    )
-
-
-def may_set_character(adventure: Adventure, actor: Actor, player_id: int) -> bool:
-    """Give ``player_id`` a character in ``adventure`` (or change theirs): their own only. A
-    character speaks for its player, so not even the host may name someone else's."""
-    return actor.user_id == player_id
-
-
-def may_import(actor: Actor, importer_role_id: int | None) -> bool:
-    """Import or delete scenarios in the library of the place the actor is in."""
-    if actor.server_id is None or actor.is_server_manager:
-        return True
-    return importer_role_id is not None and importer_role_id in actor.role_ids
-
 
 # --- the checks (raise the refusal a player reads) ---------------------------------------------
 
