@@ -21,7 +21,10 @@ ensure_venv() {
     if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
         echo "Installing Campfire with [$extras] (the first time builds llama.cpp: several minutes) ..." >&2
         "$VENV/bin/python" -m pip install --quiet --upgrade pip >&2
-        "$VENV/bin/python" -m pip install --quiet -e ".[$extras]" >&2
+        # PYTHONWARNINGS: setuptools' notice that every editable install of a flat layout
+        # prints ("Editable installation. Please be careful with folders…") says nothing a
+        # newcomer can act on; pip's own errors still show.
+        PYTHONWARNINGS=ignore "$VENV/bin/python" -m pip install --quiet -e ".[$extras]" >&2
         echo "$want" > "$stamp"
     fi
 }
