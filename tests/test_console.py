@@ -219,3 +219,42 @@ async def test_a_turn_longer_than_any_wait_limit_is_waited_for_and_said_to_run(
     order = ["(The turn is still running: ", "word by slow word.", "› /do wait", "Then dawn."]
     positions = [turn.index(piece) for piece in order]
     assert positions == sorted(positions)
+
+
+async def test_the_loop_runs_on_while_the_console_waits_for_a_line(tmp_path, fake_model):
+    """The console waits for the next line off the event loop: the bot's gateway, heartbeats
+    and timers run on meanwhile (a blocking read once left the websocket 41 s behind)."""
+    import asyncio
+    import io
+
+    from bot.config import load_settings
+    from bot.console import app
+
+    settings = load_settings(
+        data_dir=tmp_path / "data", model_url=fake_model.base_url, model_name=fake_model.model
+    )
+    read_end, write_end = os.pipe()
+    out = io.StringIO()
+    loop = asyncio.get_running_loop()
+    lags: list[float] = []
+
+    async def ticker() -> None:
+        while True:
+            started = loop.time()
+            await asyncio.sleep(0.05)
+            lags.append(loop.time() - started - 0.05)
+
+    with os.fdopen(read_end, "r") as stdin:
+        console = asyncio.create_task(app.run_console(settings, stdin=stdin, out=out))
+        ticking = asyncio.create_task(ticker())
+        for _ in range(600):
+            if "begins" in out.getvalue():
+                break
+            await asyncio.sleep(0.05)
+        lags.clear()
+        await asyncio.sleep(2.0)  # nothing typed: the console waits for its line
+        os.write(write_end, b"/quit\n")
+        os.close(write_end)
+        await asyncio.wait_for(console, 60)
+        ticking.cancel()
+    assert lags and max(lags) < 0.5, max(lags)
