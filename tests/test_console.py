@@ -234,6 +234,32 @@ def test_ctrl_c_mid_turn_saves_nothing_says_so_and_the_next_start_offers_it_agai
     assert "Traceback" not in again.stderr
 
 
+def test_after_a_cut_off_turn_retry_plays_it_not_another_take_of_the_turn_before(
+    tmp_path, fake_model
+):
+    """Both the resumed newest turn and the notice of the turn cut off have a Retry: the
+    notice comes below, as in Discord, so ``!Retry`` (the newest) plays the cut-off turn."""
+    fake_model.queue("The reeds rustle.", Reply(text="The heron wades closer. " * 60, delay=0.1))
+    console = Interrupted(tmp_path, fake_model, "/do listen\n/do wait\n")
+    code, _, _ = console.interrupt_when(lambda: len(fake_model.requests) >= 2)
+    assert code == 130
+
+    fake_model.queue("The heron bows.")
+    again = run_console(tmp_path, fake_model, "!Retry\n")
+    assert again.returncode == 0, again.stderr
+    out = again.stdout
+    order = [
+        "The reeds rustle.\n  [1 Continue]  [2 Retry]",
+        "⚠ The turn for “wait” was interrupted when the bot stopped",
+        "› !Retry",
+        "> You wait.",
+        "The heron bows.",
+    ]
+    positions = [out.index(piece) for piece in order]
+    assert positions == sorted(positions), out
+    assert "Retried" not in out  # no other take of "listen" was asked for
+
+
 def test_ctrl_c_at_the_prompt_ends_the_console_at_once(tmp_path, fake_model):
     console = Interrupted(tmp_path, fake_model, "")
     code, out, took = console.interrupt_when(lambda: "begins" in "".join(console.out))
