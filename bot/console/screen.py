@@ -89,7 +89,7 @@ class Screen:
         self.live = live
         self.names = names
         self.shared = shared
-        self.size = size or _window
+        self.size = size or (lambda: _window(out))
         # Attachments the bot sends are saved here, so the player can open them.
         self.files_dir = files_dir
         self._files: dict[int, str] = {}
@@ -224,8 +224,13 @@ def _content(rendered: str) -> str:
     return rendered.split("\n  ", 1)[0].strip()
 
 
-def _window() -> os.terminal_size:
-    return shutil.get_terminal_size((100, 40))
+def _window(out: TextIO) -> os.terminal_size:
+    """The window ``out`` draws in, asked of the terminal itself: COLUMNS and LINES, which
+    ``shutil.get_terminal_size`` prefers, may be inherited, stale after a resize."""
+    try:
+        return os.get_terminal_size(out.fileno())
+    except (AttributeError, OSError, ValueError):
+        return shutil.get_terminal_size((100, 40))
 
 
 def _lines(text: str, columns: int) -> int:
