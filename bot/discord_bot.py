@@ -125,6 +125,11 @@ class CampfireBot(commands.AutoShardedBot):
         self.scheduler = AsyncIOScheduler()
         #: Taking back, once connected, what this instance held before it restarted.
         self.resuming: asyncio.Task[None] | None = None
+        #: Set when the turns cut off by the restart may be announced. A front end that shows
+        #: the story again first (the console: its stand-in starts empty) clears it until it
+        #: has, so that each notice, with its Retry, comes below the story, as in Discord.
+        self.may_announce = asyncio.Event()
+        self.may_announce.set()
 
     async def on_message(self, message: discord.Message, /) -> None:
         """Campfire has no text commands: a message is play or nothing (``cogs.message_play``
@@ -178,6 +183,7 @@ class CampfireBot(commands.AutoShardedBot):
         except Exception:
             log.exception("could not take back the leases held before the restart")
             return
+        await self.may_announce.wait()
         await self._announce(found)
 
     async def announce_interrupted_turns(self) -> None:

@@ -135,6 +135,57 @@ def test_the_console_resumes_the_adventure_in_its_data_folder(tmp_path, fake_mod
     assert "The reeds rustle." in second.stdout
 
 
+def test_after_a_restart_the_newest_turn_has_its_buttons_again(tmp_path, fake_model):
+    """The stand-in starts empty each run: the bot sends the newest turn again with its
+    buttons, as it does in Discord when the message that had them is gone."""
+    fake_model.queue("The reeds rustle.")
+    first = run_console(tmp_path, fake_model, "/do listen\n")
+    assert first.returncode == 0, first.stderr
+    fake_model.queue("The reeds whisper your name.", "A heron lands beside you.")
+    second = run_console(tmp_path, fake_model, "!Retry\n!Continue\n")
+    assert second.returncode == 0, second.stderr
+    out = second.stdout
+    assert "No message here has a button" not in out
+    order = [
+        "(Resuming your adventure where you left it.)",
+        "> You listen.",
+        "The reeds rustle.",
+        "[1 Continue]  [2 Retry]",
+        "› !Retry",
+        "The reeds whisper your name.",
+        "› !Continue",
+        "⏩ *Player lets the story go on.*",
+        "A heron lands beside you.",
+    ]
+    positions = [out.index(piece) for piece in order]
+    assert positions == sorted(positions), out
+    # The newest turn is shown once, on the message with its buttons.
+    assert out[: out.index("› !Retry")].count("The reeds rustle.") == 1, out
+    assert len(fake_model.requests) == 3
+
+
+def test_redo_shows_the_turn_it_brings_back(tmp_path, fake_model):
+    fake_model.queue("The heron watches you.")
+    done = run_console(tmp_path, fake_model, "/do wave\n/undo\n/redo\n")
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    undone = out[out.index("› /undo") : out.index("› /redo")]
+    assert "undid the last turn" in undone and "The heron watches you." in undone
+    redone = out[out.index("› /redo") :]
+    assert "brought the turn back" in redone
+    # The turn's text again, as Discord shows the message once its mark is taken off.
+    assert "✎ The heron watches you." in redone, out
+
+
+def test_an_unknown_scenario_is_answered_with_the_scenarios_there_are(tmp_path, fake_model):
+    done = run_console(tmp_path, fake_model, "/start scenario:doesnotexist\n")
+    assert done.returncode == 0, done.stderr
+    out = done.stdout[done.stdout.index("› /start scenario:doesnotexist") :]
+    assert "No scenario matches “doesnotexist”. Scenarios: " in out
+    assert "“The Lantern Road”" in out
+    assert "Start typing" not in out  # there is no autocomplete list in a console
+
+
 def test_forms_keep_what_they_hold_ask_again_for_what_is_required_and_can_be_closed(
     tmp_path, fake_model
 ):
@@ -181,6 +232,32 @@ def test_ctrl_c_mid_turn_saves_nothing_says_so_and_the_next_start_offers_it_agai
     assert "⚠ The turn for “wait and listen” was interrupted when the bot stopped" in again.stdout
     assert "> You wait and listen." in again.stdout and "The heron bows." in again.stdout
     assert "Traceback" not in again.stderr
+
+
+def test_after_a_cut_off_turn_retry_plays_it_not_another_take_of_the_turn_before(
+    tmp_path, fake_model
+):
+    """Both the resumed newest turn and the notice of the turn cut off have a Retry: the
+    notice comes below, as in Discord, so ``!Retry`` (the newest) plays the cut-off turn."""
+    fake_model.queue("The reeds rustle.", Reply(text="The heron wades closer. " * 60, delay=0.1))
+    console = Interrupted(tmp_path, fake_model, "/do listen\n/do wait\n")
+    code, _, _ = console.interrupt_when(lambda: len(fake_model.requests) >= 2)
+    assert code == 130
+
+    fake_model.queue("The heron bows.")
+    again = run_console(tmp_path, fake_model, "!Retry\n")
+    assert again.returncode == 0, again.stderr
+    out = again.stdout
+    order = [
+        "The reeds rustle.\n  [1 Continue]  [2 Retry]",
+        "⚠ The turn for “wait” was interrupted when the bot stopped",
+        "› !Retry",
+        "> You wait.",
+        "The heron bows.",
+    ]
+    positions = [out.index(piece) for piece in order]
+    assert positions == sorted(positions), out
+    assert "Retried" not in out  # no other take of "listen" was asked for
 
 
 def test_ctrl_c_at_the_prompt_ends_the_console_at_once(tmp_path, fake_model):

@@ -9,6 +9,7 @@ instead, and ``/as NAME`` changes who types (``place.py``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 import threading
 from collections.abc import Awaitable, Callable
@@ -26,6 +27,7 @@ from bot.console.commands import (
     SlashInput,
     parse_line,
 )
+from bot.console.keys import TypeAhead
 from bot.console.place import (
     CHANNEL_NAME,
     CONSOLE_CHANNEL_ID,
@@ -37,6 +39,7 @@ from bot.console.screen import Screen
 from bot.discord_bot import CampfireBot
 from bot.standin import StandIn, StandinFile
 from bot.standin.world import InteractionRecord
+from engine.errors import CampfireError
 
 INTRO = """\
 Campfire console: you are talking to the bot in a private message.
@@ -72,8 +75,10 @@ class Console:
         place: Place,
         files_dir: Path | None = None,
         read: Callable[[str], Awaitable[str]] | None = None,
+        keys: TypeAhead | None = None,
     ) -> None:
-        """``read``: the next line typed after a prompt (EOFError at the end of the input)."""
+        """``read``: the next line typed after a prompt (EOFError at the end of the input);
+        ``keys``: the terminal's, when ``live``."""
         self.bot = bot  # the client the stand-in runs
         self.read = read or _typed
         self.standin = standin
@@ -81,6 +86,7 @@ class Console:
         self.place = place
         self.screen = Screen(out, live=live, files_dir=files_dir, names=place, shared=place.server)
         self.live = live
+        self.keys = keys
         #: A command is being carried out (its answer followed): what Ctrl-C cuts off.
         self.busy = False
 
@@ -94,12 +100,24 @@ class Console:
         return self.bot.tree
 
     async def begin(self) -> None:
+        try:
+            await self._story_again()
+        finally:
+            # The bot tells of a turn the restart cut off (with its Retry) only now, below the
+            # story and its buttons, as it would come in Discord.
+            self.bot.may_announce.set()
+        await self._resumed()
+
+    async def _story_again(self) -> None:
+        """The introduction, then the story where it stands: its newest entries, and its
+        newest turn on a message the bot sends again with the turn's buttons, since the
+        stand-in starts empty each run (the bot's own way to put them where the story stands
+        when the message that had them is gone: ``Narrator.show_head``)."""
         play = self.bot.services.play
         place = self.place
         if place.server:
             self.screen.note(SERVER_INTRO)
             if place.channel_id == CONSOLE_CHANNEL_ID:
-                await self._resumed()
                 return  # nothing to resume: the players /start when they are ready
             self.screen.note(
                 f"(Resuming the adventure in #{place.channel_name(place.channel_id)}, "
@@ -108,12 +126,24 @@ class Console:
         else:
             self.screen.note(INTRO)
             if await play.adventure_in(place.channel_id) is None:
+                self.bot.may_announce.set()
                 await self.execute(SlashInput("start"))
                 return
             self.screen.note("(Resuming your adventure where you left it.)")
-        for text in await play.recent_story(place.channel_id):
+        try:
+            head = await self.bot.services.tree.head_now(place.channel_id)
+        except CampfireError:
+            head = None
+        story = await play.recent_story(place.channel_id)
+        if head is not None and story and story[-1] == head.head_text:
+            story = story[:-1]  # the bot's message below shows it, with the buttons
+        for text in story:
             self.screen.note(text + "\n")
-        await self._resumed()
+        if head is not None:
+            await self.bot.narrator.show_head(
+                self.bot.get_partial_messageable(place.channel_id), head
+            )
+            self._refresh(final=True)
 
     async def _resumed(self) -> None:
         """What the bot says as it takes back what it held before (a turn cut off by Ctrl-C
@@ -122,6 +152,14 @@ class Console:
         if resuming is not None:
             await asyncio.wait({resuming}, timeout=RESUME_WAIT_S)
             self._refresh(final=True)
+
+    async def ask(self, prompt: str) -> str:
+        """The next line typed after ``prompt`` (EOFError at the end of the input)."""
+        self.screen.detach()  # the prompt and the line typed come below the newest block
+        line = await self.read(prompt)
+        if self.keys is not None and self.keys.unseen(line.rstrip("\n")):
+            self.screen.typed(line)  # typed during the turn, when nothing echoed it
+        return line
 
     def stopped(self) -> None:
         """Ctrl-C: say what became of what was under way."""
@@ -216,10 +254,19 @@ class Console:
         """Show the bot's answer as it comes, until it has finished with the interaction,
         however long that takes (no time limit: one slow turn must not end the console); a
         turn still running after a while is said to be."""
-        loop = asyncio.get_running_loop()
-        started = loop.time()
-        tell_at = STILL_RUNNING_AFTER
+        started = asyncio.get_running_loop().time()
         done = asyncio.ensure_future(self.standin.idle(timeout=None))
+        # Keys typed meanwhile are not echoed into the block being redrawn (``keys``).
+        with self.keys.quiet() if self.keys is not None else contextlib.nullcontext():
+            await self._until(done, started)
+        self._refresh(final=True)
+        if record.modal is not None:
+            await self._answer_modal(record)
+
+    async def _until(self, done: asyncio.Future[None], started: float) -> None:
+        """Redraw what changes until ``done``, saying now and then that the turn still runs."""
+        loop = asyncio.get_running_loop()
+        tell_at = STILL_RUNNING_AFTER
         while not done.done():
             self._refresh(final=False)
             await asyncio.wait({done}, timeout=0.1)
@@ -231,9 +278,6 @@ class Console:
                 )
                 tell_at = waited + STILL_RUNNING_EVERY
         done.result()
-        self._refresh(final=True)
-        if record.modal is not None:
-            await self._answer_modal(record)
 
     async def _answer_modal(self, record: InteractionRecord) -> None:
         """Fill the form the bot opened, a field a line, as Discord's form would be: what it
@@ -267,7 +311,7 @@ class Console:
             self.screen.note(f"  {label} now: {held}")
         while True:
             try:
-                typed = (await self.read(f"{label}{' (Enter keeps it)' if held else ''}: ")).strip(
+                typed = (await self.ask(f"{label}{' (Enter keeps it)' if held else ''}: ")).strip(
                     "\n"
                 )
             except EOFError:
@@ -352,6 +396,8 @@ async def run_console(
             update={"operator_ids": (*settings.operator_ids, CONSOLE_USER_ID)}
         )
     bot = CampfireBot(settings)
+    # Until the console has shown the story again (``Console.begin``).
+    bot.may_announce.clear()
     standin = StandIn(bot)
     place = Place(standin.fake, server=server)
     place.build()
@@ -370,12 +416,21 @@ async def run_console(
                 raise EOFError
             return line
 
-        console = Console(bot, standin, out, live=live, place=place, files_dir=files_dir, read=read)
+        console = Console(
+            bot,
+            standin,
+            out,
+            live=live,
+            place=place,
+            files_dir=files_dir,
+            read=read,
+            keys=TypeAhead(stdin) if live else None,
+        )
         try:
             await console.begin()
             while True:
                 try:
-                    line = await read(console.prompt)
+                    line = await console.ask(console.prompt)
                 except EOFError:
                     break
                 if not await console.handle(line):

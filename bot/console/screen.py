@@ -1,13 +1,21 @@
 """Drawing the console's view of a Discord channel: each message as a block of text.
 
 On a terminal the newest block is redrawn in place as the bot edits it, so narration is seen
-typing itself out. Otherwise (a pipe, a file) each message is printed once, final.
+typing itself out: the cursor goes back up the rows the block took and draws it again. That
+works only while the block's first row is in the window and nothing was printed below it, so a
+block still changing is kept within the window (its end shown, below an ellipsis, until it is
+final), the prompt ends the redrawing of the block above it, and keys typed during a turn are
+not echoed (``keys.py``). Otherwise (a pipe, a file) each message is printed once, final. A
+message changed where it can no longer be redrawn is shown again, marked ✎, once final.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import unicodedata
+from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol, TextIO
 
@@ -73,46 +81,112 @@ class Screen:
         files_dir: Path | None = None,
         names: Names | None = None,
         shared: bool = True,
+        size: Callable[[], os.terminal_size] | None = None,
     ) -> None:
+        """``size``: the terminal's window, columns and rows (asked at each draw: the window
+        may be resized)."""
         self.out = out
         self.live = live
         self.names = names
         self.shared = shared
+        self.size = size or (lambda: _window(out))
         # Attachments the bot sends are saved here, so the player can open them.
         self.files_dir = files_dir
         self._files: dict[int, str] = {}
+        #: What was last shown of each message (as drawn, whole).
         self._shown: dict[int, str] = {}
+        #: The message drawn last, which a terminal can redraw in place while nothing is
+        #: printed below it.
         self._last: int | None = None
+        #: The rows the newest block takes, its blank line included.
         self._last_lines = 0
+        #: The newest block was drawn without its beginning, to fit the window.
+        self._cut = False
+        #: The newest block's text, whole and unstyled.
+        self._last_plain = ""
 
     def note(self, text: str) -> None:
         """A line of the console's own (not a Discord message)."""
+        self._settle()
         self._print(text)
         self._last = None
+
+    def detach(self) -> None:
+        """Something else is printed below the newest block (the prompt, the line typed):
+        the block can no longer be redrawn in place, only shown again."""
+        self._settle()
+        self._last = None
+
+    def typed(self, line: str) -> None:
+        """A line typed while the keys were not echoed (during a turn), shown after the
+        prompt it is read at, as if typed there."""
+        self.out.write(line.rstrip("\n") + "\n")
+        self.out.flush()
 
     def update(self, messages: list[MessageRecord], *, final: bool) -> None:
         """Show what is new or changed. Streaming redraws happen only when ``live``."""
         for message in messages:
             self._save_attachments(message)
-            text = timestamps(render(message, self._files, self.names, shared=self.shared))
-            if self.live:
-                text = styled(text)
+            plain = timestamps(render(message, self._files, self.names, shared=self.shared))
+            text = styled(plain) if self.live else plain
             previous = self._shown.get(message.id)
-            if previous == text:
+            newest = self.live and message.id == self._last
+            if previous == text and not (newest and final and self._cut):
                 continue
             if previous is None:
                 if not (self.live or final):
                     continue  # a pipe gets each message once, when it is final
-                self._print(text)
+                self._settle()
+                self._draw(plain, final=final)
                 self._last = message.id
-            elif self.live and message.id == self._last:
-                self._redraw(text)
-            elif final and _content(text) != _content(previous):
-                # An older message changed (a take paged, a turn undone, a preview confirmed):
-                # a terminal cannot reach back to it, so it is shown again, marked.
+            elif newest and self._reachable():
+                self._draw(plain, final=final, again=True)
+            elif _content(text) != _content(previous):
+                if not final:
+                    # Kept for the final refresh, which shows it: were it recorded as shown
+                    # now, the change (a turn brought back by /redo) would never be seen.
+                    continue
+                # An older message changed (a take paged, a turn undone or redone, a preview
+                # confirmed): a terminal cannot reach back to it, so it is shown again, marked.
+                self._settle()
                 self._print(f"✎ {text}")
                 self._last = message.id
+                self._cut = False
             self._shown[message.id] = text
+
+    def _draw(self, plain: str, *, final: bool, again: bool = False) -> None:
+        """The newest block, in place of its earlier frame with ``again``. On a terminal a
+        block still changing is kept within the window: the terminal cannot move the cursor
+        above its top row, so a taller frame could not be redrawn, and its top, scrolled off,
+        would be printed a second time. Until final such a block shows its end below an
+        ellipsis; the final draw shows it whole, once."""
+        self._last_plain = plain
+        cut = False
+        if self.live and not final:
+            columns, rows = self._window()
+            if _lines(plain, columns) > rows - 2:
+                plain, cut = _tail(plain, rows - 2, columns), True
+        text = styled(plain) if self.live else plain
+        if again:
+            # Up to the start of the newest block, clear to the end of the screen.
+            self.out.write(f"\x1b[{self._last_lines}F\x1b[J")
+        self._print(text)
+        self._cut = cut
+
+    def _settle(self) -> None:
+        """The newest block, if drawn cut, drawn whole before anything is printed below it:
+        nothing could redraw it after (a narration longer than a message goes on in the
+        next one while the first is still drawn cut)."""
+        if self._last is not None and self._cut and self._reachable():
+            self._draw(self._last_plain, final=True, again=True)
+
+    def _reachable(self) -> bool:
+        """Whether the newest block's first row is still in the window."""
+        return self._last_lines <= self._window()[1] - 1
+
+    def _window(self) -> tuple[int, int]:
+        size = self.size()
+        return max(20, size.columns), max(4, size.lines)
 
     def _save_attachments(self, message: MessageRecord) -> None:
         if self.files_dir is None:
@@ -128,12 +202,7 @@ class Screen:
     def _print(self, text: str) -> None:
         self.out.write(text + "\n\n")
         self.out.flush()
-        self._last_lines = _lines(text) + 1
-
-    def _redraw(self, text: str) -> None:
-        # Up to the start of the newest block, clear to the end of the screen, draw it again.
-        self.out.write(f"\x1b[{self._last_lines}F\x1b[J")
-        self._print(text)
+        self._last_lines = _lines(text, self._window()[0]) + 1
 
 
 def _embed(embed: dict) -> str:
@@ -155,6 +224,53 @@ def _content(rendered: str) -> str:
     return rendered.split("\n  ", 1)[0].strip()
 
 
-def _lines(text: str) -> int:
-    width = max(20, shutil.get_terminal_size((100, 40)).columns)
-    return sum(max(1, -(-len(line) // width)) for line in visible(text).split("\n"))
+def _window(out: TextIO) -> os.terminal_size:
+    """The window ``out`` draws in, asked of the terminal itself: COLUMNS and LINES, which
+    ``shutil.get_terminal_size`` prefers, may be inherited, stale after a resize."""
+    try:
+        return os.get_terminal_size(out.fileno())
+    except (AttributeError, OSError, ValueError):
+        return shutil.get_terminal_size((100, 40))
+
+
+def _lines(text: str, columns: int) -> int:
+    """The rows ``text`` takes in a window ``columns`` wide (styles take no room)."""
+    return sum(_height(line, columns) for line in visible(text).split("\n"))
+
+
+def _height(line: str, columns: int) -> int:
+    return max(1, -(-_width(line) // columns))
+
+
+def _width(text: str) -> int:
+    """Columns a terminal gives ``text``: two for a wide character (CJK, most emoji)."""
+    return sum(
+        0 if unicodedata.combining(char) else 2 if unicodedata.east_asian_width(char) in "WF" else 1
+        for char in text
+    )
+
+
+def _tail(text: str, rows: int, columns: int) -> str:
+    """The end of ``text`` that fits in ``rows`` rows, below a row of its own saying that
+    the beginning is above."""
+    room = rows - 1
+    kept: list[str] = []
+    for line in reversed(text.split("\n")):
+        height = _height(line, columns)
+        if height <= room:
+            kept.append(line)
+            room -= height
+            continue
+        if room > 0:
+            # The end of a line too tall for what is left; a column spare on each row, for a
+            # wide character wrapped early.
+            end: list[str] = []
+            left = room * (columns - 1)
+            for char in reversed(line):
+                left -= _width(char)
+                if left < 0:
+                    break
+                end.append(char)
+            kept.append("".join(reversed(end)))
+        break
+    return "\n".join(["…", *reversed(kept)])

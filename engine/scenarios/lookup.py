@@ -12,6 +12,8 @@ from engine.storage.models import Scenario, Server
 
 #: The scenario a new server plays until an admin picks another.
 STARTER_KEY = "lantern-road"
+#: How many titles an unknown scenario's answer names.
+SCENARIOS_NAMED = 10
 
 
 def _visible(server_id: int | None, user_id: int | None) -> ColumnElement[bool]:
@@ -73,9 +75,13 @@ async def resolve_scenario(
     if len(matches) == 1:
         return matches[0]
     if not matches:
-        raise NotFound(
-            f"No scenario matches “{echo(query, QUOTE_MAX)}”. Start typing to see the list."
-        )
+        # Named, not "start typing to see the list": a front end without autocomplete (the
+        # console) has no list to see, and a title is quicker read than looked for.
+        shown = await visible_scenarios(session, server_id, user_id, limit=SCENARIOS_NAMED + 1)
+        titles = ", ".join(f"“{echo(s.title, QUOTE_MAX)}”" for s in shown[:SCENARIOS_NAMED])
+        more = ", and more: /scenario list shows them all" if len(shown) > SCENARIOS_NAMED else ""
+        there = f" Scenarios: {titles}{more}." if titles else ""
+        raise NotFound(f"No scenario matches “{echo(query, QUOTE_MAX)}”.{there}")
     titles = ", ".join(f"“{s.title}”" for s in matches[:5])
     raise InvalidInput(
         f"“{echo(query, QUOTE_MAX)}” matches several scenarios: {titles}. Be more specific."

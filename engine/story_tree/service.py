@@ -76,6 +76,19 @@ class TurnText:
 class StoryTree(BranchesAndSavePoints):
     """What the front end calls for /undo, /redo, takes, /edit, /branch, /savepoint, /tree."""
 
+    # --- where the story stands ---
+
+    async def head_now(self, channel_id: int) -> HeadMove:
+        """Where the story here stands, as a move that changed nothing: what a front end needs
+        to show the newest turn's buttons again when it lost the message that had them (the
+        console, whose stand-in for Discord starts empty each run)."""
+        async with self.db.session() as session:
+            adventure = await self._adventure(session, channel_id, None)
+            head = await self._head(session, adventure)
+            return await self._result(
+                session, adventure, head, adventure.version, adventure.active_branch_id
+            )
+
     # --- undo and redo ---
 
     async def undo(
