@@ -3,7 +3,8 @@
 Small models, and some large ones, answer a story prompt with more than the story: they echo
 the player's action as their first line ("> You look around."), go on to write the player's next
 action themselves (a later line starting "> "), talk about the task ("Here it goes:"), mark up
-the prose as a document (``# `` headings) or leave a stop tag (``<MORE>``, ``</s>``), and when
+the prose as a document (``# `` headings), read back a part of the prompt (the author's note
+line, a section's heading) or leave a stop tag (``<MORE>``, ``</s>``), and when
 the length limit stops them they end mid-sentence. Each rule below removes one of those and
 nothing else; prose that breaks none is kept byte for byte. A reply that would be left empty is
 kept as written (the turn then shows what the model said rather than nothing).
@@ -29,6 +30,9 @@ _META = re.compile(
     r"|(?:sure|okay|ok|certainly|of course)[,!.]\s.*(?:continu|story|here)\w*.*$"
     r"|as an ai\b.*$"
     r"|\((?:continued|to be continued)\)\s*$"
+    # The prompt's own parts read back: the author's note line, a section's heading.
+    r"|\[author'?s note:.*\]\s*$"
+    r"|(?:recent story|world lore|memories|story summary|world state|knowledge|party):\s*$"
     r")",
     re.IGNORECASE,
 )

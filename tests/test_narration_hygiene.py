@@ -34,6 +34,12 @@ from tests.helpers import new_adventure, play
         ("The door opens. Beyond it lies a corr", "The door opens."),
         ('She turns. "Wait—"', 'She turns. "Wait—"'),
         ('"Run!" he cries. *It is too late.*', '"Run!" he cries. *It is too late.*'),
+        # The prompt read back (seen from the embedded model): the author's note, a heading.
+        (
+            "[Author's note: Keep the tone warm and eerie at once.]\nThe bell tolls.",
+            "The bell tolls.",
+        ),
+        ("World Lore:\nThe bridge creaks under you.", "The bridge creaks under you."),
     ],
 )
 def test_what_is_not_story_goes(written, kept):
