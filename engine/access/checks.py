@@ -310,28 +310,30 @@ async def check_may_replace(session: AsyncSession, running: Adventure, actor: Ac
 
 
 async def check_may_end(session: AsyncSession, adventure: Adventure, actor: Actor) -> None:
-    if may_end(adventure, actor):
-        return
-    if adventure.server_id is None:
-        raise NotAllowed("Only this adventure's player can end it.")
-    host = await _host_name(session, adventure)
-    who = f"{host} (its host)" if host else "its host"
-    raise NotAllowed(
-        f"Only {who} and members who can manage the server or its messages can end "
-        f"“{adventure.title}”; nothing was changed."
-    )
+    if not may_end(adventure, actor):
+        raise await _only_those_who_lead(session, adventure, "end it", "end “{title}”")
 
 
 async def check_may_resume(session: AsyncSession, adventure: Adventure, actor: Actor) -> None:
-    if may_resume(adventure, actor):
-        return
+    if not may_resume(adventure, actor):
+        raise await _only_those_who_lead(
+            session, adventure, "bring it back", "bring “{title}” back"
+        )
+
+
+async def _only_those_who_lead(
+    session: AsyncSession, adventure: Adventure, alone: str, together: str
+) -> NotAllowed:
+    """The refusal of a change to a whole adventure: its player's alone in a DM (``alone``),
+    its host's and managers' in a server (``together``, with the adventure's ``{title}``)."""
     if adventure.server_id is None:
-        raise NotAllowed("Only this adventure's player can bring it back.")
+        return NotAllowed(f"Only this adventure's player can {alone}.")
     host = await _host_name(session, adventure)
     who = f"{host} (its host)" if host else "its host"
-    raise NotAllowed(
-        f"Only {who} and members who can manage the server or its messages can bring "
-        f"“{adventure.title}” back; nothing was changed."
+    what = together.format(title=adventure.title)
+    return NotAllowed(
+        f"Only {who} and members who can manage the server or its messages can {what}; "
+        "nothing was changed."
     )
 
 
