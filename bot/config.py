@@ -229,6 +229,19 @@ class Settings(BaseSettings):
         description="The shards this process runs, comma-separated (the others run in other "
         "processes on the same database). Unset: all of them.",
     )
+    metrics_port: int | None = Field(
+        default=None,
+        ge=1,
+        le=65535,
+        description="The port of this process's /healthz and /metrics (Prometheus). Unset: "
+        "no such server.",
+    )
+    metrics_host: str = Field(
+        default="127.0.0.1",
+        min_length=1,
+        description="The address /healthz and /metrics listen on; 0.0.0.0 for every interface "
+        "(a scraper on another machine or container).",
+    )
 
     # --- running a public bot: the operator, the secret (issue 18, models part) ---------------
     # NoDecode: the environment gives "123,456", not JSON; _operator_id_list reads it.

@@ -10,7 +10,8 @@ import discord
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from discord.ext import commands
 
-from bot.config import Settings
+from bot.config import ConfigError, Settings
+from bot.metrics import CampfireMetrics, OperationsServer, health_problem
 from bot.scheduler import BackgroundWork, schedule_background_work
 from bot.services import Services, build_services
 from cogs.preflight import CampfireTree
@@ -108,6 +109,8 @@ class CampfireBot(commands.AutoShardedBot):
         shards: dict[str, Any] = {"shard_count": settings.shard_count}
         if settings.shard_ids is not None:
             shards["shard_ids"] = list(settings.shard_ids)
+        #: This process's metrics; the engine's services report to them once built.
+        self.metrics = CampfireMetrics()
         super().__init__(
             command_prefix=commands.when_mentioned,
             intents=gateway_intents(message_content=settings.message_content),
@@ -119,6 +122,8 @@ class CampfireBot(commands.AutoShardedBot):
             # An archived thread reopened, then the permission preflight, before every command
             # (cogs.preflight).
             tree_cls=CampfireTree,
+            # Discord's answers counted as they come (429s, edits).
+            http_trace=self.metrics.discord_trace(),
         )
         self.settings = settings
         self.channel_period = channel_period
@@ -130,6 +135,8 @@ class CampfireBot(commands.AutoShardedBot):
         #: has, so that each notice, with its Retry, comes below the story, as in Discord.
         self.may_announce = asyncio.Event()
         self.may_announce.set()
+        #: /healthz and /metrics, when CAMPFIRE_METRICS_PORT is set.
+        self.operations: OperationsServer | None = None
 
     async def on_message(self, message: discord.Message, /) -> None:
         """Campfire has no text commands: a message is play or nothing (``cogs.message_play``
@@ -142,6 +149,10 @@ class CampfireBot(commands.AutoShardedBot):
         from cogs.streaming import RatePacer
 
         self.services = await build_services(self.settings)
+        self.services.play.intake.observer = self.metrics
+        self.services.leases.observer = self.metrics
+        self.metrics.watch_queue(self.services.play.queue)
+        await self._serve_operations()
         self.background = BackgroundWork(self.services.jobs)
         pacer = (
             RatePacer()
@@ -167,6 +178,27 @@ class CampfireBot(commands.AutoShardedBot):
         self.resuming = asyncio.create_task(self.resume_after_restart(), name="resume")
         # The command tree is synced on request (`python -m bot sync`), never here: Discord
         # allows 200 command creations a day per server.
+
+    async def _serve_operations(self) -> None:
+        port = self.settings.metrics_port
+        if port is None:
+            return
+        server = OperationsServer(
+            self.metrics, self.health, host=self.settings.metrics_host, port=port
+        )
+        try:
+            await server.start()
+        except OSError as error:
+            await server.stop()
+            raise ConfigError(
+                f"CAMPFIRE_METRICS_PORT: could not listen on {self.settings.metrics_host}:{port} "
+                f"({error.strerror or error}). Is another process using it?"
+            ) from None
+        self.operations = server
+
+    async def health(self) -> str | None:
+        """Why this process is not healthy (/healthz), or None."""
+        return await health_problem(self.services.db, self.is_ready())
 
     async def resume_after_restart(self) -> None:
         """Take back at once what this instance held before it restarted (a crash leaves its
@@ -230,6 +262,9 @@ class CampfireBot(commands.AutoShardedBot):
         return thread is not None and thread.archived and thread.locked
 
     async def close(self) -> None:
+        if self.operations is not None:
+            await self.operations.stop()
+            self.operations = None
         if hasattr(self, "services"):
             # Turns being written are cut off now, before the model's client and the database
             # close under them (a turn would fail on its closed client instead, and its Retry

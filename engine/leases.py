@@ -61,6 +61,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from engine.coordination.instance import earlier_incarnation
 from engine.errors import CampfireError, NotFound
+from engine.observer import NoObserver, PlayObserver
 from engine.storage.changes import rows_changed
 from engine.storage.database import Database
 from engine.storage.dialect import insert_for, locked_read
@@ -203,6 +204,11 @@ class TurnLeases:
         #: This process is shutting down (``CampfireBot.close``): a turn cancelled now keeps
         #: its lease (``hold``). Per process, as the shutdown is.
         self.closing = False
+        #: Told of each lease taken over from a dead holder (the bot's metrics). A claim is
+        #: told as it takes the lease, so one whose transaction then rolls back (a request
+        #: refused after it) is counted too: rare, and the count is for watching, not for
+        #: deciding anything.
+        self.observer: PlayObserver = NoObserver()
 
     def _now(self) -> datetime:
         return as_utc(self.clock())
@@ -256,6 +262,7 @@ class TurnLeases:
                 reclaimed_from,
                 token,
             )
+            self.observer.lease_taken_over(adventure_id)
         return Lease(adventure_id, self.holder, token, reclaimed_from)
 
     @staticmethod
@@ -336,7 +343,10 @@ class TurnLeases:
                 .values(holder=FREE)
                 .returning(_leases.c.adventure_id)
             )
-            return sorted(result.scalars())
+            reaped = sorted(result.scalars())
+        for adventure_id in reaped:
+            self.observer.lease_taken_over(adventure_id)
+        return reaped
 
     # --- holding it for a turn ------------------------------------------------------------------
 

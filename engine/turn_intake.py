@@ -42,6 +42,7 @@ from engine.events import (
 )
 from engine.leases import Lease, TurnLeases
 from engine.limits import Charge, RateLimited, UsageLimits
+from engine.observer import NoObserver, PlayObserver
 from engine.place_hints import PlaceHints
 from engine.providers.resolver import ProviderResolver
 from engine.queue import AdventureQueue, Ticket
@@ -134,6 +135,8 @@ class TurnIntake:
         #: Called with the adventure's id after each turn is stored (the bot schedules the
         #: memory bank's work there). Must not block: it runs on the turn's path.
         self.after_turn: Callable[[int], None] | None = None
+        #: Told of each turn that ran, stored or failed (the bot's metrics).
+        self.observer: PlayObserver = NoObserver()
 
     async def enter(
         self,
@@ -347,16 +350,23 @@ class TurnIntake:
                         async for event in running:
                             if isinstance(event, TurnFailed):
                                 await self._finish_failed(lease, request_id, event)
+                                self.observer.turn_failed(type(event.error).__name__)
                             elif isinstance(event, TurnDone):
                                 self._let_go(lease, passed)
+                                self.observer.turn_done(event.result)
                                 # Buttons drawn before this turn are stale now.
                                 self.places.seen(channel_id, adventure_id, event.result.version)
                             events.put_nowait(event)
                             if isinstance(event, TurnDone) and self.after_turn is not None:
                                 self.after_turn(adventure_id)
             except CampfireError as error:
+                self.observer.turn_failed(type(error).__name__)
                 await self.requests.fail(request_id, TurnFailed(error))
                 events.put_nowait(TurnFailed(error))
+            except Exception:
+                # Answered as an InternalError (``_forward``).
+                self.observer.turn_failed(InternalError.__name__)
+                raise
 
         try:
             ticket = await self.queue.submit(adventure_id, job, key=request_id)

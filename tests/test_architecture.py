@@ -13,7 +13,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 #: Top-level packages the engine must never import: the front ends sit above it.
-ABOVE_THE_ENGINE = ("discord", "cogs", "bot")
+# prometheus_client: the engine tells what happened (engine.observer); bot/metrics.py exports it.
+ABOVE_THE_ENGINE = ("discord", "cogs", "bot", "prometheus_client")
 
 
 @dataclass(frozen=True)

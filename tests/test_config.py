@@ -64,6 +64,7 @@ def test_environment_and_dotenv_are_read(monkeypatch, tmp_path):
         ("CAMPFIRE_DATABASE_URL", "sqlite:///x.db", "CAMPFIRE_DATABASE_URL: expected a URL"),
         ("CAMPFIRE_ALLOW_PRIVATE_ENDPOINTS", "maybe", "expected true or false"),
         ("CAMPFIRE_LOG_LEVEL", "loud", "CAMPFIRE_LOG_LEVEL: expected one of debug"),
+        ("CAMPFIRE_METRICS_PORT", "70000", "CAMPFIRE_METRICS_PORT: expected a number ≤ 65535"),
     ],
 )
 def test_a_wrong_value_names_the_variable_and_what_it_expects(

@@ -32,6 +32,14 @@ class PerProcess:
 
 PER_PROCESS: tuple[PerProcess, ...] = (
     PerProcess(
+        "bot.metrics:CampfireMetrics",
+        "the counters, gauges and histograms /metrics serves: this process's turns, leases "
+        "taken over, model latency and tokens, Discord's 429s and edits",
+        "They are meant to be per process: Prometheus scrapes each process on its own port and "
+        "adds them up, and a restart's counters starting at zero read as a counter reset. "
+        "Nothing is decided on them.",
+    ),
+    PerProcess(
         "bot.scheduler:memory_job_scheduler",
         "adventures whose memory work was asked for while it ran, to go round again, and "
         "those whose work runs in this process now (not scheduled again meanwhile)",
