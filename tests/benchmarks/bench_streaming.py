@@ -441,10 +441,12 @@ async def _run(
         model_url=model.base_url,
         model_name=model.model,
         model_timeout=30,
-        # One player starts every adventure here: lift the caps on adventures per player (they
-        # are not what is measured).
+        # One player starts every adventure and plays every turn here: lift the caps on
+        # adventures and the turn rate limits per player (they are not what is measured).
         adventures_per_hour=max(10, n),
         active_adventures_per_user=max(25, n),
+        turns_per_user_per_minute=10_000,
+        turns_per_adventure_per_minute=10_000,
     )
     bot = CampfireBot(settings)
     standin = StandIn(bot)

@@ -69,6 +69,9 @@ def bot_settings(work: Path, database_url: str, model: FakeModelServer) -> dict[
         "model_reply_seconds": MODEL_REPLY_SECONDS,
         # Memories and summaries would take the fake model's scripted replies out of turn.
         "background_model_use": False,
+        # The trial plays faster than a person: the turn rate limits are not what it checks.
+        "turns_per_user_per_minute": 10_000,
+        "turns_per_adventure_per_minute": 10_000,
         "log_level": "WARNING",
     }
 

@@ -293,6 +293,10 @@ async def trial(hostile: list[Hostile], *, verbose: bool) -> list[Outcome]:
             script_time_seconds=SCRIPT_TIME_SECONDS,
             script_turn_seconds=SCRIPT_TURN_SECONDS,
             max_script_state_chars=STATE_CAP,
+            # The trial plays faster than a person: the rate limits are not what it checks.
+            turns_per_user_per_minute=10_000,
+            turns_per_adventure_per_minute=10_000,
+            script_tests_per_minute=10_000,
         )
         bot = CampfireBot(config)
         standin = StandIn(bot)
