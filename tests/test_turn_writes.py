@@ -93,9 +93,11 @@ async def test_a_queued_turn_still_commits_three_write_transactions(env: Discord
         second = await env.fake.slash(env.bob, thread, "do", action="follow her")
         await settled(env)
     assert first.failed is None and second.failed is None
-    assert second.original_message_id is not None
-    queued = env.fake.message(second.original_message_id)
-    assert any("Queued" in text for _, text in queued.edits), "the second action never waited"
+    # discord.py handles each interaction in a task of its own, so on a loaded machine the
+    # second may reach the engine first: then the first waits. One of them did.
+    answers = [env.fake.message(r.original_message_id) for r in (first, second)]
+    waited = [any("Queued" in text for _, text in m.edits) for m in answers]
+    assert sum(waited) == 1, "neither action waited for the other's turn"
     assert len(counter.committed) == 2 * TURN_WRITES, counter.committed
 
 
