@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -48,6 +49,7 @@ from engine.steering.settings import GenerationDefaults, GenerationSettings
 from engine.steering.text import SteeringText
 from engine.storage.database import Database
 from engine.story_tree import StoryTree
+from engine.tokens import encoding
 from engine.turns import TurnEngine
 from engine.world_state.service import WorldStateService
 
@@ -208,6 +210,10 @@ async def build_services(settings: Settings) -> Services:
     await db.migrate()
     async with db.transaction() as session:
         count = await seed_builtin_scenarios(session)
+    # The token counter's encoding, loaded off the event loop now rather than on it by the
+    # first turn (a fraction of a second quiet, seconds on a loaded machine: an interaction
+    # waiting behind it could miss Discord's 3 s).
+    await asyncio.to_thread(encoding)
     log.info("database ready; %d shipped scenarios", count)
     provider = make_chat_provider(settings)
     log.info("narrating with %s", provider.label)
