@@ -20,6 +20,7 @@ from engine.storage.models import (
     Adventure,
     AdventureCard,
     Memory,
+    PartySeat,
     Role,
     Scenario,
     Server,
@@ -159,7 +160,14 @@ async def test_a_creator_is_no_guest_and_delete_takes_everything_now(db):
     assert profile.scenarios == 1 and not profile.guest
     guest = await profiles(db).show(Actor(IDLE_GUEST), seen=False)
     assert (guest.own_adventures, guest.story_entries) == (1, 2)  # the opening and an action
+    async with db.session() as session, session.begin():
+        # They left someone else's party once: that choice is theirs too.
+        theirs = await session.scalar(select(Adventure.id).where(Adventure.host_id == FRESH_GUEST))
+        session.add(PartySeat(adventure_id=theirs, user_id=IDLE_GUEST, seated=False))
     await profiles(db).delete(Actor(IDLE_GUEST))
+    async with db.session() as session:
+        left = await session.scalar(select(PartySeat).where(PartySeat.user_id == IDLE_GUEST))
+    assert left is None
     with pytest.raises(NotFound, match="stores nothing about you"):
         await profiles(db).show(Actor(IDLE_GUEST), seen=False)
     with pytest.raises(NotFound):
