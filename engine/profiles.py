@@ -39,7 +39,6 @@ from engine.storage.changes import rows_changed
 from engine.storage.dialect import locked_read
 from engine.storage.models import (
     Adventure,
-    PartySeat,
     RequestRecord,
     Scenario,
     Server,
@@ -255,9 +254,6 @@ class Profiles:
             deleted = await rows_changed(session, delete(User).where(col(User.id) == user_id))
             if deleted != 1:
                 raise NotFound(STORES_NOTHING)
-            # Their choices to join or leave parties (by Discord id, as a mute is, so not in
-            # the cascade): theirs to take with them. A host's mutes and kicks stay.
-            await session.execute(delete(PartySeat).where(col(PartySeat.user_id) == user_id))
         return in_flight
 
 

@@ -414,14 +414,22 @@ class MutedPlayer(SQLModel, table=True):
 class PartySeat(SQLModel, table=True):
     """A player's own say in whether they play an adventure (``engine.party``): ``/join``
     (``seated``) or ``/leave`` (not: they watch). Most players have no row: acting or making a
-    character puts them in the party, so only these two choices are written down."""
+    character puts them in the party, so only these two choices are written down. Only the
+    player makes theirs (a user row, then), so it goes with their data."""
 
     __tablename__: ClassVar[str] = "party_seats"
 
     adventure_id: int = Field(
         sa_column=Column(Integer, ForeignKey("adventures.id", ondelete="CASCADE"), primary_key=True)
     )
-    user_id: int = Field(sa_column=Column(BigInteger, primary_key=True, autoincrement=False))
+    user_id: int = Field(
+        sa_column=Column(
+            BigInteger,
+            ForeignKey("users.id", ondelete="CASCADE"),
+            primary_key=True,
+            autoincrement=False,
+        )
+    )
     seated: bool = True
     updated_at: datetime = _when()
 

@@ -30,6 +30,8 @@ def upgrade() -> None:
         sa.Column("seated", sa.Boolean(), nullable=False),
         sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
         sa.ForeignKeyConstraint(["adventure_id"], ["adventures.id"], ondelete="CASCADE"),
+        # The player's own choice: it goes with their data (/profile delete, guest cleanup).
+        sa.ForeignKeyConstraint(["user_id"], ["users.id"], ondelete="CASCADE"),
         sa.PrimaryKeyConstraint("adventure_id", "user_id"),
     )
 
