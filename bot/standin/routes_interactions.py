@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
@@ -18,6 +19,37 @@ if TYPE_CHECKING:
 
 ACK_DEADLINE_S = 3.0
 TOKEN_LIFETIME_S = 15 * 60
+#: How often the deadline is watched.
+WATCH_EVERY_S = 0.05
+#: Linux's scheduler statistics for the calling thread: its second field is the time it spent
+#: runnable but waiting for a CPU, in nanoseconds (the kernel's Documentation/scheduler/
+#: sched-stats.rst, "/proc/<pid>/schedstat").
+SCHEDSTAT = Path("/proc/thread-self/schedstat")
+
+
+def _waited_for_cpu() -> float:
+    try:
+        return int(SCHEDSTAT.read_text().split()[1]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return 0.0  # not Linux: nothing is forgiven
+
+
+class StarvedClock:
+    """Time the event loop's thread was ready to run but given no CPU, summed: a test machine
+    running other test processes can deny it seconds at a time, which Discord's clock would
+    not see on a real deployment (the bot runs alone) and which is no fault of the bot. The
+    deadline is measured without it. Time on the CPU (the bot blocking its own loop included)
+    and time blocked in a call or waiting on I/O count in full, so a slow acknowledgement by
+    the bot still fails. Read on the loop's thread (the watch and the callback run there)."""
+
+    def __init__(self) -> None:
+        self._last = _waited_for_cpu()
+        self.total = 0.0
+
+    def tick(self) -> None:
+        now = _waited_for_cpu()
+        self.total += max(0.0, now - self._last)
+        self._last = now
 
 
 class InteractionRoutes:
@@ -27,6 +59,9 @@ class InteractionRoutes:
         self.messages = messages
         self.pending_ack: set[int] = set()
         self.tokens: dict[str, InteractionRecord] = {}
+        self.starved = StarvedClock()
+        #: ``starved.total`` when each interaction pending acknowledgement was created.
+        self._starved_at: dict[int, float] = {}
 
     # -- acknowledgement deadline -------------------------------------------------------------
 
@@ -34,6 +69,11 @@ class InteractionRoutes:
         self.world.interactions[record.id] = record
         self.tokens[record.token] = record
         self.pending_ack.add(record.id)
+        self._starved_at[record.id] = self.starved.total
+
+    def _past_deadline(self, record: InteractionRecord) -> bool:
+        starved = self.starved.total - self._starved_at.get(record.id, self.starved.total)
+        return self.fake.clock() - record.created - starved > ACK_DEADLINE_S
 
     def fail(self, record: InteractionRecord, reason: str) -> None:
         if record.failed is None and record.acknowledged is None:
@@ -43,18 +83,20 @@ class InteractionRoutes:
             )
             record.done.set()
         self.pending_ack.discard(record.id)
+        self._starved_at.pop(record.id, None)
 
     async def watch_acks(self) -> None:
         """Marks interactions the bot did not answer within 3 s as failed, as the user sees."""
         while True:
-            now = self.fake.clock()
+            self.starved.tick()
             for iid in list(self.pending_ack):
                 rec = self.world.interactions[iid]
                 if rec.acknowledged is not None:
                     self.pending_ack.discard(iid)
-                elif now - rec.created > ACK_DEADLINE_S:
+                    self._starved_at.pop(iid, None)
+                elif self._past_deadline(rec):
                     self.fail(rec, "not acknowledged within 3 s (This interaction failed)")
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(WATCH_EVERY_S)
 
     # -- the callback -------------------------------------------------------------------------
 
@@ -67,7 +109,8 @@ class InteractionRoutes:
             return error_response(404, 10062, "Unknown interaction")
         if rec.acknowledged is not None:
             return error_response(400, 40060, "Interaction has already been acknowledged.")
-        if rec.failed is not None or self.fake.clock() - rec.created > ACK_DEADLINE_S:
+        self.starved.tick()
+        if rec.failed is not None or self._past_deadline(rec):
             self.fail(rec, "acknowledged after the 3 s deadline")
             return error_response(404, 10062, "Unknown interaction")
         body, files = await read_body(request)
