@@ -223,11 +223,18 @@ class Settings(BaseSettings):
         description="How many Discord shards the bot runs in all. Unset: Discord's "
         "recommendation (GET /gateway/bot), asked at every start.",
     )
-    # NoDecode: the environment gives "0,2", not JSON; _shard_ids reads it.
+    # NoDecode: the environment gives "0-3" or "0,2", not JSON; _shard_id_list reads it.
     shard_ids: Annotated[tuple[int, ...] | None, NoDecode] = Field(
         default=None,
-        description="The shards this process runs, comma-separated (the others run in other "
-        "processes on the same database). Unset: all of them.",
+        description="The shards this process runs: numbers and ranges, comma-separated (0-3, "
+        "or 0,2,5-7); the others run in other processes on the same database. Unset: all.",
+    )
+    discord_requests_per_second: int = Field(
+        default=50,
+        ge=1,
+        le=100_000,
+        description="The bot's global request budget on Discord (50 a second unless Discord "
+        "raised it for the bot); processes running some shards each take their share.",
     )
     metrics_port: int | None = Field(
         default=None,
@@ -299,9 +306,11 @@ class Settings(BaseSettings):
             if not value.strip():
                 return None
             try:
-                return tuple(int(part) for part in value.split(","))
+                return tuple(shard for part in value.split(",") for shard in _shard_range(part))
             except ValueError:
-                raise ValueError("shard numbers separated by commas, e.g. 0,1") from None
+                raise ValueError(
+                    "shard numbers and ranges separated by commas, e.g. 0-3 or 0,2,5-7"
+                ) from None
         return value
 
     @field_validator("shard_ids")
@@ -390,6 +399,16 @@ class Settings(BaseSettings):
         with os.fdopen(fd, "wb") as handle:
             handle.write(key)
         return key
+
+
+def _shard_range(part: str) -> range:
+    """``"5"`` or ``"5-7"`` (both ends included), as CAMPFIRE_SHARD_IDS writes them."""
+    first, dash, last = part.strip().partition("-")
+    if not dash:
+        return range(int(first), int(first) + 1)
+    if int(last) < int(first):
+        raise ValueError("a range runs upwards")
+    return range(int(first), int(last) + 1)
 
 
 def env_name(field: str) -> str:

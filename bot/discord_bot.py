@@ -146,7 +146,7 @@ class CampfireBot(commands.AutoShardedBot):
     async def setup_hook(self) -> None:
         from cogs.buttons import DYNAMIC_ITEMS
         from cogs.narration import Narrator
-        from cogs.streaming import RatePacer
+        from cogs.streaming import RatePacer, process_budget
 
         self.services = await build_services(self.settings)
         self.services.play.intake.observer = self.metrics
@@ -154,10 +154,16 @@ class CampfireBot(commands.AutoShardedBot):
         self.metrics.watch_queue(self.services.play.queue)
         await self._serve_operations()
         self.background = BackgroundWork(self.services.jobs)
+        settings = self.settings
+        budget = process_budget(
+            settings.discord_requests_per_second,
+            None if settings.shard_ids is None else len(settings.shard_ids),
+            settings.shard_count,
+        )
         pacer = (
-            RatePacer()
+            RatePacer(global_per_second=budget)
             if self.channel_period is None
-            else RatePacer(per_seconds=self.channel_period)
+            else RatePacer(per_seconds=self.channel_period, global_per_second=budget)
         )
         self.narrator = Narrator(self, pacer)
         self.round_panels = RoundPanels(self)

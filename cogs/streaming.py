@@ -90,6 +90,29 @@ class Priority(IntEnum):
     STREAM = 2
 
 
+#: Of the bot's global budget, the part the pacer spends. The rest is left for the requests it
+#: does not pace (threads opened, messages fetched, the occasional reaction); interaction
+#: responses and follow-ups need none of it: "Interaction endpoints are not bound to the bot's
+#: Global Rate Limit" (discord-api-docs, Rate Limits: "Global Rate Limit";
+#: https://discord.com/developers/docs/topics/rate-limits#global-rate-limit).
+PACED_SHARE = 0.8
+
+
+def process_budget(
+    bot_per_second: int, shards_here: int | None = None, shard_count: int | None = None
+) -> int:
+    """The requests a second this process's pacer may spend: its share of the bot's global
+    budget. Discord counts that budget per bot token, across every process, and processes do
+    not talk to each other on the hot path, so the split is static: a process running some
+    shards takes the part of them it runs (servers are spread over shards evenly by their ids,
+    and DMs, all on shard 0, are few). A burst in one process cannot borrow another's idle
+    share; discord.py waits out the rare 429 if the shares ever overlap."""
+    share = bot_per_second * PACED_SHARE
+    if shards_here is not None and shard_count:
+        share = share * shards_here / shard_count
+    return max(1, math.floor(share))
+
+
 @dataclass(eq=False)
 class _Waiter:
     channel_id: int
@@ -99,7 +122,8 @@ class _Waiter:
 
 class RatePacer:
     """Token buckets: one per channel (default 5 per 5 s, sliding), shared by every stream in that
-    channel, plus a process-wide budget (default 40/s, under Discord's 50/s).
+    channel, plus a process-wide budget (default 40/s, under Discord's 50/s: see
+    :func:`process_budget` for a process's share when several run the bot).
 
     Both are sliding windows: at most ``per_channel`` requests in any ``per_seconds`` in a channel
     and at most ``global_per_second`` in any second overall. ``margin`` (seconds) widens the

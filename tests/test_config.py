@@ -92,6 +92,10 @@ def test_shards_are_read_from_the_environment(monkeypatch):
     monkeypatch.setenv("CAMPFIRE_SHARD_IDS", "3, 1")
     settings = load_settings()
     assert settings.shard_count == 4 and settings.shard_ids == (1, 3)
+    # Ranges, as a process of a larger layout names its share.
+    monkeypatch.setenv("CAMPFIRE_SHARD_COUNT", "8")
+    monkeypatch.setenv("CAMPFIRE_SHARD_IDS", "4-6, 0")
+    assert load_settings().shard_ids == (0, 4, 5, 6)
 
 
 @pytest.mark.parametrize(
@@ -100,9 +104,11 @@ def test_shards_are_read_from_the_environment(monkeypatch):
         ("0", None, "CAMPFIRE_SHARD_COUNT: expected a number ≥ 1, got '0'"),
         (None, "0,1", "CAMPFIRE_SHARD_IDS: expected CAMPFIRE_SHARD_COUNT set too"),
         ("2", "0,2", "CAMPFIRE_SHARD_IDS: expected shard numbers from 0 to 1 (CAMPFIRE_SHARD_"),
-        ("2", "-1", "CAMPFIRE_SHARD_IDS: expected shard numbers from 0 to 1"),
-        ("2", "one", "CAMPFIRE_SHARD_IDS: expected shard numbers separated by commas"),
-        ("3", "1,1", "CAMPFIRE_SHARD_IDS: expected each shard number once"),
+        ("2", "1-2", "CAMPFIRE_SHARD_IDS: expected shard numbers from 0 to 1"),
+        ("2", "-1", "CAMPFIRE_SHARD_IDS: expected shard numbers and ranges separated by commas"),
+        ("2", "one", "CAMPFIRE_SHARD_IDS: expected shard numbers and ranges separated by commas"),
+        ("4", "3-1", "CAMPFIRE_SHARD_IDS: expected shard numbers and ranges separated by commas"),
+        ("3", "1,0-1", "CAMPFIRE_SHARD_IDS: expected each shard number once"),
     ],
 )
 def test_wrong_shards_are_explained(monkeypatch, count, ids, expected):

@@ -128,6 +128,9 @@ async def test_a_process_given_shard_ids_runs_only_those_shards(
         assert theirs and theirs != set(fake.world.guilds)
         assert [(s.shard_id, s.num_shards) for s in fake.gateway.sessions] == [(1, 2)]
         assert {g.id for g in env.bot.guilds} == theirs
+        # Its pacer spends half of the paced part of the bot's 50 requests a second: the
+        # other process, running shard 0, spends the other half.
+        assert env.bot.narrator.pacer.global_per_second == 20
         # It answers in its own servers.
         guild = min(theirs)
         channel = fake.add_channel(guild, "campfire")

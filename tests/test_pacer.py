@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cogs.streaming import Priority, RatePacer
+from cogs.streaming import Priority, RatePacer, process_budget
 
 
 class FakeClock:
@@ -256,3 +256,15 @@ async def test_pacer_a_waiter_cancelled_after_its_grant_gives_the_slot_back() ->
     with pytest.raises(asyncio.CancelledError):
         await waiter
     assert pacer.would_wait(1) == 0
+
+
+def test_each_process_paces_its_share_of_the_bots_global_budget():
+    # One process running every shard: four fifths of Discord's 50 a second, the rest left
+    # for requests it does not pace.
+    assert process_budget(50) == 40
+    # Processes splitting 8 shards 3 + 3 + 2 never spend more than the bot's budget together.
+    shares = [process_budget(50, here, 8) for here in (3, 3, 2)]
+    assert shares == [15, 15, 10] and sum(shares) <= 40
+    # A bot Discord gave a larger budget; a process with a tiny share still sends.
+    assert process_budget(500, 1, 4) == 100
+    assert process_budget(1, 1, 16) == 1

@@ -101,9 +101,9 @@ PER_PROCESS: tuple[PerProcess, ...] = (
         "cogs.streaming:RatePacer",
         "the streaming pacer: per-channel edit buckets and a global request budget",
         "A channel's turns are streamed by the process whose shard receives its events, so "
-        "its bucket is complete there; the global budget is per process, so give each "
-        "process its share of Discord's 50 requests a second (discord.py still waits out a "
-        "429 if they overlap).",
+        "its bucket is complete there. The global budget is per process: each takes the "
+        "share of the bot's (CAMPFIRE_DISCORD_REQUESTS_PER_SECOND) its shards are of them "
+        "all (cogs.streaming.process_budget); discord.py waits out a 429 if they overlap.",
     ),
     PerProcess(
         "cogs.streaming:StreamingMessage",
