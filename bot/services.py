@@ -48,6 +48,7 @@ from engine.steering.cards import StoryCards
 from engine.steering.settings import GenerationDefaults, GenerationSettings
 from engine.steering.text import SteeringText
 from engine.storage.database import Database
+from engine.storage.dialect import hold_setup_lock
 from engine.story_tree import StoryTree
 from engine.tokens import encoding
 from engine.turns import TurnEngine
@@ -209,6 +210,7 @@ async def build_services(settings: Settings) -> Services:
     db = Database(settings.effective_database_url)
     await db.migrate()
     async with db.transaction() as session:
+        await hold_setup_lock(session)
         count = await seed_builtin_scenarios(session)
     # The token counter's encoding, loaded off the event loop now rather than on it by the
     # first turn (a fraction of a second quiet, seconds on a loaded machine: an interaction

@@ -19,7 +19,7 @@ from alembic.config import Config
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from engine.storage.dialect import WriteGateTimeout, create_engine
+from engine.storage.dialect import WriteGateTimeout, create_engine, hold_setup_lock
 from engine.storage.write_gate import WriteGate
 
 MIGRATIONS = Path(__file__).resolve().parent.parent / "migrations"
@@ -98,6 +98,7 @@ class Database:
     async def migrate(self) -> None:
         """Bring the schema to the newest revision (creating it on a fresh database)."""
         async with self.engine.begin() as connection:
+            await hold_setup_lock(connection)
             await connection.run_sync(self._upgrade)
 
     @staticmethod

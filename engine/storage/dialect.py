@@ -5,6 +5,7 @@ The rest of the engine writes portable SQLAlchemy and comes here where the two b
 * connecting (``create_engine``): SQLite's file and its pragmas, PostgreSQL's pre-ping;
 * upserts (``insert_for``): both speak ``INSERT … ON CONFLICT``, each through its own construct;
 * row locks (``locked_read``): PostgreSQL locks the row, SQLite takes its one write lock;
+* start-up's schema work and seeding, one process at a time (``hold_setup_lock``);
 * full-text search (``FullTextTable``, ``term_hits_query``): SQLite's FTS5 tables,
   PostgreSQL's ``tsvector`` columns; the few functions spelled differently (``spelling``);
   SQLite's ``ln`` where the build lacks its math functions.
@@ -22,11 +23,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import ColumnElement, Table, event, update
+from sqlalchemy import ColumnElement, Table, event, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, create_async_engine
+from sqlalchemy.ext.asyncio import (
+    AsyncConnection,
+    AsyncEngine,
+    AsyncSession,
+    create_async_engine,
+)
 
 from engine.private_files import private_sqlite_database
 
@@ -39,6 +45,22 @@ def is_postgres(session: AsyncSession) -> bool:
 
 
 # --- connecting ----------------------------------------------------------------------------------
+
+
+#: The PostgreSQL advisory lock start-up's migrations and seeding hold (any fixed number that
+#: nothing else uses as a key; this one spells "Camp").
+SETUP_LOCK_KEY = 0x43616D70
+
+
+async def hold_setup_lock(connection: AsyncConnection | AsyncSession) -> None:
+    """Make the caller's transaction wait for, then hold until it ends, the one lock of
+    start-up's schema work: several processes started at once on a fresh PostgreSQL database
+    would otherwise each create the tables (all but one failing on them) and each insert the
+    shipped scenarios. On SQLite the transaction's write lock already serialises them."""
+    bind = connection.get_bind() if isinstance(connection, AsyncSession) else connection
+    if bind.dialect.name != "postgresql":
+        return
+    await connection.execute(select(func.pg_advisory_xact_lock(SETUP_LOCK_KEY)))
 
 
 def create_engine(url: str, *, echo: bool = False) -> AsyncEngine:

@@ -70,6 +70,17 @@ class _Handler(BaseHTTPRequestHandler):
         finally:
             self.fake._untrack(self.connection)
 
+    def handle_one_request(self) -> None:
+        # One connection may carry several requests (keep-alive): each recorded one is stamped
+        # when its answer ended (or its client went), so that a trial can tell from its
+        # ``_started`` and ``_ended`` which requests were in flight together.
+        self._entry: dict[str, Any] | None = None
+        try:
+            super().handle_one_request()
+        finally:
+            if self._entry is not None:
+                self._entry["_ended"] = time.monotonic()
+
     def log_message(self, format: str, *args: Any) -> None:
         pass  # tests and the developer CLI want a quiet server
 
@@ -157,6 +168,8 @@ class _Handler(BaseHTTPRequestHandler):
         entry = dict(body) if isinstance(body, dict) else {"_raw": raw.decode("utf-8", "replace")}
         entry["_path"] = self.path
         entry["_headers"] = {name.lower(): value for name, value in self.headers.items()}
+        entry["_started"] = time.monotonic()
+        self._entry = entry
         self.fake._record(entry)
         if not isinstance(body, dict):
             self._send_json(
