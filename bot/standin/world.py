@@ -268,6 +268,8 @@ class World:
 
     def __init__(self) -> None:
         self._last_id = 0
+        #: Bits 12-21 of the ids this world makes (0 to 1023; see ``snowflake``).
+        self.worker = 0
         self._tokens = itertools.count(1)
         self.users: dict[int, UserRecord] = {}
         self.guilds: dict[int, GuildRecord] = {}
@@ -287,9 +289,17 @@ class World:
     # -- ids ----------------------------------------------------------------------------------
 
     def snowflake(self) -> int:
-        """A real-looking snowflake: milliseconds since Discord's epoch << 22, never repeating."""
-        now = (int(time.time() * 1000) - DISCORD_EPOCH_MS) << 22
-        self._last_id = max(self._last_id + 1, now)
+        """A real snowflake: milliseconds since Discord's epoch << 22, this world's worker in
+        bits 12-21 and an increment in bits 0-11 (discord-api-docs, Reference: "Snowflakes"),
+        never repeating. Stand-ins of several processes (a cluster trial) each take a worker
+        of their own, so that their ids never collide, as Discord's never do."""
+        ms = max(int(time.time() * 1000) - DISCORD_EPOCH_MS, self._last_id >> 22)
+        increment = 0
+        if ms == self._last_id >> 22:
+            increment = (self._last_id & 0xFFF) + 1
+            if increment > 0xFFF:
+                ms, increment = ms + 1, 0
+        self._last_id = (ms << 22) | (self.worker << 12) | increment
         return self._last_id
 
     def token(self) -> str:

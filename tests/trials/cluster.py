@@ -1,0 +1,707 @@
+"""Several bot processes on one PostgreSQL database, shards split between them, one killed
+with SIGKILL midway and restarted: is every turn played once, one generation at a time per
+adventure, every background job once?
+
+    python -m tests.trials.cluster --processes 3 --adventures 1000
+
+It uses ``CAMPFIRE_TEST_POSTGRES_URL`` when set, or starts a throwaway PostgreSQL server as the
+tests do (``scripts/test-postgres``, on a port of its own) and stops it at the end. Each run
+gets a fresh database, which the processes, started together, migrate and seed.
+
+Each bot process (``tests.trials.cluster_process``) runs two of ``2 × processes`` shards over
+a Discord stand-in of its own that routes as Discord does (a shard hears only its servers), and
+the trial sends each server's commands to the process running its shard. One fake model server
+(here) answers them all, slowly enough that turns overlap, and stamps each request's start and
+end. The adventures (one thread each, spread over 40 servers, one player each) play
+``--rounds`` rounds of one action each; a few (``--long``) play on to 16 actions, so that
+their memory work (the memory at 12, the summary at 15) is due. In round 2 the last process is
+killed with SIGKILL while its turns are streaming (a quarter of them answered, others not) and
+started again on the same database: its players do what the bot offers (Retry under a notice
+that their turn was interrupted), or send the action again when no notice came and the story
+does not hold it.
+
+Then, from the database and the model server's log:
+
+* lost: actions a player was shown narrated (or took back by Retry) that no story holds;
+* duplicated: extra copies of an action in the stories (each action's text is its own);
+* max concurrent generations per adventure: the most narration requests of one adventure the
+  model server had in flight at once (1: the turn lease held across processes and the kill);
+* jobs run twice: memory-bank model calls asked again for the same work (the same prompt)
+  after one had been answered, not counting one cut off by the kill; and memories stored twice
+  for one stretch of story;
+* throughput: narrated turns a second over the rounds without a kill, against one process
+  playing the same adventures on a database of its own first (``--processes 1`` skips that).
+
+The database check of the fault trial (parent chains, heads, takes, leases, requests) runs at
+the end too. The last line:
+
+    cluster: <P> processes, <T> turns, lost 0, duplicated 0, max concurrent generations per
+    adventure 1, jobs run twice 0, throughput <x> vs 1 process
+
+and the exit status is 1 when any of the zeros (or the database check) is not.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections import Counter, defaultdict
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from sqlalchemy import func, select, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import create_async_engine
+from sqlmodel import col
+
+from engine.memory.prompts import MEMORY_SYSTEM, SUMMARY_SYSTEM
+from engine.storage.database import Database
+from engine.storage.models import Memory, Role, StoryNode
+from tests.fakes.openai_server import FakeModelServer, Reply
+from tests.trials.invariants import inconsistencies
+
+ROOT = Path(__file__).resolve().parents[2]
+#: The throwaway server's port when the trial starts one (the tests' default is 54329).
+POSTGRES_PORT = 54339
+GUILDS = 40
+#: Actions the long adventures play, so that the memory (at 12) and the summary (at 15) are due.
+LONG_ACTIONS = 16
+KILL_ROUND = 2
+#: The kill lands ``KILL_AFTER`` seconds after a quarter of the process's turns of the round
+#: were answered by the model (others streaming or not begun), or after ``KILL_WAIT``.
+KILL_WAIT = 30.0
+KILL_AFTER = 0.5
+START_SECONDS = 180.0
+ORDER_SECONDS = 900.0
+#: The memory work is done when the model server has had no memory-bank call this long.
+MEMORY_QUIET_SECONDS = 8.0
+MEMORY_WAIT_SECONDS = 180.0
+REPLY_WORDS = 30
+TOKEN_DELAY = 0.02
+#: Discord ids of the trial's world: below the stand-in's own (made from the time now).
+BASE_MS = 10_000_000_000
+OWNER_ID = 100_000_000_000_000_001
+TAG = re.compile(r"\bm(\d{4})r(\d{2})\b")
+#: How the fake model's replies name their adventure (not an action's tag: see TrialModel).
+BAND = re.compile(r"\bband (\d{4})\b")
+
+Say = Callable[[str], None]
+
+
+def action_text(adventure: int, number: int) -> str:
+    return f"chalk the mark m{adventure:04d}r{number:02d} on the stone"
+
+
+def snowflake(ms: int) -> int:
+    return ms << 22
+
+
+def shard_of(guild_id: int, shards: int) -> int:
+    # discord-api-docs, Gateway: "Sharding": shard_id = (guild_id >> 22) % num_shards.
+    return (guild_id >> 22) % shards
+
+
+@dataclass
+class Adventure:
+    number: int
+    guild: int
+    channel: int
+    player: int
+    process: int = 0
+    thread: int | None = None
+    actions: int = 0
+
+
+@dataclass
+class RunResult:
+    processes: int
+    turns: int = 0
+    lost: int = 0
+    duplicated: int = 0
+    max_concurrent: int = 0
+    jobs_twice: int = 0
+    half_written: int = 0
+    throughput: float = 0.0
+    problems: list[str] = field(default_factory=list)
+
+
+class TrialModel(FakeModelServer):
+    """The fake model server, whose replies name the adventure asked about ("… by the cairn
+    of band 0042."), as a real model's would differ: otherwise every adventure's memories, and
+    so their summaries' prompts, would be the same words, and work done once for each of two
+    adventures would look like one piece of work done twice."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._asking = threading.local()
+
+    def _record(self, entry: dict[str, Any]) -> None:
+        super()._record(entry)
+        self._asking.entry = entry  # the handler's thread asks for its reply next
+
+    def _next_reply(self) -> Reply:
+        entry = getattr(self._asking, "entry", None) or {}
+        found = BAND.search(json.dumps(entry.get("messages"))) or TAG.search(
+            json.dumps(entry.get("messages"))
+        )
+        band = f" by the cairn of band {found.group(1)}" if found else ""
+        words = " ".join(f"word{i}" for i in range(REPLY_WORDS))
+        return Reply(text=f"{words}{band}.", delay=TOKEN_DELAY)
+
+
+class BotProcess:
+    """One bot process, played over its standard input and output."""
+
+    def __init__(self, index: int, spec: dict[str, Any], log: IO[bytes]) -> None:
+        self.index = index
+        self.spec = spec
+        self.log = log
+        self.process: asyncio.subprocess.Process | None = None
+        self.notices: list[dict[str, Any]] = []
+
+    async def start(self) -> None:
+        self.process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "tests.trials.cluster_process",
+            json.dumps(self.spec),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=self.log,
+            # Big orders answer in one line.
+            limit=64 * 1024 * 1024,
+            cwd=ROOT,
+        )
+        ready = await self._read(START_SECONDS)
+        if ready is None or "ready" not in ready:
+            raise RuntimeError(f"bot process {self.index} did not start: {ready!r}")
+        self.notices = ready["notices"]
+
+    async def order(self, order: dict[str, Any]) -> dict[str, Any] | None:
+        """One order's answer, or None when the process died first."""
+        assert self.process is not None and self.process.stdin is not None
+        try:
+            self.process.stdin.write((json.dumps(order) + "\n").encode())
+            await self.process.stdin.drain()
+        except (BrokenPipeError, ConnectionResetError):
+            return None
+        return await self._read(ORDER_SECONDS)
+
+    async def _read(self, seconds: float) -> dict[str, Any] | None:
+        assert self.process is not None and self.process.stdout is not None
+        line = await asyncio.wait_for(self.process.stdout.readline(), seconds)
+        return json.loads(line) if line else None
+
+    async def kill(self) -> None:
+        assert self.process is not None
+        self.process.kill()  # SIGKILL: no cleanup of any kind
+        await self.process.wait()
+
+    async def close(self) -> list[str]:
+        """Stop it as a shutdown would; what the stand-in refused meanwhile."""
+        if self.process is None or self.process.returncode is not None:
+            return []
+        failures = await self.order({"quit": True})
+        try:
+            await asyncio.wait_for(self.process.wait(), 30)
+        except TimeoutError:
+            await self.kill()
+        return failures.get("failures", []) if failures else []
+
+
+# -- the database ---------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def postgres_server(say: Say) -> Iterator[str]:
+    """The PostgreSQL server to use: the tests' when set, else a throwaway one."""
+    url = os.environ.get("CAMPFIRE_TEST_POSTGRES_URL")
+    if url:
+        yield url
+        return
+    env = {**os.environ, "CAMPFIRE_TEST_POSTGRES_PORT": str(POSTGRES_PORT)}
+    script = str(ROOT / "scripts" / "test-postgres")
+    started = subprocess.run(
+        [script, "start"], env=env, capture_output=True, text=True, check=True
+    ).stdout
+    found = re.search(r"CAMPFIRE_TEST_POSTGRES_URL=(\S+)", started)
+    if not found:
+        raise SystemExit("PostgreSQL could not be started (scripts/test-postgres)")
+    say(f"started a throwaway PostgreSQL server on port {POSTGRES_PORT}")
+    try:
+        yield found.group(1)
+    finally:
+        subprocess.run([script, "stop"], env=env, capture_output=True, check=False)
+
+
+@contextlib.asynccontextmanager
+async def fresh_database(server: str) -> AsyncIterator[str]:
+    name = f"campfire_cluster_{uuid.uuid4().hex[:12]}"
+    admin = create_async_engine(server, isolation_level="AUTOCOMMIT")
+    try:
+        async with admin.connect() as connection:
+            await connection.execute(text(f'CREATE DATABASE "{name}"'))
+        yield make_url(server).set(database=name).render_as_string(hide_password=False)
+    finally:
+        async with admin.connect() as connection:
+            await connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        await admin.dispose()
+
+
+# -- one run ---------------------------------------------------------------------------------
+
+
+class ClusterRun:
+    """``processes`` bot processes playing ``adventures`` adventures on one fresh database."""
+
+    def __init__(
+        self,
+        processes: int,
+        adventures: int,
+        args: argparse.Namespace,
+        model: FakeModelServer,
+        url: str,
+        work: Path,
+        say: Say,
+        *,
+        kill: bool,
+    ) -> None:
+        self.count = processes
+        self.args = args
+        self.model = model
+        self.url = url
+        self.work = work
+        self.say = say
+        self.kill = kill
+        self.shards = 2 * processes
+        guilds = [snowflake(BASE_MS + g) for g in range(GUILDS)]
+        self.adventures = [
+            Adventure(
+                number=i,
+                guild=guilds[i % GUILDS],
+                channel=snowflake(BASE_MS + 100_000 + i),
+                player=snowflake(BASE_MS + 200_000 + i),
+            )
+            for i in range(adventures)
+        ]
+        for adventure in self.adventures:
+            adventure.process = shard_of(adventure.guild, self.shards) // 2
+        self.guilds = guilds
+        self.bots: list[BotProcess] = []
+        self.result = RunResult(processes)
+        #: Actions each player was shown played (narrated, or brought back by their Retry).
+        self.told: set[str] = set()
+        self.killed_at: float | None = None
+        self.restarted_at: float | None = None
+
+    def mine(self, index: int) -> list[Adventure]:
+        return [a for a in self.adventures if a.process == index]
+
+    def spec(self, index: int) -> dict[str, Any]:
+        first = 2 * index
+        settings = {
+            "data_dir": str(self.work / f"process-{index}"),
+            "instance_name": f"cluster-{index}",
+            "database_url": self.url,
+            "model_url": self.model.base_url,
+            "model_name": self.model.model,
+            "shard_count": self.shards,
+            "shard_ids": f"{first}-{first + 1}",
+            "discord_requests_per_second": self.args.discord_budget,
+            # The trial plays faster than people: the turn rate limits are not what it checks.
+            "turns_per_user_per_minute": 10_000,
+            "turns_per_adventure_per_minute": 10_000,
+            "log_level": "WARNING",
+        }
+        mine = self.mine(index)
+        return {
+            "settings": settings,
+            "world": {
+                "worker": index + 1,
+                "guilds": self.guilds,
+                "channels": [[a.guild, a.channel, a.player] for a in self.adventures],
+                "threads": [[a.channel, a.thread] for a in mine if a.thread is not None],
+            },
+        }
+
+    async def run(self) -> RunResult:
+        logs = [(self.work / f"process-{i}.log").open("ab") for i in range(self.count)]
+        try:
+            self.bots = [BotProcess(i, self.spec(i), logs[i]) for i in range(self.count)]
+            started = time.monotonic()
+            # Together, on a fresh database: each migrates and seeds at start-up.
+            await asyncio.gather(*(bot.start() for bot in self.bots))
+            self.say(f"  {self.count} processes started in {time.monotonic() - started:.1f} s")
+            await self.start_adventures()
+            await self.play_rounds()
+            await self.play_long()
+            await self.wait_for_memories()
+        finally:
+            for bot in self.bots:
+                for failure in await bot.close():
+                    self.result.problems.append(f"Discord stand-in refused: {failure}")
+            for log in logs:
+                log.close()
+        await self.check()
+        return self.result
+
+    async def start_adventures(self) -> None:
+        started = time.monotonic()
+        answers = await asyncio.gather(
+            *(
+                bot.order({"start": [[a.player, a.channel] for a in self.mine(bot.index)]})
+                for bot in self.bots
+            )
+        )
+        by_channel = {a.channel: a for a in self.adventures}
+        for answer in answers:
+            assert answer is not None, "a bot process died while starting adventures"
+            for channel, thread in answer["started"]:
+                by_channel[channel].thread = thread
+        missing = [a.number for a in self.adventures if a.thread is None]
+        if missing:
+            raise SystemExit(f"adventures that did not start: {missing[:10]}")
+        took = time.monotonic() - started
+        self.say(f"  {len(self.adventures)} adventures started in {took:.1f} s")
+
+    async def play_rounds(self) -> None:
+        timed_turns, timed_seconds = 0, 0.0
+        for number in range(1, self.args.rounds + 1):
+            started = time.monotonic()
+            killing = self.kill and number == KILL_ROUND
+            narrated = await self.play_round(self.adventures, number, kill=killing)
+            took = time.monotonic() - started
+            note = " (one process killed and restarted)" if killing else ""
+            self.say(f"  round {number}: {narrated} turns narrated in {took:.1f} s{note}")
+            if not killing:
+                timed_turns += narrated
+                timed_seconds += took
+        self.result.throughput = timed_turns / timed_seconds if timed_seconds else 0.0
+
+    async def play_long(self) -> None:
+        long = self.adventures[: self.args.long]
+        if not long:
+            return
+        started = time.monotonic()
+        for number in range(self.args.rounds + 1, LONG_ACTIONS + 1):
+            await self.play_round(long, number, kill=False)
+        took = time.monotonic() - started
+        self.say(f"  {len(long)} adventures played on to {LONG_ACTIONS} actions in {took:.1f} s")
+
+    async def play_round(self, adventures: list[Adventure], number: int, *, kill: bool) -> int:
+        orders: dict[int, list[list[Any]]] = defaultdict(list)
+        for a in adventures:
+            orders[a.process].append([a.player, a.thread, action_text(a.number, number)])
+        victim = self.bots[-1] if kill else None
+        tasks = {
+            bot.index: asyncio.create_task(bot.order({"do": orders[bot.index]}))
+            for bot in self.bots
+            if orders[bot.index]
+        }
+        if victim is not None:
+            await self.streaming(orders[victim.index], since=time.monotonic())
+            await victim.kill()
+            self.killed_at = time.monotonic()
+        narrated = 0
+        for index, task in tasks.items():
+            answer = await task
+            if answer is None:
+                assert victim is not None and index == victim.index
+                narrated += await self.recover(victim, orders[index])
+                continue
+            narrated += self.tally(answer["outcomes"])
+        return narrated
+
+    async def streaming(self, orders: list[list[Any]], since: float) -> None:
+        """Until a quarter of these actions' narrations have been answered in full (stored
+        then, or being stored) while others stream or wait, or ``KILL_WAIT`` seconds; then a
+        moment more."""
+        tags = {tag_of(action) for _, _, action in orders}
+        deadline = since + KILL_WAIT
+        while time.monotonic() < deadline:
+            answered = {
+                found.group(0)
+                for r in list(self.model.requests)
+                if r["_started"] >= since and "_ended" in r and not memory_call(r)
+                for found in TAG.finditer(json.dumps(r.get("messages")))
+            }
+            if len(answered & tags) * 4 >= len(tags):
+                break
+            await asyncio.sleep(0.02)
+        # Some of the answered turns are stored by now, others still being stored.
+        await asyncio.sleep(KILL_AFTER)
+
+    def tally(self, outcomes: list[dict[str, Any]]) -> int:
+        narrated = 0
+        for outcome in outcomes:
+            if outcome["narrated"]:
+                narrated += 1
+                self.told.add(outcome["action"])
+            else:
+                self.result.problems.append(
+                    f"{outcome['action']!r}: not narrated; answered {outcome['answer']!r}"
+                )
+        return narrated
+
+    async def recover(self, bot: BotProcess, orders: list[list[Any]]) -> int:
+        """The killed process started again; its players take their actions back as the bot
+        offers: Retry under the notice of an interrupted turn, or the action sent again when
+        no notice came and the story does not hold it."""
+        bot.spec = self.spec(bot.index)
+        started = time.monotonic()
+        await bot.start()
+        self.restarted_at = time.monotonic()
+        self.say(f"  process {bot.index} killed; restarted in {self.restarted_at - started:.1f} s")
+        stored = await stored_tags(self.url)
+        retry: list[list[Any]] = []
+        again: list[list[Any]] = []
+        notices = {n["thread"]: n for n in bot.notices if "Retry" in n["buttons"]}
+        for player, thread, action in orders:
+            notice = notices.get(thread)
+            if notice is not None and stored[tag_of(action)]:
+                self.result.problems.append(
+                    f"{action!r} is stored, yet the bot said its turn was interrupted: "
+                    f"{notice['content']!r}"
+                )
+            if notice is not None and tag_of(action) in notice["content"]:
+                retry.append([player, notice["id"], thread, action])
+            elif not stored[tag_of(action)]:
+                again.append([player, thread, action])
+        narrated = 0
+        if retry:
+            answer = await bot.order({"press": retry})
+            assert answer is not None, "the restarted process died"
+            narrated += self.tally(answer["outcomes"])
+        if again:
+            answer = await bot.order({"do": again})
+            assert answer is not None, "the restarted process died"
+            narrated += self.tally(answer["outcomes"])
+        at_kill = sum(1 for _, _, action in orders if stored[tag_of(action)])
+        self.say(
+            f"  at the kill: {at_kill} of its {len(orders)} turns stored; "
+            f"after the restart: {len(notices)} notices of interrupted turns, "
+            f"{len(retry)} taken back by Retry, {len(again)} sent again, "
+            f"{len(orders) - len(retry) - len(again)} left as stored"
+        )
+        return narrated
+
+    async def wait_for_memories(self) -> None:
+        """Until the model server has had no memory-bank call for a while (the after-turn jobs
+        are done)."""
+        if not self.args.long:
+            return
+        deadline = time.monotonic() + MEMORY_WAIT_SECONDS
+        while time.monotonic() < deadline:
+            calls = [r for r in self.model.requests if memory_call(r)]
+            last = max((r.get("_ended", r["_started"]) for r in calls), default=0.0)
+            busy = any("_ended" not in r for r in calls)
+            if calls and not busy and time.monotonic() - last > MEMORY_QUIET_SECONDS:
+                return
+            await asyncio.sleep(1.0)
+        self.result.problems.append("the memory work did not settle in time")
+
+    async def check(self) -> None:
+        result = self.result
+        stored = await stored_tags(self.url)
+        result.turns = sum(stored.values())
+        for action in self.told:
+            if stored[tag_of(action)] == 0:
+                result.lost += 1
+                result.problems.append(f"lost: {action!r} was shown as played, not stored")
+        for tag, times in stored.items():
+            if times > 1:
+                result.duplicated += times - 1
+                result.problems.append(f"duplicated: {tag} is stored {times}×")
+        db = Database(self.url)
+        try:
+            for found in await inconsistencies(db, settled=True):
+                result.half_written += 1
+                result.problems.append(f"database: {found}")
+            async with db.session() as session:
+                twice = await session.execute(
+                    select(col(Memory.adventure_id), col(Memory.source_start), func.count())
+                    .group_by(col(Memory.adventure_id), col(Memory.source_start))
+                    .having(func.count() > 1)
+                )
+                for adventure_id, start, copies in twice:
+                    result.jobs_twice += copies - 1
+                    result.problems.append(
+                        f"memory of adventure {adventure_id} from entry {start} stored {copies}×"
+                    )
+                memories = await session.scalar(select(func.count()).select_from(Memory))
+        finally:
+            await db.dispose()
+        result.max_concurrent = max_concurrent_generations(self.model.requests)
+        asked_again = memory_calls_repeated(self.model.requests, self.killed_at)
+        result.jobs_twice += asked_again
+        if asked_again:
+            result.problems.append(f"{asked_again} memory-bank model calls asked again")
+        calls = sum(1 for r in self.model.requests if memory_call(r))
+        self.say(f"  memory work: {calls} model calls, {memories} memories stored")
+
+
+def tag_of(action: str) -> str:
+    found = TAG.search(action)
+    assert found is not None
+    return found.group(0)
+
+
+async def stored_tags(url: str) -> Counter[str]:
+    """How many times each of the trial's actions is in the stories."""
+    db = Database(url)
+    try:
+        async with db.session() as session:
+            texts = await session.scalars(
+                select(col(StoryNode.text)).where(col(StoryNode.role) == Role.PLAYER)
+            )
+            return Counter(m.group(0) for t in texts for m in TAG.finditer(t))
+    finally:
+        await db.dispose()
+
+
+def system_text(request: dict[str, Any]) -> str:
+    messages = request.get("messages") or []
+    return next((m.get("content", "") for m in messages if m.get("role") == "system"), "")
+
+
+def memory_call(request: dict[str, Any]) -> bool:
+    return request.get("_path", "").endswith("/chat/completions") and system_text(request) in (
+        MEMORY_SYSTEM,
+        SUMMARY_SYSTEM,
+    )
+
+
+def max_concurrent_generations(requests: list[dict[str, Any]]) -> int:
+    """The most narration requests of one adventure in flight at once."""
+    spans: dict[str, list[tuple[float, int]]] = defaultdict(list)
+    for request in requests:
+        if not request.get("_path", "").endswith("/chat/completions") or memory_call(request):
+            continue
+        words = json.dumps(request.get("messages"))
+        found = TAG.search(words)
+        if found is None:
+            continue
+        adventure = found.group(1)
+        spans[adventure].append((request["_started"], 1))
+        spans[adventure].append((request.get("_ended", float("inf")), -1))
+    most = 0
+    for events in spans.values():
+        running = 0
+        for _, step in sorted(events, key=lambda e: (e[0], e[1])):
+            running += step
+            most = max(most, running)
+    return most
+
+
+def memory_calls_repeated(requests: list[dict[str, Any]], killed_at: float | None) -> int:
+    """Memory-bank calls asked again with a prompt already answered: the same work paid twice.
+    One cut off by the kill (in flight as the process died) was not answered."""
+    answered: dict[str, float] = {}
+    repeated = 0
+    for request in sorted((r for r in requests if memory_call(r)), key=lambda r: r["_started"]):
+        key = json.dumps(request.get("messages"), sort_keys=True)
+        ended = request.get("_ended", float("inf"))
+        cut_off = killed_at is not None and request["_started"] <= killed_at <= ended + 1.0
+        if key in answered and answered[key] <= request["_started"]:
+            repeated += 1
+        if not cut_off:
+            answered.setdefault(key, ended)
+    return repeated
+
+
+# -- the trial -------------------------------------------------------------------------------
+
+
+async def trial(args: argparse.Namespace, server: str, say: Say) -> RunResult:
+    with TrialModel() as model, tempfile.TemporaryDirectory(prefix="campfire-cluster-") as tmp:
+
+        async def run(processes: int, *, kill: bool) -> RunResult:
+            work = Path(tmp) / f"{processes}-processes"
+            work.mkdir()
+            model.requests.clear()
+            async with fresh_database(server) as url:
+                cluster = ClusterRun(
+                    processes, args.adventures, args, model, url, work, say, kill=kill
+                )
+                return await cluster.run()
+
+        baseline: RunResult | None = None
+        if args.processes > 1:
+            say(f"1 process, {args.adventures} adventures (the baseline):")
+            baseline = await run(1, kill=False)
+        say(f"{args.processes} processes, {args.adventures} adventures:")
+        result = await run(args.processes, kill=True)
+
+    ratio = 1.0
+    if baseline is not None:
+        # The baseline's own faults count as much as the cluster's.
+        result.lost += baseline.lost
+        result.duplicated += baseline.duplicated
+        result.jobs_twice += baseline.jobs_twice
+        result.half_written += baseline.half_written
+        result.max_concurrent = max(result.max_concurrent, baseline.max_concurrent)
+        result.problems += [f"baseline: {p}" for p in baseline.problems]
+        ratio = result.throughput / baseline.throughput if baseline.throughput else 0.0
+        say(
+            f"throughput: {result.throughput:.1f} turns/s with {args.processes} processes, "
+            f"{baseline.throughput:.1f} with 1"
+        )
+    for problem in result.problems[:40]:
+        say(f"  problem: {problem}")
+    say(f"database check: {result.half_written} inconsistencies")
+    say(
+        f"cluster: {args.processes} processes, {result.turns} turns, lost {result.lost}, "
+        f"duplicated {result.duplicated}, max concurrent generations per adventure "
+        f"{result.max_concurrent}, jobs run twice {result.jobs_twice}, "
+        f"throughput {ratio:.2f}x vs 1 process"
+    )
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.trials.cluster", description=__doc__)
+    parser.add_argument("--processes", type=int, default=3)
+    parser.add_argument("--adventures", type=int, default=1000)
+    parser.add_argument("--rounds", type=int, default=3, help="actions every adventure plays")
+    parser.add_argument(
+        "--long", type=int, default=24, help=f"adventures that play on to {LONG_ACTIONS} actions"
+    )
+    parser.add_argument(
+        "--discord-budget",
+        type=int,
+        default=50,
+        help="the bot's global Discord requests a second (CAMPFIRE_DISCORD_REQUESTS_PER_SECOND)",
+    )
+    args = parser.parse_args(argv)
+    if args.processes < 1 or args.adventures < 1 or args.rounds < KILL_ROUND:
+        parser.error(f"at least 1 process, 1 adventure and {KILL_ROUND} rounds")
+
+    def say(line: str) -> None:
+        print(line, flush=True)
+
+    with postgres_server(say) as server:
+        result = asyncio.run(trial(args, server, say))
+    failed = (
+        result.lost
+        or result.duplicated
+        or result.max_concurrent != 1
+        or result.jobs_twice
+        or result.half_written
+    )
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
