@@ -6,6 +6,7 @@ rewritten (a retry of the chapter's end adds a version beside it)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from sqlalchemy import func, select
@@ -171,7 +172,8 @@ async def test_a_chapters_end_writes_a_recap_that_is_never_rewritten(db, engine,
     assert "“The Drowned Chapel”" in ended.chapter_note
     # The recap call read the engine's facts and the chapter's story.
     asked = fake_model.requests[-1]["messages"][-1]["content"]
-    assert "Beats: Reach the lamp room (turn 2) · Learn why the light failed (turn 6)" in asked
+    assert "Beats: Reach the lamp room (turn 1) · Learn why the light failed (turn 3)" in asked
+    assert "Turns 1–3" in asked
     assert "Chisel marks on the lens." in asked
     (first,) = await recaps(db, adventure_id)
     assert (first.chapter_id, first.version, first.node_id) == (
@@ -250,3 +252,42 @@ async def test_deleting_an_adventure_takes_its_chapters_and_recaps(db, engine, f
 
 def _action(text: str) -> PlayerAction:
     return PlayerAction(ActionType.DO, text, ALICE.user_id)
+
+
+PLAYTHROUGH = Path(__file__).parent / "data" / "tidewatch-playthrough.json"
+
+
+async def test_the_shipped_scenario_plays_through_its_three_chapters(db, engine, fake_model):
+    """The replies the console demo is played with (tests/data/README.md), in order."""
+    fake_model.queue(*json.loads(PLAYTHROUGH.read_text(encoding="utf-8")))
+    adventure_id = await tidewatch(db)
+    notes = [(await turn(engine, adventure_id, f"act {n}")).chapter_note for n in range(14)]
+    beats = [n for n in notes if n.startswith("✦")]
+    assert beats == ["✦ Reach the lamp room", "✦ Cross the causeway", "✦ Mend the great lens"]
+    assert [n.split(" “")[0] for n in notes if n.startswith("📖")] == [
+        "📖 Chapter 1",
+        "📖 Chapter 2",
+        "📖 Final chapter",
+    ]
+    # Five turns without an event in chapter 3, and the sixth's narrator was nudged.
+    nudged = [
+        i
+        for i, r in enumerate(fake_model.requests)
+        if "The brass tin of resin rattles" in r["messages"][-1]["content"]
+    ]
+    assert len(nudged) == 1
+    assert (await progress(db, adventure_id))["done"]
+    kept = await recaps(db, adventure_id)
+    assert [(r.chapter_id, r.version) for r in kept] == [
+        ("dark_lamp", 1),
+        ("chapel", 1),
+        ("relight", 1),
+    ]
+    assert kept[-1].epilogue.startswith("At dawn the storm is gone")
+    assert not kept[0].epilogue
+    assert isinstance(await retry(engine, adventure_id), TurnDone)
+    assert [r.version for r in await recaps(db, adventure_id) if r.chapter_id == "relight"] == [
+        1,
+        2,
+    ]
+    assert fake_model.queued == 0

@@ -4,8 +4,12 @@ Progress is a plain JSON object kept in the world state under ``"chapters"`` (so
 snapshot holds it, and undo, retry and branch switches rewind it)::
 
     {"chapter": 0, "beat": 1, "fields": {"clues": 2, "places": ["dock"], "met": false},
-     "stalled": 3, "from_turn": 0, "beats_done": [{"id": "arrive", "title": …, "at": 4}],
-     "done": false}
+     "stalled": 3, "turn": 4, "from_turn": 1, "from_index": 0,
+     "beats_done": [{"id": "arrive", "title": …, "at": 2}], "done": false}
+
+``turn`` counts the turns folded on this line, so it is the turn's number as players see it
+(Insights' "turn 4"); ``from_turn`` is the open chapter's first turn, ``from_index`` the story
+index it began after (the recap reads the story from there).
 
 The rules, all decided here in code from the fields, never from the model's prose:
 
@@ -55,7 +59,9 @@ def initial_progress(plan: dict[str, Any]) -> dict[str, Any]:
         "beat": 0,
         "fields": initial_fields(plan["chapters"][0]),
         "stalled": 0,
-        "from_turn": 0,
+        "turn": 0,
+        "from_turn": 1,
+        "from_index": 0,
         "beats_done": [],
         "done": False,
     }
@@ -83,7 +89,7 @@ def repaired(plan: dict[str, Any], progress: Any) -> dict[str, Any]:
         if type(value) is not type(default):
             fields[name] = default
     out["fields"] = {name: fields[name] for name in fresh}
-    for key in ("stalled", "from_turn"):
+    for key in ("stalled", "turn", "from_turn", "from_index"):
         value = out.get(key)
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
             out[key] = 0
@@ -154,7 +160,7 @@ def _quoted(raw: Any) -> str:
 
 def fold(plan: dict[str, Any], progress: Any, events: Any, *, turn_index: int) -> Fold:
     """Apply one turn's reported events to ``progress`` (never mutated); never raises on what
-    a model sends."""
+    a model sends. ``turn_index`` is the story index of the turn's narration."""
     state = repaired(plan, progress)
     result = Fold(progress=state)
     reported = events if isinstance(events, list) else []
@@ -163,6 +169,7 @@ def fold(plan: dict[str, Any], progress: Any, events: Any, *, turn_index: int) -
             EventOutcome(_quoted(raw), False, "the chapters are finished") for raw in reported
         ]
         return result
+    state["turn"] += 1
     chapter = plan["chapters"][state["chapter"]]
     vocabulary = chapter["events"]
     fields = state["fields"]
@@ -251,7 +258,7 @@ def _advance(plan: dict[str, Any], state: dict[str, Any], result: Fold, turn_ind
     if not holds(beat["complete"], state["fields"]):
         state["stalled"] = 0 if result.changed else state["stalled"] + 1
         return
-    done = {"id": beat["id"], "title": beat["title"], "at": turn_index}
+    done = {"id": beat["id"], "title": beat["title"], "at": state["turn"]}
     result.beat_done = done
     state["beats_done"] = [*state["beats_done"], done]
     state["stalled"] = 0
@@ -271,7 +278,8 @@ def _advance(plan: dict[str, Any], state: dict[str, Any], result: Fold, turn_ind
             "beats": state["beats_done"],
             "fields": copy.deepcopy(state["fields"]),
             "from_turn": state["from_turn"],
-            "to_turn": turn_index,
+            "to_turn": state["turn"],
+            "from_index": state["from_index"],
         },
     )
     if final:
@@ -282,7 +290,8 @@ def _advance(plan: dict[str, Any], state: dict[str, Any], result: Fold, turn_ind
         chapter=state["chapter"] + 1,
         beat=0,
         fields=initial_fields(following),
-        from_turn=turn_index,
+        from_turn=state["turn"] + 1,
+        from_index=turn_index,
         beats_done=[],
     )
     result.opened = following["title"]

@@ -86,7 +86,7 @@ async def write_recap(
     story = "\n\n".join(
         node.text.strip()
         for node in nodes
-        if node.index > end.facts.get("from_turn", 0) and node.text.strip()
+        if node.index > end.facts.get("from_index", 0) and node.text.strip()
     )
     text = await _model_recap(provider, end, story)
     for _ in range(2):  # a retry written at the same moment may take the version first
