@@ -27,6 +27,8 @@ def chapters_text(view: ChaptersView) -> str:
         block = [f"**Chapter {recap.number}: {recap.title}**{version}"]
         block.append(recap.text or "*(no recap from the model: the facts stand alone)*")
         block += [f"-# {line}" for line in recap.facts]
+        if not recap.stands:
+            block.append("-# Kept from a turn no longer in the story (undone, retried or left).")
         if recap.epilogue:
             block.append(f"**Epilogue**\n{recap.epilogue}")
         lines.append("\n".join(block))

@@ -13,9 +13,12 @@ from sqlalchemy import func, select
 from sqlmodel import col
 
 from engine.actions import PlayerAction
+from engine.archive import AdventureArchive
 from engine.chapters.plan import read_plan
-from engine.chapters.store import add_scenario_plan
+from engine.chapters.service import ChapterService
+from engine.chapters.store import add_scenario_plan, adventure_plan
 from engine.events import TextDelta, TurnDone
+from engine.formats.draft import ImportLimits
 from engine.providers.resolver import OperatorDefault
 from engine.scenarios.start import start_adventure
 from engine.storage.chapter_models import ChapterRecap
@@ -199,11 +202,16 @@ async def test_a_chapters_end_writes_a_recap_that_is_never_rewritten(db, engine,
         (1, "Maren's apprentice found the lamp broken."),
         (2, "The light was put out on purpose."),
     ]
+    view = await ChapterService(db).overview(1, ALICE)
+    assert [(r.version, r.versions, r.stands) for r in view.recaps] == [(1, 2, False), (2, 2, True)]
     # One that does not end it writes none, and the chapter is open again.
     fake_model.queue("You stare at the sea.")
     await retry(engine, adventure_id)
     assert len(await recaps(db, adventure_id)) == 2
     assert (await progress(db, adventure_id))["chapter"] == 0
+    view = await ChapterService(db).overview(1, ALICE)
+    assert [r.stands for r in view.recaps] == [False, False]
+    assert view.outline[0].startswith("▶️ 1. The Dark Lamp · beat 2 of 2")
 
 
 async def test_a_recap_the_model_fails_keeps_the_facts_and_the_turn(db, engine, fake_model):
@@ -291,3 +299,27 @@ async def test_the_shipped_scenario_plays_through_its_three_chapters(db, engine,
         2,
     ]
     assert fake_model.queued == 0
+
+
+async def test_an_adventure_file_carries_its_plan_and_progress(db, engine, fake_model):
+    adventure_id = await tidewatch(db)
+    fake_model.queue(said("The lamp room.", "searched:lamp_room"))
+    await turn(engine, adventure_id, "climb")
+    archive = AdventureArchive(db, ImportLimits())
+    exported = await archive.export(ALICE, 1)
+    raw = json.loads(exported.content)
+    assert [c["id"] for c in raw["chapters"]] == ["dark_lamp", "chapel", "relight"]
+    assert raw["world_state"]["chapters"]["beat"] == 1
+    await archive.restore(ALICE, 2, await archive.read(exported.content))
+    async with db.session() as session:
+        restored = await session.scalar(
+            select(Adventure).where(
+                col(Adventure.channel_id) == 2, col(Adventure.ended_at).is_(None)
+            )
+        )
+        assert restored is not None and restored.id is not None
+        assert await adventure_plan(session, restored.id) == read_plan(raw)
+    # Played on from where it was: the second beat is open.
+    fake_model.queue("A clue.")
+    await turn(engine, restored.id, "look")
+    assert "Now: Learn why the light failed." in fake_model.requests[-1]["messages"][0]["content"]

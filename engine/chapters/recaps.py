@@ -75,6 +75,7 @@ async def write_recap(
     *,
     adventure_id: int,
     node_id: int,
+    take: int,
     end: ChapterEnd,
 ) -> ChapterRecap:
     """Write and store the recap of the chapter ``node_id``'s turn ended; never raises for
@@ -105,6 +106,7 @@ async def write_recap(
                     title=end.title[:100],
                     version=(newest or 0) + 1,
                     node_id=node_id,
+                    take=take,
                     facts=end.facts,
                     text=text,
                     epilogue=end.epilogue,

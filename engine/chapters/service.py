@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from engine.access import adventure_here, check_may_read_chapters
@@ -15,6 +16,8 @@ from engine.chapters.recaps import facts_lines
 from engine.chapters.store import adventure_plan
 from engine.errors import InvalidInput
 from engine.storage.chapter_models import ChapterRecap
+from engine.storage.models import StoryNode
+from engine.story_line.read import ancestry
 
 if TYPE_CHECKING:
     from engine.access import Actor
@@ -33,6 +36,8 @@ class RecapView:
     text: str
     facts: list[str]
     epilogue: str
+    #: Whether the turn and take that wrote it are still in the story as it stands.
+    stands: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,8 +67,26 @@ class ChapterService:
                     .order_by(col(ChapterRecap.chapter_index), col(ChapterRecap.version))
                 )
             )
+            standing = await _standing(session, adventure.head_node_id, rows)
         progress = repaired(plan, (adventure.world_state or {}).get(PROGRESS_KEY))
-        return ChaptersView(adventure.title, _outline(plan, progress), _recaps(rows))
+        return ChaptersView(adventure.title, _outline(plan, progress), _recaps(rows, standing))
+
+
+async def _standing(
+    session: AsyncSession, head_id: int | None, rows: list[ChapterRecap]
+) -> set[int]:
+    """The recaps (ids) whose turn is on the story's line with the take that wrote them live."""
+    if not rows or head_id is None:
+        return set()
+    line = await ancestry(session, head_id)
+    on_line = {row.node_id for row in rows if row.node_id in line}
+    if not on_line:
+        return set()
+    found = await session.execute(
+        select(col(StoryNode.id), col(StoryNode.live_take)).where(col(StoryNode.id).in_(on_line))
+    )
+    live = {node_id: take for node_id, take in found.all()}
+    return {row.id for row in rows if row.id is not None and live.get(row.node_id) == row.take}
 
 
 def _outline(plan: dict, progress: dict) -> list[str]:
@@ -84,7 +107,7 @@ def _outline(plan: dict, progress: dict) -> list[str]:
     return lines
 
 
-def _recaps(rows: list[ChapterRecap]) -> list[RecapView]:
+def _recaps(rows: list[ChapterRecap], standing: set[int]) -> list[RecapView]:
     counts: dict[str, int] = {}
     for row in rows:
         counts[row.chapter_id] = counts.get(row.chapter_id, 0) + 1
@@ -97,6 +120,7 @@ def _recaps(rows: list[ChapterRecap]) -> list[RecapView]:
             text=row.text,
             facts=facts_lines(row.facts),
             epilogue=row.epilogue,
+            stands=row.id in standing,
         )
         for row in rows
     ]

@@ -60,6 +60,8 @@ class ChapterRecap(SQLModel, table=True):
     #: The narrator turn that ended the chapter (no foreign key: the recap outlives nothing it
     #: needs from the node, and a node is never deleted while its adventure lives).
     node_id: int | None = None
+    #: Which take of that turn (a retry with no turn after it adds a take to the same node).
+    take: int = 1
     #: What the engine knows of the chapter: its beats and when each was done, its fields.
     facts: dict[str, Any] = _json({})
     #: The model's few sentences; "" when the call failed (the facts stand alone then).

@@ -149,6 +149,7 @@ class TurnEngine:
                 generation.provider,
                 adventure_id=result.adventure_id,
                 node_id=result.narrator_node_id,
+                take=result.take,
                 end=ended,
             )
         except Exception as error:  # noqa: BLE001 - the stored turn stands without its recap

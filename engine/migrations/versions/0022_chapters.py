@@ -39,6 +39,7 @@ def upgrade() -> None:
         sa.Column("title", sa.String(length=100), nullable=False),
         sa.Column("version", sa.Integer(), nullable=False),
         sa.Column("node_id", sa.Integer(), nullable=True),
+        sa.Column("take", sa.Integer(), nullable=False),
         sa.Column("facts", sa.JSON(), nullable=False),
         sa.Column("text", sa.Text(), nullable=False),
         sa.Column("epilogue", sa.Text(), nullable=False),
