@@ -10,11 +10,14 @@ from pathlib import Path
 
 import pytest
 
+from engine.access import Actor, check_may_read_chapters, may_read_chapters
 from engine.chapters.plan import read_plan, write_plan
 from engine.chapters.progress import fold, initial_progress, nudge_for
 from engine.chapters.prompt import chapter_guide, chapter_nudge
+from engine.errors import NotAllowed
 from engine.formats.bundle import read_bundle, write_bundle
 from engine.formats.errors import ImportRejected
+from engine.storage.models import Adventure
 
 SHIPPED = Path(__file__).parent.parent / "engine/scenarios/builtin/tidewatch-light.json"
 
@@ -142,7 +145,18 @@ def test_the_guide_names_the_open_beat_and_only_this_chapters_events():
     assert "Now: Reach the lamp room." in guide
     assert "- searched:<lamp_room|boathouse|cottage>" in guide
     assert "lamp_lit" not in guide and "```state" in guide
+    assert 'e.g. "searched:lamp_room"' in guide
     assert "```state" not in chapter_guide(plan, initial_progress(plan), has_stats=True)
+
+
+def test_chapters_are_read_in_the_place_and_in_a_dm_by_its_player_alone():
+    server = Adventure(title="Shared", server_id=5, host_id=1)
+    dm = Adventure(title="Mine", owner_id=1, host_id=1)
+    stranger, player = Actor(user_id=2, server_id=5), Actor(user_id=1)
+    assert may_read_chapters(server, stranger)
+    assert may_read_chapters(dm, player) and not may_read_chapters(dm, Actor(user_id=2))
+    with pytest.raises(NotAllowed):
+        check_may_read_chapters(dm, Actor(user_id=2))
 
 
 def test_the_plan_is_checked_with_the_place_of_each_problem():

@@ -15,10 +15,9 @@ BLOCK_RULE = (
     "or {} when none of the events happened. The engine reads it; players never see it."
 )
 EVENTS_RULE = (
-    'Report these events in the state block as "events": [...] (a value after a colon where '
-    'one is listed, e.g. "visited:dock"), only when they happen in the story this turn. '
-    "Report nothing that did not happen, and never mention chapters, beats or events in the "
-    "story itself."
+    'Report these events in the state block as "events": [...]{example}, only when they happen '
+    "in the story this turn. Report nothing that did not happen, and never mention chapters, "
+    "beats or events in the story itself."
 )
 
 
@@ -38,7 +37,13 @@ def chapter_guide(plan: dict[str, Any], progress: Any, *, has_stats: bool) -> st
     for name, event in chapter["events"].items():
         shown = f"{name}:<{'|'.join(event['values'])}>" if event["fold"] == "set" else name
         lines.append(f"- {shown}" + (f": {event['about']}" if event["about"] else ""))
-    lines.append(EVENTS_RULE)
+    valued = [(n, e["values"][0]) for n, e in chapter["events"].items() if e["fold"] == "set"]
+    example = (
+        f' (a value after a colon where one is listed, e.g. "{valued[0][0]}:{valued[0][1]}")'
+        if valued
+        else ""
+    )
+    lines.append(EVENTS_RULE.format(example=example))
     if not has_stats:
         lines.append(BLOCK_RULE)
     return "\n".join(lines)
