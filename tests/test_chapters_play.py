@@ -12,6 +12,7 @@ import pytest
 from sqlalchemy import func, select
 from sqlmodel import col
 
+from engine.access import Actor
 from engine.actions import PlayerAction
 from engine.archive import AdventureArchive
 from engine.chapters.plan import read_plan
@@ -19,7 +20,9 @@ from engine.chapters.service import ChapterService
 from engine.chapters.store import add_scenario_plan, adventure_plan
 from engine.events import TextDelta, TurnDone
 from engine.formats.draft import ImportLimits
+from engine.formats.errors import ImportRejected
 from engine.providers.resolver import OperatorDefault
+from engine.scenarios.library import ScenarioLibrary
 from engine.scenarios.start import start_adventure
 from engine.storage.chapter_models import ChapterRecap
 from engine.storage.models import ActionType, Adventure, Scenario, StoryNode
@@ -262,7 +265,7 @@ def _action(text: str) -> PlayerAction:
     return PlayerAction(ActionType.DO, text, ALICE.user_id)
 
 
-PLAYTHROUGH = Path(__file__).parent / "data" / "tidewatch-playthrough.json"
+PLAYTHROUGH = Path(__file__).parent / "data" / "replies" / "tidewatch-light.json"
 
 
 async def test_the_shipped_scenario_plays_through_its_three_chapters(db, engine, fake_model):
@@ -323,3 +326,23 @@ async def test_an_adventure_file_carries_its_plan_and_progress(db, engine, fake_
     fake_model.queue("A clue.")
     await turn(engine, restored.id, "look")
     assert "Now: Learn why the light failed." in fake_model.requests[-1]["messages"][0]["content"]
+
+
+async def test_an_imported_scenario_keeps_its_chapters_and_exports_them(db):
+    library = ScenarioLibrary(db, ImportLimits())
+    actor = Actor(user_id=11, user_name="alice")
+    raw = json.loads(SHIPPED.read_text(encoding="utf-8"))
+    raw["title"] = "My own lighthouse"
+    data = json.dumps(raw).encode()
+    saved = await library.save(actor, await library.preview(actor, data, "mine.json"))
+    exported = json.loads((await library.export(actor, str(saved.scenario_id))).files[0].content)
+    assert exported["chapters"] == read_plan(raw)["chapters"] and exported["nudge_after"] == 5
+    async with db.session() as session, session.begin():
+        adventure = await start_adventure(session, saved.scenario_id, channel_id=3)
+        assert adventure.id is not None
+        assert await adventure_plan(session, adventure.id) == read_plan(raw)
+        assert adventure.world_state["chapters"]["chapter"] == 0
+    # A broken plan is refused at the preview, naming where.
+    raw["chapters"][0]["beats"] = []
+    with pytest.raises(ImportRejected, match=r"chapters\[0\]\.beats: a chapter needs"):
+        await library.preview(actor, json.dumps(raw).encode(), "broken.json")
