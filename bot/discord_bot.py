@@ -47,6 +47,8 @@ EXTENSIONS: tuple[str, ...] = (
     "cogs.model",
     "cogs.operator",
     "cogs.usage",
+    # Chapters and beats, their recaps (issue 22).
+    "cogs.chapters",
 )
 
 #: How often expired turn leases are looked for (a process died mid-turn).

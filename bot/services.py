@@ -12,6 +12,7 @@ from engine.adventure_caps import AdventureCaps
 from engine.adventure_shelf import AdventureShelf
 from engine.archive import AdventureArchive
 from engine.blocks import Blocks
+from engine.chapters.service import ChapterService
 from engine.characters import CharacterService
 from engine.context import ContextEngine
 from engine.coordination.instance import Instance, InstanceTaken, this_process
@@ -104,6 +105,8 @@ class Services:
     limits: UsageLimits
     #: A place's adventures: listed, ended, brought back (cogs: adventure_shelf).
     shelf: AdventureShelf
+    #: An adventure's chapters and their recaps (cogs: chapters).
+    chapters: ChapterService
 
     async def aclose(self) -> None:
         # The script workers this process started (a later run would start new ones).
@@ -338,4 +341,5 @@ async def build_services(settings: Settings) -> Services:
         operator_status=OperatorStatus(db, queue),
         limits=limits,
         shelf=AdventureShelf(db, play.places),
+        chapters=ChapterService(db),
     )

@@ -109,6 +109,8 @@ def turn_suffix(result: TurnResult) -> str:
         suffix += "\n\n" + "\n".join(f"> {line}" for line in message.splitlines())
     if result.state_chip:
         suffix += f"\n-# {result.state_chip}"
+    if result.chapter_note:
+        suffix += f"\n-# {result.chapter_note}"
     return suffix
 
 

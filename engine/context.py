@@ -381,6 +381,7 @@ class ContextEngine:
                 block("ai_instructions", "AI instructions", inputs.ai_instructions),
                 block("world_state_guide", "World-state guide", inputs.world_state_guide),
                 block("world_state_rule", "World-state rule", inputs.world_state_rule),
+                block("chapter", "Chapter", inputs.chapter_guide),
             )
             if s
         ]
@@ -403,6 +404,9 @@ class ContextEngine:
             if s
         ]
         after = [s for s in (block("world_state", "World state", inputs.world_state),) if s]
+        if nudge := block("chapter_nudge", "Chapter nudge", inputs.chapter_nudge):
+            nudge.reason = inputs.chapter_nudge_reason or nudge.reason
+            after.append(nudge)
 
         note = None
         if inputs.authors_note.strip():

@@ -142,6 +142,11 @@ class ContextInputs:
     action_text: str = ""
     #: A script's ``state.memory.frontMemory``: placed after the newest action, unseen by players.
     front_memory: str = ""
+    # Chapters (engine.chapters): the open chapter and beat with their events, in the system
+    # message; a nudge after a stall near the story, with Insights' reason for it.
+    chapter_guide: str = ""
+    chapter_nudge: str = ""
+    chapter_nudge_reason: str = ""
 
     @property
     def head(self) -> HistoryEntry | None:

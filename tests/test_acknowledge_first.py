@@ -222,6 +222,7 @@ async def play_everything(env: DiscordEnv, fake_model: FakeModelServer, p: Playe
 
     await p.slash(bob, thread, "recap")
     await p.slash(bob, thread, "usage")
+    await p.slash(bob, thread, "chapters")
 
     # --- characters, the party, the host's controls -----------------------------------------
     await p.slash(bob, thread, "character set", name="Bo", about="The cook's boy.")

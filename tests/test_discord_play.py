@@ -229,6 +229,7 @@ async def test_sync_registers_the_commands_and_start_does_not(env):
         "adventure",
         "branch",
         "card",
+        "chapters",
         "character",
         "continue",
         "do",

@@ -35,6 +35,8 @@ The rules, in words:
   button only on a request of that adventure that failed, was refused or was interrupted, once.
 - **Importing and deleting scenarios**: members who manage the server, and the server's
   importer role; choosing that role is for managers alone.
+- **Chapters** (``/chapters``, ``engine.chapters``): anyone in a server adventure's place reads
+  its chapters and recaps, as they read the story; in a DM, its player.
 - **A character** (``engine.characters``): anyone in the adventure's place sets their own;
   nobody, host and managers included, sets another player's. Anyone there may read them.
 - **The party** (``engine.party``): anyone in a server adventure's place joins or leaves it
@@ -73,6 +75,7 @@ from engine.access.checks import (
     check_may_mute,
     check_may_operate,
     check_may_press,
+    check_may_read_chapters,
     check_may_replace,
     check_may_resume,
     check_may_retry,
@@ -106,6 +109,7 @@ from engine.access.rules import (
     may_import,
     may_join,
     may_press,
+    may_read_chapters,
     may_read_scenario_scripts,
     may_read_scripts,
     may_replace,
@@ -141,6 +145,7 @@ __all__ = [
     "check_may_mute",
     "check_may_operate",
     "check_may_press",
+    "check_may_read_chapters",
     "check_may_replace",
     "check_may_resume",
     "check_may_retry",
@@ -164,6 +169,7 @@ __all__ = [
     "may_join",
     "may_operate",
     "may_press",
+    "may_read_chapters",
     "may_read_scenario_scripts",
     "may_read_scripts",
     "may_replace",

@@ -20,6 +20,7 @@ from engine.access.rules import (
     may_import,
     may_join,
     may_press,
+    may_read_chapters,
     may_read_scenario_scripts,
     may_replace,
     may_resume,
@@ -364,6 +365,11 @@ async def check_may_host(session: AsyncSession, adventure: Adventure, actor: Act
         f"Only {who} and members who can manage the server or its messages can use host "
         "controls here; nothing was changed. `/host show` says what they set."
     )
+
+
+def check_may_read_chapters(adventure: Adventure, actor: Actor) -> None:
+    if not may_read_chapters(adventure, actor):
+        raise NotAllowed("Only this adventure's player can read its chapters.")
 
 
 async def check_may_close_round(session: AsyncSession, adventure: Adventure, actor: Actor) -> None:

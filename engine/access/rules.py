@@ -254,6 +254,12 @@ def may_set_character(adventure: Adventure, actor: Actor, player_id: int) -> boo
     return actor.user_id == player_id
 
 
+def may_read_chapters(adventure: Adventure, actor: Actor) -> bool:
+    """Read an adventure's chapters and their recaps (``/chapters``): anyone in a server
+    adventure's place, as they read the story the recaps sum up; in a DM, its player."""
+    return adventure.server_id is not None or _owns_dm_story(adventure, actor)
+
+
 def may_import(actor: Actor, importer_role_id: int | None) -> bool:
     """Import or delete scenarios in the library of the place the actor is in."""
     if actor.server_id is None or actor.is_server_manager:

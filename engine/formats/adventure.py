@@ -24,6 +24,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import undefer
 from sqlmodel import col
 
+from engine.chapters.plan import read_plan, write_plan
+from engine.chapters.store import adventure_plan
 from engine.characters import clean_about, clean_name, name_key
 from engine.errors import InvalidInput
 from engine.formats.bundle import read_scripts
@@ -38,6 +40,7 @@ from engine.formats.errors import ImportRejected
 from engine.formats.fields import INT64_MAX, Fields
 from engine.sanitise import sanitise
 from engine.scripting.results import CARD_ID_MAX_CHARS
+from engine.storage.chapter_models import AdventureChapters
 from engine.storage.models import (
     ActionType,
     Adventure,
@@ -155,6 +158,8 @@ async def export_adventure(session: AsyncSession, adventure: Adventure) -> dict[
         "story_summary": adventure.story_summary,
         "world_state": adventure.world_state,
         "script_state": adventure.script_state,
+        # The plan it plays (its progress is in the world state); recaps stay behind.
+        **write_plan(await adventure_plan(session, adventure.id)),
         "settings": {
             "context_tokens": adventure.context_tokens,
             "max_output_tokens": adventure.max_output_tokens,
@@ -365,6 +370,8 @@ async def write_adventure(
     session.add(adventure)
     await session.flush()
     assert adventure.id is not None
+    if steering.chapters:
+        session.add(AdventureChapters(adventure_id=adventure.id, plan=steering.chapters))
     session.add_all(
         AdventureCard(
             adventure_id=adventure.id,
@@ -446,6 +453,7 @@ def _steering(f: Fields, limits: ImportLimits) -> ScenarioDraft:
         authors_note=f.text("authors_note"),
         ai_instructions=f.text("ai_instructions"),
         stat_schema=f.mapping("stat_schema"),
+        chapters=read_plan(f.raw),
     )
     for p, item in f.items("story_cards"):
         c = Fields(item, p)

@@ -10,7 +10,8 @@ module)::
      "story_cards": [{"title", "type", "keys", "entry", "description", "always_on"}],
      "scripts": [{"name", "description", "enabled", "shared_library", "on_input",
                   "on_model_context", "on_output"}],
-     "options": [<a bundle without the marker>, …]}
+     "options": [<a bundle without the marker>, …],
+     "chapters": […], "nudge_after"}   (chapters and beats: engine.chapters.plan)
 
 The marker names the format; without it the same reader takes AI-DnD's files, whose names
 differ only in places: ``memory`` for plot essentials, cards with ``name``/``notes``, scripts
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from engine.chapters.plan import read_plan, write_plan
 from engine.formats.draft import ImportedCard, ImportedScript, ScenarioDraft
 from engine.formats.fields import Fields
 
@@ -59,6 +61,7 @@ def read_bundle(raw: Any, path: str = "", *, fallback_title: str = "") -> Scenar
         authors_note=f.text("authors_note"),
         ai_instructions=f.text("ai_instructions"),
         stat_schema=f.mapping("stat_schema"),
+        chapters=read_plan(raw, path),
     )
     for p, item in f.items("story_cards"):
         c = Fields(item, p)
@@ -135,6 +138,7 @@ def write_bundle(draft: ScenarioDraft, *, top: bool = True) -> dict[str, Any]:
             for s in draft.scripts
         ],
     }
+    out |= write_plan(draft.chapters)
     if draft.options:
         out["options"] = [write_bundle(option, top=False) for option in draft.options]
     return out

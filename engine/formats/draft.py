@@ -96,6 +96,8 @@ class ScenarioDraft:
     scripts: list[ImportedScript] = field(default_factory=list)
     #: Sub-scenarios a player chooses between at /start (AI Dungeon's "options").
     options: list[ScenarioDraft] = field(default_factory=list)
+    #: Chapters and beats, checked (``engine.chapters.plan``); {} when it has none.
+    chapters: dict[str, Any] = field(default_factory=dict)
 
     def walk(self) -> list[ScenarioDraft]:
         """This scenario and every option under it, parents first."""

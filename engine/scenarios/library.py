@@ -23,6 +23,7 @@ from sqlmodel import col
 
 from engine.access import check_may_choose_importers, check_may_import, reads_scenario_scripts
 from engine.accounts import touch_server, touch_user
+from engine.chapters.store import add_scenario_plan, scenario_plan
 from engine.errors import NotAllowed
 from engine.formats import aidungeon
 from engine.formats.bundle import write_bundle
@@ -297,6 +298,7 @@ def add_parts(session: AsyncSession, scenario_id: int, draft: ScenarioDraft) -> 
         ScenarioScript(scenario_id=scenario_id, position=i, **asdict(script))
         for i, script in enumerate(draft.scripts)
     )
+    add_scenario_plan(session, scenario_id, draft.chapters)
 
 
 async def _insert(
@@ -378,6 +380,7 @@ async def load_draft(session: AsyncSession, scenario: Scenario) -> ScenarioDraft
         )
         for s in scripts
     ]
+    draft.chapters = await scenario_plan(session, scenario.id)
     children = await session.scalars(
         select(Scenario).where(col(Scenario.parent_id) == scenario.id).order_by(col(Scenario.id))
     )

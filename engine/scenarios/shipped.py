@@ -18,6 +18,7 @@ from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
+from engine.chapters.store import drop_scenario_plan
 from engine.formats.bundle import read_bundle
 from engine.formats.detect import BUNDLE
 from engine.formats.draft import ImportedScenario, ImportLimits, ScenarioDraft, finish
@@ -74,6 +75,7 @@ async def seed_builtin_scenarios(session: AsyncSession, folder: Path = BUILTIN_S
             await session.execute(
                 delete(ScenarioScript).where(col(ScenarioScript.scenario_id) == scenario.id)
             )
+            await drop_scenario_plan(session, scenario.id)
         assert scenario.id is not None  # read from the database, or flushed into it above
         add_parts(session, scenario.id, draft)
     await session.flush()

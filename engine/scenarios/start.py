@@ -9,6 +9,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import SQLModel, col
 
+from engine.chapters.store import begin_chapters
 from engine.errors import NotFound
 from engine.formats.draft import fill_placeholders, scenario_questions
 from engine.storage.models import (
@@ -81,6 +82,7 @@ async def start_adventure(
     session.add(adventure)
     await session.flush()
     assert adventure.id is not None  # flushed just above
+    await begin_chapters(session, adventure, scenario.id)
 
     session.add_all(AdventureCard(**card, adventure_id=adventure.id) for card in cards)
     scripts = await session.scalars(

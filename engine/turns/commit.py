@@ -52,6 +52,8 @@ class TurnResult:
     replaced_node_id: int | None = None
     #: What the adventure's scripts set in ``state.message``, shown under the turn.
     script_message: str = ""
+    #: A beat or chapter the turn completed, in a line shown under the turn (engine.chapters).
+    chapter_note: str = ""
 
 
 async def commit(db: Database, plan: TurnPlan, draft: Draft, fence: Fence | None) -> TurnResult:
@@ -155,6 +157,7 @@ def _result(
         take_count=take,
         replaced_node_id=replaced_node_id,
         script_message=plan.scripts.message if plan.scripts else "",
+        chapter_note=draft.chapters.note,
     )
 
 

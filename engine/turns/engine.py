@@ -19,6 +19,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from engine.actions import PlayerAction
 from engine.card_cap import DEFAULT_MAX_CARDS
+from engine.chapters.progress import ChapterEnd
+from engine.chapters.recaps import write_recap
 from engine.context import ContextBuilder, ContextEngine
 from engine.errors import CampfireError, DatabaseBusy, InternalError, log_incident
 from engine.events import ActionAccepted, TurnDone, TurnEvent, TurnFailed
@@ -27,7 +29,7 @@ from engine.providers.resolver import ProviderResolver
 from engine.scripting.sandbox import Limits
 from engine.storage.database import Database
 from engine.storage.dialect import is_busy
-from engine.turns.commit import commit
+from engine.turns.commit import TurnResult, commit
 from engine.turns.generate import Generation, params_for
 from engine.turns.plan import Fence, TurnPlan, plan_take, plan_turn
 
@@ -132,7 +134,26 @@ class TurnEngine:
         async with aclosing(generation.narrate()) as events:
             async for event in events:
                 yield event
-        yield TurnDone(await commit(self.db, plan, generation.draft(), fence))
+        result = await commit(self.db, plan, generation.draft(), fence)
+        ended = generation.draft().chapters.end
+        if ended is not None:
+            # The turn is stored; its chapter's recap is written before it is shown as done
+            # (one short call), and never fails the turn.
+            await self._recap(generation, result, ended)
+        yield TurnDone(result)
+
+    async def _recap(self, generation: Generation, result: TurnResult, ended: ChapterEnd) -> None:
+        try:
+            await write_recap(
+                self.db,
+                generation.provider,
+                adventure_id=result.adventure_id,
+                node_id=result.narrator_node_id,
+                take=result.take,
+                end=ended,
+            )
+        except Exception as error:  # noqa: BLE001 - the stored turn stands without its recap
+            log_incident(f"chapter recap failed (adventure {result.adventure_id})", error)
 
 
 async def _ending_in_failure(

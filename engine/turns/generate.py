@@ -14,6 +14,7 @@ from typing import TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from engine.chapters.turn import ChapterOutcome, ChapterTurn
 from engine.context import BuiltContext, ContextBuilder, ContextInputs
 from engine.events import ReasoningDelta, StreamEnd, TextDelta, TurnEvent, Usage
 from engine.narration_hygiene import tidy_narration
@@ -79,6 +80,8 @@ class Draft:
     model: str
     #: The memories the context chose: the commit counts their use.
     memory_ids: tuple[int, ...] = ()
+    #: What the turn did to the adventure's chapters (engine.chapters).
+    chapters: ChapterOutcome = ChapterOutcome()
 
     @property
     def reasoning(self) -> str:
@@ -112,6 +115,7 @@ class Generation:
         self._answered = ""
         self._inputs: ContextInputs | None = None
         self._draft: Draft | None = None
+        self._chapters: ChapterTurn | None = None
 
     async def prepare(self, session: AsyncSession) -> str:
         """Run onInput on the actions to write and gather the context's inputs; returns the
@@ -140,6 +144,9 @@ class Generation:
         )
         if scripts is not None:
             inputs = replace(inputs, cards=scripts.context_cards())
+        self._chapters = await ChapterTurn.load(session, plan.adventure)
+        if self._chapters is not None:
+            inputs = self._chapters.context(inputs)
         self._inputs = inputs
         return self._answered
 
@@ -152,7 +159,8 @@ class Generation:
         if scripts is not None:
             built = await self._hook(scripts.rewrite_context(built))
         # The state block after the prose is the engine's, not the players': held back.
-        holder = BlockHolder() if schema_of(adventure.stat_schema) else None
+        holding = schema_of(adventure.stat_schema) or self._chapters is not None
+        holder = BlockHolder() if holding else None
         reply = Reply()
         async with aclosing(self._stream(built, holder, reply)) as deltas:
             async for event in deltas:
@@ -167,6 +175,8 @@ class Generation:
         # surrogate), so they are sanitised as a player's are.
         output = sanitise(output)
         world = settle(adventure.stat_schema, adventure.world_state, output, turn_index=plan.index)
+        if self._chapters is not None:
+            world = self._chapters.settle(world, output, turn_index=plan.index, report=built.report)
         if output == sanitise(written):
             # The model's own prose (a script's output is the script's to shape): what is not
             # story goes (engine.narration_hygiene).
@@ -179,6 +189,7 @@ class Generation:
             world=world,
             model=self.provider.label,
             memory_ids=self._inputs.memory_ids,
+            chapters=self._chapters.outcome if self._chapters else ChapterOutcome(),
         )
 
     def draft(self) -> Draft:

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 #: Only this much of the end of a reply is searched for a bare object.
@@ -54,6 +54,10 @@ _RUN = re.compile(r"`{3,}")
 _LABEL = re.compile(r"[ \t]*(?P<label>[A-Za-z]*)[ \t]*")
 _PATH_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*\Z")
 _SET_KEYS = ("set", "=")
+#: Top-level keys of the block whose values are lists for other parts of the engine, not state
+#: paths: handed out apart from the delta (``Extraction.lists``). "events": a chapter's events
+#: (engine.chapters).
+RESERVED_LISTS = ("events",)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +66,8 @@ class Extraction:
     delta: dict[str, Any]
     #: The block as the model wrote it (fence included), "" if none was found.
     block: str
+    #: The block's ``RESERVED_LISTS`` keys that hold lists, by key.
+    lists: dict[str, list] = field(default_factory=dict)
 
 
 def extract_delta(text: str) -> tuple[str, dict]:
@@ -92,17 +98,21 @@ def _extract(text: str) -> Extraction:
             pieces.append(text[at : f.start])
             at = f.end
         pieces.append(text[at:])
-        return Extraction(_join(pieces), delta or {}, fence.raw.strip())
+        lists = _lists(fence.body)
+        return Extraction(_join(pieces), delta or {}, fence.raw.strip(), lists)
     tail = _tail_fence(text, runs)
     if tail is not None:
         fence, delta = tail
-        return Extraction(text[: fence.start].rstrip(), delta, fence.raw.strip())
+        return Extraction(
+            text[: fence.start].rstrip(), delta, fence.raw.strip(), _lists(fence.body)
+        )
     stripped = text.rstrip()
     if stripped.endswith("}"):
         found = _bare_tail(stripped)
         if found is not None:
             start, delta = found
-            return Extraction(stripped[:start].rstrip(), delta, stripped[start:])
+            body = stripped[start:]
+            return Extraction(stripped[:start].rstrip(), delta, body, _lists(body))
     return Extraction(stripped, {}, "")
 
 
@@ -199,7 +209,7 @@ def _bare_tail(stripped: str) -> tuple[int, dict] | None:
         if candidate.replace(" ", "") == "{}":
             return i, {}
         delta = _as_delta(candidate, bare=True)
-        if delta:
+        if delta is not None:
             return i, delta
     return None
 
@@ -216,12 +226,22 @@ def _as_delta(body: str, *, bare: bool) -> dict | None:
     data = loads_tolerant(body)
     if not isinstance(data, dict):
         return None
+    lists = [key for key in RESERVED_LISTS if isinstance(data.get(key), list)]
+    data = {key: value for key, value in data.items() if key not in lists}
     flat: dict[str, Any] = {}
     if not _flatten(data, "", flat, 0):
         return None
-    if bare and not flat:
+    if bare and not flat and not lists:
         return None
     return flat
+
+
+def _lists(body: str) -> dict[str, list]:
+    """The reserved list keys of a block's body."""
+    data = loads_tolerant(body)
+    if not isinstance(data, dict):
+        return {}
+    return {key: data[key] for key in RESERVED_LISTS if isinstance(data.get(key), list)}
 
 
 def _flatten(node: dict, prefix: str, out: dict[str, Any], depth: int) -> bool:

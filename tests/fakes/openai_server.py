@@ -13,11 +13,16 @@ Use it as a context manager::
 or run it by hand for trying the bot::
 
     python -m tests.fakes.openai_server --port 8089 --text "The cave is dark." --delay 0.05
+
+or with a reply scripted for each request in turn (a JSON list of texts; then ``--text``)::
+
+    python -m tests.fakes.openai_server --replies replies.json
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import signal
 import socket
 import sys
@@ -275,6 +280,12 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--delay", type=float, default=0.0, help="seconds between chunks")
     parser.add_argument(
+        "--replies",
+        default=None,
+        help="a JSON file holding a list of texts: the chat replies, one a request, in order "
+        "(then --text's)",
+    )
+    parser.add_argument(
         "--model", default="fake-model", help="chat model name to accept (default: fake-model)"
     )
     parser.add_argument("--embedding-model", default="fake-embed", help="embedding model name")
@@ -290,6 +301,12 @@ def main(argv: list[str] | None = None) -> None:
     if args.text is not None:
         fake.default_text = args.text
     fake.default_delay = args.delay
+    if args.replies is not None:
+        with open(args.replies, encoding="utf-8") as file:
+            scripted = json.load(file)
+        if not isinstance(scripted, list) or not all(isinstance(t, str) for t in scripted):
+            parser.error("--replies: expected a JSON list of texts")
+        fake.queue(*(Reply(text=text, delay=args.delay) for text in scripted))
     # Ctrl-C stops it even when started from a shell's background job, which hands its
     # children SIGINT ignored (Python then installs no KeyboardInterrupt handler of its own).
     signal.signal(signal.SIGINT, signal.default_int_handler)
