@@ -47,6 +47,8 @@ EXTENSIONS: tuple[str, ...] = (
     "cogs.model",
     "cogs.operator",
     "cogs.usage",
+    # The story's typed narrative state (issue 21).
+    "cogs.narrative",
 )
 
 #: How often expired turn leases are looked for (a process died mid-turn).

@@ -48,6 +48,7 @@ from engine.steering.cards import StoryCards
 from engine.steering.settings import GenerationDefaults, GenerationSettings
 from engine.steering.text import SteeringText
 from engine.storage.database import Database
+from engine.story_state.service import StoryStateService
 from engine.story_tree import StoryTree
 from engine.tokens import encoding
 from engine.turns import TurnEngine
@@ -103,6 +104,8 @@ class Services:
     limits: UsageLimits
     #: A place's adventures: listed, ended, brought back (cogs: adventure_shelf).
     shelf: AdventureShelf
+    #: The story's typed narrative state: /narrative (cogs: narrative).
+    story_state: StoryStateService
 
     async def aclose(self) -> None:
         # The script workers this process started (a later run would start new ones).
@@ -336,4 +339,5 @@ async def build_services(settings: Settings) -> Services:
         operator_status=OperatorStatus(db, queue),
         limits=limits,
         shelf=AdventureShelf(db, play.places),
+        story_state=StoryStateService(db),
     )

@@ -15,6 +15,7 @@ from engine.access.rules import (
     may_act,
     may_bring_scripts,
     may_close_round,
+    may_correct_story,
     may_end,
     may_host,
     may_import,
@@ -363,6 +364,19 @@ async def check_may_host(session: AsyncSession, adventure: Adventure, actor: Act
     raise NotAllowed(
         f"Only {who} and members who can manage the server or its messages can use host "
         "controls here; nothing was changed. `/host show` says what they set."
+    )
+
+
+async def check_may_correct_story(
+    session: AsyncSession, adventure: Adventure, actor: Actor
+) -> None:
+    if may_correct_story(adventure, actor):
+        return
+    host = await _host_name(session, adventure)
+    who = f"{host} (the host)" if host else "the adventure's host"
+    raise NotAllowed(
+        f"Only {who} can correct the story's state or turn its tracking on or off; nothing "
+        "was changed. `/story state` shows it to anyone."
     )
 
 

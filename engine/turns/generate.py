@@ -23,6 +23,8 @@ from engine.scripting.hooks import ScriptStopped
 from engine.storage.database import Database
 from engine.storage.models import Adventure
 from engine.story_line.write import update_unmoved
+from engine.story_state.events import Outcome
+from engine.story_state.turn import settle_story
 from engine.turns.plan import Fence, TurnPlan
 from engine.world_state.apply import BlockHolder, SettledWorld, schema_of, settle
 
@@ -79,6 +81,8 @@ class Draft:
     model: str
     #: The memories the context chose: the commit counts their use.
     memory_ids: tuple[int, ...] = ()
+    #: The narrative state the reply's events leave (None: the adventure does not track it).
+    story: Outcome | None = None
 
     @property
     def reasoning(self) -> str:
@@ -152,7 +156,9 @@ class Generation:
         if scripts is not None:
             built = await self._hook(scripts.rewrite_context(built))
         # The state block after the prose is the engine's, not the players': held back.
-        holder = BlockHolder() if schema_of(adventure.stat_schema) else None
+        holder = (
+            BlockHolder() if schema_of(adventure.stat_schema) or adventure.story_tracking else None
+        )
         reply = Reply()
         async with aclosing(self._stream(built, holder, reply)) as deltas:
             async for event in deltas:
@@ -166,7 +172,13 @@ class Generation:
         # The model's words enter the story here: an endpoint may send anything (NUL, a lone
         # surrogate), so they are sanitised as a player's are.
         output = sanitise(output)
-        world = settle(adventure.stat_schema, adventure.world_state, output, turn_index=plan.index)
+        world = settle(
+            adventure.stat_schema,
+            adventure.world_state,
+            output,
+            turn_index=plan.index,
+            hold=adventure.story_tracking,
+        )
         if output == sanitise(written):
             # The model's own prose (a script's output is the script's to shape): what is not
             # story goes (engine.narration_hygiene).
@@ -179,6 +191,9 @@ class Generation:
             world=world,
             model=self.provider.label,
             memory_ids=self._inputs.memory_ids,
+            story=settle_story(
+                adventure.story_state, world.story, tracking=adventure.story_tracking
+            ),
         )
 
     def draft(self) -> Draft:

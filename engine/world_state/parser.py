@@ -54,6 +54,9 @@ _RUN = re.compile(r"`{3,}")
 _LABEL = re.compile(r"[ \t]*(?P<label>[A-Za-z]*)[ \t]*")
 _PATH_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*\Z")
 _SET_KEYS = ("set", "=")
+#: Top-level keys of the block whose values are lists and which are not state paths: handed
+#: out apart from the delta (``Extraction.story``: issue 21's typed narrative events).
+RESERVED_LISTS = ("story",)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +65,8 @@ class Extraction:
     delta: dict[str, Any]
     #: The block as the model wrote it (fence included), "" if none was found.
     block: str
+    #: The block's ``"story"`` list (typed narrative events, ``engine.story_state``).
+    story: tuple[Any, ...] = ()
 
 
 def extract_delta(text: str) -> tuple[str, dict]:
@@ -92,18 +97,24 @@ def _extract(text: str) -> Extraction:
             pieces.append(text[at : f.start])
             at = f.end
         pieces.append(text[at:])
-        return Extraction(_join(pieces), delta or {}, fence.raw.strip())
+        return _reserved_apart(_join(pieces), delta or {}, fence.raw.strip())
     tail = _tail_fence(text, runs)
     if tail is not None:
         fence, delta = tail
-        return Extraction(text[: fence.start].rstrip(), delta, fence.raw.strip())
+        return _reserved_apart(text[: fence.start].rstrip(), delta, fence.raw.strip())
     stripped = text.rstrip()
     if stripped.endswith("}"):
         found = _bare_tail(stripped)
         if found is not None:
             start, delta = found
-            return Extraction(stripped[:start].rstrip(), delta, stripped[start:])
+            return _reserved_apart(stripped[:start].rstrip(), delta, stripped[start:])
     return Extraction(stripped, {}, "")
+
+
+def _reserved_apart(prose: str, delta: dict[str, Any], block: str) -> Extraction:
+    """The extraction with the reserved lists taken out of the delta."""
+    story = delta.pop("story", None)
+    return Extraction(prose, delta, block, tuple(story) if isinstance(story, list) else ())
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,6 +241,9 @@ def _flatten(node: dict, prefix: str, out: dict[str, Any], depth: int) -> bool:
     for key, value in node.items():
         if not isinstance(key, str) or not _PATH_KEY.match(key.strip()):
             return False
+        if depth == 0 and key in RESERVED_LISTS and isinstance(value, list):
+            out[key] = value  # handed out apart from the delta (``_reserved_apart``)
+            continue
         path = f"{prefix}{key.strip()}"
         if isinstance(value, dict):
             set_key = next((k for k in _SET_KEYS if k in value), None)
