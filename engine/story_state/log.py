@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import insert, select
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
@@ -61,8 +61,8 @@ async def record(
         }
         for refusal in outcome.refused
     ]
-    if rows:
-        await session.execute(insert(StoryStateChange), rows)
+    session.add_all(StoryStateChange(**row) for row in rows)
+    await session.flush()
 
 
 def _small(event: Any) -> bool:

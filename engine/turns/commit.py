@@ -121,7 +121,7 @@ def _narrator_node(
         text=world.prose,
         token_count=count_tokens(world.prose),
         reasoning=draft.reasoning or None,
-        state_block=world.report.block if world.report else None,
+        state_block=world.report.block if world.report else world.block or None,
         state_report=world.report.to_json() if world.report else None,
         state_before=state_before,
         state_after=state_after,
@@ -307,7 +307,7 @@ async def _write_take(
             text=world.prose,
             reasoning=draft.reasoning or None,
             snapshot=after,
-            block=world.report.block if world.report else None,
+            block=world.report.block if world.report else world.block or None,
             report=world.report.to_json() if world.report else None,
             extra=measured,
         )

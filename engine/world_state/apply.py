@@ -99,6 +99,8 @@ class SettledWorld:
     chip: str
     #: The block's typed narrative events (``engine.story_state``), not yet validated.
     story: tuple[Any, ...] = ()
+    #: The block as written, when no schema's report keeps it (history re-attaches it).
+    block: str = ""
 
 
 def settle(
@@ -116,7 +118,7 @@ def settle(
         return SettledWorld(text, state or {}, None, "")
     found = extract_state(text)
     if schema is None:
-        return SettledWorld(found.prose, state or {}, None, "", story=found.story)
+        return SettledWorld(found.prose, state or {}, None, "", found.story, found.block)
     new_state, report = referee(
         schema, current_state(schema, state), found.delta, turn_index=turn_index, block=found.block
     )
