@@ -11,7 +11,7 @@ from sqlalchemy import select
 
 from engine.errors import InvalidInput, NotAllowed
 from engine.events import TextDelta, TurnDone
-from engine.storage.models import StoryNode
+from engine.storage.models import Adventure, StoryNode
 from engine.storage.story_state_models import StoryStateChange
 from engine.story_state.service import StoryStateService
 from engine.story_tree import StoryTree
@@ -285,3 +285,34 @@ async def test_world_state_and_story_events_share_one_block(db, engine, story, f
     assert adventure.world_state["values"]["player.hp"] == 85
     assert adventure.story_state["entities"] == {"mira": {"name": "Mira", "kind": "person"}}
     assert done.text == "Gwen is hit." and "hp 100 → 85" in done.state_chip
+
+
+async def test_an_adventure_file_carries_the_state_and_a_crafted_one_is_cleaned(
+    db, engine, tree, story, fake_model
+):
+    from engine.formats.adventure import export_adventure, parse_adventure, write_adventure
+    from engine.formats.draft import ImportLimits
+
+    adventure_id = await tracked(db, story)
+    fake_model.queue(
+        "Mira arrives.\n\n" + story_block(MIRA, HARBOR, at("harbor")),
+        "Mira waits.\n\n" + story_block({"type": "open_thread", "text": "For whom?"}),
+    )
+    await turn(engine, adventure_id, "wait")
+    first = await state_of(db, adventure_id)
+    await turn(engine, adventure_id, "wait more")
+    second = await state_of(db, adventure_id)
+    async with db.session() as session:
+        exported = await export_adventure(session, await session.get(Adventure, adventure_id))
+    # A crafted entry of the wrong shape is dropped on the way in, the rest kept.
+    raw = json.loads(json.dumps(exported))
+    raw["story_state"]["entities"]["bad"] = ["not", "an", "entity"]
+    parsed = parse_adventure(raw, ImportLimits())
+    async with db.session() as session, session.begin():
+        copy = await write_adventure(session, parsed, channel_id=2, server_id=None, host_id=101)
+        copy_id = copy.id
+    restored = await adventure_of(db, copy_id)
+    assert restored.story_tracking and restored.story_state == second
+    # Its turns' snapshots came with it: undo there rewinds the state too.
+    await tree.undo(ALICE, 2)
+    assert await state_of(db, copy_id) == first

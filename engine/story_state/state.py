@@ -48,15 +48,35 @@ def empty() -> dict[str, Any]:
 
 
 def normalised(raw: Any) -> dict[str, Any]:
-    """A deep copy of ``raw`` in the state's shape (missing parts empty, odd ones dropped), so
-    applying events never changes the caller's object."""
+    """A deep copy of ``raw`` in the state's shape (missing parts empty, entries of the wrong
+    shape dropped: a snapshot inside an imported file may hold anything), so applying events
+    never changes the caller's object."""
     state = empty()
-    if isinstance(raw, dict):
-        for part in PARTS:
-            value = raw.get(part)
-            if isinstance(value, dict):
-                state[part] = copy.deepcopy(value)
+    if not isinstance(raw, dict):
+        return state
+    for part in PARTS:
+        value = raw.get(part)
+        if isinstance(value, dict):
+            state[part] = {
+                key: copy.deepcopy(entry)
+                for key, entry in value.items()
+                if isinstance(key, str) and _SHAPES[part](entry)
+            }
     return state
+
+
+def _texts(entry: Any, *fields: str) -> bool:
+    return isinstance(entry, dict) and all(isinstance(entry.get(f), str) for f in fields)
+
+
+_SHAPES = {
+    "entities": lambda e: _texts(e, "name"),
+    "locations": lambda e: isinstance(e, str),
+    "possessions": lambda e: isinstance(e, str),
+    "relationships": lambda e: _texts(e, "a", "b", "relation"),
+    "facts": lambda e: _texts(e, "text"),
+    "threads": lambda e: _texts(e, "text"),
+}
 
 
 def is_empty(state: dict[str, Any] | None) -> bool:
