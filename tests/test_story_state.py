@@ -162,6 +162,15 @@ def test_null_clears_a_location_or_a_holder_and_the_log_keeps_what_was():
     ]
 
 
+def test_a_place_cannot_end_up_inside_what_is_inside_it():
+    start = world(
+        {"type": "set_location", "entity": "lantern", "place": "mira"},
+        {"type": "set_location", "entity": "mira", "place": "harbor"},
+    )
+    outcome = apply_events(start, [{"type": "set_location", "entity": "mira", "place": "lantern"}])
+    assert "inside itself" in outcome.refused[0].reason and outcome.state == start
+
+
 def test_an_event_that_changes_nothing_records_nothing():
     start = world({"type": "set_location", "entity": "mira", "place": "harbor"})
     again = apply_events(start, [{"type": "set_location", "entity": "mira", "place": "harbor"}])

@@ -50,7 +50,7 @@ async def test_narrative_commands_in_discord(env, fake_model):
     text = answer.embeds[0]["description"]
     assert "Mira (person): at The Harbor" in text
     assert "Where is the ferry bound?" in text
-    assert "What changed at turn" in text and "location mira: none → harbor" in text
+    assert "What changed at turn" in text and "location Mira: none → The Harbor" in text
     assert "refused: entity 'nobody_known' is no known entity" in text
 
     # The host corrects it; bob may not.
@@ -63,7 +63,7 @@ async def test_narrative_commands_in_discord(env, fake_model):
         env.alice, thread, "narrative correct", what="location", subject="Mira", value="The Inn"
     )
     answer = await answered(env, fixed)
-    assert not answer.ephemeral and "location mira: harbor → inn" in answer.content
+    assert not answer.ephemeral and "location Mira: The Harbor → The Inn" in answer.content
     # A correction that cannot resolve its reference is refused with the reason, privately.
     bad = await env.fake.slash(
         env.alice, thread, "narrative correct", what="location", subject="Mira", value="Moon"

@@ -212,7 +212,7 @@ async def test_a_retry_starts_from_the_turns_state_and_each_take_keeps_its_own(
     await tree.choose_take(ALICE, CHANNEL, first.narrator_node_id, 1)
     assert await state_of(db, adventure_id) == take_one
     view = await story.show(CHANNEL)
-    assert [c.line for c in view.last_turn] == ["location mira: harbor → inn"]
+    assert [c.line for c in view.last_turn] == ["location Mira: The Harbor → The Inn"]
 
 
 async def test_the_hosts_correction_is_logged_at_the_head_and_rewinds_with_it(
@@ -224,7 +224,7 @@ async def test_the_hosts_correction_is_logged_at_the_head_and_rewinds_with_it(
     arrived = await state_of(db, adventure_id)
 
     changed = await story.correct(CHANNEL, ALICE, "location", "mira", "The Inn")
-    assert changed == "location mira: harbor → inn"
+    assert changed == "location Mira: The Harbor → The Inn"
     await story.correct(CHANNEL, ALICE, "fact", "Mira is a smuggler.", "Mira")
     corrected = await state_of(db, adventure_id)
     assert corrected["facts"]["mira_is_a_smuggler"]["by"] == "host"

@@ -211,9 +211,18 @@ class _Applier:
         entity = self._entity(event, "entity")
         place = self._entity(event, "place", nullable=True)
         assert entity is not None
-        if place == entity:
-            raise _Refused("an entity cannot be inside itself")
+        if place is not None and entity in self._places_around(place):
+            raise _Refused(f"{place!r} is at {entity!r}: an entity cannot be inside itself")
         self._set("locations", "location", entity, place, event)
+
+    def _places_around(self, place: str) -> list[str]:
+        """``place`` and the places it is at, outward (a chain the state keeps free of loops)."""
+        chain: list[str] = []
+        at: str | None = place
+        while at is not None and at not in chain:
+            chain.append(at)
+            at = self.state["locations"].get(at)
+        return chain
 
     def _set_possession(self, event: dict[str, Any]) -> None:
         item = self._entity(event, "item")

@@ -163,8 +163,16 @@ def describe(state: dict[str, Any]) -> str:
     return "\n\n".join(parts) or "Nothing is tracked yet."
 
 
-def change_line(kind: str, key: str, before: Any, after: Any) -> str:
-    """One change as a line: "location of mira: inn → harbor"."""
+def change_line(
+    kind: str, key: str, before: Any, after: Any, state: dict[str, Any] | None = None
+) -> str:
+    """One change as a line: "location Mira: The Inn → The Harbor", entities by their names
+    in ``state`` where it knows them (by id otherwise)."""
+    if state is not None and kind in ("entity", "location", "possession"):
+        key = name_of(state, key)
+        if kind != "entity":
+            before = None if before is None else name_of(state, before)
+            after = None if after is None else name_of(state, after)
     return f"{kind} {key}: {_value(before)} → {_value(after)}"
 
 

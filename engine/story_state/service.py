@@ -100,7 +100,7 @@ class StoryStateService:
                         LoggedChange(
                             f"refused: {row.reason}"
                             if row.kind == REFUSED
-                            else change_line(row.kind, row.key, row.before, row.after),
+                            else change_line(row.kind, row.key, row.before, row.after, state),
                             row.by,
                             row.turn_index,
                         )
@@ -121,7 +121,7 @@ class StoryStateService:
         if on:
             return (
                 "Story state tracking is on: the narrator records who is where, who holds what, "
-                "what is true and which threads are open. `/story state` shows it."
+                "what is true and which threads are open. `/narrative state` shows it."
             )
         return "Story state tracking is off; what it holds is kept, and shown by `/story state`."
 
@@ -160,4 +160,7 @@ class StoryStateService:
                 BY_HOST,
             )
             await record(session, adventure.id, cause, outcome)
-            return "\n".join(change_line(c.kind, c.key, c.before, c.after) for c in outcome.changes)
+            return "\n".join(
+                change_line(c.kind, c.key, c.before, c.after, outcome.state)
+                for c in outcome.changes
+            )
