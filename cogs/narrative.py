@@ -47,9 +47,8 @@ class NarrativeCog(commands.Cog):
                 f"- {change.line}" + (" (the host's correction)" if change.by == "host" else "")
                 for change in view.last_turn
             ]
-            text += f"\n\n**What changed at turn {view.last_turn[0].turn_index}**\n" + "\n".join(
-                lines
-            )
+            when = f"turn {view.turn_number}" if view.turn_number else "the opening"
+            text += f"\n\n**What changed at {when}**\n" + "\n".join(lines)
         embed = discord.Embed(title=f"Story state · {view.title}", description=text)
         await reply(interaction, embed=embed, ephemeral=True)
 

@@ -50,7 +50,7 @@ async def test_narrative_commands_in_discord(env, fake_model):
     text = answer.embeds[0]["description"]
     assert "Mira (person): at The Harbor" in text
     assert "Where is the ferry bound?" in text
-    assert "What changed at turn" in text and "location Mira: none → The Harbor" in text
+    assert "What changed at turn 1**" in text and "location Mira: none → The Harbor" in text
     assert "refused: entity 'nobody_known' is no known entity" in text
 
     # The host corrects it; bob may not.

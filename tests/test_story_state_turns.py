@@ -213,6 +213,7 @@ async def test_a_retry_starts_from_the_turns_state_and_each_take_keeps_its_own(
     assert await state_of(db, adventure_id) == take_one
     view = await story.show(CHANNEL)
     assert [c.line for c in view.last_turn] == ["location Mira: The Harbor → The Inn"]
+    assert view.turn_number == 2  # as /insights counts the narrator's replies
 
 
 async def test_the_hosts_correction_is_logged_at_the_head_and_rewinds_with_it(

@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 from engine.access import adventure_here, check_may_correct_story
 from engine.errors import InvalidInput
+from engine.insights import narrator_turns
 from engine.sanitise import QUOTE_MAX, echo, sanitise
-from engine.storage.models import StoryNode
+from engine.storage.models import ActionType, Role, StoryNode
 from engine.story_line.write import advance_version
 from engine.story_state.events import BY_HOST, apply_events
 from engine.story_state.log import REFUSED, TurnCause, changes_at, record
@@ -56,6 +57,8 @@ class StoryView:
     text: str
     #: What changed at the turn the head stands on (and why), the host's corrections there too.
     last_turn: tuple[LoggedChange, ...] = ()
+    #: That turn's number as /insights counts them (the narrator's replies); 0: the opening.
+    turn_number: int = 0
 
 
 def correction_event(what: str, subject: str, value: str) -> dict[str, Any]:
@@ -92,9 +95,12 @@ class StoryStateService:
             adventure = await adventure_here(session, channel_id)
             state = normalised(adventure.story_state)
             last: tuple[LoggedChange, ...] = ()
+            number = 0
             if adventure.head_node_id is not None:
                 head = await session.get(StoryNode, adventure.head_node_id)
                 if head is not None:
+                    if head.role == Role.NARRATOR and head.action != ActionType.START:
+                        number = len(await narrator_turns(session, adventure.head_node_id))
                     rows = await changes_at(session, adventure.head_node_id, head.live_take)
                     last = tuple(
                         LoggedChange(
@@ -106,7 +112,9 @@ class StoryStateService:
                         )
                         for row in rows
                     )
-            return StoryView(adventure.title, adventure.story_tracking, describe(state), last)
+            return StoryView(
+                adventure.title, adventure.story_tracking, describe(state), last, number
+            )
 
     async def track(self, channel_id: int, actor: Actor, on: bool) -> str:
         async with self.db.transaction() as session:
