@@ -278,3 +278,13 @@ def test_the_whole_state_in_words_and_stored_compactly():
     assert "**Who and what**" in text and "Mira (person): at The Harbor" in text
     assert describe(empty()) == "Nothing is tracked yet."
     assert stored(empty()) == {} and set(stored(state)) == {"entities", "locations"}
+
+
+def test_the_rules_example_is_a_block_the_validator_accepts():
+    from engine.story_state.render import STORY_RULE
+
+    example = STORY_RULE[STORY_RULE.rindex("```state") : STORY_RULE.rindex("```") + 3]
+    found = extract_state(f"Mira stumbles.\n\n{example}")
+    outcome = apply_events(empty(), found.story)
+    assert found.prose == "Mira stumbles." and found.story
+    assert not outcome.refused and len(outcome.changes) == len(found.story)

@@ -19,16 +19,16 @@ from engine.tokens import count_tokens
 #: Told to the model (system message) when the adventure tracks its narrative state.
 STORY_RULE = (
     "Story state: when the story changes who exists, where someone or something is, who holds "
-    "what, what is true, how two characters relate, or which questions are open, put a "
-    '"story" list of events in a ```state block after your prose (the same block as any '
-    "world-state changes). Values are absolute, not changes. Event types: "
-    'add_entity {"id", "name", "kind"}; set_location {"entity", "place"}; '
-    'set_possession {"item", "holder"}; add_fact {"id", "text", "about"}; '
-    'retract_fact {"id"}; relate {"a", "b", "relation"}; open_thread {"id", "text"}; '
-    'close_thread {"id"}. Name entities by id; add an entity before naming it. Example:\n'
+    "what, what is true, how two characters relate, or which questions are open, add a "
+    '"story" list of events to a ```state block after your prose (with any world-state '
+    "changes). Values are absolute. Events: add_entity {id, name, kind}; "
+    "set_location {entity, place}; set_possession {item, holder}; add_fact {id, text, about}; "
+    "retract_fact {id}; relate {a, b, relation}; open_thread {id, text}; close_thread {id}. "
+    "Name entities by id; add one before naming it. Example:\n"
     '```state\n{"story": [{"type": "add_entity", "id": "mira", "name": "Mira", '
-    '"kind": "person"}, {"type": "set_location", "entity": "mira", "place": "harbor"}]}\n```\n'
-    "Write no block when nothing changed. Never contradict the story state below."
+    '"kind": "person"}, {"type": "add_fact", "id": "mira_hurt", "text": "Mira is wounded.", '
+    '"about": "mira"}]}\n```\n'
+    "No block when nothing changed. Never contradict the story state."
 )
 
 STATE_HEADING = "Story state:"
