@@ -34,6 +34,8 @@ STORY_RULE = (
 STATE_HEADING = "Story state:"
 THREADS_HEADING = "Open threads:"
 
+_WORD = re.compile(r"\w+")
+
 
 @dataclass(frozen=True, slots=True)
 class StorySection:
@@ -43,19 +45,28 @@ class StorySection:
 
 
 def scene_entities(state: dict[str, Any], recent_text: str) -> list[str]:
-    """The ids of the entities the recent text names (by name or id, whole words, case
-    aside), in the state's order."""
-    folded = recent_text.casefold()
+    """The ids of the entities the recent text names (by name or id, as whole words, case and
+    punctuation aside), in the state's order. The text is split into words once; a name is
+    looked for only when all its words are there (a state may know hundreds of entities)."""
+    words = _words(recent_text)
+    present = set(words)
+    joined = f" {' '.join(words)} "
     found = []
     for entity_id, entity in state["entities"].items():
-        names = {entity_id.replace("_", " "), str(entity.get("name", ""))}
-        if any(name and _names(folded, name.casefold()) for name in names):
-            found.append(entity_id)
+        for name in (entity_id.replace("_", " "), str(entity.get("name", ""))):
+            name_words = _words(name)
+            if (
+                name_words
+                and present.issuperset(name_words)
+                and f" {' '.join(name_words)} " in joined
+            ):
+                found.append(entity_id)
+                break
     return found
 
 
-def _names(text: str, name: str) -> bool:
-    return re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text) is not None
+def _words(text: str) -> list[str]:
+    return _WORD.findall(text.casefold())
 
 
 def entity_line(state: dict[str, Any], entity_id: str) -> str:
@@ -96,19 +107,17 @@ def prompt_section(state: dict[str, Any], recent_text: str, budget: int) -> Stor
         for relation in state["relationships"].values()
         if relation.get("a") in in_scene and relation.get("b") in in_scene
     ]
+    # A fact about nothing in particular comes in when it names someone in the scene: only
+    # the scene's names are looked for (a few), not every entity's.
+    scene_only = {"entities": {i: state["entities"][i] for i in scene}}
     lines += [
         fact_line(state, fact)
         for fact in state["facts"].values()
         if fact.get("about") in in_scene
-        or (fact.get("about") is None and scene_entities_text(state, fact, in_scene))
+        or (fact.get("about") is None and scene_entities(scene_only, str(fact.get("text", ""))))
     ]
     threads = [f"{thread_id}: {t.get('text', '')}" for thread_id, t in state["threads"].items()]
     return _fit(lines, threads, budget, len(scene), len(state["entities"]))
-
-
-def scene_entities_text(state: dict[str, Any], fact: dict[str, Any], in_scene: set[str]) -> bool:
-    """Whether a fact about nothing in particular names an entity in the scene."""
-    return bool(in_scene.intersection(scene_entities(state, str(fact.get("text", "")))))
 
 
 def _fit(
