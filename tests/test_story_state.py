@@ -288,3 +288,17 @@ def test_the_rules_example_is_a_block_the_validator_accepts():
     outcome = apply_events(empty(), found.story)
     assert found.prose == "Mira stumbles." and found.story
     assert not outcome.refused and len(outcome.changes) == len(found.story)
+
+
+def test_only_the_host_corrects_a_server_adventure_and_only_its_player_a_dm():
+    from engine.access import Actor, may_correct_story
+    from engine.storage.models import Adventure
+
+    served = Adventure(title="t", prompt="p", server_id=9, host_id=1)
+    assert may_correct_story(served, Actor(user_id=1, server_id=9))
+    # Managing the server is not enough: the host's word is what outranks the narration.
+    manager = Actor(user_id=2, server_id=9, manages_server=True, manages_messages=True)
+    assert not may_correct_story(served, manager)
+    private = Adventure(title="t", prompt="p", owner_id=3, host_id=3)
+    assert may_correct_story(private, Actor(user_id=3))
+    assert not may_correct_story(private, Actor(user_id=4))

@@ -123,6 +123,12 @@ async def test_a_turn_applies_its_events_and_the_log_names_the_turn(db, engine, 
     assert "Which ship will Mira take?" in user
     # The turn's own block is re-attached in history, so the model keeps writing it.
     assert '"story"' in user
+    # Insights says what the section holds and why.
+    async with db.session() as session:
+        head = (await adventure_of(db, adventure_id)).head_node_id
+        report = await session.scalar(select(StoryNode.context_report).where(StoryNode.id == head))
+    (section,) = [s for s in report["sections"] if s["key"] == "story_state"]
+    assert section["reason"].startswith("3 of 3 entities named in the scene, 1 open threads")
 
     view = await story.show(CHANNEL)
     assert view.tracking and "Mira (person): at The Harbor" in view.text
