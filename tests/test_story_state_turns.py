@@ -323,3 +323,22 @@ async def test_an_adventure_file_carries_the_state_and_a_crafted_one_is_cleaned(
     # Its turns' snapshots came with it: undo there rewinds the state too.
     await tree.undo(ALICE, 2)
     assert await state_of(db, copy_id) == first
+
+
+async def test_after_tracking_is_turned_off_blocks_stay_hidden_and_change_nothing(
+    db, engine, story, fake_model
+):
+    adventure_id = await tracked(db, story)
+    fake_model.queue("Mira arrives.\n\n" + story_block(MIRA))
+    await turn(engine, adventure_id, "wait")
+    kept = await state_of(db, adventure_id)
+    await story.track(CHANNEL, ALICE, False)
+    # The model, shown its past blocks in history, writes another one.
+    fake_model.queue("Mira leaves.\n\n" + story_block(HARBOR), "Quiet.")
+    events = [e async for e in engine.play(adventure_id, _action("wave"))]
+    streamed = "".join(e.text for e in events if isinstance(e, TextDelta))
+    assert "```" not in streamed and events[-1].result.text == "Mira leaves."
+    assert await state_of(db, adventure_id) == kept
+    await turn(engine, adventure_id, "sit")
+    assert "set_location" not in fake_model.requests[-1]["messages"][0]["content"]
+    assert "Story state:" not in fake_model.requests[-1]["messages"][-1]["content"]

@@ -32,6 +32,13 @@ def settle_story(
     return replace(outcome, state=stored(outcome.state))
 
 
+def holds_story_block(adventure: Any) -> bool:
+    """Whether the reply's block is the engine's to hold back and strip: while tracking is on,
+    and after it was on (past turns' blocks, re-attached in history, still show the model how
+    to write them; its events are then ignored)."""
+    return bool(adventure.story_tracking or adventure.story_state)
+
+
 @dataclass(frozen=True, slots=True)
 class StoryContext:
     rule: str = ""

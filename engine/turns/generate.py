@@ -24,7 +24,7 @@ from engine.storage.database import Database
 from engine.storage.models import Adventure
 from engine.story_line.write import update_unmoved
 from engine.story_state.events import Outcome
-from engine.story_state.turn import settle_story
+from engine.story_state.turn import holds_story_block, settle_story
 from engine.turns.plan import Fence, TurnPlan
 from engine.world_state.apply import BlockHolder, SettledWorld, schema_of, settle
 
@@ -157,7 +157,9 @@ class Generation:
             built = await self._hook(scripts.rewrite_context(built))
         # The state block after the prose is the engine's, not the players': held back.
         holder = (
-            BlockHolder() if schema_of(adventure.stat_schema) or adventure.story_tracking else None
+            BlockHolder()
+            if schema_of(adventure.stat_schema) or holds_story_block(adventure)
+            else None
         )
         reply = Reply()
         async with aclosing(self._stream(built, holder, reply)) as deltas:
@@ -177,7 +179,7 @@ class Generation:
             adventure.world_state,
             output,
             turn_index=plan.index,
-            hold=adventure.story_tracking,
+            hold=holds_story_block(adventure),
         )
         if output == sanitise(written):
             # The model's own prose (a script's output is the script's to shape): what is not
