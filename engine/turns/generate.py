@@ -193,6 +193,8 @@ class Generation:
             world=world,
             model=self.provider.label,
             memory_ids=self._inputs.memory_ids,
+            # Canon's protected facts join here (settle_story's ``canon``, fed by the knowledge
+            # library through engine.story_state.canon) once the library exists.
             story=settle_story(
                 adventure.story_state, world.story, tracking=adventure.story_tracking
             ),
