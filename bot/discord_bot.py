@@ -49,6 +49,8 @@ EXTENSIONS: tuple[str, ...] = (
     "cogs.usage",
     # Chapters and beats, their recaps (issue 22).
     "cogs.chapters",
+    # The story's typed narrative state (issue 21).
+    "cogs.narrative",
 )
 
 #: How often expired turn leases are looked for (a process died mid-turn).

@@ -50,6 +50,7 @@ from engine.steering.settings import GenerationDefaults, GenerationSettings
 from engine.steering.text import SteeringText
 from engine.storage.database import Database
 from engine.storage.dialect import hold_setup_lock
+from engine.story_state.service import StoryStateService
 from engine.story_tree import StoryTree
 from engine.tokens import encoding
 from engine.turns import TurnEngine
@@ -107,6 +108,8 @@ class Services:
     shelf: AdventureShelf
     #: An adventure's chapters and their recaps (cogs: chapters).
     chapters: ChapterService
+    #: The story's typed narrative state: /narrative (cogs: narrative).
+    story_state: StoryStateService
 
     async def aclose(self) -> None:
         # The script workers this process started (a later run would start new ones).
@@ -342,4 +345,5 @@ async def build_services(settings: Settings) -> Services:
         limits=limits,
         shelf=AdventureShelf(db, play.places),
         chapters=ChapterService(db),
+        story_state=StoryStateService(db),
     )

@@ -80,6 +80,7 @@ from engine.providers.base import ChatMessage
 from engine.retrieval.retriever import CountsUse, Found, Retriever
 from engine.storage.models import Adventure, AdventureCard
 from engine.story_line.read import line_window
+from engine.story_state.turn import story_context
 from engine.tokens import count_tokens, truncate_to_tokens
 from engine.world_state.apply import world_sections
 
@@ -273,6 +274,23 @@ class ContextEngine:
                     adventure.stat_schema, adventure.world_state, recent_text=recent
                 ).state,
             )
+        if adventure.story_tracking:
+            # The scene's entities are those the recent story names, known only now.
+            recent = scan_text(
+                [n.text for n in nodes if n.text.strip()], action_text, self.scan_entries
+            )
+            story = story_context(
+                adventure.story_state,
+                tracking=True,
+                recent_text=recent,
+                available=available_tokens(inputs.budget, inputs.max_output_tokens),
+            )
+            inputs = replace(
+                inputs,
+                story_rule=story.rule,
+                story_state=story.section,
+                story_state_note=story.note,
+            )
         if self.retrievers:
             # The query is the new action and the newest entries, newest first. One session:
             # the retrievers take their turns.
@@ -382,6 +400,7 @@ class ContextEngine:
                 block("world_state_guide", "World-state guide", inputs.world_state_guide),
                 block("world_state_rule", "World-state rule", inputs.world_state_rule),
                 block("chapter", "Chapter", inputs.chapter_guide),
+                block("story_rule", "Story-state rule", inputs.story_rule),
             )
             if s
         ]
@@ -407,6 +426,10 @@ class ContextEngine:
         if nudge := block("chapter_nudge", "Chapter nudge", inputs.chapter_nudge):
             nudge.reason = inputs.chapter_nudge_reason or nudge.reason
             after.append(nudge)
+        story = block("story_state", "Story state", inputs.story_state)
+        if story:
+            story.reason = inputs.story_state_note
+            after.append(story)
 
         note = None
         if inputs.authors_note.strip():

@@ -120,6 +120,11 @@ class ContextInputs:
     world_state: str = ""
     world_state_rule: str = ""
     world_state_reminder: str = ""
+    # The narrative state (engine.story_state): its rule in the system message, the scene's
+    # part of it near the story, and why that part (for Insights).
+    story_rule: str = ""
+    story_state: str = ""
+    story_state_note: str = ""
     memories: Sequence[Retrieved] = ()
     #: What Insights says about the memory section as a whole (how many were considered, why
     #: semantic admission is off); shown even when no memory was admitted.

@@ -1,9 +1,11 @@
 """What a story node remembers of the adventure's changeable state.
 
 Undo, redo, retry and branch switches must put the adventure back exactly as it was at a
-position: its world state, its scripts' ``state``, and (when scripts may have changed them) its
-story cards. A snapshot is a plain JSON object with those parts; ``cards`` is present only when
-it was captured, and restoring a snapshot without it leaves the cards alone.
+position: its world state, its scripts' ``state``, its narrative state (``engine.story_state``)
+and (when scripts may have changed them) its story cards. A snapshot is a plain JSON object
+with those parts; ``cards`` is present only when it was captured, and restoring a snapshot
+without it leaves the cards alone; ``story`` only when the narrative state holds something, and
+restoring a snapshot without it empties the narrative state (there was none at that position).
 
 A snapshot is stored once per turn: a narrator node's ``state_after`` is the state at that
 position, which is also the state before every turn that follows it, so a turn's first node
@@ -44,9 +46,13 @@ def capture(
     world_state: dict[str, Any],
     script_state: dict[str, Any],
     cards: Sequence[Any] | None = None,
+    *,
+    story: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A snapshot of the given state; pass ``cards`` when they may change before the next one."""
     snapshot: dict[str, Any] = {"world_state": world_state, "script_state": script_state}
+    if story:
+        snapshot["story"] = story
     if cards is not None:
         snapshot["cards"] = [_card_fields(card) for card in cards]
     return snapshot
@@ -127,7 +133,9 @@ async def capture_current(session: AsyncSession, adventure: Adventure) -> dict[s
         .limit(1)
     )
     cards = await load_cards(session, adventure.id) if scripted is not None else None
-    return capture(adventure.world_state, adventure.script_state, cards)
+    return capture(
+        adventure.world_state, adventure.script_state, cards, story=adventure.story_state
+    )
 
 
 async def restore(session: AsyncSession, adventure_id: int, snapshot: dict[str, Any]) -> None:
@@ -138,6 +146,7 @@ async def restore(session: AsyncSession, adventure_id: int, snapshot: dict[str, 
         .values(
             world_state=snapshot.get("world_state") or {},
             script_state=snapshot.get("script_state") or {},
+            story_state=snapshot.get("story") or {},
         )
     )
     cards = snapshot.get("cards")

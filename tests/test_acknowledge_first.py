@@ -205,6 +205,9 @@ async def play_everything(env: DiscordEnv, fake_model: FakeModelServer, p: Playe
     await p.slash(alice, thread, "adventure settings", temperature=0.7)
     await p.slash(alice, thread, "state show")
     await p.slash(alice, thread, "state set", path="player.hp", value="50")
+    await p.slash(alice, thread, "narrative track", on=True)
+    await p.slash(alice, thread, "narrative correct", what="entity", subject="Gwen", value="ally")
+    await p.slash(alice, thread, "narrative state")
 
     # --- memory and summary ------------------------------------------------------------------
     await p.slash(alice, thread, "memory add", text="The dog belongs to the cook.")

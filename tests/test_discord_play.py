@@ -243,6 +243,7 @@ async def test_sync_registers_the_commands_and_start_does_not(env):
         "leave",
         "memory",
         "model",
+        "narrative",
         "note",
         "operator",
         "party",

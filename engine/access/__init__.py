@@ -14,6 +14,9 @@ The rules, in words:
   and those members alone, or anyone in the adventure's place (``/host rights``).
 - **The story's shape** (branches, save points): the host, and members who manage the server
   or its messages.
+- **The story's narrative state** (``/narrative correct``, ``/narrative track``): the host
+  alone (in a DM its player), since the host's correction outranks Canon and the narration;
+  anyone there reads it (``/narrative state``).
 - **Host controls** (``/host``: lock, mute, kick, transfer, rights) in a server adventure: the
   host, and members who manage the server or its messages; anyone may read them. They never
   bind those who hold them: while an adventure is locked, only they act (play, retry, rewrite
@@ -65,6 +68,7 @@ from engine.access.checks import (
     check_may_choose_importers,
     check_may_choose_model,
     check_may_close_round,
+    check_may_correct_story,
     check_may_end,
     check_may_host,
     check_may_import,
@@ -104,6 +108,7 @@ from engine.access.rules import (
     may_act,
     may_bring_scripts,
     may_close_round,
+    may_correct_story,
     may_end,
     may_host,
     may_import,
@@ -135,6 +140,7 @@ __all__ = [
     "check_may_choose_importers",
     "check_may_choose_model",
     "check_may_close_round",
+    "check_may_correct_story",
     "check_may_end",
     "check_may_host",
     "check_may_import",
@@ -163,6 +169,7 @@ __all__ = [
     "may_bring_scripts",
     "may_choose_model",
     "may_close_round",
+    "may_correct_story",
     "may_end",
     "may_host",
     "may_import",

@@ -15,6 +15,7 @@ from engine.access.rules import (
     may_act,
     may_bring_scripts,
     may_close_round,
+    may_correct_story,
     may_end,
     may_host,
     may_import,
@@ -370,6 +371,19 @@ async def check_may_host(session: AsyncSession, adventure: Adventure, actor: Act
 def check_may_read_chapters(adventure: Adventure, actor: Actor) -> None:
     if not may_read_chapters(adventure, actor):
         raise NotAllowed("Only this adventure's player can read its chapters.")
+
+
+async def check_may_correct_story(
+    session: AsyncSession, adventure: Adventure, actor: Actor
+) -> None:
+    if may_correct_story(adventure, actor):
+        return
+    host = await _host_name(session, adventure)
+    who = f"{host} (the host)" if host else "the adventure's host"
+    raise NotAllowed(
+        f"Only {who} can correct the story's state or turn its tracking on or off; nothing "
+        "was changed. `/narrative state` shows it to anyone."
+    )
 
 
 async def check_may_close_round(session: AsyncSession, adventure: Adventure, actor: Actor) -> None:

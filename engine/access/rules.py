@@ -174,6 +174,14 @@ def may_host(adventure: Adventure, actor: Actor) -> bool:
     return adventure.server_id is not None and _leads(adventure, actor)
 
 
+def may_correct_story(adventure: Adventure, actor: Actor) -> bool:
+    """Correct the narrative state, or turn its tracking on or off: the host's word outranks
+    the narration's and Canon's, so the host's alone (in a DM, its player's)."""
+    if adventure.server_id is None:
+        return _owns_dm_story(adventure, actor)
+    return adventure.host_id is not None and actor.user_id == adventure.host_id
+
+
 def may_close_round(adventure: Adventure, actor: Actor) -> bool:
     """Close a round by hand (its Close button), whatever the mode: whoever may host."""
     return may_host(adventure, actor)

@@ -70,10 +70,8 @@ class ChapterTurn:
         report.sections.append(_events_report(result))
         self.outcome = ChapterOutcome(note=_note(result), end=result.chapter_end)
         state = {**world.state, PROGRESS_KEY: result.progress}
-        # With stats the referee already took the block out of the prose; without, it is
-        # taken out here.
-        prose = world.prose if self.has_stats else found.prose
-        return replace(world, prose=prose, state=state)
+        # settle() took the block out of the prose (it holds the block for chapters).
+        return replace(world, state=state)
 
 
 def _events_report(result: Fold) -> SectionReport:

@@ -38,7 +38,7 @@ from engine.formats.draft import (
 )
 from engine.formats.errors import ImportRejected
 from engine.formats.fields import INT64_MAX, Fields
-from engine.sanitise import sanitise
+from engine.sanitise import sanitise, sanitise_json
 from engine.scripting.results import CARD_ID_MAX_CHARS
 from engine.storage.chapter_models import AdventureChapters
 from engine.storage.models import (
@@ -55,6 +55,7 @@ from engine.storage.models import (
     Take,
     User,
 )
+from engine.story_state.state import normalised, stored
 
 KIND = "adventure"
 VERSION = 1
@@ -160,6 +161,8 @@ async def export_adventure(session: AsyncSession, adventure: Adventure) -> dict[
         "script_state": adventure.script_state,
         # The plan it plays (its progress is in the world state); recaps stay behind.
         **write_plan(await adventure_plan(session, adventure.id)),
+        "story_state": adventure.story_state,
+        "story_tracking": adventure.story_tracking,
         "settings": {
             "context_tokens": adventure.context_tokens,
             "max_output_tokens": adventure.max_output_tokens,
@@ -310,6 +313,8 @@ def parse_adventure(raw: Any, limits: ImportLimits) -> ParsedAdventure:
         "story_summary": sanitise(f.text("story_summary")),
         "world_state": _state(f, "world_state") or {},
         "script_state": _state(f, "script_state") or {},
+        "story_state": stored(normalised(sanitise_json(_state(f, "story_state")))),
+        "story_tracking": f.flag("story_tracking"),
         "context_tokens": settings.integer("context_tokens", default=None, low=512, high=1_000_000),
         "max_output_tokens": settings.integer(
             "max_output_tokens", default=None, low=16, high=32768

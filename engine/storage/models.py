@@ -300,6 +300,10 @@ class Adventure(SteeringFields, table=True):
     story_summary: str = _text()
     world_state: dict[str, Any] = _json({})
     script_state: dict[str, Any] = _json({})
+    #: The typed narrative state (``engine.story_state``), kept in snapshots like the above;
+    #: ``story_tracking``: the model is asked for its events and the prompt shows it.
+    story_state: dict[str, Any] = _json({})
+    story_tracking: bool = False
 
     # The story's current position and line.
     head_node_id: int | None = _fk(

@@ -255,7 +255,7 @@ class StoryTree(BranchesAndSavePoints):
             parent_state = await state_before_of(session, node.parent_id)
             if parent_state is not None:
                 return parent_state
-        return capture(adventure.world_state, adventure.script_state)
+        return capture(adventure.world_state, adventure.script_state, story=adventure.story_state)
 
     @staticmethod
     async def _refuse_if_continued(session: AsyncSession, node: StoryNode) -> None:

@@ -22,6 +22,8 @@ from engine.storage.database import Database
 from engine.storage.models import ActionType, Role, StoryNode
 from engine.story_line.read import has_children, stored_state_before
 from engine.story_line.write import advance_line, advance_version, fork_beside
+from engine.story_state.events import BY_MODEL
+from engine.story_state.log import TurnCause, record
 from engine.story_tree.takes import RetryPlan, add_take
 from engine.tokens import count_tokens
 from engine.turns.generate import Draft
@@ -121,7 +123,7 @@ def _narrator_node(
         text=world.prose,
         token_count=count_tokens(world.prose),
         reasoning=draft.reasoning or None,
-        state_block=world.report.block if world.report else None,
+        state_block=world.report.block if world.report else world.block or None,
         state_report=world.report.to_json() if world.report else None,
         state_before=state_before,
         state_after=state_after,
@@ -168,6 +170,7 @@ async def _write_turn(
     the narration."""
     adventure, scripts, world = plan.adventure, plan.scripts, draft.world
     assert adventure.id is not None
+    story = draft.story.state if draft.story else adventure.story_state
     # Its players' rows were made when they acted. One who deleted their data meanwhile
     # (/profile delete) is not made again, and nothing of theirs is stored: the turn is refused.
     # The rows stay locked until this transaction ends, so a deletion arriving now waits, and
@@ -202,7 +205,7 @@ async def _write_turn(
         index=parent_index + 1,
         author_id=plan.narrator_author_id,
         state_before=None,
-        state_after=capture(world.state, adventure.script_state),
+        state_after=capture(world.state, adventure.script_state, story=story),
     )
     session.add(narrator)
     await session.flush()
@@ -217,14 +220,21 @@ async def _write_turn(
         "Look at the newest turn and try again.",
         head_node_id=narrator.id,
         world_state=world.state,
+        story_state=story,
         **({"script_state": scripts.saved_state()} if scripts else {}),
     )
     if scripts is not None:
         await scripts.save(session)
         # The state the turn leaves, cards as the scripts left them, for redo.
         narrator.state_after = capture(
-            world.state, scripts.saved_state(), await load_cards(session, adventure.id)
+            world.state,
+            scripts.saved_state(),
+            await load_cards(session, adventure.id),
+            story=story,
         )
+    if draft.story is not None:
+        cause = TurnCause(narrator.id, 1, narrator.index, BY_MODEL)
+        await record(session, adventure.id, cause, draft.story)
     # The state the turn started from (a host's corrections included) is the head's: stored
     # there once, for undo, retry, and a later Redo or branch switch back to it.
     first = written[0].id if written else narrator.id
@@ -261,13 +271,16 @@ async def _write_take(
     if node is None:
         raise StoryMovedOn("The turn being retried is gone; nothing was saved.")
     script_state = scripts.saved_state() if scripts else adventure.script_state
+    story = draft.story.state if draft.story else adventure.story_state
     if scripts is not None:
         # Back to the cards the turn first saw, then the scripts' changes on top.
         await restore(session, adventure.id, retry.snapshot)
         await scripts.save(session)
-        after = capture(world.state, script_state, await load_cards(session, adventure.id))
+        after = capture(
+            world.state, script_state, await load_cards(session, adventure.id), story=story
+        )
     else:
-        after = capture(world.state, script_state, retry.snapshot.get("cards"))
+        after = capture(world.state, script_state, retry.snapshot.get("cards"), story=story)
     replaced: int | None = None
     if await has_children(session, retry.node_id):
         # Later turns follow this one: the new version goes beside it, on a branch.
@@ -297,7 +310,7 @@ async def _write_take(
             text=world.prose,
             reasoning=draft.reasoning or None,
             snapshot=after,
-            block=world.report.block if world.report else None,
+            block=world.report.block if world.report else world.block or None,
             report=world.report.to_json() if world.report else None,
             extra=measured,
         )
@@ -309,10 +322,18 @@ async def _write_take(
         moved_on="The story moved on while this turn was being written again, so it was not "
         "saved. Look at the newest turn and try again.",
         head_node_id=node.id,
-        **({"world_state": world.state, "script_state": script_state} if scripts else {}),
+        **(
+            {"world_state": world.state, "script_state": script_state, "story_state": story}
+            if scripts
+            else {}
+        ),
     )
     if scripts is None:
         await restore(session, adventure.id, after)
+    if draft.story is not None:
+        await record(
+            session, adventure.id, TurnCause(node.id, take, node.index, BY_MODEL), draft.story
+        )
     # The replaced text leaves the line: memories past the parent are cut back.
     await story_cut_back(session, adventure.id, kept_through=retry.node_index - 1)
     return _result(

@@ -24,6 +24,8 @@ from engine.scripting.hooks import ScriptStopped
 from engine.storage.database import Database
 from engine.storage.models import Adventure
 from engine.story_line.write import update_unmoved
+from engine.story_state.events import Outcome
+from engine.story_state.turn import holds_story_block, settle_story
 from engine.turns.plan import Fence, TurnPlan
 from engine.world_state.apply import BlockHolder, SettledWorld, schema_of, settle
 
@@ -82,6 +84,8 @@ class Draft:
     memory_ids: tuple[int, ...] = ()
     #: What the turn did to the adventure's chapters (engine.chapters).
     chapters: ChapterOutcome = ChapterOutcome()
+    #: The narrative state the reply's events leave (None: the adventure does not track it).
+    story: Outcome | None = None
 
     @property
     def reasoning(self) -> str:
@@ -159,8 +163,10 @@ class Generation:
         if scripts is not None:
             built = await self._hook(scripts.rewrite_context(built))
         # The state block after the prose is the engine's, not the players': held back.
-        holding = schema_of(adventure.stat_schema) or self._chapters is not None
-        holder = BlockHolder() if holding else None
+        # Without a schema, the block is still the engine's when chapters or the narrative
+        # state read it.
+        hold = holds_story_block(adventure) or self._chapters is not None
+        holder = BlockHolder() if schema_of(adventure.stat_schema) or hold else None
         reply = Reply()
         async with aclosing(self._stream(built, holder, reply)) as deltas:
             async for event in deltas:
@@ -174,7 +180,9 @@ class Generation:
         # The model's words enter the story here: an endpoint may send anything (NUL, a lone
         # surrogate), so they are sanitised as a player's are.
         output = sanitise(output)
-        world = settle(adventure.stat_schema, adventure.world_state, output, turn_index=plan.index)
+        world = settle(
+            adventure.stat_schema, adventure.world_state, output, turn_index=plan.index, hold=hold
+        )
         if self._chapters is not None:
             world = self._chapters.settle(world, output, turn_index=plan.index, report=built.report)
         if output == sanitise(written):
@@ -190,6 +198,11 @@ class Generation:
             model=self.provider.label,
             memory_ids=self._inputs.memory_ids,
             chapters=self._chapters.outcome if self._chapters else ChapterOutcome(),
+            # Canon's protected facts join here (settle_story's ``canon``, fed by the knowledge
+            # library through engine.story_state.canon) once the library exists.
+            story=settle_story(
+                adventure.story_state, world.story, tracking=adventure.story_tracking
+            ),
         )
 
     def draft(self) -> Draft:

@@ -127,7 +127,10 @@ async def plan_turn(
         actions=written,
         # With scripts the cards may change this turn, so undo must be able to put them back.
         snapshot=capture(
-            adventure.world_state, adventure.script_state, scripts.rows if scripts else None
+            adventure.world_state,
+            adventure.script_state,
+            scripts.rows if scripts else None,
+            story=adventure.story_state,
         ),
         scripts=scripts,
         narrator_author_id=None if written or not actions else actions[0].author_id,
@@ -165,6 +168,7 @@ async def plan_take(
     adventure.head_node_id = retry.context_head_id
     adventure.world_state = retry.snapshot.get("world_state") or {}
     adventure.script_state = retry.snapshot.get("script_state") or {}
+    adventure.story_state = retry.snapshot.get("story") or {}
     scripts = await TurnScripts.load(
         session, adventure, limits=script_limits, max_cards=max_story_cards
     )

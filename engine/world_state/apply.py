@@ -97,6 +97,10 @@ class SettledWorld:
     state: dict[str, Any]
     report: StateReport | None
     chip: str
+    #: The block's typed narrative events (``engine.story_state``), not yet validated.
+    story: tuple[Any, ...] = ()
+    #: The block as written, when no schema's report keeps it (history re-attaches it).
+    block: str = ""
 
 
 def settle(
@@ -105,15 +109,19 @@ def settle(
     text: str,
     *,
     turn_index: int,
+    hold: bool = False,
 ) -> SettledWorld:
-    """Strip the block from the reply and referee it; never raises (a bad block is ``{}``)."""
+    """Strip the block from the reply and referee it; never raises (a bad block is ``{}``).
+    ``hold``: a block is looked for even without a schema (a feature reads it)."""
     schema = schema_of(raw_schema)
-    if schema is None:
+    if schema is None and not hold:
         return SettledWorld(text, state or {}, None, "")
     found = extract_state(text)
+    if schema is None:
+        return SettledWorld(found.prose, state or {}, None, "", found.story, found.block)
     new_state, report = referee(
         schema, current_state(schema, state), found.delta, turn_index=turn_index, block=found.block
     )
     if not report.block:
         report.block = state_block(report)
-    return SettledWorld(found.prose, new_state, report, chip(schema, report))
+    return SettledWorld(found.prose, new_state, report, chip(schema, report), story=found.story)

@@ -56,8 +56,8 @@ _PATH_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*\Z")
 _SET_KEYS = ("set", "=")
 #: Top-level keys of the block whose values are lists for other parts of the engine, not state
 #: paths: handed out apart from the delta (``Extraction.lists``). "events": a chapter's events
-#: (engine.chapters).
-RESERVED_LISTS = ("events",)
+#: (engine.chapters); "story": typed narrative events (engine.story_state).
+RESERVED_LISTS = ("events", "story")
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +68,11 @@ class Extraction:
     block: str
     #: The block's ``RESERVED_LISTS`` keys that hold lists, by key.
     lists: dict[str, list] = field(default_factory=dict)
+
+    @property
+    def story(self) -> tuple[Any, ...]:
+        """The block's ``"story"`` list (typed narrative events, ``engine.story_state``)."""
+        return tuple(self.lists.get("story", ()))
 
 
 def extract_delta(text: str) -> tuple[str, dict]:

@@ -1,7 +1,7 @@
 """Chapters and beats: a scenario's plan, the copy an adventure plays, chapter recaps
 
 Revision ID: 0022
-Revises: 0019
+Revises: 0021
 """
 
 from collections.abc import Sequence
@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0022"
-down_revision: str | None = "0019"
+down_revision: str | None = "0021"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
