@@ -49,6 +49,7 @@ from engine.steering.settings import GenerationDefaults, GenerationSettings
 from engine.steering.text import SteeringText
 from engine.storage.database import Database
 from engine.story_tree import StoryTree
+from engine.suggestions.service import SuggestionService
 from engine.tokens import encoding
 from engine.turns import TurnEngine
 from engine.world_state.service import WorldStateService
@@ -103,6 +104,8 @@ class Services:
     limits: UsageLimits
     #: A place's adventures: listed, ended, brought back (cogs: adventure_shelf).
     shelf: AdventureShelf
+    #: Suggested actions: a press's text, the server's switch (cogs: suggestions, server).
+    suggestions: SuggestionService
 
     async def aclose(self) -> None:
         # The script workers this process started (a later run would start new ones).
@@ -336,4 +339,5 @@ async def build_services(settings: Settings) -> Services:
         operator_status=OperatorStatus(db, queue),
         limits=limits,
         shelf=AdventureShelf(db, play.places),
+        suggestions=SuggestionService(db),
     )

@@ -63,6 +63,7 @@ from engine.events import (
     TurnFailed,
     TurnInterrupted,
 )
+from engine.fallback import FALLBACK_REASON_MAX, fallback_note
 from engine.message_links import NARRATION, MessageLink, MessageLinks
 from engine.queue import QueueFull
 from engine.sanitise import QUOTE_MAX, echo
@@ -109,6 +110,9 @@ def turn_suffix(result: TurnResult) -> str:
         suffix += "\n\n" + "\n".join(f"> {line}" for line in message.splitlines())
     if result.state_chip:
         suffix += f"\n-# {result.state_chip}"
+    if result.fallback_reason:
+        # An authored line stands in for the model's (engine.fallback): said so, plainly.
+        suffix += f"\n-# {fallback_note(result.fallback_reason[:FALLBACK_REASON_MAX])}"
     return suffix
 
 
@@ -349,6 +353,7 @@ class Narrator:
             result.narrator_node_id,
             take=result.take,
             takes=result.take_count,
+            suggestions=result.suggestions,
         )
         messages = await stream.finish(result.text, view=view, suffix=turn_suffix(result) or None)
         return stream, list(messages)

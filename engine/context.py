@@ -381,6 +381,7 @@ class ContextEngine:
                 block("ai_instructions", "AI instructions", inputs.ai_instructions),
                 block("world_state_guide", "World-state guide", inputs.world_state_guide),
                 block("world_state_rule", "World-state rule", inputs.world_state_rule),
+                block("play_rules", "Suggested actions", inputs.play_rules),
             )
             if s
         ]
@@ -402,7 +403,14 @@ class ContextEngine:
             )
             if s
         ]
-        after = [s for s in (block("world_state", "World state", inputs.world_state),) if s]
+        after = [
+            s
+            for s in (
+                block("world_state", "World state", inputs.world_state),
+                block("claims", "What players told characters", inputs.claims),
+            )
+            if s
+        ]
 
         note = None
         if inputs.authors_note.strip():

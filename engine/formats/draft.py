@@ -96,6 +96,10 @@ class ScenarioDraft:
     scripts: list[ImportedScript] = field(default_factory=list)
     #: Sub-scenarios a player chooses between at /start (AI Dungeon's "options").
     options: list[ScenarioDraft] = field(default_factory=list)
+    #: Bundle options for play: suggested actions offered (``engine.suggestions``), and lines
+    #: that stand in for a failed narration (``engine.fallback``).
+    suggestions: bool = True
+    fallback: list[str] = field(default_factory=list)
 
     def walk(self) -> list[ScenarioDraft]:
         """This scenario and every option under it, parents first."""

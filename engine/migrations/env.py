@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from sqlmodel import SQLModel
 
 import engine.storage.models  # noqa: F401  (registers the tables on SQLModel.metadata)
+import engine.storage.play_models  # noqa: F401  (the authored-play helpers' tables)
 from engine.storage.database import described_by_models
 
 config = context.config

@@ -23,6 +23,7 @@ from engine.storage.models import ActionType, Role, StoryNode
 from engine.story_line.read import has_children, stored_state_before
 from engine.story_line.write import advance_line, advance_version, fork_beside
 from engine.story_tree.takes import RetryPlan, add_take
+from engine.suggestions import keep as keep_suggestions
 from engine.tokens import count_tokens
 from engine.turns.generate import Draft
 from engine.turns.plan import Fence, TurnPlan
@@ -52,6 +53,10 @@ class TurnResult:
     replaced_node_id: int | None = None
     #: What the adventure's scripts set in ``state.message``, shown under the turn.
     script_message: str = ""
+    #: The suggested actions the turn offers (``engine.suggestions``), as buttons.
+    suggestions: tuple[str, ...] = ()
+    #: Why an authored line narrates this turn instead of the model ("": the model did).
+    fallback_reason: str = ""
 
 
 async def commit(db: Database, plan: TurnPlan, draft: Draft, fence: Fence | None) -> TurnResult:
@@ -78,6 +83,7 @@ async def commit(db: Database, plan: TurnPlan, draft: Draft, fence: Fence | None
             result = await _write_take(session, plan, plan.replaces, draft, measured)
         # The memories the context chose count as used with the turn that used them.
         await count_use(session, draft.memory_ids)
+        await keep_suggestions(session, result.narrator_node_id, result.take, draft.suggestions)
         if fence is not None and fence.stored is not None:
             await fence.stored(session, result)
         return result
@@ -155,6 +161,8 @@ def _result(
         take_count=take,
         replaced_node_id=replaced_node_id,
         script_message=plan.scripts.message if plan.scripts else "",
+        suggestions=draft.suggestions,
+        fallback_reason=draft.fallback_reason,
     )
 
 

@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from engine.context import BuiltContext, ContextBuilder, ContextInputs
 from engine.events import ReasoningDelta, StreamEnd, TextDelta, TurnEvent, Usage
+from engine.fallback import FALLBACK_MODEL
 from engine.narration_hygiene import tidy_narration
 from engine.providers.base import ChatProvider, GenerationParams
 from engine.sanitise import sanitise
@@ -23,8 +24,10 @@ from engine.scripting.hooks import ScriptStopped
 from engine.storage.database import Database
 from engine.storage.models import Adventure
 from engine.story_line.write import update_unmoved
+from engine.suggestions import SUGGESTION_RULE, from_lists, suggestions_on
 from engine.turns.plan import Fence, TurnPlan
 from engine.world_state.apply import BlockHolder, SettledWorld, schema_of, settle
+from engine.world_state.parser import extract_state
 
 T = TypeVar("T")
 
@@ -79,6 +82,10 @@ class Draft:
     model: str
     #: The memories the context chose: the commit counts their use.
     memory_ids: tuple[int, ...] = ()
+    #: The suggested actions the reply offered, validated (``engine.suggestions``).
+    suggestions: tuple[str, ...] = ()
+    #: Why an authored line stands in for the model's (``engine.fallback``); "" if none does.
+    fallback_reason: str = ""
 
     @property
     def reasoning(self) -> str:
@@ -112,6 +119,9 @@ class Generation:
         self._answered = ""
         self._inputs: ContextInputs | None = None
         self._draft: Draft | None = None
+        self._built: BuiltContext | None = None
+        #: Whether the adventure offers suggested actions (asked for in the block).
+        self._suggest = False
 
     async def prepare(self, session: AsyncSession) -> str:
         """Run onInput on the actions to write and gather the context's inputs; returns the
@@ -140,6 +150,9 @@ class Generation:
         )
         if scripts is not None:
             inputs = replace(inputs, cards=scripts.context_cards())
+        self._suggest = await suggestions_on(session, plan.adventure)
+        if self._suggest:
+            inputs = replace(inputs, play_rules=SUGGESTION_RULE)
         self._inputs = inputs
         return self._answered
 
@@ -151,8 +164,10 @@ class Generation:
         built = self.context.build(self._inputs)
         if scripts is not None:
             built = await self._hook(scripts.rewrite_context(built))
+        self._built = built
         # The state block after the prose is the engine's, not the players': held back.
-        holder = BlockHolder() if schema_of(adventure.stat_schema) else None
+        schema = schema_of(adventure.stat_schema)
+        holder = BlockHolder() if schema or self._suggest else None
         reply = Reply()
         async with aclosing(self._stream(built, holder, reply)) as deltas:
             async for event in deltas:
@@ -167,6 +182,12 @@ class Generation:
         # surrogate), so they are sanitised as a player's are.
         output = sanitise(output)
         world = settle(adventure.stat_schema, adventure.world_state, output, turn_index=plan.index)
+        offered: tuple[str, ...] = ()
+        if self._suggest:
+            found = extract_state(output)
+            offered = from_lists(found.lists)
+            if schema is None:  # settle leaves a block alone without a schema
+                world = replace(world, prose=found.prose)
         if output == sanitise(written):
             # The model's own prose (a script's output is the script's to shape): what is not
             # story goes (engine.narration_hygiene).
@@ -179,7 +200,28 @@ class Generation:
             world=world,
             model=self.provider.label,
             memory_ids=self._inputs.memory_ids,
+            suggestions=offered,
         )
+
+    def fallback_draft(self, line: str, reason: str) -> Draft:
+        """A turn whose narration is an authored line, the model having failed
+        (``engine.fallback``): the world state as it was, no suggestions."""
+        assert self._inputs is not None, "prepare first"
+        adventure = self.plan.adventure
+        built = self._built or self.context.build(self._inputs)
+        self._draft = Draft(
+            action_texts=self._action_texts,
+            action_text=self._answered,
+            built=built,
+            reply=Reply(pieces=[line]),
+            world=settle(
+                adventure.stat_schema, adventure.world_state, line, turn_index=self.plan.index
+            ),
+            model=FALLBACK_MODEL,
+            memory_ids=self._inputs.memory_ids,
+            fallback_reason=reason,
+        )
+        return self._draft
 
     def draft(self) -> Draft:
         assert self._draft is not None, "narrate first"

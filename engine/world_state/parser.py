@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 #: Only this much of the end of a reply is searched for a bare object.
@@ -56,12 +56,19 @@ _PATH_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*\Z")
 _SET_KEYS = ("set", "=")
 
 
+#: Top-level keys of the block that are no state paths: lists a feature reads on its own
+#: (``lists``), never given to the referee.
+RESERVED_LISTS = ("suggestions",)
+
+
 @dataclass(frozen=True, slots=True)
 class Extraction:
     prose: str
     delta: dict[str, Any]
     #: The block as the model wrote it (fence included), "" if none was found.
     block: str
+    #: The block's reserved keys whose values are lists (``RESERVED_LISTS``), by key.
+    lists: dict[str, list[Any]] = field(default_factory=dict)
 
 
 def extract_delta(text: str) -> tuple[str, dict]:
@@ -73,9 +80,22 @@ def extract_delta(text: str) -> tuple[str, dict]:
 def extract_state(text: str) -> Extraction:
     """Like ``extract_delta``, with the raw block too; never raises."""
     try:
-        return _extract(text)
+        found = _extract(text)
+        return replace(found, lists=_reserved_lists(found.block)) if found.block else found
     except Exception:  # noqa: BLE001 - a bad block must never break a turn
         return Extraction(text.rstrip() if isinstance(text, str) else "", {}, "")
+
+
+def _reserved_lists(block: str) -> dict[str, list[Any]]:
+    """The reserved lists of a block as ``_extract`` found it (fence and label stripped)."""
+    body = _RUN.sub("", block).strip()
+    label = _LABEL.match(body)
+    if label is not None and label.group("label") and not body.startswith("{"):
+        body = body[label.end() :]
+    data = loads_tolerant(body)
+    if not isinstance(data, dict):
+        return {}
+    return {key: data[key] for key in RESERVED_LISTS if isinstance(data.get(key), list)}
 
 
 def _extract(text: str) -> Extraction:
@@ -199,7 +219,7 @@ def _bare_tail(stripped: str) -> tuple[int, dict] | None:
         if candidate.replace(" ", "") == "{}":
             return i, {}
         delta = _as_delta(candidate, bare=True)
-        if delta:
+        if delta is not None:
             return i, delta
     return None
 
@@ -219,7 +239,7 @@ def _as_delta(body: str, *, bare: bool) -> dict | None:
     flat: dict[str, Any] = {}
     if not _flatten(data, "", flat, 0):
         return None
-    if bare and not flat:
+    if bare and not flat and not any(isinstance(data.get(k), list) for k in RESERVED_LISTS):
         return None
     return flat
 
@@ -230,6 +250,8 @@ def _flatten(node: dict, prefix: str, out: dict[str, Any], depth: int) -> bool:
     for key, value in node.items():
         if not isinstance(key, str) or not _PATH_KEY.match(key.strip()):
             return False
+        if depth == 0 and key in RESERVED_LISTS and isinstance(value, list):
+            continue  # not a state path: read apart (``Extraction.lists``)
         path = f"{prefix}{key.strip()}"
         if isinstance(value, dict):
             set_key = next((k for k in _SET_KEYS if k in value), None)
