@@ -47,7 +47,7 @@ _META = re.compile(
     re.IGNORECASE,
 )
 #: Characters no action typed as a button needs (markup, code, links, a slash command).
-_MARKUP = re.compile(r"[`{}\[\]<>|*_~#\\]|https?://|^/")
+_MARKUP = re.compile(r"[`{}\[\]<>|*_~#\\]|https?://|(?:^|\s)/\w")
 #: A list marker or quote the model may put before an item.
 _LEAD = re.compile(r"^\s*(?:[-•*]+|\d+[.)]|>)\s*")
 
