@@ -86,6 +86,8 @@ class CharacterClaim(SQLModel, table=True):
     author_id: int | None = _fk("users.id", ondelete="CASCADE", big=True)
     #: The character addressed, case-folded (a card's title or a character's name).
     character: str = Field(sa_column=Column(String(160), nullable=False))
+    #: Who said it, as the story names them (their character's name, or theirs).
+    speaker: str = Field(sa_column=Column(String(160), nullable=False))
     #: What the statement is about ("favourite colour", "prefer"): a correction replaces it.
     slot: str = Field(sa_column=Column(String(80), nullable=False))
     text: str = Field(sa_column=Column(Text, nullable=False))

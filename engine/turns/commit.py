@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from engine.accounts import lock_users
+from engine.claims import keep_claims
 from engine.errors import PlayerDeleted, StoryMovedOn
 from engine.events import Usage
 from engine.memory.bank import count_use
@@ -84,6 +85,10 @@ async def commit(db: Database, plan: TurnPlan, draft: Draft, fence: Fence | None
         # The memories the context chose count as used with the turn that used them.
         await count_use(session, draft.memory_ids)
         await keep_suggestions(session, result.narrator_node_id, result.take, draft.suggestions)
+        if plan.replaces is None and result.action_node_id is not None:
+            # What players told characters, kept with their action (engine.claims).
+            actions = [planned.action for planned in plan.actions]
+            await keep_claims(session, plan.adventure, actions, result.action_node_id)
         if fence is not None and fence.stored is not None:
             await fence.stored(session, result)
         return result

@@ -14,6 +14,8 @@ from typing import TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from engine.cards import scan_text
+from engine.claims import claims_in_scene
 from engine.context import BuiltContext, ContextBuilder, ContextInputs
 from engine.events import ReasoningDelta, StreamEnd, TextDelta, TurnEvent, Usage
 from engine.fallback import FALLBACK_MODEL
@@ -151,6 +153,11 @@ class Generation:
         if scripts is not None:
             inputs = replace(inputs, cards=scripts.context_cards())
         self._suggest = await suggestions_on(session, plan.adventure)
+        # What players told the characters in the scene, quoted as theirs (engine.claims).
+        scene = scan_text([entry.text for entry in inputs.history], self._answered)
+        claims = await claims_in_scene(session, plan.adventure, inputs.cards, scene)
+        if claims:
+            inputs = replace(inputs, claims=claims)
         if self._suggest:
             inputs = replace(inputs, play_rules=SUGGESTION_RULE)
         self._inputs = inputs

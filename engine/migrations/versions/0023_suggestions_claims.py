@@ -47,6 +47,7 @@ def upgrade() -> None:
         sa.Column("node_id", sa.Integer(), nullable=False),
         sa.Column("author_id", sa.BigInteger(), nullable=True),
         sa.Column("character", sa.String(length=160), nullable=False),
+        sa.Column("speaker", sa.String(length=160), nullable=False),
         sa.Column("slot", sa.String(length=80), nullable=False),
         sa.Column("text", sa.Text(), nullable=False),
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
