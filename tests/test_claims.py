@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 from sqlalchemy import func, select
+from sqlmodel import col
 
 from engine.access import Actor
 from engine.actions import PlayerAction
@@ -148,8 +149,8 @@ async def test_a_correction_replaces_its_slot_and_a_claim_is_never_a_fact(db, en
 
 async def _cards(session, adventure_id: int) -> list[tuple[str, str]]:
     rows = await session.execute(
-        select(AdventureCard.title, AdventureCard.entry).where(
-            AdventureCard.adventure_id == adventure_id
+        select(col(AdventureCard.title), col(AdventureCard.entry)).where(
+            col(AdventureCard.adventure_id) == adventure_id
         )
     )
     return sorted(rows.all())
