@@ -501,6 +501,11 @@ class Narrator:
         left = len(removed) + len(restored) - len(marked) - len(unmarked)
         return _Marks(marked, unmarked, left)
 
+    async def _suggested(self, move: HeadMove) -> tuple[str, ...]:
+        """The suggested actions of the take the story stands on now (none if off)."""
+        suggestions = self.bot.services.suggestions
+        return await suggestions.of_turn(move.adventure_id, move.head_node_id, move.take)
+
     async def show_head(
         self, channel: MessageableChannel, move: HeadMove, marks: _Marks | None = None
     ) -> discord.HTTPException | None:
@@ -519,6 +524,7 @@ class Narrator:
                 takes=move.take_count,
                 can_undo=move.head_index > 0,
                 can_redo=move.can_redo,
+                suggestions=await self._suggested(move) if move.head_index > 0 else (),
             )
             target = await self.links.newest_narration(move.head_node_id)
             edits = self.earlier.round()
@@ -579,6 +585,7 @@ class Narrator:
             take=move.take,
             takes=move.take_count,
             can_redo=move.can_redo,
+            suggestions=await self._suggested(move),
         )
         target = await self.links.newest_narration(move.head_node_id)
         # A take longer than a message is cut here; it stays whole in the story and Insights.
@@ -607,6 +614,7 @@ class Narrator:
             take=result.take,
             takes=result.take_count,
             can_redo=result.can_redo,
+            suggestions=await self._suggested(result),
         )
         try:
             # Seconds after the press: its token is fresh, and the original is that message.

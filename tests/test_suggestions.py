@@ -300,3 +300,31 @@ async def test_suggestions_are_still_offered_and_played_after_a_restart(env, fak
     async with restarted(env) as again:
         await press(again, thread, env.bob, "Count the tolls")
         assert again.narration(thread)[-1] == "Seven tolls."
+
+
+async def test_the_story_standing_on_a_turn_again_shows_that_takes_suggestions(env, fake_model):
+    thread = await env.start_thread()
+    fake_model.queue(
+        reply_with("A door.", "Open the door"),
+        reply_with("A second door.", "Knock twice"),
+        reply_with("The door was a painting.", "Touch the paint"),
+    )
+    await env.fake.slash(env.alice, thread, "do", action="walk")
+    await env.done()
+    await env.fake.slash(env.alice, thread, "do", action="walk on")
+    await env.done()
+    assert [label for label, _ in suggestion_buttons(env, thread)] == ["Knock twice"]
+
+    # Undo: the buttons go back to the first turn, with its suggestion, which plays from there.
+    await press(env, thread, env.alice, "Undo")
+    assert [label for label, _ in suggestion_buttons(env, thread)] == ["Open the door"]
+    await press(env, thread, env.bob, "Open the door")
+    assert env.narration(thread)[-1] == "The door was a painting."
+    assert [label for label, _ in suggestion_buttons(env, thread)] == ["Touch the paint"]
+
+    # A retried turn's pager: each take shows its own.
+    fake_model.queue(reply_with("The paint is wet.", "Wipe your hand"))
+    await press(env, thread, env.alice, "Retry")
+    assert [label for label, _ in suggestion_buttons(env, thread)] == ["Wipe your hand"]
+    await press(env, thread, env.alice, "‹")
+    assert [label for label, _ in suggestion_buttons(env, thread)] == ["Touch the paint"]

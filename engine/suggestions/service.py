@@ -24,10 +24,10 @@ from engine.access import (
 from engine.accounts import touch_server
 from engine.errors import NoAdventureHere, NotFound, StoryMovedOn
 from engine.storage.database import Database
-from engine.storage.models import StoryNode
+from engine.storage.models import Adventure, StoryNode
 from engine.storage.play_models import ServerPlayOptions
 from engine.story_tree import MOVED_ON
-from engine.suggestions.store import offered
+from engine.suggestions.store import offered, suggestions_on
 
 #: A press naming a suggestion its turn never offered (a forged ``custom_id``).
 NOT_OFFERED = "That suggestion is not offered under this turn; nothing was played."
@@ -52,6 +52,15 @@ class SuggestionService:
         if not 0 <= index < len(texts):
             raise NotFound(NOT_OFFERED)
         return texts[index]
+
+    async def of_turn(self, adventure_id: int, node_id: int, take: int) -> tuple[str, ...]:
+        """What take ``take`` of a turn offers, for its buttons when the story stands on it
+        again (undo, redo, a chosen take): none where suggestions are off now."""
+        async with self.db.session() as session:
+            adventure = await session.get(Adventure, adventure_id)
+            if adventure is None or not await suggestions_on(session, adventure):
+                return ()
+            return await offered(session, node_id, take)
 
     async def switch_server(self, actor: Actor, *, on: bool) -> None:
         """Turn suggested actions on or off for every adventure of the actor's server."""
