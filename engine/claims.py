@@ -65,7 +65,12 @@ _ADDRESS = re.compile(
     re.IGNORECASE,
 )
 
-_VALUE = r"(?P<value>[^.,!?;\n\"“”]{1,100})"
+#: What a statement says: up to the end of its clause, or to another statement joined to it
+#: ("… is green and I prefer tea").
+_VALUE = (
+    r"(?P<value>[^.,!?;\n\"“”]{1,100}?)"
+    r"(?=\s+(?:and|but)\s+(?:i|i'm|i'd|my)\b|[.,!?;\n\"“”]|$)"
+)
 #: The statements kept, each with how its slot is named (``what``: from the words matched).
 PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(rf"\bmy (?P<what>favou?rite [a-z][a-z -]{{0,30}}?) (?:is|are) {_VALUE}", re.I), ""),
@@ -268,7 +273,8 @@ async def claims_in_scene(
         notes = list(latest.values())[-MAX_IN_CONTEXT:]
         lines = []
         for note in reversed(notes):  # newest first, while there is room
-            quoted = f'- {note.speaker} told {character.name}: "{note.text}"'
+            speaker = "The player" if note.speaker == "You" else note.speaker
+            quoted = f'- {speaker} told {character.name}: "{note.text}"'
             if len(quoted) + 1 > room:
                 break
             room -= len(quoted) + 1

@@ -63,4 +63,5 @@ def choose_line(lines: Sequence[str], turn_index: int) -> str:
 def fallback_note(reason: str) -> str:
     """What the players are told under a fallback line: why the model did not narrate, and that
     Retry asks it again."""
-    return f"⚠ The narrator faltered ({reason}); an authored line stands in. Retry asks again."
+    note = f"✍ An authored line stands in for the narrator, who faltered: {reason}"
+    return note if "Retry" in reason else f"{note} Retry asks the model again."

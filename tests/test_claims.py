@@ -52,6 +52,12 @@ def test_explicit_first_person_statements_are_kept_with_their_slot():
     again = statements("My favourite colour is green. No, my favourite colour is red")
     assert [(s.slot, s.text) for s in again] == [("favourite colour", "my favourite colour is red")]
     assert statements("I walk to the well.") == []
+    # Two statements joined in one clause are two; "and" inside one is kept.
+    joined = statements("my favourite colour is green and I prefer tea and biscuits")
+    assert [(s.slot, s.text) for s in joined] == [
+        ("favourite colour", "my favourite colour is green"),
+        ("preference", "I prefer tea and biscuits"),
+    ]
 
 
 def test_only_an_action_addressed_to_a_character_counts():
