@@ -34,7 +34,8 @@ The rules, in words:
 - **A button** acts only on the adventure it was drawn for, in the place it is pressed; a Retry
   button only on a request of that adventure that failed, was refused or was interrupted, once.
 - **Importing and deleting scenarios**: members who manage the server, and the server's
-  importer role; choosing that role is for managers alone.
+  importer role; choosing that role is for managers alone, and so is the server's switch for
+  suggested actions (``/server suggestions``). A suggested action pressed plays as ``/do``.
 - **A character** (``engine.characters``): anyone in the adventure's place sets their own;
   nobody, host and managers included, sets another player's. Anyone there may read them.
 - **The party** (``engine.party``): anyone in a server adventure's place joins or leaves it
