@@ -203,3 +203,18 @@ async def test_claims_rewind_with_the_action_that_made_them(db, engine, fake_mod
     assert isinstance([e async for e in engine.retry(adventure_id)][-1], TurnDone)
     await say(engine, fake_model, adventure_id, "nod to Gwen", ActionType.DO)
     assert '- Bob told Gwen: "I prefer coffee"' in last_prompt(fake_model)
+
+
+async def test_a_players_claims_go_with_their_data(db, engine, fake_model):
+    """A claim is the player's own words: deleting the player (``/profile delete``, guest
+    cleanup: one DELETE of their row) takes their claims with it."""
+    from sqlalchemy import delete
+
+    from engine.storage.models import User
+
+    adventure_id = await with_characters(db)
+    await say(engine, fake_model, adventure_id, "Gwen, I prefer tea")
+    async with db.transaction() as session:
+        await session.execute(delete(User).where(col(User.id) == BOB))
+    async with db.session() as session:
+        assert await session.scalar(select(func.count()).select_from(CharacterClaim)) == 0

@@ -42,6 +42,7 @@ def test_validation_keeps_short_distinct_in_world_actions_in_order():
             "x" * (MAX_LABEL + 1),  # no button label holds it
             "Ask the AI what to do",  # about the game, not in it
             "Click Continue",
+            "Continue",  # a story button's own label
             "Use /do to act",
             "`rm -rf`",
             42,
@@ -328,3 +329,25 @@ async def test_the_story_standing_on_a_turn_again_shows_that_takes_suggestions(e
     assert [label for label, _ in suggestion_buttons(env, thread)] == ["Wipe your hand"]
     await press(env, thread, env.alice, "‹")
     assert [label for label, _ in suggestion_buttons(env, thread)] == ["Touch the paint"]
+
+
+async def test_only_a_servers_managers_switch_them_and_never_in_a_dm(db):
+    from engine.access import Actor
+    from engine.errors import NotAllowed
+    from engine.suggestions.service import SuggestionService
+
+    service = SuggestionService(db)
+    manager = Actor(
+        user_id=1, user_name="Ann", server_id=77, server_name="Hearth", manages_server=True
+    )
+    with pytest.raises(NotAllowed, match="Manage Server"):
+        await service.switch_server(
+            Actor(user_id=2, user_name="Bo", server_id=77, server_name="Hearth"), on=False
+        )
+    with pytest.raises(NotAllowed, match="DM"):
+        await service.switch_server(Actor(user_id=1, user_name="Ann"), on=False)
+    assert await service.server_on(77)
+    await service.switch_server(manager, on=False)
+    assert not await service.server_on(77)
+    await service.switch_server(manager, on=True)
+    assert await service.server_on(77)

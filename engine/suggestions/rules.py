@@ -48,6 +48,8 @@ _META = re.compile(
 )
 #: Characters no action typed as a button needs (markup, code, links, a slash command).
 _MARKUP = re.compile(r"[`{}\[\]<>|*_~#\\]|https?://|(?:^|\s)/\w")
+#: The labels of the story's own buttons: a suggestion reading as one would be taken for it.
+_STORY_LABELS = frozenset({"continue", "retry", "undo", "redo", "insights", "do", "say", "story"})
 #: A list marker or quote the model may put before an item.
 _LEAD = re.compile(r"^\s*(?:[-•*]+|\d+[.)]|>)\s*")
 
@@ -62,7 +64,7 @@ def clean(raw: Any) -> str | None:
         return None
     if _MARKUP.search(text) or _META.search(text):
         return None
-    if not any(c.isalpha() for c in text):
+    if not any(c.isalpha() for c in text) or text.casefold().rstrip(".!") in _STORY_LABELS:
         return None
     return text
 
