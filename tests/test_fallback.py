@@ -214,3 +214,26 @@ async def test_players_see_the_line_marked_and_retry_asks_the_model_again(
     await env.fake.press(env.alice, message.id, label="Retry")
     await env.done()
     assert env.narration(thread)[-1] == "The storm breaks at last."
+
+
+async def test_a_reply_stopped_at_its_limit_is_a_failure_an_authored_line_stands_in_for(
+    db, fake_model
+):
+    """The fake server's last fault: a reply that never ends, stopped by Campfire's own limit
+    on one reply (``ReplyLimits``) and then treated as any failure."""
+    from engine.providers.base import ReplyLimits
+    from engine.providers.openai_compat import OpenAICompatibleProvider
+
+    provider = OpenAICompatibleProvider(
+        fake_model.base_url, fake_model.model, timeout=2.0, limits=ReplyLimits(seconds=0.8)
+    )
+    try:
+        engine = TurnEngine(db, OperatorDefault(provider))
+        adventure_id = await new_adventure(db)
+        await with_lines(db, adventure_id, LINES)
+        fake_model.queue(Reply(fault="endless", delay=0.01))
+        done = (await play(engine, adventure_id, ActionType.DO, "light the lantern"))[-1]
+    finally:
+        await provider.aclose()
+    assert isinstance(done, TurnDone), done
+    assert done.result.text in LINES and "0.8 seconds" in done.result.fallback_reason
