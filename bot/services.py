@@ -52,6 +52,7 @@ from engine.storage.database import Database
 from engine.storage.dialect import hold_setup_lock
 from engine.story_state.service import StoryStateService
 from engine.story_tree import StoryTree
+from engine.suggestions.service import SuggestionService
 from engine.tokens import encoding
 from engine.turns import TurnEngine
 from engine.world_state.service import WorldStateService
@@ -110,6 +111,8 @@ class Services:
     chapters: ChapterService
     #: The story's typed narrative state: /narrative (cogs: narrative).
     story_state: StoryStateService
+    #: Suggested actions: a press's text, the server's switch (cogs: suggestions, server).
+    suggestions: SuggestionService
 
     async def aclose(self) -> None:
         # The script workers this process started (a later run would start new ones).
@@ -346,4 +349,5 @@ async def build_services(settings: Settings) -> Services:
         shelf=AdventureShelf(db, play.places),
         chapters=ChapterService(db),
         story_state=StoryStateService(db),
+        suggestions=SuggestionService(db),
     )

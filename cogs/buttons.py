@@ -16,6 +16,7 @@ answered (``cogs.preflight.Preflighted``).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import discord
@@ -29,6 +30,7 @@ from cogs.pages import ListPageButton
 from cogs.preflight import Preflighted
 from cogs.replies import defer_request, reply
 from cogs.rounds import CloseButton
+from cogs.suggestions import SuggestionButton, suggestion_buttons
 from engine.actions import ActionType, PlayerAction
 from engine.sanitise import BIG_ID_MAX, ROW_ID_MAX, row_id
 
@@ -354,6 +356,7 @@ def turn_buttons(
     takes: int = 1,
     can_undo: bool | None = None,
     can_redo: bool = False,
+    suggestions: Sequence[str] = (),
 ) -> discord.ui.View:
     """The newest turn's buttons. Under a narrator turn (``node_id``): Retry, Undo and 🔍
     Insights too, and the take pager ‹ n/m › once it has more than one take. Last, Do, Say
@@ -378,6 +381,10 @@ def turn_buttons(
         )
     for button in action_buttons(adventure_id):
         view.add_item(button)
+    if node_id is not None:
+        # The turn's suggested actions, on a row of their own (``cogs.suggestions``).
+        for suggestion in suggestion_buttons(adventure_id, version, node_id, suggestions):
+            view.add_item(suggestion)
     return view
 
 
@@ -400,4 +407,5 @@ DYNAMIC_ITEMS = (
     TakeButton,
     ListPageButton,
     TakeCounter,
+    SuggestionButton,
 )

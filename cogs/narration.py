@@ -63,6 +63,7 @@ from engine.events import (
     TurnFailed,
     TurnInterrupted,
 )
+from engine.fallback import FALLBACK_REASON_MAX, fallback_note
 from engine.message_links import NARRATION, MessageLink, MessageLinks
 from engine.queue import QueueFull
 from engine.sanitise import QUOTE_MAX, echo
@@ -111,6 +112,9 @@ def turn_suffix(result: TurnResult) -> str:
         suffix += f"\n-# {result.state_chip}"
     if result.chapter_note:
         suffix += f"\n-# {result.chapter_note}"
+    if result.fallback_reason:
+        # An authored line stands in for the model's (engine.fallback): said so, plainly.
+        suffix += f"\n-# {fallback_note(result.fallback_reason[:FALLBACK_REASON_MAX])}"
     return suffix
 
 
@@ -351,6 +355,7 @@ class Narrator:
             result.narrator_node_id,
             take=result.take,
             takes=result.take_count,
+            suggestions=result.suggestions,
         )
         messages = await stream.finish(result.text, view=view, suffix=turn_suffix(result) or None)
         return stream, list(messages)
@@ -498,6 +503,11 @@ class Narrator:
         left = len(removed) + len(restored) - len(marked) - len(unmarked)
         return _Marks(marked, unmarked, left)
 
+    async def _suggested(self, move: HeadMove) -> tuple[str, ...]:
+        """The suggested actions of the take the story stands on now (none if off)."""
+        suggestions = self.bot.services.suggestions
+        return await suggestions.of_turn(move.adventure_id, move.head_node_id, move.take)
+
     async def show_head(
         self, channel: MessageableChannel, move: HeadMove, marks: _Marks | None = None
     ) -> discord.HTTPException | None:
@@ -516,6 +526,7 @@ class Narrator:
                 takes=move.take_count,
                 can_undo=move.head_index > 0,
                 can_redo=move.can_redo,
+                suggestions=await self._suggested(move) if move.head_index > 0 else (),
             )
             target = await self.links.newest_narration(move.head_node_id)
             edits = self.earlier.round()
@@ -576,6 +587,7 @@ class Narrator:
             take=move.take,
             takes=move.take_count,
             can_redo=move.can_redo,
+            suggestions=await self._suggested(move),
         )
         target = await self.links.newest_narration(move.head_node_id)
         # A take longer than a message is cut here; it stays whole in the story and Insights.
@@ -604,6 +616,7 @@ class Narrator:
             take=result.take,
             takes=result.take_count,
             can_redo=result.can_redo,
+            suggestions=await self._suggested(result),
         )
         try:
             # Seconds after the press: its token is fresh, and the original is that message.

@@ -56,6 +56,19 @@ class ServerCog(commands.Cog):
             message = f"Members with {role.mention} may now import scenarios, besides managers."
         await reply(interaction, message)
 
+    @server.command(name="suggestions")
+    @app_commands.describe(on="Offer suggested actions as buttons under each turn")
+    async def suggestions(self, interaction: discord.Interaction[CampfireBot], on: bool) -> None:
+        """Turn suggested actions under the turns on or off in this server's adventures."""
+        # Answered before the write: Discord waits 3 s for the first answer.
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        await self.bot.services.suggestions.switch_server(actor_of(interaction), on=on)
+        if on:
+            message = "Turns in this server's adventures offer suggested actions again."
+        else:
+            message = "Turns in this server's adventures offer no suggested actions now."
+        await reply(interaction, message)
+
 
 async def setup(bot: CampfireBot) -> None:
     await bot.add_cog(ServerCog(bot))

@@ -401,6 +401,7 @@ class ContextEngine:
                 block("world_state_rule", "World-state rule", inputs.world_state_rule),
                 block("chapter", "Chapter", inputs.chapter_guide),
                 block("story_rule", "Story-state rule", inputs.story_rule),
+                block("play_rules", "Suggested actions", inputs.play_rules),
             )
             if s
         ]
@@ -422,7 +423,14 @@ class ContextEngine:
             )
             if s
         ]
-        after = [s for s in (block("world_state", "World state", inputs.world_state),) if s]
+        after = [
+            s
+            for s in (
+                block("world_state", "World state", inputs.world_state),
+                block("claims", "What players told characters", inputs.claims),
+            )
+            if s
+        ]
         if nudge := block("chapter_nudge", "Chapter nudge", inputs.chapter_nudge):
             nudge.reason = inputs.chapter_nudge_reason or nudge.reason
             after.append(nudge)

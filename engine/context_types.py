@@ -125,6 +125,10 @@ class ContextInputs:
     story_rule: str = ""
     story_state: str = ""
     story_state_note: str = ""
+    #: What the block may carry besides the state (suggested actions), when asked for.
+    play_rules: str = ""
+    #: What players told the characters in the scene, quoted as theirs (``engine.claims``).
+    claims: str = ""
     memories: Sequence[Retrieved] = ()
     #: What Insights says about the memory section as a whole (how many were considered, why
     #: semantic admission is off); shown even when no memory was admitted.

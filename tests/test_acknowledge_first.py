@@ -124,6 +124,8 @@ async def play_everything(env: DiscordEnv, fake_model: FakeModelServer, p: Playe
     await p.autocomplete(alice, channel, "scenario show", focused="scenario", value="ban")
     await p.slash(alice, channel, "server importers", role=env.guild)
     await p.slash(alice, channel, "server importers")
+    await p.slash(alice, channel, "server suggestions", on=False)
+    await p.slash(alice, channel, "server suggestions", on=True)
     for name in ("aid-new-scenario.json", "aid-story-cards.json"):
         file = StandinFile(name, (DATA / name).read_bytes(), "application/json")
         preview = await p.slash(alice, channel, "scenario import", file=file)
@@ -142,7 +144,9 @@ async def play_everything(env: DiscordEnv, fake_model: FakeModelServer, p: Playe
     await p.slash(alice, thread, "do", action="creep closer")
     await p.slash(bob, thread, "say", words="Quiet now.")
     await p.slash(alice, thread, "story", text="A dog barks.")
+    fake_model.queue('The dog falls quiet.\n```state\n{"suggestions": ["Hide by the cart"]}\n```')
     await p.slash(alice, thread, "continue")
+    await p.press(bob, p.story_message(thread, "Hide by the cart").id, label="Hide by the cart")
     for label in ("Do", "Say", "Story"):
         opened = await p.press(bob, p.story_message(thread, label).id, label=label)
         await p.submit(bob, opened, {"action": "Someone hums nearby."})

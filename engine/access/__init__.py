@@ -37,7 +37,8 @@ The rules, in words:
 - **A button** acts only on the adventure it was drawn for, in the place it is pressed; a Retry
   button only on a request of that adventure that failed, was refused or was interrupted, once.
 - **Importing and deleting scenarios**: members who manage the server, and the server's
-  importer role; choosing that role is for managers alone.
+  importer role; choosing that role is for managers alone, and so is the server's switch for
+  suggested actions (``/server suggestions``). A suggested action pressed plays as ``/do``.
 - **Chapters** (``/chapters``, ``engine.chapters``): anyone in a server adventure's place reads
   its chapters and recaps, as they read the story; in a DM, its player.
 - **A character** (``engine.characters``): anyone in the adventure's place sets their own;
@@ -91,6 +92,7 @@ from engine.access.checks import (
     check_may_shape_story,
     check_may_start_with_scripts,
     check_may_steer,
+    check_may_switch_server_play,
     check_may_transfer,
     check_not_blocked,
     may_choose_model,
@@ -138,6 +140,7 @@ __all__ = [
     "adventure_here",
     "check_may_act",
     "check_may_choose_importers",
+    "check_may_switch_server_play",
     "check_may_choose_model",
     "check_may_close_round",
     "check_may_correct_story",

@@ -494,6 +494,14 @@ def check_may_choose_importers(actor: Actor) -> None:
         raise NotAllowed("Only members with the Manage Server permission can choose this.")
 
 
+def check_may_switch_server_play(actor: Actor) -> None:
+    """A server's switches for play (suggested actions): members who manage the server."""
+    if actor.server_id is None:
+        raise NotAllowed("This is a server's setting; in a DM there is no server to set.")
+    if not actor.is_server_manager:
+        raise NotAllowed("Only members with the Manage Server permission can choose this.")
+
+
 # --- models of one's own, the operator, blocks -------------------------------------------------
 
 

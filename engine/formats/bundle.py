@@ -6,7 +6,8 @@ module)::
 
     {"campfire": "scenario", "version": 1,
      "title", "icon", "description", "tags", "prompt", "plot_essentials", "authors_note",
-     "ai_instructions", "stat_schema",
+     "ai_instructions", "stat_schema", "suggestions" (true, false: no suggested actions),
+     "fallback" (lines that stand in for a failed narration),
      "story_cards": [{"title", "type", "keys", "entry", "description", "always_on"}],
      "scripts": [{"name", "description", "enabled", "shared_library", "on_input",
                   "on_model_context", "on_output"}],
@@ -24,6 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 from engine.chapters.plan import read_plan, write_plan
+from engine.fallback import read_lines
 from engine.formats.draft import ImportedCard, ImportedScript, ScenarioDraft
 from engine.formats.fields import Fields
 
@@ -62,6 +64,13 @@ def read_bundle(raw: Any, path: str = "", *, fallback_title: str = "") -> Scenar
         ai_instructions=f.text("ai_instructions"),
         stat_schema=f.mapping("stat_schema"),
         chapters=read_plan(raw, path),
+        suggestions=f.flag("suggestions", default=True),
+        # One line may come as text; a list is a list of lines (commas are no separators).
+        fallback=read_lines(
+            [f.text("fallback")]
+            if f.has("fallback") and isinstance(f.raw["fallback"], str)
+            else f.words("fallback")
+        ),
     )
     for p, item in f.items("story_cards"):
         c = Fields(item, p)
@@ -139,6 +148,10 @@ def write_bundle(draft: ScenarioDraft, *, top: bool = True) -> dict[str, Any]:
         ],
     }
     out |= write_plan(draft.chapters)
+    if not draft.suggestions:
+        out["suggestions"] = False
+    if draft.fallback:
+        out["fallback"] = list(draft.fallback)
     if draft.options:
         out["options"] = [write_bundle(option, top=False) for option in draft.options]
     return out

@@ -98,6 +98,10 @@ class ScenarioDraft:
     options: list[ScenarioDraft] = field(default_factory=list)
     #: Chapters and beats, checked (``engine.chapters.plan``); {} when it has none.
     chapters: dict[str, Any] = field(default_factory=dict)
+    #: Bundle options for play: suggested actions offered (``engine.suggestions``), and lines
+    #: that stand in for a failed narration (``engine.fallback``).
+    suggestions: bool = True
+    fallback: list[str] = field(default_factory=list)
 
     def walk(self) -> list[ScenarioDraft]:
         """This scenario and every option under it, parents first."""

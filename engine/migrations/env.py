@@ -11,6 +11,7 @@ from sqlmodel import SQLModel
 
 import engine.storage.chapter_models  # noqa: F401  (the chapters' tables, kept apart)
 import engine.storage.models  # noqa: F401  (registers the tables on SQLModel.metadata)
+import engine.storage.play_models  # noqa: F401  (the authored-play helpers' tables)
 import engine.storage.story_state_models  # noqa: F401
 from engine.storage.database import described_by_models
 

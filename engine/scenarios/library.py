@@ -38,6 +38,7 @@ from engine.formats.draft import (
 from engine.formats.errors import ImportRejected
 from engine.limits import Kind, UsageLimits
 from engine.scenarios.lookup import resolve_scenario, visible_scenarios
+from engine.scenarios.play_options import keep_play_options, load_play_options
 from engine.storage.models import Scenario, ScenarioCard, ScenarioScript, Server
 
 if TYPE_CHECKING:
@@ -327,6 +328,7 @@ async def _insert(
     await session.flush()
     assert scenario.id is not None
     add_parts(session, scenario.id, draft)
+    await keep_play_options(session, scenario.id, draft)
     for option in draft.options:
         await _insert(session, option, option.title, server_id, owner_id, parent_id=scenario.id)
     await session.flush()
@@ -355,6 +357,8 @@ async def load_draft(session: AsyncSession, scenario: Scenario) -> ScenarioDraft
         ai_instructions=scenario.ai_instructions,
         stat_schema=dict(scenario.stat_schema or {}),
     )
+    assert scenario.id is not None
+    await load_play_options(session, scenario.id, draft)
     cards = await session.scalars(
         select(ScenarioCard)
         .where(col(ScenarioCard.scenario_id) == scenario.id)

@@ -23,6 +23,7 @@ from engine.formats.bundle import read_bundle
 from engine.formats.detect import BUNDLE
 from engine.formats.draft import ImportedScenario, ImportLimits, ScenarioDraft, finish
 from engine.scenarios.library import add_parts
+from engine.scenarios.play_options import keep_play_options
 from engine.storage.models import Scenario, ScenarioCard, ScenarioScript, utcnow
 
 #: Package data (pyproject.toml): found beside this module however Campfire was installed.
@@ -78,5 +79,6 @@ async def seed_builtin_scenarios(session: AsyncSession, folder: Path = BUILTIN_S
             await drop_scenario_plan(session, scenario.id)
         assert scenario.id is not None  # read from the database, or flushed into it above
         add_parts(session, scenario.id, draft)
+        await keep_play_options(session, scenario.id, draft)
     await session.flush()
     return len(files)

@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from engine.accounts import lock_users
+from engine.claims import keep_claims
 from engine.errors import PlayerDeleted, StoryMovedOn
 from engine.events import Usage
 from engine.memory.bank import count_use
@@ -25,6 +26,7 @@ from engine.story_line.write import advance_line, advance_version, fork_beside
 from engine.story_state.events import BY_MODEL
 from engine.story_state.log import TurnCause, record
 from engine.story_tree.takes import RetryPlan, add_take
+from engine.suggestions import keep as keep_suggestions
 from engine.tokens import count_tokens
 from engine.turns.generate import Draft
 from engine.turns.plan import Fence, TurnPlan
@@ -56,6 +58,10 @@ class TurnResult:
     script_message: str = ""
     #: A beat or chapter the turn completed, in a line shown under the turn (engine.chapters).
     chapter_note: str = ""
+    #: The suggested actions the turn offers (``engine.suggestions``), as buttons.
+    suggestions: tuple[str, ...] = ()
+    #: Why an authored line narrates this turn instead of the model ("": the model did).
+    fallback_reason: str = ""
 
 
 async def commit(db: Database, plan: TurnPlan, draft: Draft, fence: Fence | None) -> TurnResult:
@@ -82,6 +88,11 @@ async def commit(db: Database, plan: TurnPlan, draft: Draft, fence: Fence | None
             result = await _write_take(session, plan, plan.replaces, draft, measured)
         # The memories the context chose count as used with the turn that used them.
         await count_use(session, draft.memory_ids)
+        await keep_suggestions(session, result.narrator_node_id, result.take, draft.suggestions)
+        if plan.replaces is None and result.action_node_id is not None:
+            # What players told characters, kept with their action (engine.claims).
+            actions = [planned.action for planned in plan.actions]
+            await keep_claims(session, plan.adventure, actions, result.action_node_id)
         if fence is not None and fence.stored is not None:
             await fence.stored(session, result)
         return result
@@ -160,6 +171,8 @@ def _result(
         replaced_node_id=replaced_node_id,
         script_message=plan.scripts.message if plan.scripts else "",
         chapter_note=draft.chapters.note,
+        suggestions=draft.suggestions,
+        fallback_reason=draft.fallback_reason,
     )
 
 

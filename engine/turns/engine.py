@@ -22,8 +22,9 @@ from engine.card_cap import DEFAULT_MAX_CARDS
 from engine.chapters.progress import ChapterEnd
 from engine.chapters.recaps import write_recap
 from engine.context import ContextBuilder, ContextEngine
-from engine.errors import CampfireError, DatabaseBusy, InternalError, log_incident
+from engine.errors import CampfireError, DatabaseBusy, InternalError, ModelError, log_incident
 from engine.events import ActionAccepted, TurnDone, TurnEvent, TurnFailed
+from engine.fallback import choose_line, fallback_lines
 from engine.providers.base import GenerationParams
 from engine.providers.resolver import ProviderResolver
 from engine.scripting.sandbox import Limits
@@ -129,11 +130,25 @@ class TurnEngine:
                 fence=fence,
             )
             answered = await generation.prepare(session)
+            # Read now, while a session is open: the lines an author wrote for a failed turn.
+            lines = await fallback_lines(session, plan.adventure)
         yield ActionAccepted(answered)
-        # aclosing at each layer: an abandoned turn closes the model stream now.
-        async with aclosing(generation.narrate()) as events:
-            async for event in events:
-                yield event
+        try:
+            # aclosing at each layer: an abandoned turn closes the model stream now.
+            async with aclosing(generation.narrate()) as events:
+                async for event in events:
+                    yield event
+        except ModelError as error:
+            if not lines or plan.replaces is not None:
+                # A retry that fails keeps the take it would have replaced: the scene goes on.
+                raise
+            # The scene goes on with the author's line (engine.fallback); no model is asked.
+            log.info(
+                "adventure %s: the model failed (%s); an authored line stands in",
+                plan.adventure.id,
+                error.__class__.__name__,
+            )
+            generation.fallback_draft(choose_line(lines, plan.index), error.message)
         result = await commit(self.db, plan, generation.draft(), fence)
         ended = generation.draft().chapters.end
         if ended is not None:

@@ -14,9 +14,12 @@ from typing import TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from engine.cards import scan_text
 from engine.chapters.turn import ChapterOutcome, ChapterTurn
+from engine.claims import claims_in_scene
 from engine.context import BuiltContext, ContextBuilder, ContextInputs
 from engine.events import ReasoningDelta, StreamEnd, TextDelta, TurnEvent, Usage
+from engine.fallback import FALLBACK_MODEL
 from engine.narration_hygiene import tidy_narration
 from engine.providers.base import ChatProvider, GenerationParams
 from engine.sanitise import sanitise
@@ -26,8 +29,10 @@ from engine.storage.models import Adventure
 from engine.story_line.write import update_unmoved
 from engine.story_state.events import Outcome
 from engine.story_state.turn import holds_story_block, settle_story
+from engine.suggestions import SUGGESTION_RULE, from_lists, suggestions_on
 from engine.turns.plan import Fence, TurnPlan
 from engine.world_state.apply import BlockHolder, SettledWorld, schema_of, settle
+from engine.world_state.parser import extract_state
 
 T = TypeVar("T")
 
@@ -86,6 +91,10 @@ class Draft:
     chapters: ChapterOutcome = ChapterOutcome()
     #: The narrative state the reply's events leave (None: the adventure does not track it).
     story: Outcome | None = None
+    #: The suggested actions the reply offered, validated (``engine.suggestions``).
+    suggestions: tuple[str, ...] = ()
+    #: Why an authored line stands in for the model's (``engine.fallback``); "" if none does.
+    fallback_reason: str = ""
 
     @property
     def reasoning(self) -> str:
@@ -120,6 +129,9 @@ class Generation:
         self._inputs: ContextInputs | None = None
         self._draft: Draft | None = None
         self._chapters: ChapterTurn | None = None
+        self._built: BuiltContext | None = None
+        #: Whether the adventure offers suggested actions (asked for in the block).
+        self._suggest = False
 
     async def prepare(self, session: AsyncSession) -> str:
         """Run onInput on the actions to write and gather the context's inputs; returns the
@@ -151,6 +163,14 @@ class Generation:
         self._chapters = await ChapterTurn.load(session, plan.adventure)
         if self._chapters is not None:
             inputs = self._chapters.context(inputs)
+        self._suggest = await suggestions_on(session, plan.adventure)
+        # What players told the characters in the scene, quoted as theirs (engine.claims).
+        scene = scan_text([entry.text for entry in inputs.history], self._answered)
+        claims = await claims_in_scene(session, plan.adventure, inputs.cards, scene)
+        if claims:
+            inputs = replace(inputs, claims=claims)
+        if self._suggest:
+            inputs = replace(inputs, play_rules=SUGGESTION_RULE)
         self._inputs = inputs
         return self._answered
 
@@ -162,10 +182,11 @@ class Generation:
         built = self.context.build(self._inputs)
         if scripts is not None:
             built = await self._hook(scripts.rewrite_context(built))
+        self._built = built
         # The state block after the prose is the engine's, not the players': held back.
-        # Without a schema, the block is still the engine's when chapters or the narrative
-        # state read it.
-        hold = holds_story_block(adventure) or self._chapters is not None
+        # Without a schema, the block is still the engine's when chapters, the narrative
+        # state or suggested actions read it.
+        hold = holds_story_block(adventure) or self._chapters is not None or self._suggest
         holder = BlockHolder() if schema_of(adventure.stat_schema) or hold else None
         reply = Reply()
         async with aclosing(self._stream(built, holder, reply)) as deltas:
@@ -185,6 +206,7 @@ class Generation:
         )
         if self._chapters is not None:
             world = self._chapters.settle(world, output, turn_index=plan.index, report=built.report)
+        offered = from_lists(extract_state(output).lists) if self._suggest else ()
         if output == sanitise(written):
             # The model's own prose (a script's output is the script's to shape): what is not
             # story goes (engine.narration_hygiene).
@@ -203,7 +225,28 @@ class Generation:
             story=settle_story(
                 adventure.story_state, world.story, tracking=adventure.story_tracking
             ),
+            suggestions=offered,
         )
+
+    def fallback_draft(self, line: str, reason: str) -> Draft:
+        """A turn whose narration is an authored line, the model having failed
+        (``engine.fallback``): the world state as it was, no suggestions."""
+        assert self._inputs is not None, "prepare first"
+        adventure = self.plan.adventure
+        built = self._built or self.context.build(self._inputs)
+        self._draft = Draft(
+            action_texts=self._action_texts,
+            action_text=self._answered,
+            built=built,
+            reply=Reply(pieces=[line]),
+            world=settle(
+                adventure.stat_schema, adventure.world_state, line, turn_index=self.plan.index
+            ),
+            model=FALLBACK_MODEL,
+            memory_ids=self._inputs.memory_ids,
+            fallback_reason=reason,
+        )
+        return self._draft
 
     def draft(self) -> Draft:
         assert self._draft is not None, "narrate first"

@@ -56,8 +56,9 @@ _PATH_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*\Z")
 _SET_KEYS = ("set", "=")
 #: Top-level keys of the block whose values are lists for other parts of the engine, not state
 #: paths: handed out apart from the delta (``Extraction.lists``). "events": a chapter's events
-#: (engine.chapters); "story": typed narrative events (engine.story_state).
-RESERVED_LISTS = ("events", "story")
+#: (engine.chapters); "story": typed narrative events (engine.story_state); "suggestions":
+#: suggested actions (engine.suggestions).
+RESERVED_LISTS = ("events", "story", "suggestions")
 
 
 @dataclass(frozen=True, slots=True)
