@@ -12,8 +12,9 @@ No model call is made for a fallback line, and none is made again on its own: a 
 with its process (an expired claim) is only told to its channel with its Retry (DESIGN §6),
 whatever lines the scenario has.
 
-Where the lines come from is ``fallback_lines``, the one function to extend when chapters and
-beats carry lines of their own (the beat's first, then the chapter's, then the scenario's).
+Where the lines come from is ``fallback_lines``: in an adventure that plays chapters
+(``engine.chapters``), the open beat's lines, else its chapter's; else the scenario's. The most
+specific author's words fit the scene best.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from engine.chapters.progress import PROGRESS_KEY, open_lines
+from engine.chapters.store import adventure_plan, plays_chapters
 from engine.sanitise import sanitise
 from engine.storage.models import Adventure
 from engine.storage.play_models import ScenarioPlayOptions
@@ -47,6 +50,14 @@ def read_lines(raw: Any) -> list[str]:
 async def fallback_lines(session: AsyncSession, adventure: Adventure) -> list[str]:
     """The authored lines that may stand in for a failed narration of ``adventure`` (none:
     a failure stays a failure)."""
+    if plays_chapters(adventure):
+        assert adventure.id is not None
+        lines = open_lines(
+            await adventure_plan(session, adventure.id),
+            (adventure.world_state or {}).get(PROGRESS_KEY),
+        )
+        if lines:
+            return lines
     if adventure.scenario_id is None:
         return []
     options = await session.get(ScenarioPlayOptions, adventure.scenario_id)

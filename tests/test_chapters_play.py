@@ -346,3 +346,22 @@ async def test_an_imported_scenario_keeps_its_chapters_and_exports_them(db):
     raw["chapters"][0]["beats"] = []
     with pytest.raises(ImportRejected, match=r"chapters\[0\]\.beats: a chapter needs"):
         await library.preview(actor, json.dumps(raw).encode(), "broken.json")
+
+
+async def test_a_failed_turn_is_narrated_by_the_open_beats_lines_else_its_chapters(
+    db, engine, fake_model
+):
+    """Authored fallback (engine.fallback) reads the most specific lines: the open beat's,
+    else its chapter's (the shipped scenario's first beat has none, its second has its own)."""
+    adventure_id = await tidewatch(db)
+    fake_model.queue(Reply(fault="500"))
+    result = await turn(engine, adventure_id, "climb the stair")
+    assert result.fallback_reason and result.chapter_note == ""
+    assert result.text == "Waves break white against the rock; somewhere a shutter bangs."
+    assert (await progress(db, adventure_id))["beat"] == 0  # a fallback line reports nothing
+
+    fake_model.queue(said("You climb to the lamp room.", "searched:lamp_room"))
+    await turn(engine, adventure_id, "climb the stair")
+    fake_model.queue(Reply(fault="timeout"))
+    result = await turn(engine, adventure_id, "search the gallery")
+    assert result.text == "The wind gusts, and for a moment the island holds its breath."

@@ -326,3 +326,16 @@ def nudge_for(plan: dict[str, Any], progress: Any) -> Nudge | None:
             f"(nudged every {after}; {source})"
         ),
     )
+
+
+def open_lines(plan: dict[str, Any], progress: Any) -> list[str]:
+    """The authored fallback lines of the open beat, else of its chapter (``engine.fallback``);
+    none once the story is told."""
+    if not plan:
+        return []
+    state = repaired(plan, progress)
+    if state["done"]:
+        return []
+    chapter = plan["chapters"][state["chapter"]]
+    beat = chapter["beats"][state["beat"]]
+    return list(beat.get("fallback") or chapter.get("fallback") or [])
