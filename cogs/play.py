@@ -26,7 +26,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-HELP = """\
+#: /help: two embeds, as the guide outgrew one (an embed's description holds 4,096
+#: characters, all of a message's embeds 6,000 together; discord-api-docs, Message:
+#: "Embed Limits").
+HELP = (
+    """\
 **Campfire** runs text adventures narrated by an AI.
 
 **Play**
@@ -73,8 +77,8 @@ narrated together once all acted, on Close, or late (`host`: on the host's Close
 `/retry` or 🔁: write the newest turn again (‹ › pages the takes)
 `/undo` ↩️, `/redo` ↪️: take back the newest turn, bring it back
 `/edit`: correct the newest turn's text
-`/branch list|new|switch|rename|delete`, `/savepoint add|list|restore|delete`, `/tree`
-
+`/branch list|new|switch|rename|delete`, `/savepoint add|list|restore|delete`, `/tree`""",
+    """\
 **Scripts** (AI Dungeon scripts; server managers, or the player in a DM)
 `/script upload hook file`: a script's library, input, context or output code from a .js file
 `/script list|enable|disable|remove`, `/script test hook`: manage them, try a hook unsaved
@@ -84,6 +88,12 @@ narrated together once all acted, on Close, or late (`host`: on the host's Close
 (changing them: the host and server managers)
 `/summary view|edit`: the story summary the narrator reads
 `/recap`: catch up on the adventure here (the summary and the latest turns, to you alone)
+
+**Chapters and the story's state**
+`/chapters`: a scenario's chapters, the beat you are on, each chapter's recap and the epilogue
+`/narrative state`: who is where, who holds what, open threads, and what the last turn changed
+`/narrative track on:` and `/narrative correct` (the host): follow the story's state, fix it
+Suggested actions under the newest turn play as your `/do`; `/server suggestions` turns them off (Manage Server)
 
 **See how it works**
 `/insights [turn]` or the 🔍 button: what the model was given for a turn, and why; \
@@ -100,7 +110,8 @@ in a DM, your own adventures'; a key is never shown again
 `/usage`: your use of Campfire's model today (and your server's), and the daily caps
 
 Actions sent at once are queued and played in order.
-A failed turn saves nothing; its 🔁 Retry button plays it again."""
+A failed turn saves nothing; its 🔁 Retry button plays it again.""",
+)
 
 ACTION_LIMIT = 2000
 
@@ -247,9 +258,13 @@ class PlayCog(commands.Cog):
     @app_commands.command(name="help")
     async def help(self, interaction: discord.Interaction[CampfireBot]) -> None:
         """How to play Campfire."""
-        # An embed: the whole guide is longer than a message's 2000 characters.
-        guide = discord.Embed(title="How to play", description=HELP)
-        await interaction.response.send_message(embed=fit_embed(guide), ephemeral=True)
+        # Embeds: the whole guide is longer than a message's 2000 characters.
+        titles = ("How to play", "More")
+        guide = [
+            fit_embed(discord.Embed(title=title, description=page))
+            for title, page in zip(titles, HELP, strict=True)
+        ]
+        await interaction.response.send_message(embeds=guide, ephemeral=True)
 
 
 # --- what /start asks ---------------------------------------------------------------------------
