@@ -93,7 +93,8 @@ narrated together once all acted, on Close, or late (`host`: on the host's Close
 `/chapters`: a scenario's chapters, the beat you are on, each chapter's recap and the epilogue
 `/narrative state`: who is where, who holds what, open threads, and what the last turn changed
 `/narrative track on:` and `/narrative correct` (the host): follow the story's state, fix it
-Suggested actions under the newest turn play as your `/do`; `/server suggestions` turns them off (Manage Server)
+Suggested actions under the newest turn play as your `/do`; `/server suggestions` turns \
+them off (Manage Server)
 
 **See how it works**
 `/insights [turn]` or the 🔍 button: what the model was given for a turn, and why; \
