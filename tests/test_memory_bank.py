@@ -10,12 +10,14 @@ from sqlalchemy import func, select, update
 
 from engine.access import Actor
 from engine.accounts import touch_server, touch_user
+from engine.coordination.jobs import JobLeases
 from engine.memory.bank import MemoryBank, enforce_capacity
 from engine.memory.cadence import MEMORY_CADENCE, SUMMARY_CADENCE, Cadence
 from engine.memory.cursors import LinePositions, line_positions, story_cut_back
 from engine.memory.prompts import MEMORY_MAX_CHARS, clean_memory, clean_summary
 from engine.memory.writer import MemoryWriter
 from engine.providers.resolver import OperatorDefault
+from engine.storage.database import Database
 from engine.storage.models import (
     ActionType,
     Adventure,
@@ -307,10 +309,19 @@ async def test_two_writers_at_once_write_one_memory(db, engine, provider, fake_m
         Reply(text="Second process's memory.", delay=0.05),
     )
     providers = OperatorDefault(provider)
-    one, two = MemoryWriter(db, providers), MemoryWriter(db, providers)
-    reports = await asyncio.gather(one.catch_up(adventure), two.catch_up(adventure))
+    # As two processes: engines and connection pools of their own, their own lease holders.
+    other = Database(db.url)
+    try:
+        one = MemoryWriter(db, providers, jobs=JobLeases(db, holder="one"))
+        two = MemoryWriter(other, providers, jobs=JobLeases(other, holder="two"))
+        reports = await asyncio.gather(one.catch_up(adventure), two.catch_up(adventure))
+    finally:
+        await other.dispose()
     assert sorted(r.memories for r in reports) == [0, 1]
     assert len(await memories(db, adventure)) == 1
+    # And one model call spent on it: the second found the job leased, not the work done.
+    memory_calls = [r for r in fake_model.requests if "Passage:" in r["messages"][-1]["content"]]
+    assert len(memory_calls) == 1
 
 
 async def test_in_one_process_a_second_call_waits_for_the_running_one(
