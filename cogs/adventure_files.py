@@ -75,6 +75,7 @@ async def import_adventure(
             interaction,
             file.filename.removesuffix(".json"),
             f"Campfire adventure imported by {interaction.user}",
+            bot.narrator.pacer,
         )
         target: discord.abc.Messageable = thread
         target_id = thread.id

@@ -174,7 +174,10 @@ class PlayCog(commands.Cog):
         if place is None:
             earlier = await play.adventures_from(channel_id_of(interaction))
             thread = await open_adventure_thread(
-                interaction, plan.title, f"Campfire adventure started by {interaction.user}"
+                interaction,
+                plan.title,
+                f"Campfire adventure started by {interaction.user}",
+                self.bot.narrator.pacer,
             )
             target: discord.abc.Messageable = thread
             target_id = thread.id

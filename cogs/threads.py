@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 import discord
 
 if TYPE_CHECKING:
+    from cogs.streaming import RatePacer
     from engine.play import ThreadAdventure
 
 log = logging.getLogger(__name__)
@@ -40,13 +41,14 @@ START_FAILED_NOTE = (
 
 
 async def open_adventure_thread(
-    interaction: discord.Interaction, name: str, reason: str
+    interaction: discord.Interaction, name: str, reason: str, pacer: RatePacer
 ) -> discord.Thread:
     """A public thread for an adventure begun in this text channel, with whoever began it in
     it, so it shows in their thread list (Add Thread Member: the thread is active as it opens).
-    """
+    Both requests count against the bot's global budget, so they wait for the pacer."""
     channel = interaction.channel
     assert isinstance(channel, discord.TextChannel)  # cogs.context.place_of decided so
+    await pacer.acquire(None)
     thread = await channel.create_thread(
         name=name[:100] or "Adventure",
         type=discord.ChannelType.public_thread,
@@ -54,6 +56,7 @@ async def open_adventure_thread(
         reason=reason,
     )
     try:
+        await pacer.acquire(None)
         await thread.add_user(interaction.user)
     except discord.HTTPException as error:
         # The adventure runs all the same; the thread is linked in the answer to the start.

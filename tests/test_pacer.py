@@ -268,3 +268,16 @@ def test_each_process_paces_its_share_of_the_bots_global_budget():
     # A bot Discord gave a larger budget; a process with a tiny share still sends.
     assert process_budget(500, 1, 4) == 100
     assert process_budget(1, 1, 16) == 1
+
+
+async def test_a_request_without_a_channel_spends_only_the_global_budget():
+    """Opening threads: a burst waits its turn under the global budget (routine requests may
+    use three quarters of it: 3 a second of 4), and leaves every channel's window alone."""
+    clock = FakeClock()
+    pacer = fake_pacer(clock, global_per_second=4)
+    for _ in range(8):
+        await pacer.acquire(None)
+    assert clock.now == pytest.approx(2.0)  # 3 at 0 s, 3 at 1 s, 2 at 2 s
+    assert pacer._channels == {}
+    await pacer.acquire(7)  # the third routine request of this second: no wait
+    assert clock.now == pytest.approx(2.0)

@@ -366,13 +366,15 @@ class ClusterRun:
             )
         )
         by_channel = {a.channel: a for a in self.adventures}
+        refusals: Counter[str] = Counter()
         for answer in answers:
             assert answer is not None, "a bot process died while starting adventures"
-            for channel, thread in answer["started"]:
+            for channel, thread, said in answer["started"]:
                 by_channel[channel].thread = thread
-        missing = [a.number for a in self.adventures if a.thread is None]
-        if missing:
-            raise SystemExit(f"adventures that did not start: {missing[:10]}")
+                if thread is None:
+                    refusals[said] += 1
+        if refusals:
+            raise SystemExit(f"adventures that did not start: {dict(refusals)}")
         took = time.monotonic() - started
         self.say(f"  {len(self.adventures)} adventures started in {took:.1f} s")
 

@@ -18,7 +18,7 @@ from an earlier run of this process, reopened before the bot connects, as Discor
 Standard input takes one order a line, as JSON, and each is answered with one JSON line once
 the bot has finished with it:
 
-    {"start": [[player, channel], …]}            → {"started": [[channel, thread or null], …]}
+    {"start": [[player, channel], …]}   → {"started": [[channel, thread or null, answer], …]}
     {"do": [[player, thread, action], …]}        → {"outcomes": [outcome, …]}
     {"press": [[player, message, thread, action], …]}   (a Retry) → {"outcomes": […]}
     {"quit": true}
@@ -86,12 +86,15 @@ class Player:
         self.fake = standin.fake
 
     async def start(self, orders: list[list[int]]) -> dict[str, Any]:
-        await asyncio.gather(*(self.fake.slash(p, c, "start") for p, c in orders))
+        records = await asyncio.gather(*(self.fake.slash(p, c, "start") for p, c in orders))
         await self.standin.idle(timeout=ORDER_SECONDS)
         started = []
-        for _, channel in orders:
+        for (_, channel), record in zip(orders, records, strict=True):
             threads = self.fake.threads(channel)
-            started.append([channel, threads[-1] if threads else None])
+            answer = record.failed or ""
+            if record.original_message_id is not None:
+                answer = self.fake.message(record.original_message_id).content
+            started.append([channel, threads[-1] if threads else None, answer])
         return {"started": started}
 
     async def play(self, orders: list[list[Any]], *, press: bool) -> dict[str, Any]:
