@@ -70,6 +70,7 @@ from engine.memory.prompts import MEMORY_SYSTEM, SUMMARY_SYSTEM
 from engine.storage.database import Database
 from engine.storage.models import Memory, Role, StoryNode
 from tests.fakes.openai_server import FakeModelServer, Reply
+from tests.trials.cluster_process import FAILED
 from tests.trials.invariants import inconsistencies
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -79,6 +80,9 @@ GUILDS = 40
 #: Actions the long adventures play, so that the memory (at 12) and the summary (at 15) are due.
 LONG_ACTIONS = 16
 KILL_ROUND = 2
+#: How many times a player sends an action whose interaction failed, and the pause between.
+SENDS = 8
+RESEND_PAUSE = 1.0
 #: The kill lands ``KILL_AFTER`` seconds after a quarter of the process's turns of the round
 #: were answered by the model (others streaming or not begun), or after ``KILL_WAIT``.
 KILL_WAIT = 30.0
@@ -133,6 +137,8 @@ class RunResult:
     max_concurrent: int = 0
     jobs_twice: int = 0
     half_written: int = 0
+    #: Interactions a player sent again: failed (not acknowledged in 3 s), or "still writing".
+    resent: int = 0
     throughput: float = 0.0
     problems: list[str] = field(default_factory=list)
 
@@ -357,36 +363,56 @@ class ClusterRun:
         await self.check()
         return self.result
 
+    def spread(self, bot: BotProcess, sends: int) -> float:
+        """Seconds over which ``sends`` of this process's players arrive: a round's whole in
+        ``--spread``, fewer in proportion."""
+        return self.args.spread * sends / max(1, len(self.mine(bot.index)))
+
     async def start_adventures(self) -> None:
         started = time.monotonic()
-        answers = await asyncio.gather(
-            *(
-                bot.order({"start": [[a.player, a.channel] for a in self.mine(bot.index)]})
-                for bot in self.bots
-            )
-        )
         by_channel = {a.channel: a for a in self.adventures}
-        refusals: Counter[str] = Counter()
-        for answer in answers:
-            assert answer is not None, "a bot process died while starting adventures"
-            for channel, thread, said in answer["started"]:
-                by_channel[channel].thread = thread
-                if thread is None:
-                    refusals[said] += 1
-        if refusals:
-            raise SystemExit(f"adventures that did not start: {dict(refusals)}")
+
+        async def start_all(bot: BotProcess) -> None:
+            pending = [[a.player, a.channel] for a in self.mine(bot.index)]
+            for _ in range(SENDS):
+                spread = self.spread(bot, len(pending))
+                answer = await bot.order({"start": pending, "spread": spread})
+                assert answer is not None, "a bot process died while starting adventures"
+                again = []
+                for (player, channel), (_, thread, said) in zip(
+                    pending, answer["started"], strict=True
+                ):
+                    by_channel[channel].thread = thread
+                    if thread is None and said.startswith(FAILED):
+                        self.result.resent += 1
+                        again.append([player, channel])
+                    elif thread is None:
+                        raise SystemExit(f"an adventure did not start: {said!r}")
+                if not again:
+                    return
+                pending = again
+                await asyncio.sleep(RESEND_PAUSE)
+            raise SystemExit(f"{len(pending)} adventures did not start after {SENDS} tries")
+
+        await asyncio.gather(*(start_all(bot) for bot in self.bots))
         took = time.monotonic() - started
-        self.say(f"  {len(self.adventures)} adventures started in {took:.1f} s")
+        self.say(
+            f"  {len(self.adventures)} adventures started in {took:.1f} s "
+            f"({self.result.resent} /start sent again after a failed interaction)"
+        )
 
     async def play_rounds(self) -> None:
         timed_turns, timed_seconds = 0, 0.0
         for number in range(1, self.args.rounds + 1):
-            started = time.monotonic()
+            started, resent = time.monotonic(), self.result.resent
             killing = self.kill and number == KILL_ROUND
             narrated = await self.play_round(self.adventures, number, kill=killing)
             took = time.monotonic() - started
             note = " (one process killed and restarted)" if killing else ""
-            self.say(f"  round {number}: {narrated} turns narrated in {took:.1f} s{note}")
+            self.say(
+                f"  round {number}: {narrated} turns narrated in {took:.1f} s, "
+                f"{self.result.resent - resent} actions sent again{note}"
+            )
             if not killing:
                 timed_turns += narrated
                 timed_seconds += took
@@ -408,7 +434,7 @@ class ClusterRun:
             orders[a.process].append([a.player, a.thread, action_text(a.number, number)])
         victim = self.bots[-1] if kill else None
         tasks = {
-            bot.index: asyncio.create_task(bot.order({"do": orders[bot.index]}))
+            bot.index: asyncio.create_task(self.send(bot, "do", orders[bot.index]))
             for bot in self.bots
             if orders[bot.index]
         }
@@ -418,12 +444,42 @@ class ClusterRun:
             self.killed_at = time.monotonic()
         narrated = 0
         for index, task in tasks.items():
-            answer = await task
-            if answer is None:
+            played = await task
+            if played is None:
                 assert victim is not None and index == victim.index
-                narrated += await self.recover(victim, orders[index])
-                continue
-            narrated += self.tally(answer["outcomes"])
+                played = await self.recover(victim, orders[index])
+            narrated += played
+        return narrated
+
+    async def send(self, bot: BotProcess, kind: str, orders: list[list[Any]]) -> int | None:
+        """Send these orders (``do``: /do, ``press``: Retry) to ``bot``; a player whose
+        interaction failed (not acknowledged in 3 s) or who is told the narrator is still
+        writing sends the action again, as a player would. How many were narrated; None if the
+        process died."""
+        narrated = 0
+        pending = orders
+        for _ in range(SENDS):
+            answer = await bot.order({kind: pending, "spread": self.spread(bot, len(pending))})
+            if answer is None:
+                return None
+            again: list[list[Any]] = []
+            for order, outcome in zip(pending, answer["outcomes"], strict=True):
+                said = outcome["answer"]
+                if outcome["narrated"]:
+                    narrated += 1
+                    self.told.add(outcome["action"])
+                elif said.startswith(FAILED) or "still writing" in said:
+                    self.result.resent += 1
+                    again.append(order)
+                else:
+                    self.result.problems.append(
+                        f"{outcome['action']!r}: not narrated; answered {said!r}"
+                    )
+            if not again:
+                return narrated
+            pending = again
+            await asyncio.sleep(RESEND_PAUSE)
+        self.result.problems.append(f"{len(pending)} actions not played after {SENDS} sends")
         return narrated
 
     async def streaming(self, orders: list[list[Any]], since: float) -> None:
@@ -444,18 +500,6 @@ class ClusterRun:
             await asyncio.sleep(0.02)
         # Some of the answered turns are stored by now, others still being stored.
         await asyncio.sleep(KILL_AFTER)
-
-    def tally(self, outcomes: list[dict[str, Any]]) -> int:
-        narrated = 0
-        for outcome in outcomes:
-            if outcome["narrated"]:
-                narrated += 1
-                self.told.add(outcome["action"])
-            else:
-                self.result.problems.append(
-                    f"{outcome['action']!r}: not narrated; answered {outcome['answer']!r}"
-                )
-        return narrated
 
     async def recover(self, bot: BotProcess, orders: list[list[Any]]) -> int:
         """The killed process started again; its players take their actions back as the bot
@@ -482,14 +526,11 @@ class ClusterRun:
             elif not stored[tag_of(action)]:
                 again.append([player, thread, action])
         narrated = 0
-        if retry:
-            answer = await bot.order({"press": retry})
-            assert answer is not None, "the restarted process died"
-            narrated += self.tally(answer["outcomes"])
-        if again:
-            answer = await bot.order({"do": again})
-            assert answer is not None, "the restarted process died"
-            narrated += self.tally(answer["outcomes"])
+        for kind, orders_now in (("press", retry), ("do", again)):
+            if orders_now:
+                played = await self.send(bot, kind, orders_now)
+                assert played is not None, "the restarted process died"
+                narrated += played
         at_kill = sum(1 for _, _, action in orders if stored[tag_of(action)])
         self.say(
             f"  at the kill: {at_kill} of its {len(orders)} turns stored; "
@@ -679,6 +720,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="actions every adventure plays")
     parser.add_argument(
         "--long", type=int, default=24, help=f"adventures that play on to {LONG_ACTIONS} actions"
+    )
+    parser.add_argument(
+        "--spread",
+        type=float,
+        default=5.0,
+        help="seconds over which a round's players arrive at each process",
     )
     parser.add_argument(
         "--discord-budget",

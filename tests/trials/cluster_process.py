@@ -23,10 +23,12 @@ the bot has finished with it:
     {"press": [[player, message, thread, action], …]}   (a Retry) → {"outcomes": […]}
     {"quit": true}
 
-An outcome is ``{"thread", "action", "answer", "narrated", "notices"}``: the interaction's own
-response, whether a narration with its buttons was posted in the thread after it, and the bot's
-notices of interrupted turns there (each ``{"id", "content", "buttons"}``). The orders of a
-line run at once, as many players would. The first line out is
+An order may carry ``"spread": seconds``: its sends are started evenly over that time, as
+players arrive over a moment rather than in one instant. An outcome is ``{"thread", "action",
+"answer", "narrated", "notices"}``: the interaction's own response (or ``interaction failed: …``
+when it was not acknowledged in time), whether a narration with its buttons was posted in the
+thread after it, and the bot's notices of interrupted turns there (each ``{"id", "content",
+"buttons"}``). The orders of a line run together, as many players' would. The first line out is
 ``{"ready": pid, "notices": […]}`` once the bot has taken back what it held before a restart.
 """
 
@@ -37,15 +39,20 @@ import json
 import logging
 import os
 import sys
+from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
 from typing import Any
 
 from bot.config import load_settings
 from bot.discord_bot import CampfireBot
 from bot.standin import FakeDiscord, StandIn
-from bot.standin.world import MessageRecord
+from bot.standin.world import InteractionRecord, MessageRecord
 
 #: How long one order's work may take before the process stops waiting on the bot.
 ORDER_SECONDS = 600.0
+#: How an answer starts when the interaction failed on Discord's side (not acknowledged
+#: within 3 s: "This interaction failed").
+FAILED = "interaction failed"
 OWNER_ID = 100_000_000_000_000_001
 
 
@@ -85,34 +92,52 @@ class Player:
         self.standin = standin
         self.fake = standin.fake
 
-    async def start(self, orders: list[list[int]]) -> dict[str, Any]:
-        records = await asyncio.gather(*(self.fake.slash(p, c, "start") for p, c in orders))
+    async def _spread(
+        self, sends: Sequence[Callable[[], Awaitable[Any]]], spread: float
+    ) -> list[Any]:
+        """Each send started ``spread / len(sends)`` seconds after the one before, as players
+        arrive over a moment rather than in one instant; all awaited together."""
+        gap = spread / len(sends) if sends else 0.0
+
+        async def send(i: int, go: Callable[[], Awaitable[Any]]) -> Any:
+            await asyncio.sleep(i * gap)
+            return await go()
+
+        return await asyncio.gather(*(send(i, go) for i, go in enumerate(sends)))
+
+    async def start(self, orders: list[list[int]], spread: float) -> dict[str, Any]:
+        fake = self.fake
+        sends = [partial(fake.slash, p, c, "start") for p, c in orders]
+        records = await self._spread(sends, spread)
         await self.standin.idle(timeout=ORDER_SECONDS)
         started = []
         for (_, channel), record in zip(orders, records, strict=True):
             threads = self.fake.threads(channel)
-            answer = record.failed or ""
-            if record.original_message_id is not None:
-                answer = self.fake.message(record.original_message_id).content
-            started.append([channel, threads[-1] if threads else None, answer])
+            started.append([channel, threads[-1] if threads else None, self._answer(record)])
         return {"started": started}
 
-    async def play(self, orders: list[list[Any]], *, press: bool) -> dict[str, Any]:
+    def _answer(self, record: InteractionRecord) -> str:
+        """The interaction's own response, or what Discord showed when it failed."""
+        if record.failed:
+            return f"{FAILED}: {record.failed}"
+        if record.original_message_id is None:
+            return ""
+        return self.fake.message(record.original_message_id).content
+
+    async def play(self, orders: list[list[Any]], *, press: bool, spread: float) -> dict[str, Any]:
         fake = self.fake
         threads = [order[-2] for order in orders]
         before = {t: {m.id for m in fake.messages(t)} for t in threads}
         if press:
-            sent = [fake.press(p, m, label="Retry") for p, m, _, _ in orders]
+            sends = [partial(fake.press, p, m, label="Retry") for p, m, _, _ in orders]
         else:
-            sent = [fake.slash(p, t, "do", action=a) for p, t, a in orders]
-        records = await asyncio.gather(*sent)
+            sends = [partial(fake.slash, p, t, "do", action=a) for p, t, a in orders]
+        records = await self._spread(sends, spread)
         await self.standin.idle(timeout=ORDER_SECONDS)
         outcomes = []
         for order, record in zip(orders, records, strict=True):
             thread, action = order[-2], order[-1]
-            answer = ""
-            if record.original_message_id is not None:
-                answer = fake.message(record.original_message_id).content
+            answer = self._answer(record)
             new = [m for m in fake.messages(thread) if m.id not in before[thread]]
             narrated = any(
                 m.interaction_id is None and "Undo" in _labels(m) and "interrupted" not in m.content
@@ -151,12 +176,13 @@ async def serve(settings: dict[str, Any], world: dict[str, Any]) -> None:
             order = json.loads(line)
             if order.get("quit"):
                 break
+            spread = float(order.get("spread", 0.0))
             if "start" in order:
-                _say(await player.start(order["start"]))
+                _say(await player.start(order["start"], spread))
             elif "do" in order:
-                _say(await player.play(order["do"], press=False))
+                _say(await player.play(order["do"], press=False, spread=spread))
             else:
-                _say(await player.play(order["press"], press=True))
+                _say(await player.play(order["press"], press=True, spread=spread))
         _say({"failures": [str(f) for f in fake.failures]})
 
 
