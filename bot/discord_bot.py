@@ -47,6 +47,8 @@ EXTENSIONS: tuple[str, ...] = (
     "cogs.model",
     "cogs.operator",
     "cogs.usage",
+    # The knowledge library (issue 21).
+    "cogs.knowledge",
 )
 
 #: How often expired turn leases are looked for (a process died mid-turn).
