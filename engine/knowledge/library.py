@@ -267,6 +267,7 @@ class KnowledgeLibrary:
                     text=chunk.text,
                     token_count=chunk.tokens,
                     always=draft.always_include,
+                    weight=RULES[draft.kind].weight,
                     embedding=vectors[n] if vectors else None,
                     embedding_model=self.embedder.model if vectors and self.embedder else None,
                 )
@@ -349,7 +350,7 @@ class KnowledgeLibrary:
             await session.execute(
                 update(KnowledgeChunk)
                 .where(col(KnowledgeChunk.source_id) == source.id)
-                .values(always=always)
+                .values(always=always, weight=RULES[new_kind].weight)
             )
             await session.flush()
             return _entry(source, source.library)

@@ -44,6 +44,9 @@ DEFAULT_TOP_K = 6
 SEMANTIC_TIMEOUT_S = 5.0
 #: How many of the newest story entries (with the new action) make the query.
 QUERY_ENTRIES = 4
+#: The most query terms looked up, the newest text's first: knowledge is about the scene at
+#: hand, and each term is a lookup (half the memory bank's, which recalls a longer past).
+QUERY_TERMS = 16
 
 #: The passages' text as the lexical search reads it (the structures are migration 0020's).
 KNOWLEDGE_TEXT = FullTextTable(
@@ -51,7 +54,9 @@ KNOWLEDGE_TEXT = FullTextTable(
     id_column="id",
     fts_table="knowledge_chunks_fts",
     tsvector_column="search_vector",
-    always_when="always",
+    # Always-included passages are read with the chosen ones (``_passages``), not through the
+    # search: there they would take places from the best.
+    weight_column="weight",
 )
 
 
@@ -193,8 +198,18 @@ class KnowledgeRetriever:
         libraries = libraries_of(adventure_id, place.server_id, place.owner_id)
         texts = [t for t in recent if t and t.strip()][:QUERY_ENTRIES]
         note = self.semantic_off_reason()
-        # Every sharing passage comes back: the class weights rank them, not the raw score.
-        lexical = await search(session, KNOWLEDGE_TEXT, texts, {"library": libraries})
+        # Lexical admission alone ranks by the squashed score times the class's weight, as
+        # the database can too, so it sends back only what could make the top; the blend with
+        # cosines needs every lexical score. The always-included are read with the chosen
+        # (an always-included passage that also ranks among the best takes a place there).
+        lexical = await search(
+            session,
+            KNOWLEDGE_TEXT,
+            texts,
+            {"library": libraries},
+            best=self.top_k if note else None,
+            max_terms=QUERY_TERMS,
+        )
         if not lexical.bank_size:
             return KnowledgeFound()
         cosines: dict[int, float] = {}
@@ -213,21 +228,22 @@ class KnowledgeRetriever:
             score = lexical.scores.get(chunk_id)
             cosine = cosines.get(chunk_id)
             semantic = cosine is not None and self.floor is not None and cosine >= self.floor
-            if chunk_id in lexical.always or (score is not None and score.admitted) or semantic:
+            if (score is not None and score.admitted) or semantic:
                 admitted[chunk_id] = (score, cosine, semantic)
-        for chunk_id in lexical.always:
-            admitted.setdefault(chunk_id, (None, cosines.get(chunk_id), False))
-        passages = await _described(session, admitted)
+        # Few enough to read their texts at once (the database left out the rest); with
+        # cosines, every admitted passage comes, and only the chosen ones' texts are read.
+        few = len(admitted) <= 2 * self.top_k
+        passages = await _passages(session, libraries, admitted, with_text=few)
         always = sorted((p for p in passages if p.always), key=lambda p: p.id)
-        ranked = sorted((p for p in passages if not p.always), key=lambda p: (-p.rank, -p.id))
-        chosen = always + ranked[: self.top_k]
-        texts_of = await _texts(session, [p.id for p in chosen])
-        return KnowledgeFound(
-            [_with_text(p, texts_of[p.id]) for p in chosen if p.id in texts_of],
-            lexical.bank_size,
-            max(0, len(ranked) - self.top_k),
-            note,
+        ranked = sorted(
+            (p for p in passages if not p.always and p.id in admitted),
+            key=lambda p: (-p.rank, -p.id),
         )
+        chosen = always + ranked[: self.top_k]
+        if not few:
+            texts_of = await _texts(session, [p.id for p in chosen])
+            chosen = [replace(p, passage=texts_of[p.id]) for p in chosen if p.id in texts_of]
+        return KnowledgeFound(chosen, lexical.bank_size, max(0, len(ranked) - self.top_k), note)
 
     async def _cosines(
         self, session: AsyncSession, libraries: tuple[str, ...], texts: Sequence[str]
@@ -248,31 +264,34 @@ class KnowledgeRetriever:
         return await cosines_of(found, self.embedder, texts, self.semantic_timeout)
 
 
-def _with_text(passage: ChosenPassage, text: str) -> ChosenPassage:
-    return replace(passage, passage=text)
-
-
-async def _described(
-    session: AsyncSession, admitted: dict[int, tuple[LexicalScore | None, float | None, bool]]
+async def _passages(
+    session: AsyncSession,
+    libraries: tuple[str, ...],
+    admitted: dict[int, tuple[LexicalScore | None, float | None, bool]],
+    *,
+    with_text: bool,
 ) -> list[ChosenPassage]:
-    """The admitted passages with their source's class, title and flags (no text yet)."""
-    if not admitted:
-        return []
+    """The admitted passages and the always-included ones, with their source's class, title
+    and flags, and their text when ``with_text``: one statement."""
+    columns = [
+        col(KnowledgeChunk.id),
+        col(KnowledgeChunk.heading),
+        col(KnowledgeChunk.always),
+        col(KnowledgeSource.kind),
+        col(KnowledgeSource.title),
+        col(KnowledgeSource.narrator_only),
+    ]
+    if with_text:
+        columns.append(col(KnowledgeChunk.text))
+    always = col(KnowledgeChunk.library).in_(libraries) & col(KnowledgeChunk.always)
     rows = await session.execute(
-        select(
-            col(KnowledgeChunk.id),
-            col(KnowledgeChunk.heading),
-            col(KnowledgeChunk.always),
-            col(KnowledgeSource.kind),
-            col(KnowledgeSource.title),
-            col(KnowledgeSource.narrator_only),
-        )
+        select(*columns)
         .join(KnowledgeSource, col(KnowledgeSource.id) == col(KnowledgeChunk.source_id))
-        .where(col(KnowledgeChunk.id).in_(list(admitted)))
+        .where(col(KnowledgeChunk.id).in_(list(admitted)) | always if admitted else always)
     )
     passages = []
     for row in rows:
-        score, cosine, semantic = admitted[row.id]
+        score, cosine, semantic = admitted.get(row.id, (None, None, False))
         passages.append(
             ChosenPassage(
                 row.id,
@@ -284,6 +303,7 @@ async def _described(
                 score,
                 cosine,
                 semantic,
+                row.text if with_text else "",
             )
         )
     return passages

@@ -18,7 +18,7 @@ import numpy as np
 
 from engine.memory.semantic import SemanticIndex, from_bytes
 from engine.providers.embeddings import EmbeddingClient
-from engine.retrieval.lexical import LexicalScore
+from engine.retrieval.lexical import SQUASH, LexicalScore
 
 
 def semantic_off_reason(embedder: EmbeddingClient | None, floor: float | None) -> str:
@@ -38,7 +38,7 @@ def relevance(lexical: LexicalScore | None, cosine: float | None, semantic_admit
     without bound, squashed), half its cosine when that admitted it."""
     score = lexical.score if lexical is not None and lexical.admitted else 0.0
     similarity = max(cosine or 0.0, 0.0) if semantic_admitted else 0.0
-    return 0.5 * score / (score + 2.0) + 0.5 * similarity
+    return 0.5 * score / (score + SQUASH) + 0.5 * similarity
 
 
 async def cosines_of(

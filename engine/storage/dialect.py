@@ -147,6 +147,9 @@ class FullTextTable:
     hidden_when: tuple[str, ...] = ()
     #: A boolean column whose true rows every search returns, whatever they share ("pinned").
     always_when: str | None = None
+    #: A number column that multiplies a row's squashed score when the search ranks
+    #: (``engine.retrieval.lexical``; knowledge: its class's weight). None: the raw score ranks.
+    weight_column: str | None = None
 
 
 def in_scope(table: FullTextTable, scope: Mapping[str, object], params: dict[str, object]) -> str:

@@ -75,5 +75,7 @@ class KnowledgeChunk(SQLModel, table=True):
     token_count: int = 0
     #: The source's "always include", copied for the search's ``always_when``.
     always: bool = False
+    #: The source's class's weight, copied so the search ranks as the retriever does.
+    weight: float = 1.0
     embedding: bytes | None = Field(default=None, sa_column=Column(LargeBinary))
     embedding_model: str | None = None

@@ -87,6 +87,7 @@ def upgrade() -> None:
         sa.Column("text", sa.Text(), nullable=False),
         sa.Column("token_count", sa.Integer(), nullable=False),
         sa.Column("always", sa.Boolean(), nullable=False),
+        sa.Column("weight", sa.Float(), nullable=False),
         sa.Column("embedding", sa.LargeBinary(), nullable=True),
         sa.Column("embedding_model", sa.String(), nullable=True),
         sa.ForeignKeyConstraint(["source_id"], ["knowledge_sources.id"], ondelete="CASCADE"),
