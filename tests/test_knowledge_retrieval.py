@@ -262,3 +262,19 @@ async def test_an_adventure_reads_its_own_library_and_its_place_s_and_no_other(d
                 )
             )
             assert left == 0
+
+
+async def test_the_database_keeps_the_best_by_weighted_relevance_not_by_raw_score(db, library):
+    adventure = await new_adventure(db)
+    # Inspiration shares three of the query's words, Canon two: Inspiration scores higher raw,
+    # Canon higher once weighted. The database, sending back only the best, must agree.
+    await add(db, library, b"The ferryman rows the barge across the river.", "ref.md", INSPIRATION)
+    await add(db, library, b"A ferryman guards the barge at dawn.", "canon.md", CANON)
+    await add(db, library, b"Bees swarm the orchard at noon in late spring.", "bees.md", CANON)
+    query = "> You hail the ferryman, his barge and the river."
+    every = (await retrieve(db, KnowledgeRetriever(top_k=10), adventure, query)).chosen
+    by_raw = sorted(every, key=lambda p: -p.lexical.score)
+    assert [p.title for p in by_raw] == ["ref.md", "canon.md"]
+    assert [p.title for p in every] == ["canon.md", "ref.md"]
+    [best] = (await retrieve(db, KnowledgeRetriever(top_k=1), adventure, query)).chosen
+    assert best.title == "canon.md" and best.rank == every[0].rank

@@ -311,7 +311,12 @@ class KnowledgeLibrary:
                 .where(col(KnowledgeChunk.source_id) == source.id)
                 .order_by(col(KnowledgeChunk.position))
             )
-            text = source.text if may_read_knowledge(source.narrator_only) else None
+            text = None
+            if may_read_knowledge(source.narrator_only):
+                # The text is a deferred column: read only where it may be shown.
+                text = await session.scalar(
+                    select(col(KnowledgeSource.text)).where(col(KnowledgeSource.id) == source.id)
+                )
             return SourceDetails(_entry(source, source.library), tuple(headings), text)
 
     async def remove(self, actor: Actor, channel_id: int, query: str) -> str:
