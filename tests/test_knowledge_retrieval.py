@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import func, select, text
+from sqlmodel import col
 
 from engine.access import Actor
 from engine.context import ContextEngine
@@ -87,7 +88,7 @@ async def test_an_import_writes_the_source_and_its_passages_and_refuses_the_same
         stored = await session.scalar(
             select(func.count())
             .select_from(KnowledgeChunk)
-            .where(KnowledgeChunk.source_id == entry.id)
+            .where(col(KnowledgeChunk.source_id) == entry.id)
         )
         source = await session.get(KnowledgeSource, entry.id)
     assert stored == 4 and source.library == f"adventure:{adventure}"
@@ -226,6 +227,7 @@ async def test_a_turn_quotes_the_passages_and_insights_names_their_source(
     await library.remove(PLAYER, CHANNEL, "brindlemoor.md")
     # Deleting the source leaves the turn's record whole: the labels and the prompt kept it.
     insights = await Insights(db).for_turn(channel)
+    assert insights.report is not None
     [section] = [s for s in insights.report.sections if s.key == "knowledge"]
     labels = [i.label for i in section.items if i.included]
     assert "Canon · brindlemoor.md › Brindlemoor › The Harbour" in labels
@@ -273,7 +275,7 @@ async def test_the_database_keeps_the_best_by_weighted_relevance_not_by_raw_scor
     await add(db, library, b"Bees swarm the orchard at noon in late spring.", "bees.md", CANON)
     query = "> You hail the ferryman, his barge and the river."
     every = (await retrieve(db, KnowledgeRetriever(top_k=10), adventure, query)).chosen
-    by_raw = sorted(every, key=lambda p: -p.lexical.score)
+    by_raw = sorted(every, key=lambda p: -(p.lexical.score if p.lexical else 0.0))
     assert [p.title for p in by_raw] == ["ref.md", "canon.md"]
     assert [p.title for p in every] == ["canon.md", "ref.md"]
     [best] = (await retrieve(db, KnowledgeRetriever(top_k=1), adventure, query)).chosen

@@ -37,6 +37,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from sqlalchemy import select
+from sqlmodel import col
+
 from engine.access import Actor
 from engine.knowledge.classes import KnowledgeClass
 from engine.knowledge.library import KnowledgeLibrary, Target
@@ -127,10 +130,9 @@ async def measure(chunks: int = 2000, reps: int = 200, url: str | None = None) -
             async with db.transaction() as session:
                 await seed_builtin_scenarios(session)
                 scenario = await session.scalar(
-                    Scenario.__table__.select()  # type: ignore[attr-defined]
-                    .with_only_columns(Scenario.__table__.c.id)  # type: ignore[attr-defined]
-                    .where(Scenario.__table__.c.builtin_key == "lantern-road")  # type: ignore[attr-defined]
+                    select(col(Scenario.id)).where(col(Scenario.builtin_key) == "lantern-road")
                 )
+                assert scenario is not None
                 adventure = await start_adventure(session, scenario, channel_id=CHANNEL)
                 assert adventure.id is not None
                 adventure_id = adventure.id
