@@ -6,6 +6,7 @@ in Insights that outlives the source."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -13,8 +14,10 @@ from sqlalchemy import func, select, text
 from sqlmodel import col
 
 from engine.access import Actor
+from engine.archive import AdventureArchive
 from engine.context import ContextEngine
 from engine.errors import InvalidInput
+from engine.formats.draft import ImportLimits
 from engine.formats.errors import ImportRejected
 from engine.insights import Insights
 from engine.knowledge.classes import KnowledgeClass
@@ -30,6 +33,7 @@ from engine.turns import TurnEngine
 from tests.helpers import new_adventure, play
 
 SETTING = (Path(__file__).parent / "data" / "brindlemoor.md").read_bytes()
+SECRET_TEXT = b"The harbourmaster Mira Quell is secretly the smuggler queen of the fen."
 PLAYER = Actor(user_id=7, user_name="ada")
 CHANNEL = 1
 CANON, REFERENCE, INSPIRATION = (
@@ -280,3 +284,33 @@ async def test_the_database_keeps_the_best_by_weighted_relevance_not_by_raw_scor
     assert [p.title for p in every] == ["canon.md", "ref.md"]
     [best] = (await retrieve(db, KnowledgeRetriever(top_k=1), adventure, query)).chosen
     assert best.title == "canon.md" and best.rank == every[0].rank
+
+
+async def test_an_adventure_file_carries_its_own_sources_and_rebuilds_their_passages(db, library):
+    adventure = await new_adventure(db)
+    await add(db, library, SETTING, "brindlemoor.md")
+    await add(db, library, b"Magic always costs blood.", "laws.md", always_include=True)
+    await add(db, library, SECRET_TEXT, "secrets.md", narrator_only=True)
+    archive = AdventureArchive(db, ImportLimits())
+    exported = await archive.export(PLAYER, CHANNEL)
+    raw = json.loads(exported.content)
+    # Narrator-only sources stay behind: a file is something players read.
+    assert [(s["title"], s["class"], s["always_include"]) for s in raw["knowledge"]] == [
+        ("brindlemoor.md", "canon", False),
+        ("laws.md", "canon", True),
+    ]
+    assert raw["knowledge"][0]["text"] == SETTING.decode().strip()
+    restored = await archive.restore(PLAYER, 2, await archive.read(exported.content))
+    assert restored.adventure_id != adventure
+    # The passages were cut and indexed again: the new adventure finds them by their words.
+    found = await retrieve(
+        db, KnowledgeRetriever(), restored.adventure_id, "> You ask Mira Quell for the ledger."
+    )
+    assert [p.heading for p in found.chosen] == ["", "Brindlemoor › The Harbour"]
+    assert found.chosen[0].title == "laws.md" and found.chosen[0].always
+    again = json.loads((await archive.export(PLAYER, 2)).content)
+    assert again["knowledge"] == raw["knowledge"]
+    # A file that breaks the library's rules is refused whole, naming the entry.
+    raw["knowledge"][0]["class"] = "gossip"
+    with pytest.raises(ImportRejected, match=r"knowledge\[0\].*class"):
+        await archive.read(json.dumps(raw).encode())

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -179,7 +180,7 @@ class KnowledgeLibrary:
         if self.rate_limits is not None:
             await self.rate_limits.use(Kind.IMPORT, actor)
         title = " ".join(sanitise(filename).split())[:TITLE_MAX] or "untitled"
-        digest = hashlib.sha256(text.encode()).hexdigest()
+        digest = content_hash(text)
         # Counting tokens over a 2 MiB file takes a moment: off the event loop.
         chunks = await asyncio.to_thread(chunk_text, text, markdown=is_markdown(filename))
         async with self.db.session() as session:
@@ -240,38 +241,22 @@ class KnowledgeLibrary:
                     f"This library holds {MAX_SOURCES} files, the most it may; remove one "
                     "with /knowledge remove first."
                 )
-            source = KnowledgeSource(
-                library=draft.library,
+            source = await add_source(
+                session,
+                draft.library,
+                title=draft.title,
+                kind=draft.kind,
+                text=draft.text,
+                content_hash=draft.content_hash,
+                chunks=draft.chunks,
                 server_id=draft.server_id,
                 owner_id=draft.owner_id,
                 adventure_id=draft.adventure_id,
-                title=draft.title,
-                kind=draft.kind.value,
                 always_include=draft.always_include,
                 narrator_only=draft.narrator_only,
-                content_hash=draft.content_hash,
-                text=draft.text,
-                chunk_count=len(draft.chunks),
-                token_count=draft.tokens,
                 imported_by=actor.user_id,
-            )
-            session.add(source)
-            await session.flush()
-            assert source.id is not None
-            session.add_all(
-                KnowledgeChunk(
-                    source_id=source.id,
-                    library=draft.library,
-                    position=n,
-                    heading=chunk.heading,
-                    text=chunk.text,
-                    token_count=chunk.tokens,
-                    always=draft.always_include,
-                    weight=RULES[draft.kind].weight,
-                    embedding=vectors[n] if vectors else None,
-                    embedding_model=self.embedder.model if vectors and self.embedder else None,
-                )
-                for n, chunk in enumerate(draft.chunks)
+                vectors=vectors,
+                embedding_model=self.embedder.model if vectors and self.embedder else None,
             )
             return _entry(source, draft.library), note
 
@@ -377,6 +362,67 @@ class KnowledgeLibrary:
 
 
 # --- helpers -------------------------------------------------------------------------------
+
+
+def content_hash(text: str) -> str:
+    """What identifies a file's content in its library: the sha256 of its text, hex."""
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+async def add_source(
+    session: AsyncSession,
+    library: str,
+    *,
+    title: str,
+    kind: KnowledgeClass,
+    text: str,
+    content_hash: str,
+    chunks: Sequence[Chunk],
+    server_id: int | None = None,
+    owner_id: int | None = None,
+    adventure_id: int | None = None,
+    always_include: bool = False,
+    narrator_only: bool = False,
+    imported_by: int | None = None,
+    vectors: Sequence[bytes] = (),
+    embedding_model: str | None = None,
+) -> KnowledgeSource:
+    """A source and its passages, written in the caller's transaction (an import's, an
+    adventure file's); the full-text index follows by itself."""
+    source = KnowledgeSource(
+        library=library,
+        server_id=server_id,
+        owner_id=owner_id,
+        adventure_id=adventure_id,
+        title=title,
+        kind=kind.value,
+        always_include=always_include,
+        narrator_only=narrator_only,
+        content_hash=content_hash,
+        text=text,
+        chunk_count=len(chunks),
+        token_count=sum(c.tokens for c in chunks),
+        imported_by=imported_by,
+    )
+    session.add(source)
+    await session.flush()
+    assert source.id is not None
+    session.add_all(
+        KnowledgeChunk(
+            source_id=source.id,
+            library=library,
+            position=n,
+            heading=chunk.heading,
+            text=chunk.text,
+            token_count=chunk.tokens,
+            always=always_include,
+            weight=RULES[kind].weight,
+            embedding=vectors[n] if vectors else None,
+            embedding_model=embedding_model if vectors else None,
+        )
+        for n, chunk in enumerate(chunks)
+    )
+    return source
 
 
 async def _target(

@@ -9,13 +9,50 @@ are.
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import ClassVar
+from datetime import UTC, datetime
+from typing import Any, ClassVar
 
-from sqlalchemy import BigInteger, Column, ForeignKey, Index, LargeBinary, String, Text
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+)
+from sqlalchemy.orm import declared_attr, deferred
 from sqlmodel import Field, SQLModel
 
-from engine.storage.models import _defer, _fk, _name, _text, _when
+# The column helpers are engine.storage.models' own, written again here: that module imports
+# this one (to put these tables on the metadata), so this one may not import it.
+
+
+def _fk(target: str, *, ondelete: str, nullable: bool = True, big: bool = False) -> Any:
+    return Field(
+        default=None,
+        sa_column=Column(
+            BigInteger if big else Integer,
+            ForeignKey(target, ondelete=ondelete),
+            nullable=nullable,
+            index=True,
+        ),
+    )
+
+
+def _text() -> Any:
+    return Field(default="", sa_column=Column(Text, nullable=False))
+
+
+def _defer(*names: str) -> Any:
+    """``__mapper_args__`` that load the named heavy columns only when they are read."""
+
+    def mapper_args(cls: Any) -> dict[str, Any]:
+        return {"properties": {name: deferred(cls.__table__.c[name]) for name in names}}
+
+    return declared_attr.directive(mapper_args)
 
 
 class KnowledgeSource(SQLModel, table=True):
@@ -39,7 +76,7 @@ class KnowledgeSource(SQLModel, table=True):
     adventure_id: int | None = _fk("adventures.id", ondelete="CASCADE")
     title: str = Field(sa_column=Column(String(200), nullable=False))
     #: canon, reference or inspiration (``engine.knowledge.classes``).
-    kind: str = _name()
+    kind: str = Field(sa_column=Column(String(16), nullable=False))
     #: Canon only: every chunk goes into every turn's context (within the budget).
     always_include: bool = False
     #: Never shown to players by any command (the narrator still reads it).
@@ -54,7 +91,10 @@ class KnowledgeSource(SQLModel, table=True):
         default=None,
         sa_column=Column(BigInteger, ForeignKey("users.id", ondelete="SET NULL"), nullable=True),
     )
-    created_at: datetime = _when()
+    created_at: datetime = Field(
+        default_factory=lambda: datetime.now(UTC),
+        sa_column=Column(DateTime(timezone=True), nullable=False),
+    )
 
 
 class KnowledgeChunk(SQLModel, table=True):
