@@ -166,14 +166,17 @@ async def knowledge_page(interaction: discord.Interaction[CampfireBot], page: in
 def details_embed(details: SourceDetails) -> discord.Embed:
     entry = details.entry
     if details.text is None:
-        body = "*Narrator only: the narrator reads this file; no command shows its text.*"
+        body = (
+            "*Narrator only: the narrator reads this file; no command shows its text or headings.*"
+        )
     else:
         body = echo(details.text, 3000)
     embed = discord.Embed(title=echo(f"📚 {entry.title}", 256), description=body)
     embed.colour = KNOWLEDGE_COLOUR
     embed.add_field(name="Class", value=f"{entry.flags} — {RULES[entry.kind].meaning}")
     embed.add_field(name="Passages", value=f"{entry.chunks:,} ({entry.tokens:,} tokens)")
-    embed.add_field(name="Headings", value=_headings(details.headings), inline=False)
+    if details.headings:
+        embed.add_field(name="Headings", value=_headings(details.headings), inline=False)
     return embed
 
 

@@ -243,8 +243,9 @@ async def test_a_turn_quotes_the_passages_and_insights_names_their_source(
     assert "| The harbour of Brindlemoor" in insights.prompt_text
     # Narrator only: the model read it; Insights shows players the frame, not the text.
     assert "smuggler" not in insights.prompt_text and WITHHELD in insights.prompt_text
+    assert "Canon · secrets.md (narrator only)" in [i.label for i in section.items]
     details = await library.show(PLAYER, CHANNEL, "secrets.md")
-    assert details.text is None
+    assert details.text is None and details.headings == ()
 
 
 async def test_an_adventure_reads_its_own_library_and_its_place_s_and_no_other(db, library):

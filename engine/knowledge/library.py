@@ -113,7 +113,8 @@ class SourceEntry:
 @dataclass(frozen=True, slots=True)
 class SourceDetails:
     entry: SourceEntry
-    #: The headings of its passages, in order ("" for a passage under none).
+    #: The headings of its passages, in order ("" for a passage under none); none shown for a
+    #: narrator-only source.
     headings: tuple[str, ...]
     #: Its text, or None where no command may show it (narrator only).
     text: str | None
@@ -291,18 +292,22 @@ class KnowledgeLibrary:
     async def show(self, actor: Actor, channel_id: int, query: str) -> SourceDetails:
         async with self.db.session() as session:
             source = await _resolve(session, actor, channel_id, query)
-            headings = await session.scalars(
-                select(col(KnowledgeChunk.heading))
-                .where(col(KnowledgeChunk.source_id) == source.id)
-                .order_by(col(KnowledgeChunk.position))
-            )
+            headings: tuple[str, ...] = ()
             text = None
+            # A narrator-only file's headings say what it holds as much as its text does.
             if may_read_knowledge(source.narrator_only):
+                headings = tuple(
+                    await session.scalars(
+                        select(col(KnowledgeChunk.heading))
+                        .where(col(KnowledgeChunk.source_id) == source.id)
+                        .order_by(col(KnowledgeChunk.position))
+                    )
+                )
                 # The text is a deferred column: read only where it may be shown.
                 text = await session.scalar(
                     select(col(KnowledgeSource.text)).where(col(KnowledgeSource.id) == source.id)
                 )
-            return SourceDetails(_entry(source, source.library), tuple(headings), text)
+            return SourceDetails(_entry(source, source.library), headings, text)
 
     async def remove(self, actor: Actor, channel_id: int, query: str) -> str:
         """Delete a source and its passages (turns played keep what they were sent)."""

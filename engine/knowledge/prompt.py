@@ -51,8 +51,11 @@ def framed_passage(
     """A passage as the model reads it: a frame saying what it is, then its lines quoted."""
     rules = RULES[kind]
     what = rules.name + (f", {NARRATOR_ONLY}" if narrator_only else "")
-    # One line each, in quotes: the names come from a file too.
-    where = " › ".join(f'"{_one_line(name)}"' for name in (title, heading) if name)
+    # One line each, in quotes: the names come from a file too. A narrator-only passage's
+    # frame names its file alone (players see the frame in Insights; its headings are in its
+    # quoted lines, which they do not).
+    names = (title,) if narrator_only else (title, heading)
+    where = " › ".join(f'"{_one_line(name)}"' for name in names if name)
     quoted = "\n".join(QUOTE + line for line in text.strip().split("\n"))
     return f"[{what}: {rules.framing} · from {where}]\n{quoted}"
 

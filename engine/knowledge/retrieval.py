@@ -107,6 +107,9 @@ class ChosenPassage:
 
     @property
     def label(self) -> str:
+        # Insights shows players the label: a narrator-only passage's headings stay out.
+        if self.narrator_only:
+            return passage_label(self.kind, f"{self.title} (narrator only)", "")
         return passage_label(self.kind, self.title, self.heading)
 
     @property
