@@ -24,8 +24,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from functools import cache
+from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import Integer, Select, bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
@@ -189,13 +191,7 @@ class KnowledgeRetriever:
     async def retrieve(
         self, session: AsyncSession, adventure_id: int, recent: Sequence[str]
     ) -> KnowledgeFound:
-        place = (
-            await session.execute(
-                select(col(Adventure.server_id), col(Adventure.owner_id)).where(
-                    col(Adventure.id) == adventure_id
-                )
-            )
-        ).first()
+        place = (await session.execute(_place_query(), {"adventure_id": adventure_id})).first()
         if place is None:
             return KnowledgeFound()
         libraries = libraries_of(adventure_id, place.server_id, place.owner_id)
@@ -267,16 +263,20 @@ class KnowledgeRetriever:
         return await cosines_of(found, self.embedder, texts, self.semantic_timeout)
 
 
-async def _passages(
-    session: AsyncSession,
-    libraries: tuple[str, ...],
-    admitted: dict[int, tuple[LexicalScore | None, float | None, bool]],
-    *,
-    with_text: bool,
-) -> list[ChosenPassage]:
-    """The admitted passages and the always-included ones, with their source's class, title
-    and flags, and their text when ``with_text``: one statement."""
-    columns = [
+# The statements a turn sends, built once (each turn only binds its values).
+
+
+@cache
+def _place_query() -> Select[Any]:
+    return select(col(Adventure.server_id), col(Adventure.owner_id)).where(
+        col(Adventure.id) == bindparam("adventure_id", type_=Integer)
+    )
+
+
+@cache
+def _passages_query(with_text: bool) -> Select[Any]:
+    """The passages named by ``ids`` and the always-included ones of ``libraries``."""
+    columns: list[Any] = [
         col(KnowledgeChunk.id),
         col(KnowledgeChunk.heading),
         col(KnowledgeChunk.always),
@@ -286,11 +286,31 @@ async def _passages(
     ]
     if with_text:
         columns.append(col(KnowledgeChunk.text))
-    always = col(KnowledgeChunk.library).in_(libraries) & col(KnowledgeChunk.always)
-    rows = await session.execute(
+    return (
         select(*columns)
         .join(KnowledgeSource, col(KnowledgeSource.id) == col(KnowledgeChunk.source_id))
-        .where(col(KnowledgeChunk.id).in_(list(admitted)) | always if admitted else always)
+        .where(
+            col(KnowledgeChunk.id).in_(bindparam("ids", expanding=True))
+            | (
+                col(KnowledgeChunk.library).in_(bindparam("libraries", expanding=True))
+                & col(KnowledgeChunk.always)
+            )
+        )
+    )
+
+
+async def _passages(
+    session: AsyncSession,
+    libraries: tuple[str, ...],
+    admitted: dict[int, tuple[LexicalScore | None, float | None, bool]],
+    *,
+    with_text: bool,
+) -> list[ChosenPassage]:
+    """The admitted passages and the always-included ones, with their source's class, title
+    and flags, and their text when ``with_text``: one statement."""
+    rows = await session.execute(
+        _passages_query(with_text),
+        {"ids": list(admitted), "libraries": list(libraries)},
     )
     passages = []
     for row in rows:
