@@ -39,6 +39,9 @@ PREVIEW_SECONDS = 600
 #: Headings a preview lists before "…and N more".
 PREVIEW_HEADINGS = 12
 
+# Discord's limits on choices (discord-api-docs, Application Commands, Application Command
+# Option Choice Structure): a name of 1 to 100 characters, at most 25 choices; the names here
+# are well within them.
 CLASS_CHOICES = [
     app_commands.Choice(name=f"{rules.name}: {rules.meaning}", value=kind.value)
     for kind, rules in RULES.items()

@@ -351,7 +351,9 @@ class KnowledgeLibrary:
             return _entry(source, source.library)
 
     async def choices(self, actor: Actor, channel_id: int, current: str) -> list[tuple[str, str]]:
-        """Autocomplete: (label, value) of the sources here whose title holds ``current``."""
+        """Autocomplete: (label, value) of the sources here whose title holds ``current``: at
+        most 25, labels of at most 100 characters, as Discord takes them (discord-api-docs,
+        Application Commands, Autocomplete)."""
         async with self.db.session() as session:
             libraries = await _visible(session, actor, channel_id)
             rows = await session.execute(
