@@ -257,6 +257,11 @@ async def test_an_adventure_reads_its_own_library_and_its_place_s_and_no_other(d
     query = "> You ask the harbourmaster for the ledger."
     assert len((await retrieve(db, KnowledgeRetriever(), adventure, query)).chosen) == 1
     assert (await retrieve(db, KnowledgeRetriever(), other, query)).chosen == []
+    # In a library this small only a name is rare enough to admit on its own; the database,
+    # sending back only the best, knows which query words are names too.
+    [named] = (await retrieve(db, KnowledgeRetriever(), adventure, "> You look for Quell.")).chosen
+    assert "rare term quell" in named.reason
+    assert (await retrieve(db, KnowledgeRetriever(), adventure, "> You seal it.")).chosen == []
     # Removing the source takes its passages out of the full-text index too.
     await library.remove(PLAYER, CHANNEL, "h.md")
     assert (await retrieve(db, KnowledgeRetriever(), adventure, query)).chosen == []

@@ -234,8 +234,10 @@ def _scores_query(
     live = in_scope(table, scope, params)
     t, row_id = table.table, table.id_column
     # Numbers inlined are ours (term positions, constants), never a player's.
-    name_terms = ", ".join(str(i) for i, term in enumerate(terms) if term in names)
-    is_name = f"h.term IN ({name_terms})" if name_terms else "1 = 0"
+    # Which terms are names is bound, not written into the statement: the same statement text
+    # from turn to turn, which the database prepares once (SQLite's statement cache).
+    params["names"] = "," + "".join(f"{i}," for i, term in enumerate(terms) if term in names)
+    is_name = "CAST(:names AS TEXT) LIKE '%,' || CAST(h.term AS TEXT) || ',%'"
     rare_limit = sql.greatest.format("1", sql.whole.format(f"b.n * {RARE_SHARE!r}"))
     idf = (
         f"ln(1 + ({sql.double.format('b.n - count(*)')} + 0.5) "
