@@ -46,9 +46,11 @@ DEFAULT_TOP_K = 6
 SEMANTIC_TIMEOUT_S = 5.0
 #: How many of the newest story entries (with the new action) make the query.
 QUERY_ENTRIES = 4
-#: The most query terms looked up, the newest text's first: knowledge is about the scene at
-#: hand, and each term is a lookup (half the memory bank's, which recalls a longer past).
-QUERY_TERMS = 16
+#: The most query terms looked up, the newest text's first (the action, then the newest
+#: narration): knowledge is about the scene at hand, and each term is a lookup over the whole
+#: library (the memory bank, recalling a longer past, takes 32). Measured over 2,000 passages
+#: (tests/benchmarks/bench_knowledge.py), 12 terms take about 8 ms a turn where 16 take 10.
+QUERY_TERMS = 12
 
 #: The passages' text as the lexical search reads it (the structures are migration 0020's).
 KNOWLEDGE_TEXT = FullTextTable(
