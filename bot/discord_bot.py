@@ -51,6 +51,8 @@ EXTENSIONS: tuple[str, ...] = (
     "cogs.chapters",
     # The story's typed narrative state (issue 21).
     "cogs.narrative",
+    # The knowledge library (issue 21).
+    "cogs.knowledge",
 )
 
 #: How often expired turn leases are looked for (a process died mid-turn).

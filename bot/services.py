@@ -21,6 +21,8 @@ from engine.crypto import SecretBox
 from engine.formats.draft import ImportLimits
 from engine.host_controls import HostControls
 from engine.insights import Insights
+from engine.knowledge.library import KnowledgeLibrary
+from engine.knowledge.retrieval import KnowledgeRetriever
 from engine.leases import TurnLeases
 from engine.limits import LimitRules, UsageLimits
 from engine.memory.bank import MemoryBank
@@ -113,6 +115,8 @@ class Services:
     story_state: StoryStateService
     #: Suggested actions: a press's text, the server's switch (cogs: suggestions, server).
     suggestions: SuggestionService
+    #: Setting files imported as Canon, Reference or Inspiration (cogs: knowledge).
+    knowledge: KnowledgeLibrary
 
     async def aclose(self) -> None:
         # The script workers this process started (a later run would start new ones).
@@ -255,7 +259,8 @@ async def build_services(settings: Settings) -> Services:
     )
     if note := retriever.semantic_off_reason():
         log.info("memory retrieval: %s", note)
-    context = make_context_engine(settings, [retriever])
+    knowledge = KnowledgeRetriever(embedder, floor=settings.embedding_floor)
+    context = make_context_engine(settings, [retriever, knowledge])
     script_limits = Limits(
         memory_bytes=settings.script_memory_mb * 1024 * 1024,
         time_seconds=settings.script_time_seconds,
@@ -350,4 +355,7 @@ async def build_services(settings: Settings) -> Services:
         chapters=ChapterService(db),
         story_state=StoryStateService(db),
         suggestions=SuggestionService(db),
+        knowledge=KnowledgeLibrary(
+            db, max_bytes=settings.max_import_bytes, embedder=embedder, rate_limits=limits
+        ),
     )

@@ -76,6 +76,7 @@ from engine.context_types import (
     state_block_of,
     with_state_block,
 )
+from engine.knowledge.prompt import knowledge_section
 from engine.providers.base import ChatMessage
 from engine.retrieval.retriever import CountsUse, Found, Retriever
 from engine.storage.models import Adventure, AdventureCard
@@ -411,9 +412,8 @@ class ContextEngine:
                 block("plot_essentials", "Plot essentials", inputs.plot_essentials),
                 block("story_summary", "Story summary", inputs.story_summary),
                 listed("memories", "Memories", inputs.memories, None, inputs.memory_note),
-                listed(
-                    "knowledge",
-                    "Knowledge",
+                # Quoted and framed by class, under its rule (engine.knowledge.prompt).
+                knowledge_section(
                     inputs.knowledge,
                     inputs.knowledge_budget
                     if inputs.knowledge_budget is not None

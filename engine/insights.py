@@ -23,6 +23,7 @@ from sqlmodel import col
 from engine.access import adventure_here
 from engine.context_report import ContextReport
 from engine.errors import InvalidInput, NotFound
+from engine.knowledge.prompt import withhold_narrator_only
 from engine.storage.models import ActionType, Adventure, Role, StoryNode, undefer_field
 
 if TYPE_CHECKING:
@@ -226,6 +227,8 @@ def render_prompt(snapshot: bytes | None) -> str:
                 content = json.dumps(content, ensure_ascii=False, indent=2)
         else:
             role, content = "?", str(message)
+        # Players read this: a narrator-only setting file's passages are withheld.
+        content = withhold_narrator_only(content)
         parts.append(f"=== {role} ===\n{content.rstrip()}")
     return "\n\n".join(parts) + "\n"
 

@@ -265,6 +265,16 @@ async def play_everything(env: DiscordEnv, fake_model: FakeModelServer, p: Playe
     await p.slash(alice, thread, "script test", hook="output", text="The camp sleeps.")
     await p.slash(alice, thread, "script remove", name="echo")
 
+    # --- the knowledge library (issue 21) ----------------------------------------------------
+    notes = StandinFile("fen.md", b"# The Fen\n\nThe cook keeps eels in the rain barrel.")
+    preview = await p.slash(alice, thread, "knowledge import", file=notes, **{"class": "canon"})
+    await p.press(alice, p.answer(preview).id, label="Confirm")
+    await p.slash(alice, thread, "knowledge list")
+    await p.autocomplete(alice, thread, "knowledge show", focused="source", value="fen")
+    await p.slash(alice, thread, "knowledge show", source="fen.md")
+    await p.slash(alice, thread, "knowledge options", source="fen.md", narrator_only=True)
+    await p.slash(alice, thread, "knowledge remove", source="fen.md")
+
     # --- models of one's own, the operator, the reasoning view (issue 18) --------------------
     fake_model.queue(Reply(text="The cook nods.", reasoning="The dog is the cook's."))
     await p.slash(alice, thread, "continue")

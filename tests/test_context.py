@@ -25,6 +25,7 @@ from engine.context import (
     reattach_state_block,
 )
 from engine.context_report import ContextReport
+from engine.knowledge.prompt import KNOWLEDGE_RULE
 from engine.memory.retrieval import MemoryRetriever
 from engine.providers.resolver import OperatorDefault
 from engine.storage.models import ActionType, Adventure, AdventureCard, Memory, Role, StoryNode
@@ -209,7 +210,7 @@ def test_stable_sections_come_first_and_the_reminder_last():
         "You are Ash",
         "Story Summary:\nAsh found",
         "Memories:\nAsh lost a ring",
-        "Knowledge:\nLanterns here",
+        f"Knowledge:\n{KNOWLEDGE_RULE}\n\nLanterns here",
         "World Lore:\nMira smuggles salt.",
         "World State:\nhp 55",
         "Recent Story:\n",
@@ -260,7 +261,7 @@ def test_the_prefix_stable_layout_puts_what_changes_after_the_story():
         "Story Summary:\nAsh found",
         "Recent Story:\n",
         "Memories:\nAsh lost a ring",
-        "Knowledge:\nLanterns here",
+        f"Knowledge:\n{KNOWLEDGE_RULE}\n\nLanterns here",
         "World Lore:\nMira smuggles salt.",
         "World State:\nhp 55",
         authors_note_line(FULL.authors_note),
@@ -432,12 +433,13 @@ def test_memories_always_go_in_and_knowledge_keeps_to_its_own_budget():
         FULL,
         memories=[(f"m{i}", f"Memory {i}: {chunk}", "score 0.9") for i in range(3)],
         knowledge=[(f"k{i}", f"Fact {i}: {chunk}", "score 0.8") for i in range(5)],
-        knowledge_budget=200,
+        # The section's rule (engine.knowledge.prompt) comes out of its budget too.
+        knowledge_budget=200 + count_tokens(KNOWLEDGE_RULE),
     )
     built = ENGINE.build(inputs)
     memories, knowledge = sections(built)["memories"], sections(built)["knowledge"]
     assert all(i.included for i in memories.items) and len(memories.items) == 3
-    assert knowledge.tokens <= 200
+    assert knowledge.tokens <= 200 + count_tokens(KNOWLEDGE_RULE)
     assert [i.included for i in knowledge.items] == [True, True, True, False, False]
     assert knowledge.items[-1].reason == "over the knowledge budget"
     assert "Fact 3:" not in user_text(built)
@@ -503,7 +505,7 @@ async def test_each_retriever_fills_its_own_section_with_its_own_budget(db):
         ("trim", False, "over the knowledge budget"),
     ]
     assert knowledge.reason.startswith("2 of 3 facts, within its own budget of ")
-    assert "Knowledge:\nLantern oil is whale oil." in user_text(built)
+    assert f"Knowledge:\n{KNOWLEDGE_RULE}\n\nLantern oil is whale oil." in user_text(built)
 
 
 def test_a_retriever_needs_a_section_of_its_own():

@@ -246,6 +246,7 @@ async def test_sync_registers_the_commands_and_start_does_not(env):
         "insights",
         "instructions",
         "join",
+        "knowledge",
         "leave",
         "memory",
         "model",

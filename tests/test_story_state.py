@@ -203,6 +203,21 @@ def test_the_host_outranks_canon_which_outranks_the_narration():
     assert not again.refused and "gate" not in again.state["facts"]
 
 
+def test_a_canon_passage_protects_the_facts_it_states_in_its_own_words():
+    start = world(
+        {"type": "add_fact", "id": "ice", "text": "The harbour never  freezes."},
+        {"type": "add_fact", "id": "fog", "text": "Fog rolls in at dusk."},
+    )
+    passage = "# The harbour\n\nThe HARBOUR never freezes, whatever the winter. Its lanterns..."
+    canon = protected_facts([passage])
+    retract = [{"type": "retract_fact", "id": "ice"}, {"type": "retract_fact", "id": "fog"}]
+    outcome = apply_events(start, retract, by=BY_MODEL, protected=canon)
+    assert [r.reason for r in outcome.refused] == [
+        "fact 'ice' is Canon; the narration may not change it"
+    ]
+    assert set(outcome.state["facts"]) == {"ice"}
+
+
 def test_a_turn_proposes_a_bounded_number_of_events():
     events = [{"type": "open_thread", "text": f"Question {i}?"} for i in range(50)]
     outcome = apply_events(empty(), events)

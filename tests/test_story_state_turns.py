@@ -342,3 +342,46 @@ async def test_after_tracking_is_turned_off_blocks_stay_hidden_and_change_nothin
     await turn(engine, adventure_id, "sit")
     assert "set_location" not in fake_model.requests[-1]["messages"][0]["content"]
     assert "Story state:" not in fake_model.requests[-1]["messages"][-1]["content"]
+
+
+async def test_a_canon_passage_of_the_scene_outranks_the_narration(db, provider, story, fake_model):
+    """Canon (the knowledge library) protects the facts its passages state: the narration's
+    events may not retract them, while a fact Canon does not state stays the narration's."""
+    from engine.context import ContextEngine
+    from engine.knowledge.classes import KnowledgeClass
+    from engine.knowledge.library import KnowledgeLibrary, Target
+    from engine.knowledge.retrieval import KnowledgeRetriever
+    from engine.memory.retrieval import MemoryRetriever
+    from engine.providers.resolver import OperatorDefault
+    from engine.turns import TurnEngine
+
+    adventure_id = await tracked(db, story)
+    library = KnowledgeLibrary(db, max_bytes=64 * 1024)
+    setting = (
+        b"# The harbour\n\nThe harbour of Brindlemoor never freezes. Its lanterns burn green, "
+        b"and the harbourmaster keeps a ledger of every ship that anchors in the fen.\n"
+    )
+    draft = await library.preview(
+        ALICE, CHANNEL, setting, "harbour.md", KnowledgeClass.CANON, target=Target.ADVENTURE
+    )
+    await library.save(ALICE, draft)
+    engine = TurnEngine(
+        db,
+        OperatorDefault(provider),
+        context=ContextEngine(retrievers=[MemoryRetriever(), KnowledgeRetriever()]),
+    )
+    facts = [
+        {"type": "add_fact", "id": "ice", "text": "The harbour of Brindlemoor never freezes."},
+        {"type": "add_fact", "id": "fog", "text": "Fog rolls in at dusk."},
+    ]
+    fake_model.queue("The harbour lanterns burn green." + "\n\n" + story_block(*facts))
+    await turn(engine, adventure_id, "look at the harbour lanterns")
+    assert set((await state_of(db, adventure_id))["facts"]) == {"ice", "fog"}
+
+    retract = [{"type": "retract_fact", "id": "ice"}, {"type": "retract_fact", "id": "fog"}]
+    fake_model.queue("The harbour ice cracks under the lanterns.\n\n" + story_block(*retract))
+    await turn(engine, adventure_id, "walk on the harbour")
+    # The passage came in for this scene; the fact it states stays, the other goes.
+    assert set((await state_of(db, adventure_id))["facts"]) == {"ice"}
+    refused = [c for c in await log_of(db, adventure_id) if c.reason and "Canon" in c.reason]
+    assert len(refused) == 1

@@ -102,7 +102,8 @@ def _find_command(text: str, tree: app_commands.CommandTree) -> tuple[app_comman
 def _options(
     command: app_commands.Command, rest: str, people: Callable[[str], int | None]
 ) -> SlashInput:
-    parameters = {p.name: p for p in command.parameters}
+    # By the names Discord shows (``app_commands.rename``: /knowledge import's ``class``).
+    parameters = {p.display_name: p for p in command.parameters}
     options: dict[str, Any] = {}
     files: dict[str, Path] = {}
     leftover = []
@@ -138,7 +139,7 @@ def _options(
             (
                 p
                 for p in command.parameters
-                if p.type is AppCommandOptionType.string and p.name not in options
+                if p.type is AppCommandOptionType.string and p.display_name not in options
             ),
             None,
         )
@@ -152,10 +153,14 @@ def _options(
                 )
             raise ConsoleInputError(
                 f"/{command.qualified_name} does not take free text; options: "
-                + (", ".join(f"{p.name}:" for p in command.parameters) or "none")
+                + (", ".join(f"{p.display_name}:" for p in command.parameters) or "none")
             )
-        options[main.name] = free
-    missing = [p.name for p in command.parameters if p.required and p.name not in options | files]
+        options[main.display_name] = free
+    missing = [
+        p.display_name
+        for p in command.parameters
+        if p.required and p.display_name not in options | files
+    ]
     if missing:
         raise ConsoleInputError(
             f"/{command.qualified_name} needs " + ", ".join(f"{name}:…" for name in missing)
@@ -172,7 +177,7 @@ def _convert(
         name = value.removeprefix("@")
         found = int(name) if name.isdigit() else people(name)
         if found is None:
-            raise ConsoleInputError(f"{parameter.name}: nobody here is called {name}")
+            raise ConsoleInputError(f"{parameter.display_name}: nobody here is called {name}")
         return found
     try:
         if kind is AppCommandOptionType.integer:
@@ -185,6 +190,6 @@ def _convert(
             return value.lower() in ("true", "yes")
     except ValueError:
         raise ConsoleInputError(
-            f"{parameter.name}: expected a {kind.name}, got '{value}'"
+            f"{parameter.display_name}: expected a {kind.name}, got '{value}'"
         ) from None
     return value

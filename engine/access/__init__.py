@@ -41,6 +41,10 @@ The rules, in words:
   suggested actions (``/server suggestions``). A suggested action pressed plays as ``/do``.
 - **Chapters** (``/chapters``, ``engine.chapters``): anyone in a server adventure's place reads
   its chapters and recaps, as they read the story; in a DM, its player.
+- **The knowledge library** (``engine.knowledge``): importing, removing and changing the
+  options of setting files, in the server's library or the adventure here, is for those who may
+  import scenarios; in a DM, the player's own. Anyone there may list them and read their text,
+  except a narrator-only file's, which no command shows (``may_read_knowledge``).
 - **A character** (``engine.characters``): anyone in the adventure's place sets their own;
   nobody, host and managers included, sets another player's. Anyone there may read them.
 - **The party** (``engine.party``): anyone in a server adventure's place joins or leaves it
@@ -77,6 +81,7 @@ from engine.access.checks import (
     check_may_join,
     check_may_leave,
     check_may_make_character,
+    check_may_manage_knowledge,
     check_may_mute,
     check_may_operate,
     check_may_press,
@@ -117,6 +122,7 @@ from engine.access.rules import (
     may_join,
     may_press,
     may_read_chapters,
+    may_read_knowledge,
     may_read_scenario_scripts,
     may_read_scripts,
     may_replace,
@@ -148,6 +154,7 @@ __all__ = [
     "check_may_host",
     "check_may_import",
     "check_may_import_scripts",
+    "check_may_manage_knowledge",
     "check_may_join",
     "check_may_leave",
     "check_may_make_character",
@@ -176,6 +183,7 @@ __all__ = [
     "may_end",
     "may_host",
     "may_import",
+    "may_read_knowledge",
     "may_join",
     "may_operate",
     "may_press",

@@ -487,6 +487,12 @@ async def check_may_import(session: AsyncSession, actor: Actor, what: str) -> No
     raise NotAllowed(f"Only {who} can {what} here. In a DM with me you can import your own.")
 
 
+async def check_may_manage_knowledge(session: AsyncSession, actor: Actor) -> None:
+    """Import, remove or change setting files in the knowledge library here (the server's, the
+    adventure's here, or in a DM the player's own): who may import scenarios."""
+    await check_may_import(session, actor, "manage the knowledge library")
+
+
 def check_may_choose_importers(actor: Actor) -> None:
     if actor.server_id is None:
         raise NotAllowed("Importer roles belong to a server; in a DM you import for yourself.")

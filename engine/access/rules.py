@@ -273,3 +273,9 @@ def may_import(actor: Actor, importer_role_id: int | None) -> bool:
     if actor.server_id is None or actor.is_server_manager:
         return True
     return importer_role_id is not None and importer_role_id in actor.role_ids
+
+
+def may_read_knowledge(narrator_only: bool) -> bool:
+    """See an imported setting file's text (``/knowledge show``, the prompt Insights attaches):
+    anyone in its place, but never a narrator-only file's, which only the narrator reads."""
+    return not narrator_only

@@ -179,6 +179,12 @@ PER_PROCESS: tuple[PerProcess, ...] = (
         "A statement without data; the rows are read from the database each time.",
     ),
     PerProcess(
+        "engine.knowledge.retrieval:KnowledgeRetriever",
+        "the knowledge retriever's two statements (an adventure's place, the chosen passages), "
+        "built once",
+        "Statements without data; the rows are read from the database each time.",
+    ),
+    PerProcess(
         "bot.scheduler:BackgroundWork",
         "the background jobs running in this process now",
         "Only this process's own tasks, kept so that closing lets them end and release their "

@@ -3,9 +3,11 @@
 Everything the schema holds about an adventure travels: its steering text, settings, world and
 script state, story cards and scripts, every node of every branch (with the state it was played
 from, its report and state block), every take, the branches and save points, the head and the
-active branch, the memories, the story summary and the players' characters (kept where those
-players are known, as the nodes' authors are). Nodes are numbered by their place in the
-file (parents before children), so a file never names database ids and imports anywhere.
+active branch, the memories, the story summary, the players' characters (kept where those
+players are known, as the nodes' authors are) and the adventure's own knowledge sources (not
+narrator-only ones; their passages are cut again on import, ``engine.knowledge.files``).
+Nodes are numbered by their place in the file (parents before children), so a file never names
+database ids and imports anywhere.
 
 Two things stay behind: prompt snapshots (Insights' record of exactly what the model was sent,
 large and only meaningful to the process that sent it) and memory embeddings (vectors of one
@@ -38,6 +40,8 @@ from engine.formats.draft import (
 )
 from engine.formats.errors import ImportRejected
 from engine.formats.fields import INT64_MAX, Fields
+from engine.knowledge.files import KEY as KNOWLEDGE_KEY
+from engine.knowledge.files import CarriedSource, export_sources, parse_sources, write_sources
 from engine.sanitise import sanitise, sanitise_json
 from engine.scripting.results import CARD_ID_MAX_CHARS
 from engine.storage.chapter_models import AdventureChapters
@@ -243,6 +247,8 @@ async def export_adventure(session: AsyncSession, adventure: Adventure) -> dict[
         ],
         "head": number.get(adventure.head_node_id),
         "active_branch": branch_name.get(adventure.active_branch_id),
+        # Its own setting files (not narrator-only ones); their passages are cut again.
+        KNOWLEDGE_KEY: await export_sources(session, adventure.id),
     }
 
 
@@ -278,6 +284,8 @@ class ParsedAdventure:
     characters: list[dict[str, Any]]
     #: The id a script gave each story card ("" for none), in the cards' order.
     card_script_ids: list[str] = field(default_factory=list)
+    #: The adventure's own knowledge sources, cut into passages (engine.knowledge.files).
+    knowledge: list[CarriedSource] = field(default_factory=list)
 
 
 def parse_adventure(raw: Any, limits: ImportLimits) -> ParsedAdventure:
@@ -344,6 +352,7 @@ def parse_adventure(raw: Any, limits: ImportLimits) -> ParsedAdventure:
         active,
         characters,
         script_ids,
+        parse_sources(f),
     )
 
 
@@ -444,6 +453,7 @@ async def write_adventure(
     )
     adventure.head_node_id = ids[head]
     adventure.active_branch_id = branch_ids[active] if active is not None else None
+    await write_sources(session, adventure.id, parsed.knowledge)
     await session.flush()
     return adventure
 

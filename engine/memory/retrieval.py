@@ -19,19 +19,18 @@ admission is off (no model, no calibration, the endpoint failing) goes with it.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-import numpy as np
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from engine.errors import CampfireError
-from engine.memory.semantic import SemanticIndex, calibrated_floor, from_bytes
+from engine.memory.semantic import calibrated_floor
 from engine.providers.embeddings import EmbeddingClient
 from engine.retrieval.lexical import LexicalScore, search
+from engine.retrieval.ranking import cosines_of, relevance, semantic_off_reason
 from engine.storage.dialect import FullTextTable
 from engine.storage.models import Memory
 
@@ -87,10 +86,7 @@ class ChosenMemory:
 
     @property
     def rank(self) -> float:
-        lexical = self.lexical.score if self.lexical and self.lexical.admitted else 0.0
-        cosine = max(self.cosine or 0.0, 0.0) if self.semantic_admitted else 0.0
-        # Both halves in 0..1: idf sums grow without bound, so they are squashed.
-        return 0.5 * lexical / (lexical + 2.0) + 0.5 * cosine
+        return relevance(self.lexical, self.cosine, self.semantic_admitted)
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,14 +132,7 @@ class MemoryRetriever:
         self.floor = calibrated_floor(embedder.model, floor) if embedder else None
 
     def semantic_off_reason(self) -> str:
-        if self.embedder is None:
-            return "semantic admission off: no embedding model configured (lexical only)"
-        if self.floor is None:
-            return (
-                f"semantic admission off: no calibration for embedding model "
-                f"{self.embedder.model} (lexical only; set CAMPFIRE_EMBEDDING_FLOOR)"
-            )
-        return ""
+        return semantic_off_reason(self.embedder, self.floor)
 
     async def retrieve(
         self, session: AsyncSession, adventure_id: int, recent: Sequence[str]
@@ -214,18 +203,8 @@ class MemoryRetriever:
                 )
             )
         ).all()
-        if not found:
-            return {}
         # Only the call to the server is timed: a database read is never cut off midway.
-        async with asyncio.timeout(self.semantic_timeout):
-            query = (await self.embedder.embed(["\n".join(reversed(texts))]))[0]
-        # A vector from another model lives in another space: it is not compared (scores 0).
-        vectors = [
-            from_bytes(row.embedding) if row.embedding_model == self.embedder.model else None
-            for row in found
-        ]
-        scores = SemanticIndex(vectors).scores(np.asarray(query))
-        return {row.id: float(score) for row, score in zip(found, scores, strict=True)}
+        return await cosines_of(found, self.embedder, texts, self.semantic_timeout)
 
 
 async def _texts(session: AsyncSession, ids: Sequence[int]) -> dict[int, str]:

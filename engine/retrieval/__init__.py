@@ -1,2 +1,3 @@
-"""Retrieval for the context: the retriever seam the context engine takes (``retriever``) and
-the lexical search over any table with text (``lexical``)."""
+"""Retrieval for the context: the retriever seam the context engine takes (``retriever``), the
+lexical search over any table with text (``lexical``), and what retrievers share once the
+candidates are found (``ranking``)."""

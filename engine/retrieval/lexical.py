@@ -45,6 +45,8 @@ RARE_SHARE = 0.05
 MIN_TERM_CHARS = 3
 #: Below this many rows, only names can be rare (5% of a small bank is one row).
 MIN_BANK_FOR_RARITY = 20
+#: An idf sum grows without bound; ranking squashes it to ``score / (score + SQUASH)``, in 0..1.
+SQUASH = 2.0
 
 # Function words (and a few story-text fillers) that say nothing about what a text is about.
 STOP_WORDS = frozenset(
@@ -153,6 +155,7 @@ async def search(
     scope: Mapping[str, object],
     *,
     best: int | None = None,
+    max_terms: int = MAX_TERMS,
 ) -> LexicalSearch:
     """Admission and score of the rows in ``scope`` that share a term with ``texts`` (the
     newest text first), and the ``always`` rows.
@@ -160,9 +163,11 @@ async def search(
     One statement: the database matches each term, counts the rows each matches, and scores
     and admits each row. ``best``: how many rows the caller takes at most, ``always`` rows
     first; then only the admitted rows that could fill the places left come back (the best
-    scores, with whatever ties the last place). None: every row that shares a term.
+    scores, with whatever ties the last place; with the table's ``weight_column``, the best
+    squashed scores times the row's weight). None: every row that shares a term.
+    ``max_terms``: the most query terms looked up, the newest text's first.
     """
-    terms = query_terms(texts)
+    terms = query_terms(texts, max_terms)
     names = names_in(texts)
     statement, params = _scores_query(session, table, terms, names, scope, best)
     rows = (await session.execute(text(statement), params)).all()
@@ -229,8 +234,10 @@ def _scores_query(
     live = in_scope(table, scope, params)
     t, row_id = table.table, table.id_column
     # Numbers inlined are ours (term positions, constants), never a player's.
-    name_terms = ", ".join(str(i) for i, term in enumerate(terms) if term in names)
-    is_name = f"h.term IN ({name_terms})" if name_terms else "1 = 0"
+    # Which terms are names is bound, not written into the statement: the same statement text
+    # from turn to turn, which the database prepares once (SQLite's statement cache).
+    params["names"] = "," + "".join(f"{i}," for i, term in enumerate(terms) if term in names)
+    is_name = "CAST(:names AS TEXT) LIKE '%,' || CAST(h.term AS TEXT) || ',%'"
     rare_limit = sql.greatest.format("1", sql.whole.format(f"b.n * {RARE_SHARE!r}"))
     idf = (
         f"ln(1 + ({sql.double.format('b.n - count(*)')} + 0.5) "
@@ -246,6 +253,21 @@ def _scores_query(
     admitted = "(r.shared >= 2 OR r.rare = 1)"
     if best is None:
         ranked, chosen = "", f"FROM scored AS r WHERE {others}"
+    elif table.weight_column:
+        # Ranked as the caller ranks: the squashed score times the row's own weight.
+        value = f"(r.score / (r.score + {SQUASH!r})) * w.{table.weight_column}"
+        ranked = (
+            f", ranked AS (SELECT r.id, {value} AS score, "
+            f"row_number() OVER (ORDER BY {value} DESC, r.id DESC) AS place "
+            f"FROM scored AS r JOIN {t} AS w ON w.{row_id} = r.id "
+            f"WHERE {admitted} AND {others}), "
+            "cutoff AS (SELECT min(score) AS score FROM ranked "
+            f"WHERE place <= {int(best)} - (SELECT count(*) FROM kept))"
+        )
+        chosen = (
+            "FROM scored AS r JOIN ranked AS k ON k.id = r.id CROSS JOIN cutoff AS c "
+            f"WHERE k.score >= c.score - {_TIE_MARGIN!r}"
+        )
     else:
         ranked = (
             ", ranked AS (SELECT r.id, r.score, "

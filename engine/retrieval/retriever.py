@@ -1,8 +1,8 @@
 """The retriever seam: what the context engine asks of each thing that finds text for a turn.
 
 The context engine takes a list of retrievers, each filling one section of the context
-(engine.context's ``RETRIEVED_SECTIONS``: memories today, knowledge when a library is added),
-and hands each the same query: the adventure and its recent text, newest first. A retriever
+(engine.context's ``RETRIEVED_SECTIONS``: memories and knowledge), and hands each the same
+query: the adventure and its recent text, newest first. A retriever
 answers with its chosen items, best first, and a summary for Insights; what fits the section's
 budget goes in, the rest is reported as left out.
 """

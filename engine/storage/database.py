@@ -24,10 +24,16 @@ from engine.storage.write_gate import WriteGate
 
 MIGRATIONS = Path(__file__).resolve().parent.parent / "migrations"
 
-#: Full-text search structures migration 0006 builds by hand, which the models do not describe
-#: (an FTS5 table and its shadow tables on SQLite; a generated column and its index on
-#: PostgreSQL).
-SEARCH_ONLY_NAMES = ("memories_fts", "search_vector", "ix_memories_search_vector")
+#: Full-text search structures migrations 0006 (memories) and 0020 (knowledge) build by hand,
+#: which the models do not describe (FTS5 tables and their shadow tables on SQLite; generated
+#: columns and their indexes on PostgreSQL).
+SEARCH_ONLY_NAMES = (
+    "memories_fts",
+    "search_vector",
+    "ix_memories_search_vector",
+    "knowledge_chunks_fts",
+    "ix_knowledge_chunks_search_vector",
+)
 
 
 def described_by_models(name: str | None, type_: str, parent_names: Any) -> bool:

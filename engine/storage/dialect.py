@@ -169,14 +169,24 @@ class FullTextTable:
     hidden_when: tuple[str, ...] = ()
     #: A boolean column whose true rows every search returns, whatever they share ("pinned").
     always_when: str | None = None
+    #: A number column that multiplies a row's squashed score when the search ranks
+    #: (``engine.retrieval.lexical``; knowledge: its class's weight). None: the raw score ranks.
+    weight_column: str | None = None
 
 
 def in_scope(table: FullTextTable, scope: Mapping[str, object], params: dict[str, object]) -> str:
     """The condition (over the table aliased ``t``) that a row is in ``scope`` (columns it must
-    equal, ``{"adventure_id": 7}``) and not hidden; the scope's values are bound into
-    ``params``. Names of tables and columns come from code, never from players."""
+    equal, ``{"adventure_id": 7}``, or be one of, given a tuple: ``{"library": ("server:1",
+    "adventure:7")}``) and not hidden; the scope's values are bound into ``params``. Names of
+    tables and columns come from code, never from players."""
     conditions = []
     for n, (column, value) in enumerate(scope.items()):
+        if isinstance(value, tuple):
+            names = [f"s{n}_{i}" for i in range(len(value))]
+            params.update(zip(names, value, strict=True))
+            listed = ", ".join(f":{name}" for name in names)
+            conditions.append(f"t.{column} IN ({listed})" if names else "1 = 0")
+            continue
         params[f"s{n}"] = value
         conditions.append(f"t.{column} = :s{n}")
     conditions += [f"NOT t.{column}" for column in table.hidden_when]

@@ -717,3 +717,8 @@ class Cooldown(SQLModel, table=True):
     last_strike_at: datetime = _when()
     #: Nothing rate-limited is played for the player before this.
     until: datetime = _when()
+
+
+# The knowledge library's tables live in a module of their own; imported here so that they are
+# on the metadata wherever the models are.
+from engine.storage import knowledge_models as _knowledge_models  # noqa: E402, F401

@@ -177,8 +177,9 @@ class _Applier:
             return
         if fact.get("by") == BY_HOST:
             raise _Refused(f"fact {fact_id!r} was set by the host; the narration may not change it")
+        text = " ".join(str(fact.get("text", "")).casefold().split()).rstrip(".!?;: ")
         if fact_id.casefold() in self.protected or (
-            str(fact.get("text", "")).casefold() in self.protected
+            text and any(text in " ".join(canon.split()) for canon in self.protected)
         ):
             raise _Refused(f"fact {fact_id!r} is Canon; the narration may not change it")
 

@@ -20,6 +20,7 @@ from engine.claims import claims_in_scene
 from engine.context import BuiltContext, ContextBuilder, ContextInputs
 from engine.events import ReasoningDelta, StreamEnd, TextDelta, TurnEvent, Usage
 from engine.fallback import FALLBACK_MODEL
+from engine.knowledge.prompt import canon_texts
 from engine.narration_hygiene import tidy_narration
 from engine.providers.base import ChatProvider, GenerationParams
 from engine.sanitise import sanitise
@@ -220,10 +221,12 @@ class Generation:
             model=self.provider.label,
             memory_ids=self._inputs.memory_ids,
             chapters=self._chapters.outcome if self._chapters else ChapterOutcome(),
-            # Canon's protected facts join here (settle_story's ``canon``, fed by the knowledge
-            # library through engine.story_state.canon) once the library exists.
+            # Canon outranks the narration: the facts this turn's Canon passages state.
             story=settle_story(
-                adventure.story_state, world.story, tracking=adventure.story_tracking
+                adventure.story_state,
+                world.story,
+                tracking=adventure.story_tracking,
+                canon=canon_texts(self._inputs.knowledge),
             ),
             suggestions=offered,
         )

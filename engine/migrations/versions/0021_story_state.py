@@ -1,7 +1,7 @@
 """Story state: the typed narrative state of an adventure, and its change log
 
 Revision ID: 0021
-Revises: 0019
+Revises: 0020
 """
 
 from collections.abc import Sequence
@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0021"
-down_revision: str | None = "0019"
+down_revision: str | None = "0020"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -1,0 +1,121 @@
+"""The knowledge library's tables: imported setting files (sources) and their chunks.
+
+Kept apart from ``engine.storage.models`` (which imports this module at its end, so the tables
+are on ``SQLModel.metadata`` wherever the models are). The chunks are searched by words through
+full-text structures the models do not describe (an SQLite FTS5 table kept by triggers; on
+PostgreSQL a generated ``search_vector`` column with a GIN index; migration 0020), as memories
+are.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, ClassVar
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+)
+from sqlalchemy.orm import declared_attr, deferred
+from sqlmodel import Field, SQLModel
+
+# The column helpers are engine.storage.models' own, written again here: that module imports
+# this one (to put these tables on the metadata), so this one may not import it.
+
+
+def _fk(target: str, *, ondelete: str, nullable: bool = True, big: bool = False) -> Any:
+    return Field(
+        default=None,
+        sa_column=Column(
+            BigInteger if big else Integer,
+            ForeignKey(target, ondelete=ondelete),
+            nullable=nullable,
+            index=True,
+        ),
+    )
+
+
+def _text() -> Any:
+    return Field(default="", sa_column=Column(Text, nullable=False))
+
+
+def _defer(*names: str) -> Any:
+    """``__mapper_args__`` that load the named heavy columns only when they are read."""
+
+    def mapper_args(cls: Any) -> dict[str, Any]:
+        return {"properties": {name: deferred(cls.__table__.c[name]) for name in names}}
+
+    return declared_attr.directive(mapper_args)
+
+
+class KnowledgeSource(SQLModel, table=True):
+    """One imported ``.txt`` or ``.md`` file in a library: a server's, a player's own (their
+    DM adventures'), or one adventure's. ``library`` names which ("server:12", "user:34",
+    "adventure:56"); the row's foreign key to that server, player or adventure deletes it
+    with them."""
+
+    __tablename__: ClassVar[str] = "knowledge_sources"
+    __mapper_args__ = _defer("text")
+    __table_args__ = (
+        # One copy of a file per library: importing it again is refused or replaces it.
+        Index("ix_knowledge_sources_library_hash", "library", "content_hash", unique=True),
+        Index("ix_knowledge_sources_library_title", "library", "title", unique=True),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    library: str = Field(sa_column=Column(String(40), nullable=False))
+    server_id: int | None = _fk("servers.id", ondelete="CASCADE", big=True)
+    owner_id: int | None = _fk("users.id", ondelete="CASCADE", big=True)
+    adventure_id: int | None = _fk("adventures.id", ondelete="CASCADE")
+    title: str = Field(sa_column=Column(String(200), nullable=False))
+    #: canon, reference or inspiration (``engine.knowledge.classes``).
+    kind: str = Field(sa_column=Column(String(16), nullable=False))
+    #: Canon only: every chunk goes into every turn's context (within the budget).
+    always_include: bool = False
+    #: Never shown to players by any command (the narrator still reads it).
+    narrator_only: bool = False
+    #: sha256 of the text as imported (after sanitising), hex.
+    content_hash: str = Field(sa_column=Column(String(64), nullable=False))
+    #: The whole file, so the chunks can be rebuilt and the source shown or exported.
+    text: str = _text()
+    chunk_count: int = 0
+    token_count: int = 0
+    imported_by: int | None = Field(
+        default=None,
+        sa_column=Column(BigInteger, ForeignKey("users.id", ondelete="SET NULL"), nullable=True),
+    )
+    created_at: datetime = Field(
+        default_factory=lambda: datetime.now(UTC),
+        sa_column=Column(DateTime(timezone=True), nullable=False),
+    )
+
+
+class KnowledgeChunk(SQLModel, table=True):
+    """A passage of a source, cut at its headings (``engine.knowledge.chunking``)."""
+
+    __tablename__: ClassVar[str] = "knowledge_chunks"
+    __mapper_args__ = _defer("embedding")
+    __table_args__ = (Index("ix_knowledge_chunks_library", "library"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    source_id: int = _fk("knowledge_sources.id", ondelete="CASCADE", nullable=False)
+    #: The source's library, copied so a search is scoped by one column.
+    library: str = Field(sa_column=Column(String(40), nullable=False))
+    position: int = 0
+    #: The headings above the passage, outermost first, joined with " › ".
+    heading: str = Field(default="", sa_column=Column(Text, nullable=False))
+    text: str = _text()
+    token_count: int = 0
+    #: The source's "always include", copied for the search's ``always_when``.
+    always: bool = False
+    #: The source's class's weight, copied so the search ranks as the retriever does.
+    weight: float = 1.0
+    embedding: bytes | None = Field(default=None, sa_column=Column(LargeBinary))
+    embedding_model: str | None = None
