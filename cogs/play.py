@@ -89,6 +89,10 @@ narrated together once all acted, on Close, or late (`host`: on the host's Close
 `/summary view|edit`: the story summary the narrator reads
 `/recap`: catch up on the adventure here (the summary and the latest turns, to you alone)
 
+**Knowledge** (setting notes the narrator reads when they come up)
+`/knowledge import file: class:canon|reference|inspiration`: a .txt or .md file (as for \
+scenarios: server managers and importers; in a DM, yours); `/knowledge list|show|options|remove`
+
 **Chapters and the story's state**
 `/chapters`: a scenario's chapters, the beat you are on, each chapter's recap and the epilogue
 `/narrative state`: who is where, who holds what, open threads, and what the last turn changed
