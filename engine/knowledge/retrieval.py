@@ -34,16 +34,13 @@ from sqlmodel import col
 from engine.errors import CampfireError
 from engine.knowledge.classes import RULES, KnowledgeClass
 from engine.knowledge.prompt import framed_passage, passage_label
-from engine.memory.semantic import calibrated_floor
-from engine.providers.embeddings import EmbeddingClient
 from engine.retrieval.lexical import LexicalScore, search
-from engine.retrieval.ranking import cosines_of, relevance, semantic_off_reason
+from engine.retrieval.ranking import RankingRetriever, cosines_of, relevance
 from engine.storage.dialect import FullTextTable
 from engine.storage.knowledge_models import KnowledgeChunk, KnowledgeSource
 from engine.storage.models import Adventure
 
 DEFAULT_TOP_K = 6
-SEMANTIC_TIMEOUT_S = 5.0
 #: How many of the newest story entries (with the new action) make the query.
 QUERY_ENTRIES = 4
 #: The most query terms looked up, the newest text's first (the action, then the newest
@@ -169,26 +166,12 @@ class KnowledgeFound:
         return text
 
 
-class KnowledgeRetriever:
+class KnowledgeRetriever(RankingRetriever):
     """The retriever of the knowledge section (engine.retrieval.retriever's ``Retriever``)."""
 
     section = "knowledge"
 
-    def __init__(
-        self,
-        embedder: EmbeddingClient | None = None,
-        *,
-        top_k: int = DEFAULT_TOP_K,
-        floor: float | None = None,
-        semantic_timeout: float = SEMANTIC_TIMEOUT_S,
-    ) -> None:
-        self.embedder = embedder
-        self.top_k = top_k
-        self.semantic_timeout = semantic_timeout
-        self.floor = calibrated_floor(embedder.model, floor) if embedder else None
-
-    def semantic_off_reason(self) -> str:
-        return semantic_off_reason(self.embedder, self.floor)
+    default_top_k = DEFAULT_TOP_K
 
     async def retrieve(
         self, session: AsyncSession, adventure_id: int, recent: Sequence[str]

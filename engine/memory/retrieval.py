@@ -27,17 +27,12 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from engine.errors import CampfireError
-from engine.memory.semantic import calibrated_floor
-from engine.providers.embeddings import EmbeddingClient
 from engine.retrieval.lexical import LexicalScore, search
-from engine.retrieval.ranking import cosines_of, relevance, semantic_off_reason
+from engine.retrieval.ranking import RankingRetriever, cosines_of, relevance
 from engine.storage.dialect import FullTextTable
 from engine.storage.models import Memory
 
 DEFAULT_TOP_K = 5
-#: The longest a turn waits for the query's embedding before going on with lexical only: a
-#: slow or dead embedding server must not hold up the story.
-SEMANTIC_TIMEOUT_S = 5.0
 #: How many of the newest story entries (with the new action) make the query.
 QUERY_ENTRIES = 4
 
@@ -113,26 +108,12 @@ class Retrieval:
         return tuple(m.id for m in self.chosen)
 
 
-class MemoryRetriever:
+class MemoryRetriever(RankingRetriever):
     """The retriever of the memories section (engine.retrieval.retriever's ``Retriever``)."""
 
     section = "memories"
 
-    def __init__(
-        self,
-        embedder: EmbeddingClient | None = None,
-        *,
-        top_k: int = DEFAULT_TOP_K,
-        floor: float | None = None,
-        semantic_timeout: float = SEMANTIC_TIMEOUT_S,
-    ) -> None:
-        self.embedder = embedder
-        self.top_k = top_k
-        self.semantic_timeout = semantic_timeout
-        self.floor = calibrated_floor(embedder.model, floor) if embedder else None
-
-    def semantic_off_reason(self) -> str:
-        return semantic_off_reason(self.embedder, self.floor)
+    default_top_k = DEFAULT_TOP_K
 
     async def retrieve(
         self, session: AsyncSession, adventure_id: int, recent: Sequence[str]

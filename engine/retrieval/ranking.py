@@ -16,9 +16,39 @@ from typing import Any
 
 import numpy as np
 
-from engine.memory.semantic import SemanticIndex, from_bytes
+from engine.memory.semantic import SemanticIndex, calibrated_floor, from_bytes
 from engine.providers.embeddings import EmbeddingClient
 from engine.retrieval.lexical import SQUASH, LexicalScore
+
+#: The longest a turn waits for the query's embedding before going on with lexical only: a
+#: slow or dead embedding server must not hold up the story.
+SEMANTIC_TIMEOUT_S = 5.0
+
+
+class RankingRetriever:
+    """What the memory bank's and the knowledge library's retrievers hold alike: the embedding
+    client (None: lexical only), how many items they choose, the calibrated cosine floor of
+    that client's model (None when it has none: then semantic admission is off, and says so)
+    and how long a turn waits for the query's embedding."""
+
+    #: How many items a retriever of this kind chooses unless told otherwise.
+    default_top_k = 5
+
+    def __init__(
+        self,
+        embedder: EmbeddingClient | None = None,
+        *,
+        top_k: int | None = None,
+        floor: float | None = None,
+        semantic_timeout: float = SEMANTIC_TIMEOUT_S,
+    ) -> None:
+        self.embedder = embedder
+        self.top_k = self.default_top_k if top_k is None else top_k
+        self.semantic_timeout = semantic_timeout
+        self.floor = calibrated_floor(embedder.model, floor) if embedder else None
+
+    def semantic_off_reason(self) -> str:
+        return semantic_off_reason(self.embedder, self.floor)
 
 
 def semantic_off_reason(embedder: EmbeddingClient | None, floor: float | None) -> str:
