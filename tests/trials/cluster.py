@@ -70,6 +70,7 @@ from engine.memory.prompts import MEMORY_SYSTEM, SUMMARY_SYSTEM
 from engine.storage.database import Database
 from engine.storage.models import Memory, Role, StoryNode
 from tests.fakes.openai_server import FakeModelServer, Reply
+from tests.trials.child_process import ChildProcess
 from tests.trials.cluster_process import FAILED
 from tests.trials.invariants import inconsistencies
 
@@ -167,64 +168,30 @@ class TrialModel(FakeModelServer):
         return Reply(text=f"{words}{band}.", delay=TOKEN_DELAY)
 
 
-class BotProcess:
-    """One bot process, played over its standard input and output."""
+class BotProcess(ChildProcess):
+    """One bot process of the cluster (``tests.trials.cluster_process``)."""
 
     def __init__(self, index: int, spec: dict[str, Any], log: IO[bytes]) -> None:
+        super().__init__(
+            "tests.trials.cluster_process",
+            spec,
+            log,
+            start_seconds=START_SECONDS,
+            order_seconds=ORDER_SECONDS,
+        )
         self.index = index
-        self.spec = spec
-        self.log = log
-        self.process: asyncio.subprocess.Process | None = None
+        #: What the bot posted as it started: a restarted one's notices of interrupted turns.
         self.notices: list[dict[str, Any]] = []
 
-    async def start(self) -> None:
-        self.process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "tests.trials.cluster_process",
-            json.dumps(self.spec),
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=self.log,
-            # Big orders answer in one line.
-            limit=64 * 1024 * 1024,
-            cwd=ROOT,
-        )
-        ready = await self._read(START_SECONDS)
-        if ready is None or "ready" not in ready:
-            raise RuntimeError(f"bot process {self.index} did not start: {ready!r}")
+    async def start(self) -> dict[str, Any]:
+        ready = await super().start()
         self.notices = ready["notices"]
+        return ready
 
-    async def order(self, order: dict[str, Any]) -> dict[str, Any] | None:
-        """One order's answer, or None when the process died first."""
-        assert self.process is not None and self.process.stdin is not None
-        try:
-            self.process.stdin.write((json.dumps(order) + "\n").encode())
-            await self.process.stdin.drain()
-        except (BrokenPipeError, ConnectionResetError):
-            return None
-        return await self._read(ORDER_SECONDS)
-
-    async def _read(self, seconds: float) -> dict[str, Any] | None:
-        assert self.process is not None and self.process.stdout is not None
-        line = await asyncio.wait_for(self.process.stdout.readline(), seconds)
-        return json.loads(line) if line else None
-
-    async def kill(self) -> None:
-        assert self.process is not None
-        self.process.kill()  # SIGKILL: no cleanup of any kind
-        await self.process.wait()
-
-    async def close(self) -> list[str]:
-        """Stop it as a shutdown would; what the stand-in refused meanwhile."""
-        if self.process is None or self.process.returncode is not None:
-            return []
-        failures = await self.order({"quit": True})
-        try:
-            await asyncio.wait_for(self.process.wait(), 30)
-        except TimeoutError:
-            await self.kill()
-        return failures.get("failures", []) if failures else []
+    async def stop(self) -> list[str]:
+        """Stop it as a shutdown would; what its stand-in refused meanwhile."""
+        last = await self.close()
+        return last.get("failures", []) if last else []
 
 
 # -- the database ---------------------------------------------------------------------------
@@ -356,7 +323,7 @@ class ClusterRun:
             await self.wait_for_memories()
         finally:
             for bot in self.bots:
-                for failure in await bot.close():
+                for failure in await bot.stop():
                     self.result.problems.append(f"Discord stand-in refused: {failure}")
             for log in logs:
                 log.close()
@@ -505,7 +472,7 @@ class ClusterRun:
         """The killed process started again; its players take their actions back as the bot
         offers: Retry under the notice of an interrupted turn, or the action sent again when
         no notice came and the story does not hold it."""
-        bot.spec = self.spec(bot.index)
+        bot.argument = self.spec(bot.index)
         started = time.monotonic()
         await bot.start()
         self.restarted_at = time.monotonic()

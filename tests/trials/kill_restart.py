@@ -21,9 +21,6 @@ while the turn's transaction waits on the request's row). Then:
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import json
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -37,6 +34,7 @@ from engine.storage.database import Database
 from engine.storage.models import Adventure
 from tests.fakes.openai_server import FakeModelServer, Reply
 from tests.trials.bot_process import DM_ID
+from tests.trials.child_process import ChildProcess
 from tests.trials.outcome_hold import OutcomeHold
 from tests.trials.tally import Tally, stored_form
 
@@ -66,65 +64,26 @@ def reply_text(tag: str) -> str:
     return " ".join(words) + "."
 
 
-class BotProcess:
-    """The bot in a child process, played over its standard input and output."""
+class BotProcess(ChildProcess):
+    """The bot in a child process (``tests.trials.bot_process``)."""
 
     def __init__(self, settings: dict[str, Any], log: IO[bytes]) -> None:
-        self.settings = settings
-        self.log = log
-        self.process: asyncio.subprocess.Process | None = None
+        super().__init__(
+            "tests.trials.bot_process",
+            settings,
+            log,
+            start_seconds=START_SECONDS,
+            order_seconds=ORDER_SECONDS,
+        )
         #: What the bot posted while it started (a restarted one: the cut-off turn's notice).
         self.posted_at_start: list[dict[str, Any]] = []
 
-    async def start(self) -> float:
+    async def start_timed(self) -> float:
         """Start it; the seconds until it was ready."""
         started = time.monotonic()
-        self.process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "tests.trials.bot_process",
-            json.dumps(self.settings),
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=self.log,
-        )
-        ready = await self._read(START_SECONDS)
-        if ready is None or "ready" not in ready:
-            raise RuntimeError(f"the bot process did not start: {ready!r}")
+        ready = await self.start()
         self.posted_at_start = ready.get("messages", [])
         return time.monotonic() - started
-
-    async def order(self, order: dict[str, Any]) -> dict[str, Any] | None:
-        """Send one order; its outcome, or None when the process died first."""
-        assert self.process is not None and self.process.stdin is not None
-        try:
-            self.process.stdin.write((json.dumps(order) + "\n").encode())
-            await self.process.stdin.drain()
-        except (BrokenPipeError, ConnectionResetError):
-            return None
-        return await self._read(ORDER_SECONDS)
-
-    async def _read(self, seconds: float) -> dict[str, Any] | None:
-        assert self.process is not None and self.process.stdout is not None
-        line = await asyncio.wait_for(self.process.stdout.readline(), seconds)
-        return json.loads(line) if line else None
-
-    async def kill(self) -> None:
-        assert self.process is not None
-        self.process.kill()  # SIGKILL: no cleanup of any kind
-        await self.process.wait()
-
-    async def close(self) -> None:
-        if self.process is None or self.process.returncode is not None:
-            return
-        assert self.process.stdin is not None
-        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-            self.process.stdin.write(b'{"quit": true}\n')
-            await self.process.stdin.drain()
-        try:
-            await asyncio.wait_for(self.process.wait(), 20)
-        except TimeoutError:
-            await self.kill()
 
 
 def played(outcome: dict[str, Any] | None, action: str) -> bool:
@@ -149,7 +108,7 @@ async def run_kills(
 ) -> None:
     with log_path.open("ab") as log:
         process = BotProcess(settings, log)
-        await process.start()
+        await process.start_timed()
         async with db.session() as session:
             adventure_id = await session.scalar(
                 select(col(Adventure.id)).where(col(Adventure.channel_id) == DM_ID)
@@ -200,7 +159,7 @@ async def _kill_once(
     stored = await tally.check(db, where, settled=False)
     stored_at_kill = stored[stored_form(killed)]
 
-    startup = await process.start()
+    startup = await process.start_timed()
     ready_at = time.monotonic()
     follow = f"wave lantern {number}"
     tally.sent.add(stored_form(follow))
