@@ -88,9 +88,18 @@ def build_world(fake: FakeDiscord, world: dict[str, Any]) -> None:
 class Player:
     """The orders of one line, played at once."""
 
-    def __init__(self, standin: StandIn) -> None:
+    def __init__(self, standin: StandIn, bot: CampfireBot) -> None:
         self.standin = standin
         self.fake = standin.fake
+        self.bot = bot
+
+    async def settle(self) -> None:
+        """Until the bot has handled every interaction and shown every turn: a turn queued
+        behind another, or whose narration waits for the pacer, is shown after its
+        interaction's handler ended (the console waits the same way)."""
+        await self.standin.idle(timeout=ORDER_SECONDS)
+        await asyncio.wait_for(self.bot.narrator.wait_idle(), ORDER_SECONDS)
+        await self.standin.idle(timeout=ORDER_SECONDS)
 
     async def _spread(
         self, sends: Sequence[Callable[[], Awaitable[Any]]], spread: float
@@ -109,7 +118,7 @@ class Player:
         fake = self.fake
         sends = [partial(fake.slash, p, c, "start") for p, c in orders]
         records = await self._spread(sends, spread)
-        await self.standin.idle(timeout=ORDER_SECONDS)
+        await self.settle()
         started = []
         for (_, channel), record in zip(orders, records, strict=True):
             threads = self.fake.threads(channel)
@@ -133,7 +142,7 @@ class Player:
         else:
             sends = [partial(fake.slash, p, t, "do", action=a) for p, t, a in orders]
         records = await self._spread(sends, spread)
-        await self.standin.idle(timeout=ORDER_SECONDS)
+        await self.settle()
         outcomes = []
         for order, record in zip(orders, records, strict=True):
             thread, action = order[-2], order[-1]
@@ -171,7 +180,7 @@ async def serve(settings: dict[str, Any], world: dict[str, Any]) -> None:
         await standin.idle(timeout=ORDER_SECONDS)
         notices = [{"thread": t, **n} for t in known for n in _notices(fake, t, before[t])]
         _say({"ready": os.getpid(), "notices": notices})
-        player = Player(standin)
+        player = Player(standin, bot)
         while line := await asyncio.to_thread(sys.stdin.readline):
             order = json.loads(line)
             if order.get("quit"):
