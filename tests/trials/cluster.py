@@ -372,6 +372,7 @@ class ClusterRun:
         timed_turns, timed_seconds = 0, 0.0
         for number in range(1, self.args.rounds + 1):
             started, resent = time.monotonic(), self.result.resent
+            problems = len(self.result.problems)
             killing = self.kill and number == KILL_ROUND
             narrated = await self.play_round(self.adventures, number, kill=killing)
             took = time.monotonic() - started
@@ -380,6 +381,8 @@ class ClusterRun:
                 f"  round {number}: {narrated} turns narrated in {took:.1f} s, "
                 f"{self.result.resent - resent} actions sent again{note}"
             )
+            for problem in self.result.problems[problems : problems + 3]:
+                self.say(f"    problem: {problem}")
             if not killing:
                 timed_turns += narrated
                 timed_seconds += took
@@ -635,11 +638,16 @@ def memory_calls_repeated(requests: list[dict[str, Any]], killed_at: float | Non
 
 
 async def trial(args: argparse.Namespace, server: str, say: Say) -> RunResult:
-    with TrialModel() as model, tempfile.TemporaryDirectory(prefix="campfire-cluster-") as tmp:
+    with (
+        TrialModel() as model,
+        tempfile.TemporaryDirectory(prefix="campfire-cluster-") as temporary,
+    ):
+        # The bot processes' data folders and logs: kept where --logs says, else thrown away.
+        tmp = args.logs or temporary
 
         async def run(processes: int, *, kill: bool) -> RunResult:
             work = Path(tmp) / f"{processes}-processes"
-            work.mkdir()
+            work.mkdir(parents=True)
             model.requests.clear()
             async with fresh_database(server) as url:
                 cluster = ClusterRun(
@@ -688,6 +696,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--long", type=int, default=24, help=f"adventures that play on to {LONG_ACTIONS} actions"
     )
+    parser.add_argument("--logs", help="keep the bot processes' logs in this new folder")
     parser.add_argument(
         "--spread",
         type=float,
