@@ -47,6 +47,13 @@ def is_postgres(session: AsyncSession) -> bool:
 # --- connecting ----------------------------------------------------------------------------------
 
 
+#: Connections a process keeps open to PostgreSQL, and how many more it may open at a peak.
+#: SQLAlchemy's 5 + 10 made hundreds of turns at once wait past the pool's 30 s for a
+#: connection and fail (the cluster trial, one process, 600 adventures); 10 + 20 leaves three
+#: processes within PostgreSQL's default 100 connections.
+POSTGRES_POOL_SIZE = 10
+POSTGRES_POOL_OVERFLOW = 20
+
 #: The PostgreSQL advisory lock start-up's migrations and seeding hold (any fixed number that
 #: nothing else uses as a key; this one spells "Camp").
 SETUP_LOCK_KEY = 0x43616D70
@@ -68,7 +75,13 @@ def create_engine(url: str, *, echo: bool = False) -> AsyncEngine:
     parsed = make_url(url)
     if parsed.get_backend_name() != "sqlite":
         # A pooled PostgreSQL connection can be dropped by the server while it waits.
-        return create_async_engine(url, echo=echo, pool_pre_ping=True)
+        return create_async_engine(
+            url,
+            echo=echo,
+            pool_pre_ping=True,
+            pool_size=POSTGRES_POOL_SIZE,
+            max_overflow=POSTGRES_POOL_OVERFLOW,
+        )
     if parsed.database and parsed.database != ":memory:" and not parsed.query.get("uri"):
         # Created owner-only before SQLite opens it: its -wal and -shm files take its mode.
         private_sqlite_database(Path(parsed.database).expanduser())

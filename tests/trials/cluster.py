@@ -700,8 +700,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--spread",
         type=float,
-        default=5.0,
-        help="seconds over which a round's players arrive at each process",
+        default=20.0,
+        help="seconds over which a round's players arrive (20: a thousand players acting "
+        "about every half minute)",
     )
     parser.add_argument(
         "--discord-budget",
