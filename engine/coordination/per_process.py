@@ -118,6 +118,12 @@ PER_PROCESS: tuple[PerProcess, ...] = (
         "after a restart, marks undone turns and moves the buttons.",
     ),
     PerProcess(
+        "engine.turns.engine:TurnEngine",
+        "how many turns this process runs at once (a semaphore of MAX_RUNNING_TURNS slots)",
+        "It bounds this process's own load only; which turn may run for an adventure is "
+        "still its turn lease, held (and heartbeated) while the turn waits for a slot.",
+    ),
+    PerProcess(
         "engine.leases:TurnLeases",
         "this process's lease releases still in flight",
         "They concern only leases this process holds; an unreleased lease expires.",

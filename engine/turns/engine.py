@@ -11,6 +11,7 @@ players are told what happened.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from contextlib import aclosing
@@ -37,6 +38,15 @@ from engine.turns.plan import Fence, TurnPlan, plan_take, plan_turn
 log = logging.getLogger(__name__)
 
 
+#: Turns one process runs at once; the rest wait for a slot, their turn leases heartbeated by
+#: their holders meanwhile. Each running turn needs a database connection now and then, and
+#: under overload (a thousand adventures on one process in the cluster trial) unbounded turns
+#: waited past the pool's 30 s for one and failed; bounded, they queue and play. Well above
+#: what Discord's global limit lets one bot show (about ten turns a second), so it costs no
+#: throughput.
+MAX_RUNNING_TURNS = 24
+
+
 class TurnEngine:
     def __init__(
         self,
@@ -48,8 +58,12 @@ class TurnEngine:
         max_action_chars: int = 2000,
         script_limits: Limits | None = None,
         max_story_cards: int = DEFAULT_MAX_CARDS,
+        max_running: int = MAX_RUNNING_TURNS,
     ) -> None:
         self.db = db
+        # Per process (engine.coordination.per_process): turns beyond it wait their turn here,
+        # holding no connection.
+        self._slots = asyncio.Semaphore(max_running)
         self.providers = providers
         self.params = params or GenerationParams()
         self.context = context or ContextEngine(max_output_tokens=self.params.max_tokens)
@@ -116,7 +130,16 @@ class TurnEngine:
         self, planned: Callable[[AsyncSession], Awaitable[TurnPlan]], fence: Fence | None
     ) -> AsyncGenerator[TurnEvent, None]:
         """One turn through the pipeline: the plan and the context's reads in one session, then
-        the reply (holding no connection), then the commit."""
+        the reply (holding no connection), then the commit. At most ``max_running`` at once in
+        this process (see ``MAX_RUNNING_TURNS``)."""
+        async with self._slots:
+            async with aclosing(self._pipeline(planned, fence)) as events:
+                async for event in events:
+                    yield event
+
+    async def _pipeline(
+        self, planned: Callable[[AsyncSession], Awaitable[TurnPlan]], fence: Fence | None
+    ) -> AsyncGenerator[TurnEvent, None]:
         async with self.db.session() as session:
             plan = await planned(session)
             # Which model (the player's, the server's, the operator's), read in this session.
