@@ -95,10 +95,15 @@ class Player:
 
     async def settle(self) -> None:
         """Until the bot has handled every interaction and shown every turn: a turn queued
-        behind another, or whose narration waits for the pacer, is shown after its
-        interaction's handler ended (the console waits the same way)."""
-        await self.standin.idle(timeout=ORDER_SECONDS)
-        await asyncio.wait_for(self.bot.narrator.wait_idle(), ORDER_SECONDS)
+        behind another, waiting for one of the process's turn slots, or whose narration waits
+        for the pacer, is shown after its interaction's handler ended."""
+        queue = self.bot.services.play.queue
+        while True:
+            await self.standin.idle(timeout=ORDER_SECONDS)
+            await asyncio.wait_for(self.bot.narrator.wait_idle(), ORDER_SECONDS)
+            if queue.depths() == (0, 0):
+                break
+            await asyncio.sleep(0.2)
         await self.standin.idle(timeout=ORDER_SECONDS)
 
     async def _spread(
