@@ -55,7 +55,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -66,11 +66,20 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlmodel import col
 
-from engine.memory.prompts import MEMORY_SYSTEM, SUMMARY_SYSTEM
 from engine.storage.database import Database
-from engine.storage.models import Memory, Role, StoryNode
+from engine.storage.models import Memory
 from tests.fakes.openai_server import FakeModelServer, Reply
 from tests.trials.child_process import ChildProcess
+from tests.trials.cluster_checks import (
+    BAND,
+    TAG,
+    action_text,
+    max_concurrent_generations,
+    memory_call,
+    memory_calls_repeated,
+    stored_tags,
+    tag_of,
+)
 from tests.trials.cluster_process import FAILED
 from tests.trials.invariants import inconsistencies
 
@@ -98,15 +107,7 @@ TOKEN_DELAY = 0.02
 #: Discord ids of the trial's world: below the stand-in's own (made from the time now).
 BASE_MS = 10_000_000_000
 OWNER_ID = 100_000_000_000_000_001
-TAG = re.compile(r"\bm(\d{4})r(\d{2})\b")
-#: How the fake model's replies name their adventure (not an action's tag: see TrialModel).
-BAND = re.compile(r"\bband (\d{4})\b")
-
 Say = Callable[[str], None]
-
-
-def action_text(adventure: int, number: int) -> str:
-    return f"chalk the mark m{adventure:04d}r{number:02d} on the stone"
 
 
 def snowflake(ms: int) -> int:
@@ -563,75 +564,6 @@ class ClusterRun:
             result.problems.append(f"{asked_again} memory-bank model calls asked again")
         calls = sum(1 for r in self.model.requests if memory_call(r))
         self.say(f"  memory work: {calls} model calls, {memories} memories stored")
-
-
-def tag_of(action: str) -> str:
-    found = TAG.search(action)
-    assert found is not None
-    return found.group(0)
-
-
-async def stored_tags(url: str) -> Counter[str]:
-    """How many times each of the trial's actions is in the stories."""
-    db = Database(url)
-    try:
-        async with db.session() as session:
-            texts = await session.scalars(
-                select(col(StoryNode.text)).where(col(StoryNode.role) == Role.PLAYER)
-            )
-            return Counter(m.group(0) for t in texts for m in TAG.finditer(t))
-    finally:
-        await db.dispose()
-
-
-def system_text(request: dict[str, Any]) -> str:
-    messages = request.get("messages") or []
-    return next((m.get("content", "") for m in messages if m.get("role") == "system"), "")
-
-
-def memory_call(request: dict[str, Any]) -> bool:
-    return request.get("_path", "").endswith("/chat/completions") and system_text(request) in (
-        MEMORY_SYSTEM,
-        SUMMARY_SYSTEM,
-    )
-
-
-def max_concurrent_generations(requests: list[dict[str, Any]]) -> int:
-    """The most narration requests of one adventure in flight at once."""
-    spans: dict[str, list[tuple[float, int]]] = defaultdict(list)
-    for request in requests:
-        if not request.get("_path", "").endswith("/chat/completions") or memory_call(request):
-            continue
-        words = json.dumps(request.get("messages"))
-        found = TAG.search(words)
-        if found is None:
-            continue
-        adventure = found.group(1)
-        spans[adventure].append((request["_started"], 1))
-        spans[adventure].append((request.get("_ended", float("inf")), -1))
-    most = 0
-    for events in spans.values():
-        running = 0
-        for _, step in sorted(events, key=lambda e: (e[0], e[1])):
-            running += step
-            most = max(most, running)
-    return most
-
-
-def memory_calls_repeated(requests: list[dict[str, Any]], killed_at: float | None) -> int:
-    """Memory-bank calls asked again with a prompt already answered: the same work paid twice.
-    One cut off by the kill (in flight as the process died) was not answered."""
-    answered: dict[str, float] = {}
-    repeated = 0
-    for request in sorted((r for r in requests if memory_call(r)), key=lambda r: r["_started"]):
-        key = json.dumps(request.get("messages"), sort_keys=True)
-        ended = request.get("_ended", float("inf"))
-        cut_off = killed_at is not None and request["_started"] <= killed_at <= ended + 1.0
-        if key in answered and answered[key] <= request["_started"]:
-            repeated += 1
-        if not cut_off:
-            answered.setdefault(key, ended)
-    return repeated
 
 
 # -- the trial -------------------------------------------------------------------------------
