@@ -11,7 +11,6 @@ anyone may list, and read a file's text unless it is narrator only.
 from __future__ import annotations
 
 import io
-import logging
 from typing import TYPE_CHECKING
 
 import discord
@@ -22,6 +21,7 @@ from cogs.content import EMBED_FIELD_VALUE_MAX as FIELD_MAX
 from cogs.content import fit_embed, fit_text
 from cogs.context import actor_of, channel_id_of
 from cogs.pages import ListPage, list_source, paged, show_list
+from cogs.previews import FilePreview
 from cogs.replies import reply
 from engine.errors import CampfireError
 from engine.knowledge.classes import RULES, KnowledgeClass
@@ -32,10 +32,8 @@ if TYPE_CHECKING:
     from bot.discord_bot import CampfireBot
     from engine.access import Actor
 
-log = logging.getLogger(__name__)
 
 KNOWLEDGE_COLOUR = discord.Colour.dark_gold()
-PREVIEW_SECONDS = 600
 #: Headings a preview lists before "…and N more".
 PREVIEW_HEADINGS = 12
 
@@ -92,21 +90,13 @@ def preview_embed(draft: KnowledgeDraft) -> discord.Embed:
     return embed
 
 
-class KnowledgePreview(discord.ui.View):
+class KnowledgePreview(FilePreview):
     """Confirm or Cancel under a preview; only whoever attached the file may press."""
 
     def __init__(self, bot: CampfireBot, actor: Actor, draft: KnowledgeDraft) -> None:
-        super().__init__(timeout=PREVIEW_SECONDS)
+        super().__init__(actor)
         self.bot = bot
-        self.actor = actor
         self.draft = draft
-        self.message: discord.WebhookMessage | None = None
-
-    async def interaction_check(self, interaction: discord.Interaction) -> bool:
-        if interaction.user.id != self.actor.user_id:
-            await reply(interaction, "This preview belongs to whoever attached the file.")
-            return False
-        return True
 
     @discord.ui.button(label="Confirm", style=discord.ButtonStyle.success, emoji="✅")
     async def confirm(self, interaction: discord.Interaction, _button: discord.ui.Button) -> None:
@@ -129,21 +119,7 @@ class KnowledgePreview(discord.ui.View):
 
     @discord.ui.button(label="Cancel", style=discord.ButtonStyle.secondary)
     async def cancel(self, interaction: discord.Interaction, _button: discord.ui.Button) -> None:
-        self.stop()
-        await interaction.response.edit_message(
-            content="Import cancelled; nothing was saved.", embed=None, view=None
-        )
-
-    async def on_timeout(self) -> None:
-        if self.message is not None:
-            try:
-                await self.message.edit(
-                    content="This preview expired; nothing was saved. Attach the file again.",
-                    embed=None,
-                    view=None,
-                )
-            except discord.HTTPException:
-                log.debug("could not mark a knowledge preview expired", exc_info=True)
+        await self.cancelled(interaction)
 
 
 def entry_line(entry: SourceEntry) -> str:

@@ -9,7 +9,6 @@ in between only means attaching the file again.
 from __future__ import annotations
 
 import io
-import logging
 from typing import TYPE_CHECKING
 
 import discord
@@ -21,6 +20,7 @@ from cogs.content import EMBED_FIELD_VALUE_MAX as FIELD_MAX
 from cogs.content import fit_embed, fit_text
 from cogs.context import actor_of
 from cogs.pages import ListPage, list_source, paged, show_list
+from cogs.previews import FilePreview
 from cogs.replies import reply
 from engine.errors import CampfireError
 from engine.formats.draft import ImportedScenario, ScenarioDraft
@@ -31,10 +31,8 @@ if TYPE_CHECKING:
     from bot.discord_bot import CampfireBot
     from engine.access import Actor
 
-log = logging.getLogger(__name__)
 
 LIBRARY_COLOUR = discord.Colour.teal()
-PREVIEW_SECONDS = 600
 
 
 def _scenario_line(draft: ScenarioDraft) -> str:
@@ -93,25 +91,17 @@ def preview_embed(imported: ImportedScenario) -> discord.Embed:
     return embed
 
 
-class ImportPreview(discord.ui.View):
+class ImportPreview(FilePreview):
     """Confirm or Cancel under a preview; only the member who attached the file may press."""
 
     def __init__(self, bot: CampfireBot, actor: Actor, imported: ImportedScenario) -> None:
-        super().__init__(timeout=PREVIEW_SECONDS)
+        super().__init__(actor)
         self.bot = bot
-        self.actor = actor
         self.imported = imported
-        self.message: discord.WebhookMessage | None = None
         if imported.cards_left_out:
             # Over the card cap: what Confirm saves is said on the button itself.
             kept = imported.card_count
             self.confirm.label = f"Import the first {kept:,} cards"
-
-    async def interaction_check(self, interaction: discord.Interaction) -> bool:
-        if interaction.user.id != self.actor.user_id:
-            await reply(interaction, "This preview belongs to whoever attached the file.")
-            return False
-        return True
 
     @discord.ui.button(label="Confirm", style=discord.ButtonStyle.success, emoji="✅")
     async def confirm(self, interaction: discord.Interaction, _button: discord.ui.Button) -> None:
@@ -144,21 +134,7 @@ class ImportPreview(discord.ui.View):
 
     @discord.ui.button(label="Cancel", style=discord.ButtonStyle.secondary)
     async def cancel(self, interaction: discord.Interaction, _button: discord.ui.Button) -> None:
-        self.stop()
-        await interaction.response.edit_message(
-            content="Import cancelled; nothing was saved.", embed=None, view=None
-        )
-
-    async def on_timeout(self) -> None:
-        if self.message is not None:
-            try:
-                await self.message.edit(
-                    content="This preview expired; nothing was saved. Attach the file again.",
-                    embed=None,
-                    view=None,
-                )
-            except discord.HTTPException:
-                log.debug("could not mark an import preview expired", exc_info=True)
+        await self.cancelled(interaction)
 
 
 def _entry_line(entry: ScenarioEntry) -> str:
