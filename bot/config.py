@@ -80,7 +80,7 @@ class Settings(BaseSettings):
         "small CPU reads about 160 prompt tokens a second, so a smaller prompt answers sooner.",
     )
     embedded_max_output_tokens: int = Field(
-        default=160,
+        default=120,
         ge=16,
         le=4096,
         description="The longest narration on the embedded model (at most max_output_tokens).",

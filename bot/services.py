@@ -237,8 +237,11 @@ async def build_services(settings: Settings) -> Services:
         provider,
         background=settings.background_model_use,
         # The embedded model keeps what it has read of the story between turns: background
-        # work gets a context of its own, so the next turn reads on from the last.
-        background_provider=None if settings.model_url else make_chat_provider(settings),
+        # work gets a context of its own, so the next turn reads on from the last, and gives
+        # way to narration on the shared cores.
+        background_provider=provider.background_client()
+        if isinstance(provider, LocalLlamaProvider)
+        else None,
     )
     # A server's or player's own model, checked by the endpoint policy (the operator's is not).
     policy = EndpointPolicy(allow_private=settings.allow_private_endpoints)

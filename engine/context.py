@@ -30,10 +30,11 @@ last, then the length hint, and the one-line world-state reminder as the very la
 A second layout is for a model that reuses the prompt prefix it has already evaluated (the
 embedded llama.cpp model: reading the prompt is most of a turn's wait on a small CPU). Only the
 story is ever appended to, so everything that changes from turn to turn goes after it: the
-system message, plot essentials and the story summary, then "Recent Story:" (its window's start
-moves ``ANCHOR_STEP`` entries at a time rather than every turn), then memories, knowledge, the
-triggered cards, the live world state, the author's note, the new action, and the tail. The
-model then reads again only the newest turn and what follows it.
+system message (closed by the length hint and the adventure's own author's note, which are the
+same every turn), plot essentials and the story summary, then "Recent Story:" (its window's
+start moves ``ANCHOR_STEP`` entries at a time rather than every turn), then memories,
+knowledge, the triggered cards, the live world state, a note a script set, the new action, and
+the tail. The model then reads again only the newest turn and what follows it.
 
 Costs do not grow with the story: token counts are taken once per section text (``count_tokens``
 is cached by text) or from the count stored with each story entry, and history is read as a
@@ -241,6 +242,7 @@ class ContextEngine:
             plot_essentials=memory.get("context") or adventure.plot_essentials,
             story_summary=adventure.story_summary,
             authors_note=memory.get("authorsNote") or adventure.authors_note,
+            authors_note_from_script=bool(memory.get("authorsNote")),
             front_memory=memory.get("frontMemory", ""),
             # Memories and knowledge are filled in below, by the retrievers.
             cards=await load_context_cards(session, adventure.id),
@@ -328,8 +330,20 @@ class ContextEngine:
         story = self._history(inputs, history_room, fixed)
 
         system = fixed.system
+        tail = fixed.tail
         found = [cards] if cards and cards.text else []
+        note = fixed.note
         if self.prefix_stable:
+            # The length hint and the adventure's own note are the same every turn: they close
+            # the system message rather than be read again after each turn's story. A note a
+            # script sets may change every turn; it stays with the turn's other changes.
+            steady_note = note is not None and not inputs.authors_note_from_script
+            system = [*system, *(s for s in tail if s.key == "output_hint")]
+            if note is not None and steady_note:
+                system.append(note)
+                note.reason = "in the system message (the same every turn)"
+                note = None
+            tail = [s for s in tail if s.key != "output_hint"]
             stable = [s for s in fixed.before_cards if s.key not in TURN_BY_TURN]
             changing = [s for s in fixed.before_cards if s.key in TURN_BY_TURN]
             user = [
@@ -338,8 +352,8 @@ class ContextEngine:
                 *changing,
                 *found,
                 *fixed.after_cards,
-                *(s for s in (fixed.note, fixed.action, fixed.front) if s is not None),
-                *fixed.tail,
+                *(s for s in (note, fixed.action, fixed.front) if s is not None),
+                *tail,
             ]
         else:
             user = [*fixed.before_cards, *found, *fixed.after_cards, story, *fixed.tail]
@@ -356,13 +370,13 @@ class ContextEngine:
             reported.append(cards)
         reported += fixed.after_cards
         reported.append(story)
-        if fixed.note:
-            reported.append(fixed.note)
+        if note:
+            reported.append(note)
         if fixed.action:
             reported.append(fixed.action)
         if fixed.front:
             reported.append(fixed.front)
-        reported += fixed.tail
+        reported += tail
         used = sum(section.tokens for section in reported)
         report = ContextReport(
             budget=inputs.budget,

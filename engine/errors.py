@@ -139,6 +139,11 @@ class ModelReplyCutOff(ModelError):
     """The reply passed the operator's limit on one reply's time or length and was stopped."""
 
 
+class ModelYielded(ModelError):
+    """Background work on the embedded model stopped so that a narration could have the cores
+    (``engine.providers.local``); nothing was written, and the work is due again later."""
+
+
 class ReasoningExhausted(ModelError):
     """The whole output budget went into a reasoning trace, leaving no story text."""
 

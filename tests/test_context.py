@@ -264,17 +264,33 @@ def test_the_prefix_stable_layout_puts_what_changes_after_the_story():
         f"Knowledge:\n{KNOWLEDGE_RULE}\n\nLanterns here",
         "World Lore:\nMira smuggles salt.",
         "World State:\nhp 55",
-        authors_note_line(FULL.authors_note),
         FULL.action_text,
         "Remember the state block.",
     ]
     positions = [user.index(part) for part in order]
     assert positions == sorted(positions)
     assert user.splitlines()[-1] == FULL.world_state_reminder
-    # The story section holds the story alone; the note and the action follow the rest.
+    # The story section holds the story alone; the action follows the rest.
     story_text = user.split("Recent Story:\n", 1)[1].split("\n\nMemories:", 1)[0]
     assert FULL.action_text not in story_text and "Author's note" not in story_text
-    assert built.messages[0] == ENGINE.build(FULL).messages[0]  # the same system message
+    # What is the same every turn closes the system message: the length hint, then the
+    # adventure's own note; the classic layout's system message is the start of this one.
+    system = built.messages[0].content
+    classic = ENGINE.build(FULL).messages[0].content
+    hint = output_hint(output_words(FULL.max_output_tokens) or 0)
+    assert system == f"{classic}\n\n{hint}\n\n{authors_note_line(FULL.authors_note)}"
+    assert "Author's note" not in user and hint not in user
+    assert sections(built)["authors_note"].reason == "in the system message (the same every turn)"
+
+
+def test_in_the_prefix_stable_layout_a_note_a_script_sets_follows_the_story():
+    """A script may change its note every turn: in the system message it would make the model
+    read the whole prompt again each time."""
+    built = STABLE.build(replace(FULL, authors_note_from_script=True))
+    user = user_text(built)
+    note = authors_note_line(FULL.authors_note)
+    assert note not in built.messages[0].content
+    assert user.index("World State:\nhp 55") < user.index(note) < user.index(FULL.action_text)
 
 
 def _turns(engine: ContextEngine, count: int) -> list[tuple[str, str]]:

@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from engine.errors import ModelYielded
 from engine.events import StreamEnd, TextDelta
 from engine.providers.base import ChatMessage, GenerationParams
 from engine.providers.local import LocalLlamaProvider, bundled_model_path
@@ -76,3 +77,36 @@ async def test_closing_the_stream_early_stops_generation(local_provider):
     # And the model is free for the next reply.
     again = [c async for c in local_provider.stream(messages, GenerationParams(max_tokens=8))]
     assert any(isinstance(c, TextDelta) for c in again)
+
+
+async def test_background_work_gives_way_to_a_narration(local_provider):
+    """The memory writer's context shares the cores: it stops when a narration begins and does
+    not start while one runs; the narration is whole, and the work goes on afterwards."""
+    background = local_provider.background_client()
+    assert background.cores is local_provider.cores and background.background
+    # About 700 tokens to read, then up to 200 to write: several seconds on any CPU.
+    long = [ChatMessage("user", "The lantern road winds past the marsh. " * 80 + "\nSummarise.")]
+    working = asyncio.create_task(
+        consume(background.stream(long, GenerationParams(max_tokens=200)))
+    )
+    await asyncio.sleep(1.5)
+    assert not working.done()
+    short = [ChatMessage("user", "You open the door.")]
+    narration = local_provider.stream(short, GenerationParams(max_tokens=24))
+    first = await anext(narration)
+    with pytest.raises(ModelYielded):
+        await asyncio.wait_for(working, timeout=5)
+    # While the narration still holds the model, background work does not start.
+    with pytest.raises(ModelYielded):
+        await consume(background.stream(short, GenerationParams(max_tokens=8)))
+    rest = await consume(narration)
+    assert isinstance(rest[-1], StreamEnd)
+    assert "".join(c.text for c in [first, *rest] if isinstance(c, TextDelta)).strip()
+    # The narration is over: the work runs to its end.
+    again = await consume(background.stream(short, GenerationParams(max_tokens=8)))
+    assert isinstance(again[-1], StreamEnd)
+    await background.aclose()
+
+
+async def consume(stream):
+    return [chunk async for chunk in stream]

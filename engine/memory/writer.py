@@ -28,7 +28,7 @@ from sqlalchemy.orm import aliased
 from sqlmodel import col
 
 from engine.coordination.jobs import JobLeases, memory_job
-from engine.errors import CampfireError, log_incident
+from engine.errors import CampfireError, ModelYielded, log_incident
 from engine.events import TextDelta
 from engine.memory.bank import enforce_capacity
 from engine.memory.cadence import MEMORY_CADENCE, SUMMARY_CADENCE, Cadence
@@ -130,6 +130,9 @@ class MemoryWriter:
                     await self._work(adventure_id, report)
                     if await self.jobs.release_unless_wanted(lease):
                         break
+            except ModelYielded:
+                # The embedded model's cores went to a narration; the cadence asks again.
+                log.info("memory work for adventure %s paused for a narration", adventure_id)
             except CampfireError as error:
                 # The model or embedding endpoint failed: the cursors did not move, so the
                 # cadence tries again after the next turn or at the next sweep.
