@@ -4,10 +4,11 @@ Small models, and some large ones, answer a story prompt with more than the stor
 the player's action as their first line ("> You look around."), go on to write the player's next
 action themselves (a later line starting "> "), talk about the task ("Here it goes:"), mark up
 the prose as a document (``# `` headings), read back a part of the prompt (the author's note
-line, a section's heading) or leave a stop tag (``<MORE>``, ``</s>``), and when
-the length limit stops them they end mid-sentence. Each rule below removes one of those and
-nothing else; prose that breaks none is kept byte for byte. A reply that would be left empty is
-kept as written (the turn then shows what the model said rather than nothing).
+line, a section's heading, or only the note's opening bracket) or leave a stop tag
+(``<MORE>``, ``</s>``), and when the length limit stops them they end mid-sentence. Each
+rule below removes one of those and nothing else; prose that breaks none is kept byte for
+byte. A reply that would be left empty is kept as written (the turn then shows what the model
+said rather than nothing).
 """
 
 from __future__ import annotations
@@ -53,6 +54,9 @@ def tidy_narration(text: str) -> str:
             break
     lines = [line for line in lines if not _META.match(line)]
     tidied = _HEADING.sub("", "\n".join(lines)).strip()
+    if tidied.startswith("[") and "]" not in tidied:
+        # A bracket opened and never closed: the start of a note that was not written.
+        tidied = tidied[1:].lstrip()
     tidied = re.sub(r"\n{3,}", "\n\n", tidied)
     tidied = _whole_sentences(tidied)
     return tidied if tidied.strip() else text

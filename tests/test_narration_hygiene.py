@@ -34,6 +34,8 @@ from tests.helpers import new_adventure, play
         ("The door opens. Beyond it lies a corr", "The door opens."),
         ('She turns. "Wait—"', 'She turns. "Wait—"'),
         ('"Run!" he cries. *It is too late.*', '"Run!" he cries. *It is too late.*'),
+        # An opening bracket never closed (seen from the embedded model, as a note's start).
+        ("[Lantern Road, you say. The room is empty.", "Lantern Road, you say. The room is empty."),
         # The prompt read back (seen from the embedded model): the author's note, a heading.
         (
             "[Author's note: Keep the tone warm and eerie at once.]\nThe bell tolls.",
