@@ -58,10 +58,13 @@ from engine.context_report import ContextReport, ItemReport
 from engine.context_sections import (
     HEADINGS,
     Section,
+    authors_note_line,
     block,
     entries_label,
     first_words,
     listed,
+    output_hint,
+    output_words,
     party,
 )
 from engine.context_types import (
@@ -101,8 +104,6 @@ ANCHOR_STEP = 8
 TURN_BY_TURN = frozenset(("memories", "knowledge"))
 #: When nothing is left for history, the newest entry still keeps this many tokens.
 MIN_NEWEST_TOKENS = 64
-#: Below this many words the length hint is left out.
-MIN_HINT_WORDS = 40
 
 #: The headings AI Dungeon scripts look for in the context text (onModelContext).
 # As AI Dungeon lays out its context, which scripts parse: plot essentials first, unlabelled;
@@ -127,26 +128,6 @@ RETRIEVED_SECTIONS: dict[str, tuple[str, str, str | None]] = {
 def available_tokens(budget: int, reserved: int) -> int:
     """What the prompt may use: ``max(256, budget − reserved)``."""
     return max(MIN_AVAILABLE, budget - reserved)
-
-
-def output_words(max_tokens: int) -> int | None:
-    """The reply's length ceiling in words, or None when it would be under 40 words."""
-    words = int((max_tokens - 50) * 0.75 * 0.90)
-    return words if words >= MIN_HINT_WORDS else None
-
-
-def output_hint(words: int) -> str:
-    # A ceiling, never a target: phrased as a budget it made replies longer (DESIGN.md §3).
-    # The sentence before it is what the seeds found works: a model told only the ceiling
-    # writes up to it; told that a turn is usually much shorter, it writes what the moment needs.
-    return (
-        "Write only as much as the moment needs; a typical turn is much shorter. "
-        f"Keep your reply under {words} words."
-    )
-
-
-def authors_note_line(note: str) -> str:
-    return f"[Author's note: {note}]"
 
 
 def script_memory(state: dict[str, Any] | None) -> dict[str, str]:
@@ -737,6 +718,7 @@ __all__ = [
     "ContextEngine",
     "ContextInputs",
     "HistoryEntry",
+    "authors_note_line",
     "available_tokens",
     "load_context_cards",
     "output_hint",

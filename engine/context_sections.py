@@ -13,6 +13,9 @@ from engine.context_report import ItemReport, SectionReport
 from engine.context_types import Retrieved
 from engine.tokens import count_tokens
 
+#: Below this many words the length hint is left out.
+MIN_HINT_WORDS = 40
+
 #: Headings of the sections that have one, as the model reads them.
 HEADINGS = {
     "party": "Party:",
@@ -123,3 +126,23 @@ def party(characters: Sequence[tuple[str, str]], budget: int) -> Section | None:
     lines = [(name, f"{name}: {about}" if about.strip() else name) for name, about in characters]
     chunks = [(name, line, "a player's character") for name, line in lines]
     return listed("party", "Party", chunks, budget, noun="characters")
+
+
+def output_words(max_tokens: int) -> int | None:
+    """The reply's length ceiling in words, or None when it would be under 40 words."""
+    words = int((max_tokens - 50) * 0.75 * 0.90)
+    return words if words >= MIN_HINT_WORDS else None
+
+
+def output_hint(words: int) -> str:
+    # A ceiling, never a target: phrased as a budget it made replies longer (DESIGN.md §3).
+    # The sentence before it is what the seeds found works: a model told only the ceiling
+    # writes up to it; told that a turn is usually much shorter, it writes what the moment needs.
+    return (
+        "Write only as much as the moment needs; a typical turn is much shorter. "
+        f"Keep your reply under {words} words."
+    )
+
+
+def authors_note_line(note: str) -> str:
+    return f"[Author's note: {note}]"
