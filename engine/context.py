@@ -318,9 +318,8 @@ class ContextEngine:
             # The length hint and the adventure's own note are the same every turn: they close
             # the system message rather than be read again after each turn's story. A note a
             # script sets may change every turn; it stays with the turn's other changes.
-            steady_note = note is not None and not inputs.authors_note_from_script
             system = [*system, *(s for s in tail if s.key == "output_hint")]
-            if note is not None and steady_note:
+            if note is not None and not inputs.authors_note_from_script:
                 system.append(note)
                 note.reason = "in the system message (the same every turn)"
                 note = None
