@@ -82,10 +82,12 @@ async def test_closing_the_stream_early_stops_generation(local_provider):
 async def test_background_work_gives_way_to_a_narration(local_provider):
     """The memory writer's context shares the cores: it stops when a narration begins and does
     not start while one runs; the narration is whole, and the work goes on afterwards."""
-    background = local_provider.background_client()
-    assert background.cores is local_provider.cores and background.background
-    # About 700 tokens to read, then up to 200 to write: several seconds on any CPU.
-    long = [ChatMessage("user", "The lantern road winds past the marsh. " * 80 + "\nSummarise.")]
+    made = local_provider.background_client()
+    assert made.cores is local_provider.cores and made.background
+    # A context large enough for about 1,500 tokens to read before a word is written: seconds
+    # on any CPU, so the narration below surely starts while they are being read.
+    background = LocalLlamaProvider(n_ctx=2048, cores=local_provider.cores, background=True)
+    long = [ChatMessage("user", "The lantern road winds past the marsh. " * 170 + "\nSummarise.")]
     working = asyncio.create_task(
         consume(background.stream(long, GenerationParams(max_tokens=200)))
     )
