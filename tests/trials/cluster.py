@@ -47,16 +47,13 @@ import argparse
 import asyncio
 import contextlib
 import json
-import os
-import re
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -82,8 +79,8 @@ from tests.trials.cluster_checks import (
 )
 from tests.trials.cluster_process import FAILED
 from tests.trials.invariants import inconsistencies
+from tests.trials.needs import postgres_server, run_trial
 
-ROOT = Path(__file__).resolve().parents[2]
 #: The throwaway server's port when the trial starts one (the tests' default is 54329).
 POSTGRES_PORT = 54339
 GUILDS = 40
@@ -196,28 +193,6 @@ class BotProcess(ChildProcess):
 
 
 # -- the database ---------------------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def postgres_server(say: Say) -> Iterator[str]:
-    """The PostgreSQL server to use: the tests' when set, else a throwaway one."""
-    url = os.environ.get("CAMPFIRE_TEST_POSTGRES_URL")
-    if url:
-        yield url
-        return
-    env = {**os.environ, "CAMPFIRE_TEST_POSTGRES_PORT": str(POSTGRES_PORT)}
-    script = str(ROOT / "scripts" / "test-postgres")
-    started = subprocess.run(
-        [script, "start"], env=env, capture_output=True, text=True, check=True
-    ).stdout
-    found = re.search(r"CAMPFIRE_TEST_POSTGRES_URL=(\S+)", started)
-    if not found:
-        raise SystemExit("PostgreSQL could not be started (scripts/test-postgres)")
-    say(f"started a throwaway PostgreSQL server on port {POSTGRES_PORT}")
-    try:
-        yield found.group(1)
-    finally:
-        subprocess.run([script, "stop"], env=env, capture_output=True, check=False)
 
 
 @contextlib.asynccontextmanager
@@ -649,7 +624,7 @@ def main(argv: list[str] | None = None) -> int:
     def say(line: str) -> None:
         print(line, flush=True)
 
-    with postgres_server(say) as server:
+    with postgres_server(say, POSTGRES_PORT) as server:
         result = asyncio.run(trial(args, server, say))
     failed = (
         result.lost
@@ -662,4 +637,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_trial("cluster", main))

@@ -3,8 +3,9 @@ fake model server while things break, and the database checked after every fault
 
     python -m tests.trials.faults [--backend sqlite|postgresql] [--keep] [-v]
 
-Injected, on an SQLite file (and on PostgreSQL too when ``CAMPFIRE_TEST_POSTGRES_URL`` names a
-server; ``--backend`` picks one):
+Injected, on an SQLite file and on PostgreSQL where one can be had (``CAMPFIRE_TEST_POSTGRES_URL``
+when it names a server, else a throwaway one started as the tests do; ``--backend`` picks one,
+and then one that cannot be had is an exit status of 2):
 
 * kill -9 of the bot mid-turn and a restart on the same database, five times
   (``kill_restart``);
@@ -18,15 +19,16 @@ server; ``--backend`` picks one):
 After each: the database check (``invariants``) and every action counted (``tally``). One line
 per fault, then the counts; the last line is exactly
 ``faults: <N> injected, lost <n>, half-written <n>, duplicated <n>, stuck <n>``, and the exit
-status is 1 when any of the last four is not 0. Not part of the test run (pytest collects
-``test_*.py`` only); it takes a few minutes.
+status is 1 when any of the last four is not 0, and 2 when it could not run (``needs``). Not
+part of pytest's run (pytest collects ``test_*.py`` only): ``python -m tests.trials`` runs it in
+CI. About two minutes per database.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import os
+import contextlib
 import shutil
 import sys
 import tempfile
@@ -45,12 +47,14 @@ from engine.storage.database import Database
 from tests.fakes.openai_server import FakeModelServer
 from tests.trials.kill_restart import run_kills
 from tests.trials.live_faults import campfire, database_lock, discord_faults, provider_faults
+from tests.trials.needs import CannotRun, postgres_server, run_trial
 from tests.trials.tally import Tally
 
 #: The model's read timeout and its limit on one whole reply, small so faults end quickly.
 MODEL_TIMEOUT = 1.0
 MODEL_REPLY_SECONDS = 3.0
-POSTGRES_URL = os.environ.get("CAMPFIRE_TEST_POSTGRES_URL")
+#: The throwaway server's port when the trial starts one (the tests' default is 54329).
+POSTGRES_PORT = 54349
 PARTS = ("kills", "model", "discord", "database")
 
 
@@ -77,28 +81,27 @@ def bot_settings(work: Path, database_url: str, model: FakeModelServer) -> dict[
 
 
 @asynccontextmanager
-async def database(backend: str, work: Path) -> AsyncIterator[str]:
-    """A fresh, empty database on ``backend`` (the bot migrates it); dropped afterwards on
-    PostgreSQL."""
-    if backend == "sqlite":
+async def database(server: str | None, work: Path) -> AsyncIterator[str]:
+    """A fresh, empty database (the bot migrates it): an SQLite file when ``server`` is None,
+    else one on that PostgreSQL server, dropped afterwards."""
+    if server is None:
         yield f"sqlite+aiosqlite:///{work / 'campfire.db'}"
         return
-    assert POSTGRES_URL
     name = f"campfire_trial_{uuid.uuid4().hex[:12]}"
-    admin = create_async_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
+    admin = create_async_engine(server, isolation_level="AUTOCOMMIT")
     try:
         async with admin.connect() as connection:
             await connection.execute(text(f'CREATE DATABASE "{name}"'))
-        yield make_url(POSTGRES_URL).set(database=name).render_as_string(hide_password=False)
+        yield make_url(server).set(database=name).render_as_string(hide_password=False)
     finally:
         async with admin.connect() as connection:
             await connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         await admin.dispose()
 
 
-async def run_backend(backend: str, work: Path, parts: list[str]) -> Tally:
+async def run_backend(backend: str, server: str | None, work: Path, parts: list[str]) -> Tally:
     tally = Tally()
-    async with database(backend, work) as url:
+    async with database(server, work) as url:
         with FakeModelServer() as model:
             model.default_text = "The road goes on into the dusk."
             settings = bot_settings(work, url, model)
@@ -128,10 +131,11 @@ async def run_backend(backend: str, work: Path, parts: list[str]) -> Tally:
     return tally
 
 
-async def trial(backends: list[str], work: Path, parts: list[str]) -> Tally:
+async def trial(servers: dict[str, str | None], work: Path, parts: list[str]) -> Tally:
+    """The faults on each backend (its name → its PostgreSQL server, None for SQLite)."""
     tallies = {}
-    for backend in backends:
-        tallies[backend] = await run_backend(backend, work / backend, parts)
+    for backend, server in servers.items():
+        tallies[backend] = await run_backend(backend, server, work / backend, parts)
     return Tally.summed(tallies)
 
 
@@ -144,8 +148,8 @@ def main(argv: list[str] | None = None) -> int:
         "--backend",
         choices=["sqlite", "postgresql"],
         action="append",
-        help="a database backend (default: SQLite, and PostgreSQL when "
-        "CAMPFIRE_TEST_POSTGRES_URL is set)",
+        help="a database backend (default: SQLite, and PostgreSQL where one can be had: "
+        "CAMPFIRE_TEST_POSTGRES_URL's server when set, else a throwaway one)",
     )
     parser.add_argument(
         "--part",
@@ -155,15 +159,24 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--keep", action="store_true", help="keep the databases and logs")
     args = parser.parse_args(argv)
-    backends = args.backend or ["sqlite"] + (["postgresql"] if POSTGRES_URL else [])
-    if "postgresql" in backends and not POSTGRES_URL:
-        parser.error("PostgreSQL needs CAMPFIRE_TEST_POSTGRES_URL")
+    backends = args.backend or ["sqlite", "postgresql"]
     started = time.monotonic()
     work = Path(tempfile.mkdtemp(prefix="campfire-faults-"))
-    for backend in backends:
-        (work / backend).mkdir()
     try:
-        total = asyncio.run(trial(backends, work, args.part or list(PARTS)))
+        with contextlib.ExitStack() as servers:
+            where: dict[str, str | None] = {}
+            for backend in backends:
+                (work / backend).mkdir()
+                if backend == "sqlite":
+                    where[backend] = None
+                    continue
+                try:
+                    where[backend] = servers.enter_context(postgres_server(say, POSTGRES_PORT))
+                except CannotRun as missing:
+                    if args.backend:  # asked for by name: the trial cannot do what it was told
+                        raise
+                    say(f"PostgreSQL left out: {missing}")
+            total = asyncio.run(trial(where, work, args.part or list(PARTS)))
     finally:
         if args.keep:
             say(f"databases and logs kept in {work}")
@@ -177,4 +190,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_trial("faults", main))

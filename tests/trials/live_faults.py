@@ -78,6 +78,8 @@ class Outcome:
     finished: bool  # the bot was done with it within the bound
     record: InteractionRecord = field(repr=False)
     before: set[int] = field(repr=False)
+    #: Who the story names as acting: the player's display name in a server.
+    actor: str = "You"
 
     @property
     def failed(self) -> bool:
@@ -85,7 +87,7 @@ class Outcome:
 
     def played(self, action: str) -> bool:
         """Its action line, then a narration with the turn's buttons."""
-        return self.answer == stored_form(action) and any(
+        return self.answer == stored_form(action, self.actor) and any(
             "Undo" in buttons for _, _, buttons in self.messages
         )
 
@@ -98,7 +100,12 @@ class Live:
     db: Database
     thread: int
     player: int
+    #: How the story names the player's actions (``stored_form``): their display name.
+    actor: str
     log: LogCount = field(default_factory=lambda: LogCount())
+
+    def stored_form(self, action: str) -> str:
+        return stored_form(action, self.actor)
 
     async def settle(self, bound: float) -> bool:
         try:
@@ -121,7 +128,9 @@ class Live:
             for m in self.fake.messages(self.thread)
             if m.id not in before and m.interaction_id is None
         ]
-        return Outcome(answer, buttons, record.original_message_id, new, finished, record, before)
+        return Outcome(
+            answer, buttons, record.original_message_id, new, finished, record, before, self.actor
+        )
 
     def refresh(self, outcome: Outcome) -> Outcome:
         """The same interaction, looked at again once the bot is done with it."""
@@ -200,14 +209,15 @@ async def campfire(settings: dict[str, Any], log_path: Path) -> AsyncIterator[Li
     fake = standin.fake
     guild = fake.add_guild("The Hearth")
     channel = fake.add_channel(guild, "adventures")
-    player = fake.add_user("alice", member_of=[guild], manage_guild=True)
+    name = "alice"
+    player = fake.add_user(name, member_of=[guild], manage_guild=True)
     db = Database(settings["database_url"])
     try:
         async with standin:
             await fake.slash(player, channel, "start")
             await standin.idle()
             (thread,) = fake.threads(channel)
-            yield Live(bot, standin, fake, db, thread, player, count)
+            yield Live(bot, standin, fake, db, thread, player, name, count)
             await standin.idle()
     finally:
         await db.dispose()
@@ -234,14 +244,19 @@ PROVIDER_FAULTS: tuple[tuple[str, Reply, float], ...] = (
 
 
 async def provider_faults(
-    live: Live, model: FakeModelServer, tally: Tally, limits: tuple[float, float], say: Say
+    live: Live,
+    model: FakeModelServer,
+    tally: Tally,
+    limits: tuple[float, float],
+    say: Say,
+    faults: tuple[tuple[str, Reply, float], ...] = PROVIDER_FAULTS,
 ) -> None:
     timeout, reply_seconds = limits
     bound = timeout + reply_seconds + MARGIN
-    for number, (name, reply, wait) in enumerate(PROVIDER_FAULTS, start=1):
+    for number, (name, reply, wait) in enumerate(faults, start=1):
         where = f"model {name}"
         action = f"open door {number}"
-        tally.sent.add(stored_form(action))
+        tally.sent.add(live.stored_form(action))
         mark = len(live.log.records)
         model.queue(reply)
         tally.injected += 1
@@ -255,13 +270,13 @@ async def provider_faults(
             await live.settle(60)
             outcome = live.refresh(outcome)
         stored = await tally.check(live.db, where, settled=True)
-        if stored[stored_form(action)]:
+        if stored[live.stored_form(action)]:
             tally.problem("half_written", f"{where}: the turn was stored though its reply failed")
         first = outcome
         await asyncio.sleep(wait)
         outcome, way = await live.finish(outcome, action, bound)
         if outcome.played(action):
-            tally.told.add(stored_form(action))
+            tally.told.add(live.stored_form(action))
         else:
             tally.problem("stuck", f"{where}: the action did not play after the fault")
         await tally.check(live.db, where, settled=True)
@@ -294,7 +309,7 @@ async def discord_faults(live: Live, model: FakeModelServer, tally: Tally, say: 
     for number, (name, error, times) in enumerate(DISCORD_FAULTS, start=1):
         where = f"Discord {name}"
         action = f"climb stair {number}"
-        tally.sent.add(stored_form(action))
+        tally.sent.add(live.stored_form(action))
         mark = len(live.log.records)
         answered = len(live.fake.faults.injected)
         # A narration long enough to be streamed in several edits.
@@ -310,8 +325,8 @@ async def discord_faults(live: Live, model: FakeModelServer, tally: Tally, say: 
         hits = len(live.fake.faults.injected) - answered
         stored = await tally.check(live.db, where, settled=True)
         if outcome.played(action):
-            tally.told.add(stored_form(action))
-        count = stored[stored_form(action)]
+            tally.told.add(live.stored_form(action))
+        count = stored[live.stored_form(action)]
         if count == 0:
             tally.problems.append(f"{where}: the turn was not stored ({outcome.answer!r})")
         shown = _shown(live, outcome)
@@ -327,10 +342,10 @@ async def discord_faults(live: Live, model: FakeModelServer, tally: Tally, say: 
 async def _next_action(live: Live, tally: Tally, where: str, action: str, bound: float) -> str:
     """After a fault, the bot must still play: the next action, with the fault gone. Counted
     stuck when it does not; "played" or "NOT played" for the report."""
-    tally.sent.add(stored_form(action))
+    tally.sent.add(live.stored_form(action))
     outcome = await live.act(action, bound)
     if outcome.played(action):
-        tally.told.add(stored_form(action))
+        tally.told.add(live.stored_form(action))
         return "played"
     tally.problem("stuck", f"{where}: the next action did not play ({outcome.answer!r})")
     return "NOT played"
@@ -402,7 +417,7 @@ class Lock:
 async def database_lock(live: Live, model: FakeModelServer, tally: Tally, say: Say) -> None:
     where = f"database locked for {LOCK_SECONDS:.0f} s (busy timeout {SQLITE_BUSY_TIMEOUT_MS} ms)"
     action = "read map"
-    tally.sent.add(stored_form(action))
+    tally.sent.add(live.stored_form(action))
     mark = len(live.log.records)
     adventure = await live.bot.services.play.adventure_in(live.thread)
     assert adventure is not None
@@ -424,11 +439,11 @@ async def database_lock(live: Live, model: FakeModelServer, tally: Tally, say: S
         outcome = live.refresh(outcome)
     first = outcome
     stored = await tally.check(live.db, where, settled=True)
-    if stored[stored_form(action)] and not outcome.played(action):
+    if stored[live.stored_form(action)] and not outcome.played(action):
         tally.problems.append(f"{where}: stored, but the player was not shown it played")
     outcome, way = await live.finish(outcome, action, bound)
     if outcome.played(action):
-        tally.told.add(stored_form(action))
+        tally.told.add(live.stored_form(action))
     else:
         tally.problem("stuck", f"{where}: the action did not play once the lock was gone")
     resumed = time.monotonic() - locked_at - LOCK_SECONDS

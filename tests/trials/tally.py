@@ -22,9 +22,12 @@ from engine.storage.database import Database
 from tests.trials.invariants import inconsistencies, stored_actions
 
 
-def stored_form(action: str) -> str:
-    """The text ``/do action`` adds to the story."""
-    return format_action(PlayerAction(ActionType.DO, action))
+def stored_form(action: str, actor: str = "You") -> str:
+    """The text ``/do action`` adds to the story: "> You …" in a DM; in a server the actor is
+    the player's character or display name ("> alice opens …"), as ``engine.actions`` writes it.
+    A trial that expects the DM's form in a server sees none of its actions stored, and counts
+    every one as stuck."""
+    return format_action(PlayerAction(ActionType.DO, action, actor=actor))
 
 
 @dataclass
