@@ -406,4 +406,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from tests.trials.needs import run_trial
+
+    sys.exit(run_trial("hostile scripts", main))

@@ -9,7 +9,7 @@ anyone trying a trial by hand, can tell "Campfire is broken" from "this machine 
 from __future__ import annotations
 
 import contextlib
-import importlib.util
+import importlib
 import os
 import re
 import subprocess
@@ -31,8 +31,10 @@ class CannotRun(Exception):
 
 def require_module(module: str, how: str) -> None:
     """Raise ``CannotRun`` when ``module`` is not importable; ``how`` says how to get it."""
-    if importlib.util.find_spec(module) is None:
-        raise CannotRun(f"the Python module {module!r} is missing: {how}")
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        raise CannotRun(f"the Python module {module!r} is missing: {how}") from None
 
 
 @contextlib.contextmanager
