@@ -14,8 +14,8 @@ import logging
 import sys
 
 from bot.config import ConfigError, Settings, load_settings
-from engine.private_files import private_file
-from engine.redaction import redact_logs
+from engine.platform.redaction import redact_logs
+from engine.storage.private_files import private_file
 
 
 def _logging(settings: Settings, *, to_file: bool) -> None:

@@ -22,10 +22,10 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from engine.card_cap import DEFAULT_MAX_CARDS
-from engine.coordination.instance import NAME_PATTERN
-from engine.private_files import private_file, private_folder
-from engine.redaction import redact, url_secrets
+from engine.platform.coordination.instance import NAME_PATTERN
+from engine.platform.redaction import redact, url_secrets
+from engine.prompt.card_cap import DEFAULT_MAX_CARDS
+from engine.storage.private_files import private_file, private_folder
 
 SECRET_KEY_FILE = "secret.key"
 #: Settings whose values are never repeated back, not even in an error about them.
@@ -155,7 +155,7 @@ class Settings(BaseSettings):
     adventures_per_hour: int = Field(default=10, ge=1, le=10_000)
     active_adventures_per_user: int = Field(default=25, ge=1, le=100_000)
 
-    # --- the operator's budget and the rate limits (engine.limits) ---------------------------
+    # --- the operator's budget and the rate limits (engine.people.limits) -------------------------
     # NoDecode: the environment gives "llama3.1,qwen2.5", not JSON; _model_whitelist reads it.
     model_whitelist: Annotated[tuple[str, ...], NoDecode] = Field(
         default=(),
@@ -351,7 +351,7 @@ class Settings(BaseSettings):
     @property
     def secret_values(self) -> tuple[str, ...]:
         """Every secret these settings hold: keys, the token, the URLs' passwords. Masked in
-        anything shown or logged (engine.redaction)."""
+        anything shown or logged (engine.platform.redaction)."""
         values: list[str] = []
         for name in SECRET_FIELDS:
             secret = getattr(self, name)

@@ -17,8 +17,8 @@ from bot.services import Services, build_services
 from cogs.preflight import CampfireTree
 from cogs.rounds import RoundPanels
 from cogs.threads import thread_now
-from engine.coordination.jobs import LEASE_REAPING
-from engine.events import TurnInterrupted
+from engine.platform.coordination.jobs import LEASE_REAPING
+from engine.turns.events import TurnInterrupted
 
 log = logging.getLogger(__name__)
 

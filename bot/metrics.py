@@ -39,11 +39,11 @@ from prometheus_client import (
 from prometheus_client.exposition import choose_encoder
 from sqlalchemy import text
 
-from engine.queue import AdventureQueue
+from engine.platform.queue import AdventureQueue
 from engine.storage.database import Database
 
 if TYPE_CHECKING:
-    from engine.turns import TurnResult
+    from engine.platform.observer import TurnFigures
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +57,7 @@ LATENCY_BUCKETS = (0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60, 120, 180)
 
 class CampfireMetrics:
     """The process's metrics. The engine tells it what happened to turns and leases
-    (``engine.observer.PlayObserver``); Discord's requests are seen as discord.py's HTTP
+    (``engine.platform.observer.PlayObserver``); Discord's requests are seen as discord.py's HTTP
     client sends them (``http_trace``)."""
 
     def __init__(self) -> None:
@@ -123,9 +123,9 @@ class CampfireMetrics:
             registry=registry,
         )
 
-    # --- engine.observer.PlayObserver -----------------------------------------------------
+    # --- engine.platform.observer.PlayObserver ----------------------------------------------------
 
-    def turn_done(self, result: TurnResult) -> None:
+    def turn_done(self, result: TurnFigures) -> None:
         self.turns.inc()
         self.reply.observe(result.latency_ms / 1000)
         if result.first_token_ms is not None:

@@ -10,7 +10,7 @@
   grace period.
 
 Every process schedules all of them; each runs under its job lease
-(``engine.coordination.jobs``), so in a multi-process deployment one process at a time runs
+(``engine.platform.coordination.jobs``), so in a multi-process deployment one process at a time runs
 each, and a process that finds one running elsewhere skips that round.
 
 Lease reaping (turns cut off by a dead process) is scheduled by bot.discord_bot, which also
@@ -29,9 +29,9 @@ from typing import Any, TypeVar
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from bot.services import Services
-from engine.blocks import BLOCKS_REFRESH_S
-from engine.coordination.jobs import CLEANUP, MEMORY_SWEEP, JobLeases
-from engine.guests import remove_departed_servers, remove_idle_guests
+from engine.people.blocks import BLOCKS_REFRESH_S
+from engine.people.guests import remove_departed_servers, remove_idle_guests
+from engine.platform.coordination.jobs import CLEANUP, MEMORY_SWEEP, JobLeases
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +104,7 @@ def schedule_background_work(
 
     async def remove_idle() -> tuple[int, int]:
         guests = await remove_idle_guests(services.db, retention)
-        # Past days' token counts: the caps read today's only (engine.limits).
+        # Past days' token counts: the caps read today's only (engine.people.limits).
         await services.limits.forget_old_days()
         return guests, await remove_departed_servers(services.db, grace)
 
@@ -127,7 +127,7 @@ def schedule_background_work(
         next_run_time=datetime.now(UTC),
         **common,
     )
-    # Each process's own copy of the blocked set (engine.blocks), so no lease: every process
+    # Each process's own copy of the blocked set (engine.people.blocks), so no lease: every process
     # reads it.
     scheduler.add_job(
         services.blocks.refresh,

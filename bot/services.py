@@ -8,56 +8,56 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from bot.config import ConfigError, Settings
-from engine.adventure_caps import AdventureCaps
-from engine.adventure_shelf import AdventureShelf
-from engine.archive import AdventureArchive
-from engine.blocks import Blocks
-from engine.chapters.service import ChapterService
-from engine.characters import CharacterService
-from engine.context import ContextEngine
-from engine.coordination.instance import Instance, InstanceTaken, this_process
-from engine.coordination.jobs import JobLeases
-from engine.crypto import SecretBox
-from engine.formats.draft import ImportLimits
-from engine.host_controls import HostControls
-from engine.insights import Insights
-from engine.knowledge.library import KnowledgeLibrary
-from engine.knowledge.retrieval import KnowledgeRetriever
-from engine.leases import TurnLeases
-from engine.limits import LimitRules, UsageLimits
-from engine.memory.bank import MemoryBank
-from engine.memory.retrieval import MemoryRetriever
-from engine.memory.writer import MemoryWriter
-from engine.message_links import MessageLinks
-from engine.model_settings import ModelSettings
-from engine.operator_status import OperatorStatus
-from engine.play import PlayService
-from engine.profiles import Profiles
-from engine.providers.base import ChatProvider, GenerationParams, ReplyLimits
-from engine.providers.embeddings import EmbeddingClient
-from engine.providers.endpoint_policy import EndpointPolicy
-from engine.providers.local import LocalLlamaProvider
-from engine.providers.openai_compat import OpenAICompatibleProvider
-from engine.providers.resolver import ChosenModels, ModelLimits, OperatorDefault
-from engine.queue import AdventureQueue
-from engine.redaction import redact_logs
-from engine.retrieval.retriever import Retriever
-from engine.scenarios.library import ScenarioLibrary
-from engine.scenarios.shipped import seed_builtin_scenarios
-from engine.scripting.manage import ScriptService
-from engine.scripting.sandbox import Limits
-from engine.scripting.workers import close as close_script_workers
-from engine.steering.cards import StoryCards
-from engine.steering.settings import GenerationDefaults, GenerationSettings
-from engine.steering.text import SteeringText
+from engine.library.archive import AdventureArchive
+from engine.library.formats.draft import ImportLimits
+from engine.library.knowledge.library import KnowledgeLibrary
+from engine.library.knowledge.retrieval import KnowledgeRetriever
+from engine.library.scenarios.library import ScenarioLibrary
+from engine.library.scenarios.shipped import seed_builtin_scenarios
+from engine.library.scripting.manage import ScriptService
+from engine.library.scripting.sandbox import Limits
+from engine.library.scripting.workers import close as close_script_workers
+from engine.llm.model_settings import ModelSettings
+from engine.llm.providers.base import ChatProvider, GenerationParams, ReplyLimits
+from engine.llm.providers.embeddings import EmbeddingClient
+from engine.llm.providers.endpoint_policy import EndpointPolicy
+from engine.llm.providers.local import LocalLlamaProvider
+from engine.llm.providers.openai_compat import OpenAICompatibleProvider
+from engine.llm.providers.resolver import ChosenModels, ModelLimits, OperatorDefault
+from engine.llm.retrieval.retriever import Retriever
+from engine.people.adventure_caps import AdventureCaps
+from engine.people.blocks import Blocks
+from engine.people.host_controls import HostControls
+from engine.people.limits import LimitRules, UsageLimits
+from engine.people.profiles import Profiles
+from engine.platform.coordination.instance import Instance, InstanceTaken, this_process
+from engine.platform.coordination.jobs import JobLeases
+from engine.platform.coordination.leases import TurnLeases
+from engine.platform.crypto import SecretBox
+from engine.platform.queue import AdventureQueue
+from engine.platform.redaction import redact_logs
+from engine.play.message_links import MessageLinks
+from engine.play.operator_status import OperatorStatus
+from engine.play.service import PlayService
+from engine.play.shelf import AdventureShelf
+from engine.prompt.tokens import encoding
 from engine.storage.database import Database
 from engine.storage.dialect import hold_setup_lock
-from engine.story_state.service import StoryStateService
-from engine.story_tree import StoryTree
-from engine.suggestions.service import SuggestionService
-from engine.tokens import encoding
-from engine.turns import TurnEngine
-from engine.world_state.service import WorldStateService
+from engine.story.chapters.service import ChapterService
+from engine.story.characters import CharacterService
+from engine.story.memory.bank import MemoryBank
+from engine.story.memory.retrieval import MemoryRetriever
+from engine.story.memory.writer import MemoryWriter
+from engine.story.narrative.service import StoryStateService
+from engine.story.steering.cards import StoryCards
+from engine.story.steering.settings import GenerationDefaults, GenerationSettings
+from engine.story.steering.text import SteeringText
+from engine.story.suggestions.service import SuggestionService
+from engine.story.tree import StoryTree
+from engine.story.world.service import WorldStateService
+from engine.turns.context import ContextEngine
+from engine.turns.engine import TurnEngine
+from engine.turns.insights import Insights
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +105,7 @@ class Services:
     blocks: Blocks
     #: /operator status.
     operator_status: OperatorStatus
-    #: The rate limits and the operator's budget (cogs: usage; engine.limits).
+    #: The rate limits and the operator's budget (cogs: usage; engine.people.limits).
     limits: UsageLimits
     #: A place's adventures: listed, ended, brought back (cogs: adventure_shelf).
     shelf: AdventureShelf
@@ -168,7 +168,7 @@ def embedded_budget(settings: Settings) -> int:
 
 def make_context_engine(settings: Settings, retrievers: Sequence[Retriever]) -> ContextEngine:
     """The context engine for the operator's model. On the embedded one, the prompt is laid
-    out for llama.cpp's reuse of what it has read (``engine.context``'s prefix-stable layout)
+    out for llama.cpp's reuse of what it has read (``engine.turns.context``'s prefix-stable layout)
     within a smaller budget: on a small CPU, reading the prompt is most of a turn's wait."""
     embedded = not settings.model_url
     return ContextEngine(

@@ -19,9 +19,9 @@ from cogs.forms import FORM_TIMEOUT_S, TEXT_INPUT_MAX, on_form_error
 from cogs.preflight import Preflighted
 from cogs.replies import defer_request, reply
 from cogs.threads import adventures_in_threads
-from engine.access import OTHER_ADVENTURE
-from engine.actions import ActionType, PlayerAction
-from engine.sanitise import ROW_ID_MAX, row_id
+from engine.people.access import OTHER_ADVENTURE
+from engine.platform.sanitise import ROW_ID_MAX, row_id
+from engine.story.actions import ActionType, PlayerAction
 
 if TYPE_CHECKING:
     import re

@@ -1,6 +1,6 @@
 """/adventure list, /adventure resume and /adventure end: no adventure is lost silently.
 
-A place's adventures, running and ended, are listed to the player alone (``engine.adventure_shelf``
+A place's adventures, running and ended, are listed to the player alone (``engine.play.shelf``
 reads them); an ended one comes back where it ran, its thread reopened by the message that
 shows its story again; the one running here ends on purpose. Whatever ends an adventure is
 asked first (``cogs.ask_first``). Each command defers before it reads; the Confirm press
@@ -22,9 +22,9 @@ from cogs.ask_first import AskFirst
 from cogs.content import fit_embed, fit_text
 from cogs.context import actor_of, channel_id_of, runs_adventures
 from cogs.threads import thread_now
-from engine.adventure_shelf import EndPlan, ResumePlan, ShelvedAdventure
 from engine.errors import InvalidInput, NotFound
-from engine.sanitise import echo
+from engine.platform.sanitise import echo
+from engine.play.shelf import EndPlan, ResumePlan, ShelvedAdventure
 
 if TYPE_CHECKING:
     from discord.abc import MessageableChannel

@@ -4,7 +4,7 @@ The one place that names them. The invite (``python -m bot invite``), the prefli
 every command and story button (``cogs.preflight``) and the note a player gets when Discord
 refuses the bot mid-turn all read this module, so adding a permission is one entry here.
 
-What a *member* may do is another matter, decided in ``engine.access``.
+What a *member* may do is another matter, decided in ``engine.people.access``.
 
 Answers to an interaction (its response, its follow-ups, ephemeral or not) go through the
 interaction's webhook and need no channel permission; only what the bot posts, edits or opens

@@ -31,8 +31,8 @@ from cogs.preflight import Preflighted
 from cogs.replies import defer_request, reply
 from cogs.rounds import CloseButton
 from cogs.suggestions import SuggestionButton, suggestion_buttons
-from engine.actions import ActionType, PlayerAction
-from engine.sanitise import BIG_ID_MAX, ROW_ID_MAX, row_id
+from engine.platform.sanitise import BIG_ID_MAX, ROW_ID_MAX, row_id
+from engine.story.actions import ActionType, PlayerAction
 
 if TYPE_CHECKING:
     from bot.discord_bot import CampfireBot
@@ -115,7 +115,7 @@ class ContinueButton(
 
 async def still_here(interaction: discord.Interaction, button: _StoryButton) -> bool:
     """Whether a story button may still act where it is pressed, as far as this process can
-    tell without the database: a press that its place hint (``engine.place_hints``) proves
+    tell without the database: a press that its place hint (``engine.story.place_hints``) proves
     stale is refused at once, privately. Any other is acknowledged first and checked by the
     request's own transaction (a refusal there is private too)."""
     places = bot_of(interaction).services.play.places

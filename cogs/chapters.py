@@ -14,7 +14,7 @@ from cogs.context import actor_of, channel_id_of
 
 if TYPE_CHECKING:
     from bot.discord_bot import CampfireBot
-    from engine.chapters.service import ChaptersView
+    from engine.story.chapters.service import ChaptersView
 
 #: Discord's embed description holds 4,096 characters (discord.com/developers/docs/resources/
 #: message#embed-object-embed-limits); ``fit_embed`` cuts what is over, oldest recaps last.

@@ -1,6 +1,6 @@
 """Characters and the party: /character set|show, /party, /join and /leave.
 
-Each is one call to ``engine.characters.CharacterService``, acknowledged first and answered to
+Each is one call to ``engine.story.characters.CharacterService``, acknowledged first and answered to
 the player alone: a character sheet or the party list is for whoever asked, and a refusal (a bad
 name, no adventure here) is theirs too. ``/join`` and ``/leave`` change the party, so they are
 announced to it, like the host's controls. Anyone in the adventure's place may set their own
@@ -19,8 +19,8 @@ from cogs.content import EMBED_DESCRIPTION_MAX, fit_embed
 from cogs.context import actor_of, channel_id_of
 from cogs.host import NO_PINGS
 from cogs.replies import defer_request
-from engine.characters import ABOUT_MAX, NAME_MAX, CharacterSheet, Party, PartyMember
-from engine.sanitise import echo
+from engine.platform.sanitise import echo
+from engine.story.characters import ABOUT_MAX, NAME_MAX, CharacterSheet, Party, PartyMember
 
 if TYPE_CHECKING:
     from bot.discord_bot import CampfireBot

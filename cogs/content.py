@@ -19,7 +19,7 @@ from __future__ import annotations
 import discord
 
 from cogs.text_split import DISCORD_LIMIT, display_pieces
-from engine.sanitise import echo
+from engine.platform.sanitise import echo
 
 #: Message content (``resources/Message.md``, "Create Message": content up to 2000 characters).
 CONTENT_MAX = DISCORD_LIMIT

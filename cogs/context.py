@@ -1,6 +1,6 @@
 """From a Discord interaction to the engine's notion of who acts where, with what rights.
 
-The one helper every cog uses: the engine's access rules (``engine.access``) read the
+The one helper every cog uses: the engine's access rules (``engine.people.access``) read the
 permissions carried here, so no cog decides a right itself.
 """
 
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import discord
 
-from engine.access import Actor
 from engine.errors import InvalidInput
+from engine.people.access import Actor
 
 
 def actor_of(interaction: discord.Interaction) -> Actor:

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import discord
 
 from cogs.bot_permissions import is_final_refusal
-from engine.message_links import MessageLink, MessageLinks
+from engine.play.message_links import MessageLink, MessageLinks
 
 if TYPE_CHECKING:
     from cogs.streaming import RatePacer

@@ -1,10 +1,10 @@
 """/host …: the host's controls over a server adventure: lock, mute, kick, transfer, rights,
 the party and the turn mode.
 
-Each change is one call to ``engine.host_controls``; who may make it (the host, members who
+Each change is one call to ``engine.people.host_controls``; who may make it (the host, members who
 manage the server or its messages) and whom it may name is the engine's rule
-(``engine.access``). A change is deferred publicly before it is written, and its answer is the
-party's announcement in the adventure's channel or thread; a refusal replaces the "thinking…"
+(``engine.people.access``). A change is deferred publicly before it is written, and its answer is
+the party's announcement in the adventure's channel or thread; a refusal replaces the "thinking…"
 with an answer for the one who asked alone. ``/host show`` answers privately, to anyone.
 """
 
@@ -19,8 +19,8 @@ from discord.ext import commands
 
 from cogs.context import actor_of, channel_id_of
 from cogs.replies import defer_request, reply
-from engine.access import Actor, Member
-from engine.host_controls import HostChange, HostSettings, RewriteRight, TurnMode
+from engine.people.access import Actor, Member
+from engine.people.host_controls import HostChange, HostSettings, RewriteRight, TurnMode
 
 if TYPE_CHECKING:
     from bot.discord_bot import CampfireBot
@@ -270,7 +270,8 @@ class HostCog(commands.Cog):
             ),
         )
         if turn_mode is TurnMode.FREE:
-            # The round that was waiting is dropped (engine.host_controls): its panel says so.
+            # The round that was waiting is dropped (engine.people.host_controls): its panel says
+            # so.
             await self.bot.round_panels.close_panel(made.settings.adventure_id, dropped=True)
 
 

@@ -26,11 +26,11 @@ from cogs.content import fit_embed
 from cogs.context import channel_id_of
 from cogs.preflight import Preflighted
 from cogs.replies import reply
-from engine.context_report import ContextReport, SectionReport
 from engine.errors import CampfireError, log_incident
-from engine.insights import SCRIPT_LOG_KEYS, TurnInsights
-from engine.redaction import redact
-from engine.sanitise import ROW_ID_MAX, row_id
+from engine.platform.redaction import redact
+from engine.platform.sanitise import ROW_ID_MAX, row_id
+from engine.prompt.report import ContextReport, SectionReport
+from engine.turns.insights import SCRIPT_LOG_KEYS, TurnInsights
 
 if TYPE_CHECKING:
     from bot.discord_bot import CampfireBot

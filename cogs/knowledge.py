@@ -4,7 +4,8 @@ Setting notes come in as ``.txt`` or ``.md`` attachments, each as Canon, Referen
 Inspiration, into the library of the place (a server's, or in a DM the player's own) or onto
 the adventure running here. An import is previewed (its passages and their headings) with
 Confirm and Cancel buttons, as scenarios are; nothing is written until Confirm. Who may import,
-remove and change options is the engine's rule (``engine.access.check_may_manage_knowledge``);
+remove and change options is the engine's rule
+(``engine.people.access.check_may_manage_knowledge``);
 anyone may list, and read a file's text unless it is narrator only.
 """
 
@@ -24,13 +25,13 @@ from cogs.pages import ListPage, list_source, paged, show_list
 from cogs.previews import FilePreview
 from cogs.replies import reply
 from engine.errors import CampfireError
-from engine.knowledge.classes import RULES, KnowledgeClass
-from engine.knowledge.library import KnowledgeDraft, SourceDetails, SourceEntry, Target
-from engine.sanitise import echo
+from engine.library.knowledge.classes import RULES, KnowledgeClass
+from engine.library.knowledge.library import KnowledgeDraft, SourceDetails, SourceEntry, Target
+from engine.platform.sanitise import echo
 
 if TYPE_CHECKING:
     from bot.discord_bot import CampfireBot
-    from engine.access import Actor
+    from engine.people.access import Actor
 
 
 KNOWLEDGE_COLOUR = discord.Colour.dark_gold()

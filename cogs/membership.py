@@ -4,8 +4,8 @@ recorded (a left server's data goes a grace period later unless the bot is invit
 A contact is recorded after the interaction is answered, never before: discord.py dispatches
 ``on_interaction`` as its own task, running alongside the command, and a write there could hold
 the database while the command still has to answer within Discord's 3 seconds. It is recorded
-at most once an hour for a person in a place (``engine.profiles.CONTACT_INTERVAL_S``), and never for
-autocomplete, which is typing, not a visit.
+at most once an hour for a person in a place (``engine.people.profiles.CONTACT_INTERVAL_S``), and
+never for autocomplete, which is typing, not a visit.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The memory bank of the adventure running here: /memory …, /summary … and /recap.
 
-Each command is one call to the memory bank (``engine.memory.bank.MemoryBank``) answered to the
-player alone. Anyone may read; changing is for the people who may steer the adventure (the
+Each command is one call to the memory bank (``engine.story.memory.bank.MemoryBank``) answered to
+the player alone. Anyone may read; changing is for the people who may steer the adventure (the
 engine's rule). The summary opens in a form for editing, prefilled, as the steering texts do.
 A change is deferred before it is written (the form's when it is submitted).
 """
@@ -19,18 +19,18 @@ from cogs.context import actor_of, channel_id_of
 from cogs.forms import FORM_TIMEOUT_S, TEXT_INPUT_MAX, on_form_error
 from cogs.pages import ListPage, list_source, show_list
 from engine.errors import CampfireError
-from engine.memory.bank import (
+from engine.platform.sanitise import ROW_ID_MAX, echo
+from engine.story.memory.bank import (
     MEMORY_MAX_CHARS,
     SUMMARY_MAX_CHARS,
     MemoryPage,
     MemoryView,
     SummaryView,
 )
-from engine.sanitise import ROW_ID_MAX, echo
 
 if TYPE_CHECKING:
     from bot.discord_bot import CampfireBot
-    from engine.memory.bank import MemoryBank
+    from engine.story.memory.bank import MemoryBank
 
 #: A memory's number as Discord asks for it: bounded like every row id, so Discord refuses a
 #: number no memory can have before it reaches the bot.

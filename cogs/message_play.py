@@ -1,7 +1,7 @@
 """Playing by plain messages: in an adventure's thread or DM whose host turned it on
 (``/adventure settings messages:on``), a message typed there plays as that player's action.
 
-The convention is ``engine.message_actions``: text is a do, text in quotes a say, ``+`` a story
+The convention is ``engine.play.message_actions``: text is a do, text in quotes a say, ``+`` a story
 line, ``//`` or ``(`` out of character. The bot's own messages and other bots' never play. A
 message plays through the same engine path as /do, with its own id as the request id, so a
 message delivered twice plays once.
@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING
 import discord
 from discord.ext import commands
 
-from engine.access import Actor
-from engine.actions import PlayerAction
-from engine.message_actions import message_action
+from engine.people.access import Actor
+from engine.play.message_actions import message_action
+from engine.story.actions import PlayerAction
 
 if TYPE_CHECKING:
     from bot.discord_bot import CampfireBot

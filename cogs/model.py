@@ -2,8 +2,9 @@
 player's own adventures in a DM.
 
 Each command answers privately: a URL is the chooser's business, and a key is never shown to
-anyone again, only that one is set and how it ends. Who may choose is ``engine.access``'s rule;
-the address rule is ``engine.providers.endpoint_policy``'s, checked before anything is stored.
+anyone again, only that one is set and how it ends. Who may choose is ``engine.people.access``'s
+rule;
+the address rule is ``engine.llm.providers.endpoint_policy``'s, checked before anything is stored.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from discord.ext import commands
 
 from cogs.context import actor_of
 from cogs.replies import reply
-from engine.model_settings import ModelView
-from engine.redaction import host_of, redact_url
+from engine.llm.model_settings import ModelView
+from engine.platform.redaction import host_of, redact_url
 
 if TYPE_CHECKING:
     from bot.discord_bot import CampfireBot

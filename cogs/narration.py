@@ -8,7 +8,7 @@ loses them.
 
 Head moves (undo, redo, a branch switch, a save point, a chosen take) change which messages
 tell the story. Which messages show which turn, and which carries the buttons, is kept in the
-database (``engine.message_links``: written once when a turn's messages are final), so any
+database (``engine.play.message_links``: written once when a turn's messages are final), so any
 process, and the bot after a restart, marks the messages taken out of the story as undone (an
 embed under the text, so the text itself is never cut), clears the mark when they come back,
 and moves the buttons to the turn the story now stands on. Those messages may be hours old:
@@ -43,7 +43,6 @@ from cogs.content import CONTENT_MAX, fit_text, text_pages
 from cogs.earlier_messages import EarlierMessages, Edited, EditRound
 from cogs.replies import ALREADY_ACKNOWLEDGED, reply
 from cogs.streaming import RatePacer, StreamingMessage
-from engine.coordination.requests import RequestReused
 from engine.errors import (
     CampfireError,
     InvalidInput,
@@ -53,21 +52,22 @@ from engine.errors import (
     PlayerDeleted,
     StoryMovedOn,
 )
-from engine.events import (
+from engine.platform.events import TextDelta
+from engine.platform.queue import QueueFull
+from engine.platform.sanitise import QUOTE_MAX, echo
+from engine.play.message_links import NARRATION, MessageLink, MessageLinks
+from engine.story.fallback import FALLBACK_REASON_MAX, fallback_note
+from engine.story.tree import HeadMove
+from engine.turns.events import (
     ActionAccepted,
     AlreadyHandled,
     Queued,
-    TextDelta,
     TurnDone,
     TurnEvent,
     TurnFailed,
     TurnInterrupted,
 )
-from engine.fallback import FALLBACK_REASON_MAX, fallback_note
-from engine.message_links import NARRATION, MessageLink, MessageLinks
-from engine.queue import QueueFull
-from engine.sanitise import QUOTE_MAX, echo
-from engine.story_tree import HeadMove
+from engine.turns.requests import RequestReused
 
 if TYPE_CHECKING:
     # discord.py's union of the channels a message can be sent to: unlike the Messageable
@@ -75,7 +75,7 @@ if TYPE_CHECKING:
     from discord.abc import MessageableChannel
 
     from bot.discord_bot import CampfireBot
-    from engine.turns import TurnResult
+    from engine.turns.result import TurnResult
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +113,7 @@ def turn_suffix(result: TurnResult) -> str:
     if result.chapter_note:
         suffix += f"\n-# {result.chapter_note}"
     if result.fallback_reason:
-        # An authored line stands in for the model's (engine.fallback): said so, plainly.
+        # An authored line stands in for the model's (engine.story.fallback): said so, plainly.
         suffix += f"\n-# {fallback_note(result.fallback_reason[:FALLBACK_REASON_MAX])}"
     return suffix
 

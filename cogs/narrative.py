@@ -1,4 +1,4 @@
-"""/narrative: the story's typed narrative state (``engine.story_state``), shown to anyone and
+"""/narrative: the story's typed narrative state (``engine.story.narrative``), shown to anyone and
 corrected by the host.
 
 Issue 21 names these ``/story state`` and ``/story correct``, but ``/story`` is already the
@@ -17,7 +17,7 @@ from discord.ext import commands
 
 from cogs.context import actor_of, channel_id_of
 from cogs.replies import reply
-from engine.story_state.service import CORRECTIONS
+from engine.story.narrative.service import CORRECTIONS
 
 if TYPE_CHECKING:
     from bot.discord_bot import CampfireBot

@@ -5,7 +5,7 @@ The operator is the Discord application's owner (``Client.is_owner``: discord.py
 once, ``application_info``, and keeps the answer; a team's members all are) or a user named in
 ``CAMPFIRE_OPERATOR_IDS``. The block check runs in one helper, called before every command
 (``cogs.preflight.CampfireTree``) and every persistent button (the ``DynamicItem`` checks);
-whom it refuses is ``engine.access``'s rule.
+whom it refuses is ``engine.people.access``'s rule.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 import discord
 
 from cogs.context import actor_of
-from engine.access import Actor
 from engine.errors import NotAllowed
+from engine.people.access import Actor
 
 if TYPE_CHECKING:
     from bot.discord_bot import CampfireBot

@@ -29,7 +29,7 @@ from cogs.context import channel_id_of
 from cogs.operators import refused_as_blocked
 from cogs.replies import reply
 from engine.errors import CampfireError
-from engine.sanitise import ROW_ID_MAX, echo, row_id
+from engine.platform.sanitise import ROW_ID_MAX, echo, row_id
 
 if TYPE_CHECKING:
     from bot.discord_bot import CampfireBot

@@ -16,10 +16,10 @@ from cogs.content import fit_embed, fit_text
 from cogs.context import actor_of, channel_id_of, place_of
 from cogs.errors import on_app_command_error
 from cogs.threads import give_up_thread, open_adventure_thread
-from engine.actions import ActionType
-from engine.formats.draft import QUESTIONS_PER_FORM, question_for
-from engine.play import StartPlan, ThreadAdventure
-from engine.sanitise import echo
+from engine.library.formats.draft import QUESTIONS_PER_FORM, question_for
+from engine.platform.sanitise import echo
+from engine.play.service import StartPlan, ThreadAdventure
+from engine.story.actions import ActionType
 
 if TYPE_CHECKING:
     from bot.discord_bot import CampfireBot

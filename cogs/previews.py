@@ -9,7 +9,7 @@ import logging
 import discord
 
 from cogs.replies import reply
-from engine.access import Actor
+from engine.people.access import Actor
 
 log = logging.getLogger(__name__)
 

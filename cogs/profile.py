@@ -15,7 +15,7 @@ from engine.errors import InvalidInput
 
 if TYPE_CHECKING:
     from bot.discord_bot import CampfireBot
-    from engine.profiles import Profile
+    from engine.people.profiles import Profile
 
 #: What a person types to confirm deleting their data.
 CONFIRM_WORD = "delete"
@@ -99,7 +99,7 @@ class ProfileCog(commands.Cog):
                 "your data."
             )
         await _defer(interaction)
-        # Their turns still queued or being written are dropped with it (engine.profiles).
+        # Their turns still queued or being written are dropped with it (engine.people.profiles).
         await self.bot.services.profiles.delete(actor_of(interaction))
         await interaction.followup.send(
             "Everything Campfire stored about you is deleted, and your actions still waiting "

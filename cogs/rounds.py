@@ -24,10 +24,10 @@ import discord
 
 from cogs.context import actor_of, channel_id_of
 from cogs.preflight import Preflighted
-from engine.access import Actor
-from engine.events import ActionAccepted, RoundSubmitted, TurnEvent
-from engine.rounds import RoundState, TurnMode
-from engine.sanitise import ROW_ID_MAX, row_id
+from engine.people.access import Actor
+from engine.platform.sanitise import ROW_ID_MAX, row_id
+from engine.story.rounds import RoundState, TurnMode
+from engine.turns.events import ActionAccepted, RoundSubmitted, TurnEvent
 
 if TYPE_CHECKING:
     import re

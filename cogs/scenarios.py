@@ -23,13 +23,13 @@ from cogs.pages import ListPage, list_source, paged, show_list
 from cogs.previews import FilePreview
 from cogs.replies import reply
 from engine.errors import CampfireError
-from engine.formats.draft import ImportedScenario, ScenarioDraft
-from engine.sanitise import echo
-from engine.scenarios.library import LibraryListing, ScenarioDetails, ScenarioEntry
+from engine.library.formats.draft import ImportedScenario, ScenarioDraft
+from engine.library.scenarios.library import LibraryListing, ScenarioDetails, ScenarioEntry
+from engine.platform.sanitise import echo
 
 if TYPE_CHECKING:
     from bot.discord_bot import CampfireBot
-    from engine.access import Actor
+    from engine.people.access import Actor
 
 
 LIBRARY_COLOUR = discord.Colour.teal()

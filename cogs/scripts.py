@@ -1,6 +1,6 @@
 """/script upload|list|enable|disable|remove|test: the adventure's AI Dungeon scripts.
 
-Each command is one call to the script service (``engine.scripting.manage.ScriptService``);
+Each command is one call to the script service (``engine.library.scripting.manage.ScriptService``);
 every answer is for the member alone. Who may change or test scripts is the engine's rule
 (server managers; in a DM, its player).
 """
@@ -19,8 +19,8 @@ from cogs.context import actor_of, channel_id_of
 from cogs.pages import ListPage, list_source, paged, show_list
 from cogs.replies import reply
 from engine.errors import CampfireError
-from engine.scripting.hooks import Hook
-from engine.scripting.manage import SCRIPT_NAME_MAX, HookTest, ScriptPart, ScriptView
+from engine.library.scripting.hooks import Hook
+from engine.library.scripting.manage import SCRIPT_NAME_MAX, HookTest, ScriptPart, ScriptView
 
 if TYPE_CHECKING:
     from bot.discord_bot import CampfireBot

@@ -3,7 +3,7 @@
 One group, so that Discord hides all of it from members without Manage Server
 (``default_member_permissions`` applies to top-level commands and groups only; discord-api-docs,
 Application Commands, Permissions). Hidden is not refused: a server's admins may show a command
-to others (Server Settings → Integrations), so the engine's rights check (``engine.access``)
+to others (Server Settings → Integrations), so the engine's rights check (``engine.people.access``)
 stays the rule. Later server-wide settings (the server's model, spending caps) belong here.
 """
 

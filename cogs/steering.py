@@ -1,11 +1,11 @@
 """Steering the adventure running here: /note, /essentials, /instructions, /card …, and
 /adventure settings.
 
-Each command is one call to a steering service (``engine.steering``: the texts, the cards, the
+Each command is one call to a steering service (``engine.story.steering``: the texts, the cards, the
 generation settings); a command without its text opens a form prefilled with the current value,
 and the form's submission is the second call. Changes answer the player alone and apply from the
-next turn. Who may change what is the engine's rule (``engine.access.may_steer``), read from the
-actor ``actor_of`` builds. A change is deferred before it is written; a form's when it is
+next turn. Who may change what is the engine's rule (``engine.people.access.may_steer``), read from
+the actor ``actor_of`` builds. A change is deferred before it is written; a form's when it is
 submitted, as a form must be an interaction's first answer and nothing is written before it opens.
 """
 
@@ -24,8 +24,8 @@ from cogs.forms import FORM_TIMEOUT_S, MODAL_TITLE_MAX, TEXT_INPUT_MAX, on_form_
 from cogs.pages import ListPage, list_source, show_list
 from cogs.replies import reply
 from engine.errors import InvalidInput
-from engine.sanitise import echo
-from engine.steering.cards import (
+from engine.platform.sanitise import echo
+from engine.story.steering.cards import (
     CARD_ENTRY_MAX,
     CARD_KEYS_MAX,
     CARD_TITLE_MAX,
@@ -35,8 +35,8 @@ from engine.steering.cards import (
     CardPage,
     CardView,
 )
-from engine.steering.settings import AdventureSettings
-from engine.steering.text import TEXT_MAX_CHARS, SteeringChange, SteeringField
+from engine.story.steering.settings import AdventureSettings
+from engine.story.steering.text import TEXT_MAX_CHARS, SteeringChange, SteeringField
 
 if TYPE_CHECKING:
     from bot.discord_bot import CampfireBot

@@ -1,4 +1,4 @@
-"""Suggested actions as buttons under the newest turn (``engine.suggestions``).
+"""Suggested actions as buttons under the newest turn (``engine.story.suggestions``).
 
 Each button is ``cf:sg:<adventure>:<version>:<turn>:<n>``: the story it was drawn for and which
 of its turn's suggestions it is, never the text (a ``custom_id`` holds 100 characters and is
@@ -24,10 +24,10 @@ import discord
 from cogs.context import actor_of, channel_id_of
 from cogs.preflight import Preflighted
 from cogs.replies import defer_request, reply
-from engine.actions import ActionType, PlayerAction
 from engine.errors import CampfireError
-from engine.sanitise import ROW_ID_MAX, row_id
-from engine.suggestions import MAX_LABEL, MAX_SUGGESTIONS
+from engine.platform.sanitise import ROW_ID_MAX, row_id
+from engine.story.actions import ActionType, PlayerAction
+from engine.story.suggestions import MAX_LABEL, MAX_SUGGESTIONS
 
 if TYPE_CHECKING:
     from bot.discord_bot import CampfireBot

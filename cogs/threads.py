@@ -26,7 +26,7 @@ import discord
 
 if TYPE_CHECKING:
     from cogs.streaming import RatePacer
-    from engine.play import ThreadAdventure
+    from engine.play.service import ThreadAdventure
 
 log = logging.getLogger(__name__)
 

@@ -1,12 +1,12 @@
 """The story tree in Discord: /retry, /undo, /redo, /edit, /branch …, /savepoint … and /tree.
 
-Each command is one call to the engine (``engine.story_tree.StoryTree``, or the play service for a
+Each command is one call to the engine (``engine.story.tree.StoryTree``, or the play service for a
 retry, which writes a turn); the narrator shows what changed. A command that writes defers first
 (Discord's 3 seconds are not spent waiting on the database); a form opens before anything is
 written, and its submission defers, then writes. Who may rewrite a turn (its
 action's author, the host, members who manage the server or its messages) and who may change
 branches and save points (the host and those members) is the engine's rule
-(``engine.access``), read from the member's permissions that ``actor_of`` carries.
+(``engine.people.access``), read from the member's permissions that ``actor_of`` carries.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from cogs.errors import on_app_command_error
 from cogs.forms import FORM_TIMEOUT_S
 from cogs.pages import ListPage, list_source, paged, show_list
 from cogs.replies import defer_request, reply
-from engine.story_tree import EDIT_MAX_CHARS, NAME_MAX, BranchView, HeadMove, SavePointView
+from engine.story.tree import EDIT_MAX_CHARS, NAME_MAX, BranchView, HeadMove, SavePointView
 
 if TYPE_CHECKING:
     from bot.discord_bot import CampfireBot

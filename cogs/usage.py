@@ -14,7 +14,7 @@ from cogs.context import actor_of
 
 if TYPE_CHECKING:
     from bot.discord_bot import CampfireBot
-    from engine.limits import UsageToday
+    from engine.people.limits import UsageToday
 
 
 def usage_text(usage: UsageToday) -> str:

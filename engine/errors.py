@@ -141,7 +141,7 @@ class ModelReplyCutOff(ModelError):
 
 class ModelYielded(ModelError):
     """Background work on the embedded model stopped so that a narration could have the cores
-    (``engine.providers.local``); nothing was written, and the work is due again later."""
+    (``engine.llm.providers.local``); nothing was written, and the work is due again later."""
 
 
 class ReasoningExhausted(ModelError):

@@ -20,9 +20,9 @@ from sqlalchemy import text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from engine.providers.openai_compat import OpenAICompatibleProvider
-from engine.scenarios.shipped import seed_builtin_scenarios
-from engine.scripting.workers import close as close_script_workers
+from engine.library.scenarios.shipped import seed_builtin_scenarios
+from engine.library.scripting.workers import close as close_script_workers
+from engine.llm.providers.openai_compat import OpenAICompatibleProvider
 from engine.storage.database import Database
 from tests.fakes.openai_server import FakeModelServer
 

@@ -8,13 +8,13 @@ from collections.abc import Callable
 
 from sqlalchemy import func, select, update
 
-from engine.accounts import touch_user
-from engine.actions import PlayerAction
-from engine.events import TurnEvent
-from engine.scenarios.start import start_adventure
+from engine.library.scenarios.start import start_adventure
+from engine.people.accounts import touch_user
 from engine.storage.database import Database
 from engine.storage.models import ActionType, Scenario, StoryMessage, StoryNode
-from engine.turns import TurnEngine
+from engine.story.actions import PlayerAction
+from engine.turns.engine import TurnEngine
+from engine.turns.events import TurnEvent
 
 
 async def new_adventure(db: Database, *, channel_id: int = 1) -> int:
@@ -69,7 +69,7 @@ async def leave_dead_turn(
     """What a process leaves when it dies mid-turn: its request marked running, and the
     adventure's lease, claimed at ``clock()``. (The turn itself stores nothing until it
     completes, so there is no half-written turn.)"""
-    from engine.leases import TurnLeases
+    from engine.platform.coordination.leases import TurnLeases
     from engine.storage.models import RequestRecord
 
     async with db.session() as session, session.begin():

@@ -1,4 +1,4 @@
-"""Who may do what (engine.access): the pure rules over every kind of person, in a server and
+"""Who may do what (engine.people.access): the pure rules over every kind of person, in a server and
 in a DM, and one check through Discord that the permissions actor_of reads are the ones the
 rules mean."""
 
@@ -8,7 +8,8 @@ import pytest
 
 from bot.standin.permissions import P_ADMINISTRATOR, P_MANAGE_MESSAGES
 from bot.standin.world import RoleRecord
-from engine.access import (
+from engine.errors import NotAllowed, NotFound, StoryMovedOn
+from engine.people.access import (
     Actor,
     check_may_choose_importers,
     check_may_retry_request,
@@ -30,7 +31,6 @@ from engine.access import (
     may_start_with_scripts,
     may_steer,
 )
-from engine.errors import NotAllowed, NotFound, StoryMovedOn
 from engine.storage.models import Adventure, RequestRecord, RewriteRight, Scenario
 from tests.discord_env import DiscordEnv, answered
 
@@ -374,7 +374,7 @@ async def test_manage_messages_does_not_steer_but_manage_server_and_administrato
 
 
 def test_a_servers_model_is_chosen_by_its_managers_and_a_players_in_their_dm():
-    from engine.access import check_may_choose_model, may_choose_model
+    from engine.people.access import check_may_choose_model, may_choose_model
 
     assert may_choose_model(Actor(1, server_id=5, manages_server=True))
     assert not may_choose_model(Actor(2, server_id=5, manages_messages=True))
@@ -385,7 +385,7 @@ def test_a_servers_model_is_chosen_by_its_managers_and_a_players_in_their_dm():
 
 
 def test_only_the_operator_operates_and_is_never_blocked():
-    from engine.access import check_may_operate, check_not_blocked, may_operate, may_use
+    from engine.people.access import check_may_operate, check_not_blocked, may_operate, may_use
 
     operator = Actor(1, server_id=5, is_operator=True)
     admin = Actor(2, server_id=5, manages_server=True)

@@ -19,7 +19,7 @@ from discord import app_commands
 
 from bot.standin import StandinFile
 from bot.standin.world import InteractionRecord, iter_components
-from engine.profiles import CONTACT_INTERVAL_S
+from engine.people.profiles import CONTACT_INTERVAL_S
 from tests.discord_env import DiscordEnv
 from tests.fakes.openai_server import FakeModelServer, Reply
 from tests.write_recorder import WriteRecorder

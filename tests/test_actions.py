@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from engine.actions import PlayerAction, format_action
 from engine.errors import InvalidInput
 from engine.storage.models import ActionType
+from engine.story.actions import PlayerAction, format_action
 
 DO, SAY, STORY, CONTINUE = ActionType.DO, ActionType.SAY, ActionType.STORY, ActionType.CONTINUE
 

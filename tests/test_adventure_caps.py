@@ -11,14 +11,14 @@ import pytest
 from sqlalchemy import func, select, update
 
 from bot.standin import StandinFile
-from engine.access import Actor
-from engine.adventure_caps import AdventureCaps, CapReached
-from engine.leases import TurnLeases
-from engine.play import PlayService
-from engine.providers.resolver import OperatorDefault
-from engine.queue import AdventureQueue
+from engine.llm.providers.resolver import OperatorDefault
+from engine.people.access import Actor
+from engine.people.adventure_caps import AdventureCaps, CapReached
+from engine.platform.coordination.leases import TurnLeases
+from engine.platform.queue import AdventureQueue
+from engine.play.service import PlayService
 from engine.storage.models import Adventure, utcnow
-from engine.turns import TurnEngine
+from engine.turns.engine import TurnEngine
 from tests.discord_env import campfire_on_standin
 
 GUILD = 500

@@ -12,14 +12,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import func, select
 
-from engine.access import Actor
-from engine.archive import AdventureArchive
 from engine.errors import NotFound
-from engine.formats.adventure import parse_adventure
-from engine.formats.draft import ImportLimits
-from engine.formats.errors import ImportRejected
-from engine.formats.strict_json import JsonCaps, load_json
-from engine.providers.resolver import OperatorDefault
+from engine.library.archive import AdventureArchive
+from engine.library.formats.adventure import parse_adventure
+from engine.library.formats.draft import ImportLimits
+from engine.library.formats.strict_json import JsonCaps, load_json
+from engine.library.reading.errors import ImportRejected
+from engine.llm.providers.resolver import OperatorDefault
+from engine.people.access import Actor
 from engine.storage.models import (
     ActionType,
     Adventure,
@@ -34,7 +34,7 @@ from engine.storage.models import (
     Take,
     User,
 )
-from engine.turns import TurnEngine
+from engine.turns.engine import TurnEngine
 from tests.helpers import new_adventure, play
 
 ALICE = Actor(user_id=11, user_name="alice")

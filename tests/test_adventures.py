@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from sqlalchemy import select
 
-from engine.access import active_adventure
-from engine.scenarios.start import start_adventure
+from engine.library.scenarios.start import start_adventure
+from engine.people.access import active_adventure
 from engine.storage.models import (
     ActionType,
     Adventure,

@@ -18,22 +18,22 @@ from sqlalchemy import select
 from sqlmodel import col
 
 from bot.config import Settings
-from engine.access import Actor
-from engine.card_cap import DEFAULT_MAX_CARDS
-from engine.cards import Card, match_cards
 from engine.errors import InvalidInput
-from engine.formats import detect
-from engine.formats.adventure import parse_adventure
-from engine.formats.detect import read_scenario
-from engine.formats.draft import ImportLimits
-from engine.formats.errors import ImportRejected
-from engine.scenarios.library import ScenarioLibrary
-from engine.scenarios.start import scenario_questions_of, start_adventure
-from engine.scripting import sandbox
-from engine.scripting.results import Caps
-from engine.scripting.sandbox import DEFAULT_CAPS
-from engine.steering.cards import CardDraft, StoryCards
+from engine.library.formats import detect
+from engine.library.formats.adventure import parse_adventure
+from engine.library.formats.detect import read_scenario
+from engine.library.formats.draft import ImportLimits
+from engine.library.reading.errors import ImportRejected
+from engine.library.scenarios.library import ScenarioLibrary
+from engine.library.scenarios.start import scenario_questions_of, start_adventure
+from engine.library.scripting import sandbox
+from engine.library.scripting.results import Caps
+from engine.library.scripting.sandbox import DEFAULT_CAPS
+from engine.people.access import Actor
+from engine.prompt.card_cap import DEFAULT_MAX_CARDS
+from engine.prompt.cards import Card, match_cards
 from engine.storage.models import AdventureCard, Scenario, StoryNode
+from engine.story.steering.cards import CardDraft, StoryCards
 from tests.test_adventure_files import SAMPLE
 from tests.test_scripting_sandbox import payload as script_payload
 from tests.test_steering import CHANNEL, HOST_ACTOR, server_adventure

@@ -11,13 +11,13 @@ import pytest
 from sqlalchemy import select
 from sqlmodel import col
 
-from engine.context import ContextEngine, ContextInputs, HistoryEntry
-from engine.providers.resolver import OperatorDefault
-from engine.scripting.hooks import ScriptStopped
-from engine.snapshots import restore
+from engine.library.scripting.hooks import ScriptStopped
+from engine.llm.providers.resolver import OperatorDefault
 from engine.storage.models import ActionType, AdventureCard, StoryNode
-from engine.story_line.read import state_before_of
-from engine.turns import TurnEngine
+from engine.story.line.read import state_before_of
+from engine.story.snapshots import restore
+from engine.turns.context import ContextEngine, ContextInputs, HistoryEntry
+from engine.turns.engine import TurnEngine
 from tests.helpers import new_adventure, node_count, play
 from tests.test_scripting_turns import (
     add_script,

@@ -3,7 +3,7 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.world_state.apply import BlockHolder
+from engine.story.world.apply import BlockHolder
 
 PROSE = "Gwen draws her bow. `Quiet`, she mouths."
 BLOCK = '```state\n{"player": {"hp": -5}}\n```'

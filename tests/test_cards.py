@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.cards import Card, compile_keys, find_trigger, match_cards, parse_keys, scan_text
+from engine.prompt.cards import Card, compile_keys, find_trigger, match_cards, parse_keys, scan_text
 
 
 def test_keys_are_split_on_commas_stripped_and_deduplicated():

@@ -10,16 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from engine.access import Actor, check_may_read_chapters, may_read_chapters
-from engine.chapters.plan import read_plan, write_plan
-from engine.chapters.progress import fold, initial_progress, nudge_for
-from engine.chapters.prompt import chapter_guide, chapter_nudge
 from engine.errors import NotAllowed
-from engine.formats.bundle import read_bundle, write_bundle
-from engine.formats.errors import ImportRejected
+from engine.library.formats.bundle import read_bundle, write_bundle
+from engine.library.reading.errors import ImportRejected
+from engine.people.access import Actor, check_may_read_chapters, may_read_chapters
 from engine.storage.models import Adventure
+from engine.story.chapters.plan import read_plan, write_plan
+from engine.story.chapters.progress import fold, initial_progress, nudge_for
+from engine.story.chapters.prompt import chapter_guide, chapter_nudge
 
-SHIPPED = Path(__file__).parent.parent / "engine/scenarios/builtin/tidewatch-light.json"
+SHIPPED = Path(__file__).parent.parent / "engine/library/scenarios/builtin/tidewatch-light.json"
 
 
 def shipped_plan() -> dict:

@@ -12,22 +12,23 @@ import pytest
 from sqlalchemy import func, select
 from sqlmodel import col
 
-from engine.access import Actor
-from engine.actions import PlayerAction
-from engine.archive import AdventureArchive
-from engine.chapters.plan import read_plan
-from engine.chapters.service import ChapterService
-from engine.chapters.store import add_scenario_plan, adventure_plan
-from engine.events import TextDelta, TurnDone
-from engine.formats.draft import ImportLimits
-from engine.formats.errors import ImportRejected
-from engine.providers.resolver import OperatorDefault
-from engine.scenarios.library import ScenarioLibrary
-from engine.scenarios.start import start_adventure
+from engine.library.archive import AdventureArchive
+from engine.library.formats.draft import ImportLimits
+from engine.library.reading.errors import ImportRejected
+from engine.library.scenarios.library import ScenarioLibrary
+from engine.library.scenarios.start import start_adventure
+from engine.llm.providers.resolver import OperatorDefault
+from engine.people.access import Actor
+from engine.platform.events import TextDelta
 from engine.storage.chapter_models import ChapterRecap
 from engine.storage.models import ActionType, Adventure, Scenario, StoryNode
-from engine.story_tree import StoryTree
-from engine.turns import TurnEngine
+from engine.story.actions import PlayerAction
+from engine.story.chapters.plan import read_plan
+from engine.story.chapters.service import ChapterService
+from engine.story.chapters.store import add_scenario_plan, adventure_plan
+from engine.story.tree import StoryTree
+from engine.turns.engine import TurnEngine
+from engine.turns.events import TurnDone
 from tests.fakes.openai_server import Reply
 from tests.test_chapters import SHIPPED
 from tests.test_story_tree import ALICE, host, retry, turn
@@ -351,7 +352,7 @@ async def test_an_imported_scenario_keeps_its_chapters_and_exports_them(db):
 async def test_a_failed_turn_is_narrated_by_the_open_beats_lines_else_its_chapters(
     db, engine, fake_model
 ):
-    """Authored fallback (engine.fallback) reads the most specific lines: the open beat's,
+    """Authored fallback (engine.story.fallback) reads the most specific lines: the open beat's,
     else its chapter's (the shipped scenario's first beat has none, its second has its own)."""
     adventure_id = await tidewatch(db)
     fake_model.queue(Reply(fault="500"))

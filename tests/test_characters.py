@@ -9,9 +9,13 @@ from dataclasses import replace
 import pytest
 from sqlalchemy import select
 
-from engine.access import Actor, may_set_character
-from engine.accounts import touch_server
-from engine.characters import (
+from engine.errors import InvalidInput, NotAllowed
+from engine.people.access import Actor, may_set_character
+from engine.people.accounts import touch_server
+from engine.prompt.inputs import PARTY_RULE
+from engine.storage.database import Database
+from engine.storage.models import Adventure, Character
+from engine.story.characters import (
     ABOUT_MAX,
     NAME_MAX,
     UNNAMED,
@@ -21,11 +25,7 @@ from engine.characters import (
     clean_name,
     display_label,
 )
-from engine.context import ContextEngine, ContextInputs
-from engine.context_types import PARTY_RULE
-from engine.errors import InvalidInput, NotAllowed
-from engine.storage.database import Database
-from engine.storage.models import Adventure, Character
+from engine.turns.context import ContextEngine, ContextInputs
 from tests.helpers import add_users, new_adventure
 
 SERVER = 77

@@ -9,9 +9,13 @@ import pytest
 from sqlalchemy import func, select
 from sqlmodel import col
 
-from engine.access import Actor
-from engine.actions import PlayerAction
-from engine.claims import (
+from engine.llm.providers.resolver import OperatorDefault
+from engine.people.access import Actor
+from engine.platform.queue import AdventureQueue
+from engine.storage.models import ActionType, Adventure, AdventureCard
+from engine.storage.play_models import CharacterClaim
+from engine.story.actions import PlayerAction
+from engine.story.claims import (
     HEADER,
     MAX_CONTEXT_CHARS,
     MAX_IN_CONTEXT,
@@ -20,13 +24,9 @@ from engine.claims import (
     addressed,
     statements,
 )
-from engine.events import TurnDone
-from engine.providers.resolver import OperatorDefault
-from engine.queue import AdventureQueue
-from engine.storage.models import ActionType, Adventure, AdventureCard
-from engine.storage.play_models import CharacterClaim
-from engine.story_tree import StoryTree
-from engine.turns import TurnEngine
+from engine.story.tree import StoryTree
+from engine.turns.engine import TurnEngine
+from engine.turns.events import TurnDone
 from tests.helpers import add_users, new_adventure
 
 BOB = 7

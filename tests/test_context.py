@@ -11,8 +11,15 @@ import pytest
 from sqlalchemy import event, select
 from sqlalchemy.orm import undefer
 
-from engine.cards import Card
-from engine.context import (
+from engine.library.knowledge.prompt import KNOWLEDGE_RULE
+from engine.llm.providers.resolver import OperatorDefault
+from engine.prompt.cards import Card
+from engine.prompt.report import ContextReport
+from engine.prompt.tokens import count_tokens
+from engine.storage.models import ActionType, Adventure, AdventureCard, Memory, Role, StoryNode
+from engine.story.line.read import line_length, line_window
+from engine.story.memory.retrieval import MemoryRetriever
+from engine.turns.context import (
     ANCHOR_STEP,
     CONTINUE_CUE,
     HEADINGS,
@@ -24,14 +31,7 @@ from engine.context import (
     output_words,
     reattach_state_block,
 )
-from engine.context_report import ContextReport
-from engine.knowledge.prompt import KNOWLEDGE_RULE
-from engine.memory.retrieval import MemoryRetriever
-from engine.providers.resolver import OperatorDefault
-from engine.storage.models import ActionType, Adventure, AdventureCard, Memory, Role, StoryNode
-from engine.story_line.read import line_length, line_window
-from engine.tokens import count_tokens
-from engine.turns import TurnEngine
+from engine.turns.engine import TurnEngine
 from tests.benchmarks.bench_context import seed_adventure
 from tests.helpers import new_adventure, node_count, play
 
@@ -56,7 +56,7 @@ def user_text(built) -> str:
     return built.messages[-1].content
 
 
-#: How the length hint begins (``engine.context.output_hint``).
+#: How the length hint begins (``engine.turns.context.output_hint``).
 HINT_START = "Write only as much as the moment needs"
 
 
@@ -449,7 +449,7 @@ def test_memories_always_go_in_and_knowledge_keeps_to_its_own_budget():
         FULL,
         memories=[(f"m{i}", f"Memory {i}: {chunk}", "score 0.9") for i in range(3)],
         knowledge=[(f"k{i}", f"Fact {i}: {chunk}", "score 0.8") for i in range(5)],
-        # The section's rule (engine.knowledge.prompt) comes out of its budget too.
+        # The section's rule (engine.library.knowledge.prompt) comes out of its budget too.
         knowledge_budget=200 + count_tokens(KNOWLEDGE_RULE),
     )
     built = ENGINE.build(inputs)

@@ -14,20 +14,20 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
-from engine.access import Actor
-from engine.actions import PlayerAction
-from engine.coordination.jobs import JobLeases, memory_job
-from engine.coordination.per_process import PER_PROCESS
-from engine.coordination.requests import RequestReused
-from engine.events import AlreadyHandled, TurnDone, TurnFailed
-from engine.leases import TurnLeases
-from engine.memory.writer import MemoryWriter
-from engine.play import PlayService
-from engine.providers.resolver import OperatorDefault
-from engine.queue import AdventureQueue
+from engine.llm.providers.resolver import OperatorDefault
+from engine.people.access import Actor
+from engine.platform.coordination.jobs import JobLeases, memory_job
+from engine.platform.coordination.leases import TurnLeases
+from engine.platform.coordination.per_process import PER_PROCESS
+from engine.platform.queue import AdventureQueue
+from engine.play.service import PlayService
 from engine.storage.database import Database
 from engine.storage.models import ActionType, Memory, RequestRecord, Role, StoryNode, utcnow
-from engine.turns import TurnEngine
+from engine.story.actions import PlayerAction
+from engine.story.memory.writer import MemoryWriter
+from engine.turns.engine import TurnEngine
+from engine.turns.events import AlreadyHandled, TurnDone, TurnFailed
+from engine.turns.requests import RequestReused
 from tests.fakes.openai_server import Reply
 from tests.helpers import new_adventure
 from tests.helpers import play as play_turn
@@ -317,4 +317,4 @@ def test_every_piece_of_per_process_state_is_named_with_why_it_is_safe():
             module = ".".join(relative.with_suffix("").parts)
             if _keeps_state(ast.parse(path.read_text(encoding="utf-8"))) and module not in named:
                 unnamed.append(module)
-    assert unnamed == [], "name these in engine/coordination/per_process.py"
+    assert unnamed == [], "name these in engine/platform/coordination/per_process.py"

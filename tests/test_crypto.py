@@ -1,7 +1,7 @@
 import pytest
 
-from engine.crypto import SecretBox
 from engine.errors import CampfireError
+from engine.platform.crypto import SecretBox
 
 
 def test_a_secret_round_trips_and_is_not_stored_in_clear():

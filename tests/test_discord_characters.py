@@ -6,8 +6,8 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlmodel import col
 
-from engine.access import Actor
 from engine.errors import NotAllowed
+from engine.people.access import Actor
 from engine.storage.models import Character, Role, StoryNode
 from tests.discord_env import DiscordEnv, answered
 from tests.fakes.openai_server import Reply

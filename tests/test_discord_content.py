@@ -13,7 +13,7 @@ from sqlmodel import col
 from bot.standin.world import MessageRecord, iter_components
 from cogs.content import EMBEDS_TOTAL_MAX, fit_embed, fit_text, text_pages
 from cogs.play import ACTION_LIMIT
-from engine.access import OTHER_ADVENTURE, Actor
+from engine.people.access import OTHER_ADVENTURE, Actor
 from engine.storage.models import StoryNode
 from tests.discord_env import DiscordEnv, campfire_on_standin, crash, restarted
 from tests.fakes.openai_server import Reply

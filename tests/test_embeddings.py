@@ -21,7 +21,7 @@ from engine.errors import (
     ModelTimedOut,
     ModelUnreachable,
 )
-from engine.providers.embeddings import EmbeddingClient
+from engine.llm.providers.embeddings import EmbeddingClient
 from tests.fakes.openai_server import FakeModelServer, fake_embedding
 from tests.fakes.static_server import static_server
 

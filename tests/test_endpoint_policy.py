@@ -10,9 +10,9 @@ import ipaddress
 
 import pytest
 
-from engine.providers.base import ChatMessage, GenerationParams
-from engine.providers.endpoint_policy import EndpointPolicy, EndpointRefused, refusal_reason
-from engine.providers.openai_compat import OpenAICompatibleProvider
+from engine.llm.providers.base import ChatMessage, GenerationParams
+from engine.llm.providers.endpoint_policy import EndpointPolicy, EndpointRefused, refusal_reason
+from engine.llm.providers.openai_compat import OpenAICompatibleProvider
 from tests.fakes.openai_server import FakeModelServer
 from tests.fakes.static_server import static_server
 

@@ -13,19 +13,19 @@ import pytest
 from sqlalchemy import select
 from sqlmodel import col
 
-from engine.access import Actor
 from engine.errors import ModelError
-from engine.events import TurnDone, TurnFailed
-from engine.fallback import FALLBACK_MODEL, choose_line, read_lines
-from engine.formats.bundle import read_bundle, write_bundle
-from engine.leases import TurnLeases
-from engine.play import PlayService
-from engine.providers.resolver import OperatorDefault
-from engine.queue import AdventureQueue
-from engine.scenarios.play_options import keep_play_options, load_play_options
+from engine.library.formats.bundle import read_bundle, write_bundle
+from engine.library.scenarios.play_options import keep_play_options, load_play_options
+from engine.llm.providers.resolver import OperatorDefault
+from engine.people.access import Actor
+from engine.platform.coordination.leases import TurnLeases
+from engine.platform.queue import AdventureQueue
+from engine.play.service import PlayService
 from engine.storage.models import ActionType, Adventure, Scenario, StoryNode, utcnow
 from engine.storage.play_models import ScenarioPlayOptions
-from engine.turns import TurnEngine
+from engine.story.fallback import FALLBACK_MODEL, choose_line, read_lines
+from engine.turns.engine import TurnEngine
+from engine.turns.events import TurnDone, TurnFailed
 from tests.discord_env import DiscordEnv
 from tests.fakes.openai_server import Reply
 from tests.helpers import leave_dead_turn, new_adventure, node_count, play
@@ -221,8 +221,8 @@ async def test_a_reply_stopped_at_its_limit_is_a_failure_an_authored_line_stands
 ):
     """The fake server's last fault: a reply that never ends, stopped by Campfire's own limit
     on one reply (``ReplyLimits``) and then treated as any failure."""
-    from engine.providers.base import ReplyLimits
-    from engine.providers.openai_compat import OpenAICompatibleProvider
+    from engine.llm.providers.base import ReplyLimits
+    from engine.llm.providers.openai_compat import OpenAICompatibleProvider
 
     provider = OpenAICompatibleProvider(
         fake_model.base_url, fake_model.model, timeout=2.0, limits=ReplyLimits(seconds=0.8)

@@ -10,12 +10,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.formats import detect
-from engine.formats.bundle import read_bundle, write_bundle
-from engine.formats.detect import read_scenario
-from engine.formats.draft import ImportLimits, fill_placeholders, placeholders_in
-from engine.formats.errors import ImportRejected
-from engine.scenarios.shipped import BUILTIN_SCENARIOS
+from engine.library.formats import detect
+from engine.library.formats.bundle import read_bundle, write_bundle
+from engine.library.formats.detect import read_scenario
+from engine.library.formats.draft import ImportLimits, fill_placeholders, placeholders_in
+from engine.library.reading.errors import ImportRejected
+from engine.library.scenarios.shipped import BUILTIN_SCENARIOS
 from tests.fuzz_inputs import FIXTURES, json_values
 
 DATA = Path(__file__).parent / "data"

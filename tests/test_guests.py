@@ -1,5 +1,5 @@
-"""Guest cleanup, server removal and /profile's engine (engine.guests, engine.profiles): exactly
-the eligible rows go, in one statement, and nothing else."""
+"""Guest cleanup, server removal and /profile's engine (engine.people.guests,
+engine.people.profiles): exactly the eligible rows go, in one statement, and nothing else."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import event, func, select
 
-from engine import profiles as profiles_module
-from engine.access import Actor
-from engine.accounts import touch_server, touch_user
 from engine.errors import NotFound
-from engine.guests import remove_departed_servers, remove_idle_guests
-from engine.profiles import CONTACT_INTERVAL_S, Profiles
-from engine.scenarios.start import start_adventure
+from engine.library.scenarios.start import start_adventure
+from engine.people import profiles as profiles_module
+from engine.people.access import Actor
+from engine.people.accounts import touch_server, touch_user
+from engine.people.guests import remove_departed_servers, remove_idle_guests
+from engine.people.profiles import CONTACT_INTERVAL_S, Profiles
 from engine.storage.models import (
     Adventure,
     AdventureCard,

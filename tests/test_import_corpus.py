@@ -2,7 +2,7 @@
 published files, each imported and checked to do what it is for: its cards fire on a story
 naming them, in an adventure started from it.
 
-Keys match as ``engine.cards`` says: whole words, case-insensitively, the first key of a card
+Keys match as ``engine.prompt.cards`` says: whole words, case-insensitively, the first key of a card
 found in the text being the one reported."""
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ from pathlib import Path
 from sqlalchemy import select
 from sqlmodel import col
 
-from engine.access import Actor
-from engine.cards import Card, match_cards
-from engine.formats import detect
-from engine.formats.draft import ImportLimits
-from engine.scenarios.library import ScenarioLibrary
-from engine.scenarios.start import start_adventure
+from engine.library.formats import detect
+from engine.library.formats.draft import ImportLimits
+from engine.library.scenarios.library import ScenarioLibrary
+from engine.library.scenarios.start import start_adventure
+from engine.people.access import Actor
+from engine.prompt.cards import Card, match_cards
 from engine.storage.models import AdventureCard
 
 CORPUS = Path(__file__).parent / "data" / "corpus"

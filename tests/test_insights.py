@@ -12,12 +12,12 @@ import pytest
 from sqlalchemy import event, select, update
 from sqlalchemy.orm import undefer
 
-from engine.context_report import ContextReport, ItemReport, SectionReport
 from engine.errors import InvalidInput, NotFound
-from engine.insights import Insights, TurnInsights, render_prompt, script_logs
-from engine.scenarios.start import start_adventure
+from engine.library.scenarios.start import start_adventure
+from engine.prompt.report import ContextReport, ItemReport, SectionReport
 from engine.storage.database import Database
 from engine.storage.models import ActionType, Adventure, Role, Scenario, StoryNode
+from engine.turns.insights import Insights, TurnInsights, render_prompt, script_logs
 from tests.discord_env import DiscordEnv
 
 #: The buttons that open a form for an action, last under every newest turn.

@@ -1,5 +1,5 @@
-"""Who a process is in lease rows (``engine.coordination.instance``): the same instance after a
-restart, never the same as another live process; and what that lets a restarted process take
+"""Who a process is in lease rows (``engine.platform.coordination.instance``): the same instance
+after a restart, never the same as another live process; and what that lets a restarted process take
 back at once, on a real database."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from engine.coordination.instance import InstanceTaken, this_process
-from engine.coordination.jobs import JobLeases
-from engine.leases import LeaseBusy, TurnLeases
+from engine.platform.coordination.instance import InstanceTaken, this_process
+from engine.platform.coordination.jobs import JobLeases
+from engine.platform.coordination.leases import LeaseBusy, TurnLeases
 from tests.helpers import new_adventure
 
 NOW = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)

@@ -1,14 +1,14 @@
-"""Cutting setting files into passages (engine.knowledge.chunking) and framing them in the
-prompt (engine.knowledge.prompt): deterministic, heading-aware, 60–800 tokens, no overlap;
+"""Cutting setting files into passages (engine.library.knowledge.chunking) and framing them in the
+prompt (engine.library.knowledge.prompt): deterministic, heading-aware, 60–800 tokens, no overlap;
 each passage quoted under its class's words and the section's rule, within class budgets."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from engine.knowledge.chunking import MAX_TOKENS, MIN_TOKENS, chunk_text
-from engine.knowledge.classes import RULES, KnowledgeClass
-from engine.knowledge.prompt import (
+from engine.library.knowledge.chunking import MAX_TOKENS, MIN_TOKENS, chunk_text
+from engine.library.knowledge.classes import RULES, KnowledgeClass
+from engine.library.knowledge.prompt import (
     KNOWLEDGE_RULE,
     WITHHELD,
     framed_passage,
@@ -16,7 +16,7 @@ from engine.knowledge.prompt import (
     passage_label,
     withhold_narrator_only,
 )
-from engine.tokens import count_tokens
+from engine.prompt.tokens import count_tokens
 
 SETTING = (Path(__file__).parent / "data" / "brindlemoor.md").read_text()
 

@@ -13,23 +13,23 @@ import pytest
 from sqlalchemy import func, select, text
 from sqlmodel import col
 
-from engine.access import Actor
-from engine.archive import AdventureArchive
-from engine.context import ContextEngine
 from engine.errors import InvalidInput
-from engine.formats.draft import ImportLimits
-from engine.formats.errors import ImportRejected
-from engine.insights import Insights
-from engine.knowledge.classes import KnowledgeClass
-from engine.knowledge.library import KnowledgeLibrary, Target
-from engine.knowledge.prompt import KNOWLEDGE_RULE, WITHHELD
-from engine.knowledge.retrieval import KnowledgeRetriever, libraries_of
-from engine.memory.retrieval import MemoryRetriever
-from engine.providers.embeddings import EmbeddingClient
-from engine.providers.resolver import OperatorDefault
+from engine.library.archive import AdventureArchive
+from engine.library.formats.draft import ImportLimits
+from engine.library.knowledge.classes import KnowledgeClass
+from engine.library.knowledge.library import KnowledgeLibrary, Target
+from engine.library.knowledge.prompt import KNOWLEDGE_RULE, WITHHELD
+from engine.library.knowledge.retrieval import KnowledgeRetriever, libraries_of
+from engine.library.reading.errors import ImportRejected
+from engine.llm.providers.embeddings import EmbeddingClient
+from engine.llm.providers.resolver import OperatorDefault
+from engine.people.access import Actor
 from engine.storage.knowledge_models import KnowledgeChunk, KnowledgeSource
 from engine.storage.models import ActionType, Adventure
-from engine.turns import TurnEngine
+from engine.story.memory.retrieval import MemoryRetriever
+from engine.turns.context import ContextEngine
+from engine.turns.engine import TurnEngine
+from engine.turns.insights import Insights
 from tests.helpers import new_adventure, play
 
 SETTING = (Path(__file__).parent / "data" / "brindlemoor.md").read_bytes()

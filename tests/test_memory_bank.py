@@ -8,15 +8,10 @@ import asyncio
 import pytest
 from sqlalchemy import func, select, update
 
-from engine.access import Actor
-from engine.accounts import touch_server, touch_user
-from engine.coordination.jobs import JobLeases
-from engine.memory.bank import MemoryBank, enforce_capacity
-from engine.memory.cadence import MEMORY_CADENCE, SUMMARY_CADENCE, Cadence
-from engine.memory.cursors import LinePositions, line_positions, story_cut_back
-from engine.memory.prompts import MEMORY_MAX_CHARS, clean_memory, clean_summary
-from engine.memory.writer import MemoryWriter
-from engine.providers.resolver import OperatorDefault
+from engine.llm.providers.resolver import OperatorDefault
+from engine.people.access import Actor
+from engine.people.accounts import touch_server, touch_user
+from engine.platform.coordination.jobs import JobLeases
 from engine.storage.database import Database
 from engine.storage.models import (
     ActionType,
@@ -27,7 +22,12 @@ from engine.storage.models import (
     StoryNode,
     SummaryVersion,
 )
-from engine.turns import TurnEngine
+from engine.story.line.positions import LinePositions, line_positions, story_cut_back
+from engine.story.memory.bank import MemoryBank, enforce_capacity
+from engine.story.memory.cadence import MEMORY_CADENCE, SUMMARY_CADENCE, Cadence
+from engine.story.memory.prompts import MEMORY_MAX_CHARS, clean_memory, clean_summary
+from engine.story.memory.writer import MemoryWriter
+from engine.turns.engine import TurnEngine
 from tests.fakes.openai_server import Reply
 from tests.helpers import new_adventure, play
 

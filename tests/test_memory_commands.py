@@ -7,8 +7,8 @@ import asyncio
 
 from sqlalchemy import func, select
 
-from engine.memory.cadence import Cadence
 from engine.storage.models import Memory, RequestRecord, StoryNode, User
+from engine.story.memory.cadence import Cadence
 from tests.discord_env import DiscordEnv
 from tests.fakes.openai_server import Reply
 from tests.helpers import until

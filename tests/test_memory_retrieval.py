@@ -8,17 +8,17 @@ import pytest
 from sqlalchemy import select, update
 from sqlmodel import col
 
-from engine.context import ContextEngine
-from engine.events import TurnFailed
-from engine.insights import Insights
-from engine.memory.retrieval import MemoryRetriever
-from engine.memory.semantic import CALIBRATION, SemanticIndex, calibrated_floor
-from engine.memory.writer import MemoryWriter
-from engine.providers.embeddings import EmbeddingClient
-from engine.providers.resolver import OperatorDefault
-from engine.retrieval.lexical import query_terms
+from engine.llm.providers.embeddings import EmbeddingClient
+from engine.llm.providers.resolver import OperatorDefault
+from engine.llm.retrieval.lexical import query_terms
+from engine.llm.retrieval.semantic import CALIBRATION, SemanticIndex, calibrated_floor
 from engine.storage.models import ActionType, Adventure, Memory
-from engine.turns import TurnEngine
+from engine.story.memory.retrieval import MemoryRetriever
+from engine.story.memory.writer import MemoryWriter
+from engine.turns.context import ContextEngine
+from engine.turns.engine import TurnEngine
+from engine.turns.events import TurnFailed
+from engine.turns.insights import Insights
 from tests.fakes.openai_server import Reply
 from tests.helpers import new_adventure, play
 

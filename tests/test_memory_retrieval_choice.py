@@ -20,10 +20,10 @@ import pytest
 from sqlalchemy import func, select
 from sqlmodel import col
 
-from engine.memory.retrieval import MemoryRetriever, Retrieval
-from engine.memory.semantic import to_bytes
-from engine.providers.embeddings import EmbeddingClient
+from engine.llm.providers.embeddings import EmbeddingClient
+from engine.llm.retrieval.semantic import to_bytes
 from engine.storage.models import Memory
+from engine.story.memory.retrieval import MemoryRetriever, Retrieval
 from tests.benchmarks.bench_context import ACTION, narration, seed_adventure
 from tests.fakes.openai_server import fake_embedding
 from tests.helpers import new_adventure

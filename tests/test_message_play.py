@@ -12,8 +12,8 @@ import pytest
 from bot.standin import FakeDiscord
 from bot.standin.gateway import INTENT_MESSAGE_CONTENT
 from bot.standin.world import InteractionRecord
-from engine.actions import ActionType
-from engine.message_actions import message_action
+from engine.play.message_actions import message_action
+from engine.story.actions import ActionType
 from tests.discord_env import DiscordEnv, campfire_on_standin
 from tests.fakes.openai_server import FakeModelServer
 

@@ -1,4 +1,4 @@
-"""Which model an adventure's work goes to (engine.providers.resolver.ChosenModels): the
+"""Which model an adventure's work goes to (engine.llm.providers.resolver.ChosenModels): the
 player's own for a DM adventure, the server's for a server adventure, else the operator's; its
 background work (memories) the same; a change stored by another process seen at the next turn.
 Real database (both backends), real turns, two real fake model servers. The chosen server
@@ -15,16 +15,16 @@ from collections.abc import Iterator
 import pytest
 from sqlalchemy import update
 
-from engine.access import Actor
-from engine.accounts import touch_server, touch_user
-from engine.crypto import SecretBox
-from engine.memory.writer import MemoryWriter
-from engine.model_settings import ModelSettings
-from engine.providers.endpoint_policy import EndpointPolicy
-from engine.providers.resolver import ChosenModels, OperatorDefault
+from engine.llm.model_settings import ModelSettings
+from engine.llm.providers.endpoint_policy import EndpointPolicy
+from engine.llm.providers.resolver import ChosenModels, OperatorDefault
+from engine.people.access import Actor
+from engine.people.accounts import touch_server, touch_user
+from engine.platform.crypto import SecretBox
 from engine.storage.database import Database
 from engine.storage.models import ActionType, Adventure
-from engine.turns import TurnEngine
+from engine.story.memory.writer import MemoryWriter
+from engine.turns.engine import TurnEngine
 from tests.fakes.openai_server import FakeModelServer
 from tests.helpers import new_adventure, play
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from engine.events import TurnDone
-from engine.narration_hygiene import tidy_narration
-from engine.providers.resolver import OperatorDefault
+from engine.llm.providers.resolver import OperatorDefault
 from engine.storage.models import ActionType, StoryNode
-from engine.turns import TurnEngine
+from engine.story.narration_hygiene import tidy_narration
+from engine.turns.engine import TurnEngine
+from engine.turns.events import TurnDone
 from tests.helpers import new_adventure, play
 
 

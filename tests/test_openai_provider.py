@@ -23,9 +23,9 @@ from engine.errors import (
     ModelUnreachable,
     ReasoningExhausted,
 )
-from engine.events import ProviderChunk, ReasoningDelta, StreamEnd, TextDelta, Usage
-from engine.providers.base import ChatMessage, GenerationParams, ReplyLimits
-from engine.providers.openai_compat import OpenAICompatibleProvider
+from engine.llm.providers.base import ChatMessage, GenerationParams, ReplyLimits
+from engine.llm.providers.openai_compat import OpenAICompatibleProvider
+from engine.platform.events import ProviderChunk, ReasoningDelta, StreamEnd, TextDelta, Usage
 from tests.fakes.openai_server import FakeModelServer, Reply
 from tests.fakes.static_server import static_server
 

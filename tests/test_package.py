@@ -14,9 +14,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 #: What the code reads beside its modules; each must be in the wheel.
 RUNTIME_FILES = [
-    "engine/scenarios/builtin/lantern-road.json",
-    "engine/scenarios/builtin/bandit-camp.json",
-    "engine/scripting/prelude.js",
+    "engine/library/scenarios/builtin/lantern-road.json",
+    "engine/library/scenarios/builtin/bandit-camp.json",
+    "engine/library/scripting/prelude.js",
     "engine/migrations/env.py",
     "engine/migrations/script.py.mako",
     "engine/migrations/versions/0001_initial_schema.py",

@@ -8,18 +8,18 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import func, select
 
-from engine.access import Actor
-from engine.actions import PlayerAction
 from engine.errors import PlayerDeleted
-from engine.events import ActionAccepted, Queued, TurnDone, TurnFailed, TurnInterrupted
-from engine.leases import TurnLeases
-from engine.play import PlayService
-from engine.profiles import Profiles
-from engine.providers.resolver import OperatorDefault
-from engine.queue import AdventureQueue
+from engine.llm.providers.resolver import OperatorDefault
+from engine.people.access import Actor
+from engine.people.profiles import Profiles
+from engine.platform.coordination.leases import TurnLeases
+from engine.platform.queue import AdventureQueue
+from engine.play.service import PlayService
 from engine.storage.models import ActionType, RequestRecord, StoryNode, User, utcnow
-from engine.turns import TurnEngine
+from engine.story.actions import PlayerAction
 from engine.turns import engine as turns_engine
+from engine.turns.engine import TurnEngine
+from engine.turns.events import ActionAccepted, Queued, TurnDone, TurnFailed, TurnInterrupted
 from tests.fakes.openai_server import Reply
 from tests.helpers import leave_dead_turn
 

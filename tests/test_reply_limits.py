@@ -10,14 +10,14 @@ import pytest
 from sqlalchemy import func, select
 
 from engine.errors import ModelReplyCutOff
-from engine.events import TextDelta
-from engine.memory.writer import MemoryWriter
-from engine.providers.base import ChatMessage, GenerationParams, ReplyLimits
-from engine.providers.local import LocalLlamaProvider, bundled_model_path
-from engine.providers.openai_compat import OpenAICompatibleProvider
-from engine.providers.resolver import OperatorDefault
+from engine.llm.providers.base import ChatMessage, GenerationParams, ReplyLimits
+from engine.llm.providers.local import LocalLlamaProvider, bundled_model_path
+from engine.llm.providers.openai_compat import OpenAICompatibleProvider
+from engine.llm.providers.resolver import OperatorDefault
+from engine.platform.events import TextDelta
 from engine.storage.models import ActionType, Adventure, StoryNode
-from engine.turns import TurnEngine
+from engine.story.memory.writer import MemoryWriter
+from engine.turns.engine import TurnEngine
 from tests.discord_env import DiscordEnv, campfire_on_standin
 from tests.fakes.openai_server import FakeModelServer, Reply
 from tests.helpers import new_adventure, play

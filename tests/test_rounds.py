@@ -1,4 +1,4 @@
-"""Rounds in the engine (engine.rounds through the play service): a round closes once however
+"""Rounds in the engine (engine.story.rounds through the play service): a round closes once however
 many close it, in one process or two; a round whose narration fails waits again, and its
 Retry closes it with the same actions."""
 
@@ -9,17 +9,17 @@ import asyncio
 from sqlalchemy import select
 from sqlmodel import col
 
-from engine.access import Actor
-from engine.actions import PlayerAction
 from engine.errors import StoryMovedOn
-from engine.events import RoundSubmitted, TurnDone, TurnFailed
-from engine.leases import TurnLeases
-from engine.play import PlayService
-from engine.profiles import Profiles
-from engine.providers.resolver import OperatorDefault
-from engine.queue import AdventureQueue
+from engine.llm.providers.resolver import OperatorDefault
+from engine.people.access import Actor
+from engine.people.profiles import Profiles
+from engine.platform.coordination.leases import TurnLeases
+from engine.platform.queue import AdventureQueue
+from engine.play.service import PlayService
 from engine.storage.models import ActionType, Adventure, Role, RoundAction, StoryNode, TurnMode
-from engine.turns import TurnEngine
+from engine.story.actions import PlayerAction
+from engine.turns.engine import TurnEngine
+from engine.turns.events import RoundSubmitted, TurnDone, TurnFailed
 from tests.fakes.openai_server import Reply
 
 GUILD = 500

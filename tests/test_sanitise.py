@@ -6,7 +6,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.sanitise import ROW_ID_MAX, echo, row_id, sanitise, sanitise_code, sanitise_json
+from engine.platform.sanitise import (
+    ROW_ID_MAX,
+    echo,
+    row_id,
+    sanitise,
+    sanitise_code,
+    sanitise_json,
+)
 
 
 @pytest.mark.parametrize(

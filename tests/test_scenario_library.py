@@ -13,16 +13,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sqlalchemy import func, select
 
-from engine.access import Actor
 from engine.errors import InvalidInput, NotAllowed, NotFound
-from engine.formats.bundle import write_bundle
-from engine.formats.detect import read_scenario
-from engine.formats.draft import ImportLimits
-from engine.formats.errors import ImportRejected
-from engine.scenarios.library import ScenarioLibrary
-from engine.scenarios.lookup import resolve_scenario
-from engine.scenarios.shipped import BUILTIN_SCENARIOS
-from engine.scenarios.start import start_adventure
+from engine.library.formats.bundle import write_bundle
+from engine.library.formats.detect import read_scenario
+from engine.library.formats.draft import ImportLimits
+from engine.library.reading.errors import ImportRejected
+from engine.library.scenarios.library import ScenarioLibrary
+from engine.library.scenarios.lookup import resolve_scenario
+from engine.library.scenarios.shipped import BUILTIN_SCENARIOS
+from engine.library.scenarios.start import start_adventure
+from engine.people.access import Actor
 from engine.storage.models import AdventureCard, Scenario, ScenarioCard, StoryNode
 from tests.fuzz_inputs import FIXTURES, json_values
 

@@ -16,9 +16,9 @@ import pytest
 from sqlalchemy import update
 from sqlmodel import col
 
-from engine.providers.resolver import OperatorDefault
+from engine.llm.providers.resolver import OperatorDefault
 from engine.storage.models import ActionType, AdventureCard
-from engine.turns import TurnEngine
+from engine.turns.engine import TurnEngine
 from tests.helpers import new_adventure, node_count, play
 from tests.test_scripting_turns import add_script, adventure, cards, done
 

@@ -2,7 +2,7 @@
 freeze the bot, forge its own result, grow the database or eat the turn's time, and the bot
 stays responsive, the turn goes on, and Insights says what was refused.
 
-Scripts run in worker processes (``engine.scripting.workers``); the limits here are small so
+Scripts run in worker processes (``engine.library.scripting.workers``); the limits here are small so
 a killed run costs a second, not the defaults' seconds.
 """
 

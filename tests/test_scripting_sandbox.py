@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 import quickjs
 
-from engine.scripting import sandbox, workers
-from engine.scripting.results import Caps, RunResult, read_result
-from engine.scripting.sandbox import Limits
+from engine.library.scripting import sandbox, workers
+from engine.library.scripting.results import Caps, RunResult, read_result
+from engine.library.scripting.sandbox import Limits
 
 
 def payload(**overrides: Any) -> dict[str, Any]:

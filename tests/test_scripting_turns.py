@@ -12,12 +12,10 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import undefer
 
-from engine.events import ActionAccepted, TextDelta, TurnDone, TurnFailed
-from engine.insights import Insights
-from engine.providers.resolver import OperatorDefault
-from engine.scripting.hooks import ScriptStopped
-from engine.scripting.sandbox import Limits
-from engine.snapshots import restore
+from engine.library.scripting.hooks import ScriptStopped
+from engine.library.scripting.sandbox import Limits
+from engine.llm.providers.resolver import OperatorDefault
+from engine.platform.events import TextDelta
 from engine.storage.models import (
     ActionType,
     Adventure,
@@ -26,8 +24,11 @@ from engine.storage.models import (
     Role,
     StoryNode,
 )
-from engine.story_line.read import state_before_of
-from engine.turns import TurnEngine
+from engine.story.line.read import state_before_of
+from engine.story.snapshots import restore
+from engine.turns.engine import TurnEngine
+from engine.turns.events import ActionAccepted, TurnDone, TurnFailed
+from engine.turns.insights import Insights
 from tests.fakes.openai_server import Reply
 from tests.helpers import new_adventure, node_count, play
 
@@ -241,7 +242,7 @@ async def test_history_info_memory_and_cards_as_each_hook_sees_them(db, engine, 
 
 
 async def test_character_names_come_from_the_actor(db, engine, fake_model):
-    from engine.actions import PlayerAction
+    from engine.story.actions import PlayerAction
 
     adventure_id = await new_adventure(db)
     await add_script(db, adventure_id, on_input="state.info = info; text")
@@ -356,7 +357,7 @@ async def test_an_empty_output_leaves_the_reply_as_written(db, engine, fake_mode
 
 
 async def test_on_output_runs_before_the_state_block_is_settled(db, provider, fake_model):
-    from engine.scenarios.start import start_adventure
+    from engine.library.scenarios.start import start_adventure
     from engine.storage.models import Scenario
 
     async with db.session() as session, session.begin():

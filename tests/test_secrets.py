@@ -14,7 +14,7 @@ import pytest
 
 from bot.__main__ import main
 from bot.config import load_settings
-from engine.redaction import Redactor, host_of, redact_logs, redact_url
+from engine.platform.redaction import Redactor, host_of, redact_logs, redact_url
 from engine.storage.dialect import create_engine
 from tests.discord_env import campfire_on_standin
 from tests.fakes.openai_server import Reply

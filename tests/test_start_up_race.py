@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import func, select
 from sqlmodel import col
 
-from engine.scenarios.shipped import seed_builtin_scenarios
+from engine.library.scenarios.shipped import seed_builtin_scenarios
 from engine.storage.database import Database
 from engine.storage.dialect import hold_setup_lock
 from engine.storage.models import Scenario

@@ -1,20 +1,20 @@
 """Steering an adventure: author's note, plot essentials, AI instructions, story cards and
-generation settings (engine.steering's three services), on every database backend."""
+generation settings (engine.story.steering's three services), on every database backend."""
 
 from __future__ import annotations
 
 import pytest
 from sqlalchemy import select
 
-from engine.access import Actor, check_may_steer, may_steer
-from engine.accounts import touch_server, touch_user
 from engine.errors import InvalidInput, NotAllowed, NotFound, StoryMovedOn
-from engine.scenarios.start import start_adventure
-from engine.steering.cards import CARD_ENTRY_MAX, CARD_KEYS_MAX, CardDraft, StoryCards
-from engine.steering.settings import GenerationDefaults, GenerationSettings
-from engine.steering.text import TEXT_MAX_CHARS, SteeringField, SteeringText
+from engine.library.scenarios.start import start_adventure
+from engine.people.access import Actor, check_may_steer, may_steer
+from engine.people.accounts import touch_server, touch_user
 from engine.storage.database import Database
 from engine.storage.models import Adventure, AdventureCard, Scenario, ScenarioCard
+from engine.story.steering.cards import CARD_ENTRY_MAX, CARD_KEYS_MAX, CardDraft, StoryCards
+from engine.story.steering.settings import GenerationDefaults, GenerationSettings
+from engine.story.steering.text import TEXT_MAX_CHARS, SteeringField, SteeringText
 
 SERVER, HOST, OTHER, CHANNEL, DM_CHANNEL = 900, 11, 12, 100, 200
 HOST_ACTOR = Actor(HOST, "alice", SERVER, "The Hearth")

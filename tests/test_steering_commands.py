@@ -6,9 +6,9 @@ from __future__ import annotations
 from sqlalchemy import select
 
 from bot.standin.world import InteractionRecord, iter_components
-from engine.access import Actor
-from engine.steering.cards import CardDraft
+from engine.people.access import Actor
 from engine.storage.models import Adventure, AdventureCard
+from engine.story.steering.cards import CardDraft
 from tests.discord_env import DiscordEnv, answered, campfire_on_standin
 
 

@@ -13,8 +13,8 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlmodel import SQLModel
 
-from engine.accounts import touch_server, touch_user
-from engine.scenarios.start import start_adventure
+from engine.library.scenarios.start import start_adventure
+from engine.people.accounts import touch_server, touch_user
 from engine.storage.database import Database, alembic_config, described_by_models
 from engine.storage.dialect import is_busy
 from engine.storage.models import (

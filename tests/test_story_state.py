@@ -5,20 +5,20 @@ from __future__ import annotations
 
 import pytest
 
-from engine.story_state.canon import protected_facts
-from engine.story_state.events import (
+from engine.prompt.tokens import count_tokens
+from engine.story.narrative.canon import protected_facts
+from engine.story.narrative.events import (
     BY_HOST,
     BY_MODEL,
     EVENT_TYPES,
     MAX_EVENTS_PER_TURN,
     apply_events,
 )
-from engine.story_state.render import describe, prompt_section
-from engine.story_state.state import empty, stored
-from engine.story_state.turn import settle_story
-from engine.tokens import count_tokens
-from engine.world_state.apply import settle
-from engine.world_state.parser import extract_state
+from engine.story.narrative.render import describe, prompt_section
+from engine.story.narrative.state import empty, stored
+from engine.story.narrative.turn import settle_story
+from engine.story.world.apply import settle
+from engine.story.world.parser import extract_state
 
 PEOPLE = [
     {"type": "add_entity", "id": "mira", "name": "Mira", "kind": "person"},
@@ -296,7 +296,7 @@ def test_the_whole_state_in_words_and_stored_compactly():
 
 
 def test_the_rules_example_is_a_block_the_validator_accepts():
-    from engine.story_state.render import STORY_RULE
+    from engine.story.narrative.render import STORY_RULE
 
     example = STORY_RULE[STORY_RULE.rindex("```state") : STORY_RULE.rindex("```") + 3]
     found = extract_state(f"Mira stumbles.\n\n{example}")
@@ -306,7 +306,7 @@ def test_the_rules_example_is_a_block_the_validator_accepts():
 
 
 def test_only_the_host_corrects_a_server_adventure_and_only_its_player_a_dm():
-    from engine.access import Actor, may_correct_story
+    from engine.people.access import Actor, may_correct_story
     from engine.storage.models import Adventure
 
     served = Adventure(title="t", prompt="p", server_id=9, host_id=1)

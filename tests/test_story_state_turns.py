@@ -10,11 +10,12 @@ import pytest
 from sqlalchemy import select
 
 from engine.errors import InvalidInput, NotAllowed
-from engine.events import TextDelta, TurnDone
+from engine.platform.events import TextDelta
 from engine.storage.models import Adventure, StoryNode
 from engine.storage.story_state_models import StoryStateChange
-from engine.story_state.service import StoryStateService
-from engine.story_tree import StoryTree
+from engine.story.narrative.service import StoryStateService
+from engine.story.tree import StoryTree
+from engine.turns.events import TurnDone
 from tests.helpers import new_adventure
 from tests.test_story_tree import ALICE, BOB, CHANNEL, adventure_of, host, retry, turn
 from tests.test_world_turns import bandit_camp
@@ -36,8 +37,8 @@ def at(place: str) -> dict:
 
 @pytest.fixture
 def engine(db, provider):
-    from engine.providers.resolver import OperatorDefault
-    from engine.turns import TurnEngine
+    from engine.llm.providers.resolver import OperatorDefault
+    from engine.turns.engine import TurnEngine
 
     return TurnEngine(db, OperatorDefault(provider))
 
@@ -137,8 +138,8 @@ async def test_a_turn_applies_its_events_and_the_log_names_the_turn(db, engine, 
 
 
 def _action(text: str):
-    from engine.actions import PlayerAction
     from engine.storage.models import ActionType
+    from engine.story.actions import PlayerAction
 
     return PlayerAction(ActionType.DO, text, ALICE.user_id)
 
@@ -297,8 +298,8 @@ async def test_world_state_and_story_events_share_one_block(db, engine, story, f
 async def test_an_adventure_file_carries_the_state_and_a_crafted_one_is_cleaned(
     db, engine, tree, story, fake_model
 ):
-    from engine.formats.adventure import export_adventure, parse_adventure, write_adventure
-    from engine.formats.draft import ImportLimits
+    from engine.library.formats.adventure import export_adventure, parse_adventure, write_adventure
+    from engine.library.formats.draft import ImportLimits
 
     adventure_id = await tracked(db, story)
     fake_model.queue(
@@ -347,13 +348,13 @@ async def test_after_tracking_is_turned_off_blocks_stay_hidden_and_change_nothin
 async def test_a_canon_passage_of_the_scene_outranks_the_narration(db, provider, story, fake_model):
     """Canon (the knowledge library) protects the facts its passages state: the narration's
     events may not retract them, while a fact Canon does not state stays the narration's."""
-    from engine.context import ContextEngine
-    from engine.knowledge.classes import KnowledgeClass
-    from engine.knowledge.library import KnowledgeLibrary, Target
-    from engine.knowledge.retrieval import KnowledgeRetriever
-    from engine.memory.retrieval import MemoryRetriever
-    from engine.providers.resolver import OperatorDefault
-    from engine.turns import TurnEngine
+    from engine.library.knowledge.classes import KnowledgeClass
+    from engine.library.knowledge.library import KnowledgeLibrary, Target
+    from engine.library.knowledge.retrieval import KnowledgeRetriever
+    from engine.llm.providers.resolver import OperatorDefault
+    from engine.story.memory.retrieval import MemoryRetriever
+    from engine.turns.context import ContextEngine
+    from engine.turns.engine import TurnEngine
 
     adventure_id = await tracked(db, story)
     library = KnowledgeLibrary(db, max_bytes=64 * 1024)

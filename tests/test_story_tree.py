@@ -9,12 +9,10 @@ from dataclasses import replace
 import pytest
 from sqlalchemy import event, func, select, update
 
-from engine.access import Actor
-from engine.accounts import touch_server, touch_user
-from engine.actions import PlayerAction
 from engine.errors import InvalidInput, ModelError, NotAllowed, NotFound, StoryMovedOn
-from engine.events import TurnDone, TurnFailed
-from engine.providers.resolver import OperatorDefault
+from engine.llm.providers.resolver import OperatorDefault
+from engine.people.access import Actor
+from engine.people.accounts import touch_server, touch_user
 from engine.storage.models import (
     ActionType,
     Adventure,
@@ -24,9 +22,11 @@ from engine.storage.models import (
     StoryNode,
     Take,
 )
-from engine.story_line.read import line_tail, line_window, state_before_of
-from engine.story_tree import StoryTree
-from engine.turns import TurnEngine
+from engine.story.actions import PlayerAction
+from engine.story.line.read import line_tail, line_window, state_before_of
+from engine.story.tree import StoryTree
+from engine.turns.engine import TurnEngine
+from engine.turns.events import TurnDone, TurnFailed
 from tests.fakes.openai_server import Reply
 from tests.helpers import add_users, new_adventure
 from tests.test_world_turns import bandit_camp

@@ -10,12 +10,12 @@ from pathlib import Path
 
 from sqlalchemy import select
 
-from engine.actions import PlayerAction
-from engine.events import TurnDone
-from engine.providers.resolver import OperatorDefault
+from engine.llm.providers.resolver import OperatorDefault
 from engine.storage.models import ActionType, Adventure, AdventureCard, AdventureScript
-from engine.story_tree import StoryTree
-from engine.turns import TurnEngine
+from engine.story.actions import PlayerAction
+from engine.story.tree import StoryTree
+from engine.turns.engine import TurnEngine
+from engine.turns.events import TurnDone
 from tests.helpers import add_users, new_adventure
 from tests.test_story_tree import ALICE, CHANNEL, host
 

@@ -12,13 +12,14 @@ import pytest
 from sqlalchemy import select
 from sqlmodel import col
 
-from engine.events import TextDelta, TurnDone
-from engine.providers.resolver import OperatorDefault
+from engine.llm.providers.resolver import OperatorDefault
+from engine.platform.events import TextDelta
 from engine.storage.models import ActionType, Adventure, Role, StoryNode
 from engine.storage.play_models import ScenarioPlayOptions, ServerPlayOptions
-from engine.suggestions import MAX_LABEL, SUGGESTION_RULE, offered, validate
-from engine.turns import TurnEngine
-from engine.world_state.parser import extract_state
+from engine.story.suggestions import MAX_LABEL, SUGGESTION_RULE, offered, validate
+from engine.story.world.parser import extract_state
+from engine.turns.engine import TurnEngine
+from engine.turns.events import TurnDone
 from tests.discord_env import DiscordEnv, answered, crash, restarted
 from tests.helpers import new_adventure, play
 
@@ -131,7 +132,7 @@ async def test_a_scenario_or_a_server_switches_them_off(db, engine, fake_model, 
         if switched_off_by == "scenario":
             session.add(ScenarioPlayOptions(scenario_id=scenario_id, suggestions=False))
         else:
-            from engine.accounts import touch_server
+            from engine.people.accounts import touch_server
 
             await touch_server(session, 555, "The Hearth")
             adventure = await session.get(Adventure, adventure_id)
@@ -332,9 +333,9 @@ async def test_the_story_standing_on_a_turn_again_shows_that_takes_suggestions(e
 
 
 async def test_only_a_servers_managers_switch_them_and_never_in_a_dm(db):
-    from engine.access import Actor
     from engine.errors import NotAllowed
-    from engine.suggestions.service import SuggestionService
+    from engine.people.access import Actor
+    from engine.story.suggestions.service import SuggestionService
 
     service = SuggestionService(db)
     manager = Actor(

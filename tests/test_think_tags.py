@@ -15,8 +15,8 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.events import ReasoningDelta, TextDelta
-from engine.providers.base import ThinkTagSplitter
+from engine.llm.providers.base import ThinkTagSplitter
+from engine.platform.events import ReasoningDelta, TextDelta
 
 OPEN, CLOSE = ThinkTagSplitter.OPEN, ThinkTagSplitter.CLOSE
 

@@ -6,7 +6,7 @@ import subprocess
 import sys
 import textwrap
 
-from engine.tokens import count_tokens, truncate_to_tokens
+from engine.prompt.tokens import count_tokens, truncate_to_tokens
 
 
 def test_counts_match_cl100k():
@@ -36,7 +36,7 @@ def test_counting_works_with_the_network_unreachable(tmp_path):
         socket.create_connection = refuse
         socket.getaddrinfo = refuse
 
-        from engine.tokens import count_tokens
+        from engine.prompt.tokens import count_tokens
         print(count_tokens("The lantern gutters and goes out."))
         """
     )

@@ -9,12 +9,12 @@ import pytest
 from sqlalchemy import delete, select, update
 from sqlmodel import col
 
-from engine.accounts import touch_user
-from engine.actions import PlayerAction
-from engine.leases import TurnLeases
-from engine.providers.resolver import OperatorDefault
+from engine.llm.providers.resolver import OperatorDefault
+from engine.people.accounts import touch_user
+from engine.platform.coordination.leases import TurnLeases
 from engine.storage.models import ActionType, Adventure, RequestRecord, Role, StoryNode, utcnow
-from engine.turns import TurnEngine
+from engine.story.actions import PlayerAction
+from engine.turns.engine import TurnEngine
 from tests.helpers import leave_dead_turn, new_adventure
 from tests.trials.invariants import inconsistencies, stored_actions
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import asyncio
 
-from engine.actions import ActionType, PlayerAction
-from engine.events import TurnDone
-from engine.providers.resolver import OperatorDefault
-from engine.turns import TurnEngine
+from engine.llm.providers.resolver import OperatorDefault
+from engine.story.actions import ActionType, PlayerAction
+from engine.turns.engine import TurnEngine
+from engine.turns.events import TurnDone
 from tests.fakes.openai_server import Reply
 from tests.helpers import new_adventure
 

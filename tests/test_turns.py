@@ -8,13 +8,14 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import undefer
 
-from engine.actions import PlayerAction, format_action
 from engine.errors import ModelError, StoryMovedOn
-from engine.events import ActionAccepted, TextDelta, TurnDone, TurnFailed
-from engine.providers.resolver import OperatorDefault
+from engine.llm.providers.resolver import OperatorDefault
+from engine.platform.events import TextDelta
 from engine.storage.models import ActionType, Adventure, Role, StoryNode
-from engine.story_line.read import line_tail, state_before_of
-from engine.turns import TurnEngine
+from engine.story.actions import PlayerAction, format_action
+from engine.story.line.read import line_tail, state_before_of
+from engine.turns.engine import TurnEngine
+from engine.turns.events import ActionAccepted, TurnDone, TurnFailed
 from tests.fakes.openai_server import Reply
 from tests.helpers import add_users, new_adventure, node_count, play
 
@@ -176,7 +177,7 @@ async def test_a_fault_is_explained_and_leaves_no_half_stored_turn(
 
 
 async def test_unreachable_endpoint_is_explained(db):
-    from engine.providers.openai_compat import OpenAICompatibleProvider
+    from engine.llm.providers.openai_compat import OpenAICompatibleProvider
 
     # Port 9 (discard) on loopback has nothing listening here; the connection is refused.
     provider = OpenAICompatibleProvider("http://127.0.0.1:9/v1", "any", timeout=2)

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from engine.world_state.parser import extract_delta, extract_state, flatten_delta, loads_tolerant
+from engine.story.world.parser import extract_delta, extract_state, flatten_delta, loads_tolerant
 
 PROSE = "Gwen looses an arrow; the bandit drops.\n\nWhat now?"
 

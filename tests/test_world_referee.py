@@ -7,14 +7,14 @@ import copy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.world_state.referee import (
+from engine.story.world.referee import (
     Change,
     Rejection,
     StateReport,
     referee,
     set_value,
 )
-from engine.world_state.schema import initial_state, parse_schema
+from engine.story.world.schema import initial_state, parse_schema
 
 SCHEMA = parse_schema(
     {

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from engine.world_state.parser import extract_delta
-from engine.world_state.referee import Change, Rejection, StateReport, referee
-from engine.world_state.render import (
+from engine.story.world.parser import extract_delta
+from engine.story.world.referee import Change, Rejection, StateReport, referee
+from engine.story.world.render import (
     EMIT_RULE,
     chip,
     describe,
@@ -18,7 +18,7 @@ from engine.world_state.render import (
     reminder,
     state_block,
 )
-from engine.world_state.schema import EMPTY, initial_state, parse_schema
+from engine.story.world.schema import EMPTY, initial_state, parse_schema
 
 DATA = Path(__file__).resolve().parent / "data" / "04-rpg-world-state.json"
 SCHEMA = parse_schema(json.loads(DATA.read_text(encoding="utf-8"))["stat_schema"])

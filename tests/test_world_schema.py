@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from engine.errors import CampfireError
-from engine.scenarios.shipped import BUILTIN_SCENARIOS
-from engine.world_state.schema import (
+from engine.library.scenarios.shipped import BUILTIN_SCENARIOS
+from engine.story.world.schema import (
     SchemaError,
     initial_state,
     parse_schema,

@@ -7,12 +7,13 @@ import json
 
 from sqlalchemy import select
 
-from engine.actions import PlayerAction
-from engine.events import TextDelta, TurnDone
-from engine.providers.resolver import OperatorDefault
-from engine.scenarios.start import start_adventure
+from engine.library.scenarios.start import start_adventure
+from engine.llm.providers.resolver import OperatorDefault
+from engine.platform.events import TextDelta
 from engine.storage.models import ActionType, Adventure, Scenario, StoryNode
-from engine.turns import TurnEngine
+from engine.story.actions import PlayerAction
+from engine.turns.engine import TurnEngine
+from engine.turns.events import TurnDone
 from tests.discord_env import answered
 from tests.fakes.openai_server import Reply
 

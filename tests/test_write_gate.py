@@ -8,7 +8,7 @@ import asyncio
 import pytest
 from sqlalchemy import func, select
 
-from engine.accounts import touch_user
+from engine.people.accounts import touch_user
 from engine.storage import database as database_module
 from engine.storage.database import Database
 from engine.storage.dialect import WriteGateTimeout, is_busy

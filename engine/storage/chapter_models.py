@@ -1,4 +1,4 @@
-"""The tables of chapters and beats (``engine.chapters``): a scenario's plan, the copy an
+"""The tables of chapters and beats (``engine.story.chapters``): a scenario's plan, the copy an
 adventure plays from, and the recaps written at each chapter's end.
 
 An adventure's progress through its plan is not here: it is part of the world state
@@ -17,7 +17,7 @@ from engine.storage.models import _fk, _json, _when
 
 
 class ScenarioChapters(SQLModel, table=True):
-    """A scenario's checked chapter plan (``engine.chapters.plan``), one row per scenario."""
+    """A scenario's checked chapter plan (``engine.story.chapters.plan``), one row per scenario."""
 
     __tablename__: ClassVar[str] = "scenario_chapters"
 

@@ -34,7 +34,7 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 
-from engine.private_files import private_sqlite_database
+from engine.storage.private_files import private_sqlite_database
 
 # How long an SQLite writer waits for another one before giving up, in milliseconds.
 SQLITE_BUSY_TIMEOUT_MS = 10_000
@@ -183,7 +183,7 @@ class FullTextTable:
     #: A boolean column whose true rows every search returns, whatever they share ("pinned").
     always_when: str | None = None
     #: A number column that multiplies a row's squashed score when the search ranks
-    #: (``engine.retrieval.lexical``; knowledge: its class's weight). None: the raw score ranks.
+    #: (``engine.llm.retrieval.lexical``; knowledge: its class's weight). None: the raw score ranks.
     weight_column: str | None = None
 
 

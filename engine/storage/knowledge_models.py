@@ -75,7 +75,7 @@ class KnowledgeSource(SQLModel, table=True):
     owner_id: int | None = _fk("users.id", ondelete="CASCADE", big=True)
     adventure_id: int | None = _fk("adventures.id", ondelete="CASCADE")
     title: str = Field(sa_column=Column(String(200), nullable=False))
-    #: canon, reference or inspiration (``engine.knowledge.classes``).
+    #: canon, reference or inspiration (``engine.library.knowledge.classes``).
     kind: str = Field(sa_column=Column(String(16), nullable=False))
     #: Canon only: every chunk goes into every turn's context (within the budget).
     always_include: bool = False
@@ -98,7 +98,7 @@ class KnowledgeSource(SQLModel, table=True):
 
 
 class KnowledgeChunk(SQLModel, table=True):
-    """A passage of a source, cut at its headings (``engine.knowledge.chunking``)."""
+    """A passage of a source, cut at its headings (``engine.library.knowledge.chunking``)."""
 
     __tablename__: ClassVar[str] = "knowledge_chunks"
     __mapper_args__ = _defer("embedding")

@@ -109,7 +109,7 @@ class Role(StrEnum):
 
 class RewriteRight(StrEnum):
     """Who besides the host and managers may retry, undo or edit a server adventure's turns
-    (``/host rights``; refereed in ``engine.access.may_rewrite``)."""
+    (``/host rights``; refereed in ``engine.people.access.may_rewrite``)."""
 
     AUTHOR = "author"  # the player whose action the turn answers
     HOST = "host"  # nobody else
@@ -117,7 +117,7 @@ class RewriteRight(StrEnum):
 
 
 class TurnMode(StrEnum):
-    """How a server adventure's actions become turns (``/host mode``; ``engine.rounds``)."""
+    """How a server adventure's actions become turns (``/host mode``; ``engine.story.rounds``)."""
 
     FREE = "free"  # each action is a turn, first come, first served
     ROUNDS = "rounds"  # one action per player a round; it closes when all acted, on Close, or late
@@ -141,7 +141,7 @@ class Server(SQLModel, table=True):
     )
     model_url: str | None = None
     model_name: str | None = None
-    # Encrypted with engine.crypto.SecretBox; never shown again once entered.
+    # Encrypted with engine.platform.crypto.SecretBox; never shown again once entered.
     model_api_key_encrypted: str | None = None
     allow_background_model_use: bool = True
     # Members with this role may import scenarios, besides those who can manage the server.
@@ -178,7 +178,7 @@ class UserModel(SQLModel, table=True):
     )
     url: str = Field(sa_column=Column(Text, nullable=False))
     model_name: str = Field(sa_column=Column(Text, nullable=False))
-    # Encrypted with engine.crypto.SecretBox; never shown again once entered.
+    # Encrypted with engine.platform.crypto.SecretBox; never shown again once entered.
     api_key_encrypted: str | None = _text(nullable=True)
     updated_at: datetime = _when()
 
@@ -281,9 +281,9 @@ class Adventure(SteeringFields, table=True):
     __tablename__: ClassVar[str] = "adventures"
     __table_args__ = (
         Index("ix_adventures_channel_active", "channel_id", "ended_at"),
-        # The caps on adventures per player (engine.adventure_caps) count by these.
+        # The caps on adventures per player (engine.people.adventure_caps) count by these.
         Index("ix_adventures_host_started", "host_id", "started_at"),
-        # The adventures opened from a channel, each in a thread of its own (engine.play).
+        # The adventures opened from a channel, each in a thread of its own (engine.play.service).
         Index("ix_adventures_parent_channel", "parent_channel_id", "ended_at"),
     )
 
@@ -300,7 +300,7 @@ class Adventure(SteeringFields, table=True):
     story_summary: str = _text()
     world_state: dict[str, Any] = _json({})
     script_state: dict[str, Any] = _json({})
-    #: The typed narrative state (``engine.story_state``), kept in snapshots like the above;
+    #: The typed narrative state (``engine.story.narrative``), kept in snapshots like the above;
     #: ``story_tracking``: the model is asked for its events and the prompt shows it.
     story_state: dict[str, Any] = _json({})
     story_tracking: bool = False
@@ -320,7 +320,7 @@ class Adventure(SteeringFields, table=True):
     max_output_tokens: int | None = None
     temperature: float | None = None
 
-    # Host controls (``engine.host_controls``): while locked only the host and managers act;
+    # Host controls (``engine.people.host_controls``): while locked only the host and managers act;
     # who else may retry, undo or edit a turn.
     locked: bool = False
     rewrite_right: RewriteRight = Field(
@@ -328,7 +328,7 @@ class Adventure(SteeringFields, table=True):
     )
     #: Plain messages in the adventure's place play as actions (``cogs.message_play``).
     message_play: bool = False
-    #: The host closed the party (``engine.party``): only its players act, nobody joins.
+    #: The host closed the party (``engine.people.party``): only its players act, nobody joins.
     party_closed: bool = False
     #: How actions become turns: one each (free), or gathered into rounds.
     turn_mode: TurnMode = Field(
@@ -347,7 +347,7 @@ class Adventure(SteeringFields, table=True):
 
 
 class RoundAction(SQLModel, table=True):
-    """A player's action waiting for its round to close (``engine.rounds``): one per player
+    """A player's action waiting for its round to close (``engine.story.rounds``): one per player
     and adventure (a new one replaces it, keeping its place); the round's close takes them all
     at once (a DELETE that only one closer wins)."""
 
@@ -376,7 +376,7 @@ class RoundAction(SQLModel, table=True):
 
 
 class Character(SQLModel, table=True):
-    """A player's character in one adventure (``engine.characters``): the name their actions
+    """A player's character in one adventure (``engine.story.characters``): the name their actions
     are written with in group play, and a line about them the narrator reads in the party."""
 
     __tablename__: ClassVar[str] = "characters"
@@ -392,7 +392,7 @@ class Character(SQLModel, table=True):
     # The player's own data: it goes with them (/profile delete).
     user_id: int = _fk("users.id", ondelete="CASCADE", nullable=False, big=True)
     name: str = Field(sa_column=Column(String(40), nullable=False))
-    #: The name case-folded (``engine.characters.name_key``): what "the same name" means.
+    #: The name case-folded (``engine.story.characters.name_key``): what "the same name" means.
     name_key: str = Field(sa_column=Column(String(160), nullable=False))
     about: str = _text()
     created_at: datetime = _when()
@@ -416,7 +416,7 @@ class MutedPlayer(SQLModel, table=True):
 
 
 class PartySeat(SQLModel, table=True):
-    """A player's own say in whether they play an adventure (``engine.party``): ``/join``
+    """A player's own say in whether they play an adventure (``engine.people.party``): ``/join``
     (``seated``) or ``/leave`` (not: they watch). Most players have no row: acting or making a
     character puts them in the party, so only these two choices are written down. Only the
     player makes theirs (a user row, then), so it goes with their data."""
@@ -444,7 +444,7 @@ class AdventureCard(CardFields, table=True):
     id: int | None = Field(default=None, primary_key=True)
     adventure_id: int = _fk("adventures.id", ondelete="CASCADE", nullable=False)
     #: The id a script gave the card (AI Dungeon keeps it, and scripts find their own cards by
-    #: it); empty: scripts see the row's id (``engine.scripting.cards``).
+    #: it); empty: scripts see the row's id (``engine.library.scripting.cards``).
     script_id: str = Field(default="", sa_type=Text)
 
 
@@ -502,7 +502,7 @@ class StoryNode(SQLModel, table=True):
     # The state block the model wrote after this narration (stripped from ``text``), kept light
     # so history can re-attach it and the model keeps emitting blocks.
     state_block: str | None = _text(nullable=True)
-    # What went into the context and why (engine.context_report.ContextReport), for Insights.
+    # What went into the context and why (engine.prompt.report.ContextReport), for Insights.
     context_report: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
 
     created_at: datetime = _when()
@@ -525,7 +525,7 @@ class Take(SQLModel, table=True):
 
 
 class StoryMessage(SQLModel, table=True):
-    """A Discord message that shows a story node (``engine.message_links``): a piece of its
+    """A Discord message that shows a story node (``engine.play.message_links``): a piece of its
     narration, or the line with the player's action. Kept in the database, not in a process,
     so that undo marks a turn's messages and the buttons move after a restart too.
 
@@ -538,7 +538,7 @@ class StoryMessage(SQLModel, table=True):
     message_id: int = Field(sa_column=Column(BigInteger, primary_key=True, autoincrement=False))
     channel_id: int = Field(sa_column=Column(BigInteger, nullable=False))
     node_id: int = _fk("story_nodes.id", ondelete="CASCADE", nullable=False)
-    #: "narration" or "action" (``engine.message_links.NARRATION`` / ``ACTION``).
+    #: "narration" or "action" (``engine.play.message_links.NARRATION`` / ``ACTION``).
     kind: str = _name()
     buttons: bool = False
 
@@ -618,7 +618,7 @@ class SummaryVersion(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     adventure_id: int = _fk("adventures.id", ondelete="CASCADE", nullable=False)
     text: str = _text()
-    #: The story position (actions) the summary covers; see engine.memory.cursors.
+    #: The story position (actions) the summary covers; see engine.story.line.positions.
     through: int = 0
     created_at: datetime = _when()
 
@@ -641,7 +641,7 @@ class TurnLease(SQLModel, table=True):
 
 
 class JobLease(SQLModel, table=True):
-    """Which process runs a background job now (``engine.coordination.jobs``).
+    """Which process runs a background job now (``engine.platform.coordination.jobs``).
 
     One row per job name, never deleted, so its fencing token only grows."""
 
@@ -674,7 +674,7 @@ class RequestRecord(SQLModel, table=True):
     created_at: datetime = _when()
 
 
-# --- the operator's budget and the rate limits (engine.limits) ---------------------------------
+# --- the operator's budget and the rate limits (engine.people.limits) -----------------------------
 
 
 class TokenUse(SQLModel, table=True):
@@ -682,7 +682,7 @@ class TokenUse(SQLModel, table=True):
 
     No foreign key: a player who deletes their data (/profile delete) does not get a fresh
     day's budget with it; the row holds nothing but an id and two numbers, and is dropped the
-    next day (``engine.limits``)."""
+    next day (``engine.people.limits``)."""
 
     __tablename__: ClassVar[str] = "token_use"
 
@@ -712,7 +712,7 @@ class Cooldown(SQLModel, table=True):
     __tablename__: ClassVar[str] = "limit_cooldowns"
 
     user_id: int = Field(sa_column=Column(BigInteger, primary_key=True, autoincrement=False))
-    #: Refusals in a row, each within ``engine.limits.STRIKE_WINDOW`` of the one before.
+    #: Refusals in a row, each within ``engine.people.limits.STRIKE_WINDOW`` of the one before.
     strikes: int = 0
     last_strike_at: datetime = _when()
     #: Nothing rate-limited is played for the player before this.

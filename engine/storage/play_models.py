@@ -70,7 +70,7 @@ class ServerPlayOptions(SQLModel, table=True):
 
 
 class CharacterClaim(SQLModel, table=True):
-    """A short personal statement a player made to a character (``engine.claims``): kept as
+    """A short personal statement a player made to a character (``engine.story.claims``): kept as
     that player's word, never as a fact. It belongs to the action that made it, so it is on the
     story's line exactly while that action is (undo, retry and branches rewind it)."""
 

@@ -1,4 +1,4 @@
-"""The narrative state's change log (``engine.story_state``): one row per accepted or refused
+"""The narrative state's change log (``engine.story.narrative``): one row per accepted or refused
 change, naming the turn (node and take) that caused it, or the host's correction made there.
 
 The state itself is a column of the adventure (``Adventure.story_state``) and rides in the

@@ -7,61 +7,29 @@ reply was being written, nothing of the turn is kept, and the players are told.
 from __future__ import annotations
 
 import zlib
-from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from engine.accounts import lock_users
-from engine.claims import keep_claims
 from engine.errors import PlayerDeleted, StoryMovedOn
-from engine.events import Usage
-from engine.memory.bank import count_use
-from engine.memory.cursors import story_cut_back
-from engine.snapshots import capture, keep_state_after, load_cards, restore
+from engine.people.accounts import lock_users
+from engine.prompt.tokens import count_tokens
 from engine.storage.database import Database
 from engine.storage.models import ActionType, Role, StoryNode
-from engine.story_line.read import has_children, stored_state_before
-from engine.story_line.write import advance_line, advance_version, fork_beside
-from engine.story_state.events import BY_MODEL
-from engine.story_state.log import TurnCause, record
-from engine.story_tree.takes import RetryPlan, add_take
-from engine.suggestions import keep as keep_suggestions
-from engine.tokens import count_tokens
+from engine.story.claims import keep_claims
+from engine.story.line.positions import story_cut_back
+from engine.story.line.read import has_children, stored_state_before
+from engine.story.line.write import advance_line, fork_beside
+from engine.story.memory.bank import count_use
+from engine.story.narrative.events import BY_MODEL
+from engine.story.narrative.log import TurnCause, record
+from engine.story.snapshots import capture, keep_state_after, load_cards, restore
+from engine.story.suggestions import keep as keep_suggestions
+from engine.story.tree.takes import RetryPlan, add_take
+from engine.story.versions import advance_version
 from engine.turns.generate import Draft
 from engine.turns.plan import Fence, TurnPlan
-
-
-@dataclass(frozen=True, slots=True)
-class TurnResult:
-    adventure_id: int
-    version: int
-    #: The first player node the turn wrote (a round writes several, in order after it).
-    action_node_id: int | None
-    narrator_node_id: int
-    action_text: str
-    text: str
-    reasoning: str
-    model: str
-    usage: Usage | None
-    latency_ms: int
-    first_token_ms: int | None
-    #: What the turn changed in the world state, in a line ("hp 100 → 85 (hurt) · …").
-    state_chip: str = ""
-    #: Which take of the turn this is, of how many (a retry adds one).
-    take: int = 1
-    take_count: int = 1
-    #: A retry that could not replace its turn in place (later turns follow it) wrote this
-    #: new turn beside it on a branch of its own; the replaced turn's node.
-    replaced_node_id: int | None = None
-    #: What the adventure's scripts set in ``state.message``, shown under the turn.
-    script_message: str = ""
-    #: A beat or chapter the turn completed, in a line shown under the turn (engine.chapters).
-    chapter_note: str = ""
-    #: The suggested actions the turn offers (``engine.suggestions``), as buttons.
-    suggestions: tuple[str, ...] = ()
-    #: Why an authored line narrates this turn instead of the model ("": the model did).
-    fallback_reason: str = ""
+from engine.turns.result import TurnResult
 
 
 async def commit(db: Database, plan: TurnPlan, draft: Draft, fence: Fence | None) -> TurnResult:
@@ -90,7 +58,7 @@ async def commit(db: Database, plan: TurnPlan, draft: Draft, fence: Fence | None
         await count_use(session, draft.memory_ids)
         await keep_suggestions(session, result.narrator_node_id, result.take, draft.suggestions)
         if plan.replaces is None and result.action_node_id is not None:
-            # What players told characters, kept with their action (engine.claims).
+            # What players told characters, kept with their action (engine.story.claims).
             actions = [planned.action for planned in plan.actions]
             await keep_claims(session, plan.adventure, actions, result.action_node_id)
         if fence is not None and fence.stored is not None:

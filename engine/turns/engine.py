@@ -18,22 +18,23 @@ from contextlib import aclosing
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from engine.actions import PlayerAction
-from engine.card_cap import DEFAULT_MAX_CARDS
-from engine.chapters.progress import ChapterEnd
-from engine.chapters.recaps import write_recap
-from engine.context import ContextBuilder, ContextEngine
 from engine.errors import CampfireError, DatabaseBusy, InternalError, ModelError, log_incident
-from engine.events import ActionAccepted, TurnDone, TurnEvent, TurnFailed
-from engine.fallback import choose_line, fallback_lines
-from engine.providers.base import GenerationParams
-from engine.providers.resolver import ProviderResolver
-from engine.scripting.sandbox import Limits
+from engine.library.scripting.sandbox import Limits
+from engine.llm.providers.base import GenerationParams
+from engine.llm.providers.resolver import ProviderResolver
+from engine.prompt.card_cap import DEFAULT_MAX_CARDS
 from engine.storage.database import Database
 from engine.storage.dialect import is_busy
-from engine.turns.commit import TurnResult, commit
+from engine.story.actions import PlayerAction
+from engine.story.chapters.progress import ChapterEnd
+from engine.story.chapters.recaps import write_recap
+from engine.story.fallback import choose_line, fallback_lines
+from engine.turns.commit import commit
+from engine.turns.context import ContextBuilder, ContextEngine
+from engine.turns.events import ActionAccepted, TurnDone, TurnEvent, TurnFailed
 from engine.turns.generate import Generation, params_for
 from engine.turns.plan import Fence, TurnPlan, plan_take, plan_turn
+from engine.turns.result import TurnResult
 
 log = logging.getLogger(__name__)
 
@@ -61,8 +62,8 @@ class TurnEngine:
         max_running: int = MAX_RUNNING_TURNS,
     ) -> None:
         self.db = db
-        # Per process (engine.coordination.per_process): turns beyond it wait their turn here,
-        # holding no connection.
+        # Per process (engine.platform.coordination.per_process): turns beyond it wait their turn
+        # here, holding no connection.
         self._slots = asyncio.Semaphore(max_running)
         self.providers = providers
         self.params = params or GenerationParams()
@@ -165,7 +166,7 @@ class TurnEngine:
             if not lines or plan.replaces is not None:
                 # A retry that fails keeps the take it would have replaced: the scene goes on.
                 raise
-            # The scene goes on with the author's line (engine.fallback); no model is asked.
+            # The scene goes on with the author's line (engine.story.fallback); no model is asked.
             log.info(
                 "adventure %s: the model failed (%s); an authored line stands in",
                 plan.adventure.id,

@@ -14,26 +14,27 @@ from typing import TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from engine.cards import scan_text
-from engine.chapters.turn import ChapterOutcome, ChapterTurn
-from engine.claims import claims_in_scene
-from engine.context import BuiltContext, ContextBuilder, ContextInputs
-from engine.events import ReasoningDelta, StreamEnd, TextDelta, TurnEvent, Usage
-from engine.fallback import FALLBACK_MODEL
-from engine.knowledge.prompt import canon_texts
-from engine.narration_hygiene import tidy_narration
-from engine.providers.base import ChatProvider, GenerationParams
-from engine.sanitise import sanitise
-from engine.scripting.hooks import ScriptStopped
+from engine.library.knowledge.prompt import canon_texts
+from engine.library.scripting.hooks import ScriptStopped
+from engine.llm.providers.base import ChatProvider, GenerationParams
+from engine.platform.events import ReasoningDelta, StreamEnd, TextDelta, Usage
+from engine.platform.sanitise import sanitise
+from engine.prompt.cards import scan_text
 from engine.storage.database import Database
 from engine.storage.models import Adventure
-from engine.story_line.write import update_unmoved
-from engine.story_state.events import Outcome
-from engine.story_state.turn import holds_story_block, settle_story
-from engine.suggestions import SUGGESTION_RULE, from_lists, suggestions_on
+from engine.story.chapters.turn import ChapterOutcome, ChapterTurn
+from engine.story.claims import claims_in_scene
+from engine.story.fallback import FALLBACK_MODEL
+from engine.story.narration_hygiene import tidy_narration
+from engine.story.narrative.events import Outcome
+from engine.story.narrative.turn import holds_story_block, settle_story
+from engine.story.suggestions import SUGGESTION_RULE, from_lists, suggestions_on
+from engine.story.versions import update_unmoved
+from engine.story.world.apply import BlockHolder, SettledWorld, schema_of, settle
+from engine.story.world.parser import extract_state
+from engine.turns.context import BuiltContext, ContextBuilder, ContextInputs
+from engine.turns.events import TurnEvent
 from engine.turns.plan import Fence, TurnPlan
-from engine.world_state.apply import BlockHolder, SettledWorld, schema_of, settle
-from engine.world_state.parser import extract_state
 
 T = TypeVar("T")
 
@@ -88,13 +89,13 @@ class Draft:
     model: str
     #: The memories the context chose: the commit counts their use.
     memory_ids: tuple[int, ...] = ()
-    #: What the turn did to the adventure's chapters (engine.chapters).
+    #: What the turn did to the adventure's chapters (engine.story.chapters).
     chapters: ChapterOutcome = ChapterOutcome()
     #: The narrative state the reply's events leave (None: the adventure does not track it).
     story: Outcome | None = None
-    #: The suggested actions the reply offered, validated (``engine.suggestions``).
+    #: The suggested actions the reply offered, validated (``engine.story.suggestions``).
     suggestions: tuple[str, ...] = ()
-    #: Why an authored line stands in for the model's (``engine.fallback``); "" if none does.
+    #: Why an authored line stands in for the model's (``engine.story.fallback``); "" if none does.
     fallback_reason: str = ""
 
     @property
@@ -165,7 +166,7 @@ class Generation:
         if self._chapters is not None:
             inputs = self._chapters.context(inputs)
         self._suggest = await suggestions_on(session, plan.adventure)
-        # What players told the characters in the scene, quoted as theirs (engine.claims).
+        # What players told the characters in the scene, quoted as theirs (engine.story.claims).
         scene = scan_text([entry.text for entry in inputs.history], self._answered)
         claims = await claims_in_scene(session, plan.adventure, inputs.cards, scene)
         if claims:
@@ -210,7 +211,7 @@ class Generation:
         offered = from_lists(extract_state(output).lists) if self._suggest else ()
         if output == sanitise(written):
             # The model's own prose (a script's output is the script's to shape): what is not
-            # story goes (engine.narration_hygiene).
+            # story goes (engine.story.narration_hygiene).
             world = replace(world, prose=tidy_narration(world.prose))
         self._draft = Draft(
             action_texts=self._action_texts,
@@ -233,7 +234,7 @@ class Generation:
 
     def fallback_draft(self, line: str, reason: str) -> Draft:
         """A turn whose narration is an authored line, the model having failed
-        (``engine.fallback``): the world state as it was, no suggestions."""
+        (``engine.story.fallback``): the world state as it was, no suggestions."""
         assert self._inputs is not None, "prepare first"
         adventure = self.plan.adventure
         built = self._built or self.context.build(self._inputs)

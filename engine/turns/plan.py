@@ -16,16 +16,16 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
-from engine.actions import PlayerAction, format_action
 from engine.errors import NotFound, StoryMovedOn
-from engine.scripting.hooks import TurnScripts
-from engine.scripting.sandbox import Limits
-from engine.snapshots import capture
+from engine.library.scripting.hooks import TurnScripts
+from engine.library.scripting.sandbox import Limits
 from engine.storage.models import Adventure, StoryNode
-from engine.story_tree.takes import RetryPlan, plan_retry
+from engine.story.actions import PlayerAction, format_action
+from engine.story.snapshots import capture
+from engine.story.tree.takes import RetryPlan, plan_retry
 
 if TYPE_CHECKING:
-    from engine.turns.commit import TurnResult
+    from engine.turns.result import TurnResult
 
 
 @dataclass(frozen=True, slots=True)

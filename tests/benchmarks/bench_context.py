@@ -51,10 +51,9 @@ from typing import Any
 from sqlalchemy import event, func, insert, select, text, update
 from sqlmodel import col
 
-from engine.context import ContextEngine
-from engine.memory.retrieval import MemoryRetriever
-from engine.scenarios.shipped import seed_builtin_scenarios
-from engine.scenarios.start import start_adventure
+from engine.library.scenarios.shipped import seed_builtin_scenarios
+from engine.library.scenarios.start import start_adventure
+from engine.prompt.tokens import count_tokens
 from engine.storage.database import Database
 from engine.storage.models import (
     ActionType,
@@ -67,7 +66,8 @@ from engine.storage.models import (
     StoryNode,
     utcnow,
 )
-from engine.tokens import count_tokens
+from engine.story.memory.retrieval import MemoryRetriever
+from engine.turns.context import ContextEngine
 
 STORY_LENGTHS = (50, 200, 500, 2000)
 CARDS = 100

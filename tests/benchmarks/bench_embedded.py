@@ -38,12 +38,13 @@ from bot.config import load_settings
 from bot.discord_bot import CampfireBot
 from bot.services import make_context_engine
 from bot.standin import StandIn
-from engine.access import Actor
-from engine.actions import ActionType, PlayerAction
-from engine.context import ContextEngine
-from engine.events import TextDelta, TurnDone
-from engine.providers.local import bundled_model_path
-from engine.providers.resolver import OperatorDefault
+from engine.llm.providers.local import bundled_model_path
+from engine.llm.providers.resolver import OperatorDefault
+from engine.people.access import Actor
+from engine.platform.events import TextDelta
+from engine.story.actions import ActionType, PlayerAction
+from engine.turns.context import ContextEngine
+from engine.turns.events import TurnDone
 
 TARGET_S = 2.0
 MEASURED = slice(10, 20)  # turns 11-20

@@ -42,12 +42,12 @@ from pathlib import Path
 from sqlalchemy import select
 from sqlmodel import col
 
-from engine.access import Actor
-from engine.knowledge.classes import KnowledgeClass
-from engine.knowledge.library import KnowledgeLibrary, Target
-from engine.knowledge.retrieval import KnowledgeRetriever
-from engine.scenarios.shipped import seed_builtin_scenarios
-from engine.scenarios.start import start_adventure
+from engine.library.knowledge.classes import KnowledgeClass
+from engine.library.knowledge.library import KnowledgeLibrary, Target
+from engine.library.knowledge.retrieval import KnowledgeRetriever
+from engine.library.scenarios.shipped import seed_builtin_scenarios
+from engine.library.scenarios.start import start_adventure
+from engine.people.access import Actor
 from engine.storage.database import Database
 from engine.storage.models import Adventure, Scenario
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.memory.semantic import SemanticIndex
+from engine.llm.retrieval.semantic import SemanticIndex
 
 TARGET_P50_MS = 5.0
 TOP_K = 5

@@ -37,11 +37,11 @@ from pathlib import Path
 from bot.config import load_settings
 from bot.discord_bot import CampfireBot
 from bot.standin import StandIn
-from engine.access import Actor
-from engine.actions import ActionType, PlayerAction
-from engine.events import TurnDone
-from engine.providers.base import ChatMessage, GenerationParams
-from engine.providers.openai_compat import OpenAICompatibleProvider
+from engine.llm.providers.base import ChatMessage, GenerationParams
+from engine.llm.providers.openai_compat import OpenAICompatibleProvider
+from engine.people.access import Actor
+from engine.story.actions import ActionType, PlayerAction
+from engine.turns.events import TurnDone
 from tests.fakes.openai_server import FakeModelServer
 from tests.write_recorder import WriteTransactions
 

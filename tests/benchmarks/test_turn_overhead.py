@@ -11,10 +11,10 @@ import time
 
 import pytest
 
-from engine.providers.base import ChatMessage, GenerationParams
-from engine.providers.resolver import OperatorDefault
+from engine.llm.providers.base import ChatMessage, GenerationParams
+from engine.llm.providers.resolver import OperatorDefault
 from engine.storage.models import ActionType
-from engine.turns import TurnEngine
+from engine.turns.engine import TurnEngine
 from tests.helpers import new_adventure, play
 
 pytestmark = pytest.mark.benchmark

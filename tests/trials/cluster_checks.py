@@ -16,9 +16,9 @@ from typing import Any
 from sqlalchemy import select
 from sqlmodel import col
 
-from engine.memory.prompts import MEMORY_SYSTEM, SUMMARY_SYSTEM
 from engine.storage.database import Database
 from engine.storage.models import Role, StoryNode
+from engine.story.memory.prompts import MEMORY_SYSTEM, SUMMARY_SYSTEM
 
 TAG = re.compile(r"\bm(\d{4})r(\d{2})\b")
 #: How the fake model's replies name their adventure (not an action's tag: see TrialModel).

@@ -20,8 +20,10 @@ from typing import Any
 from sqlalchemy import select
 from sqlmodel import col
 
-from engine.coordination.jobs import DEFAULT_TTL as JOB_TTL
-from engine.coordination.requests import (
+from engine.platform.coordination.jobs import DEFAULT_TTL as JOB_TTL
+from engine.platform.coordination.leases import DEFAULT_TTL as TURN_TTL
+from engine.platform.coordination.leases import FREE, as_utc
+from engine.platform.coordination.request_status import (
     DONE,
     FAILED,
     INTERRUPTED,
@@ -30,8 +32,6 @@ from engine.coordination.requests import (
     RETRIED,
     RUNNING,
 )
-from engine.leases import DEFAULT_TTL as TURN_TTL
-from engine.leases import FREE, as_utc
 from engine.storage.database import Database
 from engine.storage.models import (
     Adventure,

@@ -11,7 +11,8 @@ while the turn's transaction waits on the request's row). Then:
 * the database is checked while the dead process may still hold the turn's lease;
 * a new process starts on the same database and the player sends a new action, again every
   second while the bot answers that the narrator is still writing, until it plays. A restart
-  may have to wait for the dead process's turn lease to expire (``engine.leases.DEFAULT_TTL``):
+  may have to wait for the dead process's turn lease to expire
+  (``engine.platform.coordination.leases.DEFAULT_TTL``):
   that is allowed and measured; play counts as stuck only past expiry plus a margin;
 * the player takes the interrupted action back: with the Retry under the bot's notice that the
   turn was interrupted, or by sending it again when no notice came (never when it is stored);
@@ -29,7 +30,7 @@ from typing import IO, Any
 from sqlalchemy import select
 from sqlmodel import col
 
-from engine.leases import DEFAULT_TTL as TURN_TTL
+from engine.platform.coordination.leases import DEFAULT_TTL as TURN_TTL
 from engine.storage.database import Database
 from engine.storage.models import Adventure
 from tests.fakes.openai_server import FakeModelServer, Reply

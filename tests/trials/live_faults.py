@@ -47,7 +47,7 @@ from bot.standin import (
     StandIn,
 )
 from bot.standin.world import InteractionRecord
-from engine.leases import DEFAULT_TTL as TURN_TTL
+from engine.platform.coordination.leases import DEFAULT_TTL as TURN_TTL
 from engine.storage.database import Database
 from engine.storage.dialect import SQLITE_BUSY_TIMEOUT_MS
 from tests.fakes.openai_server import FakeModelServer, Reply

@@ -25,7 +25,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
-from engine.coordination.requests import RUNNING
+from engine.platform.coordination.request_status import RUNNING
 
 _STORED = "SELECT count(*) FROM story_nodes WHERE role = 'player' AND text = :text"
 

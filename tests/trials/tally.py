@@ -17,15 +17,15 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from engine.actions import ActionType, PlayerAction, format_action
 from engine.storage.database import Database
+from engine.story.actions import ActionType, PlayerAction, format_action
 from tests.trials.invariants import inconsistencies, stored_actions
 
 
 def stored_form(action: str, actor: str = "You") -> str:
     """The text ``/do action`` adds to the story: "> You …" in a DM; in a server the actor is
-    the player's character or display name ("> alice opens …"), as ``engine.actions`` writes it.
-    A trial that expects the DM's form in a server sees none of its actions stored, and counts
+    the player's character or display name ("> alice opens …"), as ``engine.story.actions`` writes
+    it. A trial that expects the DM's form in a server sees none of its actions stored, and counts
     every one as stuck."""
     return format_action(PlayerAction(ActionType.DO, action, actor=actor))
 

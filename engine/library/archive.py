@@ -1,0 +1,168 @@
+"""Adventures to and from files (``/adventure export`` and ``/adventure import``)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from engine.errors import InvalidInput
+from engine.library.formats import adventure as adventure_file
+from engine.library.formats.draft import ImportLimits
+from engine.library.formats.strict_json import MAX_ARRAY_ITEMS, JsonCaps, load_json
+from engine.library.reading.errors import ImportRejected
+from engine.people.access import adventure_here, check_may_import_scripts, may_read_scripts
+from engine.people.accounts import touch_server, touch_user
+from engine.people.adventure_caps import AdventureCaps, check_may_begin
+from engine.people.limits import Kind, UsageLimits
+from engine.storage.models import StoryNode, utcnow
+
+if TYPE_CHECKING:
+    from engine.people.access import Actor
+    from engine.storage.database import Database
+
+#: The answer to an export where no adventure runs.
+NOTHING_TO_EXPORT = "There is no adventure running here to export. Start one with /start."
+
+
+@dataclass(frozen=True, slots=True)
+class AdventureFile:
+    title: str
+    filename: str
+    content: bytes
+    #: The scripts whose code the file leaves out: the exporter may not read it.
+    scripts_left_out: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class RestoredAdventure:
+    adventure_id: int
+    title: str
+    icon: str
+    nodes: int
+    branches: int
+    head_text: str
+    version: int
+    #: The node the story stands on, shown when the adventure is posted.
+    head_node_id: int
+
+
+class AdventureArchive:
+    def __init__(
+        self,
+        db: Database,
+        limits: ImportLimits,
+        *,
+        caps: AdventureCaps | None = None,
+        rate_limits: UsageLimits | None = None,
+    ) -> None:
+        self.db = db
+        self.limits = limits
+        #: Imports per player per day (None: no limit, for tools and tests).
+        self.rate_limits = rate_limits
+        #: The operator's caps on adventures per player; an import begins one too.
+        self.caps = caps
+
+    def check_size(self, size: int) -> None:
+        """Refuse a file by its announced size, before downloading it."""
+        if size > adventure_file.MAX_BYTES:
+            raise ImportRejected(
+                f"The file is {size / (1024 * 1024):.1f} MiB; the largest adventure file "
+                f"accepted is {adventure_file.MAX_BYTES // (1024 * 1024)} MiB."
+            )
+
+    async def export(self, actor: Actor, channel_id: int) -> AdventureFile:
+        """The adventure running here, every branch and take of it, as one JSON file.
+
+        Its scripts' code only for those who may read it (``may_read_scripts``): for anyone
+        else the file has no scripts, and says which it left out."""
+        async with self.db.session() as session:
+            adventure = await adventure_here(session, channel_id, missing=NOTHING_TO_EXPORT)
+            raw = await adventure_file.export_adventure(session, adventure)
+        left_out: tuple[str, ...] = ()
+        if raw["scripts"] and not may_read_scripts(adventure, actor):
+            left_out = tuple(script["name"] for script in raw["scripts"])
+            raw["scripts"] = []
+        content = (json.dumps(raw, ensure_ascii=False, indent=1) + "\n").encode("utf-8")
+        if len(content) > adventure_file.MAX_BYTES:
+            raise InvalidInput(
+                f"This adventure's file would be {len(content) / (1024 * 1024):.1f} MiB, more "
+                f"than Discord accepts from a bot ({adventure_file.MAX_BYTES // (1024 * 1024)} "
+                "MiB)."
+            )
+        stem = re.sub(r"[^A-Za-z0-9]+", "-", raw["title"]).strip("-").lower()[:60] or "adventure"
+        return AdventureFile(raw["title"], f"{stem}.adventure.json", content, left_out)
+
+    async def read(self, data: bytes, actor: Actor | None = None) -> adventure_file.ParsedAdventure:
+        """Check an adventure file in full (nothing is written); raises ``ImportRejected``.
+        ``actor``: who imports it, counted against the imports per day before it is read."""
+        if actor is not None and self.rate_limits is not None:
+            await self.rate_limits.use(Kind.IMPORT, actor)
+        # Adventures are larger than scenarios: the cap is Discord's own upload limit, and an
+        # array may be as long as the node cap.
+        caps = JsonCaps(
+            max_bytes=adventure_file.MAX_BYTES,
+            max_array_items=max(MAX_ARRAY_ITEMS, adventure_file.MAX_NODES),
+        )
+
+        def parse() -> adventure_file.ParsedAdventure:
+            return adventure_file.parse_adventure(load_json(data, caps), self.limits)
+
+        return await asyncio.to_thread(parse)
+
+    async def check_may_restore(
+        self, actor: Actor, place: int | None, parsed: adventure_file.ParsedAdventure
+    ) -> None:
+        """Whatever would refuse the import in ``place`` (None: a thread not opened yet),
+        asked before a thread is opened for it; ``restore`` asks again as it writes."""
+        check_may_import_scripts(actor, _script_names(parsed))
+        async with self.db.session() as session:
+            await check_may_begin(session, actor, place, self.caps)
+
+    async def restore(
+        self,
+        actor: Actor,
+        channel_id: int,
+        parsed: adventure_file.ParsedAdventure,
+        *,
+        opened_from: int | None = None,
+    ) -> RestoredAdventure:
+        """Write a checked adventure into a channel, thread or DM, in one transaction. One
+        running there ends, if ``actor`` may end it; its scripts come in only with the script
+        right, and the caps on adventures per player count it (``check_may_begin``).
+        ``opened_from``: the channel a thread was opened from for it (as ``PlayService.start``)."""
+        check_may_import_scripts(actor, _script_names(parsed))
+        async with self.db.transaction() as session:
+            # First: the user's row lock queues this player's starts (see adventure_caps).
+            await touch_user(session, actor.user_id, actor.user_name)
+            if actor.server_id is not None:
+                await touch_server(session, actor.server_id, actor.server_name)
+            running = await check_may_begin(session, actor, channel_id, self.caps)
+            if running is not None:
+                running.ended_at = utcnow()
+            adventure = await adventure_file.write_adventure(
+                session,
+                parsed,
+                channel_id=channel_id,
+                server_id=actor.server_id,
+                host_id=actor.user_id,
+            )
+            adventure.parent_channel_id = opened_from
+            head = await session.get(StoryNode, adventure.head_node_id)
+            assert adventure.id is not None and head is not None and head.id is not None
+            return RestoredAdventure(
+                adventure.id,
+                adventure.title,
+                adventure.icon,
+                len(parsed.nodes),
+                len(parsed.branches),
+                head.text,
+                adventure.version,
+                head.id,
+            )
+
+
+def _script_names(parsed: adventure_file.ParsedAdventure) -> list[str]:
+    return [script.name for script in parsed.steering.scripts]

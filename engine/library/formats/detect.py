@@ -1,0 +1,96 @@
+"""Which format a file is, from its content (never its name), and reading it as a scenario."""
+
+from __future__ import annotations
+
+from pathlib import PurePath
+from typing import Any
+
+from engine.library.formats import aidungeon, bundle, lorebooks
+from engine.library.formats.draft import ImportedScenario, ImportLimits, ScenarioDraft, finish
+from engine.library.formats.key_syntax import convert_card_keys
+from engine.library.formats.strict_json import JsonCaps, load_json
+from engine.library.reading.errors import ImportRejected
+
+AID_NEW = "AI Dungeon scenario"
+AID_OLD = "AI Dungeon scenario (2020–21 format)"
+AID_OLD_LIST = "AI Dungeon scenarios (2020–21 export of several)"
+AID_CARDS = "AI Dungeon story cards"
+AID_WORLD_INFO = "AI Dungeon world info"
+AIDND = "AI-DnD scenario"
+BUNDLE = "Campfire scenario bundle"
+SILLYTAVERN = "SillyTavern world info"
+NOVELAI = "NovelAI lorebook"
+CHARACTER_CARD = "Character Card V2"
+CHARACTER_BOOK = "character book (Character Card V2 lorebook)"
+
+SUPPORTED = (
+    "AI Dungeon scenarios and story-card exports, AI-DnD scenarios, SillyTavern world info, "
+    "NovelAI lorebooks, Character Card V2 JSON and Campfire scenario bundles"
+)
+
+
+def title_from(filename: str) -> str:
+    stem = PurePath(filename or "").stem.replace("_", " ").strip()
+    return stem[:100] or "Imported scenario"
+
+
+def read_scenario(data: bytes, filename: str, limits: ImportLimits) -> ImportedScenario:
+    """Parse, detect and check an uploaded scenario; raises ``ImportRejected`` for any problem."""
+    raw = load_json(data, JsonCaps(max_bytes=limits.max_bytes))
+    name = title_from(filename)
+    warnings: list[str] = []
+    if isinstance(raw, list) and raw and aidungeon.is_scenario_list(raw):
+        first, *more = aidungeon.read_scenario_list(raw, title=name)
+        imported = ImportedScenario(AID_OLD_LIST, first, warnings, more)
+    else:
+        kind, draft = _read(raw, name, warnings)
+        imported = ImportedScenario(kind, draft, warnings)
+    if imported.format != BUNDLE:
+        # Campfire's own bundles hold Campfire's keys; every other format's keys are read in
+        # the syntax of the tool that wrote them.
+        for draft in imported.walk():
+            convert_card_keys(draft.cards, warnings)
+    return finish(imported, limits)
+
+
+def _read(raw: Any, name: str, warnings: list[str]) -> tuple[str, ScenarioDraft]:
+    if isinstance(raw, list):
+        if not raw:
+            raise ImportRejected("The file is an empty list: there is nothing to import.")
+        if aidungeon.is_card_list(raw):
+            kind = AID_CARDS if aidungeon.is_story_cards(raw) else AID_WORLD_INFO
+            return kind, aidungeon.read_card_list(raw, title=name)
+        raise ImportRejected(
+            "The file is a list, but not of story cards (each needs keys and a value or an "
+            f"entry) nor of scenarios (each with a prompt). Campfire reads {SUPPORTED}."
+        )
+    assert isinstance(raw, dict)
+    if bundle.is_bundle(raw):
+        version = raw.get("version", 1)
+        if not isinstance(version, int) or version > bundle.VERSION:
+            raise ImportRejected(
+                f"This Campfire bundle is version {version}; this Campfire reads version "
+                f"{bundle.VERSION}. Update Campfire to import it."
+            )
+        return BUNDLE, bundle.read_bundle(raw, fallback_title=name)
+    if raw.get(bundle.MARKER) == "adventure":
+        raise ImportRejected("This is an adventure export: use /adventure import for it.")
+    if lorebooks.is_character_card(raw):
+        return CHARACTER_CARD, lorebooks.read_character_card(raw, title=name, warnings=warnings)
+    if lorebooks.is_novelai(raw):
+        return NOVELAI, lorebooks.read_novelai(raw, title=name, warnings=warnings)
+    if lorebooks.is_sillytavern(raw):
+        return SILLYTAVERN, lorebooks.read_sillytavern(raw, title=name, warnings=warnings)
+    if lorebooks.is_character_book(raw):
+        return CHARACTER_BOOK, lorebooks.read_character_book(raw, title=name, warnings=warnings)
+    inner, path = aidungeon.unwrap(raw)
+    if isinstance(inner, dict):
+        if aidungeon.looks_new(inner):
+            return AID_NEW, aidungeon.read_scenario(inner, path, fallback_title=name)
+        if bundle.looks_flat(inner):
+            return AIDND, bundle.read_bundle(inner, path, fallback_title=name)
+        if aidungeon.looks_old(inner):
+            return AID_OLD, aidungeon.read_scenario(inner, path, fallback_title=name)
+        if "prompt" in inner and ("title" in inner or "options" in inner):
+            return AID_OLD, aidungeon.read_scenario(inner, path, fallback_title=name)
+    raise ImportRejected(f"Campfire does not recognise this file's format. It reads {SUPPORTED}.")

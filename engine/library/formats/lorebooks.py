@@ -1,0 +1,155 @@
+"""Lorebooks read as story cards: SillyTavern world info, NovelAI lorebooks and the
+``character_book`` of a Character Card V2 (or V3) file, or such a book on its own.
+
+- SillyTavern: ``{"entries": {"0": {uid, key: [...], keysecondary, comment, content,
+  constant, disable, order, …}}}`` (``entries`` is an object keyed by uid; some tools write a
+  list). ``comment`` is the entry's title.
+- NovelAI: ``{"lorebookVersion": n, "entries": [{text, displayName, keys: [...], enabled,
+  forceActivation, …}], "categories": [...]}``.
+- Character Card V2: ``{"spec": "chara_card_v2", "data": {name, description, personality,
+  scenario, first_mes, …, "character_book": {name, entries: [{keys, content, enabled,
+  constant, name, comment, …}]}}}``.
+
+Disabled entries are left out (and counted in a warning); always-inserted entries (constant,
+forceActivation) become always-on cards.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.library.formats.draft import ImportedCard, ScenarioDraft
+from engine.library.reading.fields import Fields
+
+
+def is_sillytavern(raw: dict[str, Any]) -> bool:
+    entries = raw.get("entries")
+    values = list(entries.values()) if isinstance(entries, dict) else entries
+    return isinstance(values, list) and any(
+        isinstance(e, dict) and "content" in e and ("key" in e or "uid" in e) for e in values
+    )
+
+
+def is_novelai(raw: dict[str, Any]) -> bool:
+    entries = raw.get("entries")
+    return "lorebookVersion" in raw or (
+        isinstance(entries, list)
+        and any(isinstance(e, dict) and "text" in e and "keys" in e for e in entries)
+    )
+
+
+def is_character_card(raw: dict[str, Any]) -> bool:
+    spec = raw.get("spec")
+    if isinstance(spec, str) and spec.startswith("chara_card"):
+        return True
+    data = raw.get("data")
+    return isinstance(data, dict) and "character_book" in data and "name" in data
+
+
+def is_character_book(raw: dict[str, Any]) -> bool:
+    entries = raw.get("entries")
+    return isinstance(entries, list) and any(
+        isinstance(e, dict) and "content" in e and "keys" in e for e in entries
+    )
+
+
+def read_sillytavern(raw: dict[str, Any], *, title: str, warnings: list[str]) -> ScenarioDraft:
+    f = Fields(raw, "")
+    cards, skipped = [], 0
+    for path, item in f.items("entries"):
+        e = Fields(item, path)
+        if e.flag("disable"):
+            skipped += 1
+            continue
+        cards.append(
+            ImportedCard(
+                title=e.text("comment", "name"),
+                keys=",".join(e.words("key", "keys")),
+                entry=e.text("content"),
+                always_on=e.flag("constant"),
+            )
+        )
+    _skipped(skipped, warnings)
+    return ScenarioDraft(title=f.text("name", default=title), cards=cards)
+
+
+def read_novelai(raw: dict[str, Any], *, title: str, warnings: list[str]) -> ScenarioDraft:
+    f = Fields(raw, "")
+    # Categories only name the cards' types: a malformed list costs the names, not the import.
+    listed = raw.get("categories")
+    categories: dict[str, str] = {
+        str(c.get("id")): c["name"]
+        for c in (listed if isinstance(listed, list) else [])
+        if isinstance(c, dict) and isinstance(c.get("name"), str)
+    }
+    cards, skipped = [], 0
+    for path, item in f.items("entries"):
+        e = Fields(item, path)
+        if not e.flag("enabled", default=True):
+            skipped += 1
+            continue
+        category = categories.get(str(e.raw.get("category")), "") if e.has("category") else ""
+        cards.append(
+            ImportedCard(
+                title=e.text("displayName"),
+                keys=",".join(e.words("keys")),
+                entry=e.text("text"),
+                type=category[:32] or "custom",
+                always_on=e.flag("forceActivation"),
+            )
+        )
+    _skipped(skipped, warnings)
+    return ScenarioDraft(title=title, cards=cards)
+
+
+def read_character_card(raw: dict[str, Any], *, title: str, warnings: list[str]) -> ScenarioDraft:
+    """The character becomes a card of its own, its book the other cards; the card's scenario
+    text becomes plot essentials. Its greeting (``first_mes``) is written for a chat partner,
+    not a narrator, so it is left out."""
+    f = Fields(raw, "")
+    data = f.obj("data") or f
+    name = data.text("name", default=title)
+    about = "\n\n".join(t for t in (data.text("description"), data.text("personality")) if t)
+    cards = []
+    if about:
+        cards.append(ImportedCard(title=name, keys=name, entry=about, type="character"))
+    book = data.obj("character_book")
+    draft = ScenarioDraft(
+        title=name,
+        description=data.text("creator_notes"),
+        tags=data.words("tags"),
+        plot_essentials=data.text("scenario"),
+        cards=cards,
+    )
+    if book is not None:
+        draft.cards += _book_entries(book, warnings)
+    return draft
+
+
+def read_character_book(raw: dict[str, Any], *, title: str, warnings: list[str]) -> ScenarioDraft:
+    f = Fields(raw, "")
+    return ScenarioDraft(title=f.text("name", default=title), cards=_book_entries(f, warnings))
+
+
+def _book_entries(book: Fields, warnings: list[str]) -> list[ImportedCard]:
+    cards, skipped = [], 0
+    for path, item in book.items("entries"):
+        e = Fields(item, path)
+        if not e.flag("enabled", default=True):
+            skipped += 1
+            continue
+        cards.append(
+            ImportedCard(
+                title=e.text("name", "comment"),
+                keys=",".join(e.words("keys")),
+                entry=e.text("content"),
+                always_on=e.flag("constant"),
+            )
+        )
+    _skipped(skipped, warnings)
+    return cards
+
+
+def _skipped(count: int, warnings: list[str]) -> None:
+    if count:
+        warnings.append(f"{count} disabled entr{'y was' if count == 1 else 'ies were'} left out.")

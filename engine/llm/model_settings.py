@@ -1,0 +1,176 @@
+"""``/model``: a server's or a player's own model, set, shown, tested and cleared.
+
+In a server its managers choose the model the server's adventures use (stored on the server's
+row); in a DM a player chooses the model their own adventures use (``user_models``). Who may is
+``engine.people.access``'s rule. The URL is checked by ``engine.llm.providers.endpoint_policy``
+before it
+is stored (and again on every connection). The key is encrypted at rest and never shown again:
+what anyone is shown is that one is set and its last four characters.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from sqlalchemy import delete, update
+from sqlmodel import col
+
+from engine.errors import InvalidInput, ModelError, ReasoningExhausted
+from engine.llm.model_choice import ModelChoice, choice_here
+from engine.llm.providers.base import ChatMessage, GenerationParams
+from engine.llm.providers.endpoint_policy import EndpointPolicy
+from engine.llm.providers.resolver import ChosenModels
+from engine.people.access import Actor, check_may_choose_model
+from engine.people.accounts import touch_actor
+from engine.platform.crypto import SecretBox
+from engine.platform.events import TextDelta
+from engine.storage.database import Database
+from engine.storage.models import Server, UserModel, utcnow
+
+MAX_URL_CHARS = 500
+MAX_MODEL_CHARS = 200
+MAX_KEY_CHARS = 1000
+#: How many of a key's last characters are shown, so its owner can tell which key it is.
+KEY_TAIL = 4
+
+#: The tiny request ``/model test`` sends.
+TEST_MESSAGES = (
+    ChatMessage("system", "You are being tested. Answer with one word."),
+    ChatMessage("user", "Say ready."),
+)
+TEST_PARAMS = GenerationParams(max_tokens=32, temperature=0.0)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelView:
+    """What ``/model show`` says: whose model the place uses, never the key itself."""
+
+    #: "server" in a server, "player" in a DM.
+    place: str
+    #: The place's own model; None when the operator's is used.
+    url: str | None = None
+    model: str | None = None
+    #: The key's last characters ("4f2a"); None when no key is stored.
+    key_tail: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ModelTest:
+    ok: bool
+    #: What the model said (success), or the provider's error, readable by a player.
+    said: str
+    seconds: float
+
+
+def _tail(key: str | None) -> str | None:
+    if not key:
+        return None
+    return key[-KEY_TAIL:] if len(key) > KEY_TAIL * 2 else "…"
+
+
+def _checked_text(name: str, value: str, most: int) -> str:
+    value = value.strip()
+    if not value:
+        raise InvalidInput(f"The {name} is empty; nothing was changed.")
+    if len(value) > most:
+        raise InvalidInput(f"The {name} is longer than {most} characters; nothing was changed.")
+    if any(ch.isspace() for ch in value):
+        raise InvalidInput(f"The {name} has spaces in it; nothing was changed.")
+    return value
+
+
+class ModelSettings:
+    def __init__(
+        self,
+        db: Database,
+        secrets: SecretBox,
+        policy: EndpointPolicy,
+        models: ChosenModels,
+    ) -> None:
+        self.db = db
+        self.secrets = secrets
+        self.policy = policy
+        self.models = models
+
+    async def set(self, actor: Actor, url: str, model: str, key: str | None) -> ModelView:
+        """Store the model for the actor's place. A key left out keeps the stored one only
+        when the URL is the same: a stored key is never sent to an address it was not given
+        for."""
+        check_may_choose_model(actor)
+        url = _checked_text("URL", url, MAX_URL_CHARS).rstrip("/")
+        model = _checked_text("model name", model, MAX_MODEL_CHARS)
+        if key is not None:
+            key = _checked_text("key", key, MAX_KEY_CHARS)
+        await self.policy.check(url)
+        async with self.db.transaction() as session:
+            await touch_actor(session, actor)
+            stored = await choice_here(session, actor.server_id, actor.user_id)
+            if key is not None:
+                encrypted: str | None = self.secrets.encrypt(key)
+            elif stored is not None and stored.url == url:
+                encrypted = stored.key_encrypted
+            else:
+                encrypted = None
+            if actor.server_id is not None:
+                await session.execute(
+                    update(Server)
+                    .where(col(Server.id) == actor.server_id)
+                    .values(model_url=url, model_name=model, model_api_key_encrypted=encrypted)
+                )
+            else:
+                row = await session.get(UserModel, actor.user_id)
+                if row is None:
+                    row = UserModel(user_id=actor.user_id, url=url, model_name=model)
+                row.url, row.model_name, row.api_key_encrypted = url, model, encrypted
+                row.updated_at = utcnow()
+                session.add(row)
+        return self._view(actor, ModelChoice("player", url, model, encrypted))
+
+    async def show(self, actor: Actor) -> ModelView:
+        async with self.db.session() as session:
+            choice = await choice_here(session, actor.server_id, actor.user_id)
+        return self._view(actor, choice)
+
+    async def clear(self, actor: Actor) -> bool:
+        """Forget the place's own model (and its key); False when none was set."""
+        check_may_choose_model(actor)
+        async with self.db.transaction() as session:
+            if actor.server_id is not None:
+                result = await session.execute(
+                    update(Server)
+                    .where(col(Server.id) == actor.server_id, col(Server.model_url).is_not(None))
+                    .values(model_url=None, model_name=None, model_api_key_encrypted=None)
+                )
+            else:
+                result = await session.execute(
+                    delete(UserModel).where(col(UserModel.user_id) == actor.user_id)
+                )
+        return bool(getattr(result, "rowcount", 0))
+
+    async def test(self, actor: Actor) -> ModelTest | None:
+        """Send the place's own model a tiny request; None when the place has none."""
+        async with self.db.session() as session:
+            choice = await choice_here(session, actor.server_id, actor.user_id)
+        if choice is None:
+            return None
+        started = time.monotonic()
+        try:
+            await self.policy.check(choice.url)
+            provider = self.models.provider_for(choice)
+            text = ""
+            async for chunk in provider.stream(list(TEST_MESSAGES), TEST_PARAMS):
+                if isinstance(chunk, TextDelta):
+                    text += chunk.text
+        except ReasoningExhausted:
+            text = "(it reasoned through the whole tiny budget: it answers)"
+        except ModelError as error:
+            return ModelTest(False, str(error), time.monotonic() - started)
+        return ModelTest(True, text.strip()[:200], time.monotonic() - started)
+
+    def _view(self, actor: Actor, choice: ModelChoice | None) -> ModelView:
+        place = "server" if actor.server_id is not None else "player"
+        if choice is None:
+            return ModelView(place)
+        key = self.secrets.decrypt(choice.key_encrypted) if choice.key_encrypted else None
+        return ModelView(place, choice.url, choice.model, _tail(key))

@@ -1,0 +1,147 @@
+"""Turning HTTP failures from a model server into errors a player can act on.
+
+Chat and embedding endpoints fail the same ways (refused key, unknown model, rate limits, a
+server down or unreachable); only the words for what was being talked to differ. Players read
+these messages, so an endpoint is named by its host alone, and whatever the server said is
+redacted before it is passed on (a proxy may echo the key it refused).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from engine.errors import (
+    ModelBadReply,
+    ModelError,
+    ModelKeyRefused,
+    ModelNotFound,
+    ModelRateLimited,
+    ModelServerError,
+    ModelTimedOut,
+    ModelUnreachable,
+)
+from engine.platform.redaction import host_of, redact, redact_url, url_secrets
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    base_url: str
+    model: str
+    #: What the player knows this as: "model" or "embedding model".
+    what: str = "model"
+    #: Masked in anything the server says that is passed on.
+    api_key: str | None = field(default=None, repr=False)
+
+    @property
+    def host(self) -> str:
+        """Where the endpoint is, as players may see it: host and port, never credentials."""
+        return host_of(self.base_url)
+
+    def said(self, detail: str) -> str:
+        """What the server said, safe to pass on."""
+        return redact(detail, [self.api_key, *url_secrets(self.base_url)])
+
+
+def _then_retry(what: str) -> str:
+    """Where a wrong key or model name is put right, and what then: a narration's Retry."""
+    if what == "model":
+        return " (`/model show`, or the operator's settings), then press Retry."
+    return " in the settings."
+
+
+def status_error(endpoint: Endpoint, response: httpx.Response) -> ModelError:
+    """The error for an HTTP status of 400 or more (the body must have been read)."""
+    status, host, what = response.status_code, endpoint.host, endpoint.what
+    detail = endpoint.said(error_message(_json_or_none(response)))
+    if status in (401, 403):
+        return ModelKeyRefused(
+            f"The {what} server at {host} refused the API key ({status}). "
+            f"Check the key{_then_retry(what)}"
+        )
+    if status == 404:
+        return ModelNotFound(
+            f"The {what} server at {host} has no model called '{endpoint.model}'"
+            + (f" ({detail})" if detail else "")
+            + f". Check the model name{_then_retry(what)}"
+        )
+    if status == 429:
+        wait = retry_after(response)
+        when = f" Try again in {math.ceil(wait)} s." if wait is not None else ""
+        return ModelRateLimited(
+            f"The {what} at {host} is rate limited right now.{when}", retry_after=wait
+        )
+    if status >= 500:
+        return ModelServerError(
+            f"The {what} server at {host} had an internal error ({status}). "
+            "Press Retry in a moment."
+        )
+    return ModelServerError(
+        f"The {what} server at {host} refused the request ({status})"
+        + (f": {detail}" if detail else ".")
+    )
+
+
+def transport_error(endpoint: Endpoint, error: Exception) -> ModelError:
+    """The error for an httpx exception raised while talking to the endpoint."""
+    host, what = endpoint.host, endpoint.what
+    if isinstance(error, httpx.ConnectTimeout):
+        return ModelUnreachable(f"Couldn't connect to the {what} at {host} in time. Is it running?")
+    if isinstance(error, httpx.ConnectError):
+        return ModelUnreachable(
+            f"Couldn't reach the {what} at {host}. Is it running, and is the address right?"
+        )
+    if isinstance(error, httpx.TimeoutException):
+        return ModelTimedOut(
+            f"The {what} at {host} stopped answering. It may be overloaded; press Retry."
+        )
+    if isinstance(error, httpx.RemoteProtocolError | httpx.ReadError):
+        return broken_off(endpoint)
+    if isinstance(error, httpx.UnsupportedProtocol | httpx.InvalidURL):
+        return ModelUnreachable(
+            f"'{redact_url(endpoint.base_url)}' is not a usable {what} address. It should look "
+            "like http://localhost:11434/v1."
+        )
+    return ModelUnreachable(
+        f"Talking to the {what} at {host} failed. Is it running, and is the address right?"
+    )
+
+
+#: What ``transport_error`` understands; anything else is a bug, not a network problem.
+TRANSPORT_ERRORS = (httpx.HTTPError, httpx.InvalidURL)
+
+
+def broken_off(endpoint: Endpoint) -> ModelBadReply:
+    return ModelBadReply(
+        f"The connection to the {endpoint.what} at {endpoint.host} broke off in the middle of "
+        "the reply. Press Retry."
+    )
+
+
+def retry_after(response: httpx.Response) -> float | None:
+    value = response.headers.get("retry-after")
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except ValueError:
+        return None
+
+
+def error_message(body: Any) -> str:
+    """The human part of an OpenAI-style error body, if there is one."""
+    if isinstance(body, dict):
+        error = body.get("error")
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            return error["message"][:300]
+        if isinstance(error, str):
+            return error[:300]
+    return ""
+
+
+def _json_or_none(response: httpx.Response) -> Any:
+    try:
+        return response.json()
+    except ValueError:
+        return None

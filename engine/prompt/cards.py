@@ -1,0 +1,222 @@
+"""Story cards and their triggers: which cards the recent story calls for.
+
+A card's keys are comma-separated, as AI Dungeon stores them. A key matches the scan window (the
+last few story entries and the player's new action) case-insensitively (both are compared
+``casefold()``-ed, so "STRASSE" matches "Straße"), as a whole word: it must not start or end in
+the middle of a word, so "Mira" matches "Mira's lantern" but not "Miranda". Keys are escaped,
+never read as patterns, so any text is a safe key; a key that is empty (or only spaces) never
+matches. Whitespace inside a key matches any run of whitespace.
+
+Everything here is pure; a card's keys are compiled once per distinct ``keys`` text and the
+compiled pattern is shared by every turn that sees the same keys.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import cache, lru_cache
+from typing import Any
+
+from sqlalchemy import Integer, Select, bindparam, select
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
+
+from engine.storage.models import AdventureCard
+
+#: How many of the newest story entries are scanned for keys, besides the player's new action.
+DEFAULT_SCAN_ENTRIES = 4
+
+
+def parse_keys(keys: str | Sequence[str]) -> tuple[str, ...]:
+    """The keys of a comma-separated list, stripped, without empty or repeated ones.
+
+    Repeats are found case-insensitively (matching is), and the first spelling is kept.
+    """
+    if isinstance(keys, str):
+        return _parse_text(keys)
+    return _parse_parts([part for text in keys for part in text.split(",")])
+
+
+@lru_cache(maxsize=4096)
+def _parse_text(keys: str) -> tuple[str, ...]:
+    # Cached: every turn reads the same cards' keys again.
+    return _parse_parts(keys.split(","))
+
+
+def _parse_parts(parts: Sequence[str]) -> tuple[str, ...]:
+    seen: set[str] = set()
+    out: list[str] = []
+    for part in parts:
+        key = " ".join(part.split())
+        folded = key.casefold()
+        if key and folded not in seen:
+            seen.add(folded)
+            out.append(key)
+    return tuple(out)
+
+
+def _key_pattern(key: str) -> str:
+    return r"\s+".join(re.escape(word) for word in key.split())
+
+
+@dataclass(frozen=True, slots=True)
+class KeyMatcher:
+    """A card's keys, compiled: one pattern for all of them over case-folded text."""
+
+    keys: tuple[str, ...]
+    #: The case-folded first word of each key: a key can only match where its first word
+    #: occurs, and a substring test is a hundred times cheaper than the pattern's search.
+    probes: tuple[str, ...]
+    #: Group ``i + 1`` is ``keys[i]``.
+    pattern: re.Pattern[str]
+
+    def find(self, folded: str) -> str | None:
+        """The key that occurs first in ``folded`` (text already ``casefold()``-ed), or None."""
+        if not any(probe in folded for probe in self.probes):
+            return None
+        found = self.pattern.search(folded)
+        if found is None or found.lastindex is None:
+            return None
+        return self.keys[found.lastindex - 1]
+
+
+@lru_cache(maxsize=4096)
+def compile_keys(keys: tuple[str, ...]) -> KeyMatcher | None:
+    """The matcher for parsed keys (see ``parse_keys``); None if there are none."""
+    folded = [key.casefold() for key in keys]
+    folded_keys = [(key, fold) for key, fold in zip(keys, folded, strict=True) if fold.split()]
+    if not folded_keys:
+        return None
+    alternatives = "|".join(f"({_key_pattern(fold)})" for _, fold in folded_keys)
+    return KeyMatcher(
+        keys=tuple(key for key, _ in folded_keys),
+        probes=tuple(dict.fromkeys(fold.split()[0] for _, fold in folded_keys)),
+        pattern=re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)"),
+    )
+
+
+def find_trigger(keys: str | Sequence[str], text: str) -> str | None:
+    """The key (as written on the card) that occurs first in ``text``, or None."""
+    matcher = compile_keys(parse_keys(keys))
+    return matcher.find(text.casefold()) if matcher and text else None
+
+
+@dataclass(frozen=True, slots=True)
+class Card:
+    """A story card as the context engine sees it (a row of ``adventure_cards``, or a test's)."""
+
+    title: str
+    entry: str
+    keys: tuple[str, ...] = ()
+    always_on: bool = False
+    id: int | None = None
+    position: int = 0
+    type: str = ""
+    #: Compiled from ``keys`` (shared through ``compile_keys``' cache).
+    matcher: KeyMatcher | None = field(default=None, compare=False, repr=False)
+
+    @classmethod
+    def of(
+        cls,
+        title: str,
+        entry: str,
+        keys: str | Sequence[str] = "",
+        *,
+        always_on: bool = False,
+        id: int | None = None,
+        position: int = 0,
+        type: str = "",
+    ) -> Card:
+        parsed = parse_keys(keys)
+        return cls(
+            title=title,
+            entry=entry,
+            keys=parsed,
+            always_on=always_on,
+            id=id,
+            position=position,
+            type=type,
+            matcher=compile_keys(parsed),
+        )
+
+    def trigger(self, text: str) -> str | None:
+        """The key that triggers this card in ``text``, or None."""
+        return self.matcher.find(text.casefold()) if self.matcher and text else None
+
+
+@dataclass(frozen=True, slots=True)
+class CardMatch:
+    card: Card
+    #: "always on", or "trigger: <key>".
+    reason: str
+
+
+def scan_text(
+    entries: Sequence[str], action_text: str = "", size: int = DEFAULT_SCAN_ENTRIES
+) -> str:
+    """The text keys are looked for in: the last ``size`` entries and the new action."""
+    window = list(entries[-size:]) if size > 0 else []
+    if action_text:
+        window.append(action_text)
+    return "\n".join(window)
+
+
+def match_cards(cards: Iterable[Card], text: str) -> list[CardMatch]:
+    """The cards that go into the context, in the order given: always-on or triggered.
+
+    A card with no entry text would add nothing, so it is never a match.
+    """
+    matches: list[CardMatch] = []
+    folded = text.casefold()
+    for card in cards:
+        if not card.entry.strip():
+            continue
+        if card.always_on:
+            matches.append(CardMatch(card, "always on"))
+            continue
+        key = card.matcher.find(folded) if card.matcher and folded else None
+        if key is not None:
+            matches.append(CardMatch(card, f"trigger: {key}"))
+    return matches
+
+
+# --- reads -------------------------------------------------------------------------------------
+
+
+@cache
+def _cards_query() -> Select[Any]:
+    """``load_context_cards``' statement, built once: light columns only, never the
+    description."""
+    return (
+        select(
+            col(AdventureCard.id),
+            col(AdventureCard.title),
+            col(AdventureCard.keys),
+            col(AdventureCard.entry),
+            col(AdventureCard.type),
+            col(AdventureCard.always_on),
+            col(AdventureCard.position),
+        )
+        .where(col(AdventureCard.adventure_id) == bindparam("adventure_id", type_=Integer))
+        .order_by(col(AdventureCard.position), col(AdventureCard.id))
+    )
+
+
+async def load_context_cards(session: AsyncSession, adventure_id: int) -> list[Card]:
+    """The adventure's cards as the context reads them (no description), in their order; whole
+    rows, for snapshots and scripts, are ``engine.story.snapshots.load_cards``."""
+    rows = await session.execute(_cards_query(), {"adventure_id": adventure_id})
+    return [
+        Card.of(
+            row.title,
+            row.entry,
+            row.keys,
+            always_on=row.always_on,
+            id=row.id,
+            position=row.position,
+            type=row.type,
+        )
+        for row in rows
+    ]

@@ -1,0 +1,210 @@
+"""What the context engine takes in and gives out: the story entries it sees, its inputs, the
+built context, and the two-step ``ContextBuilder`` shape the turn loop uses."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from engine.llm.providers.base import ChatMessage
+from engine.prompt.cards import Card
+from engine.prompt.report import ContextReport
+from engine.prompt.tokens import count_tokens
+from engine.storage.models import Adventure, Role, StoryNode
+
+DEFAULT_BUDGET = 4096
+DEFAULT_MAX_OUTPUT_TOKENS = 300
+
+NARRATOR_PROMPT = (
+    "You are the narrator of an interactive text adventure. Continue the story from where it "
+    "stops, reacting to the player's last action. Write only the story: no headings, no "
+    "commentary, no choices as a list, and never act or speak for the player."
+)
+
+#: In a group adventure (one in a server), after the narrator prompt: who the players are and
+#: how to address them. Its own section, so a solo story's prompt is unchanged.
+PARTY_RULE = (
+    "Several players share this story, each playing their own character (listed under "
+    '"Party:"; a player without one goes by their name). Their actions are written with that '
+    'name: "> Ann opens the door." Address each player\'s character by name, never as "you"; '
+    "answer every action of the turn, and never act or speak for any of them."
+)
+
+
+# --- inputs ------------------------------------------------------------------------------------
+
+
+def with_state_block(text: str, block: str) -> str:
+    """A narrator entry's text with its state block after it (when it has one)."""
+    block = block.strip()
+    return f"{text.rstrip()}\n{block}" if block else text
+
+
+def state_block_of(node: StoryNode) -> str:
+    """The state block stored with a past narrator turn, or ""."""
+    if node.role != Role.NARRATOR:
+        return ""
+    return node.state_block or ""
+
+
+def reattach_state_block(node: StoryNode) -> str:
+    """A past narrator turn's text with its state block re-attached, so the model keeps
+    emitting the block; other entries' text as it is."""
+    return with_state_block(node.text, state_block_of(node))
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryEntry:
+    """One story entry as the builder sees it."""
+
+    id: int | None
+    index: int
+    role: str
+    text: str
+    #: Measured when the entry was stored; None means "count it now".
+    tokens: int | None = None
+    #: A narrator turn's state block, re-attached after its text.
+    state_block: str = ""
+
+    @classmethod
+    def from_node(cls, node: StoryNode) -> HistoryEntry:
+        return cls(
+            id=node.id,
+            index=node.index,
+            role=node.role,
+            text=node.text,
+            tokens=node.token_count,
+            state_block=state_block_of(node),
+        )
+
+    @property
+    def rendered(self) -> str:
+        return with_state_block(self.text.strip(), self.state_block)
+
+    @property
+    def cost(self) -> int:
+        text_tokens = self.tokens if self.tokens is not None else count_tokens(self.text)
+        if self.state_block.strip():
+            text_tokens += count_tokens(self.state_block.strip())
+        return text_tokens
+
+
+#: A retrieved memory or knowledge chunk: (label, text, why it was retrieved).
+Retrieved = tuple[str, str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class ContextInputs:
+    """Everything ``build`` needs; gathered once per turn. Empty strings mean "absent"."""
+
+    budget: int = DEFAULT_BUDGET
+    max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS
+    narrator_prompt: str = NARRATOR_PROMPT
+    ai_instructions: str = ""
+    #: ``PARTY_RULE`` in a group adventure, else "".
+    party_rule: str = ""
+    #: The players' characters, in the order they were made: (name, about).
+    party: Sequence[tuple[str, str]] = ()
+    #: Tokens the party may use; None means ``PARTY_SHARE`` of what is available.
+    party_budget: int | None = None
+    plot_essentials: str = ""
+    story_summary: str = ""
+    authors_note: str = ""
+    #: Whether a script set the note (``state.memory.authorsNote``): it may then change every
+    #: turn, so the prefix-stable layout keeps it after the story.
+    authors_note_from_script: bool = False
+    # World state (stats): the guide (stat legend with bands) and rule are stable and go in
+    # the system message; the live state near the story; the one-line reminder last.
+    world_state_guide: str = ""
+    world_state: str = ""
+    world_state_rule: str = ""
+    world_state_reminder: str = ""
+    # The narrative state (engine.story.narrative): its rule in the system message, the scene's
+    # part of it near the story, and why that part (for Insights).
+    story_rule: str = ""
+    story_state: str = ""
+    story_state_note: str = ""
+    #: What the block may carry besides the state (suggested actions), when asked for.
+    play_rules: str = ""
+    #: What players told the characters in the scene, quoted as theirs (``engine.story.claims``).
+    claims: str = ""
+    memories: Sequence[Retrieved] = ()
+    #: What Insights says about the memory section as a whole (how many were considered, why
+    #: semantic admission is off); shown even when no memory was admitted.
+    memory_note: str = ""
+    #: The chosen memories' ids: the turn's commit counts their use.
+    memory_ids: tuple[int, ...] = ()
+    knowledge: Sequence[Retrieved] = ()
+    #: What Insights says about the knowledge section as a whole, as ``memory_note`` does.
+    knowledge_note: str = ""
+    #: Tokens knowledge may use; None means 15% of what is available.
+    knowledge_budget: int | None = None
+    #: The adventure's cards, in their order (always-on or not, triggered or not).
+    cards: Sequence[Card] = ()
+    #: The newest entries of the story line, oldest first; the last is the head.
+    history: Sequence[HistoryEntry] = ()
+    #: How many entries the whole line has (the head's index + 1); None if unknown.
+    line_length: int | None = None
+    #: The player's new action as it goes into the story ("> You open the door."); "" for a
+    #: continue.
+    action_text: str = ""
+    #: A script's ``state.memory.frontMemory``: placed after the newest action, unseen by players.
+    front_memory: str = ""
+    # Chapters (engine.story.chapters): the open chapter and beat with their events, in the system
+    # message; a nudge after a stall near the story, with Insights' reason for it.
+    chapter_guide: str = ""
+    chapter_nudge: str = ""
+    chapter_nudge_reason: str = ""
+
+    @property
+    def head(self) -> HistoryEntry | None:
+        return self.history[-1] if self.history else None
+
+
+# --- output ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class BuiltContext:
+    messages: list[ChatMessage]
+    report: ContextReport = field(
+        default_factory=lambda: ContextReport(
+            budget=0, reserved=0, available=0, used=0, output_words=None
+        )
+    )
+    #: The whole context as one text, with AI Dungeon's headings: what scripts see.
+    script_text: str = ""
+
+    @property
+    def tokens(self) -> int:
+        return self.report.used
+
+    def snapshot(self) -> bytes:
+        """Exactly what is sent, as JSON, for the prompt snapshot."""
+        return json.dumps(
+            [{"role": m.role, "content": m.content} for m in self.messages], ensure_ascii=False
+        ).encode()
+
+
+class ContextBuilder(Protocol):
+    async def gather(
+        self,
+        session: AsyncSession,
+        adventure: Adventure,
+        action_text: str,
+        *,
+        script_state: dict[str, Any] | None = None,
+    ) -> ContextInputs:
+        """Read what the turn needs; what is read does not grow with the story.
+
+        ``script_state``: the scripts' state as this turn's onInput left it (None: the stored
+        one); its ``memory`` texts override the adventure's."""
+        ...
+
+    def build(self, inputs: ContextInputs) -> BuiltContext:
+        """Fit ``inputs`` into the budget and render them. Pure: no I/O."""
+        ...

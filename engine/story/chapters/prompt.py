@@ -1,0 +1,63 @@
+"""What the narrator is told of the chapters: the open chapter and beat, the events it may
+report, and (after a stall) a nudge. Pure text from the plan and the progress."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.story.chapters.progress import Nudge, nudge_for, repaired
+
+#: How the events ride in the block when the scenario tracks no stats (with stats, the
+#: world-state rule already asks for the block, and this adds its ``events`` key).
+BLOCK_RULE = (
+    "After your reply, add a fenced ```state block holding a JSON object, e.g.\n"
+    '```state\n{"events": ["found_clue"]}\n```\n'
+    "or {} when none of the events happened. The engine reads it; players never see it."
+)
+EVENTS_RULE = (
+    'Report these events in the state block as "events": [...]{example}, only when they happen '
+    "in the story this turn. Report nothing that did not happen, and never mention chapters, "
+    "beats or events in the story itself."
+)
+
+
+def chapter_guide(plan: dict[str, Any], progress: Any, *, has_stats: bool) -> str:
+    """The system-message section for the open chapter; "" once the chapters are done."""
+    state = repaired(plan, progress)
+    if state["done"]:
+        return ""
+    chapters = plan["chapters"]
+    chapter = chapters[state["chapter"]]
+    beat = chapter["beats"][state["beat"]]
+    lines = [f"Chapter {state['chapter'] + 1} of {len(chapters)}: {chapter['title']}"]
+    if chapter["notes"]:
+        lines.append(chapter["notes"])
+    lines.append(f"Now: {beat['title']}." + (f" {beat['notes']}" if beat["notes"] else ""))
+    lines.append("Events of this chapter:")
+    for name, event in chapter["events"].items():
+        shown = f"{name}:<{'|'.join(event['values'])}>" if event["fold"] == "set" else name
+        lines.append(f"- {shown}" + (f": {event['about']}" if event["about"] else ""))
+    valued = [(n, e["values"][0]) for n, e in chapter["events"].items() if e["fold"] == "set"]
+    example = (
+        f' (a value after a colon where one is listed, e.g. "{valued[0][0]}:{valued[0][1]}")'
+        if valued
+        else ""
+    )
+    lines.append(EVENTS_RULE.format(example=example))
+    if not has_stats:
+        lines.append(BLOCK_RULE)
+    return "\n".join(lines)
+
+
+def chapter_nudge(plan: dict[str, Any], progress: Any) -> Nudge | None:
+    """The nudge for this turn, worded for the narrator, with Insights' reason."""
+    nudge = nudge_for(plan, progress)
+    if nudge is None:
+        return None
+    return Nudge(
+        text=(
+            "Gently, within the story and without forcing the players' hand, let something "
+            f"happen that points them onward: {nudge.text}"
+        ),
+        reason=nudge.reason,
+    )

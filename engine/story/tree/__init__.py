@@ -1,0 +1,23 @@
+"""The story tree: takes, undo and redo, edits, branches and save points.
+
+``service.StoryTree`` is what a front end calls (its shared steps in ``core``, branches and
+save points in ``branches``); lines are read and grown in ``engine.story.line``,
+``takes`` keeps a turn's attempts, ``picture`` draws /tree. Who may change what is
+``engine.people.access``'s rule. A turn being stored calls ``story_line.write.advance_line``; a
+retry uses ``takes.plan_retry``.
+"""
+
+from engine.story.tree.branches import NAME_MAX, BranchView, SavePointView
+from engine.story.tree.core import MOVED_ON, HeadMove
+from engine.story.tree.service import EDIT_MAX_CHARS, StoryTree, TurnText
+
+__all__ = [
+    "EDIT_MAX_CHARS",
+    "MOVED_ON",
+    "NAME_MAX",
+    "BranchView",
+    "HeadMove",
+    "SavePointView",
+    "StoryTree",
+    "TurnText",
+]

@@ -1,0 +1,343 @@
+"""The story tree: takes, undo and redo, edits, branches and save points.
+
+Nothing here deletes a turn. The adventure's *head* is where the story stands; each *branch*
+names a line of play by its *tip*; branches borrow their ancestors' nodes instead of copying
+them. Undo moves the head back to the previous narrator turn and leaves the tip where it was,
+so Redo walks toward it again. Writing below a head that is not its branch's tip forks a new
+branch (``advance_line``). A node's takes are its attempts (retries and edits); the node's own
+columns always hold the live take, so reading the story never touches the takes table.
+
+The shared steps of every head move live in ``core``; branches and save points in ``branches``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
+
+from engine.errors import InvalidInput, NotFound, StoryMovedOn
+from engine.people.access import (
+    active_adventure,
+    check_may_rewrite,
+)
+from engine.platform.sanitise import sanitise
+from engine.prompt.tokens import count_tokens
+from engine.storage.models import (
+    Adventure,
+    Branch,
+    StoryNode,
+    Take,
+    undefer_field,
+)
+from engine.story.line.positions import story_cut_back
+from engine.story.line.read import (
+    has_children,
+    is_turn_boundary,
+    line_tail,
+    state_after,
+    state_before_of,
+)
+from engine.story.rounds import ROUND_MAX
+from engine.story.snapshots import capture
+from engine.story.tree.takes import add_take
+from engine.story.versions import advance_version
+
+if TYPE_CHECKING:
+    from engine.people.access import Actor
+from engine.story.tree.branches import BranchesAndSavePoints
+from engine.story.tree.core import MOVED_ON, HeadMove
+
+#: The longest turn text an edit accepts: what one Discord text input holds.
+EDIT_MAX_CHARS = 4000
+
+NOTHING_TO_UNDO = "There is nothing to undo: the story is at its opening."
+
+
+def _ids(nodes: list[StoryNode]) -> tuple[int, ...]:
+    ids = tuple(node.id for node in nodes if node.id is not None)
+    assert len(ids) == len(nodes)  # nodes read from the database, each with its id
+    return ids
+
+
+@dataclass(frozen=True, slots=True)
+class TurnText:
+    """A turn's live text, for a form prefilled with it."""
+
+    adventure_id: int
+    node_id: int
+    version: int
+    text: str
+
+
+class StoryTree(BranchesAndSavePoints):
+    """What the front end calls for /undo, /redo, takes, /edit, /branch, /savepoint, /tree."""
+
+    # --- where the story stands ---
+
+    async def head_now(self, channel_id: int) -> HeadMove:
+        """Where the story here stands, as a move that changed nothing: what a front end needs
+        to show the newest turn's buttons again when it lost the message that had them (the
+        console, whose stand-in for Discord starts empty each run)."""
+        async with self.db.session() as session:
+            adventure = await self._adventure(session, channel_id, None)
+            head = await self._head(session, adventure)
+            return await self._result(
+                session, adventure, head, adventure.version, adventure.active_branch_id
+            )
+
+    # --- undo and redo ---
+
+    async def undo(
+        self,
+        actor: Actor,
+        channel_id: int,
+        *,
+        seen_version: int | None = None,
+        drawn_for: int | None = None,
+    ) -> HeadMove:
+        """Move the head back over the newest turn (its action and narration); delete nothing."""
+        async with self.db.transaction() as session:
+            adventure = await self._adventure(session, channel_id, seen_version, drawn_for)
+            head = await self._head(session, adventure)
+            if head.parent_id is None:
+                raise InvalidInput(NOTHING_TO_UNDO)
+            await check_may_rewrite(session, adventure, head, actor)
+            assert head.id is not None  # a stored row
+            # The turn is the head and, when players acted, their actions above it.
+            # A round's turn has an action node per player (engine.story.rounds).
+            stretch = await line_tail(session, head.id, ROUND_MAX + 2)  # oldest first
+            removed = [head]
+            for node in reversed(stretch[:-1]):
+                if is_turn_boundary(node):
+                    target = node
+                    break
+                removed.append(node)
+            else:  # pragma: no cover - a line always starts with the opening, a narrator node
+                raise NotFound("This story has no earlier turn to go back to.")
+            removed_ids = _ids(removed)
+            # The state before the oldest removed node is exactly the state at the target.
+            snapshot = await state_before_of(session, removed_ids[-1]) or await state_after(
+                session, adventure, target
+            )
+            version = await self._move(
+                session, adventure, target, snapshot, kept_through=target.index
+            )
+            return await self._result(
+                session,
+                adventure,
+                target,
+                version,
+                adventure.active_branch_id,
+                removed=removed_ids,
+            )
+
+    async def redo(
+        self,
+        actor: Actor,
+        channel_id: int,
+        *,
+        seen_version: int | None = None,
+        drawn_for: int | None = None,
+    ) -> HeadMove:
+        """Walk the head one turn toward its branch's tip again."""
+        async with self.db.transaction() as session:
+            adventure = await self._adventure(session, channel_id, seen_version, drawn_for)
+            head = await self._head(session, adventure)
+            tip_id = None
+            if adventure.active_branch_id is not None:
+                tip_id = await session.scalar(
+                    select(col(Branch.tip_node_id)).where(
+                        col(Branch.id) == adventure.active_branch_id
+                    )
+                )
+            tip = await session.get(StoryNode, tip_id) if tip_id is not None else None
+            if tip is None or tip.id == head.id or tip.index <= head.index:
+                raise InvalidInput("There is nothing to redo: this is the newest turn.")
+            assert tip.id is not None  # a stored row
+            stretch = await line_tail(session, tip.id, tip.index - head.index + 1)
+            if not stretch or stretch[0].id != head.id:
+                raise InvalidInput("There is nothing to redo on this branch from here.")
+            restored: list[StoryNode] = []
+            for node in stretch[1:]:
+                restored.append(node)
+                if is_turn_boundary(node):
+                    break
+            target = restored[-1]
+            await check_may_rewrite(session, adventure, target, actor)
+            snapshot = await state_after(session, adventure, target)
+            version = await self._move(session, adventure, target, snapshot)
+            return await self._result(
+                session,
+                adventure,
+                target,
+                version,
+                adventure.active_branch_id,
+                restored=_ids(restored),
+            )
+
+    # --- takes and edits ---
+
+    async def choose_take(
+        self,
+        actor: Actor,
+        channel_id: int,
+        node_id: int,
+        number: int,
+        *,
+        seen_version: int | None = None,
+        drawn_for: int | None = None,
+    ) -> HeadMove:
+        """Make take ``number`` of the newest turn live again (text and resulting state)."""
+        async with self.db.transaction() as session:
+            adventure = await self._adventure(session, channel_id, seen_version, drawn_for)
+            node = await self._head(session, adventure)
+            if node.id != node_id:
+                raise StoryMovedOn(MOVED_ON)
+            if not 1 <= number <= node.take_count:
+                raise InvalidInput(
+                    f"This turn has {node.take_count} take(s); there is no take {number}."
+                )
+            await check_may_rewrite(session, adventure, node, actor)
+            await self._refuse_if_continued(session, node)
+            take = await session.scalar(
+                select(Take)
+                .where(col(Take.node_id) == node.id, col(Take.number) == number)
+                .options(
+                    undefer_field(Take.text),
+                    undefer_field(Take.reasoning),
+                    undefer_field(Take.state_after),
+                )
+            )
+            if take is None:
+                raise NotFound(f"Take {number} of this turn is missing.")
+            kept = dict(take.state_after or {})
+            block = kept.pop("state_block", None)
+            report = kept.pop("state_report", None)
+            await session.execute(
+                update(StoryNode)
+                .where(col(StoryNode.id) == node.id)
+                .values(
+                    text=take.text,
+                    reasoning=take.reasoning,
+                    token_count=count_tokens(take.text),
+                    state_after=kept or None,
+                    state_block=block,
+                    state_report=report,
+                    live_take=number,
+                )
+            )
+            snapshot = kept or await self._before_turn(session, adventure, node)
+            # The head stays; only its text and state change. _move records the state it
+            # leaves into state_after, so write the take's again afterwards.
+            version = await self._move(
+                session, adventure, node, snapshot, kept_through=node.index - 1
+            )
+            await session.execute(
+                update(StoryNode)
+                .where(col(StoryNode.id) == node.id)
+                .values(state_after=kept or None)
+            )
+            await session.refresh(node)
+            return await self._result(session, adventure, node, version, adventure.active_branch_id)
+
+    async def _before_turn(
+        self, session: AsyncSession, adventure: Adventure, node: StoryNode
+    ) -> dict[str, Any]:
+        assert node.id is not None
+        own = await state_before_of(session, node.id)
+        if own is not None:
+            return own
+        if node.parent_id is not None:
+            parent_state = await state_before_of(session, node.parent_id)
+            if parent_state is not None:
+                return parent_state
+        return capture(adventure.world_state, adventure.script_state, story=adventure.story_state)
+
+    @staticmethod
+    async def _refuse_if_continued(session: AsyncSession, node: StoryNode) -> None:
+        assert node.id is not None
+        if await has_children(session, node.id):
+            raise InvalidInput(
+                "Later turns (undone ones, or another branch's) follow this one, so its text "
+                "cannot be swapped under them. Retry writes a new version on a branch of its "
+                "own."
+            )
+
+    async def turn_to_edit(self, actor: Actor, channel_id: int) -> TurnText:
+        """The newest turn's text, for a form prefilled with it (checked before it opens)."""
+        async with self.db.session() as session:
+            adventure = await self._adventure(session, channel_id, None)
+            node = await self._head(session, adventure)
+            await check_may_rewrite(session, adventure, node, actor)
+            await self._refuse_if_continued(session, node)
+            if len(node.text) > EDIT_MAX_CHARS:
+                raise InvalidInput(
+                    f"This turn is {len(node.text)} characters long, more than a form holds "
+                    f"({EDIT_MAX_CHARS}); it cannot be edited here. Retry or Undo it instead."
+                )
+            assert adventure.id is not None and node.id is not None
+            return TurnText(adventure.id, node.id, adventure.version, node.text)
+
+    async def edit(
+        self,
+        actor: Actor,
+        channel_id: int,
+        text: str,
+        *,
+        node_id: int,
+        seen_version: int,
+    ) -> HeadMove:
+        """Correct the newest turn's text; the original stays as a take."""
+        text = sanitise(text).strip()
+        if not text:
+            raise InvalidInput("A turn cannot be empty; nothing was changed.")
+        if len(text) > EDIT_MAX_CHARS:
+            raise InvalidInput(f"A turn can be at most {EDIT_MAX_CHARS} characters long.")
+        async with self.db.transaction() as session:
+            adventure = await active_adventure(session, channel_id)
+            if adventure is None or adventure.version != seen_version:
+                raise StoryMovedOn("The story moved on while the form was open; nothing was saved.")
+            adventure = await self._adventure(session, channel_id, seen_version)
+            node = await self._head(session, adventure)
+            if node.id != node_id:
+                raise StoryMovedOn("The story moved on while the form was open; nothing was saved.")
+            await check_may_rewrite(session, adventure, node, actor)
+            await self._refuse_if_continued(session, node)
+            if text == node.text:
+                raise InvalidInput("The text is unchanged; nothing was saved.")
+            assert adventure.id is not None  # a stored row
+            expected = adventure.version
+            row = (
+                await session.execute(
+                    select(
+                        col(StoryNode.state_after),
+                        col(StoryNode.state_block),
+                        col(StoryNode.state_report),
+                    ).where(col(StoryNode.id) == node.id)
+                )
+            ).one()
+            await add_take(
+                session,
+                node,
+                text=text,
+                reasoning=None,
+                snapshot=row.state_after,
+                block=row.state_block,
+                report=row.state_report,
+            )
+            # Memories of the old wording no longer match the story.
+            await story_cut_back(session, adventure.id, kept_through=node.index - 1)
+            await advance_version(
+                session,
+                adventure.id,
+                expected,
+                moved_on="The story moved on while the form was open; nothing was saved.",
+            )
+            await session.refresh(node)
+            return await self._result(
+                session, adventure, node, expected + 1, adventure.active_branch_id
+            )

@@ -1,0 +1,693 @@
+"""Building what the model reads for a turn: the context engine (docs/DESIGN.md §3).
+
+Two steps, so the turn loop stays thin and the rules can be tested without a database:
+
+* ``gather`` reads what a turn needs (the adventure's cards, the tail of the story line sized
+  by the tokens stored with each entry, and what its retrievers find for the recent story)
+  into a ``ContextInputs``;
+* ``build`` is pure: it fits the inputs into the token budget and renders the messages, the
+  text AI Dungeon scripts see, and the ``ContextReport`` Insights shows.
+
+The budget: ``available = max(256, budget − reserved)``, where ``reserved`` is the reply's
+maximum output tokens. Fixed sections always go in (the narrator prompt, the party rule and
+the party (within its own budget), AI instructions, the world-state guide and rule, plot
+essentials, story summary, memories, knowledge (within its own budget), the live world state,
+the author's note, the player's new action, the length hint and the world-state reminder).
+What is left is elastic: story cards (always-on or triggered by their keys in the recent
+story) take at most 40% of it, then history fills the rest, newest first. Cards that do not fit
+are reported as excluded; if even the newest entry does not fit it is truncated (its end kept),
+not dropped. Empty sections cost nothing and do not appear.
+
+Layout, stable content first so providers that cache prompt prefixes reuse them across turns:
+the system message holds the narrator prompt, in a group adventure the party rule (address
+each player's character by name) and the party (the characters, within their own budget:
+``party_share`` of what is available), AI instructions and the world-state guide and rule;
+the user message holds plot essentials (unlabelled, as AI Dungeon sends them), the story
+summary, memories, knowledge, the triggered cards ("World Lore:"), the live world state, then
+"Recent Story:" with the author's note 3 entries from the end and the player's new action
+last, then the length hint, and the one-line world-state reminder as the very last line.
+
+A second layout is for a model that reuses the prompt prefix it has already evaluated (the
+embedded llama.cpp model: reading the prompt is most of a turn's wait on a small CPU). Only the
+story is ever appended to, so everything that changes from turn to turn goes after it: the
+system message (closed by the length hint and the adventure's own author's note, which are the
+same every turn), plot essentials and the story summary, then "Recent Story:" (its window's
+start moves ``ANCHOR_STEP`` entries at a time rather than every turn), then memories,
+knowledge, the triggered cards, the live world state, a note a script set, the new action, and
+the tail. The model then reads again only the newest turn and what follows it.
+
+Costs do not grow with the story: token counts are taken once per section text (``count_tokens``
+is cached by text) or from the count stored with each story entry, and history is read as a
+window that stops once it holds more tokens than the history can use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from engine.library.knowledge.prompt import knowledge_section
+from engine.llm.providers.base import ChatMessage
+from engine.llm.retrieval.retriever import CountsUse, Found, Retriever
+from engine.prompt.cards import (
+    DEFAULT_SCAN_ENTRIES,
+    Card,
+    load_context_cards,
+    match_cards,
+    scan_text,
+)
+from engine.prompt.inputs import (
+    DEFAULT_BUDGET,
+    DEFAULT_MAX_OUTPUT_TOKENS,
+    NARRATOR_PROMPT,
+    PARTY_RULE,
+    BuiltContext,
+    ContextBuilder,
+    ContextInputs,
+    HistoryEntry,
+    reattach_state_block,
+    state_block_of,
+    with_state_block,
+)
+from engine.prompt.report import ContextReport, ItemReport
+from engine.prompt.sections import (
+    HEADINGS,
+    Section,
+    authors_note_line,
+    block,
+    entries_label,
+    first_words,
+    listed,
+    output_hint,
+    output_words,
+    party,
+)
+from engine.prompt.tokens import count_tokens, truncate_to_tokens
+from engine.storage.models import Adventure
+from engine.story.characters import party_sheets
+from engine.story.line.read import line_window
+from engine.story.narrative.turn import story_context
+from engine.story.world.apply import world_sections
+
+#: The context budget when neither the adventure nor the operator sets one (bot.config's).
+MIN_AVAILABLE = 256
+CARD_SHARE = 0.40
+KNOWLEDGE_SHARE = 0.15
+PARTY_SHARE = 0.10
+AUTHORS_NOTE_DEPTH = 3
+#: A hard cap on history entries, whatever their size.
+MAX_HISTORY_ENTRIES = 200
+#: In the prefix-stable layout, the history window's start moves this many entries at a time.
+ANCHOR_STEP = 8
+#: Sections that may change from one turn to the next (what retrievers found); the
+#: prefix-stable layout puts them after the story.
+TURN_BY_TURN = frozenset(("memories", "knowledge"))
+#: When nothing is left for history, the newest entry still keeps this many tokens.
+MIN_NEWEST_TOKENS = 64
+
+#: The headings AI Dungeon scripts look for in the context text (onModelContext).
+# As AI Dungeon lays out its context, which scripts parse: plot essentials first, unlabelled;
+# triggered story cards under "World Lore:" (cards were once called world info).
+
+CONTINUE_CUE = "Continue the story."
+
+#: The sections retrievers fill, each with the ContextInputs fields it goes into: the chosen
+#: items, the summary Insights shows for the section, and the ids whose use the turn's commit
+#: counts (None: the section counts none). Where they go and what budget they get is the
+#: layout's business (``_fixed``), not the retriever's.
+RETRIEVED_SECTIONS: dict[str, tuple[str, str, str | None]] = {
+    "memories": ("memories", "memory_note", "memory_ids"),
+    "knowledge": ("knowledge", "knowledge_note", None),
+}
+
+# Sections and entries are counted apart and joined with newlines, which cost nothing more:
+# cl100k merges "\n\n" into the tokens around it (".\n\n" is one token), so the sum of the
+# parts' counts is within a token or two of the whole's (tests/test_context.py checks it).
+
+
+def available_tokens(budget: int, reserved: int) -> int:
+    """What the prompt may use: ``max(256, budget − reserved)``."""
+    return max(MIN_AVAILABLE, budget - reserved)
+
+
+def script_memory(state: dict[str, Any] | None) -> dict[str, str]:
+    """The non-empty texts of a script state's ``memory`` (context, authorsNote, frontMemory)."""
+    memory = (state or {}).get("memory")
+    if not isinstance(memory, dict):
+        return {}
+    return {
+        key: value
+        for key in ("context", "authorsNote", "frontMemory")
+        if isinstance(value := memory.get(key), str) and value.strip()
+    }
+
+
+# --- the engine --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Fixed:
+    """The sections that always go in, and what they cost."""
+
+    system: list[Section]
+    before_cards: list[Section]  # plot essentials, summary, memories, knowledge
+    after_cards: list[Section]  # the live world state
+    note: Section | None
+    action: Section | None
+    front: Section | None  # a script's frontMemory, after the action
+    tail: list[Section]  # continue cue, length hint, reminder (last)
+    tokens: int
+    output_words: int | None
+
+
+class ContextEngine:
+    """The context builder: budgets, cards, history windows, the Insights report."""
+
+    def __init__(
+        self,
+        *,
+        budget: int = DEFAULT_BUDGET,
+        max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS,
+        narrator_prompt: str = NARRATOR_PROMPT,
+        card_share: float = CARD_SHARE,
+        knowledge_share: float = KNOWLEDGE_SHARE,
+        party_share: float = PARTY_SHARE,
+        scan_entries: int = DEFAULT_SCAN_ENTRIES,
+        authors_note_depth: int = AUTHORS_NOTE_DEPTH,
+        max_history_entries: int = MAX_HISTORY_ENTRIES,
+        retrievers: Sequence[Retriever] = (),
+        prefix_stable: bool = False,
+    ) -> None:
+        self.budget = budget
+        self.max_output_tokens = max_output_tokens
+        self.narrator_prompt = narrator_prompt
+        self.card_share = card_share
+        self.knowledge_share = knowledge_share
+        self.party_share = party_share
+        self.scan_entries = scan_entries
+        self.authors_note_depth = authors_note_depth
+        self.max_history_entries = max_history_entries
+        #: The layout for a model that reuses the prompt prefix it has already read (the
+        #: embedded llama.cpp): see the module's docstring.
+        self.prefix_stable = prefix_stable
+        sections = [retriever.section for retriever in retrievers]
+        for section in sections:
+            if section not in RETRIEVED_SECTIONS:
+                raise ValueError(f"no context section {section!r} for a retriever to fill")
+            if sections.count(section) > 1:
+                raise ValueError(f"two retrievers fill the {section!r} section")
+        self.retrievers = tuple(retrievers)
+
+    # --- gather: the database reads ---
+
+    async def gather(
+        self,
+        session: AsyncSession,
+        adventure: Adventure,
+        action_text: str,
+        *,
+        script_state: dict[str, Any] | None = None,
+    ) -> ContextInputs:
+        assert adventure.id is not None
+        # Scripts' state.memory overrides the adventure's texts; an empty value falls back.
+        memory = script_memory(adventure.script_state if script_state is None else script_state)
+        inputs = ContextInputs(
+            budget=adventure.context_tokens or self.budget,
+            max_output_tokens=adventure.max_output_tokens or self.max_output_tokens,
+            narrator_prompt=self.narrator_prompt,
+            ai_instructions=adventure.ai_instructions,
+            party_rule=PARTY_RULE if adventure.server_id is not None else "",
+            party=tuple(
+                (sheet.name, sheet.about) for sheet in await party_sheets(session, adventure.id)
+            ),
+            plot_essentials=memory.get("context") or adventure.plot_essentials,
+            story_summary=adventure.story_summary,
+            authors_note=memory.get("authorsNote") or adventure.authors_note,
+            authors_note_from_script=bool(memory.get("authorsNote")),
+            front_memory=memory.get("frontMemory", ""),
+            # Memories and knowledge are filled in below, by the retrievers.
+            cards=await load_context_cards(session, adventure.id),
+            action_text=action_text,
+        )
+        world = world_sections(
+            adventure.stat_schema, adventure.world_state, recent_text=action_text
+        )
+        inputs = replace(
+            inputs,
+            world_state_guide=world.guide,
+            world_state=world.state,
+            world_state_rule=world.rule,
+            world_state_reminder=world.reminder,
+        )
+        if adventure.head_node_id is None:
+            return inputs
+        nodes = await line_window(
+            session,
+            adventure.head_node_id,
+            token_limit=self.history_ceiling(inputs),
+            max_entries=self.max_history_entries,
+        )
+        if world.state:
+            # Which NPCs are in scene depends on the recent story, known only now.
+            recent = scan_text(
+                [n.text for n in nodes if n.text.strip()], action_text, self.scan_entries
+            )
+            inputs = replace(
+                inputs,
+                world_state=world_sections(
+                    adventure.stat_schema, adventure.world_state, recent_text=recent
+                ).state,
+            )
+        if adventure.story_tracking:
+            # The scene's entities are those the recent story names, known only now.
+            recent = scan_text(
+                [n.text for n in nodes if n.text.strip()], action_text, self.scan_entries
+            )
+            story = story_context(
+                adventure.story_state,
+                tracking=True,
+                recent_text=recent,
+                available=available_tokens(inputs.budget, inputs.max_output_tokens),
+            )
+            inputs = replace(
+                inputs,
+                story_rule=story.rule,
+                story_state=story.section,
+                story_state_note=story.note,
+            )
+        if self.retrievers:
+            # The query is the new action and the newest entries, newest first. One session:
+            # the retrievers take their turns.
+            recent = [action_text, *(n.text for n in reversed(nodes))]
+            for retriever in self.retrievers:
+                found = await retriever.retrieve(session, adventure.id, recent)
+                inputs = _with_found(inputs, retriever.section, found)
+        return replace(
+            inputs,
+            history=tuple(HistoryEntry.from_node(node) for node in nodes),
+            line_length=nodes[-1].index + 1 if nodes else 0,
+        )
+
+    def history_ceiling(self, inputs: ContextInputs) -> int:
+        """The most tokens history could get (no cards), to size the window read for it."""
+        return max(self._remainder(inputs, self._fixed(inputs)), MIN_NEWEST_TOKENS)
+
+    # --- build: pure ---
+
+    def build(self, inputs: ContextInputs) -> BuiltContext:
+        reserved = inputs.max_output_tokens
+        available = available_tokens(inputs.budget, reserved)
+        fixed = self._fixed(inputs)
+        remainder = self._remainder(inputs, fixed)
+
+        history = list(inputs.history)
+        window = scan_text(
+            [entry.text for entry in history if entry.text.strip()],
+            inputs.action_text,
+            self.scan_entries,
+        )
+        cards = self._cards(inputs.cards, window, int(remainder * self.card_share))
+        history_room = remainder - (cards.tokens if cards else 0)
+        story = self._history(inputs, history_room, fixed)
+
+        system = fixed.system
+        tail = fixed.tail
+        found = [cards] if cards and cards.text else []
+        note = fixed.note
+        if self.prefix_stable:
+            # The length hint and the adventure's own note are the same every turn: they close
+            # the system message rather than be read again after each turn's story. A note a
+            # script sets may change every turn; it stays with the turn's other changes.
+            system = [*system, *(s for s in tail if s.key == "output_hint")]
+            if note is not None and not inputs.authors_note_from_script:
+                system.append(note)
+                note.reason = "in the system message (the same every turn)"
+                note = None
+            tail = [s for s in tail if s.key != "output_hint"]
+            stable = [s for s in fixed.before_cards if s.key not in TURN_BY_TURN]
+            changing = [s for s in fixed.before_cards if s.key in TURN_BY_TURN]
+            user = [
+                *stable,
+                story,
+                *changing,
+                *found,
+                *fixed.after_cards,
+                *(s for s in (note, fixed.action, fixed.front) if s is not None),
+                *tail,
+            ]
+        else:
+            user = [*fixed.before_cards, *found, *fixed.after_cards, story, *fixed.tail]
+        user = [section for section in user if section.text]
+        system_text = "\n\n".join(section.text for section in system)
+        user_text = "\n\n".join(section.text for section in user)
+        messages = []
+        if system_text:
+            messages.append(ChatMessage("system", system_text))
+        messages.append(ChatMessage("user", user_text))
+
+        reported = [*system, *fixed.before_cards]
+        if cards:
+            reported.append(cards)
+        reported += fixed.after_cards
+        reported.append(story)
+        if note:
+            reported.append(note)
+        if fixed.action:
+            reported.append(fixed.action)
+        if fixed.front:
+            reported.append(fixed.front)
+        reported += tail
+        used = sum(section.tokens for section in reported)
+        report = ContextReport(
+            budget=inputs.budget,
+            reserved=reserved,
+            available=available,
+            used=used,
+            output_words=fixed.output_words,
+            sections=[section.report() for section in reported],
+        )
+        return BuiltContext(
+            messages=messages,
+            report=report,
+            script_text="\n\n".join(text for text in (system_text, user_text) if text),
+        )
+
+    # --- the parts ---
+
+    def _remainder(self, inputs: ContextInputs, fixed: _Fixed) -> int:
+        available = available_tokens(inputs.budget, inputs.max_output_tokens)
+        return max(0, available - fixed.tokens)
+
+    def _fixed(self, inputs: ContextInputs) -> _Fixed:
+        available = available_tokens(inputs.budget, inputs.max_output_tokens)
+        system = [
+            s
+            for s in (
+                block("narrator", "Narrator prompt", inputs.narrator_prompt),
+                block("party_rule", "Group play", inputs.party_rule),
+                party(
+                    inputs.party,
+                    inputs.party_budget
+                    if inputs.party_budget is not None
+                    else int(available * self.party_share),
+                ),
+                block("ai_instructions", "AI instructions", inputs.ai_instructions),
+                block("world_state_guide", "World-state guide", inputs.world_state_guide),
+                block("world_state_rule", "World-state rule", inputs.world_state_rule),
+                block("chapter", "Chapter", inputs.chapter_guide),
+                block("story_rule", "Story-state rule", inputs.story_rule),
+                block("play_rules", "Suggested actions", inputs.play_rules),
+            )
+            if s
+        ]
+        before = [
+            s
+            for s in (
+                block("plot_essentials", "Plot essentials", inputs.plot_essentials),
+                block("story_summary", "Story summary", inputs.story_summary),
+                listed("memories", "Memories", inputs.memories, None, inputs.memory_note),
+                # Quoted and framed by class, under its rule (engine.library.knowledge.prompt).
+                knowledge_section(
+                    inputs.knowledge,
+                    inputs.knowledge_budget
+                    if inputs.knowledge_budget is not None
+                    else int(available * self.knowledge_share),
+                    inputs.knowledge_note,
+                ),
+            )
+            if s
+        ]
+        after = [
+            s
+            for s in (
+                block("world_state", "World state", inputs.world_state),
+                block("claims", "What players told characters", inputs.claims),
+            )
+            if s
+        ]
+        if nudge := block("chapter_nudge", "Chapter nudge", inputs.chapter_nudge):
+            nudge.reason = inputs.chapter_nudge_reason or nudge.reason
+            after.append(nudge)
+        story = block("story_state", "Story state", inputs.story_state)
+        if story:
+            story.reason = inputs.story_state_note
+            after.append(story)
+
+        note = None
+        if inputs.authors_note.strip():
+            line = authors_note_line(inputs.authors_note.strip())
+            note = Section("authors_note", "Author's note", line, count_tokens(line))
+        action = None
+        if inputs.action_text.strip():
+            text = inputs.action_text.strip()
+            action = Section(
+                "action", "Player's action", text, count_tokens(text), "the new action"
+            )
+        front = None
+        if inputs.front_memory.strip():
+            text = inputs.front_memory.strip()
+            front = Section(
+                "front_memory", "Front memory", text, count_tokens(text), "set by a script"
+            )
+        tail: list[Section] = []
+        if not action:
+            tail.append(
+                Section(
+                    "continue_cue",
+                    "Continue cue",
+                    CONTINUE_CUE,
+                    count_tokens(CONTINUE_CUE),
+                    "a continue",
+                )
+            )
+        words = output_words(inputs.max_output_tokens)
+        if words is not None:
+            hint = output_hint(words)
+            tail.append(
+                Section(
+                    "output_hint",
+                    "Length hint",
+                    hint,
+                    count_tokens(hint),
+                    f"a ceiling from {inputs.max_output_tokens} max output tokens",
+                )
+            )
+        reminder = block(
+            "world_state_reminder", "World-state reminder", inputs.world_state_reminder
+        )
+        if reminder:
+            reminder.reason = "always last"
+            tail.append(reminder)
+
+        sections = [*system, *before, *after, *tail]
+        tokens = sum(s.tokens for s in sections)
+        tokens += (note.tokens if note else 0) + (action.tokens if action else 0)
+        tokens += front.tokens if front else 0
+        tokens += count_tokens(HEADINGS["history"])
+        return _Fixed(system, before, after, note, action, front, tail, tokens, words)
+
+    def _cards(self, cards: Sequence[Card], window: str, cap: int) -> Section | None:
+        if not cards:
+            return None
+        matches = match_cards(cards, window)
+        # Always-on cards claim the budget first, then triggered ones in the cards' order;
+        # what fits is shown in the cards' order (stable across turns, for prefix caching).
+        ranked = sorted(range(len(matches)), key=lambda i: not matches[i].card.always_on)
+        heading = count_tokens(HEADINGS["story_cards"])
+        over = f"over the {round(self.card_share * 100)}% card budget"
+        used = 0
+        items: list[ItemReport | None] = [None] * len(matches)
+        for i in ranked:
+            match = matches[i]
+            cost = count_tokens(match.card.entry.strip())
+            extra = cost + (heading if not used else 0)
+            fits = used + extra <= cap
+            if fits:
+                used += extra
+            items[i] = ItemReport(
+                label=match.card.title or first_words(match.card.entry),
+                tokens=cost,
+                included=fits,
+                reason=match.reason if fits else f"{over} ({match.reason})",
+            )
+        reported = [item for item in items if item is not None]
+        body = "\n".join(
+            m.card.entry.strip() for m, item in zip(matches, reported, strict=True) if item.included
+        )
+        included = sum(item.included for item in reported)
+        reason = f"{len(matches)} of {len(cards)} cards triggered or always on"
+        if included < len(matches):
+            reason += f"; {len(matches) - included} left out"
+        text = f"{HEADINGS['story_cards']}\n{body}" if included else ""
+        return Section("story_cards", "Story cards", text, used, reason, items=reported)
+
+    def _history(self, inputs: ContextInputs, room: int, fixed: _Fixed) -> Section:
+        entries = [entry for entry in inputs.history if entry.text.strip()]
+        kept: list[tuple[HistoryEntry, str, int]] = []  # newest first
+        used = 0
+        truncated = over = capped = False
+        for entry in reversed(entries):
+            if len(kept) >= self.max_history_entries:
+                capped = True
+                break
+            cost = entry.cost
+            if used + cost <= room:
+                kept.append((entry, entry.rendered, cost))
+                used += cost
+                continue
+            if not kept:
+                # Even the newest entry does not fit: keep its end rather than drop it, and
+                # keep a little of it even when the fixed sections left no room at all.
+                limit = max(room, MIN_NEWEST_TOKENS)
+                if cost <= limit:
+                    kept.append((entry, entry.rendered, cost))
+                    over = True
+                else:
+                    text = truncate_to_tokens(entry.rendered, limit, keep="end")
+                    kept.append((entry, text, count_tokens(text)))
+                    truncated = True
+                used += kept[-1][2]
+            break
+        kept.reverse()
+        whole_line = (
+            bool(inputs.history)
+            and inputs.history[0].index == 0
+            and (not kept or kept[0][0] is entries[0])
+        )
+        if self.prefix_stable and len(kept) > 1 and not truncated and not whole_line:
+            # The window starts at a multiple of ANCHOR_STEP entries, so it keeps its start
+            # (and the model its evaluated prefix) for that many turns, instead of sliding by
+            # an entry or two every turn; up to ANCHOR_STEP - 1 older entries make way.
+            anchor = -(-kept[0][0].index // ANCHOR_STEP) * ANCHOR_STEP
+            kept = [k for k in kept if k[0].index >= anchor] or kept[-1:]
+            used = sum(cost for _, _, cost in kept)
+
+        if self.prefix_stable:
+            # The note, the action and a script's front memory follow the turn's other
+            # changing sections, after the story (``build``).
+            text = HEADINGS["history"] + "\n" + "\n\n".join(t for _, t, _ in kept) if kept else ""
+            if fixed.note:
+                fixed.note.reason = "after the story (a layout the model reads on from)"
+            return self._history_section(inputs, kept, text, used, truncated, over, capped)
+
+        # The story, newest last; the author's note goes 3 entries from the end (counting the
+        # new action), and the new action last.
+        pieces = [text for _, text, _ in kept]
+        if fixed.action:
+            pieces.append(fixed.action.text)
+        if fixed.note:
+            at = max(0, len(pieces) - self.authors_note_depth)
+            pieces.insert(at, fixed.note.text)
+            fixed.note.reason = (
+                f"{len(pieces) - at - 1} entries from the end"
+                if at
+                else "at the start of the story (it is short)"
+            )
+        if fixed.front:
+            pieces.append(fixed.front.text)
+        text = HEADINGS["history"] + "\n" + "\n\n".join(pieces) if pieces else ""
+        return self._history_section(inputs, kept, text, used, truncated, over, capped)
+
+    def _history_section(
+        self,
+        inputs: ContextInputs,
+        kept: list[tuple[HistoryEntry, str, int]],
+        text: str,
+        used: int,
+        truncated: bool,
+        over: bool,
+        capped: bool,
+    ) -> Section:
+        """The story's section with its report: which entries went in, which were left out."""
+        entries = [entry for entry in inputs.history if entry.text.strip()]
+        # Blank entries (an opening a scenario left empty, a narration a script hid with
+        # whitespace) are not story: none is "left out", nor counted as an entry.
+        first_kept = kept[0][0].index if kept else None
+        blank = [entry.index for entry in inputs.history if not entry.text.strip()]
+        blank_older = sum(1 for index in blank if first_kept is None or index < first_kept)
+        if inputs.line_length is not None:
+            # Entries of a line are numbered from 0, so the oldest one kept has this many
+            # before it.
+            total = inputs.line_length - len(blank)
+            older = (first_kept if first_kept is not None else inputs.line_length) - blank_older
+        else:
+            total = len(entries)
+            older = len(entries) - len(kept)
+        items: list[ItemReport] = []
+        whole = [] if truncated else kept  # a truncated entry is the only one kept
+        if whole:
+            first, last = whole[0][0].index, whole[-1][0].index
+            span = f"entry {first}" if first == last else f"entries {first}–{last}"
+            items.append(
+                ItemReport(
+                    label=f"{entries_label(len(whole))} ({span})",
+                    tokens=sum(cost for _, _, cost in whole),
+                    included=True,
+                    reason="kept though over the budget" if over else "newest first",
+                )
+            )
+        if truncated:
+            entry, _, cost = kept[-1]
+            items.append(
+                ItemReport(f"entry {entry.index}", cost, included=True, reason="truncated to fit")
+            )
+        if older:
+            if capped:
+                why = f"past the {self.max_history_entries}-entry cap"
+            elif self.prefix_stable and kept and kept[0][0].index % ANCHOR_STEP == 0:
+                why = (
+                    f"no room left, or before the window's start (it moves {ANCHOR_STEP} at a time)"
+                )
+            else:
+                why = "no room left"
+            items.append(
+                ItemReport(
+                    f"{older} older {'entry' if older == 1 else 'entries'}",
+                    0,
+                    included=False,
+                    reason=why,
+                )
+            )
+        return Section(
+            "history",
+            "Recent story",
+            text,
+            used + (count_tokens(HEADINGS["history"]) if text else 0),
+            f"{len(kept)} of {total} entries, newest first",
+            items=items,
+            truncated=truncated,
+        )
+
+
+def _with_found(inputs: ContextInputs, section: str, found: Found) -> ContextInputs:
+    """``inputs`` with a retriever's answer in its section."""
+    items, note, used = RETRIEVED_SECTIONS[section]
+    chosen = tuple((item.label, item.text, item.reason) for item in found.chosen)
+    fields: dict[str, Any] = {items: chosen, note: found.summary}
+    if used is not None and isinstance(found, CountsUse):
+        fields[used] = tuple(found.used_ids)
+    return replace(inputs, **fields)
+
+
+# --- reads -------------------------------------------------------------------------------------
+
+
+# What other modules import from here; the types live in engine.prompt.inputs.
+__all__ = [
+    "NARRATOR_PROMPT",
+    "BuiltContext",
+    "ContextBuilder",
+    "ContextEngine",
+    "ContextInputs",
+    "HistoryEntry",
+    "authors_note_line",
+    "available_tokens",
+    "output_hint",
+    "output_words",
+    "reattach_state_block",
+    "state_block_of",
+    "with_state_block",
+]
