@@ -14,6 +14,8 @@ COPY pyproject.toml README.md ./
 COPY bot bot
 COPY cogs cogs
 COPY engine engine
+# Shipped scenarios: engine/library/scenarios/builtin links here (data/README.md).
+COPY data data
 # Campfire is installed like any package: its scenarios, scripting prelude and migrations are
 # package data, found beside its modules in the virtual environment.
 RUN pip install --no-cache-dir --upgrade pip \

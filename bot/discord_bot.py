@@ -14,46 +14,13 @@ from bot.config import ConfigError, Settings
 from bot.metrics import CampfireMetrics, OperationsServer, health_problem
 from bot.scheduler import BackgroundWork, schedule_background_work
 from bot.services import Services, build_services
-from cogs.preflight import CampfireTree
-from cogs.rounds import RoundPanels
-from cogs.threads import thread_now
+from cogs.ui.preflight import CampfireTree
+from cogs.ui.round_panels import RoundPanels
+from cogs.ui.threads import thread_now
 from engine.platform.coordination.jobs import LEASE_REAPING
 from engine.turns.events import TurnInterrupted
 
 log = logging.getLogger(__name__)
-
-#: Cog modules loaded at start-up, in order.
-EXTENSIONS: tuple[str, ...] = (
-    "cogs.errors",
-    "cogs.play",
-    "cogs.insights",
-    "cogs.steering",
-    "cogs.world_state",
-    "cogs.scenarios",
-    # After cogs.steering: it adds /adventure export|import to that cog's /adventure group.
-    "cogs.adventure_files",
-    # After cogs.steering too: /adventure list|resume|end.
-    "cogs.adventure_shelf",
-    "cogs.tree",
-    "cogs.scripts",
-    "cogs.memory",
-    "cogs.characters",
-    "cogs.profile",
-    "cogs.membership",
-    "cogs.server",
-    "cogs.host",
-    "cogs.message_play",
-    # Models per server and player, the operator, use and limits (issue 18).
-    "cogs.model",
-    "cogs.operator",
-    "cogs.usage",
-    # Chapters and beats, their recaps (issue 22).
-    "cogs.chapters",
-    # The story's typed narrative state (issue 21).
-    "cogs.narrative",
-    # The knowledge library (issue 21).
-    "cogs.knowledge",
-)
 
 #: How often expired turn leases are looked for (a process died mid-turn).
 LEASE_SWEEP_SECONDS = 30
@@ -104,7 +71,7 @@ COMMAND_INSTALLS = discord.app_commands.AppInstallationType(guild=True, user=Fal
 class CampfireBot(commands.AutoShardedBot):
     services: Services
     background: BackgroundWork
-    #: Each open round's panel and timeout (cogs.rounds).
+    #: Each open round's panel and timeout (cogs.ui.round_panels).
     round_panels: RoundPanels
 
     def __init__(self, settings: Settings, *, channel_period: float | None = None) -> None:
@@ -126,7 +93,7 @@ class CampfireBot(commands.AutoShardedBot):
             allowed_installs=COMMAND_INSTALLS,
             **shards,
             # An archived thread reopened, then the permission preflight, before every command
-            # (cogs.preflight).
+            # (cogs.ui.preflight).
             tree_cls=CampfireTree,
             # Discord's answers counted as they come (429s, edits).
             http_trace=self.metrics.discord_trace(),
@@ -150,9 +117,9 @@ class CampfireBot(commands.AutoShardedBot):
         mention of the bot as an unknown command)."""
 
     async def setup_hook(self) -> None:
-        from cogs.buttons import DYNAMIC_ITEMS
-        from cogs.narration import Narrator
-        from cogs.streaming import RatePacer, process_budget
+        from cogs.ui.discovery import extension_names, persistent_items
+        from cogs.ui.narration import Narrator
+        from cogs.ui.streaming import RatePacer, process_budget
 
         self.services = await build_services(self.settings)
         self.services.play.intake.observer = self.metrics
@@ -173,9 +140,11 @@ class CampfireBot(commands.AutoShardedBot):
         )
         self.narrator = Narrator(self, pacer)
         self.round_panels = RoundPanels(self)
-        self.add_dynamic_items(*DYNAMIC_ITEMS)
-        for extension in EXTENSIONS:
+        # Found where they are declared (cogs.ui.discovery): a cog module is loaded, and a
+        # persistent button registered, for being there.
+        for extension in extension_names():
             await self.load_extension(extension)
+        self.add_dynamic_items(*persistent_items())
         self.scheduler.add_job(
             self.announce_interrupted_turns,
             "interval",
@@ -249,7 +218,7 @@ class CampfireBot(commands.AutoShardedBot):
             channel = self.get_partial_messageable(channel_id)
             if await self._locked_away(channel_id):
                 # Discord refuses a message there (50083); the players learn of it in the
-                # channel the thread came from when they act there (cogs.threads).
+                # channel the thread came from when they act there (cogs.ui.threads).
                 log.info("interrupted turn in %s not announced: its thread is locked", channel_id)
                 continue
             try:

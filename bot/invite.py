@@ -1,5 +1,5 @@
 """``python -m bot invite``: the link that adds Campfire to a server, asking for exactly the
-permissions the bot needs (``cogs.bot_permissions``), and why each.
+permissions the bot needs (``cogs.ui.bot_permissions``), and why each.
 
 Works without connecting to Discord: the application's client id is given (``--client-id``,
 the Developer Portal's General Information → Application ID) or read from the bot token, whose
@@ -14,7 +14,7 @@ import binascii
 from urllib.parse import urlencode
 
 from bot.config import ConfigError
-from cogs import bot_permissions
+from cogs.ui import bot_permissions
 
 #: "bot" adds the bot user, "applications.commands" its slash commands (discord-api-docs,
 #: OAuth2, "Bot Authorization Flow").

@@ -2,7 +2,7 @@
 
 The ``/adventure`` group belongs to the steering cog (``/adventure settings``); this cog adds its
 two commands to that group when it loads and takes them out when it unloads
-(``cogs.adventure_group``).
+(``cogs.ui.adventure_group``).
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING
 import discord
 from discord import app_commands
 
-from cogs.adventure_group import AdventureCommands
-from cogs.content import fit_text
-from cogs.context import actor_of, channel_id_of, place_of
-from cogs.threads import give_up_thread, open_adventure_thread
+from cogs.ui.adventure_group import AdventureCommands
+from cogs.ui.content import fit_text
+from cogs.ui.interaction import actor_of, channel_id_of, place_of
+from cogs.ui.threads import give_up_thread, open_adventure_thread
 
 if TYPE_CHECKING:
     from bot.discord_bot import CampfireBot
@@ -113,6 +113,10 @@ async def import_adventure(
         restored.version,
         node_id=restored.head_node_id,
     )
+
+
+#: The /adventure group is the steering cog's: it must be there to add to (``cogs.ui.discovery``).
+LOAD_AFTER = ("cogs.steering",)
 
 
 class AdventureFilesCog(AdventureCommands):

@@ -3,9 +3,9 @@
 A place's adventures, running and ended, are listed to the player alone (``engine.play.shelf``
 reads them); an ended one comes back where it ran, its thread reopened by the message that
 shows its story again; the one running here ends on purpose. Whatever ends an adventure is
-asked first (``cogs.ask_first``). Each command defers before it reads; the Confirm press
+asked first (``cogs.ui.ask_first``). Each command defers before it reads; the Confirm press
 acknowledges (the question, edited) before it writes. The commands join the ``/adventure``
-group (``cogs.adventure_group``).
+group (``cogs.ui.adventure_group``).
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING
 import discord
 from discord import app_commands
 
-from cogs.adventure_group import AdventureCommands
-from cogs.ask_first import AskFirst
-from cogs.content import fit_embed, fit_text
-from cogs.context import actor_of, channel_id_of, runs_adventures
-from cogs.threads import thread_now
+from cogs.ui.adventure_group import AdventureCommands
+from cogs.ui.ask_first import AskFirst
+from cogs.ui.content import fit_embed, fit_text
+from cogs.ui.interaction import actor_of, channel_id_of, runs_adventures
+from cogs.ui.threads import thread_now
 from engine.errors import InvalidInput, NotFound
 from engine.platform.sanitise import echo
 from engine.play.shelf import EndPlan, ResumePlan, ShelvedAdventure
@@ -267,6 +267,10 @@ async def _end(interaction: discord.Interaction, here: int, plan: EndPlan) -> No
         await bot.narrator.post(
             channel, f"⏹ {who} ended the adventure **{shown}**; `/adventure resume` brings it back."
         )
+
+
+#: The /adventure group is the steering cog's: it must be there to add to (``cogs.ui.discovery``).
+LOAD_AFTER = ("cogs.steering",)
 
 
 class AdventureShelfCog(AdventureCommands):

@@ -9,8 +9,8 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from cogs.content import fit_embed
-from cogs.context import actor_of, channel_id_of
+from cogs.ui.content import fit_embed
+from cogs.ui.interaction import actor_of, channel_id_of
 
 if TYPE_CHECKING:
     from bot.discord_bot import CampfireBot

@@ -15,10 +15,10 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from cogs.content import EMBED_DESCRIPTION_MAX, fit_embed
-from cogs.context import actor_of, channel_id_of
 from cogs.host import NO_PINGS
-from cogs.replies import defer_request
+from cogs.ui.content import EMBED_DESCRIPTION_MAX, fit_embed
+from cogs.ui.interaction import actor_of, channel_id_of
+from cogs.ui.replies import defer_request
 from engine.platform.sanitise import echo
 from engine.story.characters import ABOUT_MAX, NAME_MAX, CharacterSheet, Party, PartyMember
 

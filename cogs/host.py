@@ -17,8 +17,8 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from cogs.context import actor_of, channel_id_of
-from cogs.replies import defer_request, reply
+from cogs.ui.interaction import actor_of, channel_id_of
+from cogs.ui.replies import defer_request, reply
 from engine.people.access import Actor, Member
 from engine.people.host_controls import HostChange, HostSettings, RewriteRight, TurnMode
 

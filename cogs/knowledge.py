@@ -18,12 +18,12 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from cogs.content import EMBED_FIELD_VALUE_MAX as FIELD_MAX
-from cogs.content import fit_embed, fit_text
-from cogs.context import actor_of, channel_id_of
-from cogs.pages import ListPage, list_source, paged, show_list
-from cogs.previews import FilePreview
-from cogs.replies import reply
+from cogs.ui.content import EMBED_FIELD_VALUE_MAX as FIELD_MAX
+from cogs.ui.content import fit_embed, fit_text
+from cogs.ui.interaction import actor_of, channel_id_of
+from cogs.ui.pages import ListPage, list_source, paged, show_list
+from cogs.ui.previews import FilePreview
+from cogs.ui.replies import reply
 from engine.errors import CampfireError
 from engine.library.knowledge.classes import RULES, KnowledgeClass
 from engine.library.knowledge.library import KnowledgeDraft, SourceDetails, SourceEntry, Target

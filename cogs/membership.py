@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 import discord
 from discord.ext import commands
 
-from cogs.context import actor_of
 from cogs.profile import DELETE_COMMAND
+from cogs.ui.interaction import actor_of
 
 if TYPE_CHECKING:
     from bot.discord_bot import CampfireBot

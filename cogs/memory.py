@@ -14,10 +14,10 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from cogs.content import EMBED_DESCRIPTION_MAX, fit_embed, fit_text
-from cogs.context import actor_of, channel_id_of
-from cogs.forms import FORM_TIMEOUT_S, TEXT_INPUT_MAX, on_form_error
-from cogs.pages import ListPage, list_source, show_list
+from cogs.ui.content import EMBED_DESCRIPTION_MAX, fit_embed, fit_text
+from cogs.ui.forms import FORM_TIMEOUT_S, TEXT_INPUT_MAX, on_form_error
+from cogs.ui.interaction import actor_of, channel_id_of
+from cogs.ui.pages import ListPage, list_source, show_list
 from engine.errors import CampfireError
 from engine.platform.sanitise import ROW_ID_MAX, echo
 from engine.story.memory.bank import (

@@ -48,8 +48,8 @@ def without_mention(content: str, user_id: int) -> str:
 
 
 def actor_of_message(message: discord.Message) -> Actor:
-    """Who plays a message: as ``cogs.context.actor_of`` for an interaction, with the author's
-    permissions in the channel worked out from the cache (a message carries none)."""
+    """Who plays a message: as ``cogs.ui.interaction.actor_of`` for an interaction, with the
+    author's permissions in the channel worked out from the cache (a message carries none)."""
     author = message.author
     guild = message.guild
     if guild is None or not isinstance(author, discord.Member):

@@ -15,8 +15,8 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from cogs.context import actor_of
-from cogs.replies import reply
+from cogs.ui.interaction import actor_of
+from cogs.ui.replies import reply
 from engine.llm.model_settings import ModelView
 from engine.platform.redaction import host_of, redact_url
 

@@ -15,8 +15,8 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from cogs.context import actor_of, channel_id_of
-from cogs.replies import reply
+from cogs.ui.interaction import actor_of, channel_id_of
+from cogs.ui.replies import reply
 from engine.story.narrative.service import CORRECTIONS
 
 if TYPE_CHECKING:

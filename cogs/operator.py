@@ -1,6 +1,6 @@
 """/operator status|block|unblock: the bot's owner's view of it, and whom it refuses.
 
-Only the operator (``cogs.operators.is_operator``; the rule is ``engine.people.access``'s) gets an
+Only the operator (``cogs.ui.gate.is_operator``; the rule is ``engine.people.access``'s) gets an
 answer; anyone else is refused privately. Everything answers privately.
 """
 
@@ -12,8 +12,8 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from cogs.operators import operator_actor
-from cogs.replies import reply
+from cogs.ui.gate import operator_actor
+from cogs.ui.replies import reply
 from engine.errors import InvalidInput
 from engine.play.operator_status import StatusReport
 

@@ -10,12 +10,12 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from cogs.acting import act_here
-from cogs.ask_first import AskFirst
-from cogs.content import fit_embed, fit_text
-from cogs.context import actor_of, channel_id_of, place_of
-from cogs.errors import on_app_command_error
-from cogs.threads import give_up_thread, open_adventure_thread
+from cogs.ui.acting import act_here
+from cogs.ui.ask_first import AskFirst
+from cogs.ui.content import fit_embed, fit_text
+from cogs.ui.errors import on_app_command_error
+from cogs.ui.interaction import actor_of, channel_id_of, place_of
+from cogs.ui.threads import give_up_thread, open_adventure_thread
 from engine.library.formats.draft import QUESTIONS_PER_FORM, question_for
 from engine.platform.sanitise import echo
 from engine.play.service import StartPlan, ThreadAdventure

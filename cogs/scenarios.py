@@ -16,12 +16,12 @@ from discord import app_commands
 from discord.ext import commands
 
 from cogs.adventure_files import scripts_left_out_note
-from cogs.content import EMBED_FIELD_VALUE_MAX as FIELD_MAX
-from cogs.content import fit_embed, fit_text
-from cogs.context import actor_of
-from cogs.pages import ListPage, list_source, paged, show_list
-from cogs.previews import FilePreview
-from cogs.replies import reply
+from cogs.ui.content import EMBED_FIELD_VALUE_MAX as FIELD_MAX
+from cogs.ui.content import fit_embed, fit_text
+from cogs.ui.interaction import actor_of
+from cogs.ui.pages import ListPage, list_source, paged, show_list
+from cogs.ui.previews import FilePreview
+from cogs.ui.replies import reply
 from engine.errors import CampfireError
 from engine.library.formats.draft import ImportedScenario, ScenarioDraft
 from engine.library.scenarios.library import LibraryListing, ScenarioDetails, ScenarioEntry

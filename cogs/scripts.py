@@ -14,10 +14,10 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from cogs.content import fit_text
-from cogs.context import actor_of, channel_id_of
-from cogs.pages import ListPage, list_source, paged, show_list
-from cogs.replies import reply
+from cogs.ui.content import fit_text
+from cogs.ui.interaction import actor_of, channel_id_of
+from cogs.ui.pages import ListPage, list_source, paged, show_list
+from cogs.ui.replies import reply
 from engine.errors import CampfireError
 from engine.library.scripting.hooks import Hook
 from engine.library.scripting.manage import SCRIPT_NAME_MAX, HookTest, ScriptPart, ScriptView

@@ -15,8 +15,8 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from cogs.context import actor_of
-from cogs.replies import reply
+from cogs.ui.interaction import actor_of
+from cogs.ui.replies import reply
 
 if TYPE_CHECKING:
     from bot.discord_bot import CampfireBot

@@ -17,12 +17,12 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from cogs.adventure_group import DESCRIPTION as ADVENTURE_GROUP
-from cogs.content import EMBED_DESCRIPTION_MAX, fit_embed, fit_text
-from cogs.context import actor_of, channel_id_of
-from cogs.forms import FORM_TIMEOUT_S, MODAL_TITLE_MAX, TEXT_INPUT_MAX, on_form_error
-from cogs.pages import ListPage, list_source, show_list
-from cogs.replies import reply
+from cogs.ui.adventure_group import DESCRIPTION as ADVENTURE_GROUP
+from cogs.ui.content import EMBED_DESCRIPTION_MAX, fit_embed, fit_text
+from cogs.ui.forms import FORM_TIMEOUT_S, MODAL_TITLE_MAX, TEXT_INPUT_MAX, on_form_error
+from cogs.ui.interaction import actor_of, channel_id_of
+from cogs.ui.pages import ListPage, list_source, show_list
+from cogs.ui.replies import reply
 from engine.errors import InvalidInput
 from engine.platform.sanitise import echo
 from engine.story.steering.cards import (
@@ -320,7 +320,7 @@ async def _answer(
 
 class SteeringCog(commands.Cog):
     card = app_commands.Group(name="card", description="The story cards of the adventure here")
-    #: The one /adventure group; other cogs add to it (``cogs.adventure_group``).
+    #: The one /adventure group; other cogs add to it (``cogs.ui.adventure_group``).
     adventure = app_commands.Group(name="adventure", description=ADVENTURE_GROUP)
 
     def __init__(self, bot: CampfireBot) -> None:

@@ -17,11 +17,11 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from cogs.context import actor_of, channel_id_of
-from cogs.errors import on_app_command_error
-from cogs.forms import FORM_TIMEOUT_S
-from cogs.pages import ListPage, list_source, paged, show_list
-from cogs.replies import defer_request, reply
+from cogs.ui.errors import on_app_command_error
+from cogs.ui.forms import FORM_TIMEOUT_S
+from cogs.ui.interaction import actor_of, channel_id_of
+from cogs.ui.pages import ListPage, list_source, paged, show_list
+from cogs.ui.replies import defer_request, reply
 from engine.story.tree import EDIT_MAX_CHARS, NAME_MAX, BranchView, HeadMove, SavePointView
 
 if TYPE_CHECKING:
@@ -59,7 +59,7 @@ def save_point_lines(points: list[SavePointView]) -> list[str]:
     return lines
 
 
-# --- the lists, paged (cogs.pages) ---------------------------------------------------------------
+# --- the lists, paged (cogs.ui.pages) -------------------------------------------------------------
 
 
 @list_source("branches")

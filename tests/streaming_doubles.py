@@ -18,7 +18,7 @@ from typing import Any
 
 import discord
 
-from cogs.streaming import RatePacer, StreamingMessage
+from cogs.ui.streaming import RatePacer, StreamingMessage
 
 MARKER = " ▌"
 PER_CHANNEL = 5

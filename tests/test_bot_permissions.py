@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import discord
 
-from cogs.bot_permissions import (
+from cogs.ui.bot_permissions import (
     CREATE_PUBLIC_THREADS,
     EMBED_LINKS,
     SEND_MESSAGES_IN_THREADS,

@@ -11,8 +11,8 @@ from sqlalchemy import select
 from sqlmodel import col
 
 from bot.standin.world import MessageRecord, iter_components
-from cogs.content import EMBEDS_TOTAL_MAX, fit_embed, fit_text, text_pages
 from cogs.play import ACTION_LIMIT
+from cogs.ui.content import EMBEDS_TOTAL_MAX, fit_embed, fit_text, text_pages
 from engine.people.access import OTHER_ADVENTURE, Actor
 from engine.storage.models import StoryNode
 from tests.discord_env import DiscordEnv, campfire_on_standin, crash, restarted

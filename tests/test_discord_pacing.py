@@ -16,8 +16,8 @@ from sqlalchemy import select
 from sqlmodel import col
 
 from bot.standin import MessageRecord
-from cogs.streaming import RatePacer
-from cogs.text_split import display_pieces
+from cogs.ui.streaming import RatePacer
+from cogs.ui.text_split import display_pieces
 from engine.storage.models import Role, StoryNode
 from tests.discord_env import DiscordEnv
 from tests.fakes.openai_server import Reply

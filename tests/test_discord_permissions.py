@@ -93,7 +93,7 @@ async def test_commands_that_only_answer_need_no_channel_permission(env: Discord
 
 
 async def test_the_preflight_names_only_commands_that_exist(env: DiscordEnv):
-    from cogs.preflight import COMMANDS
+    from cogs.ui.preflight import COMMANDS
 
     names = {c.qualified_name for c in env.bot.tree.walk_commands()}
     assert set(COMMANDS) <= names

@@ -9,8 +9,8 @@ import asyncio
 import discord
 import pytest
 
-from cogs.content import EMBED_DESCRIPTION_MAX, EMBEDS_TOTAL_MAX
 from cogs.play import HELP
+from cogs.ui.content import EMBED_DESCRIPTION_MAX, EMBEDS_TOTAL_MAX
 from tests.discord_env import DiscordEnv, answered
 from tests.fakes.openai_server import Reply
 from tests.helpers import forget_where_buttons_are

@@ -18,7 +18,7 @@ from bot.standin.world import (
     GUILD_VOICE,
     iter_components,
 )
-from cogs.threads import START_FAILED_NOTE
+from cogs.ui.threads import START_FAILED_NOTE
 from engine.storage.models import Adventure
 from tests.discord_env import DiscordEnv, campfire_on_standin
 from tests.fakes.openai_server import Reply

@@ -265,7 +265,7 @@ def assert_within_limits(embed_dict: dict) -> None:
 
 
 def test_the_embed_shows_sections_bars_reasons_and_usage():
-    from cogs.insights import bar, insights_embed
+    from cogs.ui.insights import bar, insights_embed
 
     embed, cut = insights_embed(
         insights_for(
@@ -296,7 +296,7 @@ def test_the_embed_shows_sections_bars_reasons_and_usage():
 
 
 def test_bars_are_proportional():
-    from cogs.insights import bar
+    from cogs.ui.insights import bar
 
     assert bar(50, 100) == "█████░░░░░"
     assert bar(0, 100) == "░░░░░░░░░░"
@@ -305,7 +305,7 @@ def test_bars_are_proportional():
 
 
 def test_a_turn_without_a_report_says_so():
-    from cogs.insights import insights_embed, insights_files
+    from cogs.ui.insights import insights_embed, insights_files
 
     embed, cut = insights_embed(insights_for(None))
     assert "No context report for this turn" in embed.description
@@ -318,7 +318,7 @@ def test_a_turn_without_a_report_says_so():
 
 
 def test_a_huge_report_is_cut_to_discords_limits_and_attached_whole():
-    from cogs.insights import insights_embed, insights_files
+    from cogs.ui.insights import insights_embed, insights_files
 
     report = sample_report(items=200)
     report.sections += [

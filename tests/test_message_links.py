@@ -11,8 +11,8 @@ import pytest
 
 from bot.standin.faults import MISSING_PERMISSIONS, DiscordError
 from bot.standin.interactions import StandinFile
-from cogs import narration
-from cogs.earlier_messages import message_at
+from cogs.ui import narration
+from cogs.ui.earlier_messages import message_at
 from engine.storage.models import StoryMessage
 from tests.discord_env import DiscordEnv, campfire_on_standin, crash, restarted
 

@@ -1,6 +1,8 @@
 """The package is whole: a wheel built from this checkout carries what Campfire reads at run
 time (the shipped scenarios, the scripting prelude, the migrations), inside its packages, so an
-install from it (``pip install .``, the Docker image) finds them as an editable install does."""
+install from it (``pip install .``, the Docker image) finds them as an editable install does.
+The scenarios live in the top-level ``data/`` (data/README.md); the package reaches them through
+a link, which the build follows."""
 
 from __future__ import annotations
 
@@ -29,8 +31,9 @@ def test_a_built_wheel_carries_the_runtime_data(tmp_path):
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, source / name)
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    for package in ("bot", "cogs", "engine"):
-        shutil.copytree(ROOT / package, source / package, ignore=ignore)
+    # As the Dockerfile copies them: the packages and data/, links kept as links.
+    for folder in ("bot", "cogs", "engine", "data"):
+        shutil.copytree(ROOT / folder, source / folder, ignore=ignore, symlinks=True)
     built = subprocess.run(
         [
             sys.executable,
@@ -48,5 +51,9 @@ def test_a_built_wheel_carries_the_runtime_data(tmp_path):
     wheel = tmp_path / "dist" / built.stdout.strip().splitlines()[-1]
     names = set(zipfile.ZipFile(wheel).namelist())
     assert [name for name in RUNTIME_FILES if name not in names] == []
+    shipped = sorted((ROOT / "data" / "scenarios").glob("*.json"))
+    assert len(shipped) >= 3
+    carried = [f"engine/library/scenarios/builtin/{path.name}" for path in shipped]
+    assert [name for name in carried if name not in names] == []
     # Nothing outside the packages: the code never looks beside them.
     assert not any(name.startswith("data/") for name in names)

@@ -20,7 +20,7 @@ REPLY = "The lantern catches, and the reeds lean away from its light."
 @pytest.fixture
 async def env(tmp_path, fake_model, caplog, database_url):
     async with campfire_on_standin(tmp_path, fake_model, caplog, database_url) as environment:
-        caplog.set_level(logging.INFO, logger="cogs.narration")
+        caplog.set_level(logging.INFO, logger="cogs.ui.narration")
         yield environment
 
 
@@ -47,7 +47,7 @@ def repeats_seen(caplog, interaction_id: int) -> list[str]:
     return [
         r.getMessage().removeprefix(prefix)
         for r in caplog.records
-        if r.name == "cogs.narration" and r.getMessage().startswith(prefix)
+        if r.name == "cogs.ui.narration" and r.getMessage().startswith(prefix)
     ]
 
 

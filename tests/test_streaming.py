@@ -16,8 +16,8 @@ from typing import Any
 import discord
 import pytest
 
-from cogs.streaming import EMPTY_TEXT, StreamingMessage
-from cogs.text_split import display_pieces
+from cogs.ui.streaming import EMPTY_TEXT, StreamingMessage
+from cogs.ui.text_split import display_pieces
 from tests.streaming_doubles import (
     MARKER,
     PER_CHANNEL,
@@ -250,7 +250,7 @@ async def test_an_intermediate_error_does_not_stop_the_stream(caplog) -> None:
     stream.update("First words")
     await wait_for(lambda: stream.messages)
     recorder.failures = [http_error(500, message="Server Error")]
-    caplog.set_level(logging.WARNING, logger="cogs.streaming")
+    caplog.set_level(logging.WARNING, logger="cogs.ui.streaming")
     stream.update("First words and then")
     await asyncio.sleep(0.05)
     stream.update("First words and then some more")

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from cogs.text_split import display_pieces, split_message, take_piece
+from cogs.ui.text_split import display_pieces, split_message, take_piece
 
 # Small alphabets and small limits, so that every kind of boundary (and none) turns up often.
 ALPHABET = st.sampled_from(list("abcdé  ..!?…\"”'\n\n\t") + ["\u0301", "\u200d", "🙂"])

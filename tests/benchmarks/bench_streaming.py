@@ -67,7 +67,7 @@ from sqlalchemy import select
 from bot.config import load_settings
 from bot.discord_bot import CampfireBot
 from bot.standin import RequestRecord, StandIn
-from cogs.text_split import display_pieces
+from cogs.ui.text_split import display_pieces
 from engine.storage.models import Role, StoryNode
 from tests.fakes.openai_server import FakeModelServer, Reply, _Handler
 

@@ -62,6 +62,15 @@ def on(name: str, **parts: str) -> Hostile:
     return Hostile(name, parts)
 
 
+#: Played first and not measured: the bot's first turn after start pays for what every process
+#: pays once (imports made on first use, statements compiled the first time), which stalled the
+#: loop 150-220 ms under whichever script came first. Its stall is shown, not counted; anything
+#: else wrong with it counts as with any script.
+WARM_UP = Hostile(
+    "a harmless script (warm-up: its stall is not counted)",
+    {"input": "const modifier = (text) => ({ text });\nmodifier(text);"},
+)
+
 LOOP_SET = "{ set() { while (true) {} } }"
 LOOP_GET = "{ get() { while (true) {} } }"
 
@@ -305,10 +314,11 @@ async def trial(hostile: list[Hostile], *, verbose: bool) -> list[Outcome]:
         async with standin:
             beating = asyncio.create_task(heartbeat.run())
             try:
-                for number, script in enumerate(hostile, start=1):
+                for number, script in enumerate([WARM_UP, *hostile]):
                     player = fake.add_user(f"player{number}", member_of=[guild])
                     outcome = Outcome(script.name)
-                    outcomes.append(outcome)
+                    if script is not WARM_UP:
+                        outcomes.append(outcome)
                     dm = fake.dm_channel(player)
                     await fake.slash(player, dm, "start")
                     await standin.idle()
@@ -348,13 +358,18 @@ async def trial(hostile: list[Hostile], *, verbose: bool) -> list[Outcome]:
                         outcome.problems.append(f"no turn and no answer ({response[:80]!r})")
                     if outcome.turn_s > TURN_LIMIT_SECONDS:
                         outcome.problems.append(f"the turn took {outcome.turn_s:.1f} s")
-                    if outcome.stall_ms > STALL_LIMIT_MS:
+                    if outcome.stall_ms > STALL_LIMIT_MS and script is not WARM_UP:
                         outcome.problems.append(f"the loop stalled {outcome.stall_ms:.0f} ms")
                     if len(errors.messages) > logged:
                         outcome.problems.append(f"logged: {errors.messages[logged][:120]}")
                     if fake.failures:
                         outcome.problems.append(f"unanswered interactions: {fake.failures}")
                         fake.failures.clear()
+                    if script is WARM_UP:
+                        if outcome.problems:
+                            outcomes.append(outcome)
+                        outcome.stall_ms = 0.0  # shown in its line below, not in the maximum
+                        print(f"warm-up: stall {heartbeat.since_reset_ms:.0f} ms", flush=True)
                     _print(outcome, verbose)
             finally:
                 beating.cancel()

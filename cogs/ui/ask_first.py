@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 
 import discord
 
-from cogs.errors import on_app_command_error
+from cogs.ui.errors import on_app_command_error
 
 #: How long the question waits for an answer, in seconds.
 ASK_TIMEOUT_S = 600

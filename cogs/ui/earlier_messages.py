@@ -30,11 +30,11 @@ from typing import TYPE_CHECKING, Any
 
 import discord
 
-from cogs.bot_permissions import is_final_refusal
+from cogs.ui.bot_permissions import is_final_refusal
 from engine.play.message_links import MessageLink, MessageLinks
 
 if TYPE_CHECKING:
-    from cogs.streaming import RatePacer
+    from cogs.ui.streaming import RatePacer
 
 log = logging.getLogger(__name__)
 

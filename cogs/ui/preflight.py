@@ -2,7 +2,7 @@
 this channel what it is about to do; if not, the player is told privately what is missing and
 who can fix it, and nothing runs (no database write, no request Discord would refuse).
 
-The operator's blocks (``cogs.operators.refused_as_blocked``) are checked first, in the same
+The operator's blocks (``cogs.ui.gate.refused_as_blocked``) are checked first, in the same
 two places (and by the pager buttons, which need no permission).
 
 Run in one place for every app command (``CampfireTree.interaction_check``, which discord.py
@@ -12,7 +12,7 @@ bot's permissions where the interaction came from, overwrites included, which Di
 with every interaction (discord-api-docs, Receiving and Responding, Interaction Structure), so
 the check costs no request. The refusal is an ephemeral initial response, which needs no
 channel permission. Both first reopen an archived thread the interaction came from
-(``cogs.threads.reopen_thread_of``): any answer there, and every edit after it, would be refused.
+(``cogs.ui.threads.reopen_thread_of``): any answer there, and every edit after it, would be refused.
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ from typing import Any, ClassVar
 import discord
 from discord import app_commands
 
-from cogs.bot_permissions import Does, kind_of_place, missing, missing_note
-from cogs.operators import refused_as_blocked
-from cogs.threads import reopen_thread_of
+from cogs.ui.bot_permissions import Does, kind_of_place, missing, missing_note
+from cogs.ui.gate import refused_as_blocked
+from cogs.ui.threads import reopen_thread_of
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import discord
 
-from cogs.content import fit_embed, fit_text
+from cogs.ui.content import fit_embed, fit_text
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +31,7 @@ async def reply(
     ignored (discord-api-docs, Receiving and Responding, Create Followup Message), so that
     message goes first (see ``_clear_public_thinking``).
 
-    Through the content guard (``cogs.content``) whatever it holds (an error may quote a
+    Through the content guard (``cogs.ui.content``) whatever it holds (an error may quote a
     player's long text): a message over Discord's limits would be refused whole (50035 Invalid
     Form Body)."""
     kwargs: dict[str, Any] = {"ephemeral": ephemeral}

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import discord
 
 if TYPE_CHECKING:
-    from cogs.streaming import RatePacer
+    from cogs.ui.streaming import RatePacer
     from engine.play.service import ThreadAdventure
 
 log = logging.getLogger(__name__)
@@ -47,7 +47,7 @@ async def open_adventure_thread(
     it, so it shows in their thread list (Add Thread Member: the thread is active as it opens).
     Both requests count against the bot's global budget, so they wait for the pacer."""
     channel = interaction.channel
-    assert isinstance(channel, discord.TextChannel)  # cogs.context.place_of decided so
+    assert isinstance(channel, discord.TextChannel)  # cogs.ui.interaction.place_of decided so
     await pacer.acquire(None)
     thread = await channel.create_thread(
         name=name[:100] or "Adventure",

@@ -12,7 +12,7 @@ database (``engine.play.message_links``: written once when a turn's messages are
 process, and the bot after a restart, marks the messages taken out of the story as undone (an
 embed under the text, so the text itself is never cut), clears the mark when they come back,
 and moves the buttons to the turn the story now stands on. Those messages may be hours old:
-they are edited by id, paced, and given up on gracefully (``cogs.earlier_messages``). A head
+they are edited by id, paced, and given up on gracefully (``cogs.ui.earlier_messages``). A head
 move is acknowledged before it writes, and one move marks at most ``EDITS_PER_MOVE`` messages,
 saying so when more were concerned.
 
@@ -31,18 +31,18 @@ from typing import TYPE_CHECKING
 
 import discord
 
-from cogs.bot_permissions import (
+from cogs.ui.bot_permissions import (
     STORY_MOVED,
     TURN_SAVED,
     kind_of_place,
     permissions_now,
     refusal_note,
 )
-from cogs.buttons import retry_button, turn_buttons
-from cogs.content import CONTENT_MAX, fit_text, text_pages
-from cogs.earlier_messages import EarlierMessages, Edited, EditRound
-from cogs.replies import ALREADY_ACKNOWLEDGED, reply
-from cogs.streaming import RatePacer, StreamingMessage
+from cogs.ui.buttons import retry_button, turn_buttons
+from cogs.ui.content import CONTENT_MAX, fit_text, text_pages
+from cogs.ui.earlier_messages import EarlierMessages, Edited, EditRound
+from cogs.ui.replies import ALREADY_ACKNOWLEDGED, reply
+from cogs.ui.streaming import RatePacer, StreamingMessage
 from engine.errors import (
     CampfireError,
     InvalidInput,
@@ -291,7 +291,7 @@ class Narrator:
     ) -> None:
         """Render a turn no interaction answers for: one a plain message plays
         (``cogs.message_play``: the message itself shows the action, and is never marked undone,
-        since the bot cannot edit it), or a round its timeout closed (``cogs.rounds``: its
+        since the bot cannot edit it), or a round its timeout closed (``cogs.ui.round_panels``: its
         actions are posted, ``post_actions``). The narration streams as for /do; ``tell`` says
         the notices and failures (a reply to the message, a post in the channel). A round
         another closer took is no news (``tell_moved_on`` False)."""

@@ -1,7 +1,7 @@
 """The Discord permissions Campfire's bot itself needs: each one, why, and where.
 
 The one place that names them. The invite (``python -m bot invite``), the preflight before
-every command and story button (``cogs.preflight``) and the note a player gets when Discord
+every command and story button (``cogs.ui.preflight``) and the note a player gets when Discord
 refuses the bot mid-turn all read this module, so adding a permission is one entry here.
 
 What a *member* may do is another matter, decided in ``engine.people.access``.

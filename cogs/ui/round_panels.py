@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 import discord
 
-from cogs.context import actor_of, channel_id_of
-from cogs.preflight import Preflighted
+from cogs.ui.interaction import actor_of, channel_id_of
+from cogs.ui.preflight import Preflighted
 from engine.people.access import Actor
 from engine.platform.sanitise import ROW_ID_MAX, row_id
 from engine.story.rounds import RoundState, TurnMode
@@ -240,7 +240,7 @@ class CloseButton(
         return cls(row_id(match["adventure"], ROW_ID_MAX) or 0)
 
     async def callback(self, interaction: discord.Interaction) -> None:
-        from cogs.replies import defer_request
+        from cogs.ui.replies import defer_request
 
         bot = cast("CampfireBot", interaction.client)
         await defer_request(interaction)

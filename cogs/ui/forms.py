@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import discord
 
-from cogs.errors import on_app_command_error
+from cogs.ui.errors import on_app_command_error
 
 #: Discord's most for one text input, and so for a form prefilled with a stored value.
 TEXT_INPUT_MAX = 4000

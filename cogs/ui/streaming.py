@@ -23,7 +23,7 @@ stalls the whole turn. Instead:
   intermediate edits are spaced so that a single stream leaves one slot of the channel's window
   free (the final edit then rarely waits).
 * When the text outgrows a message (2000 characters), the message is frozen at a good boundary
-  (:func:`cogs.text_split.take_piece`) with its final text and the narration continues in a new
+  (:func:`cogs.ui.text_split.take_piece`) with its final text and the narration continues in a new
   message. Because ``take_piece`` is stable under extension, the final split is exactly the one
   made while streaming, and frozen messages are not edited again (unless the final text is not an
   extension of the streamed one, e.g. a state block stripped at the end: then every message is
@@ -55,7 +55,7 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 import discord
 
-from cogs.text_split import DISCORD_LIMIT, display_pieces, take_piece
+from cogs.ui.text_split import DISCORD_LIMIT, display_pieces, take_piece
 
 if TYPE_CHECKING:
     # discord.py names its channels that have an id and a send() only for type checkers.

@@ -10,7 +10,7 @@ where it is pressed), and Retry under a failed turn names its request (which mus
 the adventure running where it is pressed, never played), so both keep working under old
 turns. A ``custom_id`` is whatever the client sends: the engine checks every id in it. A press
 in an archived thread reopens it, and the bot's permissions there are checked, before it is
-answered (``cogs.preflight.Preflighted``).
+answered (``cogs.ui.preflight.Preflighted``).
 """
 
 from __future__ import annotations
@@ -21,16 +21,14 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import discord
 
-from cogs.acting import ActButton, action_buttons
-from cogs.bot_permissions import Does
-from cogs.context import actor_of, channel_id_of
-from cogs.insights import ReasoningButton, show_insights_safely
-from cogs.operators import refused_as_blocked
-from cogs.pages import ListPageButton
-from cogs.preflight import Preflighted
-from cogs.replies import defer_request, reply
-from cogs.rounds import CloseButton
-from cogs.suggestions import SuggestionButton, suggestion_buttons
+from cogs.ui.acting import action_buttons
+from cogs.ui.bot_permissions import Does
+from cogs.ui.gate import refused_as_blocked
+from cogs.ui.insights import show_insights_safely
+from cogs.ui.interaction import actor_of, channel_id_of
+from cogs.ui.preflight import Preflighted
+from cogs.ui.replies import defer_request, reply
+from cogs.ui.suggestion_buttons import suggestion_buttons
 from engine.platform.sanitise import BIG_ID_MAX, ROW_ID_MAX, row_id
 from engine.story.actions import ActionType, PlayerAction
 
@@ -360,7 +358,7 @@ def turn_buttons(
 ) -> discord.ui.View:
     """The newest turn's buttons. Under a narrator turn (``node_id``): Retry, Undo and 🔍
     Insights too, and the take pager ‹ n/m › once it has more than one take. Last, Do, Say
-    and Story, each opening a form for an action (``cogs.acting``). Every story
+    and Story, each opening a form for an action (``cogs.ui.acting``). Every story
     button carries ``version``: pressed under an older turn, or twice, it changes nothing.
     Dynamic items only, so that sending the view stores nothing in discord.py's view store."""
     view = discord.ui.View(timeout=None)
@@ -382,7 +380,7 @@ def turn_buttons(
     for button in action_buttons(adventure_id):
         view.add_item(button)
     if node_id is not None:
-        # The turn's suggested actions, on a row of their own (``cogs.suggestions``).
+        # The turn's suggested actions, on a row of their own (``cogs.ui.suggestion_buttons``).
         for suggestion in suggestion_buttons(adventure_id, version, node_id, suggestions):
             view.add_item(suggestion)
     return view
@@ -392,20 +390,3 @@ def retry_button(request_id: int) -> discord.ui.View:
     view = discord.ui.View(timeout=None)
     view.add_item(RetryButton(request_id))
     return view
-
-
-DYNAMIC_ITEMS = (
-    ActButton,
-    CloseButton,
-    ContinueButton,
-    RetryButton,
-    InsightsButton,
-    ReasoningButton,
-    RetakeButton,
-    UndoButton,
-    RedoButton,
-    TakeButton,
-    ListPageButton,
-    TakeCounter,
-    SuggestionButton,
-)

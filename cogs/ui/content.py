@@ -8,7 +8,8 @@ loses its buttons. So every message goes out through here, in one of two ways:
 * **cut** (:func:`fit_text`, :func:`fit_embed`): text that is a view of something kept whole
   elsewhere (a quoted name, a turn's text kept in the story, a preview), cut with an ellipsis
   to the room Discord gives it;
-* **paged** (:func:`text_pages` here, ``cogs.pages`` for lists): text the player needs whole (their
+* **paged** (:func:`text_pages` here, ``cogs.ui.pages`` for lists): text the player needs whole
+  (their
   own action, a list), split into several messages or pages instead of cut.
 
 Lengths are counted in code points, as Discord counts them (and as ``len`` does).
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import discord
 
-from cogs.text_split import DISCORD_LIMIT, display_pieces
+from cogs.ui.text_split import DISCORD_LIMIT, display_pieces
 from engine.platform.sanitise import echo
 
 #: Message content (``resources/Message.md``, "Create Message": content up to 2000 characters).
@@ -44,7 +45,7 @@ def fit_text(text: str, limit: int = CONTENT_MAX) -> str:
 
 def text_pages(text: str, limit: int = CONTENT_MAX) -> list[str]:
     """Text the player needs whole, as the contents of consecutive messages: split at a
-    paragraph, line, sentence or word (``cogs.text_split``), nothing lost but whitespace at
+    paragraph, line, sentence or word (``cogs.ui.text_split``), nothing lost but whitespace at
     the cuts. At least one piece, even for an empty text."""
     return display_pieces(text, limit) or [text.strip()]
 

@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING, Any, cast
 
 import discord
 
-from cogs.content import fit_embed
-from cogs.context import channel_id_of
-from cogs.operators import refused_as_blocked
-from cogs.replies import reply
+from cogs.ui.content import fit_embed
+from cogs.ui.gate import refused_as_blocked
+from cogs.ui.interaction import channel_id_of
+from cogs.ui.replies import reply
 from engine.errors import CampfireError
 from engine.platform.sanitise import ROW_ID_MAX, echo, row_id
 

@@ -4,7 +4,7 @@ command and button.
 The operator is the Discord application's owner (``Client.is_owner``: discord.py asks Discord
 once, ``application_info``, and keeps the answer; a team's members all are) or a user named in
 ``CAMPFIRE_OPERATOR_IDS``. The block check runs in one helper, called before every command
-(``cogs.preflight.CampfireTree``) and every persistent button (the ``DynamicItem`` checks);
+(``cogs.ui.preflight.CampfireTree``) and every persistent button (the ``DynamicItem`` checks);
 whom it refuses is ``engine.people.access``'s rule.
 """
 
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import discord
 
-from cogs.context import actor_of
+from cogs.ui.interaction import actor_of
 from engine.errors import NotAllowed
 from engine.people.access import Actor
 

@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any, cast
 
 import discord
 
-from cogs.context import actor_of, channel_id_of
-from cogs.preflight import Preflighted
-from cogs.replies import defer_request, reply
+from cogs.ui.interaction import actor_of, channel_id_of
+from cogs.ui.preflight import Preflighted
+from cogs.ui.replies import defer_request, reply
 from engine.errors import CampfireError
 from engine.platform.sanitise import ROW_ID_MAX, row_id
 from engine.story.actions import ActionType, PlayerAction
@@ -105,7 +105,7 @@ class SuggestionButton(
         assert channel is not None and not isinstance(
             channel, discord.ForumChannel | discord.CategoryChannel
         )
-        # In rounds, the press answers the player and moves the round panel (cogs.rounds).
+        # In rounds, the press answers the player and moves the round panel (cogs.ui.round_panels).
         watched = bot.round_panels.watch(
             channel, events, interaction=interaction, actor=actor_of(interaction)
         )

@@ -8,7 +8,7 @@ import logging
 
 import discord
 
-from cogs.replies import reply
+from cogs.ui.replies import reply
 from engine.people.access import Actor
 
 log = logging.getLogger(__name__)

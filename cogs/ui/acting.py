@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any, cast
 
 import discord
 
-from cogs.context import actor_of, channel_id_of, runs_adventures
-from cogs.forms import FORM_TIMEOUT_S, TEXT_INPUT_MAX, on_form_error
-from cogs.preflight import Preflighted
-from cogs.replies import defer_request, reply
-from cogs.threads import adventures_in_threads
+from cogs.ui.forms import FORM_TIMEOUT_S, TEXT_INPUT_MAX, on_form_error
+from cogs.ui.interaction import actor_of, channel_id_of, runs_adventures
+from cogs.ui.preflight import Preflighted
+from cogs.ui.replies import defer_request, reply
+from cogs.ui.threads import adventures_in_threads
 from engine.people.access import OTHER_ADVENTURE
 from engine.platform.sanitise import ROW_ID_MAX, row_id
 from engine.story.actions import ActionType, PlayerAction
@@ -74,7 +74,7 @@ async def act_here(
         request_id=interaction.id,
         drawn_for=drawn_for,
     )
-    # In rounds, the submission answers the player and moves the round panel (cogs.rounds).
+    # In rounds, the submission answers the player and moves the round panel (cogs.ui.round_panels).
     channel = interaction.channel
     assert channel is not None and not isinstance(
         channel, discord.ForumChannel | discord.CategoryChannel
