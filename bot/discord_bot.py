@@ -119,7 +119,7 @@ class CampfireBot(commands.AutoShardedBot):
     async def setup_hook(self) -> None:
         from cogs.ui.discovery import extension_names, persistent_items
         from cogs.ui.narration import Narrator
-        from cogs.ui.streaming import RatePacer, process_budget
+        from cogs.ui.pacing import RatePacer, process_budget
 
         self.services = await build_services(self.settings)
         self.services.play.intake.observer = self.metrics

@@ -18,7 +18,7 @@ from cogs.ui.interaction import actor_of, channel_id_of, place_of
 from cogs.ui.threads import give_up_thread, open_adventure_thread
 from engine.library.formats.draft import QUESTIONS_PER_FORM, question_for
 from engine.platform.sanitise import echo
-from engine.play.service import StartPlan, ThreadAdventure
+from engine.play.answers import StartPlan, ThreadAdventure
 from engine.story.actions import ActionType
 
 if TYPE_CHECKING:

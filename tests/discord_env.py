@@ -19,7 +19,7 @@ from bot.config import load_settings
 from bot.discord_bot import CampfireBot
 from bot.standin import FakeDiscord, StandIn
 from bot.standin.harness import handler_tasks
-from bot.standin.world import FLAG_LOADING, InteractionRecord
+from bot.standin.records import FLAG_LOADING, InteractionRecord
 from tests.fakes.openai_server import FakeModelServer
 
 #: The per-channel message window of the tests' stand-in: Discord's 5 messages, in 0.5 s

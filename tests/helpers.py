@@ -70,7 +70,7 @@ async def leave_dead_turn(
     adventure's lease, claimed at ``clock()``. (The turn itself stores nothing until it
     completes, so there is no half-written turn.)"""
     from engine.platform.coordination.leases import TurnLeases
-    from engine.storage.models import RequestRecord
+    from engine.storage.coordination_models import RequestRecord
 
     async with db.session() as session, session.begin():
         session.add(

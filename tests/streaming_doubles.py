@@ -18,7 +18,8 @@ from typing import Any
 
 import discord
 
-from cogs.ui.streaming import RatePacer, StreamingMessage
+from cogs.ui.pacing import RatePacer
+from cogs.ui.streaming import StreamingMessage
 
 MARKER = " ▌"
 PER_CHANNEL = 5

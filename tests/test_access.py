@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from bot.standin.permissions import P_ADMINISTRATOR, P_MANAGE_MESSAGES
-from bot.standin.world import RoleRecord
+from bot.standin.records import RoleRecord
 from engine.errors import NotAllowed, NotFound, StoryMovedOn
 from engine.people.access import (
     Actor,
@@ -31,7 +31,8 @@ from engine.people.access import (
     may_start_with_scripts,
     may_steer,
 )
-from engine.storage.models import Adventure, RequestRecord, RewriteRight, Scenario
+from engine.storage.coordination_models import RequestRecord
+from engine.storage.models import Adventure, RewriteRight, Scenario
 from tests.discord_env import DiscordEnv, answered
 
 SERVER, OTHER_SERVER = 900, 901

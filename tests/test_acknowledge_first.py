@@ -18,7 +18,7 @@ from pathlib import Path
 from discord import app_commands
 
 from bot.standin import StandinFile
-from bot.standin.world import InteractionRecord, iter_components
+from bot.standin.records import InteractionRecord, iter_components
 from engine.people.profiles import CONTACT_INTERVAL_S
 from tests.discord_env import DiscordEnv
 from tests.fakes.openai_server import FakeModelServer, Reply

@@ -20,6 +20,7 @@ from engine.library.formats.strict_json import JsonCaps, load_json
 from engine.library.reading.errors import ImportRejected
 from engine.llm.providers.resolver import OperatorDefault
 from engine.people.access import Actor
+from engine.storage.memory_models import Memory
 from engine.storage.models import (
     ActionType,
     Adventure,
@@ -27,7 +28,6 @@ from engine.storage.models import (
     AdventureScript,
     Branch,
     Character,
-    Memory,
     Role,
     SavePoint,
     StoryNode,

@@ -11,14 +11,9 @@ import json
 from sqlalchemy import func, select
 
 from bot.standin import StandinFile
-from bot.standin.world import InteractionRecord, MessageRecord, iter_components
-from engine.storage.models import (
-    Adventure,
-    AdventureScript,
-    RequestRecord,
-    ScenarioScript,
-    StoryNode,
-)
+from bot.standin.records import InteractionRecord, MessageRecord, iter_components
+from engine.storage.coordination_models import RequestRecord
+from engine.storage.models import Adventure, AdventureScript, ScenarioScript, StoryNode
 from tests.discord_env import DiscordEnv
 from tests.fakes.openai_server import Reply
 from tests.test_scenario_commands import attachment

@@ -7,7 +7,7 @@ from __future__ import annotations
 from sqlalchemy import func, select
 from sqlmodel import col
 
-from bot.standin.world import MessageRecord
+from bot.standin.records import MessageRecord
 from engine.storage.models import Adventure, StoryNode
 from tests.discord_env import DiscordEnv, answered
 from tests.fakes.openai_server import FakeModelServer

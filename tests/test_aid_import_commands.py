@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from bot.standin import StandinFile
-from bot.standin.world import iter_components
+from bot.standin.records import iter_components
 from tests.discord_env import campfire_on_standin
 from tests.test_aid_import import OLD_LIST
 from tests.test_scenario_commands import answer, imported_titles

@@ -13,10 +13,11 @@ from sqlmodel import col
 
 from engine.library.scripting.hooks import ScriptStopped
 from engine.llm.providers.resolver import OperatorDefault
+from engine.prompt.inputs import ContextInputs, HistoryEntry
 from engine.storage.models import ActionType, AdventureCard, StoryNode
 from engine.story.line.read import state_before_of
 from engine.story.snapshots import restore
-from engine.turns.context import ContextEngine, ContextInputs, HistoryEntry
+from engine.turns.context import ContextEngine
 from engine.turns.engine import TurnEngine
 from tests.helpers import new_adventure, node_count, play
 from tests.test_scripting_turns import (

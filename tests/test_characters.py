@@ -12,7 +12,7 @@ from sqlalchemy import select
 from engine.errors import InvalidInput, NotAllowed
 from engine.people.access import Actor, may_set_character
 from engine.people.accounts import touch_server
-from engine.prompt.inputs import PARTY_RULE
+from engine.prompt.inputs import PARTY_RULE, ContextInputs
 from engine.storage.database import Database
 from engine.storage.models import Adventure, Character
 from engine.story.characters import (
@@ -25,7 +25,7 @@ from engine.story.characters import (
     clean_name,
     display_label,
 )
-from engine.turns.context import ContextEngine, ContextInputs
+from engine.turns.context import ContextEngine
 from tests.helpers import add_users, new_adventure
 
 SERVER = 77

@@ -14,23 +14,15 @@ from sqlalchemy.orm import undefer
 from engine.library.knowledge.prompt import KNOWLEDGE_RULE
 from engine.llm.providers.resolver import OperatorDefault
 from engine.prompt.cards import Card
+from engine.prompt.inputs import ContextInputs, HistoryEntry, reattach_state_block
 from engine.prompt.report import ContextReport
+from engine.prompt.sections import authors_note_line, output_hint, output_words
 from engine.prompt.tokens import count_tokens
-from engine.storage.models import ActionType, Adventure, AdventureCard, Memory, Role, StoryNode
+from engine.storage.memory_models import Memory
+from engine.storage.models import ActionType, Adventure, AdventureCard, Role, StoryNode
 from engine.story.line.read import line_length, line_window
 from engine.story.memory.retrieval import MemoryRetriever
-from engine.turns.context import (
-    ANCHOR_STEP,
-    CONTINUE_CUE,
-    HEADINGS,
-    ContextEngine,
-    ContextInputs,
-    HistoryEntry,
-    authors_note_line,
-    output_hint,
-    output_words,
-    reattach_state_block,
-)
+from engine.turns.context import ANCHOR_STEP, CONTINUE_CUE, HEADINGS, ContextEngine
 from engine.turns.engine import TurnEngine
 from tests.benchmarks.bench_context import seed_adventure
 from tests.helpers import new_adventure, node_count, play

@@ -21,8 +21,10 @@ from engine.platform.coordination.leases import TurnLeases
 from engine.platform.coordination.per_process import PER_PROCESS
 from engine.platform.queue import AdventureQueue
 from engine.play.service import PlayService
+from engine.storage.coordination_models import RequestRecord
 from engine.storage.database import Database
-from engine.storage.models import ActionType, Memory, RequestRecord, Role, StoryNode, utcnow
+from engine.storage.memory_models import Memory
+from engine.storage.models import ActionType, Role, StoryNode, utcnow
 from engine.story.actions import PlayerAction
 from engine.story.memory.writer import MemoryWriter
 from engine.turns.engine import TurnEngine

@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import select
 from sqlmodel import col
 
-from bot.standin.world import MessageRecord, iter_components
+from bot.standin.records import MessageRecord, iter_components
 from cogs.play import ACTION_LIMIT
 from cogs.ui.content import EMBEDS_TOTAL_MAX, fit_embed, fit_text, text_pages
 from engine.people.access import OTHER_ADVENTURE, Actor

@@ -16,7 +16,7 @@ from sqlalchemy import select
 from sqlmodel import col
 
 from bot.standin import MessageRecord
-from cogs.ui.streaming import RatePacer
+from cogs.ui.pacing import RatePacer
 from cogs.ui.text_split import display_pieces
 from engine.storage.models import Role, StoryNode
 from tests.discord_env import DiscordEnv

@@ -10,7 +10,7 @@ from sqlalchemy import func, select
 
 from bot.standin import StandinFile
 from bot.standin.permissions import P_MANAGE_THREADS
-from bot.standin.world import (
+from bot.standin.records import (
     GUILD_ANNOUNCEMENT,
     GUILD_FORUM,
     GUILD_MEDIA,

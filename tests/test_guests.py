@@ -16,16 +16,15 @@ from engine.people.access import Actor
 from engine.people.accounts import touch_server, touch_user
 from engine.people.guests import remove_departed_servers, remove_idle_guests
 from engine.people.profiles import CONTACT_INTERVAL_S, Profiles
+from engine.storage.memory_models import Memory, SummaryVersion
 from engine.storage.models import (
     Adventure,
     AdventureCard,
-    Memory,
     PartySeat,
     Role,
     Scenario,
     Server,
     StoryNode,
-    SummaryVersion,
     User,
     utcnow,
 )

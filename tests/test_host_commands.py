@@ -8,7 +8,8 @@ from __future__ import annotations
 from sqlalchemy import func, select
 from sqlmodel import col
 
-from engine.storage.models import Adventure, MutedPlayer, RequestRecord
+from engine.storage.coordination_models import RequestRecord
+from engine.storage.models import Adventure, MutedPlayer
 from tests.discord_env import DiscordEnv, answered
 
 

@@ -12,8 +12,8 @@ import time
 
 from sqlalchemy import func, select
 
+from engine.storage.coordination_models import RequestRecord
 from engine.storage.database import Database
-from engine.storage.models import RequestRecord
 from tests.discord_env import DiscordEnv
 
 

@@ -13,9 +13,9 @@ from engine.errors import CampfireError, NotFound
 from engine.platform.coordination.jobs import JobLease, JobLeases
 from engine.platform.coordination.leases import Lease, LeaseBusy, TurnLeases, as_utc
 from engine.platform.queue import AdventureQueue, QueueFull
+from engine.storage.coordination_models import JobLease as JobLeaseRow
+from engine.storage.coordination_models import TurnLease
 from engine.storage.database import Database
-from engine.storage.models import JobLease as JobLeaseRow
-from engine.storage.models import TurnLease
 from tests.helpers import new_adventure
 
 START = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)

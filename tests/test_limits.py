@@ -31,7 +31,9 @@ from engine.people.limits import (
 from engine.platform.coordination.leases import TurnLeases
 from engine.platform.queue import AdventureQueue
 from engine.play.service import PlayService
-from engine.storage.models import AdventureCard, RequestRecord, StoryNode, TokenUse, utcnow
+from engine.storage.coordination_models import RequestRecord
+from engine.storage.limit_models import TokenUse
+from engine.storage.models import AdventureCard, StoryNode, utcnow
 from engine.story.actions import ActionType, PlayerAction
 from engine.story.memory.bank import MemoryBank
 from engine.story.steering.cards import CardDraft, StoryCards

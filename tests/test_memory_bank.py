@@ -13,15 +13,8 @@ from engine.people.access import Actor
 from engine.people.accounts import touch_server, touch_user
 from engine.platform.coordination.jobs import JobLeases
 from engine.storage.database import Database
-from engine.storage.models import (
-    ActionType,
-    Adventure,
-    Memory,
-    MemoryOrigin,
-    Server,
-    StoryNode,
-    SummaryVersion,
-)
+from engine.storage.memory_models import Memory, MemoryOrigin, SummaryVersion
+from engine.storage.models import ActionType, Adventure, Server, StoryNode
 from engine.story.line.positions import LinePositions, line_positions, story_cut_back
 from engine.story.memory.bank import MemoryBank, enforce_capacity
 from engine.story.memory.cadence import MEMORY_CADENCE, SUMMARY_CADENCE, Cadence

@@ -7,7 +7,9 @@ import asyncio
 
 from sqlalchemy import func, select
 
-from engine.storage.models import Memory, RequestRecord, StoryNode, User
+from engine.storage.coordination_models import RequestRecord
+from engine.storage.memory_models import Memory
+from engine.storage.models import StoryNode, User
 from engine.story.memory.cadence import Cadence
 from tests.discord_env import DiscordEnv
 from tests.fakes.openai_server import Reply

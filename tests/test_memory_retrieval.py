@@ -12,7 +12,8 @@ from engine.llm.providers.embeddings import EmbeddingClient
 from engine.llm.providers.resolver import OperatorDefault
 from engine.llm.retrieval.lexical import query_terms
 from engine.llm.retrieval.semantic import CALIBRATION, SemanticIndex, calibrated_floor
-from engine.storage.models import ActionType, Adventure, Memory
+from engine.storage.memory_models import Memory
+from engine.storage.models import ActionType, Adventure
 from engine.story.memory.retrieval import MemoryRetriever
 from engine.story.memory.writer import MemoryWriter
 from engine.turns.context import ContextEngine

@@ -22,7 +22,7 @@ from sqlmodel import col
 
 from engine.llm.providers.embeddings import EmbeddingClient
 from engine.llm.retrieval.semantic import to_bytes
-from engine.storage.models import Memory
+from engine.storage.memory_models import Memory
 from engine.story.memory.retrieval import MemoryRetriever, Retrieval
 from tests.benchmarks.bench_context import ACTION, narration, seed_adventure
 from tests.fakes.openai_server import fake_embedding

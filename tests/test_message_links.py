@@ -11,7 +11,7 @@ import pytest
 
 from bot.standin.faults import MISSING_PERMISSIONS, DiscordError
 from bot.standin.interactions import StandinFile
-from cogs.ui import narration
+from cogs.ui import head_moves
 from cogs.ui.earlier_messages import message_at
 from engine.storage.models import StoryMessage
 from tests.discord_env import DiscordEnv, campfire_on_standin, crash, restarted
@@ -174,7 +174,7 @@ async def test_a_message_deleted_in_discord_is_forgotten(env, fake_model):
 
 async def test_many_undone_turns_are_not_all_marked_at_once(env, fake_model, monkeypatch):
     # Two messages a move here (a turn's worth), so that three turns undone at once are more.
-    monkeypatch.setattr(narration, "EDITS_PER_MOVE", 2)
+    monkeypatch.setattr(head_moves, "EDITS_PER_MOVE", 2)
     thread = await env.start_thread()
     fake_model.queue("At camp.", "Turn 1.", "Turn 2.")
     await act(env, thread, "camp")

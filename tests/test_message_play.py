@@ -11,7 +11,7 @@ import pytest
 
 from bot.standin import FakeDiscord
 from bot.standin.gateway import INTENT_MESSAGE_CONTENT
-from bot.standin.world import InteractionRecord
+from bot.standin.records import InteractionRecord
 from engine.play.message_actions import message_action
 from engine.story.actions import ActionType
 from tests.discord_env import DiscordEnv, campfire_on_standin

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cogs.ui.streaming import Priority, RatePacer, process_budget
+from cogs.ui.pacing import Priority, RatePacer, process_budget
 
 
 class FakeClock:

@@ -15,7 +15,8 @@ from engine.people.profiles import Profiles
 from engine.platform.coordination.leases import TurnLeases
 from engine.platform.queue import AdventureQueue
 from engine.play.service import PlayService
-from engine.storage.models import ActionType, RequestRecord, StoryNode, User, utcnow
+from engine.storage.coordination_models import RequestRecord
+from engine.storage.models import ActionType, StoryNode, User, utcnow
 from engine.story.actions import PlayerAction
 from engine.turns import engine as turns_engine
 from engine.turns.engine import TurnEngine

@@ -10,7 +10,8 @@ import logging
 import pytest
 from sqlalchemy import func, select
 
-from engine.storage.models import RequestRecord, Role, StoryNode
+from engine.storage.coordination_models import RequestRecord
+from engine.storage.models import Role, StoryNode
 from tests.discord_env import DiscordEnv, campfire_on_standin
 from tests.fakes.openai_server import Reply
 

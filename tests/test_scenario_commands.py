@@ -9,7 +9,7 @@ from pathlib import Path
 from sqlalchemy import func, select
 
 from bot.standin import StandinFile
-from bot.standin.world import InteractionRecord, RoleRecord, iter_components
+from bot.standin.records import InteractionRecord, RoleRecord, iter_components
 from engine.storage.models import Adventure, Scenario, StoryNode
 from tests.discord_env import DiscordEnv
 

@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import select
 
 from bot.standin.interactions import StandinFile
-from bot.standin.world import InteractionRecord
+from bot.standin.records import InteractionRecord
 from engine.storage.models import Adventure, AdventureScript
 from tests.discord_env import DiscordEnv
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from sqlalchemy import select
 
-from bot.standin.world import InteractionRecord, iter_components
+from bot.standin.records import InteractionRecord, iter_components
 from engine.people.access import Actor
 from engine.storage.models import Adventure, AdventureCard
 from engine.story.steering.cards import CardDraft

@@ -13,22 +13,22 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlmodel import SQLModel
 
+import engine.storage.tables  # noqa: F401  (every table on the metadata compared)
 from engine.library.scenarios.start import start_adventure
 from engine.people.accounts import touch_server, touch_user
+from engine.storage.coordination_models import RequestRecord, TurnLease
 from engine.storage.database import Database, alembic_config, described_by_models
 from engine.storage.dialect import is_busy
+from engine.storage.memory_models import Memory
 from engine.storage.models import (
     Adventure,
     AdventureCard,
     Branch,
-    Memory,
-    RequestRecord,
     Scenario,
     ScenarioCard,
     Server,
     StoryNode,
     Take,
-    TurnLease,
     User,
 )
 from tests.helpers import node_count

@@ -298,7 +298,8 @@ async def test_world_state_and_story_events_share_one_block(db, engine, story, f
 async def test_an_adventure_file_carries_the_state_and_a_crafted_one_is_cleaned(
     db, engine, tree, story, fake_model
 ):
-    from engine.library.formats.adventure import export_adventure, parse_adventure, write_adventure
+    from engine.library.formats.adventure import parse_adventure, write_adventure
+    from engine.library.formats.adventure_export import export_adventure
     from engine.library.formats.draft import ImportLimits
 
     adventure_id = await tracked(db, story)

@@ -13,15 +13,8 @@ from engine.errors import InvalidInput, ModelError, NotAllowed, NotFound, StoryM
 from engine.llm.providers.resolver import OperatorDefault
 from engine.people.access import Actor
 from engine.people.accounts import touch_server, touch_user
-from engine.storage.models import (
-    ActionType,
-    Adventure,
-    Branch,
-    Memory,
-    SavePoint,
-    StoryNode,
-    Take,
-)
+from engine.storage.memory_models import Memory
+from engine.storage.models import ActionType, Adventure, Branch, SavePoint, StoryNode, Take
 from engine.story.actions import PlayerAction
 from engine.story.line.read import line_tail, line_window, state_before_of
 from engine.story.tree import StoryTree

@@ -12,7 +12,8 @@ from sqlmodel import col
 from engine.llm.providers.resolver import OperatorDefault
 from engine.people.accounts import touch_user
 from engine.platform.coordination.leases import TurnLeases
-from engine.storage.models import ActionType, Adventure, RequestRecord, Role, StoryNode, utcnow
+from engine.storage.coordination_models import RequestRecord
+from engine.storage.models import ActionType, Adventure, Role, StoryNode, utcnow
 from engine.story.actions import PlayerAction
 from engine.turns.engine import TurnEngine
 from tests.helpers import leave_dead_turn, new_adventure

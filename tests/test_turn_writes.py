@@ -11,7 +11,7 @@ import asyncio
 from sqlalchemy import select
 from sqlmodel import col
 
-from engine.storage.models import Memory
+from engine.storage.memory_models import Memory
 from tests.discord_env import DiscordEnv
 from tests.fakes.openai_server import Reply
 from tests.test_steering_commands import adventure_here

@@ -10,9 +10,10 @@ from sqlalchemy import func, select
 
 from engine.people.accounts import touch_user
 from engine.storage import database as database_module
+from engine.storage.coordination_models import RequestRecord
 from engine.storage.database import Database
 from engine.storage.dialect import WriteGateTimeout, is_busy
-from engine.storage.models import RequestRecord, User
+from engine.storage.models import User
 from engine.storage.write_gate import WriteGate
 from tests.discord_env import answered
 

@@ -38,7 +38,7 @@ from bot.console.place import (
 from bot.console.screen import Screen
 from bot.discord_bot import CampfireBot
 from bot.standin import StandIn, StandinFile
-from bot.standin.world import InteractionRecord
+from bot.standin.records import InteractionRecord
 from engine.errors import CampfireError
 
 INTRO = """\

@@ -21,8 +21,8 @@ from .faults import (
 )
 from .harness import StandIn
 from .interactions import StandinFile
+from .records import AttachmentRecord, InteractionRecord, MessageRecord
 from .server import FakeDiscord, RequestRecord
-from .world import AttachmentRecord, InteractionRecord, MessageRecord
 
 __all__ = [
     "INTERNAL_SERVER_ERROR",

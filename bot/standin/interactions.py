@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .limits import UPLOAD_FILE_MAX
-from .world import DM, InteractionRecord, MessageRecord, iter_components
+from .records import DM, InteractionRecord, MessageRecord, iter_components
 
 if TYPE_CHECKING:
     import discord

@@ -26,8 +26,8 @@ from aiohttp import web
 
 from . import limits
 from .permissions import P_MANAGE_CHANNELS, P_MANAGE_THREADS, P_SEND_IN_THREADS, P_VIEW_CHANNEL
+from .records import DM, ChannelRecord
 from .rest import error_response, json_response, read_body
-from .world import DM, ChannelRecord
 
 if TYPE_CHECKING:
     from .server import FakeDiscord

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from . import limits
+from .records import FLAG_EPHEMERAL, FLAG_LOADING, InteractionRecord, MessageRecord
 from .rest import error_response, json_response, read_body
-from .world import FLAG_EPHEMERAL, FLAG_LOADING, InteractionRecord, MessageRecord
 
 if TYPE_CHECKING:
     from .routes_messages import MessageRoutes

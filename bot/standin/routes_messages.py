@@ -22,8 +22,7 @@ from .permissions import (
     P_SEND_MESSAGES,
     P_VIEW_CHANNEL,
 )
-from .rest import FileUpload, error_response, json_response, read_body
-from .world import (
+from .records import (
     ANNOUNCEMENT_THREAD,
     DM,
     FLAG_EPHEMERAL,
@@ -34,6 +33,7 @@ from .world import (
     PUBLIC_THREAD,
     MessageRecord,
 )
+from .rest import FileUpload, error_response, json_response, read_body
 
 #: Which threads each channel type may hold, started from the API (discord-api-docs, Threads:
 #: "GUILD_TEXT channels create PUBLIC_THREAD and GUILD_ANNOUNCEMENT channels create

@@ -25,12 +25,13 @@ from .faults import Faults
 from .gateway import Gateway
 from .interactions import InteractionDriver
 from .ratelimits import CHANNEL_LIMIT, CHANNEL_PERIOD, GLOBAL_LIMIT, GLOBAL_PERIOD, RateLimiter
+from .records import GUILD_TEXT, InteractionRecord, MessageRecord
 from .rest import API_PREFIX, Handler, error_response
 from .routes_channels import ChannelRoutes
 from .routes_commands import DAILY_COMMAND_CREATES, DAY_S, CommandRoutes
 from .routes_interactions import ACK_DEADLINE_S, TOKEN_LIFETIME_S, InteractionRoutes
 from .routes_messages import MessageRoutes
-from .world import GUILD_TEXT, InteractionRecord, MessageRecord, World
+from .world import World
 
 if TYPE_CHECKING:
     import discord

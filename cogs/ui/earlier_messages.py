@@ -34,7 +34,7 @@ from cogs.ui.bot_permissions import is_final_refusal
 from engine.play.message_links import MessageLink, MessageLinks
 
 if TYPE_CHECKING:
-    from cogs.ui.streaming import RatePacer
+    from cogs.ui.pacing import RatePacer
 
 log = logging.getLogger(__name__)
 

@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING
 import discord
 
 if TYPE_CHECKING:
-    from cogs.ui.streaming import RatePacer
-    from engine.play.service import ThreadAdventure
+    from cogs.ui.pacing import RatePacer
+    from engine.play.answers import ThreadAdventure
 
 log = logging.getLogger(__name__)
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from engine.errors import InvalidInput
 from engine.library.formats import adventure as adventure_file
+from engine.library.formats.adventure_export import export_adventure
 from engine.library.formats.draft import ImportLimits
 from engine.library.formats.strict_json import MAX_ARRAY_ITEMS, JsonCaps, load_json
 from engine.library.reading.errors import ImportRejected
@@ -80,7 +81,7 @@ class AdventureArchive:
         else the file has no scripts, and says which it left out."""
         async with self.db.session() as session:
             adventure = await adventure_here(session, channel_id, missing=NOTHING_TO_EXPORT)
-            raw = await adventure_file.export_adventure(session, adventure)
+            raw = await export_adventure(session, adventure)
         left_out: tuple[str, ...] = ()
         if raw["scripts"] and not may_read_scripts(adventure, actor):
             left_out = tuple(script["name"] for script in raw["scripts"])

@@ -9,10 +9,7 @@ from alembic import context
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlmodel import SQLModel
 
-import engine.storage.chapter_models  # noqa: F401  (the chapters' tables, kept apart)
-import engine.storage.models  # noqa: F401  (registers the tables on SQLModel.metadata)
-import engine.storage.play_models  # noqa: F401  (the authored-play helpers' tables)
-import engine.storage.story_state_models  # noqa: F401
+import engine.storage.tables  # noqa: F401  (registers every table on SQLModel.metadata)
 from engine.storage.database import described_by_models
 
 config = context.config

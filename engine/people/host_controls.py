@@ -28,14 +28,7 @@ from engine.people.access import (
     muting_of,
 )
 from engine.people.accounts import touch_actor
-from engine.storage.models import (
-    Adventure,
-    MutedPlayer,
-    RewriteRight,
-    RoundAction,
-    TurnMode,
-    User,
-)
+from engine.storage.models import Adventure, MutedPlayer, RewriteRight, RoundAction, TurnMode, User
 
 __all__ = ["HostChange", "HostControls", "HostSettings", "RewriteRight", "TurnMode"]
 

@@ -50,20 +50,12 @@ from engine.people.access import Actor
 from engine.people.accounts import touch_user
 from engine.platform.coordination.leases import as_utc
 from engine.platform.events import Usage
+from engine.storage.coordination_models import RequestRecord
 from engine.storage.database import Database
 from engine.storage.dialect import insert_for, locked_read
-from engine.storage.models import (
-    Adventure,
-    AdventureCard,
-    Cooldown,
-    LimitEvent,
-    Memory,
-    RequestRecord,
-    Scenario,
-    StoryNode,
-    TokenUse,
-    utcnow,
-)
+from engine.storage.limit_models import Cooldown, LimitEvent, TokenUse
+from engine.storage.memory_models import Memory
+from engine.storage.models import Adventure, AdventureCard, Scenario, StoryNode, utcnow
 
 MINUTE = timedelta(minutes=1)
 DAY = timedelta(days=1)

@@ -36,17 +36,9 @@ from engine.errors import NotFound, PlayerDeleted
 from engine.people.accounts import touch_server, touch_user
 from engine.platform.coordination.request_status import QUEUED, RUNNING
 from engine.storage.changes import rows_changed
+from engine.storage.coordination_models import RequestRecord, TurnLease
 from engine.storage.dialect import locked_read
-from engine.storage.models import (
-    Adventure,
-    RequestRecord,
-    Scenario,
-    Server,
-    StoryNode,
-    TurnLease,
-    User,
-    utcnow,
-)
+from engine.storage.models import Adventure, Scenario, Server, StoryNode, User, utcnow
 
 if TYPE_CHECKING:
     from engine.people.access import Actor

@@ -18,17 +18,9 @@ from engine.people.access import Actor, check_may_operate
 from engine.platform.coordination.leases import FREE
 from engine.platform.coordination.request_status import QUEUED, RUNNING
 from engine.platform.queue import AdventureQueue
+from engine.storage.coordination_models import RequestRecord, TurnLease
 from engine.storage.database import Database
-from engine.storage.models import (
-    Adventure,
-    Block,
-    RequestRecord,
-    Role,
-    Server,
-    StoryNode,
-    TurnLease,
-    utcnow,
-)
+from engine.storage.models import Adventure, Block, Role, Server, StoryNode, utcnow
 
 
 @dataclass(frozen=True, slots=True)

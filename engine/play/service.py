@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -51,17 +51,10 @@ from engine.people.limits import UsageLimits
 from engine.people.party import back_on_act
 from engine.platform.coordination.leases import TurnLeases
 from engine.platform.queue import AdventureQueue
+from engine.play.answers import AdventureRef, StartedAdventure, StartPlan, ThreadAdventure
+from engine.storage.coordination_models import RequestRecord
 from engine.storage.database import Database
-from engine.storage.models import (
-    ActionType,
-    Adventure,
-    RequestRecord,
-    Scenario,
-    StoryNode,
-    TurnMode,
-    User,
-    utcnow,
-)
+from engine.storage.models import ActionType, Adventure, Scenario, StoryNode, TurnMode, User, utcnow
 from engine.story.actions import PlayerAction, format_action
 from engine.story.characters import acting_name
 from engine.story.line.read import line_tail
@@ -83,50 +76,6 @@ from engine.turns.plan import Fence
 from engine.turns.requests import RETRY_PAYLOAD, RequestLog
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class StartedAdventure:
-    adventure_id: int
-    title: str
-    icon: str
-    opening: str
-    version: int
-    #: The opening's story node (the root of the tree), so its message can take buttons again.
-    opening_node_id: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class StartPlan:
-    """What /start must ask before starting a scenario: a choice among its options, or the
-    answers to its ``${placeholders}`` (all of them, asked five to a form)."""
-
-    scenario_id: int
-    title: str
-    icon: str
-    intro: str  # a menu scenario's own prompt, shown above its options
-    options: list[tuple[str, str]]  # (label, scenario id)
-    placeholders: list[str]
-    #: The title of the adventure running where it would start, which starting ends (None:
-    #: nothing runs there).
-    replaces: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class AdventureRef:
-    adventure_id: int
-    title: str
-    version: int
-
-
-@dataclass(frozen=True, slots=True)
-class ThreadAdventure:
-    """An adventure running in a thread opened for it from a channel."""
-
-    adventure_id: int
-    title: str
-    icon: str
-    thread_id: int
 
 
 #: How many of a channel's thread adventures ``adventures_from`` names at most.

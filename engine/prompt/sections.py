@@ -9,10 +9,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from engine.prompt.inputs import Retrieved
+from engine.prompt.cards import Card, match_cards
+from engine.prompt.inputs import ContextInputs, HistoryEntry, Retrieved
 from engine.prompt.report import ItemReport, SectionReport
 from engine.prompt.tokens import count_tokens
 
+#: The story's window starts at a multiple of this many entries in the prefix-stable layout
+#: (``engine.turns.context``), so it keeps its start for that many turns.
+ANCHOR_STEP = 8
 #: Below this many words the length hint is left out.
 MIN_HINT_WORDS = 40
 
@@ -146,3 +150,113 @@ def output_hint(words: int) -> str:
 
 def authors_note_line(note: str) -> str:
     return f"[Author's note: {note}]"
+
+
+def history_section(
+    inputs: ContextInputs,
+    kept: list[tuple[HistoryEntry, str, int]],
+    text: str,
+    used: int,
+    truncated: bool,
+    over: bool,
+    capped: bool,
+    cap: int,
+    prefix_stable: bool,
+) -> Section:
+    """The story's section with its report: which entries went in (``kept``, oldest first, with
+    their text and cost), which were left out, and why: the entry ``cap``, or the window's start
+    when the layout is ``prefix_stable``."""
+    entries = [entry for entry in inputs.history if entry.text.strip()]
+    # Blank entries (an opening a scenario left empty, a narration a script hid with
+    # whitespace) are not story: none is "left out", nor counted as an entry.
+    first_kept = kept[0][0].index if kept else None
+    blank = [entry.index for entry in inputs.history if not entry.text.strip()]
+    blank_older = sum(1 for index in blank if first_kept is None or index < first_kept)
+    if inputs.line_length is not None:
+        # Entries of a line are numbered from 0, so the oldest one kept has this many
+        # before it.
+        total = inputs.line_length - len(blank)
+        older = (first_kept if first_kept is not None else inputs.line_length) - blank_older
+    else:
+        total = len(entries)
+        older = len(entries) - len(kept)
+    items: list[ItemReport] = []
+    whole = [] if truncated else kept  # a truncated entry is the only one kept
+    if whole:
+        first, last = whole[0][0].index, whole[-1][0].index
+        span = f"entry {first}" if first == last else f"entries {first}–{last}"
+        items.append(
+            ItemReport(
+                label=f"{entries_label(len(whole))} ({span})",
+                tokens=sum(cost for _, _, cost in whole),
+                included=True,
+                reason="kept though over the budget" if over else "newest first",
+            )
+        )
+    if truncated:
+        entry, _, cost = kept[-1]
+        items.append(
+            ItemReport(f"entry {entry.index}", cost, included=True, reason="truncated to fit")
+        )
+    if older:
+        if capped:
+            why = f"past the {cap}-entry cap"
+        elif prefix_stable and kept and kept[0][0].index % ANCHOR_STEP == 0:
+            why = f"no room left, or before the window's start (it moves {ANCHOR_STEP} at a time)"
+        else:
+            why = "no room left"
+        items.append(
+            ItemReport(
+                f"{older} older {'entry' if older == 1 else 'entries'}",
+                0,
+                included=False,
+                reason=why,
+            )
+        )
+    return Section(
+        "history",
+        "Recent story",
+        text,
+        used + (count_tokens(HEADINGS["history"]) if text else 0),
+        f"{len(kept)} of {total} entries, newest first",
+        items=items,
+        truncated=truncated,
+    )
+
+
+def cards_section(cards: Sequence[Card], window: str, cap: int, share: float) -> Section | None:
+    """The story cards the recent story calls for, always-on ones first, within ``cap`` tokens
+    (``share`` of the room left, named in the reason a card is left out)."""
+    if not cards:
+        return None
+    matches = match_cards(cards, window)
+    # Always-on cards claim the budget first, then triggered ones in the cards' order;
+    # what fits is shown in the cards' order (stable across turns, for prefix caching).
+    ranked = sorted(range(len(matches)), key=lambda i: not matches[i].card.always_on)
+    heading = count_tokens(HEADINGS["story_cards"])
+    over = f"over the {round(share * 100)}% card budget"
+    used = 0
+    items: list[ItemReport | None] = [None] * len(matches)
+    for i in ranked:
+        match = matches[i]
+        cost = count_tokens(match.card.entry.strip())
+        extra = cost + (heading if not used else 0)
+        fits = used + extra <= cap
+        if fits:
+            used += extra
+        items[i] = ItemReport(
+            label=match.card.title or first_words(match.card.entry),
+            tokens=cost,
+            included=fits,
+            reason=match.reason if fits else f"{over} ({match.reason})",
+        )
+    reported = [item for item in items if item is not None]
+    body = "\n".join(
+        m.card.entry.strip() for m, item in zip(matches, reported, strict=True) if item.included
+    )
+    included = sum(item.included for item in reported)
+    reason = f"{len(matches)} of {len(cards)} cards triggered or always on"
+    if included < len(matches):
+        reason += f"; {len(matches) - included} left out"
+    text = f"{HEADINGS['story_cards']}\n{body}" if included else ""
+    return Section("story_cards", "Story cards", text, used, reason, items=reported)

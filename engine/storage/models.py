@@ -11,7 +11,7 @@ turns never names them; they are read only for the one turn that needs them (Ins
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, ClassVar
 
@@ -19,7 +19,6 @@ from sqlalchemy import (
     JSON,
     BigInteger,
     Column,
-    Date,
     DateTime,
     ForeignKey,
     Index,
@@ -568,157 +567,3 @@ class SavePoint(SQLModel, table=True):
     name: str
     created_by: int | None = _fk("users.id", ondelete="SET NULL", big=True)
     created_at: datetime = _when()
-
-
-class MemoryOrigin(StrEnum):
-    STORY = "story"  # written by the memory bank from a stretch of the story
-    PLAYER = "player"  # added by a player with /memory add; never cut back with the story
-
-
-class Memory(SQLModel, table=True):
-    """A fact the story established, retrieved into later contexts.
-
-    Searched by words through a full-text index the models do not describe (an SQLite FTS5
-    table kept by triggers; on PostgreSQL a generated ``search_vector`` column with a GIN
-    index; migration 0006).
-    """
-
-    __tablename__: ClassVar[str] = "memories"
-    __mapper_args__ = _defer("embedding")
-
-    id: int | None = Field(default=None, primary_key=True)
-    adventure_id: int = _fk("adventures.id", ondelete="CASCADE", nullable=False)
-    text: str = _text()
-    origin: MemoryOrigin = Field(
-        default=MemoryOrigin.STORY,
-        sa_column=Column(String(16), nullable=False, server_default=MemoryOrigin.STORY.value),
-    )
-    # Node indexes of the stretch of story this memory sums up.
-    source_start: int = 0
-    source_end: int = 0
-    pinned: bool = False
-    forgotten: bool = False
-    use_count: int = 0
-    last_used_at: datetime | None = _when(nullable=True)
-    embedding: bytes | None = Field(default=None, sa_column=Column(LargeBinary))
-    embedding_model: str | None = None
-    embedding_dim: int | None = None
-    created_at: datetime = _when()
-
-
-class SummaryVersion(SQLModel, table=True):
-    """A story summary as it stood after a rewrite or an edit, and how far it reached.
-
-    The newest version is the adventure's ``story_summary``; the older ones let a cut-back
-    story (undo, a branch switch) get back the summary that did not yet know the cut turns.
-    """
-
-    __tablename__: ClassVar[str] = "summary_versions"
-
-    id: int | None = Field(default=None, primary_key=True)
-    adventure_id: int = _fk("adventures.id", ondelete="CASCADE", nullable=False)
-    text: str = _text()
-    #: The story position (actions) the summary covers; see engine.story.line.positions.
-    through: int = 0
-    created_at: datetime = _when()
-
-
-# --- coordination ------------------------------------------------------------------------------
-
-
-class TurnLease(SQLModel, table=True):
-    """Who is generating for an adventure right now. A row, so it holds across processes."""
-
-    __tablename__: ClassVar[str] = "turn_leases"
-
-    adventure_id: int = Field(
-        sa_column=Column(Integer, ForeignKey("adventures.id", ondelete="CASCADE"), primary_key=True)
-    )
-    holder: str
-    fencing_token: int = 0
-    expires_at: datetime = _when()
-    heartbeat_at: datetime = _when()
-
-
-class JobLease(SQLModel, table=True):
-    """Which process runs a background job now (``engine.platform.coordination.jobs``).
-
-    One row per job name, never deleted, so its fencing token only grows."""
-
-    __tablename__: ClassVar[str] = "job_leases"
-
-    name: str = Field(sa_column=Column(String(100), primary_key=True))
-    holder: str
-    fencing_token: int = 0
-    expires_at: datetime = _when()
-    # Asked for while it ran: the holder looks for work again before it lets go.
-    asked_again: bool = False
-
-
-class RequestRecord(SQLModel, table=True):
-    """One Discord interaction's request and result, so a repeat is answered, not re-run."""
-
-    __tablename__: ClassVar[str] = "request_records"
-
-    interaction_id: int = Field(sa_column=Column(BigInteger, primary_key=True, autoincrement=False))
-    adventure_id: int | None = _fk("adventures.id", ondelete="CASCADE")
-    user_id: int | None = _fk("users.id", ondelete="CASCADE", big=True)
-    payload_digest: str
-    # What was asked (an action's type and text), so a failed or interrupted turn can be retried.
-    payload: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
-    seen_version: int | None = None
-    # Pressed on a button drawn for ``seen_version`` (which acts once), not typed as a command.
-    from_button: bool = False
-    status: str = "pending"
-    result: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
-    created_at: datetime = _when()
-
-
-# --- the operator's budget and the rate limits (engine.people.limits) -----------------------------
-
-
-class TokenUse(SQLModel, table=True):
-    """Tokens used on the operator's model in one UTC day by a player or a server.
-
-    No foreign key: a player who deletes their data (/profile delete) does not get a fresh
-    day's budget with it; the row holds nothing but an id and two numbers, and is dropped the
-    next day (``engine.people.limits``)."""
-
-    __tablename__: ClassVar[str] = "token_use"
-
-    #: "user" or "server".
-    scope: str = Field(sa_column=Column(String(8), primary_key=True))
-    subject_id: int = Field(sa_column=Column(BigInteger, primary_key=True, autoincrement=False))
-    day: date = Field(sa_column=Column(Date, primary_key=True))
-    tokens: int = Field(default=0, sa_column=Column(BigInteger, nullable=False))
-    turns: int = 0
-
-
-class LimitEvent(SQLModel, table=True):
-    """One use of something limited per window (a /script test, an import), by a player."""
-
-    __tablename__: ClassVar[str] = "limit_events"
-    __table_args__ = (Index("ix_limit_events_user_kind_at", "user_id", "kind", "at"),)
-
-    id: int | None = Field(default=None, primary_key=True)
-    kind: str = Field(sa_column=Column(String(16), nullable=False))
-    user_id: int = Field(sa_column=Column(BigInteger, nullable=False))
-    at: datetime = _when()
-
-
-class Cooldown(SQLModel, table=True):
-    """A player's refusals by the rate limits: the later ones in a row lengthen the wait."""
-
-    __tablename__: ClassVar[str] = "limit_cooldowns"
-
-    user_id: int = Field(sa_column=Column(BigInteger, primary_key=True, autoincrement=False))
-    #: Refusals in a row, each within ``engine.people.limits.STRIKE_WINDOW`` of the one before.
-    strikes: int = 0
-    last_strike_at: datetime = _when()
-    #: Nothing rate-limited is played for the player before this.
-    until: datetime = _when()
-
-
-# The knowledge library's tables live in a module of their own; imported here so that they are
-# on the metadata wherever the models are.
-from engine.storage import knowledge_models as _knowledge_models  # noqa: E402, F401

@@ -41,15 +41,7 @@ from engine.people.party import (
 )
 from engine.platform.sanitise import sanitise
 from engine.storage.database import Database
-from engine.storage.models import (
-    Adventure,
-    Character,
-    MutedPlayer,
-    Role,
-    RoundAction,
-    User,
-    utcnow,
-)
+from engine.storage.models import Adventure, Character, MutedPlayer, Role, RoundAction, User, utcnow
 from engine.story.line.read import line_tail
 
 NAME_MAX = 40

@@ -54,9 +54,7 @@ from engine.llm.providers.base import ChatMessage
 from engine.llm.retrieval.retriever import CountsUse, Found, Retriever
 from engine.prompt.cards import (
     DEFAULT_SCAN_ENTRIES,
-    Card,
     load_context_cards,
-    match_cards,
     scan_text,
 )
 from engine.prompt.inputs import (
@@ -65,21 +63,18 @@ from engine.prompt.inputs import (
     NARRATOR_PROMPT,
     PARTY_RULE,
     BuiltContext,
-    ContextBuilder,
     ContextInputs,
     HistoryEntry,
-    reattach_state_block,
-    state_block_of,
-    with_state_block,
 )
-from engine.prompt.report import ContextReport, ItemReport
+from engine.prompt.report import ContextReport
 from engine.prompt.sections import (
+    ANCHOR_STEP,
     HEADINGS,
     Section,
     authors_note_line,
     block,
-    entries_label,
-    first_words,
+    cards_section,
+    history_section,
     listed,
     output_hint,
     output_words,
@@ -100,8 +95,6 @@ PARTY_SHARE = 0.10
 AUTHORS_NOTE_DEPTH = 3
 #: A hard cap on history entries, whatever their size.
 MAX_HISTORY_ENTRIES = 200
-#: In the prefix-stable layout, the history window's start moves this many entries at a time.
-ANCHOR_STEP = 8
 #: Sections that may change from one turn to the next (what retrievers found); the
 #: prefix-stable layout puts them after the story.
 TURN_BY_TURN = frozenset(("memories", "knowledge"))
@@ -309,7 +302,9 @@ class ContextEngine:
             inputs.action_text,
             self.scan_entries,
         )
-        cards = self._cards(inputs.cards, window, int(remainder * self.card_share))
+        cards = cards_section(
+            inputs.cards, window, int(remainder * self.card_share), self.card_share
+        )
         history_room = remainder - (cards.tokens if cards else 0)
         story = self._history(inputs, history_room, fixed)
 
@@ -489,41 +484,6 @@ class ContextEngine:
         tokens += count_tokens(HEADINGS["history"])
         return _Fixed(system, before, after, note, action, front, tail, tokens, words)
 
-    def _cards(self, cards: Sequence[Card], window: str, cap: int) -> Section | None:
-        if not cards:
-            return None
-        matches = match_cards(cards, window)
-        # Always-on cards claim the budget first, then triggered ones in the cards' order;
-        # what fits is shown in the cards' order (stable across turns, for prefix caching).
-        ranked = sorted(range(len(matches)), key=lambda i: not matches[i].card.always_on)
-        heading = count_tokens(HEADINGS["story_cards"])
-        over = f"over the {round(self.card_share * 100)}% card budget"
-        used = 0
-        items: list[ItemReport | None] = [None] * len(matches)
-        for i in ranked:
-            match = matches[i]
-            cost = count_tokens(match.card.entry.strip())
-            extra = cost + (heading if not used else 0)
-            fits = used + extra <= cap
-            if fits:
-                used += extra
-            items[i] = ItemReport(
-                label=match.card.title or first_words(match.card.entry),
-                tokens=cost,
-                included=fits,
-                reason=match.reason if fits else f"{over} ({match.reason})",
-            )
-        reported = [item for item in items if item is not None]
-        body = "\n".join(
-            m.card.entry.strip() for m, item in zip(matches, reported, strict=True) if item.included
-        )
-        included = sum(item.included for item in reported)
-        reason = f"{len(matches)} of {len(cards)} cards triggered or always on"
-        if included < len(matches):
-            reason += f"; {len(matches) - included} left out"
-        text = f"{HEADINGS['story_cards']}\n{body}" if included else ""
-        return Section("story_cards", "Story cards", text, used, reason, items=reported)
-
     def _history(self, inputs: ContextInputs, room: int, fixed: _Fixed) -> Section:
         entries = [entry for entry in inputs.history if entry.text.strip()]
         kept: list[tuple[HistoryEntry, str, int]] = []  # newest first
@@ -571,7 +531,17 @@ class ContextEngine:
             text = HEADINGS["history"] + "\n" + "\n\n".join(t for _, t, _ in kept) if kept else ""
             if fixed.note:
                 fixed.note.reason = "after the story (a layout the model reads on from)"
-            return self._history_section(inputs, kept, text, used, truncated, over, capped)
+            return history_section(
+                inputs,
+                kept,
+                text,
+                used,
+                truncated,
+                over,
+                capped,
+                self.max_history_entries,
+                self.prefix_stable,
+            )
 
         # The story, newest last; the author's note goes 3 entries from the end (counting the
         # new action), and the new action last.
@@ -589,76 +559,16 @@ class ContextEngine:
         if fixed.front:
             pieces.append(fixed.front.text)
         text = HEADINGS["history"] + "\n" + "\n\n".join(pieces) if pieces else ""
-        return self._history_section(inputs, kept, text, used, truncated, over, capped)
-
-    def _history_section(
-        self,
-        inputs: ContextInputs,
-        kept: list[tuple[HistoryEntry, str, int]],
-        text: str,
-        used: int,
-        truncated: bool,
-        over: bool,
-        capped: bool,
-    ) -> Section:
-        """The story's section with its report: which entries went in, which were left out."""
-        entries = [entry for entry in inputs.history if entry.text.strip()]
-        # Blank entries (an opening a scenario left empty, a narration a script hid with
-        # whitespace) are not story: none is "left out", nor counted as an entry.
-        first_kept = kept[0][0].index if kept else None
-        blank = [entry.index for entry in inputs.history if not entry.text.strip()]
-        blank_older = sum(1 for index in blank if first_kept is None or index < first_kept)
-        if inputs.line_length is not None:
-            # Entries of a line are numbered from 0, so the oldest one kept has this many
-            # before it.
-            total = inputs.line_length - len(blank)
-            older = (first_kept if first_kept is not None else inputs.line_length) - blank_older
-        else:
-            total = len(entries)
-            older = len(entries) - len(kept)
-        items: list[ItemReport] = []
-        whole = [] if truncated else kept  # a truncated entry is the only one kept
-        if whole:
-            first, last = whole[0][0].index, whole[-1][0].index
-            span = f"entry {first}" if first == last else f"entries {first}–{last}"
-            items.append(
-                ItemReport(
-                    label=f"{entries_label(len(whole))} ({span})",
-                    tokens=sum(cost for _, _, cost in whole),
-                    included=True,
-                    reason="kept though over the budget" if over else "newest first",
-                )
-            )
-        if truncated:
-            entry, _, cost = kept[-1]
-            items.append(
-                ItemReport(f"entry {entry.index}", cost, included=True, reason="truncated to fit")
-            )
-        if older:
-            if capped:
-                why = f"past the {self.max_history_entries}-entry cap"
-            elif self.prefix_stable and kept and kept[0][0].index % ANCHOR_STEP == 0:
-                why = (
-                    f"no room left, or before the window's start (it moves {ANCHOR_STEP} at a time)"
-                )
-            else:
-                why = "no room left"
-            items.append(
-                ItemReport(
-                    f"{older} older {'entry' if older == 1 else 'entries'}",
-                    0,
-                    included=False,
-                    reason=why,
-                )
-            )
-        return Section(
-            "history",
-            "Recent story",
+        return history_section(
+            inputs,
+            kept,
             text,
-            used + (count_tokens(HEADINGS["history"]) if text else 0),
-            f"{len(kept)} of {total} entries, newest first",
-            items=items,
-            truncated=truncated,
+            used,
+            truncated,
+            over,
+            capped,
+            self.max_history_entries,
+            self.prefix_stable,
         )
 
 
@@ -670,24 +580,3 @@ def _with_found(inputs: ContextInputs, section: str, found: Found) -> ContextInp
     if used is not None and isinstance(found, CountsUse):
         fields[used] = tuple(found.used_ids)
     return replace(inputs, **fields)
-
-
-# --- reads -------------------------------------------------------------------------------------
-
-
-# What other modules import from here; the types live in engine.prompt.inputs.
-__all__ = [
-    "NARRATOR_PROMPT",
-    "BuiltContext",
-    "ContextBuilder",
-    "ContextEngine",
-    "ContextInputs",
-    "HistoryEntry",
-    "authors_note_line",
-    "available_tokens",
-    "output_hint",
-    "output_words",
-    "reattach_state_block",
-    "state_block_of",
-    "with_state_block",
-]

@@ -23,6 +23,7 @@ from engine.library.scripting.sandbox import Limits
 from engine.llm.providers.base import GenerationParams
 from engine.llm.providers.resolver import ProviderResolver
 from engine.prompt.card_cap import DEFAULT_MAX_CARDS
+from engine.prompt.inputs import ContextBuilder
 from engine.storage.database import Database
 from engine.storage.dialect import is_busy
 from engine.story.actions import PlayerAction
@@ -30,7 +31,7 @@ from engine.story.chapters.progress import ChapterEnd
 from engine.story.chapters.recaps import write_recap
 from engine.story.fallback import choose_line, fallback_lines
 from engine.turns.commit import commit
-from engine.turns.context import ContextBuilder, ContextEngine
+from engine.turns.context import ContextEngine
 from engine.turns.events import ActionAccepted, TurnDone, TurnEvent, TurnFailed
 from engine.turns.generate import Generation, params_for
 from engine.turns.plan import Fence, TurnPlan, plan_take, plan_turn

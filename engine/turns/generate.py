@@ -20,6 +20,7 @@ from engine.llm.providers.base import ChatProvider, GenerationParams
 from engine.platform.events import ReasoningDelta, StreamEnd, TextDelta, Usage
 from engine.platform.sanitise import sanitise
 from engine.prompt.cards import scan_text
+from engine.prompt.inputs import BuiltContext, ContextBuilder, ContextInputs
 from engine.storage.database import Database
 from engine.storage.models import Adventure
 from engine.story.chapters.turn import ChapterOutcome, ChapterTurn
@@ -32,7 +33,6 @@ from engine.story.suggestions import SUGGESTION_RULE, from_lists, suggestions_on
 from engine.story.versions import update_unmoved
 from engine.story.world.apply import BlockHolder, SettledWorld, schema_of, settle
 from engine.story.world.parser import extract_state
-from engine.turns.context import BuiltContext, ContextBuilder, ContextInputs
 from engine.turns.events import TurnEvent
 from engine.turns.plan import Fence, TurnPlan
 

@@ -42,9 +42,10 @@ from engine.platform.coordination.request_status import (
     RUNNING,
 )
 from engine.storage.changes import rows_changed
+from engine.storage.coordination_models import RequestRecord
 from engine.storage.database import Database
 from engine.storage.dialect import insert_for
-from engine.storage.models import RequestRecord, utcnow
+from engine.storage.models import utcnow
 from engine.turns.events import AlreadyHandled, TurnFailed, TurnInterrupted
 
 if TYPE_CHECKING:

@@ -55,12 +55,12 @@ from engine.library.scenarios.shipped import seed_builtin_scenarios
 from engine.library.scenarios.start import start_adventure
 from engine.prompt.tokens import count_tokens
 from engine.storage.database import Database
+from engine.storage.memory_models import Memory
 from engine.storage.models import (
     ActionType,
     Adventure,
     AdventureCard,
     Branch,
-    Memory,
     Role,
     Scenario,
     StoryNode,

@@ -17,7 +17,8 @@ from bot.standin.permissions import (
     P_SEND_MESSAGES,
     P_VIEW_CHANNEL,
 )
-from bot.standin.world import RoleRecord, World
+from bot.standin.records import RoleRecord
+from bot.standin.world import World
 
 
 @pytest.fixture

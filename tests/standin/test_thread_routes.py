@@ -10,7 +10,7 @@ import discord
 import pytest
 
 from bot.standin.permissions import P_MANAGE_THREADS
-from bot.standin.world import GUILD_ANNOUNCEMENT, GUILD_FORUM, GUILD_STAGE_VOICE, GUILD_VOICE
+from bot.standin.records import GUILD_ANNOUNCEMENT, GUILD_FORUM, GUILD_STAGE_VOICE, GUILD_VOICE
 from tests.standin.test_standin import Env, camp_on_standin
 
 MISSING_PERMISSIONS, CHANNEL_TYPE, ARCHIVED = 50013, 50024, 50083

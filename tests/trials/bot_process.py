@@ -31,7 +31,7 @@ from typing import Any
 from bot.config import load_settings
 from bot.discord_bot import CampfireBot
 from bot.standin import FakeDiscord, StandIn
-from bot.standin.world import InteractionRecord
+from bot.standin.records import InteractionRecord
 
 # Below the stand-in's time-based ids, so they never collide with one it makes.
 PLAYER_ID = 100_000_000_000_000_011

@@ -67,7 +67,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from sqlmodel import col
 
 from engine.storage.database import Database
-from engine.storage.models import Memory
+from engine.storage.memory_models import Memory
 from tests.fakes.openai_server import FakeModelServer, Reply
 from tests.trials.child_process import ChildProcess
 from tests.trials.cluster_checks import (

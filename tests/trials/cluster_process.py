@@ -46,7 +46,7 @@ from typing import Any
 from bot.config import load_settings
 from bot.discord_bot import CampfireBot
 from bot.standin import FakeDiscord, StandIn
-from bot.standin.world import InteractionRecord, MessageRecord
+from bot.standin.records import InteractionRecord, MessageRecord
 
 #: How long one order's work may take before the process stops waiting on the bot.
 ORDER_SECONDS = 600.0

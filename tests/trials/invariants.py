@@ -32,18 +32,9 @@ from engine.platform.coordination.request_status import (
     RETRIED,
     RUNNING,
 )
+from engine.storage.coordination_models import JobLease, RequestRecord, TurnLease
 from engine.storage.database import Database
-from engine.storage.models import (
-    Adventure,
-    Branch,
-    JobLease,
-    RequestRecord,
-    Role,
-    StoryNode,
-    Take,
-    TurnLease,
-    utcnow,
-)
+from engine.storage.models import Adventure, Branch, Role, StoryNode, Take, utcnow
 
 #: Clock differences between the processes writing leases, and time spent checking.
 SLACK = timedelta(seconds=5)

@@ -46,7 +46,7 @@ from bot.standin import (
     FakeDiscord,
     StandIn,
 )
-from bot.standin.world import InteractionRecord
+from bot.standin.records import InteractionRecord
 from engine.platform.coordination.leases import DEFAULT_TTL as TURN_TTL
 from engine.storage.database import Database
 from engine.storage.dialect import SQLITE_BUSY_TIMEOUT_MS

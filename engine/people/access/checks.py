@@ -36,10 +36,10 @@ from engine.people.access.rules import (
 )
 from engine.people.party import in_party
 from engine.platform.coordination.request_status import DONE, RETRIED
+from engine.storage.coordination_models import RequestRecord
 from engine.storage.models import (
     Adventure,
     MutedPlayer,
-    RequestRecord,
     RewriteRight,
     Role,
     Scenario,

@@ -11,12 +11,8 @@ from sqlmodel import col
 
 from engine.errors import NotFound, StoryMovedOn
 from engine.platform.coordination.request_status import NEVER_PLAYED
-from engine.storage.models import (
-    Adventure,
-    RequestRecord,
-    RewriteRight,
-    Scenario,
-)
+from engine.storage.coordination_models import RequestRecord
+from engine.storage.models import Adventure, RewriteRight, Scenario
 
 #: The answer wherever a command needs an adventure and the channel has none.
 NO_ADVENTURE = "There is no adventure running here. Start one with /start."

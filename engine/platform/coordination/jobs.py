@@ -42,9 +42,9 @@ from sqlalchemy import and_, not_, select, update
 from engine.platform.coordination.instance import earlier_incarnation, this_process
 from engine.platform.coordination.leases import FREE, as_utc, claim_statement, dead
 from engine.storage.changes import rows_changed
+from engine.storage.coordination_models import JobLease as JobLeaseRow
 from engine.storage.database import Database
 from engine.storage.dialect import locked_read
-from engine.storage.models import JobLease as JobLeaseRow
 from engine.storage.models import utcnow
 
 log = logging.getLogger(__name__)

@@ -63,9 +63,10 @@ from engine.errors import CampfireError, NotFound
 from engine.platform.coordination.instance import earlier_incarnation
 from engine.platform.observer import NoObserver, PlayObserver
 from engine.storage.changes import rows_changed
+from engine.storage.coordination_models import TurnLease
 from engine.storage.database import Database
 from engine.storage.dialect import insert_for, locked_read
-from engine.storage.models import TurnLease, utcnow
+from engine.storage.models import utcnow
 
 log = logging.getLogger(__name__)
 

@@ -98,12 +98,12 @@ PER_PROCESS: tuple[PerProcess, ...] = (
         "version guard instead.",
     ),
     PerProcess(
-        "cogs.ui.streaming:RatePacer",
+        "cogs.ui.pacing:RatePacer",
         "the streaming pacer: per-channel edit buckets and a global request budget",
         "A channel's turns are streamed by the process whose shard receives its events, so "
         "its bucket is complete there. The global budget is per process: each takes the "
         "share of the bot's (CAMPFIRE_DISCORD_REQUESTS_PER_SECOND) its shards are of them "
-        "all (cogs.ui.streaming.process_budget); discord.py waits out a 429 if they overlap.",
+        "all (cogs.ui.pacing.process_budget); discord.py waits out a 429 if they overlap.",
     ),
     PerProcess(
         "cogs.ui.streaming:StreamingMessage",
@@ -111,7 +111,7 @@ PER_PROCESS: tuple[PerProcess, ...] = (
         "It lives as long as the message is being streamed, by the process streaming it.",
     ),
     PerProcess(
-        "cogs.ui.narration:Narrator",
+        "cogs.ui.head_moves:HeadMoveShowing",
         "the count of turns being shown now, which the console waits on",
         "Only this process's own work. Which messages show which turn, and which carries the "
         "buttons, is in the database (engine.play.message_links), so any process, and the bot "

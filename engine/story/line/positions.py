@@ -28,15 +28,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 from sqlmodel import col
 
-from engine.storage.models import (
-    ActionType,
-    Adventure,
-    Memory,
-    MemoryOrigin,
-    Role,
-    StoryNode,
-    SummaryVersion,
-)
+from engine.storage.memory_models import Memory, MemoryOrigin, SummaryVersion
+from engine.storage.models import ActionType, Adventure, Role, StoryNode
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,14 +22,8 @@ from engine.errors import InvalidInput, NotFound
 from engine.people.access import adventure_here, check_may_steer
 from engine.platform.sanitise import ROW_ID_MAX, sanitise
 from engine.storage.changes import rows_changed
-from engine.storage.models import (
-    Adventure,
-    Memory,
-    MemoryOrigin,
-    StoryNode,
-    SummaryVersion,
-    utcnow,
-)
+from engine.storage.memory_models import Memory, MemoryOrigin, SummaryVersion
+from engine.storage.models import Adventure, StoryNode, utcnow
 from engine.story.line.positions import LinePositions, line_positions
 
 if TYPE_CHECKING:

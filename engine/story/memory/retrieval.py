@@ -31,7 +31,7 @@ from engine.errors import CampfireError
 from engine.llm.retrieval.lexical import LexicalScore, search
 from engine.llm.retrieval.ranking import RankingRetriever, cosines_of, relevance
 from engine.storage.dialect import FullTextTable
-from engine.storage.models import Memory
+from engine.storage.memory_models import Memory
 
 DEFAULT_TOP_K = 5
 #: How many of the newest story entries (with the new action) make the query.

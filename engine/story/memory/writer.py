@@ -36,14 +36,8 @@ from engine.platform.coordination.jobs import JobLeases, memory_job
 from engine.platform.events import TextDelta
 from engine.storage.changes import rows_changed
 from engine.storage.database import Database
-from engine.storage.models import (
-    Adventure,
-    Memory,
-    MemoryOrigin,
-    Server,
-    StoryNode,
-    SummaryVersion,
-)
+from engine.storage.memory_models import Memory, MemoryOrigin, SummaryVersion
+from engine.storage.models import Adventure, Server, StoryNode
 from engine.story.line.positions import LinePositions, line_positions, story_cut_back
 from engine.story.line.read import line_tail
 from engine.story.memory.bank import enforce_capacity

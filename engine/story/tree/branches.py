@@ -17,12 +17,7 @@ from sqlmodel import col
 from engine.errors import InvalidInput, NotFound
 from engine.people.access import adventure_here, check_may_shape_story
 from engine.platform.sanitise import QUOTE_MAX, echo, sanitise
-from engine.storage.models import (
-    Adventure,
-    Branch,
-    SavePoint,
-    StoryNode,
-)
+from engine.storage.models import Adventure, Branch, SavePoint, StoryNode
 from engine.story.line.read import ancestry, shared_depth, state_after
 from engine.story.snapshots import capture_current
 from engine.story.tree.picture import draw_tree

@@ -17,11 +17,7 @@ from sqlmodel import col
 
 from engine.errors import NotFound, StoryMovedOn
 from engine.people.access import NO_ADVENTURE, adventure_here, check_may_press
-from engine.storage.models import (
-    Adventure,
-    Branch,
-    StoryNode,
-)
+from engine.storage.models import Adventure, Branch, StoryNode
 from engine.story.line.positions import story_cut_back
 from engine.story.snapshots import capture_current, keep_state_after, restore
 from engine.story.versions import advance_version

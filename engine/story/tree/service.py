@@ -26,13 +26,7 @@ from engine.people.access import (
 )
 from engine.platform.sanitise import sanitise
 from engine.prompt.tokens import count_tokens
-from engine.storage.models import (
-    Adventure,
-    Branch,
-    StoryNode,
-    Take,
-    undefer_field,
-)
+from engine.storage.models import Adventure, Branch, StoryNode, Take, undefer_field
 from engine.story.line.positions import story_cut_back
 from engine.story.line.read import (
     has_children,

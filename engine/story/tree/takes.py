@@ -15,12 +15,7 @@ from sqlmodel import col
 
 from engine.errors import InvalidInput, NotFound
 from engine.prompt.tokens import count_tokens
-from engine.storage.models import (
-    Adventure,
-    Role,
-    StoryNode,
-    Take,
-)
+from engine.storage.models import Adventure, Role, StoryNode, Take
 from engine.story.line.read import state_after, state_before_of
 
 
