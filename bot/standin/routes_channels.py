@@ -30,7 +30,7 @@ from .records import DM, ChannelRecord
 from .rest import error_response, json_response, read_body
 
 if TYPE_CHECKING:
-    from .server import FakeDiscord
+    from .host import StandinHost
 
 #: The durations a thread may be set to archive after (minutes).
 AUTO_ARCHIVE_DURATIONS = (60, 1440, 4320, 10080)
@@ -45,7 +45,7 @@ def _archived() -> web.Response:
 
 
 class ChannelRoutes:
-    def __init__(self, fake: FakeDiscord) -> None:
+    def __init__(self, fake: StandinHost) -> None:
         self.fake = fake
         self.world = fake.world
 

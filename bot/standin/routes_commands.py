@@ -13,14 +13,14 @@ from .command_schema import check_commands
 from .rest import error_response, json_response, read_body
 
 if TYPE_CHECKING:
-    from .server import FakeDiscord
+    from .host import StandinHost
 
 DAILY_COMMAND_CREATES = 200
 DAY_S = 86400.0
 
 
 class CommandRoutes:
-    def __init__(self, fake: FakeDiscord) -> None:
+    def __init__(self, fake: StandinHost) -> None:
         self.fake = fake
         self.world = fake.world
         self.command_creates: dict[int | None, list[float]] = {}

@@ -14,8 +14,8 @@ from .records import FLAG_EPHEMERAL, FLAG_LOADING, InteractionRecord, MessageRec
 from .rest import error_response, json_response, read_body
 
 if TYPE_CHECKING:
+    from .host import StandinHost
     from .routes_messages import MessageRoutes
-    from .server import FakeDiscord
 
 ACK_DEADLINE_S = 3.0
 TOKEN_LIFETIME_S = 15 * 60
@@ -53,7 +53,7 @@ class StarvedClock:
 
 
 class InteractionRoutes:
-    def __init__(self, fake: FakeDiscord, messages: MessageRoutes) -> None:
+    def __init__(self, fake: StandinHost, messages: MessageRoutes) -> None:
         self.fake = fake
         self.world = fake.world
         self.messages = messages

@@ -46,7 +46,7 @@ THREAD_TYPES_IN = {
 }
 
 if TYPE_CHECKING:
-    from .server import FakeDiscord
+    from .host import StandinHost
 
 
 # "If true and nonce is present, it will be checked for uniqueness in the past few minutes. If
@@ -58,7 +58,7 @@ NONCE_WINDOW_S = 120.0
 
 
 class MessageRoutes:
-    def __init__(self, fake: FakeDiscord) -> None:
+    def __init__(self, fake: StandinHost) -> None:
         self.fake = fake
         self.world = fake.world
         self.old_message_edits = limits.OldMessageEdits()
