@@ -13,11 +13,12 @@ from discord.ext import commands
 from bot.config import ConfigError, Settings
 from bot.metrics import CampfireMetrics, OperationsServer, health_problem
 from bot.scheduler import BackgroundWork, schedule_background_work
-from bot.services import Services, build_services
+from bot.services import build_services
 from cogs.ui.preflight import CampfireTree
 from cogs.ui.round_panels import RoundPanels
 from cogs.ui.threads import thread_now
 from engine.platform.coordination.jobs import LEASE_REAPING
+from engine.services import Services
 from engine.turns.events import TurnInterrupted
 
 log = logging.getLogger(__name__)
@@ -153,7 +154,7 @@ class CampfireBot(commands.AutoShardedBot):
             coalesce=True,
             max_instances=1,
         )
-        schedule_background_work(self.scheduler, self.services, self.background)
+        schedule_background_work(self.scheduler, self.services, self.settings, self.background)
         self.scheduler.start()
         # setup_hook runs before the gateway connects, so waiting for READY here would never end.
         self.resuming = asyncio.create_task(self.resume_after_restart(), name="resume")

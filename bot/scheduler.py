@@ -28,10 +28,11 @@ from typing import Any, TypeVar
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
-from bot.services import Services
+from bot.config import Settings
 from engine.people.blocks import BLOCKS_REFRESH_S
 from engine.people.guests import remove_departed_servers, remove_idle_guests
 from engine.platform.coordination.jobs import CLEANUP, MEMORY_SWEEP, JobLeases
+from engine.services import Services
 
 log = logging.getLogger(__name__)
 
@@ -88,10 +89,12 @@ class BackgroundWork:
 
 
 def schedule_background_work(
-    scheduler: AsyncIOScheduler, services: Services, background: BackgroundWork
+    scheduler: AsyncIOScheduler,
+    services: Services,
+    settings: Settings,
+    background: BackgroundWork,
 ) -> None:
     """Add the recurring jobs, and have every stored turn schedule its memory work."""
-    settings = services.settings
     retention = timedelta(days=settings.guest_retention_days)
     grace = timedelta(days=settings.server_grace_days)
 

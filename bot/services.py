@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from bot.config import ConfigError, Settings
 from engine.library.archive import AdventureArchive
@@ -16,7 +15,6 @@ from engine.library.scenarios.library import ScenarioLibrary
 from engine.library.scenarios.shipped import seed_builtin_scenarios
 from engine.library.scripting.manage import ScriptService
 from engine.library.scripting.sandbox import Limits
-from engine.library.scripting.workers import close as close_script_workers
 from engine.llm.model_settings import ModelSettings
 from engine.llm.providers.base import ChatProvider, GenerationParams, ReplyLimits
 from engine.llm.providers.embeddings import EmbeddingClient
@@ -30,7 +28,7 @@ from engine.people.blocks import Blocks
 from engine.people.host_controls import HostControls
 from engine.people.limits import LimitRules, UsageLimits
 from engine.people.profiles import Profiles
-from engine.platform.coordination.instance import Instance, InstanceTaken, this_process
+from engine.platform.coordination.instance import InstanceTaken, this_process
 from engine.platform.coordination.jobs import JobLeases
 from engine.platform.coordination.leases import TurnLeases
 from engine.platform.crypto import SecretBox
@@ -41,6 +39,7 @@ from engine.play.operator_status import OperatorStatus
 from engine.play.service import PlayService
 from engine.play.shelf import AdventureShelf
 from engine.prompt.tokens import encoding
+from engine.services import Services
 from engine.storage.database import Database
 from engine.storage.dialect import hold_setup_lock
 from engine.story.chapters.service import ChapterService
@@ -60,73 +59,6 @@ from engine.turns.engine import TurnEngine
 from engine.turns.insights import Insights
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class Services:
-    settings: Settings
-    db: Database
-    provider: ChatProvider
-    embedder: EmbeddingClient | None
-    secrets: SecretBox
-    turns: TurnEngine
-    leases: TurnLeases
-    play: PlayService
-    scenarios: ScenarioLibrary
-    archive: AdventureArchive
-    tree: StoryTree
-    memory: MemoryWriter
-    #: Background jobs run once across processes through these (bot.scheduler).
-    jobs: JobLeases
-    # steering family (cogs: steering, memory, world_state, insights, profile, membership)
-    steering_text: SteeringText
-    story_cards: StoryCards
-    generation_settings: GenerationSettings
-    memory_bank: MemoryBank
-    world_state: WorldStateService
-    insights: Insights
-    profiles: Profiles
-    # story and library family (cogs: tree, buttons, play, scenarios, scripts, adventure_files)
-    scripts: ScriptService
-    #: Which Discord messages show which story node (cogs: narration).
-    message_links: MessageLinks
-    #: Players' characters and the party (cogs: characters).
-    characters: CharacterService
-    #: The host's lock, mutes, transfer and rewrite rights (cogs: host).
-    host_controls: HostControls
-    #: Who this process is in lease rows; held (its lock in the data folder) until closing.
-    instance: Instance
-    # models per server and player, the operator (cogs: model, operator)
-    #: Which model each adventure uses: its player's, its server's or the operator's.
-    models: ChosenModels
-    #: /model: a server's or player's own model.
-    model_settings: ModelSettings
-    #: Blocked users and servers (/operator block), checked before every command and button.
-    blocks: Blocks
-    #: /operator status.
-    operator_status: OperatorStatus
-    #: The rate limits and the operator's budget (cogs: usage; engine.people.limits).
-    limits: UsageLimits
-    #: A place's adventures: listed, ended, brought back (cogs: adventure_shelf).
-    shelf: AdventureShelf
-    #: An adventure's chapters and their recaps (cogs: chapters).
-    chapters: ChapterService
-    #: The story's typed narrative state: /narrative (cogs: narrative).
-    story_state: StoryStateService
-    #: Suggested actions: a press's text, the server's switch (cogs: suggestions, server).
-    suggestions: SuggestionService
-    #: Setting files imported as Canon, Reference or Inspiration (cogs: knowledge).
-    knowledge: KnowledgeLibrary
-
-    async def aclose(self) -> None:
-        # The script workers this process started (a later run would start new ones).
-        close_script_workers()
-        await self.models.aclose()
-        await self.models.default.aclose()  # the operator's model, and its background client
-        if self.embedder is not None:
-            await self.embedder.aclose()
-        await self.db.dispose()
-        self.instance.close()
 
 
 def reply_limits(settings: Settings) -> ReplyLimits:
@@ -307,7 +239,6 @@ async def build_services(settings: Settings) -> Services:
     blocks = Blocks(db)
     await blocks.refresh()
     return Services(
-        settings,
         db,
         provider,
         embedder,

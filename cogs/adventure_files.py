@@ -14,13 +14,14 @@ from typing import TYPE_CHECKING
 import discord
 from discord import app_commands
 
+from cogs.ui import bot_of
 from cogs.ui.adventure_group import AdventureCommands
 from cogs.ui.content import fit_text
 from cogs.ui.interaction import actor_of, channel_id_of, place_of
 from cogs.ui.threads import give_up_thread, open_adventure_thread
 
 if TYPE_CHECKING:
-    from bot.discord_bot import CampfireBot
+    from cogs.ui import CampfireBot
 
 
 def scripts_left_out_note(names: tuple[str, ...]) -> str:
@@ -34,10 +35,10 @@ def scripts_left_out_note(names: tuple[str, ...]) -> str:
 
 
 @app_commands.command(name="export")
-async def export_adventure(interaction: discord.Interaction[CampfireBot]) -> None:
+async def export_adventure(interaction: discord.Interaction) -> None:
     """The adventure here as a file: every branch, take and save point (sent to you alone)."""
     await interaction.response.defer(ephemeral=True, thinking=True)
-    exported = await interaction.client.services.archive.export(
+    exported = await bot_of(interaction).services.archive.export(
         actor_of(interaction), channel_id_of(interaction)
     )
     content = (
@@ -55,11 +56,9 @@ async def export_adventure(interaction: discord.Interaction[CampfireBot]) -> Non
 
 @app_commands.command(name="import")
 @app_commands.describe(file="A file made by /adventure export")
-async def import_adventure(
-    interaction: discord.Interaction[CampfireBot], file: discord.Attachment
-) -> None:
+async def import_adventure(interaction: discord.Interaction, file: discord.Attachment) -> None:
     """Restore an exported adventure: a new thread in a server, or here in a DM or thread."""
-    bot = interaction.client
+    bot = bot_of(interaction)
     archive = bot.services.archive
     archive.check_size(file.size)
     # Before answering: a place an adventure cannot run is refused to the player alone.

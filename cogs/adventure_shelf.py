@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import discord
 from discord import app_commands
 
+from cogs.ui import bot_of
 from cogs.ui.adventure_group import AdventureCommands
 from cogs.ui.ask_first import AskFirst
 from cogs.ui.content import fit_embed, fit_text
@@ -29,7 +30,7 @@ from engine.play.shelf import EndPlan, ResumePlan, ShelvedAdventure
 if TYPE_CHECKING:
     from discord.abc import MessageableChannel
 
-    from bot.discord_bot import CampfireBot
+    from cogs.ui import CampfireBot
 
 log = logging.getLogger(__name__)
 
@@ -100,11 +101,11 @@ def _label(adventure: ShelvedAdventure) -> str:
 
 
 @app_commands.command(name="list")
-async def list_adventures(interaction: discord.Interaction[CampfireBot]) -> None:
+async def list_adventures(interaction: discord.Interaction) -> None:
     """The adventures of this place, running and ended, newest first (to you alone)."""
     here, in_threads = _here(interaction)
     await interaction.response.defer(ephemeral=True, thinking=True)
-    listed = await interaction.client.services.shelf.listing(here, from_channel=in_threads)
+    listed = await bot_of(interaction).services.shelf.listing(here, from_channel=in_threads)
     await interaction.followup.send(
         embed=shelf_embed(listed, in_threads=in_threads), ephemeral=True
     )
@@ -116,13 +117,13 @@ async def list_adventures(interaction: discord.Interaction[CampfireBot]) -> None
 @app_commands.command(name="resume")
 @app_commands.describe(adventure="An ended adventure of this place: choose it as you type")
 async def resume_adventure(
-    interaction: discord.Interaction[CampfireBot],
+    interaction: discord.Interaction,
     adventure: app_commands.Range[str, 1, 100],
 ) -> None:
     """Bring an ended adventure back where it ran (its thread, or this DM)."""
     here, in_threads = _here(interaction)
     await interaction.response.defer(ephemeral=True, thinking=True)
-    shelf = interaction.client.services.shelf
+    shelf = bot_of(interaction).services.shelf
     plan = await shelf.resume_plan(actor_of(interaction), here, adventure, from_channel=in_threads)
     target = await _place_of(interaction, plan)
     if plan.replaces_title is None:
@@ -144,9 +145,7 @@ async def resume_adventure(
     )
 
 
-async def _place_of(
-    interaction: discord.Interaction[CampfireBot], plan: ResumePlan
-) -> MessageableChannel:
+async def _place_of(interaction: discord.Interaction, plan: ResumePlan) -> MessageableChannel:
     """Where the adventure comes back: here (its thread, or this DM), or its thread of this
     channel as it stands now. Refused before anything is written when that thread is gone or
     a moderator locked it."""
@@ -180,7 +179,7 @@ async def _resume(
 ) -> None:
     """Write the resume (the interaction acknowledged already), then show the story again in
     its place: the first message there reopens an archived thread."""
-    bot: CampfireBot = interaction.client  # type: ignore[assignment]  # Campfire's own client
+    bot = bot_of(interaction)
     resumed = await bot.services.shelf.resume(
         actor_of(interaction), here, plan, from_channel=in_threads
     )
@@ -210,11 +209,11 @@ async def _resume(
 
 @resume_adventure.autocomplete("adventure")
 async def adventure_choices(
-    interaction: discord.Interaction[CampfireBot], current: str
+    interaction: discord.Interaction, current: str
 ) -> list[app_commands.Choice[str]]:
     here, in_threads = _here(interaction)
     try:
-        listed = await interaction.client.services.shelf.listing(here, from_channel=in_threads)
+        listed = await bot_of(interaction).services.shelf.listing(here, from_channel=in_threads)
     except Exception:  # noqa: BLE001 - autocomplete offers nothing rather than failing
         log.warning("no adventures to offer in %s", here, exc_info=True)
         return []
@@ -230,11 +229,11 @@ async def adventure_choices(
 
 
 @app_commands.command(name="end")
-async def end_adventure(interaction: discord.Interaction[CampfireBot]) -> None:
+async def end_adventure(interaction: discord.Interaction) -> None:
     """End the adventure running here, after asking (/adventure resume brings it back)."""
     here = channel_id_of(interaction)
     await interaction.response.defer(ephemeral=True, thinking=True)
-    plan = await interaction.client.services.shelf.end_plan(
+    plan = await bot_of(interaction).services.shelf.end_plan(
         actor_of(interaction), here, in_threads=not runs_adventures(interaction)
     )
 
@@ -253,7 +252,7 @@ async def end_adventure(interaction: discord.Interaction[CampfireBot]) -> None:
 
 
 async def _end(interaction: discord.Interaction, here: int, plan: EndPlan) -> None:
-    bot: CampfireBot = interaction.client  # type: ignore[assignment]  # Campfire's own client
+    bot = bot_of(interaction)
     title = await bot.services.shelf.end(actor_of(interaction), here, plan)
     shown = discord.utils.escape_markdown(title)
     await interaction.edit_original_response(

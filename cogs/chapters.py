@@ -13,7 +13,7 @@ from cogs.ui.content import fit_embed
 from cogs.ui.interaction import actor_of, channel_id_of
 
 if TYPE_CHECKING:
-    from bot.discord_bot import CampfireBot
+    from cogs.ui import CampfireBot
     from engine.story.chapters.service import ChaptersView
 
 #: Discord's embed description holds 4,096 characters (discord.com/developers/docs/resources/
@@ -42,7 +42,7 @@ class ChaptersCog(commands.Cog):
         self.bot = bot
 
     @app_commands.command(name="chapters")
-    async def chapters(self, interaction: discord.Interaction[CampfireBot]) -> None:
+    async def chapters(self, interaction: discord.Interaction) -> None:
         """The adventure's chapters: where the story stands, and each ended chapter's recap."""
         await interaction.response.defer(thinking=True, ephemeral=True)
         view = await self.bot.services.chapters.overview(

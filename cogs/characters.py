@@ -23,7 +23,7 @@ from engine.platform.sanitise import echo
 from engine.story.characters import ABOUT_MAX, NAME_MAX, CharacterSheet, Party, PartyMember
 
 if TYPE_CHECKING:
-    from bot.discord_bot import CampfireBot
+    from cogs.ui import CampfireBot
 
 CHARACTER_COLOUR = discord.Colour.gold()
 
@@ -101,7 +101,7 @@ class CharacterCog(commands.Cog):
     )
     async def character_set(
         self,
-        interaction: discord.Interaction[CampfireBot],
+        interaction: discord.Interaction,
         name: app_commands.Range[str, 1, NAME_MAX],
         about: app_commands.Range[str, 1, ABOUT_MAX] | None = None,
     ) -> None:
@@ -120,7 +120,7 @@ class CharacterCog(commands.Cog):
     @app_commands.describe(player="Whose character to show (yours when left out)")
     async def character_show(
         self,
-        interaction: discord.Interaction[CampfireBot],
+        interaction: discord.Interaction,
         player: discord.User | None = None,
     ) -> None:
         """Show your character here, or another player's (to you alone)."""
@@ -140,7 +140,7 @@ class CharacterCog(commands.Cog):
         await interaction.followup.send(text, ephemeral=True)
 
     @app_commands.command(name="join")
-    async def join(self, interaction: discord.Interaction[CampfireBot]) -> None:
+    async def join(self, interaction: discord.Interaction) -> None:
         """Play in the adventure here (while its party is open)."""
         await defer_request(interaction)
         joined = await self.bot.services.characters.join(
@@ -151,7 +151,7 @@ class CharacterCog(commands.Cog):
         )
 
     @app_commands.command(name="leave")
-    async def leave(self, interaction: discord.Interaction[CampfireBot]) -> None:
+    async def leave(self, interaction: discord.Interaction) -> None:
         """Stop playing here and watch; your character stays for when you /join again."""
         await defer_request(interaction)
         left = await self.bot.services.characters.leave(
@@ -163,7 +163,7 @@ class CharacterCog(commands.Cog):
         )
 
     @app_commands.command(name="party")
-    async def party(self, interaction: discord.Interaction[CampfireBot]) -> None:
+    async def party(self, interaction: discord.Interaction) -> None:
         """Who plays in the adventure here: characters, the host, who acted last."""
         await interaction.response.defer(thinking=True, ephemeral=True)
         found = await self.bot.services.characters.party(channel_id_of(interaction))

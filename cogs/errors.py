@@ -10,7 +10,7 @@ from discord.ext import commands
 from cogs.ui.errors import on_app_command_error
 
 if TYPE_CHECKING:
-    from bot.discord_bot import CampfireBot
+    from cogs.ui import CampfireBot
 
 
 class ErrorsCog(commands.Cog):

@@ -23,7 +23,7 @@ from engine.people.access import Actor, Member
 from engine.people.host_controls import HostChange, HostSettings, RewriteRight, TurnMode
 
 if TYPE_CHECKING:
-    from bot.discord_bot import CampfireBot
+    from cogs.ui import CampfireBot
 
 #: Announcements quote names; whatever a name holds pings nobody.
 NO_PINGS = discord.AllowedMentions.none()
@@ -96,7 +96,7 @@ class HostCog(commands.Cog):
 
     async def _announce(
         self,
-        interaction: discord.Interaction[CampfireBot],
+        interaction: discord.Interaction,
         change: Callable[[Actor, int], Awaitable[HostChange]],
         said: Callable[[HostChange, str], str],
     ) -> HostChange:
@@ -108,14 +108,14 @@ class HostCog(commands.Cog):
         return made
 
     @host.command(name="show")
-    async def show(self, interaction: discord.Interaction[CampfireBot]) -> None:
+    async def show(self, interaction: discord.Interaction) -> None:
         """What the host set here: the lock, muted and removed players, who may retry."""
         await interaction.response.defer(ephemeral=True, thinking=True)
         settings = await self.bot.services.host_controls.show(channel_id_of(interaction))
         await reply(interaction, settings_text(settings))
 
     @host.command(name="lock")
-    async def lock(self, interaction: discord.Interaction[CampfireBot]) -> None:
+    async def lock(self, interaction: discord.Interaction) -> None:
         """Only the host and managers may act until /host unlock."""
         controls = self.bot.services.host_controls
         await self._announce(
@@ -128,7 +128,7 @@ class HostCog(commands.Cog):
         )
 
     @host.command(name="unlock")
-    async def unlock(self, interaction: discord.Interaction[CampfireBot]) -> None:
+    async def unlock(self, interaction: discord.Interaction) -> None:
         """Everyone may act again."""
         controls = self.bot.services.host_controls
         await self._announce(
@@ -139,9 +139,7 @@ class HostCog(commands.Cog):
 
     @host.command(name="mute")
     @app_commands.describe(player="Who may no longer act here")
-    async def mute(
-        self, interaction: discord.Interaction[CampfireBot], player: discord.User
-    ) -> None:
+    async def mute(self, interaction: discord.Interaction, player: discord.User) -> None:
         """Stop a player acting here (nor may they retry, undo or edit) until /host unmute."""
         target = member_named(interaction, player)
         controls = self.bot.services.host_controls
@@ -155,9 +153,7 @@ class HostCog(commands.Cog):
 
     @host.command(name="unmute")
     @app_commands.describe(player="Who may act here again (muted or removed)")
-    async def unmute(
-        self, interaction: discord.Interaction[CampfireBot], player: discord.User
-    ) -> None:
+    async def unmute(self, interaction: discord.Interaction, player: discord.User) -> None:
         """Let a muted or removed player act here again."""
         target = member_named(interaction, player)
         controls = self.bot.services.host_controls
@@ -169,9 +165,7 @@ class HostCog(commands.Cog):
 
     @host.command(name="kick")
     @app_commands.describe(player="Who leaves this adventure")
-    async def kick(
-        self, interaction: discord.Interaction[CampfireBot], player: discord.User
-    ) -> None:
+    async def kick(self, interaction: discord.Interaction, player: discord.User) -> None:
         """Remove a player from this adventure: they cannot act, nor rewrite their turns."""
         target = member_named(interaction, player)
         controls = self.bot.services.host_controls
@@ -186,9 +180,7 @@ class HostCog(commands.Cog):
 
     @host.command(name="transfer")
     @app_commands.describe(player="The new host: a member who plays here")
-    async def transfer(
-        self, interaction: discord.Interaction[CampfireBot], player: discord.User
-    ) -> None:
+    async def transfer(self, interaction: discord.Interaction, player: discord.User) -> None:
         """Make another member the host of this adventure."""
         target = member_named(interaction, player)
         controls = self.bot.services.host_controls
@@ -211,7 +203,7 @@ class HostCog(commands.Cog):
     )
     async def rights(
         self,
-        interaction: discord.Interaction[CampfireBot],
+        interaction: discord.Interaction,
         retry: Literal["author", "host", "anyone"],
     ) -> None:
         """Who may retry, undo and edit turns, besides the host and managers."""
@@ -232,7 +224,7 @@ class HostCog(commands.Cog):
     )
     async def party(
         self,
-        interaction: discord.Interaction[CampfireBot],
+        interaction: discord.Interaction,
         state: Literal["open", "closed"],
     ) -> None:
         """Close the party to newcomers (the others watch), or open it again."""
@@ -256,7 +248,7 @@ class HostCog(commands.Cog):
     )
     async def mode(
         self,
-        interaction: discord.Interaction[CampfireBot],
+        interaction: discord.Interaction,
         mode: Literal["free", "rounds", "host"],
     ) -> None:
         """How actions become turns: free, in rounds, or rounds the host closes."""

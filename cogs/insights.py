@@ -12,7 +12,7 @@ from discord.ext import commands
 from cogs.ui.insights import show_insights
 
 if TYPE_CHECKING:
-    from bot.discord_bot import CampfireBot
+    from cogs.ui import CampfireBot
 
 
 class InsightsCog(commands.Cog):
@@ -25,7 +25,7 @@ class InsightsCog(commands.Cog):
     )
     async def insights(
         self,
-        interaction: discord.Interaction[CampfireBot],
+        interaction: discord.Interaction,
         turn: app_commands.Range[int, 1, 1_000_000] | None = None,
     ) -> None:
         """See what went into a turn's context, what it cost, and the exact prompt (private)."""

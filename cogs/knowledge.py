@@ -18,6 +18,7 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
+from cogs.ui import bot_of
 from cogs.ui.content import EMBED_FIELD_VALUE_MAX as FIELD_MAX
 from cogs.ui.content import fit_embed, fit_text
 from cogs.ui.interaction import actor_of, channel_id_of
@@ -30,7 +31,7 @@ from engine.library.knowledge.library import KnowledgeDraft, SourceDetails, Sour
 from engine.platform.sanitise import echo
 
 if TYPE_CHECKING:
-    from bot.discord_bot import CampfireBot
+    from cogs.ui import CampfireBot
     from engine.people.access import Actor
 
 
@@ -130,8 +131,8 @@ def entry_line(entry: SourceEntry) -> str:
 
 
 @list_source("knowledge", of_adventure=False)
-async def knowledge_page(interaction: discord.Interaction[CampfireBot], page: int) -> ListPage:
-    entries = await interaction.client.services.knowledge.listing(
+async def knowledge_page(interaction: discord.Interaction, page: int) -> ListPage:
+    entries = await bot_of(interaction).services.knowledge.listing(
         actor_of(interaction), channel_id_of(interaction)
     )
     return paged(
@@ -181,7 +182,7 @@ class KnowledgeCog(commands.Cog):
     @app_commands.choices(kind=CLASS_CHOICES, target=TARGET_CHOICES)
     async def import_(
         self,
-        interaction: discord.Interaction[CampfireBot],
+        interaction: discord.Interaction,
         file: discord.Attachment,
         kind: app_commands.Choice[str],
         target: app_commands.Choice[str] | None = None,
@@ -214,14 +215,14 @@ class KnowledgeCog(commands.Cog):
         )
 
     @knowledge.command(name="list")
-    async def list_(self, interaction: discord.Interaction[CampfireBot]) -> None:
+    async def list_(self, interaction: discord.Interaction) -> None:
         """The setting files the narrator draws on here."""
         await interaction.response.defer(ephemeral=True, thinking=True)
         await show_list(interaction, "knowledge")
 
     @knowledge.command(name="show")
     @app_commands.describe(source="The file to look at")
-    async def show(self, interaction: discord.Interaction[CampfireBot], source: str) -> None:
+    async def show(self, interaction: discord.Interaction, source: str) -> None:
         """A setting file's class, options, headings and text (unless narrator only)."""
         await interaction.response.defer(ephemeral=True, thinking=True)
         details = await self.bot.services.knowledge.show(
@@ -238,7 +239,7 @@ class KnowledgeCog(commands.Cog):
 
     @knowledge.command(name="remove")
     @app_commands.describe(source="The file to remove (turns played keep what they were sent)")
-    async def remove(self, interaction: discord.Interaction[CampfireBot], source: str) -> None:
+    async def remove(self, interaction: discord.Interaction, source: str) -> None:
         """Remove a setting file from the library."""
         await interaction.response.defer(ephemeral=True, thinking=True)
         title = await self.bot.services.knowledge.remove(
@@ -261,7 +262,7 @@ class KnowledgeCog(commands.Cog):
     @app_commands.choices(kind=CLASS_CHOICES)
     async def options(
         self,
-        interaction: discord.Interaction[CampfireBot],
+        interaction: discord.Interaction,
         source: str,
         kind: app_commands.Choice[str] | None = None,
         always: bool | None = None,
@@ -285,7 +286,7 @@ class KnowledgeCog(commands.Cog):
     @remove.autocomplete("source")
     @options.autocomplete("source")
     async def source_choices(
-        self, interaction: discord.Interaction[CampfireBot], current: str
+        self, interaction: discord.Interaction, current: str
     ) -> list[app_commands.Choice[str]]:
         choices = await self.bot.services.knowledge.choices(
             actor_of(interaction), channel_id_of(interaction), current

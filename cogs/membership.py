@@ -21,7 +21,7 @@ from cogs.profile import DELETE_COMMAND
 from cogs.ui.interaction import actor_of
 
 if TYPE_CHECKING:
-    from bot.discord_bot import CampfireBot
+    from cogs.ui import CampfireBot
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +46,7 @@ class MembershipCog(commands.Cog):
         self.bot = bot
 
     @commands.Cog.listener()
-    async def on_interaction(self, interaction: discord.Interaction[CampfireBot]) -> None:
+    async def on_interaction(self, interaction: discord.Interaction) -> None:
         if interaction.type is discord.InteractionType.autocomplete:
             return
         command = interaction.command

@@ -14,6 +14,7 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
+from cogs.ui import bot_of
 from cogs.ui.content import EMBED_DESCRIPTION_MAX, fit_embed, fit_text
 from cogs.ui.forms import FORM_TIMEOUT_S, TEXT_INPUT_MAX, on_form_error
 from cogs.ui.interaction import actor_of, channel_id_of
@@ -29,7 +30,7 @@ from engine.story.memory.bank import (
 )
 
 if TYPE_CHECKING:
-    from bot.discord_bot import CampfireBot
+    from cogs.ui import CampfireBot
     from engine.story.memory.bank import MemoryBank
 
 #: A memory's number as Discord asks for it: bounded like every row id, so Discord refuses a
@@ -85,8 +86,8 @@ def summary_embed(summary: SummaryView) -> discord.Embed:
 
 
 def _memory_reader(forgotten: bool):
-    async def read(interaction: discord.Interaction[CampfireBot], page: int) -> ListPage:
-        found = await interaction.client.services.memory_bank.page(
+    async def read(interaction: discord.Interaction, page: int) -> ListPage:
+        found = await bot_of(interaction).services.memory_bank.page(
             channel_id_of(interaction), page=page, forgotten=forgotten
         )
         return ListPage(memories_embed(found, forgotten=forgotten), found.page, found.pages)
@@ -141,9 +142,9 @@ class SummaryModal(discord.ui.Modal):
         )
         self.add_item(self.text)
 
-    async def on_submit(self, interaction: discord.Interaction[CampfireBot]) -> None:
+    async def on_submit(self, interaction: discord.Interaction) -> None:
         await interaction.response.defer(thinking=True, ephemeral=True)
-        saved = await interaction.client.services.memory_bank.set_summary(
+        saved = await bot_of(interaction).services.memory_bank.set_summary(
             channel_id_of(interaction),
             actor_of(interaction),
             self.text.value,
@@ -155,9 +156,7 @@ class SummaryModal(discord.ui.Modal):
             ephemeral=True,
         )
 
-    async def on_error(
-        self, interaction: discord.Interaction[CampfireBot], error: Exception
-    ) -> None:
+    async def on_error(self, interaction: discord.Interaction, error: Exception) -> None:
         await on_form_error(interaction, error)
 
 
@@ -175,7 +174,7 @@ class MemoryCog(commands.Cog):
         return self.bot.services.memory_bank
 
     async def _answer(
-        self, interaction: discord.Interaction[CampfireBot], content: str, memory: MemoryView
+        self, interaction: discord.Interaction, content: str, memory: MemoryView
     ) -> None:
         """The answer to a change, deferred (``_defer``) before it was written."""
         await interaction.followup.send(
@@ -185,7 +184,7 @@ class MemoryCog(commands.Cog):
         )
 
     @staticmethod
-    async def _defer(interaction: discord.Interaction[CampfireBot]) -> None:
+    async def _defer(interaction: discord.Interaction) -> None:
         await interaction.response.defer(thinking=True, ephemeral=True)
 
     # --- /memory ------------------------------------------------------------------------------
@@ -194,7 +193,7 @@ class MemoryCog(commands.Cog):
     @app_commands.describe(page="Which page to show", forgotten="Show the forgotten ones instead")
     async def memory_list(
         self,
-        interaction: discord.Interaction[CampfireBot],
+        interaction: discord.Interaction,
         page: app_commands.Range[int, 1] = 1,
         forgotten: bool = False,
     ) -> None:
@@ -205,7 +204,7 @@ class MemoryCog(commands.Cog):
     @app_commands.describe(text="A fact the narrator should remember, in a sentence or two")
     async def memory_add(
         self,
-        interaction: discord.Interaction[CampfireBot],
+        interaction: discord.Interaction,
         text: app_commands.Range[str, 1, MEMORY_MAX_CHARS],
     ) -> None:
         """Add a memory of your own; it stays through undo and retry."""
@@ -217,7 +216,7 @@ class MemoryCog(commands.Cog):
     @app_commands.describe(memory="The memory to change", text="Its new text")
     async def memory_edit(
         self,
-        interaction: discord.Interaction[CampfireBot],
+        interaction: discord.Interaction,
         memory: MemoryId,
         text: app_commands.Range[str, 1, MEMORY_MAX_CHARS],
     ) -> None:
@@ -230,39 +229,31 @@ class MemoryCog(commands.Cog):
 
     @memory.command(name="pin")
     @app_commands.describe(memory="The memory to give the narrator every turn")
-    async def memory_pin(
-        self, interaction: discord.Interaction[CampfireBot], memory: MemoryId
-    ) -> None:
+    async def memory_pin(self, interaction: discord.Interaction, memory: MemoryId) -> None:
         """Pin a memory: the narrator gets it every turn (it counts toward the memories shown)."""
         await self._flag(interaction, memory, "Memory pinned.", pinned=True)
 
     @memory.command(name="unpin")
     @app_commands.describe(memory="The memory to unpin")
-    async def memory_unpin(
-        self, interaction: discord.Interaction[CampfireBot], memory: MemoryId
-    ) -> None:
+    async def memory_unpin(self, interaction: discord.Interaction, memory: MemoryId) -> None:
         """Unpin a memory: it comes in only when it is relevant again."""
         await self._flag(interaction, memory, "Memory unpinned.", pinned=False)
 
     @memory.command(name="forget")
     @app_commands.describe(memory="The memory the narrator should no longer get")
-    async def memory_forget(
-        self, interaction: discord.Interaction[CampfireBot], memory: MemoryId
-    ) -> None:
+    async def memory_forget(self, interaction: discord.Interaction, memory: MemoryId) -> None:
         """Forget a memory (kept, so /memory restore can bring it back)."""
         await self._flag(interaction, memory, "Memory forgotten.", forgotten=True)
 
     @memory.command(name="restore")
     @app_commands.describe(memory="The forgotten memory to bring back")
-    async def memory_restore(
-        self, interaction: discord.Interaction[CampfireBot], memory: MemoryId
-    ) -> None:
+    async def memory_restore(self, interaction: discord.Interaction, memory: MemoryId) -> None:
         """Bring back a forgotten memory."""
         await self._flag(interaction, memory, "Memory restored.", forgotten=False)
 
     async def _flag(
         self,
-        interaction: discord.Interaction[CampfireBot],
+        interaction: discord.Interaction,
         memory_id: int,
         content: str,
         *,
@@ -285,7 +276,7 @@ class MemoryCog(commands.Cog):
     @memory_forget.autocomplete("memory")
     @memory_restore.autocomplete("memory")
     async def memory_autocomplete(
-        self, interaction: discord.Interaction[CampfireBot], current: str
+        self, interaction: discord.Interaction, current: str
     ) -> list[app_commands.Choice[int]]:
         try:
             found = await self._bank.choices(channel_id_of(interaction), current)
@@ -296,7 +287,7 @@ class MemoryCog(commands.Cog):
     # --- /recap -------------------------------------------------------------------------------
 
     @app_commands.command(name="recap")
-    async def recap(self, interaction: discord.Interaction[CampfireBot]) -> None:
+    async def recap(self, interaction: discord.Interaction) -> None:
         """Catch up on the adventure here: its summary and the latest turns (to you alone)."""
         await interaction.response.defer(ephemeral=True, thinking=True)
         place = channel_id_of(interaction)
@@ -307,7 +298,7 @@ class MemoryCog(commands.Cog):
     # --- /summary -----------------------------------------------------------------------------
 
     @summary.command(name="view")
-    async def summary_view(self, interaction: discord.Interaction[CampfireBot]) -> None:
+    async def summary_view(self, interaction: discord.Interaction) -> None:
         """Show the story summary the narrator reads (to you alone)."""
         found = await self._bank.summary(channel_id_of(interaction))
         await interaction.response.send_message(
@@ -315,7 +306,7 @@ class MemoryCog(commands.Cog):
         )
 
     @summary.command(name="edit")
-    async def summary_edit(self, interaction: discord.Interaction[CampfireBot]) -> None:
+    async def summary_edit(self, interaction: discord.Interaction) -> None:
         """Edit the story summary in a form."""
         found = await self._bank.summary_to_edit(channel_id_of(interaction), actor_of(interaction))
         await interaction.response.send_modal(SummaryModal(found.text, found.adventure_id))

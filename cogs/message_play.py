@@ -29,7 +29,7 @@ from engine.play.message_actions import message_action
 from engine.story.actions import PlayerAction
 
 if TYPE_CHECKING:
-    from bot.discord_bot import CampfireBot
+    from cogs.ui import CampfireBot
 
 log = logging.getLogger(__name__)
 

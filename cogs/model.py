@@ -21,7 +21,7 @@ from engine.llm.model_settings import ModelView
 from engine.platform.redaction import host_of, redact_url
 
 if TYPE_CHECKING:
-    from bot.discord_bot import CampfireBot
+    from cogs.ui import CampfireBot
 
 
 def _whose(view: ModelView) -> str:
@@ -67,7 +67,7 @@ class ModelCog(commands.Cog):
     )
     async def set_(
         self,
-        interaction: discord.Interaction[CampfireBot],
+        interaction: discord.Interaction,
         url: app_commands.Range[str, 1, 500],
         model: app_commands.Range[str, 1, 200],
         key: app_commands.Range[str, 1, 1000] | None = None,
@@ -84,14 +84,14 @@ class ModelCog(commands.Cog):
         )
 
     @model.command(name="show")
-    async def show(self, interaction: discord.Interaction[CampfireBot]) -> None:
+    async def show(self, interaction: discord.Interaction) -> None:
         """Which model the adventures here use."""
         await interaction.response.defer(ephemeral=True, thinking=True)
         view = await self.bot.services.model_settings.show(actor_of(interaction))
         await reply(interaction, view_text(view, self.bot.services.provider.label))
 
     @model.command(name="test")
-    async def test(self, interaction: discord.Interaction[CampfireBot]) -> None:
+    async def test(self, interaction: discord.Interaction) -> None:
         """Send the model chosen here a tiny request and say how it went."""
         await interaction.response.defer(ephemeral=True, thinking=True)
         settings = self.bot.services.model_settings
@@ -107,7 +107,7 @@ class ModelCog(commands.Cog):
             await reply(interaction, f"❌ The test request failed: {result.said}")
 
     @model.command(name="clear")
-    async def clear(self, interaction: discord.Interaction[CampfireBot]) -> None:
+    async def clear(self, interaction: discord.Interaction) -> None:
         """Go back to the operator's model (the stored key is deleted)."""
         await interaction.response.defer(ephemeral=True, thinking=True)
         actor = actor_of(interaction)

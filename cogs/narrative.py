@@ -20,7 +20,7 @@ from cogs.ui.replies import reply
 from engine.story.narrative.service import CORRECTIONS
 
 if TYPE_CHECKING:
-    from bot.discord_bot import CampfireBot
+    from cogs.ui import CampfireBot
 
 #: Discord's limit on an option's text (its ``max_length`` may be at most 6,000).
 SUBJECT_MAX = 300
@@ -35,7 +35,7 @@ class NarrativeCog(commands.Cog):
         self.bot = bot
 
     @narrative.command(name="state")
-    async def state(self, interaction: discord.Interaction[CampfireBot]) -> None:
+    async def state(self, interaction: discord.Interaction) -> None:
         """Who is where, who holds what, what is true, the open threads, and what changed."""
         await interaction.response.defer(ephemeral=True, thinking=True)
         view = await self.bot.services.story_state.show(channel_id_of(interaction))
@@ -64,7 +64,7 @@ class NarrativeCog(commands.Cog):
     @app_commands.choices(what=[app_commands.Choice(name=c, value=c) for c in CORRECTIONS])
     async def correct(
         self,
-        interaction: discord.Interaction[CampfireBot],
+        interaction: discord.Interaction,
         what: app_commands.Choice[str],
         subject: app_commands.Range[str, 1, SUBJECT_MAX],
         value: app_commands.Range[str, 0, SUBJECT_MAX] = "",
@@ -78,7 +78,7 @@ class NarrativeCog(commands.Cog):
 
     @narrative.command(name="track")
     @app_commands.describe(on="Whether the narrator keeps the story's state")
-    async def track(self, interaction: discord.Interaction[CampfireBot], on: bool) -> None:
+    async def track(self, interaction: discord.Interaction, on: bool) -> None:
         """Turn the story's state tracking on or off (the host)."""
         await interaction.response.defer(thinking=True)
         said = await self.bot.services.story_state.track(

@@ -18,7 +18,7 @@ from engine.errors import InvalidInput
 from engine.play.operator_status import StatusReport
 
 if TYPE_CHECKING:
-    from bot.discord_bot import CampfireBot
+    from cogs.ui import CampfireBot
 
 
 def status_text(report: StatusReport) -> str:
@@ -60,7 +60,7 @@ class OperatorCog(commands.Cog):
         self.bot = bot
 
     @operator.command(name="status")
-    async def status(self, interaction: discord.Interaction[CampfireBot]) -> None:
+    async def status(self, interaction: discord.Interaction) -> None:
         """Servers, adventures, turns and tokens today, queues (operator only)."""
         await interaction.response.defer(ephemeral=True, thinking=True)
         report = await self.bot.services.operator_status.report(await operator_actor(interaction))
@@ -74,7 +74,7 @@ class OperatorCog(commands.Cog):
     )
     async def block(
         self,
-        interaction: discord.Interaction[CampfireBot],
+        interaction: discord.Interaction,
         user: discord.User | None = None,
         server: str | None = None,
         reason: app_commands.Range[str, 0, 500] = "",
@@ -96,7 +96,7 @@ class OperatorCog(commands.Cog):
     @app_commands.describe(user="A blocked user", server="A blocked server's id")
     async def unblock(
         self,
-        interaction: discord.Interaction[CampfireBot],
+        interaction: discord.Interaction,
         user: discord.User | None = None,
         server: str | None = None,
     ) -> None:

@@ -22,7 +22,7 @@ from engine.play.answers import StartPlan, ThreadAdventure
 from engine.story.actions import ActionType
 
 if TYPE_CHECKING:
-    from bot.discord_bot import CampfireBot
+    from cogs.ui import CampfireBot
 
 log = logging.getLogger(__name__)
 
@@ -127,9 +127,7 @@ class PlayCog(commands.Cog):
 
     @app_commands.command(name="start")
     @app_commands.describe(scenario="A scenario from the library; leave empty for the default")
-    async def start(
-        self, interaction: discord.Interaction[CampfireBot], scenario: str | None = None
-    ) -> None:
+    async def start(self, interaction: discord.Interaction, scenario: str | None = None) -> None:
         """Start an adventure here: a new thread in a server, or a solo story in DMs."""
         # Looked up before answering: a menu or a form must be the interaction's first answer,
         # and a start that would be refused is refused before either is shown.
@@ -223,7 +221,7 @@ class PlayCog(commands.Cog):
 
     @start.autocomplete("scenario")
     async def scenario_choices(
-        self, interaction: discord.Interaction[CampfireBot], current: str
+        self, interaction: discord.Interaction, current: str
     ) -> list[app_commands.Choice[str]]:
         choices = await self.bot.services.play.scenario_choices(actor_of(interaction), current)
         return [app_commands.Choice(name=label, value=value) for label, value in choices]
@@ -232,7 +230,7 @@ class PlayCog(commands.Cog):
     @app_commands.describe(action="What you do, e.g. “open the door”")
     async def do(
         self,
-        interaction: discord.Interaction[CampfireBot],
+        interaction: discord.Interaction,
         action: app_commands.Range[str, 1, ACTION_LIMIT],
     ) -> None:
         """Do something in the story."""
@@ -242,7 +240,7 @@ class PlayCog(commands.Cog):
     @app_commands.describe(words="What you say, e.g. “Who goes there?”")
     async def say(
         self,
-        interaction: discord.Interaction[CampfireBot],
+        interaction: discord.Interaction,
         words: app_commands.Range[str, 1, ACTION_LIMIT],
     ) -> None:
         """Say something in the story."""
@@ -252,19 +250,19 @@ class PlayCog(commands.Cog):
     @app_commands.describe(text="Text to add to the story as written")
     async def story(
         self,
-        interaction: discord.Interaction[CampfireBot],
+        interaction: discord.Interaction,
         text: app_commands.Range[str, 1, ACTION_LIMIT],
     ) -> None:
         """Add to the story in your own words."""
         await act_here(interaction, ActionType.STORY, text)
 
     @app_commands.command(name="continue")
-    async def continue_(self, interaction: discord.Interaction[CampfireBot]) -> None:
+    async def continue_(self, interaction: discord.Interaction) -> None:
         """Let the narrator go on."""
         await act_here(interaction, ActionType.CONTINUE, "")
 
     @app_commands.command(name="help")
-    async def help(self, interaction: discord.Interaction[CampfireBot]) -> None:
+    async def help(self, interaction: discord.Interaction) -> None:
         """How to play Campfire."""
         # Embeds: the whole guide is longer than a message's 2000 characters.
         titles = ("How to play", "More")

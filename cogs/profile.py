@@ -14,7 +14,7 @@ from cogs.ui.interaction import actor_of
 from engine.errors import InvalidInput
 
 if TYPE_CHECKING:
-    from bot.discord_bot import CampfireBot
+    from cogs.ui import CampfireBot
     from engine.people.profiles import Profile
 
 #: What a person types to confirm deleting their data.
@@ -53,7 +53,7 @@ def profile_text(profile: Profile) -> str:
     return "\n".join(lines)
 
 
-async def _defer(interaction: discord.Interaction[CampfireBot]) -> None:
+async def _defer(interaction: discord.Interaction) -> None:
     """Before the database is written (a deletion may wait for a turn being stored)."""
     await interaction.response.defer(thinking=True, ephemeral=True)
 
@@ -65,7 +65,7 @@ class ProfileCog(commands.Cog):
         self.bot = bot
 
     @profile.command(name="show")
-    async def profile_show(self, interaction: discord.Interaction[CampfireBot]) -> None:
+    async def profile_show(self, interaction: discord.Interaction) -> None:
         """See what Campfire stores about you (to you alone)."""
         await _defer(interaction)  # asking refreshes "last seen", a write
         found = await self.bot.services.profiles.show(actor_of(interaction))
@@ -73,9 +73,7 @@ class ProfileCog(commands.Cog):
 
     @profile.command(name="keep")
     @app_commands.describe(keep="Keep your data even if you stop playing for a while")
-    async def profile_keep(
-        self, interaction: discord.Interaction[CampfireBot], keep: bool = True
-    ) -> None:
+    async def profile_keep(self, interaction: discord.Interaction, keep: bool = True) -> None:
         """Keep your data (you are no longer a guest whose data goes when idle)."""
         profiles = self.bot.services.profiles
         await _defer(interaction)
@@ -89,9 +87,7 @@ class ProfileCog(commands.Cog):
 
     @profile.command(name="delete")
     @app_commands.describe(confirm=f"Type {CONFIRM_WORD} to confirm")
-    async def profile_delete(
-        self, interaction: discord.Interaction[CampfireBot], confirm: str
-    ) -> None:
+    async def profile_delete(self, interaction: discord.Interaction, confirm: str) -> None:
         """Delete everything Campfire stores about you, now."""
         if confirm.strip().casefold() != CONFIRM_WORD:
             raise InvalidInput(

@@ -16,6 +16,7 @@ from discord import app_commands
 from discord.ext import commands
 
 from cogs.adventure_files import scripts_left_out_note
+from cogs.ui import bot_of
 from cogs.ui.content import EMBED_FIELD_VALUE_MAX as FIELD_MAX
 from cogs.ui.content import fit_embed, fit_text
 from cogs.ui.interaction import actor_of
@@ -28,7 +29,7 @@ from engine.library.scenarios.library import LibraryListing, ScenarioDetails, Sc
 from engine.platform.sanitise import echo
 
 if TYPE_CHECKING:
-    from bot.discord_bot import CampfireBot
+    from cogs.ui import CampfireBot
     from engine.people.access import Actor
 
 
@@ -163,9 +164,9 @@ def listing_lines(listing: LibraryListing, in_server: bool) -> list[str]:
 
 
 @list_source("scenarios", of_adventure=False)
-async def scenario_page(interaction: discord.Interaction[CampfireBot], page: int) -> ListPage:
+async def scenario_page(interaction: discord.Interaction, page: int) -> ListPage:
     # The presser's own view of the library: their server's, their own, the shipped ones.
-    listing = await interaction.client.services.scenarios.listing(actor_of(interaction))
+    listing = await bot_of(interaction).services.scenarios.listing(actor_of(interaction))
     return paged(
         listing_lines(listing, interaction.guild_id is not None),
         page,
@@ -212,9 +213,7 @@ class ScenarioCog(commands.Cog):
     @app_commands.describe(
         file="An AI Dungeon, AI-DnD, SillyTavern, NovelAI, Character Card or Campfire JSON file"
     )
-    async def import_(
-        self, interaction: discord.Interaction[CampfireBot], file: discord.Attachment
-    ) -> None:
+    async def import_(self, interaction: discord.Interaction, file: discord.Attachment) -> None:
         """Import a scenario or lorebook from a file (a preview comes first)."""
         library = self.bot.services.scenarios
         actor = actor_of(interaction)
@@ -231,7 +230,7 @@ class ScenarioCog(commands.Cog):
 
     @scenario.command(name="export")
     @app_commands.describe(scenario="The scenario to export")
-    async def export(self, interaction: discord.Interaction[CampfireBot], scenario: str) -> None:
+    async def export(self, interaction: discord.Interaction, scenario: str) -> None:
         """A scenario as a Campfire file, and its story cards as an AI Dungeon file."""
         exported = await self.bot.services.scenarios.export(actor_of(interaction), scenario)
         files = [discord.File(io.BytesIO(f.content), filename=f.filename) for f in exported.files]
@@ -245,13 +244,13 @@ class ScenarioCog(commands.Cog):
         )
 
     @scenario.command(name="list")
-    async def list_(self, interaction: discord.Interaction[CampfireBot]) -> None:
+    async def list_(self, interaction: discord.Interaction) -> None:
         """The scenarios you can play here."""
         await show_list(interaction, "scenarios")
 
     @scenario.command(name="show")
     @app_commands.describe(scenario="The scenario to look at")
-    async def show(self, interaction: discord.Interaction[CampfireBot], scenario: str) -> None:
+    async def show(self, interaction: discord.Interaction, scenario: str) -> None:
         """A scenario's description, cards, options and opening."""
         details = await self.bot.services.scenarios.show(actor_of(interaction), scenario)
         await interaction.response.send_message(
@@ -260,7 +259,7 @@ class ScenarioCog(commands.Cog):
 
     @scenario.command(name="delete")
     @app_commands.describe(scenario="The scenario to delete (adventures keep their copies)")
-    async def delete(self, interaction: discord.Interaction[CampfireBot], scenario: str) -> None:
+    async def delete(self, interaction: discord.Interaction, scenario: str) -> None:
         """Delete an imported scenario."""
         await interaction.response.defer(thinking=True, ephemeral=True)
         title = await self.bot.services.scenarios.delete(actor_of(interaction), scenario)
@@ -274,7 +273,7 @@ class ScenarioCog(commands.Cog):
     @show.autocomplete("scenario")
     @delete.autocomplete("scenario")
     async def scenario_choices(
-        self, interaction: discord.Interaction[CampfireBot], current: str
+        self, interaction: discord.Interaction, current: str
     ) -> list[app_commands.Choice[str]]:
         choices = await self.bot.services.play.scenario_choices(actor_of(interaction), current)
         return [app_commands.Choice(name=label, value=value) for label, value in choices]

@@ -14,6 +14,7 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
+from cogs.ui import bot_of
 from cogs.ui.content import fit_text
 from cogs.ui.interaction import actor_of, channel_id_of
 from cogs.ui.pages import ListPage, list_source, paged, show_list
@@ -23,7 +24,7 @@ from engine.library.scripting.hooks import Hook
 from engine.library.scripting.manage import SCRIPT_NAME_MAX, HookTest, ScriptPart, ScriptView
 
 if TYPE_CHECKING:
-    from bot.discord_bot import CampfireBot
+    from cogs.ui import CampfireBot
 
 #: Longer results come as a file, not cut.
 INLINE_RESULT_MAX = 900
@@ -79,8 +80,8 @@ def test_summary(result: HookTest) -> str:
 
 
 @list_source("scripts")
-async def script_page(interaction: discord.Interaction[CampfireBot], page: int) -> ListPage:
-    views = await interaction.client.services.scripts.scripts(channel_id_of(interaction))
+async def script_page(interaction: discord.Interaction, page: int) -> ListPage:
+    views = await bot_of(interaction).services.scripts.scripts(channel_id_of(interaction))
     return paged(
         [f"{i}. {view_line(view)}" for i, view in enumerate(views, 1)],
         page,
@@ -104,7 +105,7 @@ class ScriptsCog(commands.Cog):
     @app_commands.choices(hook=PART_CHOICES)
     async def upload(
         self,
-        interaction: discord.Interaction[CampfireBot],
+        interaction: discord.Interaction,
         hook: str,
         file: discord.Attachment,
         name: app_commands.Range[str, 1, SCRIPT_NAME_MAX] | None = None,
@@ -131,25 +132,23 @@ class ScriptsCog(commands.Cog):
         )
 
     @script.command(name="list")
-    async def list_scripts(self, interaction: discord.Interaction[CampfireBot]) -> None:
+    async def list_scripts(self, interaction: discord.Interaction) -> None:
         """The adventure's scripts, in the order they run."""
         await show_list(interaction, "scripts")
 
     @script.command(name="enable")
     @app_commands.describe(name="The script to turn on")
-    async def enable(self, interaction: discord.Interaction[CampfireBot], name: str) -> None:
+    async def enable(self, interaction: discord.Interaction, name: str) -> None:
         """Turn a script on: it runs from the next turn."""
         await self._set_enabled(interaction, name, True)
 
     @script.command(name="disable")
     @app_commands.describe(name="The script to turn off")
-    async def disable(self, interaction: discord.Interaction[CampfireBot], name: str) -> None:
+    async def disable(self, interaction: discord.Interaction, name: str) -> None:
         """Turn a script off without removing it."""
         await self._set_enabled(interaction, name, False)
 
-    async def _set_enabled(
-        self, interaction: discord.Interaction[CampfireBot], name: str, on: bool
-    ) -> None:
+    async def _set_enabled(self, interaction: discord.Interaction, name: str, on: bool) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
         view = await self.bot.services.scripts.set_enabled(
             channel_id_of(interaction), actor_of(interaction), name, on
@@ -163,7 +162,7 @@ class ScriptsCog(commands.Cog):
     )
     @app_commands.choices(hook=PART_CHOICES)
     async def remove(
-        self, interaction: discord.Interaction[CampfireBot], name: str, hook: str | None = None
+        self, interaction: discord.Interaction, name: str, hook: str | None = None
     ) -> None:
         """Remove a script, or one part of it."""
         await interaction.response.defer(ephemeral=True, thinking=True)
@@ -188,7 +187,7 @@ class ScriptsCog(commands.Cog):
     @app_commands.choices(hook=HOOK_CHOICES)
     async def test(
         self,
-        interaction: discord.Interaction[CampfireBot],
+        interaction: discord.Interaction,
         hook: str,
         text: app_commands.Range[str, 1, 4000] | None = None,
     ) -> None:
@@ -207,7 +206,7 @@ class ScriptsCog(commands.Cog):
     @disable.autocomplete("name")
     @remove.autocomplete("name")
     async def name_choices(
-        self, interaction: discord.Interaction[CampfireBot], current: str
+        self, interaction: discord.Interaction, current: str
     ) -> list[app_commands.Choice[str]]:
         try:
             names = await self.bot.services.scripts.names(channel_id_of(interaction), current)

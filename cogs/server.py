@@ -19,7 +19,7 @@ from cogs.ui.interaction import actor_of
 from cogs.ui.replies import reply
 
 if TYPE_CHECKING:
-    from bot.discord_bot import CampfireBot
+    from cogs.ui import CampfireBot
 
 #: Who Discord shows /server to by default: members with Manage Server (and administrators).
 SERVER_ADMIN_PERMISSIONS = discord.Permissions(manage_guild=True)
@@ -42,7 +42,7 @@ class ServerCog(commands.Cog):
     @server.command(name="importers")
     @app_commands.describe(role="Members with this role may import; leave empty for managers only")
     async def importers(
-        self, interaction: discord.Interaction[CampfireBot], role: discord.Role | None = None
+        self, interaction: discord.Interaction, role: discord.Role | None = None
     ) -> None:
         """Choose who besides server managers may import scenarios."""
         # Answered before the write: Discord waits 3 s for the first answer.
@@ -58,7 +58,7 @@ class ServerCog(commands.Cog):
 
     @server.command(name="suggestions")
     @app_commands.describe(on="Offer suggested actions as buttons under each turn")
-    async def suggestions(self, interaction: discord.Interaction[CampfireBot], on: bool) -> None:
+    async def suggestions(self, interaction: discord.Interaction, on: bool) -> None:
         """Turn suggested actions under the turns on or off in this server's adventures."""
         # Answered before the write: Discord waits 3 s for the first answer.
         await interaction.response.defer(ephemeral=True, thinking=True)

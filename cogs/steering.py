@@ -17,6 +17,7 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
+from cogs.ui import bot_of
 from cogs.ui.adventure_group import DESCRIPTION as ADVENTURE_GROUP
 from cogs.ui.content import EMBED_DESCRIPTION_MAX, fit_embed, fit_text
 from cogs.ui.forms import FORM_TIMEOUT_S, MODAL_TITLE_MAX, TEXT_INPUT_MAX, on_form_error
@@ -39,7 +40,7 @@ from engine.story.steering.settings import AdventureSettings
 from engine.story.steering.text import TEXT_MAX_CHARS, SteeringChange, SteeringField
 
 if TYPE_CHECKING:
-    from bot.discord_bot import CampfireBot
+    from cogs.ui import CampfireBot
 
 CARDS_PER_PAGE = 8
 PREVIEW_WORDS = 16
@@ -108,8 +109,8 @@ def cards_embed(page: CardPage) -> discord.Embed:
 
 
 @list_source("cards")
-async def card_page(interaction: discord.Interaction[CampfireBot], page: int) -> ListPage:
-    found = await interaction.client.services.story_cards.page(
+async def card_page(interaction: discord.Interaction, page: int) -> ListPage:
+    found = await bot_of(interaction).services.story_cards.page(
         channel_id_of(interaction), page=page, per_page=CARDS_PER_PAGE
     )
     return ListPage(cards_embed(found), found.page, found.pages)
@@ -159,9 +160,9 @@ class SteeringModal(discord.ui.Modal):
         )
         self.add_item(self.text)
 
-    async def on_submit(self, interaction: discord.Interaction[CampfireBot]) -> None:
+    async def on_submit(self, interaction: discord.Interaction) -> None:
         await _defer(interaction)
-        change = await interaction.client.services.steering_text.set(
+        change = await bot_of(interaction).services.steering_text.set(
             channel_id_of(interaction),
             actor_of(interaction),
             self.field,
@@ -171,9 +172,7 @@ class SteeringModal(discord.ui.Modal):
         content, embed = change_reply(change)
         await _answer(interaction, content, embed)
 
-    async def on_error(
-        self, interaction: discord.Interaction[CampfireBot], error: Exception
-    ) -> None:
+    async def on_error(self, interaction: discord.Interaction, error: Exception) -> None:
         await on_form_error(interaction, error)
 
 
@@ -247,8 +246,8 @@ class CardModal(discord.ui.Modal):
             always_on=self.always_on,
         )
 
-    async def on_submit(self, interaction: discord.Interaction[CampfireBot]) -> None:
-        cards = interaction.client.services.story_cards
+    async def on_submit(self, interaction: discord.Interaction) -> None:
+        cards = bot_of(interaction).services.story_cards
         where, actor = channel_id_of(interaction), actor_of(interaction)
         draft = self.draft()
         await _defer(interaction)
@@ -269,9 +268,7 @@ class CardModal(discord.ui.Modal):
             content += " It has no keys and is not always on, so the narrator will not see it."
         await _answer(interaction, content, None)
 
-    async def on_error(
-        self, interaction: discord.Interaction[CampfireBot], error: Exception
-    ) -> None:
+    async def on_error(self, interaction: discord.Interaction, error: Exception) -> None:
         await on_form_error(interaction, error)
 
 
@@ -284,9 +281,7 @@ class ResubmitView(discord.ui.View):
         self.draft = draft
 
     @discord.ui.button(label="Fix and send again", emoji="✏️", style=discord.ButtonStyle.primary)
-    async def again(
-        self, interaction: discord.Interaction[CampfireBot], button: discord.ui.Button
-    ) -> None:
+    async def again(self, interaction: discord.Interaction, button: discord.ui.Button) -> None:
         modal = self.modal
         await interaction.response.send_modal(
             CardModal(
@@ -298,13 +293,13 @@ class ResubmitView(discord.ui.View):
         )
 
 
-async def _defer(interaction: discord.Interaction[CampfireBot]) -> None:
+async def _defer(interaction: discord.Interaction) -> None:
     """Before a change is written: the answer is for the player alone, as ever."""
     await interaction.response.defer(thinking=True, ephemeral=True)
 
 
 async def _answer(
-    interaction: discord.Interaction[CampfireBot], content: str, embed: discord.Embed | None
+    interaction: discord.Interaction, content: str, embed: discord.Embed | None
 ) -> None:
     kwargs: dict[str, Any] = {"content": fit_text(content), "ephemeral": True}
     if embed is not None:
@@ -332,7 +327,7 @@ class SteeringCog(commands.Cog):
     @app_commands.describe(text="The new author's note; leave empty to edit it in a form")
     async def note(
         self,
-        interaction: discord.Interaction[CampfireBot],
+        interaction: discord.Interaction,
         text: app_commands.Range[str, 1, TEXT_MAX_CHARS] | None = None,
     ) -> None:
         """Read or change the author's note: style and tone, placed near the story's end."""
@@ -342,7 +337,7 @@ class SteeringCog(commands.Cog):
     @app_commands.describe(text="The new plot essentials; leave empty to edit them in a form")
     async def essentials(
         self,
-        interaction: discord.Interaction[CampfireBot],
+        interaction: discord.Interaction,
         text: app_commands.Range[str, 1, TEXT_MAX_CHARS] | None = None,
     ) -> None:
         """Read or change the plot essentials: what the narrator must always remember."""
@@ -352,14 +347,14 @@ class SteeringCog(commands.Cog):
     @app_commands.describe(text="The new AI instructions; leave empty to edit them in a form")
     async def instructions(
         self,
-        interaction: discord.Interaction[CampfireBot],
+        interaction: discord.Interaction,
         text: app_commands.Range[str, 1, TEXT_MAX_CHARS] | None = None,
     ) -> None:
         """Read or change the AI instructions: how the narrator should write."""
         await self._steer(interaction, SteeringField.AI_INSTRUCTIONS, text)
 
     async def _steer(
-        self, interaction: discord.Interaction[CampfireBot], field: SteeringField, text: str | None
+        self, interaction: discord.Interaction, field: SteeringField, text: str | None
     ) -> None:
         steering = self.bot.services.steering_text
         where, actor = channel_id_of(interaction), actor_of(interaction)
@@ -389,9 +384,7 @@ class SteeringCog(commands.Cog):
     @app_commands.describe(
         always_on="Always give this card to the narrator, not only when its keys come up"
     )
-    async def card_add(
-        self, interaction: discord.Interaction[CampfireBot], always_on: bool = False
-    ) -> None:
+    async def card_add(self, interaction: discord.Interaction, always_on: bool = False) -> None:
         """Add a story card: a title, keys that bring it in, and what the narrator reads."""
         adventure_id = await self.bot.services.story_cards.check_room(
             channel_id_of(interaction), actor_of(interaction)
@@ -407,7 +400,7 @@ class SteeringCog(commands.Cog):
     )
     async def card_edit(
         self,
-        interaction: discord.Interaction[CampfireBot],
+        interaction: discord.Interaction,
         card: str,
         always_on: bool | None = None,
     ) -> None:
@@ -430,7 +423,7 @@ class SteeringCog(commands.Cog):
 
     @card.command(name="remove")
     @app_commands.describe(card="The card to remove")
-    async def card_remove(self, interaction: discord.Interaction[CampfireBot], card: str) -> None:
+    async def card_remove(self, interaction: discord.Interaction, card: str) -> None:
         """Remove a story card."""
         await _defer(interaction)
         removed = await self.bot.services.story_cards.remove(
@@ -444,25 +437,25 @@ class SteeringCog(commands.Cog):
     @card.command(name="list")
     @app_commands.describe(page="Which page of cards to show")
     async def card_list(
-        self, interaction: discord.Interaction[CampfireBot], page: app_commands.Range[int, 1] = 1
+        self, interaction: discord.Interaction, page: app_commands.Range[int, 1] = 1
     ) -> None:
         """Show the adventure's story cards (to you alone)."""
         await show_list(interaction, "cards", page)
 
     @card_edit.autocomplete("card")
     async def card_edit_choices(
-        self, interaction: discord.Interaction[CampfireBot], current: str
+        self, interaction: discord.Interaction, current: str
     ) -> list[app_commands.Choice[str]]:
         return await self._card_choices(interaction, current)
 
     @card_remove.autocomplete("card")
     async def card_remove_choices(
-        self, interaction: discord.Interaction[CampfireBot], current: str
+        self, interaction: discord.Interaction, current: str
     ) -> list[app_commands.Choice[str]]:
         return await self._card_choices(interaction, current)
 
     async def _card_choices(
-        self, interaction: discord.Interaction[CampfireBot], current: str
+        self, interaction: discord.Interaction, current: str
     ) -> list[app_commands.Choice[str]]:
         choices = await self.bot.services.story_cards.choices(channel_id_of(interaction), current)
         return [app_commands.Choice(name=label, value=value) for label, value in choices]
@@ -479,7 +472,7 @@ class SteeringCog(commands.Cog):
     )
     async def adventure_settings(
         self,
-        interaction: discord.Interaction[CampfireBot],
+        interaction: discord.Interaction,
         context_tokens: app_commands.Range[int, 512, 1_000_000] | None = None,
         max_output_tokens: app_commands.Range[int, 16, 32_768] | None = None,
         temperature: app_commands.Range[float, 0.0, 2.0] | None = None,

@@ -17,6 +17,7 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
+from cogs.ui import bot_of
 from cogs.ui.errors import on_app_command_error
 from cogs.ui.forms import FORM_TIMEOUT_S
 from cogs.ui.interaction import actor_of, channel_id_of
@@ -25,7 +26,7 @@ from cogs.ui.replies import defer_request, reply
 from engine.story.tree import EDIT_MAX_CHARS, NAME_MAX, BranchView, HeadMove, SavePointView
 
 if TYPE_CHECKING:
-    from bot.discord_bot import CampfireBot
+    from cogs.ui import CampfireBot
 
 #: Lines of the tree's drawing a page: a drawing reads better long than cut often.
 TREE_LINES_PER_PAGE = 40
@@ -63,14 +64,14 @@ def save_point_lines(points: list[SavePointView]) -> list[str]:
 
 
 @list_source("branches")
-async def branch_page(interaction: discord.Interaction[CampfireBot], page: int) -> ListPage:
-    branches = await interaction.client.services.tree.branches(channel_id_of(interaction))
+async def branch_page(interaction: discord.Interaction, page: int) -> ListPage:
+    branches = await bot_of(interaction).services.tree.branches(channel_id_of(interaction))
     return paged(branch_lines(branches), page, title="Branches", empty="No branches yet.")
 
 
 @list_source("savepoints")
-async def save_point_page(interaction: discord.Interaction[CampfireBot], page: int) -> ListPage:
-    points = await interaction.client.services.tree.save_points(channel_id_of(interaction))
+async def save_point_page(interaction: discord.Interaction, page: int) -> ListPage:
+    points = await bot_of(interaction).services.tree.save_points(channel_id_of(interaction))
     return paged(
         save_point_lines(points),
         page,
@@ -80,8 +81,8 @@ async def save_point_page(interaction: discord.Interaction[CampfireBot], page: i
 
 
 @list_source("tree")
-async def tree_page(interaction: discord.Interaction[CampfireBot], page: int) -> ListPage:
-    picture = await interaction.client.services.tree.picture(channel_id_of(interaction))
+async def tree_page(interaction: discord.Interaction, page: int) -> ListPage:
+    picture = await bot_of(interaction).services.tree.picture(channel_id_of(interaction))
     return paged(
         picture.splitlines(),
         page,
@@ -143,7 +144,7 @@ class StoryTreeCog(commands.Cog):
     # --- turns ---
 
     @app_commands.command(name="retry")
-    async def retry(self, interaction: discord.Interaction[CampfireBot]) -> None:
+    async def retry(self, interaction: discord.Interaction) -> None:
         """Write the newest turn again; every take is kept (‹ › pages them)."""
         await defer_request(interaction)
         events = self.bot.services.play.retry_turn(
@@ -154,7 +155,7 @@ class StoryTreeCog(commands.Cog):
         await self.bot.narrator.show(interaction, events, retrying=True)
 
     @app_commands.command(name="undo")
-    async def undo(self, interaction: discord.Interaction[CampfireBot]) -> None:
+    async def undo(self, interaction: discord.Interaction) -> None:
         """Take back the newest turn (nothing is deleted; /redo brings it back)."""
         await self.bot.narrator.head_move(
             interaction,
@@ -166,7 +167,7 @@ class StoryTreeCog(commands.Cog):
         )
 
     @app_commands.command(name="redo")
-    async def redo(self, interaction: discord.Interaction[CampfireBot]) -> None:
+    async def redo(self, interaction: discord.Interaction) -> None:
         """Bring back the turn that was undone last."""
         await self.bot.narrator.head_move(
             interaction,
@@ -178,7 +179,7 @@ class StoryTreeCog(commands.Cog):
         )
 
     @app_commands.command(name="edit")
-    async def edit(self, interaction: discord.Interaction[CampfireBot]) -> None:
+    async def edit(self, interaction: discord.Interaction) -> None:
         """Correct the newest turn's text in a form (the original stays as a take)."""
         turn = await self.bot.services.tree.turn_to_edit(
             actor_of(interaction),
@@ -189,14 +190,14 @@ class StoryTreeCog(commands.Cog):
         )
 
     @app_commands.command(name="tree")
-    async def tree(self, interaction: discord.Interaction[CampfireBot]) -> None:
+    async def tree(self, interaction: discord.Interaction) -> None:
         """The story's shape: its branches, where they part, save points, where you are."""
         await show_list(interaction, "tree")
 
     # --- branches ---
 
     @branch.command(name="list")
-    async def branch_list(self, interaction: discord.Interaction[CampfireBot]) -> None:
+    async def branch_list(self, interaction: discord.Interaction) -> None:
         """The branches of this story."""
         await show_list(interaction, "branches")
 
@@ -204,7 +205,7 @@ class StoryTreeCog(commands.Cog):
     @app_commands.describe(name="A name for the new line, e.g. “the river path”")
     async def branch_new(
         self,
-        interaction: discord.Interaction[CampfireBot],
+        interaction: discord.Interaction,
         name: app_commands.Range[str, 1, NAME_MAX],
     ) -> None:
         """Start a branch here; new turns go on it, the other branches keep their own."""
@@ -221,7 +222,7 @@ class StoryTreeCog(commands.Cog):
 
     @branch.command(name="switch")
     @app_commands.describe(name="The branch to go to")
-    async def branch_switch(self, interaction: discord.Interaction[CampfireBot], name: str) -> None:
+    async def branch_switch(self, interaction: discord.Interaction, name: str) -> None:
         """Go to another branch's newest turn, with that line's world state."""
         await self.bot.narrator.head_move(
             interaction,
@@ -237,7 +238,7 @@ class StoryTreeCog(commands.Cog):
     @app_commands.describe(name="The branch to rename", new_name="Its new name")
     async def branch_rename(
         self,
-        interaction: discord.Interaction[CampfireBot],
+        interaction: discord.Interaction,
         name: str,
         new_name: app_commands.Range[str, 1, NAME_MAX],
     ) -> None:
@@ -253,7 +254,7 @@ class StoryTreeCog(commands.Cog):
 
     @branch.command(name="delete")
     @app_commands.describe(name="The branch to forget (its shared turns stay)")
-    async def branch_delete(self, interaction: discord.Interaction[CampfireBot], name: str) -> None:
+    async def branch_delete(self, interaction: discord.Interaction, name: str) -> None:
         """Delete a branch that the story is not on and no save point uses."""
         await interaction.response.defer(thinking=True, ephemeral=True)
         message = await self.bot.services.tree.delete_branch(
@@ -267,7 +268,7 @@ class StoryTreeCog(commands.Cog):
     @branch_rename.autocomplete("name")
     @branch_delete.autocomplete("name")
     async def branch_names(
-        self, interaction: discord.Interaction[CampfireBot], current: str
+        self, interaction: discord.Interaction, current: str
     ) -> list[app_commands.Choice[str]]:
         try:
             branches = await self.bot.services.tree.branches(channel_id_of(interaction))
@@ -286,7 +287,7 @@ class StoryTreeCog(commands.Cog):
     @app_commands.describe(name="A name for this place in the story")
     async def savepoint_add(
         self,
-        interaction: discord.Interaction[CampfireBot],
+        interaction: discord.Interaction,
         name: app_commands.Range[str, 1, NAME_MAX],
     ) -> None:
         """Name the place the story stands now, to come back to it later."""
@@ -303,15 +304,13 @@ class StoryTreeCog(commands.Cog):
         )
 
     @savepoint.command(name="list")
-    async def savepoint_list(self, interaction: discord.Interaction[CampfireBot]) -> None:
+    async def savepoint_list(self, interaction: discord.Interaction) -> None:
         """The save points of this story."""
         await show_list(interaction, "savepoints")
 
     @savepoint.command(name="restore")
     @app_commands.describe(name="The save point to go back to")
-    async def savepoint_restore(
-        self, interaction: discord.Interaction[CampfireBot], name: str
-    ) -> None:
+    async def savepoint_restore(self, interaction: discord.Interaction, name: str) -> None:
         """Go back to a save point (nothing is deleted; /redo walks forward again)."""
         await self.bot.narrator.head_move(
             interaction,
@@ -325,9 +324,7 @@ class StoryTreeCog(commands.Cog):
 
     @savepoint.command(name="delete")
     @app_commands.describe(name="The save point to delete")
-    async def savepoint_delete(
-        self, interaction: discord.Interaction[CampfireBot], name: str
-    ) -> None:
+    async def savepoint_delete(self, interaction: discord.Interaction, name: str) -> None:
         """Delete a save point (the story does not change)."""
         await interaction.response.defer(thinking=True, ephemeral=True)
         message = await self.bot.services.tree.delete_save_point(
@@ -340,7 +337,7 @@ class StoryTreeCog(commands.Cog):
     @savepoint_restore.autocomplete("name")
     @savepoint_delete.autocomplete("name")
     async def save_point_names(
-        self, interaction: discord.Interaction[CampfireBot], current: str
+        self, interaction: discord.Interaction, current: str
     ) -> list[app_commands.Choice[str]]:
         try:
             points = await self.bot.services.tree.save_points(channel_id_of(interaction))
@@ -353,7 +350,7 @@ class StoryTreeCog(commands.Cog):
             if typed in p.name.casefold()
         ][:25]
 
-    async def _place(self, interaction: discord.Interaction[CampfireBot], move: HeadMove) -> None:
+    async def _place(self, interaction: discord.Interaction, move: HeadMove) -> None:
         channel = interaction.channel
         if isinstance(channel, discord.abc.Messageable):
             await self.bot.narrator.show_head(channel, move)

@@ -13,7 +13,7 @@ from cogs.ui.content import fit_text
 from cogs.ui.interaction import actor_of
 
 if TYPE_CHECKING:
-    from bot.discord_bot import CampfireBot
+    from cogs.ui import CampfireBot
     from engine.people.limits import UsageToday
 
 
@@ -41,7 +41,7 @@ class UsageCog(commands.Cog):
         self.bot = bot
 
     @app_commands.command(name="usage")
-    async def usage(self, interaction: discord.Interaction[CampfireBot]) -> None:
+    async def usage(self, interaction: discord.Interaction) -> None:
         """Your use of Campfire's model today (and this server's), and the daily caps."""
         await interaction.response.defer(thinking=True, ephemeral=True)
         found = await self.bot.services.limits.usage(actor_of(interaction))

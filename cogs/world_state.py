@@ -13,7 +13,7 @@ from cogs.ui.interaction import actor_of, channel_id_of
 from cogs.ui.replies import reply
 
 if TYPE_CHECKING:
-    from bot.discord_bot import CampfireBot
+    from cogs.ui import CampfireBot
 
 
 class WorldStateCog(commands.Cog):
@@ -23,7 +23,7 @@ class WorldStateCog(commands.Cog):
         self.bot = bot
 
     @state.command(name="show")
-    async def show(self, interaction: discord.Interaction[CampfireBot]) -> None:
+    async def show(self, interaction: discord.Interaction) -> None:
         """Show the whole world state, with what each number means."""
         view = await self.bot.services.world_state.show(channel_id_of(interaction))
         embed = discord.Embed(title=f"World state · {view.title}", description=view.text)
@@ -34,9 +34,7 @@ class WorldStateCog(commands.Cog):
         path="What to change, e.g. player.hp or npcs.gwen.trust",
         value="The new value: a number, true/false, or text",
     )
-    async def set_(
-        self, interaction: discord.Interaction[CampfireBot], path: str, value: str
-    ) -> None:
+    async def set_(self, interaction: discord.Interaction, path: str, value: str) -> None:
         """Correct one value (the host and server managers), checked like any change."""
         await interaction.response.defer(thinking=True)
         changed = await self.bot.services.world_state.set(

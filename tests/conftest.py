@@ -104,7 +104,7 @@ def _warm_script_workers() -> Iterator[None]:
     (every run gets a fresh QuickJS context), so sharing them changes no test; one that needs a
     pool of its own makes one (``workers.ScriptWorkers()``)."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr("bot.services.close_script_workers", lambda: None)
+        patch.setattr("engine.services.close_script_workers", lambda: None)
         yield
     close_script_workers()
 

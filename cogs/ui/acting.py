@@ -10,10 +10,11 @@ adventure whose buttons opened it: where another adventure runs now, it is refus
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import discord
 
+from cogs.ui import bot_of
 from cogs.ui.forms import FORM_TIMEOUT_S, TEXT_INPUT_MAX, on_form_error
 from cogs.ui.interaction import actor_of, channel_id_of, runs_adventures
 from cogs.ui.preflight import Preflighted
@@ -26,7 +27,6 @@ from engine.story.actions import ActionType, PlayerAction
 if TYPE_CHECKING:
     import re
 
-    from bot.discord_bot import CampfireBot
 
 #: The kinds of action a button's form plays, by the name its ``custom_id`` carries: the form's
 #: title, and the hint in its text box.
@@ -45,10 +45,6 @@ BUTTONS: dict[str, tuple[str, str]] = {
 }
 
 
-def _bot(interaction: discord.Interaction) -> CampfireBot:
-    return cast("CampfireBot", interaction.client)
-
-
 async def act_here(
     interaction: discord.Interaction,
     kind: ActionType,
@@ -58,7 +54,7 @@ async def act_here(
 ) -> None:
     """Play ``text`` as a ``kind`` action of the interaction's user in the adventure here.
     ``drawn_for``: the adventure whose button opened the form it was typed in."""
-    bot = _bot(interaction)
+    bot = bot_of(interaction)
     play = bot.services.play
     channel_id = channel_id_of(interaction)
     # Acknowledged before the database is asked anything (Discord's 3 seconds); privately
@@ -89,7 +85,7 @@ async def nothing_here(interaction: discord.Interaction) -> None:
     """An action where no adventure runs (the interaction is acknowledged): in a channel
     whose adventures run in threads of it, the player is pointed to them (archived ones
     reopened); else told to /start. Privately, either way."""
-    bot = _bot(interaction)
+    bot = bot_of(interaction)
     adventures = await bot.services.play.adventures_from(channel_id_of(interaction))
     if adventures:
         pointer = await adventures_in_threads(bot, adventures)
@@ -156,7 +152,7 @@ class ActButton(
         return cls(match["kind"], row_id(match["adventure"], ROW_ID_MAX) or 0)
 
     async def callback(self, interaction: discord.Interaction) -> None:
-        bot = _bot(interaction)
+        bot = bot_of(interaction)
         places = bot.services.play.places
         if places.stale_button(channel_id_of(interaction), self.adventure_id, 0) == OTHER_ADVENTURE:
             await reply(interaction, f"⚠ {OTHER_ADVENTURE}")

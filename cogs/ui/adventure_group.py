@@ -11,7 +11,7 @@ from discord import app_commands
 from discord.ext import commands
 
 if TYPE_CHECKING:
-    from bot.discord_bot import CampfireBot
+    from cogs.ui import CampfireBot
 
 DESCRIPTION = "The adventures here: list, resume, end, settings, export, import"
 

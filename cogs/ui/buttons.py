@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import discord
 
+from cogs.ui import bot_of
 from cogs.ui.acting import action_buttons
 from cogs.ui.bot_permissions import Does
 from cogs.ui.gate import refused_as_blocked
@@ -33,19 +34,13 @@ from engine.platform.sanitise import BIG_ID_MAX, ROW_ID_MAX, row_id
 from engine.story.actions import ActionType, PlayerAction
 
 if TYPE_CHECKING:
-    from bot.discord_bot import CampfireBot
+    pass
 
 
 def _button(
     label: str, emoji: str | None, custom_id: str, style: discord.ButtonStyle, *, row: int = 0
 ) -> discord.ui.Button:
     return discord.ui.Button(label=label, emoji=emoji, style=style, custom_id=custom_id, row=row)
-
-
-def bot_of(interaction: discord.Interaction) -> CampfireBot:
-    """The bot a button or form answers for. discord.py types the callbacks these override for
-    any client; the client that registered them is Campfire's."""
-    return cast("CampfireBot", interaction.client)
 
 
 def _number(digits: str, maximum: int = ROW_ID_MAX) -> int:
@@ -176,7 +171,7 @@ class InsightsButton(
     ) -> InsightsButton:
         return cls(_number(match["node"]))
 
-    async def callback(self, interaction: discord.Interaction[CampfireBot]) -> None:
+    async def callback(self, interaction: discord.Interaction) -> None:
         await show_insights_safely(interaction, node_id=self.node_id)
 
 

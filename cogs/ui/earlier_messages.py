@@ -34,6 +34,7 @@ from cogs.ui.bot_permissions import is_final_refusal
 from engine.play.message_links import MessageLink, MessageLinks
 
 if TYPE_CHECKING:
+    from cogs.ui import ChannelsClient
     from cogs.ui.pacing import RatePacer
 
 log = logging.getLogger(__name__)
@@ -67,7 +68,7 @@ class Edited(Enum):
     FAILED = "failed"
 
 
-def message_at(bot: discord.Client, channel_id: int, message_id: int) -> discord.PartialMessage:
+def message_at(bot: ChannelsClient, channel_id: int, message_id: int) -> discord.PartialMessage:
     """The message by its ids alone, through the cached channel when there is one."""
     channel = bot.get_channel(channel_id)
     if isinstance(channel, _WITH_MESSAGES):
@@ -78,7 +79,7 @@ def message_at(bot: discord.Client, channel_id: int, message_id: int) -> discord
 class EarlierMessages:
     """Edits of messages shown earlier, by id, paced, giving up gracefully."""
 
-    def __init__(self, bot: discord.Client, pacer: RatePacer, links: MessageLinks) -> None:
+    def __init__(self, bot: ChannelsClient, pacer: RatePacer, links: MessageLinks) -> None:
         self.bot = bot
         self.pacer = pacer
         self.links = links

@@ -21,7 +21,7 @@ from engine.errors import NotAllowed
 from engine.people.access import Actor
 
 if TYPE_CHECKING:
-    from bot.discord_bot import CampfireBot
+    from cogs.ui import CampfireBot
 
 log = logging.getLogger(__name__)
 

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     # protocol, every one of them has an id.
     from discord.abc import MessageableChannel
 
-    from bot.discord_bot import CampfireBot
+    from cogs.ui import CampfireBot
 
 log = logging.getLogger(__name__)
 

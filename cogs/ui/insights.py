@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import discord
 
+from cogs.ui import bot_of
 from cogs.ui.bot_permissions import Does
 from cogs.ui.content import fit_embed
 from cogs.ui.interaction import channel_id_of
@@ -32,7 +33,7 @@ from engine.prompt.report import ContextReport, SectionReport
 from engine.turns.insights import SCRIPT_LOG_KEYS, TurnInsights
 
 if TYPE_CHECKING:
-    from bot.discord_bot import CampfireBot
+    pass
 
 log = logging.getLogger(__name__)
 
@@ -319,7 +320,7 @@ def insights_files(insights: TurnInsights, *, full_report: bool) -> list[discord
 
 
 async def show_insights(
-    interaction: discord.Interaction[CampfireBot],
+    interaction: discord.Interaction,
     *,
     turn: int | None = None,
     node_id: int | None = None,
@@ -328,7 +329,7 @@ async def show_insights(
     if not interaction.response.is_done():
         await interaction.response.defer(ephemeral=True, thinking=True)
     try:
-        insights = await interaction.client.services.insights.for_turn(
+        insights = await bot_of(interaction).services.insights.for_turn(
             channel_id_of(interaction), turn=turn, node_id=node_id
         )
     except CampfireError as error:
@@ -349,9 +350,7 @@ async def show_insights(
     )
 
 
-async def show_insights_safely(
-    interaction: discord.Interaction[CampfireBot], *, node_id: int
-) -> None:
+async def show_insights_safely(interaction: discord.Interaction, *, node_id: int) -> None:
     """For the button: an unexpected error is logged and answered, never left hanging."""
     try:
         await show_insights(interaction, node_id=node_id)
@@ -408,10 +407,10 @@ class ReasoningButton(
     ) -> ReasoningButton:
         return cls(row_id(match["node"], ROW_ID_MAX) or 0)
 
-    async def callback(self, interaction: discord.Interaction[CampfireBot]) -> None:
+    async def callback(self, interaction: discord.Interaction) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
         try:
-            number, text = await interaction.client.services.insights.reasoning(
+            number, text = await bot_of(interaction).services.insights.reasoning(
                 channel_id_of(interaction), self.node_id
             )
         except CampfireError as error:

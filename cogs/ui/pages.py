@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import discord
 
+from cogs.ui import bot_of
 from cogs.ui.content import fit_embed
 from cogs.ui.gate import refused_as_blocked
 from cogs.ui.interaction import channel_id_of
@@ -32,7 +33,7 @@ from engine.errors import CampfireError
 from engine.platform.sanitise import ROW_ID_MAX, echo, row_id
 
 if TYPE_CHECKING:
-    from bot.discord_bot import CampfireBot
+    pass
 
 #: Entries on one page of a whole list, and the characters they may take: a page reads at a
 #: glance, and stays far under the 4096 of an embed's description.
@@ -53,7 +54,7 @@ class ListPage:
 
 #: Reads page ``page`` of a list where the interaction happens (the list's rights are its
 #: service's, as for its command); raises ``CampfireError`` with the player's answer.
-ListReader = Callable[["discord.Interaction[CampfireBot]", int], Awaitable[ListPage]]
+ListReader = Callable[[discord.Interaction, int], Awaitable[ListPage]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,7 +126,7 @@ def paged(
 
 
 async def show_list(
-    interaction: discord.Interaction[CampfireBot],
+    interaction: discord.Interaction,
     kind: str,
     page: int = 1,
     *,
@@ -137,7 +138,7 @@ async def show_list(
     source = _SOURCES[kind]
     scope = 0
     if source.of_adventure:
-        scope = await interaction.client.services.play.check_list(channel_id_of(interaction))
+        scope = await bot_of(interaction).services.play.check_list(channel_id_of(interaction))
     shown = await source.read(interaction, page)
     await reply(
         interaction,
@@ -202,7 +203,7 @@ class ListPageButton(
         return cls(match["kind"], scope, page, match["way"])
 
     async def callback(self, interaction: discord.Interaction) -> None:
-        bot_interaction = cast("discord.Interaction[CampfireBot]", interaction)
+        bot_interaction = cast(discord.Interaction, interaction)
         source = _SOURCES.get(self.kind)
         if source is None:
             await reply(
@@ -211,7 +212,7 @@ class ListPageButton(
             return
         try:
             if source.of_adventure:
-                await bot_interaction.client.services.play.check_list(
+                await bot_of(bot_interaction).services.play.check_list(
                     channel_id_of(interaction), drawn_for=self.scope
                 )
             shown = await source.read(bot_interaction, self.page)

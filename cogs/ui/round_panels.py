@@ -18,10 +18,11 @@ import logging
 import random
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import discord
 
+from cogs.ui import bot_of
 from cogs.ui.interaction import actor_of, channel_id_of
 from cogs.ui.preflight import Preflighted
 from engine.people.access import Actor
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
 
     from discord.abc import MessageableChannel
 
-    from bot.discord_bot import CampfireBot
+    from cogs.ui import CampfireBot
 
 log = logging.getLogger(__name__)
 
@@ -242,7 +243,7 @@ class CloseButton(
     async def callback(self, interaction: discord.Interaction) -> None:
         from cogs.ui.replies import defer_request
 
-        bot = cast("CampfireBot", interaction.client)
+        bot = bot_of(interaction)
         await defer_request(interaction)
         channel = interaction.channel
         assert channel is not None and not isinstance(

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import discord
 
+from cogs.ui import bot_of
 from cogs.ui.interaction import actor_of, channel_id_of
 from cogs.ui.preflight import Preflighted
 from cogs.ui.replies import defer_request, reply
@@ -30,7 +31,7 @@ from engine.story.actions import ActionType, PlayerAction
 from engine.story.suggestions import MAX_LABEL, MAX_SUGGESTIONS
 
 if TYPE_CHECKING:
-    from bot.discord_bot import CampfireBot
+    pass
 
 #: Their row: under the story's buttons, the take pager and Do, Say and Story.
 SUGGESTION_ROW = 3
@@ -77,7 +78,7 @@ class SuggestionButton(
         )
 
     async def callback(self, interaction: discord.Interaction) -> None:
-        bot = cast("CampfireBot", interaction.client)
+        bot = bot_of(interaction)
         play = bot.services.play
         channel_id = channel_id_of(interaction)
         why = play.places.stale_button(channel_id, self.adventure_id, self.version)

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 import discord
 
 if TYPE_CHECKING:
+    from cogs.ui import ChannelsClient
     from cogs.ui.pacing import RatePacer
     from engine.play.answers import ThreadAdventure
 
@@ -112,7 +113,7 @@ async def reopen_thread_of(interaction: discord.Interaction) -> bool:
     return False
 
 
-async def thread_now(client: discord.Client, thread_id: int) -> discord.Thread | None:
+async def thread_now(client: ChannelsClient, thread_id: int) -> discord.Thread | None:
     """The thread as it stands: from the cache while active, else asked of Discord (archived
     threads are not in the gateway's cache); None once it is gone or out of the bot's sight."""
     channel = client.get_channel(thread_id)
@@ -127,7 +128,7 @@ async def thread_now(client: discord.Client, thread_id: int) -> discord.Thread |
 
 
 async def adventures_in_threads(
-    client: discord.Client, adventures: list[ThreadAdventure]
+    client: ChannelsClient, adventures: list[ThreadAdventure]
 ) -> str | None:
     """What to tell a player acting in a channel whose adventures run in threads of it: each
     linked, and reopened when archived so the next action there is answered; a thread a
