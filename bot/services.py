@@ -28,6 +28,7 @@ from engine.people.blocks import Blocks
 from engine.people.host_controls import HostControls
 from engine.people.limits import LimitRules, UsageLimits
 from engine.people.profiles import Profiles
+from engine.people.servers import ServerSettings
 from engine.platform.coordination.instance import InstanceTaken, this_process
 from engine.platform.coordination.jobs import JobLeases
 from engine.platform.coordination.leases import TurnLeases
@@ -292,4 +293,5 @@ async def build_services(settings: Settings) -> Services:
         knowledge=KnowledgeLibrary(
             db, max_bytes=settings.max_import_bytes, embedder=embedder, rate_limits=limits
         ),
+        servers=ServerSettings(db),
     )

@@ -4,7 +4,7 @@ One group, so that Discord hides all of it from members without Manage Server
 (``default_member_permissions`` applies to top-level commands and groups only; discord-api-docs,
 Application Commands, Permissions). Hidden is not refused: a server's admins may show a command
 to others (Server Settings → Integrations), so the engine's rights check (``engine.people.access``)
-stays the rule. Later server-wide settings (the server's model, spending caps) belong here.
+stays the rule. Every setting here is read and written by ``engine.people.servers``.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ class ServerCog(commands.Cog):
         """Choose who besides server managers may import scenarios."""
         # Answered before the write: Discord waits 3 s for the first answer.
         await interaction.response.defer(ephemeral=True, thinking=True)
-        await self.bot.services.scenarios.set_importer_role(
+        await self.bot.services.servers.set_importer_role(
             actor_of(interaction), role.id if role else None
         )
         if role is None:
@@ -62,7 +62,7 @@ class ServerCog(commands.Cog):
         """Turn suggested actions under the turns on or off in this server's adventures."""
         # Answered before the write: Discord waits 3 s for the first answer.
         await interaction.response.defer(ephemeral=True, thinking=True)
-        await self.bot.services.suggestions.switch_server(actor_of(interaction), on=on)
+        await self.bot.services.servers.switch_suggestions(actor_of(interaction), on=on)
         if on:
             message = "Turns in this server's adventures offer suggested actions again."
         else:

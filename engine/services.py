@@ -23,6 +23,7 @@ from engine.people.blocks import Blocks
 from engine.people.host_controls import HostControls
 from engine.people.limits import UsageLimits
 from engine.people.profiles import Profiles
+from engine.people.servers import ServerSettings
 from engine.platform.coordination.instance import Instance
 from engine.platform.coordination.jobs import JobLeases
 from engine.platform.coordination.leases import TurnLeases
@@ -97,10 +98,12 @@ class Services:
     chapters: ChapterService
     #: The story's typed narrative state: /narrative (cogs: narrative).
     story_state: StoryStateService
-    #: Suggested actions: a press's text, the server's switch (cogs: suggestions, server).
+    #: Suggested actions: a press's text (cogs: suggestions).
     suggestions: SuggestionService
     #: Setting files imported as Canon, Reference or Inspiration (cogs: knowledge).
     knowledge: KnowledgeLibrary
+    #: Every per-server setting (cogs: server).
+    servers: ServerSettings
 
     async def aclose(self) -> None:
         # The script workers this process started (a later run would start new ones).

@@ -11,8 +11,8 @@ from bot.standin.records import RoleRecord
 from engine.errors import NotAllowed, NotFound, StoryMovedOn
 from engine.people.access import (
     Actor,
-    check_may_choose_importers,
     check_may_retry_request,
+    check_may_set_server,
     may_act,
     may_bring_scripts,
     may_close_round,
@@ -206,17 +206,17 @@ def test_who_may_import(actor, without_role, with_role):
     assert may_import(actor, IMPORTERS) is with_role
 
 
-def test_only_server_managers_choose_the_importer_role():
-    check_may_choose_importers(SERVER_MANAGER)
+def test_only_server_managers_set_the_servers_settings():
+    check_may_set_server(SERVER_MANAGER)
     for actor in (
         PLAIN,
         MESSAGE_MANAGER,
         Actor(MEMBER, server_id=SERVER, role_ids=frozenset({IMPORTERS})),
     ):
         with pytest.raises(NotAllowed):
-            check_may_choose_importers(actor)
-    with pytest.raises(NotAllowed, match="in a DM you import for yourself"):
-        check_may_choose_importers(Actor(PLAYER))
+            check_may_set_server(actor)
+    with pytest.raises(NotAllowed, match="in a DM there is no server to set"):
+        check_may_set_server(Actor(PLAYER))
 
 
 # --- whole adventures: starting over one, scripts coming in, code going out --------------------

@@ -23,6 +23,7 @@ from engine.library.scenarios.lookup import resolve_scenario
 from engine.library.scenarios.shipped import BUILTIN_SCENARIOS
 from engine.library.scenarios.start import start_adventure
 from engine.people.access import Actor
+from engine.people.servers import ServerSettings
 from engine.storage.models import AdventureCard, Scenario, ScenarioCard, StoryNode
 from tests.fuzz_inputs import FIXTURES, json_values
 
@@ -140,7 +141,7 @@ async def test_who_may_import(db, library):
     # In a DM anyone imports into their own library.
     await library.preview(Actor(user_id=12, user_name="bob"), data, "wi.json")
     # A role named by a manager opens the door.
-    await library.set_importer_role(ALICE_HERE, 777)
+    await ServerSettings(db).set_importer_role(ALICE_HERE, 777)
     with pytest.raises(NotAllowed) as refused:
         await library.preview(replace(BOB_HERE, role_ids=frozenset({1})), data, "wi.json")
     assert "<@&777>" in refused.value.message
@@ -148,7 +149,7 @@ async def test_who_may_import(db, library):
     saved = await library.save(storyteller, await library.preview(storyteller, data, "wi.json"))
     assert saved.where == "this server's library"
     with pytest.raises(NotAllowed):
-        await library.set_importer_role(BOB_HERE, 1)
+        await ServerSettings(db).set_importer_role(BOB_HERE, 1)
 
 
 async def test_delete_rules(db, library):

@@ -5,13 +5,15 @@ from __future__ import annotations
 import re
 
 import pytest
+from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import delete, event, func, select, text
+from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import create_async_engine
-from sqlmodel import SQLModel
+from sqlmodel import SQLModel, col
 
 import engine.storage.tables  # noqa: F401  (every table on the metadata compared)
 from engine.library.scenarios.start import start_adventure
@@ -214,3 +216,44 @@ async def test_a_lock_held_past_the_wait_is_told_apart_from_other_errors(db: Dat
     finally:
         await waiting.dispose()
         await holding.dispose()
+
+
+async def test_the_servers_suggestions_switch_moves_onto_its_row(db: Database):
+    """Migration 0024, run as start-up runs it (``Database.migrate``): a server that switched
+    suggestions off keeps them off, the others on, and rebuilding the servers table on SQLite
+    deletes nothing that references it (its adventures)."""
+    async with db.transaction() as session:
+        for server_id in (1, 2, 3):
+            await touch_server(session, server_id, f"server {server_id}")
+        scenario = await session.scalar(select(Scenario).limit(1))
+        assert scenario is not None and scenario.id is not None
+        await start_adventure(session, scenario.id, server_id=1, host_id=None)
+
+    def downgrade(sync: Connection) -> None:
+        command.downgrade(alembic_config(connection=sync), "0023")
+
+    async with db.engine.connect() as connection:
+        sqlite = connection.dialect.name == "sqlite"
+        if sqlite:
+            await connection.exec_driver_sql("PRAGMA foreign_keys=OFF")
+            await connection.commit()
+        async with connection.begin():
+            await connection.run_sync(downgrade)
+            await connection.execute(
+                text(
+                    "INSERT INTO server_play_options (server_id, suggestions) "
+                    "VALUES (1, false), (2, true)"
+                )
+            )
+        if sqlite:
+            # The pool hands this connection to migrate() next: as every connection is.
+            await connection.exec_driver_sql("PRAGMA foreign_keys=ON")
+            await connection.commit()
+    await db.migrate()
+    async with db.session() as session:
+        servers = (await session.scalars(select(Server).order_by(col(Server.id)))).all()
+        assert [(s.id, s.suggestions) for s in servers] == [(1, False), (2, True), (3, True)]
+        adventures = await session.scalar(
+            select(func.count()).select_from(Adventure).where(col(Adventure.server_id) == 1)
+        )
+        assert adventures == 1

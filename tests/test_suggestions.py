@@ -13,9 +13,10 @@ from sqlalchemy import select
 from sqlmodel import col
 
 from engine.llm.providers.resolver import OperatorDefault
+from engine.people.servers import ServerSettings
 from engine.platform.events import TextDelta
-from engine.storage.models import ActionType, Adventure, Role, StoryNode
-from engine.storage.play_models import ScenarioPlayOptions, ServerPlayOptions
+from engine.storage.models import ActionType, Adventure, Role, Server, StoryNode
+from engine.storage.play_models import ScenarioPlayOptions
 from engine.story.suggestions import MAX_LABEL, SUGGESTION_RULE, offered, validate
 from engine.story.world.parser import extract_state
 from engine.turns.engine import TurnEngine
@@ -138,8 +139,9 @@ async def test_a_scenario_or_a_server_switches_them_off(db, engine, fake_model, 
             adventure = await session.get(Adventure, adventure_id)
             assert adventure is not None
             adventure.server_id = 555
-            await session.flush()
-            session.add(ServerPlayOptions(server_id=555, suggestions=False))
+            server = await session.get(Server, 555)
+            assert server is not None
+            server.suggestions = False
     fake_model.queue("The road runs on.")
     done = (await play(engine, adventure_id, ActionType.DO, "walk"))[-1]
     assert isinstance(done, TurnDone), done
@@ -335,20 +337,19 @@ async def test_the_story_standing_on_a_turn_again_shows_that_takes_suggestions(e
 async def test_only_a_servers_managers_switch_them_and_never_in_a_dm(db):
     from engine.errors import NotAllowed
     from engine.people.access import Actor
-    from engine.story.suggestions.service import SuggestionService
 
-    service = SuggestionService(db)
+    service = ServerSettings(db)
     manager = Actor(
         user_id=1, user_name="Ann", server_id=77, server_name="Hearth", manages_server=True
     )
     with pytest.raises(NotAllowed, match="Manage Server"):
-        await service.switch_server(
+        await service.switch_suggestions(
             Actor(user_id=2, user_name="Bo", server_id=77, server_name="Hearth"), on=False
         )
     with pytest.raises(NotAllowed, match="DM"):
-        await service.switch_server(Actor(user_id=1, user_name="Ann"), on=False)
-    assert await service.server_on(77)
-    await service.switch_server(manager, on=False)
-    assert not await service.server_on(77)
-    await service.switch_server(manager, on=True)
-    assert await service.server_on(77)
+        await service.switch_suggestions(Actor(user_id=1, user_name="Ann"), on=False)
+    assert (await service.of(77)).suggestions
+    assert not (await service.switch_suggestions(manager, on=False)).suggestions
+    assert not (await service.of(77)).suggestions
+    await service.switch_suggestions(manager, on=True)
+    assert (await service.of(77)).suggestions

@@ -102,10 +102,34 @@ class Database:
             gate.release()
 
     async def migrate(self) -> None:
-        """Bring the schema to the newest revision (creating it on a fresh database)."""
-        async with self.engine.begin() as connection:
-            await hold_setup_lock(connection)
-            await connection.run_sync(self._upgrade)
+        """Bring the schema to the newest revision (creating it on a fresh database).
+
+        On SQLite, with its foreign keys off while the migrations run: SQLite alters most of a
+        table by copying it to a new one and dropping the old (alembic's batch mode), and a
+        drop with foreign keys on deletes every row that references the old table, through
+        each ON DELETE CASCADE (sqlite.org, "Foreign Key Support" §5; alembic, "Running
+        'Batch' Migrations for SQLite", on referencing foreign keys). The switch is a no-op
+        inside a transaction, so it is thrown before the migrations' transaction begins, and
+        the references are checked before that transaction commits."""
+        async with self.engine.connect() as connection:
+            sqlite = connection.dialect.name == "sqlite"
+            if sqlite:
+                await connection.exec_driver_sql("PRAGMA foreign_keys=OFF")
+                await connection.commit()
+            try:
+                async with connection.begin():
+                    await hold_setup_lock(connection)
+                    await connection.run_sync(self._upgrade)
+                    if sqlite:
+                        broken = (
+                            await connection.exec_driver_sql("PRAGMA foreign_key_check")
+                        ).all()
+                        if broken:
+                            raise RuntimeError(f"the migrations broke references: {broken[:5]}")
+            finally:
+                if sqlite:
+                    await connection.exec_driver_sql("PRAGMA foreign_keys=ON")
+                    await connection.commit()
 
     @staticmethod
     def _upgrade(connection: Connection) -> None:

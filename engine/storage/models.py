@@ -129,7 +129,8 @@ class TurnMode(StrEnum):
 
 
 class Server(SQLModel, table=True):
-    """A Discord server (guild) and the settings its admins chose."""
+    """A Discord server (guild) and every setting its admins chose (``engine.people.servers``
+    reads and writes them; the server's model, ``engine.llm.model_settings``)."""
 
     __tablename__: ClassVar[str] = "servers"
 
@@ -145,6 +146,8 @@ class Server(SQLModel, table=True):
     allow_background_model_use: bool = True
     # Members with this role may import scenarios, besides those who can manage the server.
     importer_role_id: int | None = Field(default=None, sa_column=Column(BigInteger))
+    # Suggested actions under the turns of the server's adventures (``/server suggestions``).
+    suggestions: bool = True
     created_at: datetime = _when()
     # Set when the bot leaves; the server's data is removed a grace period later.
     left_at: datetime | None = _when(nullable=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import ClassVar
 
-from sqlalchemy import JSON, BigInteger, Column, ForeignKey, Index, Integer, String, Text
+from sqlalchemy import JSON, Column, ForeignKey, Index, Integer, String, Text
 from sqlmodel import Field, SQLModel
 
 from engine.storage.models import _fk, _when
@@ -51,22 +51,6 @@ class ScenarioPlayOptions(SQLModel, table=True):
     )
     suggestions: bool = True
     fallback: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
-
-
-class ServerPlayOptions(SQLModel, table=True):
-    """A server's own switch for suggested actions (``/server suggestions``); no row: on."""
-
-    __tablename__: ClassVar[str] = "server_play_options"
-
-    server_id: int = Field(
-        sa_column=Column(
-            BigInteger,
-            ForeignKey("servers.id", ondelete="CASCADE"),
-            primary_key=True,
-            autoincrement=False,
-        )
-    )
-    suggestions: bool = True
 
 
 class CharacterClaim(SQLModel, table=True):

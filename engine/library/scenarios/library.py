@@ -36,13 +36,12 @@ from engine.library.reading.errors import ImportRejected
 from engine.library.scenarios.lookup import resolve_scenario, visible_scenarios
 from engine.library.scenarios.play_options import keep_play_options, load_play_options
 from engine.people.access import (
-    check_may_choose_importers,
     check_may_import,
     reads_scenario_scripts,
 )
 from engine.people.accounts import touch_server, touch_user
 from engine.people.limits import Kind, UsageLimits
-from engine.storage.models import Scenario, ScenarioCard, ScenarioScript, Server
+from engine.storage.models import Scenario, ScenarioCard, ScenarioScript
 from engine.story.chapters.store import add_scenario_plan, scenario_plan
 
 if TYPE_CHECKING:
@@ -253,16 +252,6 @@ class ScenarioLibrary:
             title = scenario.title
             await session.execute(delete(Scenario).where(col(Scenario.id) == scenario.id))
             return title
-
-    async def set_importer_role(self, actor: Actor, role_id: int | None) -> None:
-        """Name the role whose members may import (None: only managers)."""
-        check_may_choose_importers(actor)
-        assert actor.server_id is not None  # the check above refuses a DM
-        async with self.db.transaction() as session:
-            await touch_server(session, actor.server_id, actor.server_name)
-            server = await session.get(Server, actor.server_id)
-            assert server is not None
-            server.importer_role_id = role_id
 
 
 # --- helpers -------------------------------------------------------------------------------------

@@ -37,8 +37,9 @@ The rules, in words:
 - **A button** acts only on the adventure it was drawn for, in the place it is pressed; a Retry
   button only on a request of that adventure that failed, was refused or was interrupted, once.
 - **Importing and deleting scenarios**: members who manage the server, and the server's
-  importer role; choosing that role is for managers alone, and so is the server's switch for
-  suggested actions (``/server suggestions``). A suggested action pressed plays as ``/do``.
+  importer role. A suggested action pressed plays as ``/do``.
+- **A server's settings** (``/server``, ``engine.people.servers``: the importer role, suggested
+  actions): members who manage the server, never in a DM.
 - **Chapters** (``/chapters``, ``engine.story.chapters``): anyone in a server adventure's place
   reads
   its chapters and recaps, as they read the story; in a DM, its player.
@@ -71,7 +72,6 @@ from engine.people.access.checks import (
     PLAYED_AGAIN,
     Member,
     check_may_act,
-    check_may_choose_importers,
     check_may_choose_model,
     check_may_close_round,
     check_may_correct_story,
@@ -95,10 +95,10 @@ from engine.people.access.checks import (
     check_may_rewrite_for,
     check_may_script,
     check_may_set_character,
+    check_may_set_server,
     check_may_shape_story,
     check_may_start_with_scripts,
     check_may_steer,
-    check_may_switch_server_play,
     check_may_transfer,
     check_not_blocked,
     may_choose_model,
@@ -146,8 +146,7 @@ __all__ = [
     "active_adventure",
     "adventure_here",
     "check_may_act",
-    "check_may_choose_importers",
-    "check_may_switch_server_play",
+    "check_may_set_server",
     "check_may_choose_model",
     "check_may_close_round",
     "check_may_correct_story",

@@ -493,15 +493,9 @@ async def check_may_manage_knowledge(session: AsyncSession, actor: Actor) -> Non
     await check_may_import(session, actor, "manage the knowledge library")
 
 
-def check_may_choose_importers(actor: Actor) -> None:
-    if actor.server_id is None:
-        raise NotAllowed("Importer roles belong to a server; in a DM you import for yourself.")
-    if not actor.is_server_manager:
-        raise NotAllowed("Only members with the Manage Server permission can choose this.")
-
-
-def check_may_switch_server_play(actor: Actor) -> None:
-    """A server's switches for play (suggested actions): members who manage the server."""
+def check_may_set_server(actor: Actor) -> None:
+    """A server's settings (``engine.people.servers``: the importer role, suggested actions):
+    members who manage the server."""
     if actor.server_id is None:
         raise NotAllowed("This is a server's setting; in a DM there is no server to set.")
     if not actor.is_server_manager:

@@ -17,15 +17,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from engine.errors import NoAdventureHere, NotFound, StoryMovedOn
 from engine.people.access import (
     NO_ADVENTURE,
-    Actor,
     active_adventure,
     check_may_press,
-    check_may_switch_server_play,
 )
-from engine.people.accounts import touch_server
 from engine.storage.database import Database
 from engine.storage.models import Adventure, StoryNode
-from engine.storage.play_models import ServerPlayOptions
 from engine.story.suggestions.store import offered, suggestions_on
 from engine.story.tree import MOVED_ON
 
@@ -61,19 +57,6 @@ class SuggestionService:
             if adventure is None or not await suggestions_on(session, adventure):
                 return ()
             return await offered(session, node_id, take)
-
-    async def switch_server(self, actor: Actor, *, on: bool) -> None:
-        """Turn suggested actions on or off for every adventure of the actor's server."""
-        check_may_switch_server_play(actor)
-        assert actor.server_id is not None  # the check refuses a DM
-        async with self.db.transaction() as session:
-            await touch_server(session, actor.server_id, actor.server_name)
-            await session.merge(ServerPlayOptions(server_id=actor.server_id, suggestions=on))
-
-    async def server_on(self, server_id: int) -> bool:
-        async with self.db.session() as session:
-            row = await session.get(ServerPlayOptions, server_id)
-            return row is None or row.suggestions
 
 
 async def _live_suggestions(session: AsyncSession, node_id: int) -> tuple[str, ...]:

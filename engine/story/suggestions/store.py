@@ -6,8 +6,9 @@ from collections.abc import Sequence
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from engine.people.servers import server_settings
 from engine.storage.models import Adventure
-from engine.storage.play_models import ScenarioPlayOptions, ServerPlayOptions, TurnSuggestions
+from engine.storage.play_models import ScenarioPlayOptions, TurnSuggestions
 
 
 async def suggestions_on(session: AsyncSession, adventure: Adventure) -> bool:
@@ -17,11 +18,7 @@ async def suggestions_on(session: AsyncSession, adventure: Adventure) -> bool:
         options = await session.get(ScenarioPlayOptions, adventure.scenario_id)
         if options is not None and not options.suggestions:
             return False
-    if adventure.server_id is not None:
-        server = await session.get(ServerPlayOptions, adventure.server_id)
-        if server is not None and not server.suggestions:
-            return False
-    return True
+    return (await server_settings(session, adventure.server_id)).suggestions
 
 
 async def keep(session: AsyncSession, node_id: int, take: int, texts: Sequence[str]) -> None:
