@@ -19,7 +19,8 @@ from discord.ext import commands
 
 from cogs.ui.interaction import actor_of, channel_id_of
 from cogs.ui.replies import defer_request, reply
-from engine.people.access import Actor, Member
+from engine.people.access.checks import Member
+from engine.people.access.rules import Actor
 from engine.people.host_controls import HostChange, HostSettings, RewriteRight, TurnMode
 
 if TYPE_CHECKING:

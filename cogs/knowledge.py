@@ -32,7 +32,7 @@ from engine.platform.sanitise import echo
 
 if TYPE_CHECKING:
     from cogs.ui import CampfireBot
-    from engine.people.access import Actor
+    from engine.people.access.rules import Actor
 
 
 KNOWLEDGE_COLOUR = discord.Colour.dark_gold()

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 import discord
 from discord.ext import commands
 
-from engine.people.access import Actor
+from engine.people.access.rules import Actor
 from engine.play.message_actions import message_action
 from engine.story.actions import PlayerAction
 

@@ -9,10 +9,9 @@ import pytest
 from bot.standin.permissions import P_ADMINISTRATOR, P_MANAGE_MESSAGES
 from bot.standin.records import RoleRecord
 from engine.errors import NotAllowed, NotFound, StoryMovedOn
-from engine.people.access import (
+from engine.people.access.checks import check_may_retry_request, check_may_set_server
+from engine.people.access.rules import (
     Actor,
-    check_may_retry_request,
-    check_may_set_server,
     may_act,
     may_bring_scripts,
     may_close_round,
@@ -375,7 +374,7 @@ async def test_manage_messages_does_not_steer_but_manage_server_and_administrato
 
 
 def test_a_servers_model_is_chosen_by_its_managers_and_a_players_in_their_dm():
-    from engine.people.access import check_may_choose_model, may_choose_model
+    from engine.people.access.checks import check_may_choose_model, may_choose_model
 
     assert may_choose_model(Actor(1, server_id=5, manages_server=True))
     assert not may_choose_model(Actor(2, server_id=5, manages_messages=True))
@@ -386,7 +385,12 @@ def test_a_servers_model_is_chosen_by_its_managers_and_a_players_in_their_dm():
 
 
 def test_only_the_operator_operates_and_is_never_blocked():
-    from engine.people.access import check_may_operate, check_not_blocked, may_operate, may_use
+    from engine.people.access.checks import (
+        check_may_operate,
+        check_not_blocked,
+        may_operate,
+        may_use,
+    )
 
     operator = Actor(1, server_id=5, is_operator=True)
     admin = Actor(2, server_id=5, manages_server=True)

@@ -12,7 +12,7 @@ from sqlalchemy import func, select, update
 
 from bot.standin import StandinFile
 from engine.llm.providers.resolver import OperatorDefault
-from engine.people.access import Actor
+from engine.people.access.rules import Actor
 from engine.people.adventure_caps import AdventureCaps, CapReached
 from engine.platform.coordination.leases import TurnLeases
 from engine.platform.queue import AdventureQueue

@@ -19,7 +19,7 @@ from engine.library.formats.draft import ImportLimits
 from engine.library.formats.strict_json import JsonCaps, load_json
 from engine.library.reading.errors import ImportRejected
 from engine.llm.providers.resolver import OperatorDefault
-from engine.people.access import Actor
+from engine.people.access.rules import Actor
 from engine.storage.memory_models import Memory
 from engine.storage.models import (
     ActionType,

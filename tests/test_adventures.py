@@ -5,7 +5,7 @@ from __future__ import annotations
 from sqlalchemy import select
 
 from engine.library.scenarios.start import start_adventure
-from engine.people.access import active_adventure
+from engine.people.access.rules import active_adventure
 from engine.storage.models import (
     ActionType,
     Adventure,

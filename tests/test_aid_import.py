@@ -29,7 +29,7 @@ from engine.library.scenarios.start import scenario_questions_of, start_adventur
 from engine.library.scripting import sandbox
 from engine.library.scripting.results import Caps
 from engine.library.scripting.sandbox import DEFAULT_CAPS
-from engine.people.access import Actor
+from engine.people.access.rules import Actor
 from engine.prompt.card_cap import DEFAULT_MAX_CARDS
 from engine.prompt.cards import Card, match_cards
 from engine.storage.models import AdventureCard, Scenario, StoryNode

@@ -13,7 +13,8 @@ import pytest
 from engine.errors import NotAllowed
 from engine.library.formats.bundle import read_bundle, write_bundle
 from engine.library.reading.errors import ImportRejected
-from engine.people.access import Actor, check_may_read_chapters, may_read_chapters
+from engine.people.access.checks import check_may_read_chapters
+from engine.people.access.rules import Actor, may_read_chapters
 from engine.storage.models import Adventure
 from engine.story.chapters.plan import read_plan, write_plan
 from engine.story.chapters.progress import fold, initial_progress, nudge_for

@@ -18,7 +18,7 @@ from engine.library.reading.errors import ImportRejected
 from engine.library.scenarios.library import ScenarioLibrary
 from engine.library.scenarios.start import start_adventure
 from engine.llm.providers.resolver import OperatorDefault
-from engine.people.access import Actor
+from engine.people.access.rules import Actor
 from engine.platform.events import TextDelta
 from engine.storage.chapter_models import ChapterRecap
 from engine.storage.models import ActionType, Adventure, Scenario, StoryNode

@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import select
 
 from engine.errors import InvalidInput, NotAllowed
-from engine.people.access import Actor, may_set_character
+from engine.people.access.rules import Actor, may_set_character
 from engine.people.accounts import touch_server
 from engine.prompt.inputs import PARTY_RULE, ContextInputs
 from engine.storage.database import Database

@@ -10,7 +10,7 @@ from sqlalchemy import func, select
 from sqlmodel import col
 
 from engine.llm.providers.resolver import OperatorDefault
-from engine.people.access import Actor
+from engine.people.access.rules import Actor
 from engine.platform.queue import AdventureQueue
 from engine.storage.models import ActionType, Adventure, AdventureCard
 from engine.storage.play_models import CharacterClaim

@@ -15,7 +15,7 @@ import pytest
 from sqlalchemy import func, select
 
 from engine.llm.providers.resolver import OperatorDefault
-from engine.people.access import Actor
+from engine.people.access.rules import Actor
 from engine.platform.coordination.jobs import JobLeases, memory_job
 from engine.platform.coordination.leases import TurnLeases
 from engine.platform.coordination.per_process import PER_PROCESS

@@ -7,7 +7,7 @@ from sqlalchemy import select
 from sqlmodel import col
 
 from engine.errors import NotAllowed
-from engine.people.access import Actor
+from engine.people.access.rules import Actor
 from engine.storage.models import Character, Role, StoryNode
 from tests.discord_env import DiscordEnv, answered
 from tests.fakes.openai_server import Reply

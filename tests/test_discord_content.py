@@ -13,7 +13,8 @@ from sqlmodel import col
 from bot.standin.records import MessageRecord, iter_components
 from cogs.play import ACTION_LIMIT
 from cogs.ui.content import EMBEDS_TOTAL_MAX, fit_embed, fit_text, text_pages
-from engine.people.access import OTHER_ADVENTURE, Actor
+from engine.people.access.checks import OTHER_ADVENTURE
+from engine.people.access.rules import Actor
 from engine.storage.models import StoryNode
 from tests.discord_env import DiscordEnv, campfire_on_standin, crash, restarted
 from tests.fakes.openai_server import Reply

@@ -17,7 +17,7 @@ from engine.errors import ModelError
 from engine.library.formats.bundle import read_bundle, write_bundle
 from engine.library.scenarios.play_options import keep_play_options, load_play_options
 from engine.llm.providers.resolver import OperatorDefault
-from engine.people.access import Actor
+from engine.people.access.rules import Actor
 from engine.platform.coordination.leases import TurnLeases
 from engine.platform.queue import AdventureQueue
 from engine.play.service import PlayService

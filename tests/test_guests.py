@@ -12,7 +12,7 @@ from sqlalchemy import event, func, select
 from engine.errors import NotFound
 from engine.library.scenarios.start import start_adventure
 from engine.people import profiles as profiles_module
-from engine.people.access import Actor
+from engine.people.access.rules import Actor
 from engine.people.accounts import touch_server, touch_user
 from engine.people.guests import remove_departed_servers, remove_idle_guests
 from engine.people.profiles import CONTACT_INTERVAL_S, Profiles

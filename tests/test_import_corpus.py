@@ -16,7 +16,7 @@ from engine.library.formats import detect
 from engine.library.formats.draft import ImportLimits
 from engine.library.scenarios.library import ScenarioLibrary
 from engine.library.scenarios.start import start_adventure
-from engine.people.access import Actor
+from engine.people.access.rules import Actor
 from engine.prompt.cards import Card, match_cards
 from engine.storage.models import AdventureCard
 

@@ -23,7 +23,7 @@ from engine.library.knowledge.retrieval import KnowledgeRetriever, libraries_of
 from engine.library.reading.errors import ImportRejected
 from engine.llm.providers.embeddings import EmbeddingClient
 from engine.llm.providers.resolver import OperatorDefault
-from engine.people.access import Actor
+from engine.people.access.rules import Actor
 from engine.storage.knowledge_models import KnowledgeChunk, KnowledgeSource
 from engine.storage.models import ActionType, Adventure
 from engine.story.memory.retrieval import MemoryRetriever

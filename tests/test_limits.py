@@ -19,7 +19,7 @@ from bot.standin import StandinFile
 from engine.library.formats.draft import ImportLimits
 from engine.library.scenarios.library import ScenarioLibrary
 from engine.llm.providers.resolver import OperatorDefault
-from engine.people.access import Actor
+from engine.people.access.rules import Actor
 from engine.people.limits import (
     Kind,
     LimitReached,

@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import func, select, update
 
 from engine.llm.providers.resolver import OperatorDefault
-from engine.people.access import Actor
+from engine.people.access.rules import Actor
 from engine.people.accounts import touch_server, touch_user
 from engine.platform.coordination.jobs import JobLeases
 from engine.storage.database import Database

@@ -18,7 +18,7 @@ from sqlalchemy import update
 from engine.llm.model_settings import ModelSettings
 from engine.llm.providers.endpoint_policy import EndpointPolicy
 from engine.llm.providers.resolver import ChosenModels, OperatorDefault
-from engine.people.access import Actor
+from engine.people.access.rules import Actor
 from engine.people.accounts import touch_server, touch_user
 from engine.platform.crypto import SecretBox
 from engine.storage.database import Database

@@ -10,7 +10,7 @@ from sqlalchemy import func, select
 
 from engine.errors import PlayerDeleted
 from engine.llm.providers.resolver import OperatorDefault
-from engine.people.access import Actor
+from engine.people.access.rules import Actor
 from engine.people.profiles import Profiles
 from engine.platform.coordination.leases import TurnLeases
 from engine.platform.queue import AdventureQueue

@@ -11,7 +11,7 @@ from sqlmodel import col
 
 from engine.errors import StoryMovedOn
 from engine.llm.providers.resolver import OperatorDefault
-from engine.people.access import Actor
+from engine.people.access.rules import Actor
 from engine.people.profiles import Profiles
 from engine.platform.coordination.leases import TurnLeases
 from engine.platform.queue import AdventureQueue

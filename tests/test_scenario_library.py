@@ -22,7 +22,7 @@ from engine.library.scenarios.library import ScenarioLibrary
 from engine.library.scenarios.lookup import resolve_scenario
 from engine.library.scenarios.shipped import BUILTIN_SCENARIOS
 from engine.library.scenarios.start import start_adventure
-from engine.people.access import Actor
+from engine.people.access.rules import Actor
 from engine.people.servers import ServerSettings
 from engine.storage.models import AdventureCard, Scenario, ScenarioCard, StoryNode
 from tests.fuzz_inputs import FIXTURES, json_values

@@ -31,7 +31,7 @@ from cogs.ui.discovery import extension_names, persistent_items
 from cogs.ui.narration import Narrator
 from cogs.ui.pacing import RatePacer
 from cogs.ui.round_panels import RoundPanels
-from engine.people.access import Actor
+from engine.people.access.rules import Actor
 from engine.services import Services
 from tests.fakes.openai_server import FakeModelServer
 

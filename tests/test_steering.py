@@ -8,7 +8,8 @@ from sqlalchemy import select
 
 from engine.errors import InvalidInput, NotAllowed, NotFound, StoryMovedOn
 from engine.library.scenarios.start import start_adventure
-from engine.people.access import Actor, check_may_steer, may_steer
+from engine.people.access.checks import check_may_steer
+from engine.people.access.rules import Actor, may_steer
 from engine.people.accounts import touch_server, touch_user
 from engine.storage.database import Database
 from engine.storage.models import Adventure, AdventureCard, Scenario, ScenarioCard

@@ -6,7 +6,7 @@ from __future__ import annotations
 from sqlalchemy import select
 
 from bot.standin.records import InteractionRecord, iter_components
-from engine.people.access import Actor
+from engine.people.access.rules import Actor
 from engine.storage.models import Adventure, AdventureCard
 from engine.story.steering.cards import CardDraft
 from tests.discord_env import DiscordEnv, answered, campfire_on_standin

@@ -306,7 +306,7 @@ def test_the_rules_example_is_a_block_the_validator_accepts():
 
 
 def test_only_the_host_corrects_a_server_adventure_and_only_its_player_a_dm():
-    from engine.people.access import Actor, may_correct_story
+    from engine.people.access.rules import Actor, may_correct_story
     from engine.storage.models import Adventure
 
     served = Adventure(title="t", prompt="p", server_id=9, host_id=1)

@@ -11,7 +11,7 @@ from sqlalchemy import event, func, select, update
 
 from engine.errors import InvalidInput, ModelError, NotAllowed, NotFound, StoryMovedOn
 from engine.llm.providers.resolver import OperatorDefault
-from engine.people.access import Actor
+from engine.people.access.rules import Actor
 from engine.people.accounts import touch_server, touch_user
 from engine.storage.memory_models import Memory
 from engine.storage.models import ActionType, Adventure, Branch, SavePoint, StoryNode, Take

@@ -336,7 +336,7 @@ async def test_the_story_standing_on_a_turn_again_shows_that_takes_suggestions(e
 
 async def test_only_a_servers_managers_switch_them_and_never_in_a_dm(db):
     from engine.errors import NotAllowed
-    from engine.people.access import Actor
+    from engine.people.access.rules import Actor
 
     service = ServerSettings(db)
     manager = Actor(

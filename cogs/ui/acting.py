@@ -20,7 +20,7 @@ from cogs.ui.interaction import actor_of, channel_id_of, runs_adventures
 from cogs.ui.preflight import Preflighted
 from cogs.ui.replies import defer_request, reply
 from cogs.ui.threads import adventures_in_threads
-from engine.people.access import OTHER_ADVENTURE
+from engine.people.access.checks import OTHER_ADVENTURE
 from engine.platform.sanitise import ROW_ID_MAX, row_id
 from engine.story.actions import ActionType, PlayerAction
 

@@ -18,7 +18,7 @@ import discord
 
 from cogs.ui.interaction import actor_of
 from engine.errors import NotAllowed
-from engine.people.access import Actor
+from engine.people.access.rules import Actor
 
 if TYPE_CHECKING:
     from cogs.ui import CampfireBot

@@ -9,7 +9,7 @@ from __future__ import annotations
 import discord
 
 from engine.errors import InvalidInput
-from engine.people.access import Actor
+from engine.people.access.rules import Actor
 
 
 def actor_of(interaction: discord.Interaction) -> Actor:

@@ -9,7 +9,7 @@ import logging
 import discord
 
 from cogs.ui.replies import reply
-from engine.people.access import Actor
+from engine.people.access.rules import Actor
 
 log = logging.getLogger(__name__)
 

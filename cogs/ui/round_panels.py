@@ -25,7 +25,7 @@ import discord
 from cogs.ui import bot_of
 from cogs.ui.interaction import actor_of, channel_id_of
 from cogs.ui.preflight import Preflighted
-from engine.people.access import Actor
+from engine.people.access.rules import Actor
 from engine.platform.sanitise import ROW_ID_MAX, row_id
 from engine.story.rounds import RoundState, TurnMode
 from engine.turns.events import ActionAccepted, RoundSubmitted, TurnEvent

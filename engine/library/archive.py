@@ -14,14 +14,15 @@ from engine.library.formats.adventure_export import export_adventure
 from engine.library.formats.draft import ImportLimits
 from engine.library.formats.strict_json import MAX_ARRAY_ITEMS, JsonCaps, load_json
 from engine.library.reading.errors import ImportRejected
-from engine.people.access import adventure_here, check_may_import_scripts, may_read_scripts
+from engine.people.access.checks import check_may_import_scripts
+from engine.people.access.rules import adventure_here, may_read_scripts
 from engine.people.accounts import touch_server, touch_user
 from engine.people.adventure_caps import AdventureCaps, check_may_begin
 from engine.people.limits import Kind, UsageLimits
 from engine.storage.models import StoryNode, utcnow
 
 if TYPE_CHECKING:
-    from engine.people.access import Actor
+    from engine.people.access.rules import Actor
     from engine.storage.database import Database
 
 #: The answer to an export where no adventure runs.

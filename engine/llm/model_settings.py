@@ -21,7 +21,8 @@ from engine.llm.model_choice import ModelChoice, choice_here
 from engine.llm.providers.base import ChatMessage, GenerationParams
 from engine.llm.providers.endpoint_policy import EndpointPolicy
 from engine.llm.providers.resolver import ChosenModels
-from engine.people.access import Actor, check_may_choose_model
+from engine.people.access.checks import check_may_choose_model
+from engine.people.access.rules import Actor
 from engine.people.accounts import touch_actor
 from engine.platform.crypto import SecretBox
 from engine.platform.events import TextDelta

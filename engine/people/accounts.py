@@ -20,7 +20,7 @@ from engine.storage.dialect import insert_for, locked_read
 from engine.storage.models import Server, User, utcnow
 
 if TYPE_CHECKING:
-    from engine.people.access import Actor
+    from engine.people.access.rules import Actor
 
 _users = User.metadata.tables[User.__tablename__]
 

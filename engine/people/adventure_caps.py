@@ -23,7 +23,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from engine.errors import NotAllowed
-from engine.people.access import Actor, active_adventure, check_may_replace
+from engine.people.access.checks import check_may_replace
+from engine.people.access.rules import Actor, active_adventure
 from engine.platform.coordination.leases import as_utc
 from engine.storage.models import Adventure, utcnow
 

@@ -17,7 +17,8 @@ from typing import Literal
 from sqlalchemy import delete, select
 from sqlmodel import col
 
-from engine.people.access import Actor, check_may_operate, check_not_blocked
+from engine.people.access.checks import check_may_operate, check_not_blocked
+from engine.people.access.rules import Actor
 from engine.storage.database import Database
 from engine.storage.dialect import insert_for
 from engine.storage.models import Block, utcnow

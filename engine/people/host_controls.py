@@ -19,21 +19,21 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from engine.errors import InvalidInput
-from engine.people.access import (
+from engine.people.access.checks import (
     Member,
-    adventure_here,
     check_may_host,
     check_may_mute,
     check_may_transfer,
     muting_of,
 )
+from engine.people.access.rules import adventure_here
 from engine.people.accounts import touch_actor
 from engine.storage.models import Adventure, MutedPlayer, RewriteRight, RoundAction, TurnMode, User
 
 __all__ = ["HostChange", "HostControls", "HostSettings", "RewriteRight", "TurnMode"]
 
 if TYPE_CHECKING:
-    from engine.people.access import Actor
+    from engine.people.access.rules import Actor
     from engine.storage.database import Database
 
 

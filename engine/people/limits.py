@@ -46,7 +46,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from engine.errors import NotAllowed
-from engine.people.access import Actor
+from engine.people.access.rules import Actor
 from engine.people.accounts import touch_user
 from engine.platform.coordination.leases import as_utc
 from engine.platform.events import Usage

@@ -41,7 +41,7 @@ from engine.storage.dialect import locked_read
 from engine.storage.models import Adventure, Scenario, Server, StoryNode, User, utcnow
 
 if TYPE_CHECKING:
-    from engine.people.access import Actor
+    from engine.people.access.rules import Actor
     from engine.platform.queue import AdventureQueue
     from engine.storage.database import Database
 

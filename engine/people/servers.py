@@ -17,7 +17,8 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from engine.people.access import Actor, check_may_set_server
+from engine.people.access.checks import check_may_set_server
+from engine.people.access.rules import Actor
 from engine.people.accounts import touch_server
 from engine.storage.database import Database
 from engine.storage.models import Server

@@ -14,7 +14,8 @@ from datetime import datetime, time
 from sqlalchemy import func, select
 from sqlmodel import col
 
-from engine.people.access import Actor, check_may_operate
+from engine.people.access.checks import check_may_operate
+from engine.people.access.rules import Actor
 from engine.platform.coordination.leases import FREE
 from engine.platform.coordination.request_status import QUEUED, RUNNING
 from engine.platform.queue import AdventureQueue

@@ -32,11 +32,8 @@ from engine.library.scenarios.start import (
     scenario_script_names,
     start_adventure,
 )
-from engine.people.access import (
+from engine.people.access.checks import (
     PLAYED_AGAIN,
-    Actor,
-    active_adventure,
-    adventure_here,
     check_may_act,
     check_may_close_round,
     check_may_press,
@@ -45,6 +42,7 @@ from engine.people.access import (
     check_may_rewrite_for,
     check_may_start_with_scripts,
 )
+from engine.people.access.rules import Actor, active_adventure, adventure_here
 from engine.people.accounts import touch_actor
 from engine.people.adventure_caps import AdventureCaps, check_may_begin
 from engine.people.limits import UsageLimits

@@ -23,14 +23,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from engine.errors import InvalidInput, NotFound, StoryMovedOn
-from engine.people.access import (
-    Actor,
-    active_adventure,
-    adventure_here,
-    check_may_end,
-    check_may_replace,
-    check_may_resume,
-)
+from engine.people.access.checks import check_may_end, check_may_replace, check_may_resume
+from engine.people.access.rules import Actor, active_adventure, adventure_here
 from engine.people.accounts import touch_actor
 from engine.platform.sanitise import QUOTE_MAX, echo, row_id
 from engine.storage.database import Database

@@ -22,14 +22,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from engine.errors import InvalidInput
-from engine.people.access import (
-    Actor,
-    adventure_here,
+from engine.people.access.checks import (
     check_may_join,
     check_may_leave,
     check_may_make_character,
     check_may_set_character,
 )
+from engine.people.access.rules import Actor, adventure_here
 from engine.people.accounts import touch_actor
 from engine.people.party import (
     in_party,

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from engine.people.access import OTHER_ADVENTURE
+from engine.people.access.checks import OTHER_ADVENTURE
 from engine.story.tree import MOVED_ON
 
 #: Places remembered at most; the least recently seen are forgotten first.

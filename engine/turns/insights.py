@@ -21,7 +21,7 @@ from sqlmodel import col
 
 from engine.errors import InvalidInput, NotFound
 from engine.library.knowledge.prompt import withhold_narrator_only
-from engine.people.access import adventure_here
+from engine.people.access.rules import adventure_here
 from engine.prompt.report import ContextReport
 from engine.storage.models import ActionType, Adventure, Role, StoryNode, undefer_field
 from engine.story.line.read import narrator_turns

@@ -30,7 +30,8 @@ from engine.errors import (
     log_incident,
 )
 from engine.llm.providers.resolver import ProviderResolver
-from engine.people.access import NO_ADVENTURE, Actor, active_adventure, check_may_press
+from engine.people.access.checks import check_may_press
+from engine.people.access.rules import NO_ADVENTURE, Actor, active_adventure
 from engine.people.accounts import touch_actor
 from engine.people.limits import Charge, RateLimited, UsageLimits
 from engine.platform.coordination.leases import Lease, TurnLeases

@@ -40,7 +40,7 @@ from bot.services import make_context_engine
 from bot.standin import StandIn
 from engine.llm.providers.local import bundled_model_path
 from engine.llm.providers.resolver import OperatorDefault
-from engine.people.access import Actor
+from engine.people.access.rules import Actor
 from engine.platform.events import TextDelta
 from engine.story.actions import ActionType, PlayerAction
 from engine.turns.context import ContextEngine

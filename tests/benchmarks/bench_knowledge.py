@@ -47,7 +47,7 @@ from engine.library.knowledge.library import KnowledgeLibrary, Target
 from engine.library.knowledge.retrieval import KnowledgeRetriever
 from engine.library.scenarios.shipped import seed_builtin_scenarios
 from engine.library.scenarios.start import start_adventure
-from engine.people.access import Actor
+from engine.people.access.rules import Actor
 from engine.storage.database import Database
 from engine.storage.models import Adventure, Scenario
 

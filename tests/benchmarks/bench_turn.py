@@ -39,7 +39,7 @@ from bot.discord_bot import CampfireBot
 from bot.standin import StandIn
 from engine.llm.providers.base import ChatMessage, GenerationParams
 from engine.llm.providers.openai_compat import OpenAICompatibleProvider
-from engine.people.access import Actor
+from engine.people.access.rules import Actor
 from engine.story.actions import ActionType, PlayerAction
 from engine.turns.events import TurnDone
 from tests.fakes.openai_server import FakeModelServer

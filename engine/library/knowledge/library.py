@@ -32,18 +32,15 @@ from engine.library.knowledge.retrieval import adventure_library, own_library, s
 from engine.library.reading.errors import ImportRejected
 from engine.llm.providers.embeddings import EmbeddingClient
 from engine.llm.retrieval.semantic import to_bytes
-from engine.people.access import (
-    active_adventure,
-    check_may_manage_knowledge,
-    may_read_knowledge,
-)
+from engine.people.access.checks import check_may_manage_knowledge
+from engine.people.access.rules import active_adventure, may_read_knowledge
 from engine.people.accounts import touch_server, touch_user
 from engine.people.limits import Kind, UsageLimits
 from engine.platform.sanitise import row_id, sanitise
 from engine.storage.knowledge_models import KnowledgeChunk, KnowledgeSource
 
 if TYPE_CHECKING:
-    from engine.people.access import Actor
+    from engine.people.access.rules import Actor
     from engine.storage.database import Database
 
 #: The files the library takes, by their name's ending.

@@ -35,17 +35,14 @@ from engine.library.formats.draft import (
 from engine.library.reading.errors import ImportRejected
 from engine.library.scenarios.lookup import resolve_scenario, visible_scenarios
 from engine.library.scenarios.play_options import keep_play_options, load_play_options
-from engine.people.access import (
-    check_may_import,
-    reads_scenario_scripts,
-)
+from engine.people.access.checks import check_may_import, reads_scenario_scripts
 from engine.people.accounts import touch_server, touch_user
 from engine.people.limits import Kind, UsageLimits
 from engine.storage.models import Scenario, ScenarioCard, ScenarioScript
 from engine.story.chapters.store import add_scenario_plan, scenario_plan
 
 if TYPE_CHECKING:
-    from engine.people.access import Actor
+    from engine.people.access.rules import Actor
     from engine.storage.database import Database
 
 

@@ -23,7 +23,8 @@ from sqlmodel import col
 from engine.errors import InvalidInput, NotFound
 from engine.library.scripting import sandbox, workers
 from engine.library.scripting.hooks import Hook, HookReport, ScriptStopped, TurnScripts
-from engine.people.access import adventure_here, check_may_script
+from engine.people.access.checks import check_may_script
+from engine.people.access.rules import adventure_here
 from engine.people.limits import Kind, UsageLimits
 from engine.platform.sanitise import QUOTE_MAX, echo, sanitise
 from engine.prompt.inputs import ContextBuilder, ContextInputs
@@ -32,7 +33,7 @@ from engine.story.actions import PlayerAction, format_action
 from engine.story.line.read import line_tail
 
 if TYPE_CHECKING:
-    from engine.people.access import Actor
+    from engine.people.access.rules import Actor
     from engine.storage.database import Database
 
 DEFAULT_SCRIPT_NAME = "main"

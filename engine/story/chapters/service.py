@@ -11,7 +11,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from engine.errors import InvalidInput
-from engine.people.access import adventure_here, check_may_read_chapters
+from engine.people.access.checks import check_may_read_chapters
+from engine.people.access.rules import adventure_here
 from engine.storage.chapter_models import ChapterRecap
 from engine.storage.models import StoryNode
 from engine.story.chapters.progress import PROGRESS_KEY, repaired
@@ -20,7 +21,7 @@ from engine.story.chapters.store import adventure_plan
 from engine.story.line.read import ancestry
 
 if TYPE_CHECKING:
-    from engine.people.access import Actor
+    from engine.people.access.rules import Actor
     from engine.storage.database import Database
 
 NO_CHAPTERS = "This adventure's scenario has no chapters."

@@ -19,7 +19,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from engine.errors import InvalidInput, NotFound
-from engine.people.access import adventure_here, check_may_steer
+from engine.people.access.checks import check_may_steer
+from engine.people.access.rules import adventure_here
 from engine.platform.sanitise import ROW_ID_MAX, sanitise
 from engine.storage.changes import rows_changed
 from engine.storage.memory_models import Memory, MemoryOrigin, SummaryVersion
@@ -27,7 +28,7 @@ from engine.storage.models import Adventure, StoryNode, utcnow
 from engine.story.line.positions import LinePositions, line_positions
 
 if TYPE_CHECKING:
-    from engine.people.access import Actor
+    from engine.people.access.rules import Actor
     from engine.people.limits import UsageLimits
     from engine.storage.database import Database
 

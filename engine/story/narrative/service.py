@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from engine.errors import InvalidInput
-from engine.people.access import adventure_here, check_may_correct_story
+from engine.people.access.checks import check_may_correct_story
+from engine.people.access.rules import adventure_here
 from engine.platform.sanitise import QUOTE_MAX, echo, sanitise
 from engine.storage.models import ActionType, Role, StoryNode
 from engine.story.line.read import narrator_turns
@@ -25,7 +26,7 @@ from engine.story.narrative.state import normalised, stored
 from engine.story.versions import advance_version
 
 if TYPE_CHECKING:
-    from engine.people.access import Actor
+    from engine.people.access.rules import Actor
     from engine.storage.database import Database
 
 MOVED_ON = "The story moved on meanwhile; nothing was changed."

@@ -12,14 +12,15 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from engine.errors import InvalidInput, NotFound
-from engine.people.access import active_adventure, adventure_here, check_may_steer
+from engine.people.access.checks import check_may_steer
+from engine.people.access.rules import active_adventure, adventure_here
 from engine.platform.sanitise import QUOTE_MAX, echo, row_id, sanitise
 from engine.prompt.card_cap import CardCap
 from engine.storage.models import Adventure, AdventureCard
 from engine.story.steering.text import clean_text
 
 if TYPE_CHECKING:
-    from engine.people.access import Actor
+    from engine.people.access.rules import Actor
     from engine.people.limits import UsageLimits
     from engine.storage.database import Database
 

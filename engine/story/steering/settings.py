@@ -9,10 +9,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
 from engine.errors import InvalidInput
-from engine.people.access import active_adventure, adventure_here, check_may_steer
+from engine.people.access.checks import check_may_steer
+from engine.people.access.rules import active_adventure, adventure_here
 
 if TYPE_CHECKING:
-    from engine.people.access import Actor
+    from engine.people.access.rules import Actor
     from engine.storage.database import Database
     from engine.storage.models import Adventure
 

@@ -7,11 +7,12 @@ from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from engine.errors import InvalidInput
-from engine.people.access import adventure_here, check_may_steer
+from engine.people.access.checks import check_may_steer
+from engine.people.access.rules import adventure_here
 from engine.platform.sanitise import sanitise
 
 if TYPE_CHECKING:
-    from engine.people.access import Actor
+    from engine.people.access.rules import Actor
     from engine.storage.database import Database
 
 #: The longest steering text (author's note, plot essentials, AI instructions): what one

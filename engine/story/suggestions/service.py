@@ -15,11 +15,8 @@ from __future__ import annotations
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from engine.errors import NoAdventureHere, NotFound, StoryMovedOn
-from engine.people.access import (
-    NO_ADVENTURE,
-    active_adventure,
-    check_may_press,
-)
+from engine.people.access.checks import check_may_press
+from engine.people.access.rules import NO_ADVENTURE, active_adventure
 from engine.storage.database import Database
 from engine.storage.models import Adventure, StoryNode
 from engine.story.suggestions.store import offered, suggestions_on

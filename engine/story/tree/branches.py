@@ -15,7 +15,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from engine.errors import InvalidInput, NotFound
-from engine.people.access import adventure_here, check_may_shape_story
+from engine.people.access.checks import check_may_shape_story
+from engine.people.access.rules import adventure_here
 from engine.platform.sanitise import QUOTE_MAX, echo, sanitise
 from engine.storage.models import Adventure, Branch, SavePoint, StoryNode
 from engine.story.line.read import ancestry, shared_depth, state_after
@@ -23,7 +24,7 @@ from engine.story.snapshots import capture_current
 from engine.story.tree.picture import draw_tree
 
 if TYPE_CHECKING:
-    from engine.people.access import Actor
+    from engine.people.access.rules import Actor
 from engine.story.tree.core import HeadMove, TreeCore
 
 NAME_MAX = 50

@@ -16,7 +16,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from engine.errors import NotFound, StoryMovedOn
-from engine.people.access import NO_ADVENTURE, adventure_here, check_may_press
+from engine.people.access.checks import check_may_press
+from engine.people.access.rules import NO_ADVENTURE, adventure_here
 from engine.storage.models import Adventure, Branch, StoryNode
 from engine.story.line.positions import story_cut_back
 from engine.story.snapshots import capture_current, keep_state_after, restore

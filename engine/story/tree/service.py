@@ -20,10 +20,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from engine.errors import InvalidInput, NotFound, StoryMovedOn
-from engine.people.access import (
-    active_adventure,
-    check_may_rewrite,
-)
+from engine.people.access.checks import check_may_rewrite
+from engine.people.access.rules import active_adventure
 from engine.platform.sanitise import sanitise
 from engine.prompt.tokens import count_tokens
 from engine.storage.models import Adventure, Branch, StoryNode, Take, undefer_field
@@ -41,7 +39,7 @@ from engine.story.tree.takes import add_take
 from engine.story.versions import advance_version
 
 if TYPE_CHECKING:
-    from engine.people.access import Actor
+    from engine.people.access.rules import Actor
 from engine.story.tree.branches import BranchesAndSavePoints
 from engine.story.tree.core import MOVED_ON, HeadMove
 

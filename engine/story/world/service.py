@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from engine.errors import InvalidInput
-from engine.people.access import adventure_here, check_may_steer
+from engine.people.access.checks import check_may_steer
+from engine.people.access.rules import adventure_here
 from engine.platform.sanitise import QUOTE_MAX, echo, sanitise
 from engine.story.versions import advance_version
 from engine.story.world.apply import current_state, schema_of
@@ -14,7 +15,7 @@ from engine.story.world.referee import set_value
 from engine.story.world.render import chip, describe
 
 if TYPE_CHECKING:
-    from engine.people.access import Actor
+    from engine.people.access.rules import Actor
     from engine.storage.database import Database
 
 NO_STATE = "This adventure's scenario tracks no world state."
