@@ -69,7 +69,7 @@ from engine.story.rounds import (
 )
 from engine.turns.engine import TurnEngine
 from engine.turns.events import RoundSubmitted, TurnEvent, TurnFailed, TurnInterrupted
-from engine.turns.intake import Asked, RequestCheck, TurnIntake
+from engine.turns.intake import Asked, RequestCheck, Turn, TurnIntake
 from engine.turns.plan import Fence
 from engine.turns.requests import RETRY_PAYLOAD, RequestLog
 
@@ -82,6 +82,10 @@ THREAD_ADVENTURES_SHOWN = 5
 
 #: Actions written into the story with their player's name (a Retry plays them as theirs).
 WRITTEN = frozenset({ActionType.DO, ActionType.SAY, ActionType.STORY})
+
+
+class _PlaysInRounds(Exception):
+    """An action for an adventure that plays in rounds: ``act`` takes it into the round."""
 
 
 class PlayService:
@@ -280,13 +284,17 @@ class PlayService:
         ``TurnDone`` or ``TurnFailed``; or is only ``AlreadyHandled`` when ``request_id`` was
         played before (a repeated delivery of the same interaction).
         """
-        if await self._turn_mode(channel_id) is not TurnMode.FREE:
-            played = self._submit(actor, channel_id, action, request_id, drawn_for)
-        else:
-            played = self._play(actor, channel_id, action, request_id, seen_version, drawn_for)
-        async with aclosing(played) as events:
-            async for event in events:
-                yield event
+        # Free play unless the adventure, as read to record the request, plays in rounds.
+        played = self._play(actor, channel_id, action, request_id, seen_version, drawn_for)
+        try:
+            async with aclosing(played) as events:
+                async for event in events:
+                    yield event
+        except _PlaysInRounds:
+            submitted = self._submit(actor, channel_id, action, request_id, drawn_for)
+            async with aclosing(submitted) as events:
+                async for event in events:
+                    yield event
 
     async def retry_turn(
         self,
@@ -350,7 +358,7 @@ class PlayService:
                 ActionType(payload["type"]), payload.get("text", ""), plays_as.user_id
             )
             replayed = self._play(
-                plays_as, channel_id, action, new_request_id, None, None, unplayed
+                plays_as, channel_id, action, new_request_id, None, None, unplayed, to_round=False
             )
         async with aclosing(replayed) as events:
             async for event in events:
@@ -369,41 +377,41 @@ class PlayService:
         seen_version: int | None,
         drawn_for: int | None,
         check: RequestCheck | None = None,
+        *,
+        to_round: bool = True,
     ) -> AsyncGenerator[TurnEvent, None]:
+        """Play ``action`` as a turn. ``to_round``: an adventure that plays in rounds takes it
+        into its round instead (``act``); a Retry of a failed action plays it all the same."""
         try:
             format_action(action, max_chars=self.turns.max_action_chars)  # fail fast
         except CampfireError as error:
             yield TurnFailed(error)
             return
         payload = {"type": str(action.type), "text": action.text}
-        named: list[PlayerAction] = []
 
-        async def name_actor(session: AsyncSession, adventure: Adventure) -> None:
-            # Who the action is written as, read where it is recorded: a character set later
-            # names the next action, not this one waiting in the queue.
-            named.append(replace(action, actor=await acting_name(session, adventure, actor)))
-
-        async def allowed(session: AsyncSession, adventure: Adventure) -> None:
+        async def prepare(session: AsyncSession, adventure: Adventure) -> Turn:
+            if to_round and adventure.turn_mode != TurnMode.FREE:
+                # Decided on the adventure read to record the request: the record rolls back,
+                # and the action goes to the round instead (``act``).
+                raise _PlaysInRounds()
             # The host's lock, mutes and closed party, asked before anything of the request is
             # kept; a player who had left the party is back in by acting.
             await check_may_act(session, adventure, actor)
             await back_on_act(session, adventure, actor.user_id)
-
-        def turn(adventure_id: int, fence: Fence) -> AsyncGenerator[TurnEvent, None]:
-            return self.turns.play(adventure_id, named[0], fence=fence)
+            if check is not None:
+                await check(session, adventure)
+            # Who the action is written as, read where it is recorded: a character set later
+            # names the next action, not this one waiting in the queue.
+            named = replace(action, actor=await acting_name(session, adventure, actor))
+            return lambda adventure_id, fence: self.turns.play(adventure_id, named, fence=fence)
 
         asked = Asked(actor, channel_id, payload, request_id, seen_version, drawn_for)
-        entered = self.intake.enter(asked, [allowed, check, name_actor], turn)
+        entered = self.intake.enter(asked, prepare)
         async with aclosing(entered) as events:
             async for event in events:
                 yield event
 
     # --- rounds (engine.story.rounds) -------------------------------------------------------------
-
-    async def _turn_mode(self, channel_id: int) -> TurnMode:
-        async with self.db.session() as session:
-            adventure = await active_adventure(session, channel_id)
-            return TurnMode(adventure.turn_mode) if adventure is not None else TurnMode.FREE
 
     async def round_here(self, channel_id: int) -> RoundState | None:
         """The round open in the adventure here (None: none runs, or it plays free)."""
@@ -486,26 +494,31 @@ class PlayService:
         """Close the round here, once (``take_round`` in the request's own transaction: a
         second closer takes nothing and is refused), and narrate its actions as one turn. A
         turn that fails puts them back to wait for the next close."""
-        taken: list[PlayerAction] = []
 
-        async def take(session: AsyncSession, adventure: Adventure) -> None:
+        async def prepare(session: AsyncSession, adventure: Adventure) -> Turn:
+            if check is not None:
+                await check(session, adventure)
             assert adventure.id is not None
-            taken.extend(await take_round(session, adventure.id))
+            taken = await take_round(session, adventure.id)
             if not taken:
                 raise StoryMovedOn(ROUND_CLOSED if check is None else NOTHING_TO_CLOSE)
-
-        async def turn(adventure_id: int, fence: Fence) -> AsyncGenerator[TurnEvent, None]:
-            async with aclosing(self.turns.play_actions(adventure_id, taken, fence=fence)) as run:
-                async for event in run:
-                    if isinstance(event, TurnFailed):
-                        async with self.db.transaction() as session:
-                            await put_back(session, adventure_id, taken)
-                    yield event
+            return lambda adventure_id, fence: self._narrate_round(adventure_id, taken, fence)
 
         asked = Asked(actor, channel_id, {"type": "round"}, request_id, None, drawn_for)
-        entered = self.intake.enter(asked, [check, take], turn)
+        entered = self.intake.enter(asked, prepare)
         async with aclosing(entered) as events:
             async for event in events:
+                yield event
+
+    async def _narrate_round(
+        self, adventure_id: int, taken: list[PlayerAction], fence: Fence
+    ) -> AsyncGenerator[TurnEvent, None]:
+        """A closed round's actions narrated as one turn; a turn that fails puts them back."""
+        async with aclosing(self.turns.play_actions(adventure_id, taken, fence=fence)) as run:
+            async for event in run:
+                if isinstance(event, TurnFailed):
+                    async with self.db.transaction() as session:
+                        await put_back(session, adventure_id, taken)
                 yield event
 
     async def _retake(
@@ -517,21 +530,22 @@ class PlayService:
         drawn_for: int | None,
         check: RequestCheck | None = None,
     ) -> AsyncGenerator[TurnEvent, None]:
-        asked_for: list[int] = []
 
-        async def allowed(session: AsyncSession, adventure: Adventure) -> None:
-            assert adventure.head_node_id is not None
-            head = await session.get(StoryNode, adventure.head_node_id)
+        async def prepare(session: AsyncSession, adventure: Adventure) -> Turn:
+            if check is not None:
+                await check(session, adventure)
+            head_id = adventure.head_node_id
+            assert head_id is not None
+            head = await session.get(StoryNode, head_id)
             assert head is not None
             await check_may_retry(session, adventure, head, actor)
             # The turn retried is the newest one now, even if the retry waits in the queue.
-            asked_for.append(adventure.head_node_id)
-
-        def turn(adventure_id: int, fence: Fence) -> AsyncGenerator[TurnEvent, None]:
-            return self.turns.retry(adventure_id, node_id=asked_for[0], fence=fence)
+            return lambda adventure_id, fence: self.turns.retry(
+                adventure_id, node_id=head_id, fence=fence
+            )
 
         asked = Asked(actor, channel_id, RETRY_PAYLOAD, request_id, seen_version, drawn_for)
-        entered = self.intake.enter(asked, [check, allowed], turn)
+        entered = self.intake.enter(asked, prepare)
         async with aclosing(entered) as events:
             async for event in events:
                 yield event

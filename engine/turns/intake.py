@@ -88,6 +88,8 @@ class _Recorded:
     cut_off: TurnInterrupted | None = None
     #: Whom the turn's tokens count against (None: not the operator's model).
     charge: Charge | None = None
+    #: The turn the request plays, as its ``Prepare`` decided it.
+    turn: Turn | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +104,16 @@ class _Submitted:
 
 #: A check run on a request's adventure in the transaction that records it.
 RequestCheck = Callable[[AsyncSession, Adventure], Awaitable[None]]
+
+#: A turn to run once the adventure's lease is held: its events, given the adventure and the
+#: fence that stores it.
+Turn = Callable[[int, Fence], AsyncGenerator[TurnEvent, None]]
+
+#: What a request plays, decided in the transaction that records it, on the adventure read
+#: there: its rights checked, whatever it needs of the story then read (who the actor is
+#: written as, the round's actions, the turn retried), and the turn returned. A refusal it
+#: raises rolls the record back.
+Prepare = Callable[[AsyncSession, Adventure], Awaitable[Turn]]
 
 
 class TurnIntake:
@@ -141,12 +153,7 @@ class TurnIntake:
         #: Told of each turn that ran, stored or failed (the bot's metrics).
         self.observer: PlayObserver = NoObserver()
 
-    async def enter(
-        self,
-        asked: Asked,
-        checks: list[RequestCheck | None],
-        turn: Callable[[int, Fence], AsyncGenerator[TurnEvent, None]],
-    ) -> AsyncGenerator[TurnEvent, None]:
+    async def enter(self, asked: Asked, prepare: Prepare) -> AsyncGenerator[TurnEvent, None]:
         """Record the request and queue its turn, then forward the turn's events.
 
         The two happen under the place's arrival lock, so that the requests of one place are
@@ -156,7 +163,7 @@ class TurnIntake:
         request_id, channel_id = asked.request_id, asked.channel_id
         async with self._arrival(channel_id):
             try:
-                recorded = await self._record(asked, checks)
+                recorded = await self._record(asked, prepare)
             except RateLimited as error:
                 recorded = TurnFailed(await self._strike(asked, error))
             except CampfireError as error:
@@ -170,7 +177,7 @@ class TurnIntake:
             if not isinstance(recorded, _Recorded):
                 submitted: _Submitted | TurnEvent = recorded
             else:
-                submitted = await self._submit(recorded, turn, request_id, channel_id)
+                submitted = await self._submit(recorded, request_id, channel_id)
         if not isinstance(submitted, _Submitted):
             yield submitted
             return
@@ -206,9 +213,7 @@ class TurnIntake:
             else:
                 self._arriving[channel_id] = (lock, users - 1)
 
-    async def _record(
-        self, asked: Asked, checks: list[RequestCheck | None]
-    ) -> _Recorded | AlreadyHandled:
+    async def _record(self, asked: Asked, prepare: Prepare) -> _Recorded | AlreadyHandled:
         """Record the request before it runs; its adventure (and the turn's lease, when it
         could be claimed at once), or its stored outcome when ``request_id`` was recorded
         before. Every check after the record rolls it back."""
@@ -239,9 +244,7 @@ class TurnIntake:
                 )
             ):
                 raise StoryMovedOn(MOVED_ON)
-            for check in checks:
-                if check is not None:
-                    await check(session, adventure)
+            turn = await prepare(session, adventure)
             charge = None
             if self.limits is not None:
                 # Last of the checks, before the lease: nothing of a refused request is kept.
@@ -256,18 +259,18 @@ class TurnIntake:
                 )
             self.places.seen(channel_id, adventure.id, adventure.version)
             if self.queue.running(adventure.id) or self.queue.waiting(adventure.id):
-                return _Recorded(adventure.id, charge=charge)
+                return _Recorded(adventure.id, charge=charge, turn=turn)
             # Nothing of this adventure is queued here: the turn runs as soon as it is queued,
             # so its lease is claimed now, with the request, in one transaction rather than
             # three (the request, the claim, its status). Busy elsewhere: claimed in the job.
             lease = await self.leases.claim_in(session, adventure.id)
             if lease is None:
-                return _Recorded(adventure.id, charge=charge)
+                return _Recorded(adventure.id, charge=charge, turn=turn)
             await self.requests.start(session, request_id)
             cut_off = None
             if lease.reclaimed_from is not None:
                 cut_off = await self.requests.interrupted(session, adventure.id, besides=request_id)
-            return _Recorded(adventure.id, lease, cut_off, charge)
+            return _Recorded(adventure.id, lease, cut_off, charge, turn)
 
     def _fence(
         self, lease: Lease, request_id: int, passed: list[int], charge: Charge | None
@@ -312,15 +315,12 @@ class TurnIntake:
         self.leases.let_go(lease)
 
     async def _submit(
-        self,
-        recorded: _Recorded,
-        turn: Callable[[int, Fence], AsyncGenerator[TurnEvent, None]],
-        request_id: int,
-        channel_id: int,
+        self, recorded: _Recorded, request_id: int, channel_id: int
     ) -> _Submitted | TurnFailed:
         """Queue the turn behind the adventure's earlier ones; its events go to the queue
         returned, as they come."""
-        adventure_id = recorded.adventure_id
+        adventure_id, turn = recorded.adventure_id, recorded.turn
+        assert turn is not None
         events: asyncio.Queue[TurnEvent] = asyncio.Queue()
 
         async def started(session: AsyncSession, lease: Lease) -> None:
