@@ -20,6 +20,7 @@ from engine.library.formats.strict_json import JsonCaps, load_json
 from engine.library.reading.errors import ImportRejected
 from engine.llm.providers.resolver import OperatorDefault
 from engine.people.access.rules import Actor
+from engine.prompt.tokens import count_tokens
 from engine.storage.memory_models import Memory
 from engine.storage.models import (
     ActionType,
@@ -136,7 +137,31 @@ async def test_export_then_import_gives_an_equal_adventure(db, provider, fake_mo
     restored = await archive.restore(ALICE, 2, await archive.read(exported.content))
     assert (restored.nodes, restored.branches, restored.head_text) == (6, 2, "> You turn back.")
     again = json.loads((await archive.export(ALICE, 2)).content)
+    # The counts are Campfire's own after an import (a node the test wrote by hand had none).
+    assert [node.pop("token_count") for node in again["nodes"]] == [
+        count_tokens(node["text"]) for node in again["nodes"]
+    ]
+    for node in raw["nodes"]:
+        node.pop("token_count")
     assert again == raw
+
+
+async def test_token_counts_are_campfires_own_never_the_files(db, provider, fake_model, archive):
+    """A file's counts size the history window: one claiming 0 tokens for a long entry would
+    put all of it in every prompt on the operator's model (issue: spend and fairness)."""
+    await grown_adventure(db, provider, fake_model, channel_id=1)
+    raw = json.loads((await archive.export(ALICE, 1)).content)
+    raw["nodes"][1]["text"] = "> You " + "walk and walk. " * 5_000
+    for node in raw["nodes"]:
+        node["token_count"] = 0
+    await archive.restore(ALICE, 2, await archive.read(json.dumps(raw).encode()))
+    async with db.session() as session:
+        adventure = await session.scalar(select(Adventure).where(Adventure.channel_id == 2))
+        nodes = (
+            await session.scalars(select(StoryNode).where(StoryNode.adventure_id == adventure.id))
+        ).all()
+    assert all(node.token_count == count_tokens(node.text) for node in nodes)
+    assert max(node.token_count for node in nodes) > 10_000
 
 
 async def test_import_ends_what_was_running_there(db, provider, fake_model, archive):

@@ -23,6 +23,12 @@ def encoding() -> tiktoken.Encoding:
 # remembered by text: each distinct text is encoded once.
 @lru_cache(maxsize=8192)
 def count_tokens(text: str) -> int:
+    return tokens_in(text)
+
+
+def tokens_in(text: str) -> int:
+    """The tokens of ``text``, counted now and not remembered: for texts seen once (a file's
+    entries as it is imported), which the cache above would only hold on to."""
     if not text:
         return 0
     return len(encoding().encode(text, disallowed_special=()))

@@ -42,6 +42,7 @@ from engine.library.reading.errors import ImportRejected
 from engine.library.reading.fields import INT64_MAX, Fields
 from engine.library.scripting.results import CARD_ID_MAX_CHARS
 from engine.platform.sanitise import sanitise, sanitise_json
+from engine.prompt.tokens import tokens_in
 from engine.storage.chapter_models import AdventureChapters
 from engine.storage.memory_models import Memory
 from engine.storage.models import (
@@ -353,7 +354,10 @@ def _nodes(f: Fields) -> list[dict[str, Any]]:
             "text": text,
             "live_take": n.integer("live_take", default=1, low=1, high=take_count),
             "take_count": take_count,
-            "token_count": n.integer("token_count", default=None, low=0),
+            # Campfire's own count, never the file's: the history window is sized by it, and a
+            # file claiming 0 for a huge entry would put all of it in one prompt, on the
+            # operator's model. (A file's "token_count" is read for nothing.)
+            "token_count": tokens_in(text),
             "model": n.text("model", default="") or None,
             "prompt_tokens": n.integer("prompt_tokens", default=None, low=0),
             "completion_tokens": n.integer("completion_tokens", default=None, low=0),
