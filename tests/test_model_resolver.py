@@ -16,6 +16,7 @@ import pytest
 from sqlalchemy import update
 
 from engine.llm.model_settings import ModelSettings
+from engine.llm.providers.base import GenerationParams
 from engine.llm.providers.endpoint_policy import EndpointPolicy
 from engine.llm.providers.resolver import ChosenModels, OperatorDefault
 from engine.people.access.rules import Actor
@@ -24,7 +25,10 @@ from engine.platform.crypto import SecretBox
 from engine.storage.database import Database
 from engine.storage.models import ActionType, Adventure
 from engine.story.memory.writer import MemoryWriter
+from engine.turns.ceilings import Ceilings
 from engine.turns.engine import TurnEngine
+from engine.turns.events import TurnDone
+from engine.turns.insights import Insights
 from tests.fakes.openai_server import FakeModelServer
 from tests.helpers import new_adventure, play
 
@@ -46,8 +50,10 @@ def process(db: Database, provider) -> tuple[ChosenModels, ModelSettings]:
     return models, ModelSettings(db, SECRETS, POLICY, models)
 
 
-async def adventure_in(db: Database, *, server: int | None, owner: int | None) -> int:
-    adventure_id = await new_adventure(db)
+async def adventure_in(
+    db: Database, *, server: int | None, owner: int | None, channel_id: int = 1
+) -> int:
+    adventure_id = await new_adventure(db, channel_id=channel_id)
     async with db.transaction() as session:
         if server is not None:
             await touch_server(session, server)
@@ -143,4 +149,43 @@ async def test_background_work_follows_the_adventures_model(db, provider, fake_m
     assert report.memories == 1, report
     assert "Passage:" in own_model.requests[-1]["messages"][-1]["content"]
     assert chats(fake_model) == 0
+    await models.aclose()
+
+
+async def test_an_adventures_settings_are_held_to_the_operators_ceilings_on_its_model_only(
+    db, provider, fake_model, own_model
+):
+    """A host may set a context of 1,000,000 tokens and replies of 32,768: on the operator's
+    model the turn keeps to the operator's budget and reply length, and Insights says so; on
+    the player's own model the settings stand."""
+    models, settings = process(db, provider)
+    engine = TurnEngine(db, models, params=GenerationParams(max_tokens=300))
+    assert engine.ceilings() == Ceilings(
+        context_tokens=engine.context.budget, max_output_tokens=300
+    )
+    on_operator = await adventure_in(db, server=SERVER, owner=None, channel_id=7)
+    own = await adventure_in(db, server=None, owner=PLAYER, channel_id=8)
+    await settings.set(Actor(PLAYER), own_model.base_url, "own-model", KEY)
+    async with db.transaction() as session:
+        await session.execute(
+            update(Adventure).values(context_tokens=1_000_000, max_output_tokens=32_768)
+        )
+
+    done = (await play(engine, on_operator, ActionType.DO, "look"))[-1]
+    assert isinstance(done, TurnDone), done
+    asked = next(entry for entry in fake_model.requests if "messages" in entry)
+    assert asked["max_tokens"] == 300
+    insights = await Insights(db).for_turn(7, node_id=done.result.narrator_node_id)
+    report = insights.report
+    assert report is not None and report.budget == engine.context.budget
+    assert report.clamped == [
+        f"context 1,000,000 tokens held to the operator's {engine.context.budget:,}",
+        "replies of 32,768 tokens held to the operator's 300",
+    ]
+
+    own_model.queue("Your own model answers at length.")
+    done = (await play(engine, own, ActionType.DO, "look"))[-1]
+    assert isinstance(done, TurnDone), done
+    asked = next(entry for entry in own_model.requests if "messages" in entry)
+    assert asked["max_tokens"] == 32_768
     await models.aclose()

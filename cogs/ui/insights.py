@@ -130,6 +130,9 @@ def _summary(report: ContextReport) -> str:
     )
     if report.output_words:
         line += f" · length ceiling {report.output_words} words"
+    if report.clamped:
+        # The adventure's own settings asked for more than the operator allows on its model.
+        line += "\n**Held to the operator's ceilings:** " + "; ".join(report.clamped)
     return line
 
 
@@ -275,6 +278,8 @@ def report_text(insights: TurnInsights) -> str:
         )
         if report.output_words:
             lines.append(f"Length ceiling: {report.output_words} words")
+        if report.clamped:
+            lines.append("Held to the operator's ceilings: " + "; ".join(report.clamped))
         scale = max(report.used, sum(section.tokens for section in report.sections), 1)
         for section in report.sections:
             lines.append("")

@@ -41,6 +41,8 @@ class ContextReport:
     used: int  # tokens actually sent
     output_words: int | None  # the length ceiling given to the model, if any
     sections: list[SectionReport] = field(default_factory=list)
+    #: The adventure's settings held to the operator's ceilings, in words (none: none were).
+    clamped: list[str] = field(default_factory=list)
     #: The turn's script runs, one per script and hook: {hook, script, ms, logs, error, note}.
     scripts: list[dict[str, Any]] = field(default_factory=list)
 

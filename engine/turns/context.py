@@ -363,6 +363,7 @@ class ContextEngine:
             used=used,
             output_words=fixed.output_words,
             sections=[section.report() for section in reported],
+            clamped=list(inputs.clamped),
         )
         return BuiltContext(
             messages=messages,

@@ -30,6 +30,7 @@ from engine.story.actions import PlayerAction
 from engine.story.chapters.progress import ChapterEnd
 from engine.story.chapters.recaps import write_recap
 from engine.story.fallback import choose_line, fallback_lines
+from engine.turns.ceilings import Ceilings
 from engine.turns.commit import commit
 from engine.turns.context import ContextEngine
 from engine.turns.events import ActionAccepted, TurnDone, TurnEvent, TurnFailed
@@ -72,6 +73,14 @@ class TurnEngine:
         self.max_action_chars = max_action_chars
         self.script_limits = script_limits or Limits()
         self.max_story_cards = max_story_cards
+
+    def ceilings(self) -> Ceilings:
+        """The operator's: the context and reply length it configured for its model (read
+        each turn: a benchmark or the console may set another context engine)."""
+        return Ceilings(
+            context_tokens=self.context.budget,
+            max_output_tokens=self.params.max_tokens,
+        )
 
     def play(
         self, adventure_id: int, action: PlayerAction, *, fence: Fence | None = None
@@ -146,13 +155,18 @@ class TurnEngine:
             plan = await planned(session)
             # Which model (the player's, the server's, the operator's), read in this session.
             await self.providers.read(session, plan.adventure)
+            # On the operator's model, the adventure's settings are held to the operator's.
+            ceilings = (
+                self.ceilings() if self.providers.is_operator_default(plan.adventure) else None
+            )
             generation = Generation(
                 plan,
                 db=self.db,
                 provider=self.providers.for_adventure(plan.adventure),
-                params=params_for(plan.adventure, self.params),
+                params=params_for(plan.adventure, self.params, ceilings),
                 context=self.context,
                 fence=fence,
+                ceilings=ceilings,
             )
             answered = await generation.prepare(session)
             # Read now, while a session is open: the lines an author wrote for a failed turn.

@@ -33,6 +33,7 @@ from engine.story.suggestions import SUGGESTION_RULE, from_lists, suggestions_on
 from engine.story.versions import update_unmoved
 from engine.story.world.apply import BlockHolder, SettledWorld, schema_of, settle
 from engine.story.world.parser import extract_state
+from engine.turns.ceilings import Ceilings
 from engine.turns.events import TurnEvent
 from engine.turns.plan import Fence, TurnPlan
 
@@ -42,10 +43,16 @@ T = TypeVar("T")
 STOP_AT_PLAYER_ACTION = ("\n>",)
 
 
-def params_for(adventure: Adventure, defaults: GenerationParams) -> GenerationParams:
-    """The operator's generation settings with the adventure's own on top."""
+def params_for(
+    adventure: Adventure, defaults: GenerationParams, ceilings: Ceilings | None = None
+) -> GenerationParams:
+    """The operator's generation settings with the adventure's own on top, the reply's length
+    held to ``ceilings`` (the operator's, on the operator's model)."""
+    max_tokens = adventure.max_output_tokens or defaults.max_tokens
+    if ceilings is not None:
+        max_tokens = min(max_tokens, ceilings.max_output_tokens)
     return GenerationParams(
-        max_tokens=adventure.max_output_tokens or defaults.max_tokens,
+        max_tokens=max_tokens,
         temperature=(
             adventure.temperature if adventure.temperature is not None else defaults.temperature
         ),
@@ -119,8 +126,11 @@ class Generation:
         params: GenerationParams,
         context: ContextBuilder,
         fence: Fence | None,
+        ceilings: Ceilings | None = None,
     ) -> None:
+        """``ceilings``: the operator's, when the turn is on the operator's model."""
         self.plan = plan
+        self.ceilings = ceilings
         self.db = db
         self.provider = provider
         self.params = params
@@ -162,6 +172,9 @@ class Generation:
         )
         if scripts is not None:
             inputs = replace(inputs, cards=scripts.context_cards())
+        if self.ceilings is not None:
+            budget, output, clamped = self.ceilings.clamp(inputs.budget, inputs.max_output_tokens)
+            inputs = replace(inputs, budget=budget, max_output_tokens=output, clamped=clamped)
         self._chapters = await ChapterTurn.load(session, plan.adventure)
         if self._chapters is not None:
             inputs = self._chapters.context(inputs)
