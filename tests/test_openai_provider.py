@@ -24,10 +24,12 @@ from engine.errors import (
     ReasoningExhausted,
 )
 from engine.llm.providers.base import ChatMessage, GenerationParams, ReplyLimits
-from engine.llm.providers.openai_compat import OpenAICompatibleProvider
+from engine.llm.providers.http_errors import ERROR_BODY_BYTES
+from engine.llm.providers.openai_compat import MAX_USAGE_TOKENS, OpenAICompatibleProvider
+from engine.llm.providers.sse import MAX_LINE_CHARS
 from engine.platform.events import ProviderChunk, ReasoningDelta, StreamEnd, TextDelta, Usage
 from tests.fakes.openai_server import FakeModelServer, Reply
-from tests.fakes.static_server import static_server
+from tests.fakes.static_server import endless_server, static_server
 
 MESSAGES = [
     ChatMessage("system", "You narrate a text adventure."),
@@ -543,3 +545,78 @@ async def test_what_a_server_echoes_of_the_key_is_masked() -> None:
         finally:
             await client.aclose()
     assert "sk-operator-key" not in raised.message and "is not valid" in raised.message
+
+
+# ------------------------------------------------------------------ a hostile endpoint
+# Any player may point Campfire at an endpoint of their own (/model set in a DM): what it
+# sends is read within bounds, and whatever it sends ends as a model error the player can read.
+
+
+async def test_a_line_that_never_ends_is_refused_after_a_bounded_read() -> None:
+    head = b'data: {"choices": [{"index": 0, "delta": {"content": "'
+    with endless_server(200, "text/event-stream", head, b"a" * 65536) as (url, sent):
+        client = OpenAICompatibleProvider(url, "any", timeout=5)
+        try:
+            raised = await expect_error(client, ModelBadReply)
+        finally:
+            await client.aclose()
+        await asyncio.sleep(0.2)  # the server notices the closed connection
+    assert "more than" in raised.message
+    # Read up to the bound (and what the sockets' buffers held), not the server's 512 MB.
+    assert sent and sent[0] < 32 * MAX_LINE_CHARS
+
+
+async def test_an_error_with_an_endless_body_is_read_only_in_part() -> None:
+    head = b'{"error": {"message": "overloaded"}, "pad": "'
+    with endless_server(500, "application/json", head, b"x" * 65536) as (url, sent):
+        client = OpenAICompatibleProvider(url, "any", timeout=5)
+        try:
+            await expect_error(client, ModelServerError)
+        finally:
+            await client.aclose()
+        await asyncio.sleep(0.2)
+    assert sent and sent[0] < 32 * ERROR_BODY_BYTES + 8 * 1024 * 1024
+
+
+async def test_nesting_deep_enough_to_exhaust_the_parser_is_a_bad_reply() -> None:
+    body = b"data: " + b"[" * 100_000 + b"]" * 100_000 + b"\n\n"
+    with static_server(200, "text/event-stream", body) as url:
+        client = OpenAICompatibleProvider(url, "any", timeout=5)
+        try:
+            await expect_error(client, ModelBadReply)
+        finally:
+            await client.aclose()
+
+
+@pytest.mark.parametrize(
+    ("header", "believed"), [("inf", 3600.0), ("1e400", 3600.0), ("nan", None), ("-5", 0.0)]
+)
+async def test_a_retry_after_past_reason_is_held(header: str, believed: float | None) -> None:
+    body = b'{"error": {"message": "slow down"}}'
+    with static_server(429, "application/json", body, {"Retry-After": header}) as url:
+        client = OpenAICompatibleProvider(url, "any", timeout=5)
+        try:
+            raised = await expect_error(client, ModelRateLimited)
+        finally:
+            await client.aclose()
+    assert isinstance(raised, ModelRateLimited)
+    assert raised.retry_after == believed
+
+
+async def test_usage_past_reason_is_held() -> None:
+    body = (
+        b'data: {"choices": [{"index": 0, "delta": {"content": "Hi."}, '
+        b'"finish_reason": "stop"}], "usage": {"prompt_tokens": 1e400, "completion_tokens": 3}}'
+        b"\n\n"
+        b'data: {"choices": [], "usage": {"prompt_tokens": -7, "completion_tokens": 99999999999}}'
+        b"\n\ndata: [DONE]\n\n"
+    )
+    with static_server(200, "text/event-stream", body) as url:
+        client = OpenAICompatibleProvider(url, "any", timeout=5)
+        try:
+            chunks = await collect(client)
+        finally:
+            await client.aclose()
+    end = chunks[-1]
+    assert isinstance(end, StreamEnd)
+    assert end.usage == Usage(0, MAX_USAGE_TOKENS)

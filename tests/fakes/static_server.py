@@ -44,3 +44,46 @@ def static_server(
         server.shutdown()
         server.server_close()
         thread.join(timeout=2)
+
+
+@contextmanager
+def endless_server(
+    status: int, content_type: str, head: bytes, filler: bytes, *, most: int = 512 * 1024 * 1024
+) -> Iterator[tuple[str, list[int]]]:
+    """Answer every POST with ``head`` and then ``filler`` again and again, until the client
+    goes away (or ``most`` bytes, so a test that fails does not run for ever). Yields the base
+    URL and a list that gets, per answer, how many bytes were sent before the client left."""
+    sent: list[int] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.end_headers()  # no length: the body ends when the connection does
+            total = 0
+            try:
+                self.wfile.write(head)
+                total += len(head)
+                while total < most:
+                    self.wfile.write(filler)
+                    total += len(filler)
+            except OSError:
+                pass  # the client stopped reading and closed
+            finally:
+                sent.append(total)
+            self.close_connection = True
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib name
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01})
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", sent
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=2)

@@ -11,6 +11,7 @@ import numpy as np
 from engine.errors import ModelBadReply, ModelTimedOut
 from engine.llm.providers.base import ReplyLimits
 from engine.llm.providers.http_errors import (
+    ERROR_BODY_BYTES,
     TRANSPORT_ERRORS,
     Endpoint,
     status_error,
@@ -59,7 +60,7 @@ class EmbeddingClient:
                 f"{self.limits.seconds:g} seconds."
             ) from None
         if response.status_code >= 400:
-            raise status_error(self.endpoint, response)
+            raise status_error(self.endpoint, response, response.content[:ERROR_BODY_BYTES])
         try:
             data = sorted(response.json()["data"], key=lambda row: row["index"])
             matrix = np.asarray([row["embedding"] for row in data], dtype=np.float32)

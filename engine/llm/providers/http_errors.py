@@ -8,6 +8,7 @@ redacted before it is passed on (a proxy may echo the key it refused).
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -53,10 +54,30 @@ def _then_retry(what: str) -> str:
     return " in the settings."
 
 
-def status_error(endpoint: Endpoint, response: httpx.Response) -> ModelError:
-    """The error for an HTTP status of 400 or more (the body must have been read)."""
+#: The most of an error's body read: its message is a line or two; a server that sends an endless
+#: body is read no further, and what is read is small enough to parse on the event loop.
+ERROR_BODY_BYTES = 8 * 1024
+
+#: The longest wait a server's Retry-After is believed for.
+RETRY_AFTER_MAX_S = 3600.0
+
+
+async def error_body(response: httpx.Response) -> bytes:
+    """The start of a streamed response's body, at most ``ERROR_BODY_BYTES``; the rest is left
+    unread (closing the response drops the connection)."""
+    read = bytearray()
+    async for piece in response.aiter_bytes():
+        read += piece
+        if len(read) >= ERROR_BODY_BYTES:
+            break
+    return bytes(read[:ERROR_BODY_BYTES])
+
+
+def status_error(endpoint: Endpoint, response: httpx.Response, body: bytes) -> ModelError:
+    """The error for an HTTP status of 400 or more; ``body``: the start of its body
+    (``error_body``)."""
     status, host, what = response.status_code, endpoint.host, endpoint.what
-    detail = endpoint.said(error_message(_json_or_none(response)))
+    detail = endpoint.said(error_message(_json_or_none(body)))
     if status in (401, 403):
         return ModelKeyRefused(
             f"The {what} server at {host} refused the API key ({status}). "
@@ -122,11 +143,17 @@ def broken_off(endpoint: Endpoint) -> ModelBadReply:
 
 
 def retry_after(response: httpx.Response) -> float | None:
+    """The server's Retry-After in seconds, held between 0 and ``RETRY_AFTER_MAX_S`` (a server
+    may send "inf" or "1e400"); None when it sent none or no number (an HTTP date is not
+    believed either)."""
     value = response.headers.get("retry-after")
     try:
-        return max(0.0, float(value)) if value is not None else None
+        seconds = float(value) if value is not None else None
     except ValueError:
         return None
+    if seconds is None or math.isnan(seconds):
+        return None
+    return min(max(0.0, seconds), RETRY_AFTER_MAX_S)
 
 
 def error_message(body: Any) -> str:
@@ -140,8 +167,8 @@ def error_message(body: Any) -> str:
     return ""
 
 
-def _json_or_none(response: httpx.Response) -> Any:
+def _json_or_none(body: bytes) -> Any:
     try:
-        return response.json()
-    except ValueError:
+        return json.loads(body)
+    except (ValueError, RecursionError):
         return None

@@ -12,7 +12,6 @@ from collections.abc import AsyncGenerator, Sequence
 from typing import Any
 
 import httpx
-from httpx_sse import SSEError, aconnect_sse
 
 from engine.errors import (
     ModelBadReply,
@@ -31,10 +30,12 @@ from engine.llm.providers.http_errors import (
     TRANSPORT_ERRORS,
     Endpoint,
     broken_off,
+    error_body,
     error_message,
     status_error,
     transport_error,
 )
+from engine.llm.providers.sse import EventTooLarge, events, is_event_stream
 from engine.platform.events import ProviderChunk, ReasoningDelta, StreamEnd, TextDelta, Usage
 
 REASONING_FIELDS = ("reasoning_content", "reasoning")
@@ -104,29 +105,22 @@ class OpenAICompatibleProvider:
         usage: Usage | None = None
         done = False
         try:
-            async with aconnect_sse(
-                self._client, "POST", url, json=self._body(messages, params)
-            ) as source:
-                response = source.response
+            async with self._client.stream(
+                "POST", url, json=self._body(messages, params), headers=STREAM_HEADERS
+            ) as response:
                 if response.status_code >= 400:
-                    await response.aread()
-                    raise status_error(self.endpoint, response)
-                async for sse in source.aiter_sse():
+                    raise status_error(self.endpoint, response, await error_body(response))
+                if not is_event_stream(response):
+                    # A 200 that is not an event stream: a proxy's HTML page, say.
+                    raise ModelBadReply(
+                        f"The server at {self.host} did not answer as a streaming model "
+                        "server. Check the endpoint URL (it usually ends in /v1)."
+                    )
+                async for sse in events(response):
                     if sse.data.strip() == "[DONE]":
                         done = True
                         break
-                    try:
-                        chunk = json.loads(sse.data)
-                    except json.JSONDecodeError:
-                        raise ModelBadReply(
-                            f"The model server at {self.host} sent a piece of its reply that "
-                            "Campfire could not read. Press Retry."
-                        ) from None
-                    if isinstance(chunk, dict) and "error" in chunk:
-                        raise ModelServerError(
-                            f"The model server at {self.host} reported an error mid-reply: "
-                            f"{self.endpoint.said(error_message(chunk))}"
-                        )
+                    chunk = self._chunk(sse.data)
                     for delta in _deltas(chunk, splitter):
                         yield delta
                     finish_reason = _finish_reason(chunk) or finish_reason
@@ -137,17 +131,38 @@ class OpenAICompatibleProvider:
                 raise broken_off(self.endpoint)
         except ModelError:
             raise
-        except SSEError:
-            # httpx-sse refuses a 200 that is not text/event-stream: a proxy's HTML page, say.
+        except EventTooLarge as error:
             raise ModelBadReply(
-                f"The server at {self.host} did not answer as a streaming model server. "
-                "Check the endpoint URL (it usually ends in /v1)."
+                f"The model server at {self.host} sent {error}, more than a reply holds. "
+                "Press Retry."
             ) from None
         except TRANSPORT_ERRORS as error:
             raise transport_error(self.endpoint, error) from None
         for delta in splitter.flush():
             yield delta
         yield StreamEnd(finish_reason=finish_reason, usage=usage)
+
+    def _chunk(self, data: str) -> Any:
+        """One event's JSON (odd shapes are skipped by the readers below); unreadable JSON
+        refuses the reply. Bounded in size by ``events``, so it is parsed on the event loop;
+        nesting deep enough to exhaust the parser's recursion is unreadable too."""
+        try:
+            chunk = json.loads(data)
+        except (json.JSONDecodeError, RecursionError):
+            raise ModelBadReply(
+                f"The model server at {self.host} sent a piece of its reply that "
+                "Campfire could not read. Press Retry."
+            ) from None
+        if isinstance(chunk, dict) and "error" in chunk:
+            raise ModelServerError(
+                f"The model server at {self.host} reported an error mid-reply: "
+                f"{self.endpoint.said(error_message(chunk))}"
+            )
+        return chunk
+
+
+#: What a streamed request asks for.
+STREAM_HEADERS = {"Accept": "text/event-stream", "Cache-Control": "no-store"}
 
 
 def _deltas(chunk: Any, splitter: ThinkTagSplitter) -> list[TextDelta | ReasoningDelta]:
@@ -188,6 +203,13 @@ def _usage(chunk: Any) -> Usage | None:
     if not isinstance(raw, dict):
         return None
     try:
-        return Usage(int(raw.get("prompt_tokens") or 0), int(raw.get("completion_tokens") or 0))
-    except (TypeError, ValueError):
+        counts = [int(raw.get(name) or 0) for name in ("prompt_tokens", "completion_tokens")]
+    except (TypeError, ValueError, OverflowError):  # OverflowError: 1e400 reads as infinity
         return None
+    # Held to what a reply could cost: the counts are added to the day's spend, in a column.
+    prompt, completion = (min(max(0, count), MAX_USAGE_TOKENS) for count in counts)
+    return Usage(prompt, completion)
+
+
+#: The most tokens one reply's usage is believed to count, each of prompt and completion.
+MAX_USAGE_TOKENS = 10_000_000
