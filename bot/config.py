@@ -175,6 +175,12 @@ class Settings(BaseSettings):
     turns_per_user_per_minute: int = Field(default=12, ge=1, le=10_000)
     turns_per_adventure_per_minute: int = Field(default=20, ge=1, le=10_000)
     script_tests_per_minute: int = Field(default=6, ge=1, le=10_000)
+    model_checks_per_minute: int = Field(
+        default=4,
+        ge=1,
+        le=10_000,
+        description="/model set and /model test per player a minute (each reaches an endpoint).",
+    )
     imports_per_day: int = Field(default=30, ge=1, le=100_000)
     scenarios_per_library: int = Field(
         default=200,

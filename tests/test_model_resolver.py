@@ -21,6 +21,7 @@ from engine.llm.providers.endpoint_policy import EndpointPolicy
 from engine.llm.providers.resolver import ChosenModels, OperatorDefault
 from engine.people.access.rules import Actor
 from engine.people.accounts import touch_server, touch_user
+from engine.people.limits import LimitRules, RateLimited, UsageLimits
 from engine.platform.crypto import SecretBox
 from engine.storage.database import Database
 from engine.storage.models import ActionType, Adventure
@@ -188,4 +189,22 @@ async def test_an_adventures_settings_are_held_to_the_operators_ceilings_on_its_
     assert isinstance(done, TurnDone), done
     asked = next(entry for entry in own_model.requests if "messages" in entry)
     assert asked["max_tokens"] == 32_768
+    await models.aclose()
+
+
+async def test_setting_and_testing_a_model_are_rate_limited(db, provider, own_model):
+    """Each reaches an endpoint the player chose: a few a minute, then a refusal that says
+    when (a strike, as every rate limit's)."""
+    models = ChosenModels(OperatorDefault(provider), SECRETS, POLICY)
+    limits = UsageLimits(db, LimitRules(model_checks_per_minute=2))
+    settings = ModelSettings(db, SECRETS, POLICY, models, rate_limits=limits)
+    player = Actor(PLAYER)
+    await settings.set(player, own_model.base_url, "own-model", KEY)
+    own_model.queue("ok")
+    assert await settings.test(player) is not None
+    with pytest.raises(RateLimited, match="set or test a model 2 times a minute"):
+        await settings.test(player)
+    with pytest.raises(RateLimited):
+        await settings.set(player, own_model.base_url, "own-model", KEY)
+    assert chats(own_model) == 1
     await models.aclose()

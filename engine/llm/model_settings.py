@@ -24,6 +24,7 @@ from engine.llm.providers.resolver import ChosenModels
 from engine.people.access.checks import check_may_choose_model
 from engine.people.access.rules import Actor
 from engine.people.accounts import touch_actor
+from engine.people.limits import Kind, UsageLimits
 from engine.platform.crypto import SecretBox
 from engine.platform.events import TextDelta
 from engine.storage.database import Database
@@ -88,11 +89,20 @@ class ModelSettings:
         secrets: SecretBox,
         policy: EndpointPolicy,
         models: ChosenModels,
+        *,
+        rate_limits: UsageLimits | None = None,
     ) -> None:
+        """``rate_limits``: how often a player may set or test a model (None: no limit, for
+        tools and tests); each reaches an endpoint the player chose."""
         self.db = db
         self.secrets = secrets
         self.policy = policy
         self.models = models
+        self.rate_limits = rate_limits
+
+    async def _count_check(self, actor: Actor) -> None:
+        if self.rate_limits is not None:
+            await self.rate_limits.use(Kind.MODEL_CHECK, actor)
 
     async def set(self, actor: Actor, url: str, model: str, key: str | None) -> ModelView:
         """Store the model for the actor's place. A key left out keeps the stored one only
@@ -103,6 +113,7 @@ class ModelSettings:
         model = _checked_text("model name", model, MAX_MODEL_CHARS)
         if key is not None:
             key = _checked_text("key", key, MAX_KEY_CHARS)
+        await self._count_check(actor)
         await self.policy.check(url)
         async with self.db.transaction() as session:
             await touch_actor(session, actor)
@@ -155,6 +166,7 @@ class ModelSettings:
             choice = await choice_here(session, actor.server_id, actor.user_id)
         if choice is None:
             return None
+        await self._count_check(actor)
         started = time.monotonic()
         try:
             await self.policy.check(choice.url)

@@ -77,6 +77,8 @@ class Kind(StrEnum):
 
     SCRIPT_TEST = "script_test"
     IMPORT = "import"
+    #: /model set and /model test: each reaches an endpoint a player chose.
+    MODEL_CHECK = "model_check"
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +93,7 @@ class LimitRules:
     turns_per_user_per_minute: int = 12
     turns_per_adventure_per_minute: int = 20
     script_tests_per_minute: int = 6
+    model_checks_per_minute: int = 4
     imports_per_day: int = 30
     scenarios_per_library: int = 200
     actions_per_adventure: int = 20_000
@@ -408,6 +411,10 @@ class UsageLimits:
             limit = rules.script_tests_per_minute
             times = "once" if limit == 1 else f"{limit} times"
             return limit, MINUTE, f"You can test scripts {times} a minute."
+        if kind is Kind.MODEL_CHECK:
+            limit = rules.model_checks_per_minute
+            times = "once" if limit == 1 else f"{limit} times"
+            return limit, MINUTE, f"You can set or test a model {times} a minute."
         limit = rules.imports_per_day
         files = "one file" if limit == 1 else f"{limit} files"
         return limit, DAY, f"You can import {files} a day."
