@@ -17,6 +17,7 @@ from discord.ext import commands
 from cogs.ui import bot_of
 from cogs.ui.content import EMBED_DESCRIPTION_MAX, fit_embed, fit_text
 from cogs.ui.forms import FORM_TIMEOUT_S, TEXT_INPUT_MAX, on_form_error
+from cogs.ui.gate import GatedForm
 from cogs.ui.interaction import actor_of, channel_id_of
 from cogs.ui.pages import ListPage, list_source, show_list
 from engine.errors import CampfireError
@@ -128,7 +129,7 @@ def recap_embed(summary: SummaryView, latest: list[str]) -> discord.Embed:
     return embed
 
 
-class SummaryModal(discord.ui.Modal):
+class SummaryModal(GatedForm):
     def __init__(self, current: str, adventure_id: int) -> None:
         super().__init__(title="Story summary", timeout=FORM_TIMEOUT_S)
         self.adventure_id = adventure_id

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 import discord
 from discord.ext import commands
 
+from cogs.ui.gate import message_blocked
 from engine.people.access.rules import Actor
 from engine.play.message_actions import message_action
 from engine.story.actions import PlayerAction
@@ -82,6 +83,8 @@ class MessagePlayCog(commands.Cog):
         if me is None or message.author.bot or message.webhook_id is not None:
             return
         if message.type not in PLAYED_TYPES:
+            return
+        if await message_blocked(self.bot, message):
             return
         direct = message.guild is None
         addressed = direct or me in message.mentions

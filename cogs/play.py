@@ -14,6 +14,7 @@ from cogs.ui.acting import act_here
 from cogs.ui.ask_first import AskFirst
 from cogs.ui.content import fit_embed, fit_text
 from cogs.ui.errors import on_app_command_error
+from cogs.ui.gate import GatedForm
 from cogs.ui.interaction import actor_of, channel_id_of, place_of
 from cogs.ui.threads import give_up_thread, open_adventure_thread
 from engine.library.formats.draft import QUESTIONS_PER_FORM, question_for
@@ -319,7 +320,7 @@ class OptionMenu(discord.ui.View):
         await on_app_command_error(interaction, error)
 
 
-class PlaceholderModal(discord.ui.Modal):
+class PlaceholderModal(GatedForm):
     """The scenario's ``${questions}``, asked before it starts: five to a form (a form holds
     five inputs), in as many forms as it takes, ``answers`` holding those already given.
 

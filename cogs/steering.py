@@ -21,6 +21,7 @@ from cogs.ui import bot_of
 from cogs.ui.adventure_group import DESCRIPTION as ADVENTURE_GROUP
 from cogs.ui.content import EMBED_DESCRIPTION_MAX, fit_embed, fit_text
 from cogs.ui.forms import FORM_TIMEOUT_S, MODAL_TITLE_MAX, TEXT_INPUT_MAX, on_form_error
+from cogs.ui.gate import GatedForm
 from cogs.ui.interaction import actor_of, channel_id_of
 from cogs.ui.pages import ListPage, list_source, show_list
 from cogs.ui.replies import reply
@@ -142,7 +143,7 @@ def settings_text(settings: AdventureSettings, *, changed: bool = False) -> str:
 # --- forms ---------------------------------------------------------------------------------------
 
 
-class SteeringModal(discord.ui.Modal):
+class SteeringModal(GatedForm):
     """One steering text in a paragraph box, prefilled; an empty box clears it."""
 
     def __init__(self, field: SteeringField, current: str, adventure_id: int) -> None:
@@ -176,7 +177,7 @@ class SteeringModal(discord.ui.Modal):
         await on_form_error(interaction, error)
 
 
-class CardModal(discord.ui.Modal):
+class CardModal(GatedForm):
     """A story card's title, keys, entry and type; ``card`` given means editing it."""
 
     def __init__(

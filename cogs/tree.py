@@ -20,6 +20,7 @@ from discord.ext import commands
 from cogs.ui import bot_of
 from cogs.ui.errors import on_app_command_error
 from cogs.ui.forms import FORM_TIMEOUT_S
+from cogs.ui.gate import GatedForm
 from cogs.ui.interaction import actor_of, channel_id_of
 from cogs.ui.pages import ListPage, list_source, paged, show_list
 from cogs.ui.replies import defer_request, reply
@@ -94,7 +95,7 @@ async def tree_page(interaction: discord.Interaction, page: int) -> ListPage:
     )
 
 
-class EditTurnModal(discord.ui.Modal):
+class EditTurnModal(GatedForm):
     """The newest turn's text, prefilled; submitting stores the correction as a new take."""
 
     def __init__(self, bot: CampfireBot, text: str, node_id: int, version: int) -> None:

@@ -18,6 +18,7 @@ import pytest
 from bot.config import load_settings
 from bot.discord_bot import CampfireBot
 from bot.standin import FakeDiscord, StandIn
+from bot.standin.gateway import INTENT_MESSAGE_CONTENT
 from bot.standin.harness import handler_tasks
 from bot.standin.records import FLAG_LOADING, InteractionRecord
 from tests.fakes.openai_server import FakeModelServer
@@ -210,3 +211,27 @@ async def answered(env: DiscordEnv, record: InteractionRecord, *, within: float 
         if not message.flags & FLAG_LOADING or loop.time() > deadline:
             return message
         await asyncio.sleep(0.01)
+
+
+def _grant_message_content(fake: FakeDiscord) -> None:
+    # The operator switched the intent on in the Developer Portal.
+    fake.gateway.privileged_intents |= INTENT_MESSAGE_CONTENT
+
+
+@pytest.fixture
+async def intent_env(
+    tmp_path: Path,
+    fake_model: FakeModelServer,
+    caplog: pytest.LogCaptureFixture,
+    database_url: str,
+) -> AsyncIterator[DiscordEnv]:
+    """Campfire with ``CAMPFIRE_MESSAGE_CONTENT=true``, on a Discord that granted it."""
+    async with campfire_on_standin(
+        tmp_path,
+        fake_model,
+        caplog,
+        database_url,
+        world=_grant_message_content,
+        message_content=True,
+    ) as environment:
+        yield environment

@@ -4,42 +4,13 @@ mentioned, as Discord does."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
 import pytest
 
-from bot.standin import FakeDiscord
-from bot.standin.gateway import INTENT_MESSAGE_CONTENT
 from bot.standin.records import InteractionRecord
 from engine.play.message_actions import message_action
 from engine.story.actions import ActionType
-from tests.discord_env import DiscordEnv, campfire_on_standin
+from tests.discord_env import DiscordEnv
 from tests.fakes.openai_server import FakeModelServer
-
-
-def _grant_message_content(fake: FakeDiscord) -> None:
-    # The operator switched the intent on in the Developer Portal.
-    fake.gateway.privileged_intents |= INTENT_MESSAGE_CONTENT
-
-
-@pytest.fixture
-async def intent_env(
-    tmp_path: Path,
-    fake_model: FakeModelServer,
-    caplog: pytest.LogCaptureFixture,
-    database_url: str,
-) -> AsyncIterator[DiscordEnv]:
-    """Campfire with ``CAMPFIRE_MESSAGE_CONTENT=true``, on a Discord that granted it."""
-    async with campfire_on_standin(
-        tmp_path,
-        fake_model,
-        caplog,
-        database_url,
-        world=_grant_message_content,
-        message_content=True,
-    ) as environment:
-        yield environment
 
 
 async def _thread_with_message_play(env: DiscordEnv, on: str = "on") -> int:

@@ -160,3 +160,40 @@ def test_a_required_secret_key_from_the_environment_is_used(clean_environment: P
     monkeypatch.setenv("CAMPFIRE_SECRET_KEY", "a hosted deployment's own secret")
     assert load_settings().resolve_secret_key() == b"a hosted deployment's own secret"
     assert not (clean_environment / "secret.key").exists()
+
+
+async def test_a_form_opened_before_the_block_plays_nothing_when_sent_after(
+    env: DiscordEnv, fake_model
+):
+    thread = await env.start_thread(host=env.alice)
+    newest = [m for m in env.fake.messages(thread) if m.buttons][-1]
+    opened = await env.fake.press(env.bob, newest.id, label="Do")
+    await env.done()
+    assert opened.modal is not None
+    owner = owner_of(env)
+    await said(env, owner, env.channel, "operator block", user=env.bob)
+    asked = len(fake_model.requests)
+    submitted = await env.fake.submit_modal(env.bob, opened, {"action": "draw my sword"})
+    await env.done()
+    refusal = await answered(env, submitted)
+    assert refusal.visible_to == env.bob and BLOCKED in refusal.content
+    assert len(fake_model.requests) == asked
+
+
+async def test_a_blocked_users_plain_messages_play_nowhere(intent_env: DiscordEnv, fake_model):
+    env = intent_env
+    thread = await env.start_thread(host=env.alice)
+    record = await env.fake.slash(env.alice, thread, "adventure settings", messages="on")
+    await env.done()
+    assert record.failed is None
+    dm = env.fake.dm_channel(env.bob)
+    fake_model.queue("Your own story begins.")
+    await env.fake.slash(env.bob, dm, "start")
+    await env.done()
+    await said(env, owner_of(env), env.channel, "operator block", user=env.bob)
+    asked = len(fake_model.requests)
+    for place in (thread, dm):
+        await env.fake.user_message(env.bob, place, "open the door")
+        await env.done()
+    assert len(fake_model.requests) == asked
+    assert "opens the door" not in str(env.fake.messages(thread))

@@ -16,6 +16,7 @@ import discord
 
 from cogs.ui import bot_of
 from cogs.ui.forms import FORM_TIMEOUT_S, TEXT_INPUT_MAX, on_form_error
+from cogs.ui.gate import GatedForm
 from cogs.ui.interaction import actor_of, channel_id_of, runs_adventures
 from cogs.ui.preflight import Preflighted
 from cogs.ui.replies import defer_request, reply
@@ -95,7 +96,7 @@ async def nothing_here(interaction: discord.Interaction) -> None:
     await reply(interaction, "There is no adventure running here. Start one with `/start`.")
 
 
-class ActionForm(discord.ui.Modal):
+class ActionForm(GatedForm):
     """One text box: the action a Do, Say or Story button asks for."""
 
     def __init__(self, kind: str, adventure_id: int, longest: int) -> None:
