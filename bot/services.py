@@ -129,6 +129,10 @@ def limit_rules(settings: Settings) -> LimitRules:
         model_whitelist=settings.model_whitelist,
         user_tokens_per_day=settings.user_tokens_per_day,
         server_tokens_per_day=settings.server_tokens_per_day,
+        # A turn's whole window on the operator's model (make_context_engine's budget).
+        turn_reserve_tokens=settings.context_tokens
+        if settings.model_url
+        else embedded_budget(settings),
         turns_per_user_per_minute=settings.turns_per_user_per_minute,
         turns_per_adventure_per_minute=settings.turns_per_adventure_per_minute,
         script_tests_per_minute=settings.script_tests_per_minute,

@@ -8,6 +8,7 @@ through the settings, and the limits' clock is moved instead of sleeping."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 from datetime import UTC, datetime, timedelta
 
@@ -88,16 +89,20 @@ async def test_token_caps_are_checked_before_the_action_and_counted_after_the_tu
         caplog,
         database_url,
         user_tokens_per_day=1000,
-        server_tokens_per_day=1500,
+        server_tokens_per_day=2000,
+        # A turn's window, reserved against the caps as it is admitted.
+        context_tokens=512,
+        max_output_tokens=200,
     ) as env:
         thread = await env.start_thread()
         shown = await usage(env, env.alice, thread)
         assert "You: 0 of 1,000 tokens, 0 turns" in shown
-        assert "This server: 0 of 1,500 tokens, 0 turns" in shown
+        assert "This server: 0 of 2,000 tokens, 0 turns" in shown
         assert retry_at(shown) == next_midnight(utcnow())
         assert "`/model set`" in shown
 
-        # A turn that fails is not counted.
+        # A turn the model refused at once (a 500 before any reply) costs nothing: its
+        # reservation goes back.
         fake_model.queue(Reply(fault="500"))
         failed = await env.fake.slash(env.alice, thread, "do", action="pull the lever")
         await env.done()
@@ -111,7 +116,7 @@ async def test_token_caps_are_checked_before_the_action_and_counted_after_the_tu
         await env.done()
         shown = await usage(env, env.alice, thread)
         assert "You: 1,050 of 1,000 tokens, 1 turn" in shown
-        assert "This server: 1,050 of 1,500 tokens, 1 turn" in shown
+        assert "This server: 1,050 of 2,000 tokens, 1 turn" in shown
 
         # Her cap is reached: refused before anything of the action is kept.
         requests, nodes = await counted(env), await counted(env, StoryNode)
@@ -126,17 +131,20 @@ async def test_token_caps_are_checked_before_the_action_and_counted_after_the_tu
         assert "bring your own model with `/model set`" in text
         assert (await counted(env), await counted(env, StoryNode)) == (requests, nodes)
 
-        # Bob has tokens left, until the server's run out.
+        # Bob has tokens left, until what the server has left could not pay for a turn.
         fake_model.queue(Reply(text="Bob hums.", prompt_tokens=400, completion_tokens=50))
         await env.fake.slash(env.bob, thread, "do", action="hum")
         await env.done()
         refused = await env.fake.slash(env.bob, thread, "do", action="hum")
         await env.done()
         text = private_answer(env, refused)
-        assert text.startswith("⚠ This server has used today's 1,500 tokens on Campfire's model.")
+        assert text.startswith(
+            "⚠ This server has used 1,500 of today's 2,000 tokens on Campfire's model, too few "
+            "for another turn (one may take up to 512)."
+        )
         shown = await usage(env, env.bob, thread)
         assert "You: 450 of 1,000 tokens, 1 turn" in shown
-        assert "This server: 1,500 of 1,500 tokens, 2 turns" in shown
+        assert "This server: 1,500 of 2,000 tokens, 2 turns" in shown
 
         # Tomorrow (the limits' clock moved on) the budget is whole again.
         tomorrow = next_midnight(utcnow()) + timedelta(minutes=1)
@@ -358,3 +366,53 @@ def test_the_model_whitelist():
     assert limits.model_allowed("llama3.1", operator_model="llama3.1")
     assert limits.model_allowed("qwen2.5", operator_model="llama3.1")
     assert not limits.model_allowed("gpt-4o", operator_model="llama3.1")
+
+
+async def test_a_turn_broken_off_mid_reply_is_paid_for(tmp_path, fake_model, caplog, database_url):
+    """The model read the whole prompt and wrote part of a reply before the connection broke:
+    the turn fails (with Retry) and still counts what it cost, Campfire's own count of the
+    prompt and of what came back, against the budget; it is no turn played."""
+    async with campfire_on_standin(
+        tmp_path, fake_model, caplog, database_url, user_tokens_per_day=100_000
+    ) as env:
+        thread = await env.start_thread()
+        fake_model.queue(Reply(text="The lever " * 40, fault="disconnect"))
+        failed = await env.fake.slash(env.alice, thread, "do", action="pull the lever")
+        await env.done()
+        assert failed.failed is None
+        shown = await usage(env, env.alice, thread)
+        spent = re.search(r"You: ([\d,]+) of 100,000 tokens, 0 turns", shown)
+        assert spent is not None, shown
+        assert int(spent[1].replace(",", "")) > 100
+
+
+async def test_turns_admitted_at_once_cannot_pass_a_cap_together(
+    tmp_path, fake_model, caplog, database_url
+):
+    """Each turn reserves its window as it is admitted, so two at once see each other: with
+    room for one turn's window, only one of two simultaneous turns is admitted."""
+    async with campfire_on_standin(
+        tmp_path,
+        fake_model,
+        caplog,
+        database_url,
+        user_tokens_per_day=1000,
+        context_tokens=600,
+        max_output_tokens=200,
+    ) as env:
+        first = await env.start_thread()
+        second = await env.start_thread()
+        fake_model.queue(
+            Reply(text="One.", delay=0.2, prompt_tokens=300, completion_tokens=10),
+            Reply(text="Two.", delay=0.2, prompt_tokens=300, completion_tokens=10),
+        )
+        records = await asyncio.gather(
+            env.fake.slash(env.alice, first, "do", action="go"),
+            env.fake.slash(env.alice, second, "do", action="go"),
+        )
+        await env.done()
+        shown_to = [answered(env, record) for record in records]
+        answers = [m.content for m in shown_to if m.visible_to == env.alice]
+        assert len(answers) == 1 and "too few for another turn" in answers[0], answers
+        shown = await usage(env, env.alice, first)
+        assert "You: 310 of 1,000 tokens, 1 turn" in shown

@@ -41,7 +41,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import delete, func, literal, select, update
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
@@ -90,6 +90,10 @@ class LimitRules:
     #: Tokens per UTC day on the operator's model (0: no cap).
     user_tokens_per_day: int = 0
     server_tokens_per_day: int = 0
+    #: The most one turn on the operator's model may cost: its whole window (the prompt and
+    #: the reply fit in the context budget). Reserved against the caps as a turn is admitted,
+    #: settled to what it cost when its call ends (``settle``).
+    turn_reserve_tokens: int = 4096
     turns_per_user_per_minute: int = 12
     turns_per_adventure_per_minute: int = 20
     script_tests_per_minute: int = 6
@@ -110,18 +114,6 @@ def _requests_since(whose: Any, since: datetime) -> Any:
         select(func.count())
         .select_from(RequestRecord)
         .where(whose, col(RequestRecord.created_at) >= since)
-        .scalar_subquery()
-    )
-
-
-def _tokens_on(scope: str, subject_id: int | None, day: date) -> Any:
-    return (
-        select(_token_use.c.tokens)
-        .where(
-            _token_use.c.scope == scope,
-            _token_use.c.subject_id == subject_id,
-            _token_use.c.day == day,
-        )
         .scalar_subquery()
     )
 
@@ -171,10 +163,12 @@ class LimitReached(NotAllowed):
 
 @dataclass(frozen=True, slots=True)
 class Charge:
-    """Who a turn on the operator's model is counted against."""
+    """Who a turn on the operator's model is counted against, and the tokens reserved for it
+    against their caps as it was admitted."""
 
     user_id: int
     server_id: int | None
+    reserved: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,10 +224,8 @@ class UsageLimits:
         assert adventure.id is not None
         now = self.clock()
         rules, user_id, server_id = self.rules, actor.user_id, adventure.server_id
-        today = as_utc(now).date()
         by_user = col(RequestRecord.user_id) == user_id
         by_adventure = col(RequestRecord.adventure_id) == adventure.id
-        capped = on_operator_model
         row = (
             await session.execute(
                 select(
@@ -246,16 +238,10 @@ class UsageLimits:
                     .select_from(StoryNode)
                     .where(col(StoryNode.adventure_id) == adventure.id)
                     .scalar_subquery(),
-                    _tokens_on("user", user_id, today)
-                    if capped and rules.user_tokens_per_day
-                    else literal(None),
-                    _tokens_on("server", server_id, today)
-                    if capped and rules.server_tokens_per_day and server_id is not None
-                    else literal(None),
                 )
             )
         ).one()
-        until, by_user_count, by_adventure_count, entries, user_tokens, server_tokens = row
+        until, by_user_count, by_adventure_count, entries = row
         if until is not None and as_utc(until) > now:
             raise RateLimited(
                 "You are slowed down after reaching a limit several times.", as_utc(until)
@@ -283,41 +269,72 @@ class UsageLimits:
                 f"This adventure holds {entries:,} story entries, as many as one adventure "
                 "may. Export it (`/adventure export`) and start a new one to go on."
             )
-        if not capped:
+        if not on_operator_model:
             return None
+        charge = Charge(user_id, server_id, reserved=rules.turn_reserve_tokens)
+        # Reserved now, in the transaction that admits the turn, and the total read back from
+        # the same statement: two turns admitted at once (other processes included) each see
+        # the other's reservation (the upsert's row lock orders them), so together they cannot
+        # pass a cap that each alone would not. A refusal rolls its reservation back.
+        totals = await self._add(session, charge, charge.reserved, turns=0)
         resets = next_midnight(as_utc(now))
-        cap = rules.user_tokens_per_day
-        if user_tokens is not None and user_tokens >= cap:
+        for scope, cap, whose in (
+            ("user", rules.user_tokens_per_day, "You have"),
+            ("server", rules.server_tokens_per_day, "This server has"),
+        ):
+            total = totals.get(scope)
+            if not cap or total is None or total <= cap:
+                continue
+            used = total - charge.reserved
+            if used >= cap:
+                raise TokenCapReached(
+                    f"{whose} used today's {cap:,} tokens on Campfire's model.", resets
+                )
             raise TokenCapReached(
-                f"You have used today's {cap:,} tokens on Campfire's model.", resets
+                f"{whose} used {used:,} of today's {cap:,} tokens on Campfire's model, too few "
+                f"for another turn (one may take up to {charge.reserved:,}).",
+                resets,
             )
-        cap = rules.server_tokens_per_day
-        if server_tokens is not None and server_tokens >= cap:
-            raise TokenCapReached(
-                f"This server has used today's {cap:,} tokens on Campfire's model.", resets
-            )
-        return Charge(user_id, server_id)
+        return charge
 
-    async def count_turn(self, session: AsyncSession, charge: Charge, usage: Usage | None) -> None:
-        """In the transaction that stores the turn: its tokens, as the provider reported
-        them, added to the day's use of its player and server (one statement)."""
-        tokens = (usage.prompt_tokens + usage.completion_tokens) if usage else 0
+    async def settle_in(
+        self, session: AsyncSession, charge: Charge, usage: Usage | None, *, played: bool
+    ) -> None:
+        """The turn's reservation settled to what its model call cost, for its player and
+        server (one statement), in ``session``: the transaction that stores the turn
+        (``played``: counted as a turn too) or records its failure. ``usage``: the provider's
+        count, or Campfire's own where it gave none; None when the model was never asked, or
+        refused at once, which costs nothing."""
+        spent = 0 if usage is None else usage.prompt_tokens + usage.completion_tokens
+        await self._add(session, charge, spent - charge.reserved, turns=1 if played else 0)
+
+    async def settle(self, charge: Charge, usage: Usage | None) -> None:
+        """``settle_in`` a transaction of its own, for a turn that failed or never ran."""
+        async with self.db.transaction() as session:
+            await self.settle_in(session, charge, usage, played=False)
+
+    async def _add(
+        self, session: AsyncSession, charge: Charge, tokens: int, *, turns: int
+    ) -> dict[str, int]:
+        """``tokens`` (and ``turns``) added to today's use of the charge's player and server;
+        their totals after, by scope."""
         today = as_utc(self.clock()).date()
         rows = [{"scope": "user", "subject_id": charge.user_id}]
         if charge.server_id is not None:
             rows.append({"scope": "server", "subject_id": charge.server_id})
         insert = insert_for(session, _token_use).values(
-            [row | {"day": today, "tokens": tokens, "turns": 1} for row in rows]
+            [row | {"day": today, "tokens": tokens, "turns": turns} for row in rows]
         )
-        await session.execute(
+        result = await session.execute(
             insert.on_conflict_do_update(
                 index_elements=["scope", "subject_id", "day"],
                 set_={
                     "tokens": _token_use.c.tokens + insert.excluded.tokens,
-                    "turns": _token_use.c.turns + 1,
+                    "turns": _token_use.c.turns + insert.excluded.turns,
                 },
-            )
+            ).returning(_token_use.c.scope, _token_use.c.tokens)
         )
+        return {scope: int(tokens) for scope, tokens in result.all()}
 
     async def _used(
         self, session: AsyncSession, scope: str, subject_id: int, day: date

@@ -17,10 +17,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from engine.library.knowledge.prompt import canon_texts
 from engine.library.scripting.hooks import ScriptStopped
 from engine.llm.providers.base import ChatProvider, GenerationParams
-from engine.platform.events import ReasoningDelta, StreamEnd, TextDelta, Usage
+from engine.platform.events import ProviderChunk, ReasoningDelta, StreamEnd, TextDelta, Usage
 from engine.platform.sanitise import sanitise
 from engine.prompt.cards import scan_text
 from engine.prompt.inputs import BuiltContext, ContextBuilder, ContextInputs
+from engine.prompt.tokens import tokens_in
 from engine.storage.database import Database
 from engine.storage.models import Adventure
 from engine.story.chapters.turn import ChapterOutcome, ChapterTurn
@@ -272,26 +273,42 @@ class Generation:
     async def _stream(
         self, built: BuiltContext, holder: BlockHolder | None, reply: Reply
     ) -> AsyncGenerator[TurnEvent, None]:
-        """The model's reply as events, collected into ``reply`` as it streams."""
+        """The model's reply as events, collected into ``reply`` as it streams; what the call
+        cost told to the fence as it ends, however it ends."""
         started = time.perf_counter()
-        async with aclosing(self.provider.stream(built.messages, self.params)) as chunks:
-            async for chunk in chunks:
-                if isinstance(chunk, TextDelta):
-                    piece = chunk.text if reply.pieces else chunk.text.lstrip()
-                    if not piece:
-                        continue
-                    if reply.first_token_ms is None:
-                        reply.first_token_ms = _ms_since(started)
-                    reply.pieces.append(piece)
-                    visible = holder.feed(piece) if holder else piece
-                    if visible:
-                        yield TextDelta(visible)
-                elif isinstance(chunk, ReasoningDelta):
-                    reply.reasoning.append(chunk.text)
-                    yield chunk
-                elif isinstance(chunk, StreamEnd):
-                    reply.usage = chunk.usage
+        answered = False
+        try:
+            async with aclosing(self.provider.stream(built.messages, self.params)) as chunks:
+                async for chunk in chunks:
+                    answered = True
+                    event = self._take(chunk, holder, reply, started)
+                    if event is not None:
+                        yield event
+        finally:
+            if self.fence is not None and self.fence.spent is not None:
+                self.fence.spent(_cost(built, reply) if answered else None)
         reply.latency_ms = _ms_since(started)
+
+    @staticmethod
+    def _take(
+        chunk: ProviderChunk, holder: BlockHolder | None, reply: Reply, started: float
+    ) -> TurnEvent | None:
+        """One piece of the model's reply into ``reply``; the event it shows, if any."""
+        if isinstance(chunk, TextDelta):
+            piece = chunk.text if reply.pieces else chunk.text.lstrip()
+            if not piece:
+                return None
+            if reply.first_token_ms is None:
+                reply.first_token_ms = _ms_since(started)
+            reply.pieces.append(piece)
+            visible = holder.feed(piece) if holder else piece
+            return TextDelta(visible) if visible else None
+        if isinstance(chunk, ReasoningDelta):
+            reply.reasoning.append(chunk.text)
+            return chunk
+        if isinstance(chunk, StreamEnd):
+            reply.usage = chunk.usage
+        return None
 
     async def _hook(self, step: Awaitable[T]) -> T:
         """Run a hook; when a script stops the turn, keep what the scripts changed and stop.
@@ -318,6 +335,14 @@ class Generation:
                 session, adventure.id, adventure.version, script_state=scripts.saved_state()
             ):
                 await scripts.save(session)
+
+
+def _cost(built: BuiltContext, reply: Reply) -> Usage:
+    """What a model call cost: the provider's count when it gave one; else Campfire's own, the
+    prompt as it was counted when built and what came back (a reply broken off included)."""
+    if reply.usage is not None:
+        return reply.usage
+    return Usage(built.report.used, tokens_in(reply.text + "".join(reply.reasoning)))
 
 
 def _ms_since(started: float) -> int:

@@ -36,6 +36,7 @@ from engine.people.accounts import touch_actor
 from engine.people.limits import Charge, RateLimited, UsageLimits
 from engine.platform.coordination.leases import Lease, TurnLeases
 from engine.platform.coordination.request_status import REFUSED
+from engine.platform.events import Usage
 from engine.platform.observer import NoObserver, PlayObserver
 from engine.platform.queue import AdventureQueue, Ticket
 from engine.storage.database import Database
@@ -92,6 +93,18 @@ class _Recorded:
     turn: Turn | None = None
 
 
+@dataclass(slots=True)
+class _Spent:
+    """What a turn's model call cost, as its generation told the fence (None: the model was
+    not asked, or refused at once). Read when the turn is stored or fails, to settle the
+    tokens reserved for it."""
+
+    usage: Usage | None = None
+
+    def tell(self, usage: Usage | None) -> None:
+        self.usage = usage
+
+
 @dataclass(frozen=True, slots=True)
 class _Submitted:
     """A recorded request's turn, in the adventure queue."""
@@ -100,6 +113,8 @@ class _Submitted:
     events: asyncio.Queue[TurnEvent]
     lease: Lease | None
     request_id: int
+    #: The tokens reserved for it (None: not on the operator's model).
+    charge: Charge | None = None
 
 
 #: A check run on a request's adventure in the transaction that records it.
@@ -273,13 +288,19 @@ class TurnIntake:
             return _Recorded(adventure.id, lease, cut_off, charge, turn)
 
     def _fence(
-        self, lease: Lease, request_id: int, passed: list[int], charge: Charge | None
+        self,
+        lease: Lease,
+        request_id: int,
+        passed: list[int],
+        charge: Charge | None,
+        spent: _Spent,
     ) -> Fence:
         """The turn's fence: the lease still held; and, in the transaction that stores the
         turn, the request's outcome (so a process killed after that commit leaves a request
         that is done, never one still "running" that a restart would call interrupted), the
-        lease passed on (``_pass_on``) and the tokens counted against the budget: one
-        transaction where there were four. A turn that fails stores none of it."""
+        lease passed on (``_pass_on``) and the tokens reserved for it settled to what its
+        model call cost (``spent``): one transaction where there were four. A turn that fails
+        stores none of it (``_finish_failed`` settles its tokens)."""
         request_done = self.requests.stored
         limits = self.limits
 
@@ -287,9 +308,9 @@ class TurnIntake:
             await request_done(session, request_id, result)
             await self._pass_on(session, lease, passed)
             if charge is not None and limits is not None:
-                await limits.count_turn(session, charge, result.usage)
+                await limits.settle_in(session, charge, spent.usage, played=True)
 
-        return Fence(holds=self.leases.fence(lease), stored=stored)
+        return Fence(holds=self.leases.fence(lease), stored=stored, spent=spent.tell)
 
     async def _pass_on(self, session: AsyncSession, lease: Lease, passed: list[int]) -> None:
         """In the transaction that ends a turn: the lease goes to the next turn queued here
@@ -338,6 +359,8 @@ class TurnIntake:
         if recorded.cut_off is not None:
             interrupted.append(recorded.cut_off)
 
+        spent = _Spent()
+
         async def job() -> None:
             # Claimed with the request, or passed on by the turn before: its request is
             # running already. Otherwise claimed now.
@@ -347,12 +370,14 @@ class TurnIntake:
                     for event in interrupted:
                         events.put_nowait(event)
                     passed: list[int] = []
-                    fence = self._fence(lease, request_id, passed, recorded.charge)
+                    fence = self._fence(lease, request_id, passed, recorded.charge, spent)
                     stream = turn(adventure_id, fence)
                     async with aclosing(stream) as running:
                         async for event in running:
                             if isinstance(event, TurnFailed):
-                                await self._finish_failed(lease, request_id, event)
+                                await self._finish_failed(
+                                    lease, request_id, event, recorded.charge, spent.usage
+                                )
                                 self.observer.turn_failed(type(event.error).__name__)
                             elif isinstance(event, TurnDone):
                                 self._let_go(lease, passed)
@@ -365,6 +390,7 @@ class TurnIntake:
             except CampfireError as error:
                 self.observer.turn_failed(type(error).__name__)
                 await self.requests.fail(request_id, TurnFailed(error))
+                await self._settle(recorded.charge, spent.usage)
                 events.put_nowait(TurnFailed(error))
             except Exception:
                 # Answered as an InternalError (``_forward``).
@@ -377,22 +403,46 @@ class TurnIntake:
             if recorded.lease is not None:
                 await self.leases.release(recorded.lease)
             await self.requests.fail(request_id, TurnFailed(error), status=REFUSED)
+            await self._settle(recorded.charge, None)
             return TurnFailed(error)
-        return _Submitted(ticket, events, recorded.lease, request_id)
+        return _Submitted(ticket, events, recorded.lease, request_id, recorded.charge)
 
-    async def _finish_failed(self, lease: Lease, request_id: int, event: TurnFailed) -> None:
-        """A turn that failed: its request's outcome stored and its lease passed on, in one
-        transaction. Should that fail, ``hold`` releases the lease on its own."""
+    async def _finish_failed(
+        self,
+        lease: Lease,
+        request_id: int,
+        event: TurnFailed,
+        charge: Charge | None,
+        spent: Usage | None,
+    ) -> None:
+        """A turn that failed: its request's outcome stored, its lease passed on and its
+        reserved tokens settled to what its model call cost (a reply cut off, timed out or
+        broken off was still paid for), in one transaction. Should that fail, ``hold``
+        releases the lease on its own."""
         passed: list[int] = []
         try:
             async with self.db.transaction() as session:
                 await self.requests.failed(session, request_id, event)
                 await self._pass_on(session, lease, passed)
+                if charge is not None and self.limits is not None:
+                    await self.limits.settle_in(session, charge, spent, played=False)
         except Exception:
             log.warning("could not record the failure of request %s", request_id, exc_info=True)
             await self.requests.fail(request_id, event)
+            await self._settle(charge, spent)
             return
         self._let_go(lease, passed)
+
+    async def _settle(self, charge: Charge | None, spent: Usage | None) -> None:
+        """The tokens reserved for a turn that failed or never ran, settled to what it cost;
+        a failure here leaves the reservation standing (the budget errs on the side of the
+        operator) and is logged."""
+        if charge is None or self.limits is None:
+            return
+        try:
+            await self.limits.settle(charge, spent)
+        except Exception:
+            log.warning("could not settle the tokens of a failed turn", exc_info=True)
 
     async def _forward(self, submitted: _Submitted) -> AsyncGenerator[TurnEvent, None]:
         """The queued turn's events, as they come."""
@@ -410,10 +460,12 @@ class TurnIntake:
                 while not events.empty():
                     yield events.get_nowait()
                 if not ticket.started.is_set():
-                    # Dropped before it ran: a lease claimed for it, or passed to it, goes back.
+                    # Dropped before it ran: a lease claimed for it, or passed to it, goes back,
+                    # and so do the tokens reserved for it.
                     lease = submitted.lease or self._handed.pop(submitted.request_id, None)
                     if lease is not None:
                         await self.leases.release(lease)
+                    await self._settle(submitted.charge, None)
                 error = outcome.exception()
                 if isinstance(
                     error, CampfireError

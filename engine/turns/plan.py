@@ -19,6 +19,7 @@ from sqlmodel import col
 from engine.errors import NotFound, StoryMovedOn
 from engine.library.scripting.hooks import TurnScripts
 from engine.library.scripting.sandbox import Limits
+from engine.platform.events import Usage
 from engine.storage.models import Adventure, StoryNode
 from engine.story.actions import PlayerAction, format_action
 from engine.story.snapshots import capture
@@ -41,6 +42,10 @@ class Fence:
 
     holds: Callable[[AsyncSession], Awaitable[bool]]
     stored: Callable[[AsyncSession, TurnResult], Awaitable[None]] | None = None
+    #: Told what the model call cost as soon as it ends, whole or broken off (None: the model
+    #: was never asked, or refused at once): the turn's reserved tokens are settled by it
+    #: whether the turn is then stored or fails.
+    spent: Callable[[Usage | None], None] | None = None
 
 
 NO_ADVENTURE = "There is no adventure running here. Start one with /start."
