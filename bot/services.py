@@ -34,7 +34,7 @@ from engine.platform.coordination.jobs import JobLeases
 from engine.platform.coordination.leases import TurnLeases
 from engine.platform.crypto import SecretBox
 from engine.platform.queue import AdventureQueue
-from engine.platform.redaction import redact_logs
+from engine.platform.redaction import host_of, redact_logs
 from engine.play.message_links import MessageLinks
 from engine.play.operator_status import OperatorStatus
 from engine.play.service import PlayService
@@ -76,6 +76,7 @@ def make_chat_provider(settings: Settings) -> ChatProvider:
             api_key=key,
             timeout=settings.model_timeout,
             limits=reply_limits(settings),
+            private_address=True,
         )
     return LocalLlamaProvider(
         settings.local_model_path,
@@ -169,7 +170,9 @@ async def build_services(settings: Settings) -> Services:
     await asyncio.to_thread(encoding)
     log.info("database ready; %d shipped scenarios", count)
     provider = make_chat_provider(settings)
-    log.info("narrating with %s", provider.label)
+    # The operator's log names where (players are told the model's name alone).
+    where = f" at {host_of(settings.model_url)}" if settings.model_url else ""
+    log.info("narrating with %s%s", provider.label, where)
     # The operator may keep the default model for narration only (CAMPFIRE_BACKGROUND_MODEL_USE).
     default = OperatorDefault(
         provider,

@@ -39,6 +39,13 @@ REFUSED = [
     ("100.64.0.1", "carrier-grade NAT"),
     ("::ffff:169.254.169.254", "IPv4-mapped"),
     ("::ffff:8.8.8.8", "IPv4-mapped"),
+    # Ranges ipaddress calls global: 6to4 wrapping loopback and link-local, its relays, and
+    # deprecated site-local IPv6.
+    ("2002:7f00:1::", "6to4"),
+    ("2002:a9fe:a9fe::", "6to4"),
+    ("192.88.99.1", "6to4 relay"),
+    ("fec0::1", "site-local"),
+    ("64:ff9b::7f00:1", "reserved"),
 ]
 
 

@@ -20,7 +20,7 @@ from sqlmodel import col
 
 from engine.storage.models import Server, UserModel
 from tests.discord_env import DiscordEnv, answered, campfire_on_standin
-from tests.fakes.openai_server import FakeModelServer
+from tests.fakes.openai_server import FakeModelServer, Reply
 
 KEY = "sk-live-9d3b7c1e4f2a"
 OTHER_KEY = "sk-bob-own-0c0ffee7b1d9"
@@ -253,3 +253,21 @@ async def test_help_names_the_model_and_operator_commands(env: DiscordEnv):
     guide = "\n".join(e["description"] for e in (await answered(env, record)).embeds)
     for command in ("/model set url: model: [key:]", "/model show|test|clear", "/operator"):
         assert command in guide
+
+
+async def test_players_are_never_told_where_the_operators_model_runs(env: DiscordEnv, fake_model):
+    """The operator's endpoint is often an internal address: /model show, Insights and an
+    error name its model alone."""
+    host = fake_model.base_url.split("//")[1].split("/")[0]
+    shown = await said(env, env.bob, env.channel, "model show")
+    assert fake_model.model in shown and host not in shown
+    thread = await env.start_thread()
+    fake_model.queue(Reply(fault="500"))
+    await env.fake.slash(env.bob, thread, "do", action="knock")
+    await env.done()
+    fake_model.queue("The door opens.")
+    await env.fake.slash(env.bob, thread, "do", action="knock again")
+    await env.done()
+    await said(env, env.bob, thread, "insights")
+    assert "the operator's address" in everything_shown(env)
+    assert host not in everything_shown(env)

@@ -106,6 +106,13 @@ class HostControls:
                 )
             else:
                 muting.kicked = kick
+            # Their action waiting for the round goes with their voice: it would play after.
+            await session.execute(
+                delete(RoundAction).where(
+                    col(RoundAction.adventure_id) == adventure.id,
+                    col(RoundAction.user_id) == target.user_id,
+                )
+            )
             await session.flush()
             return HostChange(await _settings_of(session, adventure))
 

@@ -174,11 +174,19 @@ class PartyChange:
 
 async def party_sheets(session: AsyncSession, adventure_id: int) -> list[CharacterSheet]:
     """The adventure's characters, in the order they were made (stable across turns, so the
-    party section keeps the prompt's prefix)."""
+    party section keeps the prompt's prefix); not a kicked player's, who is out of the story."""
+    kicked = (
+        select(col(MutedPlayer.user_id))
+        .where(col(MutedPlayer.adventure_id) == adventure_id, col(MutedPlayer.kicked))
+        .scalar_subquery()
+    )
     rows = await session.execute(
         select(Character, col(User.name))
         .join(User, col(User.id) == col(Character.user_id))
-        .where(col(Character.adventure_id) == adventure_id)
+        .where(
+            col(Character.adventure_id) == adventure_id,
+            col(Character.user_id).not_in(kicked),
+        )
         .order_by(col(Character.id))
     )
     return [CharacterSheet(c.user_id, c.name, c.about, player or "") for c, player in rows]

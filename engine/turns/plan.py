@@ -19,6 +19,7 @@ from sqlmodel import col
 from engine.errors import NotFound, StoryMovedOn
 from engine.library.scripting.hooks import TurnScripts
 from engine.library.scripting.sandbox import Limits
+from engine.people.access.checks import check_not_muted, muting_of
 from engine.platform.events import Usage
 from engine.storage.models import Adventure, StoryNode
 from engine.story.actions import PlayerAction, format_action
@@ -90,6 +91,10 @@ class TurnPlan:
         return self.parent_index + len(self.actions) + 1
 
 
+async def _muted(session: AsyncSession, adventure: Adventure, user_id: int | None) -> bool:
+    return user_id is not None and await muting_of(session, adventure, user_id) is not None
+
+
 async def plan_turn(
     session: AsyncSession,
     adventure_id: int,
@@ -114,6 +119,14 @@ async def plan_turn(
     adventure, head_index = row
     if adventure.head_node_id is None or head_index is None:
         raise NotFound(NO_STORY)
+    # Asked again as the turn runs: a player muted or kicked while their action waited in the
+    # queue does not play it (a round's waiting actions went with the mute itself; one taken
+    # by a close as the mute came is left out of the round's turn).
+    if len(actions) == 1 and actions[0].author_id is not None:
+        await check_not_muted(session, adventure, actions[0].author_id)
+    elif len(actions) > 1:
+        actions = [a for a in actions if not await _muted(session, adventure, a.author_id)]
+        texts = [format_action(action, max_chars=max_action_chars) for action in actions]
     scripts = await TurnScripts.load(
         session,
         adventure,

@@ -43,6 +43,16 @@ Resolver = Callable[[str, int], Awaitable[list[str]]]
 #: Carrier-grade NAT (RFC 6598): a provider's private space, not the internet.
 CGNAT = ipaddress.ip_network("100.64.0.0/10")
 
+#: Ranges ``ipaddress`` calls global that lead elsewhere: 6to4 (RFC 3056) wraps any IPv4
+#: address, loopback and link-local included, and its relays' anycast prefix (RFC 3068) hands
+#: traffic on; both are deprecated (RFC 7526). Site-local IPv6 (RFC 3879, deprecated) is a
+#: private network.
+TUNNELS_AND_SITE_LOCAL = {
+    ipaddress.ip_network("2002::/16"): "a 6to4 address (it wraps an IPv4 address)",
+    ipaddress.ip_network("192.88.99.0/24"): "a 6to4 relay address",
+    ipaddress.ip_network("fec0::/10"): "a site-local address (a private network)",
+}
+
 
 class EndpointRefused(ModelError):
     """An endpoint a server or player chose points somewhere Campfire will not connect to."""
@@ -68,6 +78,9 @@ def refusal_reason(address: IPAddress) -> str | None:
         return "a multicast address"
     if isinstance(address, ipaddress.IPv4Address) and address in CGNAT:
         return "a carrier-grade NAT address (100.64.0.0/10)"
+    for network, reason in TUNNELS_AND_SITE_LOCAL.items():
+        if address.version == network.version and address in network:
+            return reason
     if address.is_reserved:
         return "a reserved address"
     if address.is_private:

@@ -36,11 +36,13 @@ class Endpoint:
     what: str = "model"
     #: Masked in anything the server says that is passed on.
     api_key: str | None = field(default=None, repr=False)
+    #: Said instead of the host (the operator's endpoint: its address is not the players').
+    shown_as: str | None = None
 
     @property
     def host(self) -> str:
         """Where the endpoint is, as players may see it: host and port, never credentials."""
-        return host_of(self.base_url)
+        return self.shown_as or host_of(self.base_url)
 
     def said(self, detail: str) -> str:
         """What the server said, safe to pass on."""

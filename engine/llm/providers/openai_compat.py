@@ -40,6 +40,9 @@ from engine.platform.events import ProviderChunk, ReasoningDelta, StreamEnd, Tex
 
 REASONING_FIELDS = ("reasoning_content", "reasoning")
 
+#: Where the operator's model server is, as players are told it.
+OPERATORS_ADDRESS = "the operator's address"
+
 
 class OpenAICompatibleProvider:
     def __init__(
@@ -53,16 +56,26 @@ class OpenAICompatibleProvider:
         limits: ReplyLimits | None = None,
         client: httpx.AsyncClient | None = None,
         policy: EndpointPolicy | None = None,
+        private_address: bool = False,
     ) -> None:
         """``policy``: the endpoint is a server's or player's choice, so every connection (and
         each redirect's) is checked by it (``engine.llm.providers.endpoint_policy``); the
-        operator's own endpoint has none."""
+        operator's own endpoint has none. ``private_address``: the operator's endpoint, whose
+        host and port (often an internal one) no player is told, in Insights, ``/model show``
+        or an error."""
         self.base_url = base_url.rstrip("/")
         self.model = model
-        self.endpoint = Endpoint(self.base_url, model, "model", api_key=api_key)
-        # Players see the label (Insights): the host, never the URL's credentials.
+        self.endpoint = Endpoint(
+            self.base_url,
+            model,
+            "model",
+            api_key=api_key,
+            shown_as=OPERATORS_ADDRESS if private_address else None,
+        )
+        # Players see the label (Insights, /model show): the host of their own endpoint,
+        # never the URL's credentials, and only the model's name on the operator's.
         self.host = self.endpoint.host
-        self.label = f"{model} at {self.host}"
+        self.label = model if private_address else f"{model} at {self.host}"
         self.limits = limits or ReplyLimits()
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         # ``read`` bounds the silence between two chunks, not the whole reply: a long story

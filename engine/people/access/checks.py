@@ -140,6 +140,16 @@ async def check_may_act(session: AsyncSession, adventure: Adventure, actor: Acto
     raise refusal
 
 
+async def check_not_muted(session: AsyncSession, adventure: Adventure, user_id: int) -> None:
+    """The host's mute or kick of ``user_id``, asked again where an action of theirs that
+    waited is about to play (``engine.turns.plan``)."""
+    muting = await muting_of(session, adventure, user_id)
+    if muting is not None:
+        refusal = await _held_back(session, adventure, muting, "act")
+        assert refusal is not None
+        raise refusal
+
+
 async def _party_closed(session: AsyncSession, adventure: Adventure, what: str) -> NotAllowed:
     host = await _host_name(session, adventure)
     who = f"{host} (the host)" if host else "the host"
@@ -184,11 +194,18 @@ def check_may_leave(adventure: Adventure, actor: Actor) -> None:
 async def check_may_make_character(
     session: AsyncSession, adventure: Adventure, actor: Actor
 ) -> None:
-    """A character puts its player in the party: while the party is closed, a spectator
-    makes none (the host opens it, or they watch)."""
-    if adventure.server_id is None or not adventure.party_closed or _leads(adventure, actor):
+    """A character is the player's voice in the prompt: a muted or kicked player makes and
+    changes none (what they would write goes into every turn's prompt); and a character puts
+    its player in the party, so while the party is closed a spectator makes none (the host
+    opens it, or they watch)."""
+    if adventure.server_id is None or _leads(adventure, actor):
         return
-    if await in_party(session, adventure, actor.user_id):
+    muting = await muting_of(session, adventure, actor.user_id)
+    if muting is not None:
+        refusal = await _held_back(session, adventure, muting, "make or change a character")
+        assert refusal is not None
+        raise refusal
+    if not adventure.party_closed or await in_party(session, adventure, actor.user_id):
         return
     raise await _party_closed(session, adventure, "make characters")
 
