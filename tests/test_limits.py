@@ -244,7 +244,9 @@ async def test_script_tests_and_imports_through_the_commands(
         again = await env.fake.slash(env.alice, thread, "script test", hook="output", text="Hi")
         await env.done()
         text = private_answer(env, again)
-        assert text.startswith("⚠ You can test scripts once a minute. Please try again <t:")
+        assert text.startswith(
+            "⚠ You can test or upload scripts once a minute. Please try again <t:"
+        )
 
         dm = env.fake.dm_channel(env.bob)
         file = StandinFile("mill.json", SCENARIO, "application/json")
@@ -276,7 +278,7 @@ async def test_script_tests_and_imports_are_limited_per_player(db):
     with pytest.raises(RateLimited) as refused:
         await limits.use(Kind.SCRIPT_TEST, wren)
     assert refused.value.message.startswith(
-        "You can test scripts 2 times a minute. Please try again <t:"
+        "You can test or upload scripts 2 times a minute. Please try again <t:"
     )
     assert retry_at(refused.value.message) <= clock[0] + timedelta(minutes=1, seconds=1)
     # Another player is not held back by Wren's tries.

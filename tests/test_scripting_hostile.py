@@ -15,6 +15,7 @@ import pytest
 from sqlalchemy import select
 from sqlmodel import col
 
+from engine.library.scripting.workers import CHECK_SECONDS
 from engine.storage.models import Adventure, AdventureCard, StoryNode
 from tests.discord_env import DiscordEnv, campfire_on_standin
 from tests.test_scripting_commands import answer, command, js
@@ -236,3 +237,29 @@ async def test_scripts_looping_in_every_hook_are_capped_per_turn(hostile_env, fa
         "skipped: this turn's scripts had used all of their 1.2 s (every hook and script together)"
     )
     assert "skipped: this turn's scripts had used all of their 1.2 s" in await script_logs(env, dm)
+
+
+#: QuickJS parses many `var` declarations in quadratic time: a file of them under the size cap
+#: took 20 s (issue: spend and fairness).
+SLOW_TO_PARSE = "".join(f"var v{i};" for i in range(213_000))
+
+
+async def test_a_plain_member_is_refused_before_the_code_is_parsed(hostile_env):
+    env = hostile_env
+    thread = await env.start_thread(host=env.alice)
+    started = time.perf_counter()
+    record = await command(
+        env, env.bob, thread, "upload", hook="library", file=js("slow.js", SLOW_TO_PARSE)
+    )
+    refusal = answer(env, record).content
+    assert "Manage Server" in refusal
+    assert time.perf_counter() - started < 3  # no worker spent seconds parsing it
+
+
+async def test_a_file_that_parses_slowly_is_refused_at_the_bound(hostile_env):
+    env = hostile_env
+    dm = await dm_adventure(env)
+    started = time.perf_counter()
+    reply = await upload(env, dm, "library", SLOW_TO_PARSE)
+    assert "not saved" in reply and "not checked" in reply
+    assert time.perf_counter() - started < CHECK_SECONDS + 4

@@ -75,6 +75,7 @@ _token_use = TokenUse.metadata.tables[TokenUse.__tablename__]
 class Kind(StrEnum):
     """What a ``limit_events`` row counts."""
 
+    #: /script test and /script upload (each runs QuickJS in the shared workers).
     SCRIPT_TEST = "script_test"
     IMPORT = "import"
     #: /model set and /model test: each reaches an endpoint a player chose.
@@ -427,7 +428,7 @@ class UsageLimits:
         if kind is Kind.SCRIPT_TEST:
             limit = rules.script_tests_per_minute
             times = "once" if limit == 1 else f"{limit} times"
-            return limit, MINUTE, f"You can test scripts {times} a minute."
+            return limit, MINUTE, f"You can test or upload scripts {times} a minute."
         if kind is Kind.MODEL_CHECK:
             limit = rules.model_checks_per_minute
             times = "once" if limit == 1 else f"{limit} times"

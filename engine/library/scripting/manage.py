@@ -150,6 +150,12 @@ class ScriptService:
         code = _decode(data, filename, max_chars=self.max_chars)
         part = _part(part)
         name = _clean_name(name)
+        # The right, then the rate limit, before any parsing: the syntax check runs in the
+        # workers every scripted adventure shares, and a hostile file can keep one busy.
+        async with self.db.session() as session:
+            check_may_script(await adventure_here(session, channel_id), actor)
+        if self.rate_limits is not None:
+            await self.rate_limits.use(Kind.SCRIPT_TEST, actor)
         problem = await workers.syntax_error(code, self.limits)
         if problem:
             raise InvalidInput(

@@ -43,8 +43,10 @@ WORKERS = 2
 #: loaded machine, far less usually).
 START_SECONDS = 30.0
 #: The syntax check compiles without running; a 2.5 M character library takes a fraction of a
-#: second, so this is only a bound.
-CHECK_SECONDS = 10.0
+#: second. A file built to parse slowly (QuickJS is quadratic in some shapes: 213k `var`s took
+#: 20 s) is refused at this bound rather than waited on, its worker killed, so that it holds
+#: one of the workers every scripted adventure shares for seconds at most.
+CHECK_SECONDS = 4.0
 
 
 def wall_seconds(time_seconds: float) -> float:
@@ -122,7 +124,7 @@ class ScriptWorkers:
     async def syntax_error(self, code: str, limits: Limits) -> str | None:
         """QuickJS's complaint about ``code``'s syntax, or None (``sandbox.syntax_error_sync``,
         in a worker)."""
-        wall = max(wall_seconds(limits.time_seconds), CHECK_SECONDS)
+        wall = CHECK_SECONDS
         answer, _ = await self._ask(("check", code, limits), wall)
         if isinstance(answer, _Lost):
             return f"the syntax check {answer.why} within {wall:.0f} s, so the code was not checked"
