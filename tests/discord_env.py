@@ -108,6 +108,7 @@ async def campfire_on_standin(
             "turns_per_user_per_minute": 10_000,
             "turns_per_adventure_per_minute": 10_000,
             "script_tests_per_minute": 10_000,
+            "model_checks_per_minute": 10_000,
             "imports_per_day": 10_000,
         }
         | settings
