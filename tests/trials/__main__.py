@@ -15,6 +15,8 @@ The quick forms (figures of a 2-core machine in README, Trials):
 
 * ``faults`` on SQLite and on PostgreSQL, all four parts: the whole trial, it is quick;
 * ``hostile_scripts``: the whole list;
+* ``abuse``: the whole trial (a player abusing the budget, blocks, host controls, a hostile
+  endpoint and the script workers beside two honest players), on SQLite;
 * ``cluster`` on PostgreSQL: 2 processes and 36 adventures instead of 3 and 1,000, 4 of them
   played on to the memory and the summary, one process killed with SIGKILL in round 2 and
   restarted; the same code and the same checks as the long run (lost, duplicated, one
@@ -22,8 +24,7 @@ The quick forms (figures of a 2-core machine in README, Trials):
   one-process baseline that only measures throughput.
 
 PostgreSQL: ``CAMPFIRE_TEST_POSTGRES_URL`` when set (``scripts/test`` sets it), else each trial
-starts a throwaway server. The abuse trial of the spend-and-fairness work joins this list when it
-exists.
+starts a throwaway server.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ TRIALS: tuple[tuple[str, str, tuple[str, ...], str, float], ...] = (
         900.0,
     ),
     ("hostile scripts", "tests.trials.hostile_scripts", (), "hostile scripts:", 600.0),
+    ("abuse", "tests.trials.abuse", (), "abuse:", 600.0),
     (
         "cluster",
         "tests.trials.cluster",
