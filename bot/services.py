@@ -211,6 +211,7 @@ async def build_services(settings: Settings) -> Services:
         turn_seconds=settings.script_turn_seconds,
         state_chars=settings.max_script_state_chars,
     )
+    limits = UsageLimits(db, limit_rules(settings))
     turns = TurnEngine(
         db,
         providers,
@@ -219,6 +220,7 @@ async def build_services(settings: Settings) -> Services:
         max_action_chars=settings.max_action_chars,
         script_limits=script_limits,
         max_story_cards=settings.max_story_cards,
+        limits=limits,
     )
     # One name for this process in every lease row (turns and background jobs), so a reclaimed
     # lease says whose work was cut off, and a restart recognises its own.
@@ -228,7 +230,6 @@ async def build_services(settings: Settings) -> Services:
     caps = AdventureCaps(
         per_hour=settings.adventures_per_hour, active=settings.active_adventures_per_user
     )
-    limits = UsageLimits(db, limit_rules(settings))
     play = PlayService(
         db,
         turns,
@@ -238,7 +239,9 @@ async def build_services(settings: Settings) -> Services:
         limits=limits,
         round_timeout_s=settings.round_timeout_seconds,
     )
-    memory = MemoryWriter(db, providers, embedder, capacity=settings.max_memories, jobs=jobs)
+    memory = MemoryWriter(
+        db, providers, embedder, capacity=settings.max_memories, jobs=jobs, limits=limits
+    )
     import_limits = ImportLimits(
         max_bytes=settings.max_import_bytes,
         max_cards=settings.max_story_cards,

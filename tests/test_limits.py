@@ -231,10 +231,11 @@ async def test_script_tests_and_imports_through_the_commands(
         fake_model,
         caplog,
         database_url,
-        script_tests_per_minute=1,
+        script_tests_per_minute=2,
         imports_per_day=1,
     ) as env:
         thread = await env.start_thread()
+        # The upload is one of the two: uploads and tests share the limit.
         code = StandinFile("o.js", b"const modifier = (text) => ({ text }); modifier(text);")
         await env.fake.slash(env.alice, thread, "script upload", hook="output", file=code)
         await env.done()
@@ -245,7 +246,7 @@ async def test_script_tests_and_imports_through_the_commands(
         await env.done()
         text = private_answer(env, again)
         assert text.startswith(
-            "⚠ You can test or upload scripts once a minute. Please try again <t:"
+            "⚠ You can test or upload scripts 2 times a minute. Please try again <t:"
         )
 
         dm = env.fake.dm_channel(env.bob)

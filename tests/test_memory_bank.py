@@ -11,6 +11,7 @@ from sqlalchemy import func, select, update
 from engine.llm.providers.resolver import OperatorDefault
 from engine.people.access.rules import Actor
 from engine.people.accounts import touch_server, touch_user
+from engine.people.limits import LimitRules, UsageLimits
 from engine.platform.coordination.jobs import JobLeases
 from engine.storage.database import Database
 from engine.storage.memory_models import Memory, MemoryOrigin, SummaryVersion
@@ -459,3 +460,29 @@ async def test_a_cut_back_nobody_reported_is_healed_by_the_next_job(db, engine, 
     await writer.catch_up(adventure)
     assert await memories(db, adventure) == []
     assert await cursors(db, adventure) == (0, 0)
+
+
+async def test_memory_work_on_the_operators_model_is_counted_and_waits_for_the_budget(
+    db, engine, provider, fake_model
+):
+    """Work the players did not ask for spends the operator's model too: each call counted
+    against the host's day (engine.story.background_spend); once the day's tokens are used,
+    it waits for the next day."""
+    adventure = await new_adventure(db)
+    async with db.transaction() as session:
+        await touch_user(session, 7, "host")
+        row = await session.get(Adventure, adventure)
+        row.host_id = 7
+    await play_turns(engine, fake_model, adventure, 1, 12)
+    limits = UsageLimits(db, LimitRules(user_tokens_per_day=1_000_000))
+    fake_model.queue(Reply(text="Mira walked on.", prompt_tokens=700, completion_tokens=40))
+    report = await MemoryWriter(db, OperatorDefault(provider), limits=limits).catch_up(adventure)
+    assert report.memories == 1
+    assert (await limits.usage(Actor(user_id=7, user_name="host"))).user_tokens == 740
+
+    spent = UsageLimits(db, LimitRules(user_tokens_per_day=700))
+    await play_turns(engine, fake_model, adventure, 13, 18)
+    calls = len(fake_model.requests)
+    report = await MemoryWriter(db, OperatorDefault(provider), limits=spent).catch_up(adventure)
+    assert report.skipped == "the day's tokens on the operator's model are used"
+    assert len(fake_model.requests) == calls

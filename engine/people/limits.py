@@ -167,7 +167,8 @@ class Charge:
     """Who a turn on the operator's model is counted against, and the tokens reserved for it
     against their caps as it was admitted."""
 
-    user_id: int
+    #: None: work of an adventure without a host (counted against its server alone).
+    user_id: int | None
     server_id: int | None
     reserved: int = 0
 
@@ -320,9 +321,13 @@ class UsageLimits:
         """``tokens`` (and ``turns``) added to today's use of the charge's player and server;
         their totals after, by scope."""
         today = as_utc(self.clock()).date()
-        rows = [{"scope": "user", "subject_id": charge.user_id}]
+        rows = []
+        if charge.user_id is not None:
+            rows.append({"scope": "user", "subject_id": charge.user_id})
         if charge.server_id is not None:
             rows.append({"scope": "server", "subject_id": charge.server_id})
+        if not rows:
+            return {}
         insert = insert_for(session, _token_use).values(
             [row | {"day": today, "tokens": tokens, "turns": turns} for row in rows]
         )
@@ -336,6 +341,28 @@ class UsageLimits:
             ).returning(_token_use.c.scope, _token_use.c.tokens)
         )
         return {scope: int(tokens) for scope, tokens in result.all()}
+
+    async def background_allowed(self, charge: Charge) -> bool:
+        """Whether work the players did not ask for may spend today: neither the host nor the
+        server has used the day's tokens (``engine.story.background_spend``)."""
+        today = as_utc(self.clock()).date()
+        async with self.db.session() as session:
+            for scope, subject, cap in (
+                ("user", charge.user_id, self.rules.user_tokens_per_day),
+                ("server", charge.server_id, self.rules.server_tokens_per_day),
+            ):
+                if (
+                    subject is not None
+                    and cap
+                    and (await self._used(session, scope, subject, today))[0] >= cap
+                ):
+                    return False
+        return True
+
+    async def count_background(self, charge: Charge, usage: Usage) -> None:
+        """What a call of background work cost, added to the day's use (not a turn)."""
+        async with self.db.transaction() as session:
+            await self._add(session, charge, usage.prompt_tokens + usage.completion_tokens, turns=0)
 
     async def _used(
         self, session: AsyncSession, scope: str, subject_id: int, day: date

@@ -20,13 +20,15 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from engine.errors import CampfireError, DatabaseBusy, InternalError, ModelError, log_incident
 from engine.library.scripting.sandbox import Limits
-from engine.llm.providers.base import GenerationParams
+from engine.llm.providers.base import ChatProvider, GenerationParams
 from engine.llm.providers.resolver import ProviderResolver
+from engine.people.limits import UsageLimits
 from engine.prompt.card_cap import DEFAULT_MAX_CARDS
 from engine.prompt.inputs import ContextBuilder
 from engine.storage.database import Database
 from engine.storage.dialect import is_busy
 from engine.story.actions import PlayerAction
+from engine.story.background_spend import MeteredProvider, charge_of
 from engine.story.chapters.progress import ChapterEnd
 from engine.story.chapters.recaps import write_recap
 from engine.story.fallback import choose_line, fallback_lines
@@ -62,8 +64,12 @@ class TurnEngine:
         script_limits: Limits | None = None,
         max_story_cards: int = DEFAULT_MAX_CARDS,
         max_running: int = MAX_RUNNING_TURNS,
+        limits: UsageLimits | None = None,
     ) -> None:
+        """``limits``: the operator's budget, which a chapter's recap on the operator's model
+        is counted against (None: not counted)."""
         self.db = db
+        self.limits = limits
         # Per process (engine.platform.coordination.per_process): turns beyond it wait their turn
         # here, holding no connection.
         self._slots = asyncio.Semaphore(max_running)
@@ -197,10 +203,15 @@ class TurnEngine:
         yield TurnDone(result)
 
     async def _recap(self, generation: Generation, result: TurnResult, ended: ChapterEnd) -> None:
+        provider: ChatProvider = generation.provider
+        adventure = generation.plan.adventure
+        if self.limits is not None and self.providers.is_operator_default(adventure):
+            # Work the players did not ask for, counted against the budget as a memory is.
+            provider = MeteredProvider(provider, self.limits, charge_of(adventure))
         try:
             await write_recap(
                 self.db,
-                generation.provider,
+                provider,
                 adventure_id=result.adventure_id,
                 node_id=result.narrator_node_id,
                 take=result.take,

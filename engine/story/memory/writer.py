@@ -32,12 +32,14 @@ from engine.llm.providers.base import ChatMessage, ChatProvider, GenerationParam
 from engine.llm.providers.embeddings import EmbeddingClient
 from engine.llm.providers.resolver import ProviderResolver
 from engine.llm.retrieval.semantic import to_bytes
+from engine.people.limits import UsageLimits
 from engine.platform.coordination.jobs import JobLeases, memory_job
 from engine.platform.events import TextDelta
 from engine.storage.changes import rows_changed
 from engine.storage.database import Database
 from engine.storage.memory_models import Memory, MemoryOrigin, SummaryVersion
 from engine.storage.models import Adventure, Server, StoryNode
+from engine.story.background_spend import MeteredProvider, charge_of
 from engine.story.line.positions import LinePositions, line_positions, story_cut_back
 from engine.story.line.read import line_tail
 from engine.story.memory.bank import enforce_capacity
@@ -91,10 +93,13 @@ class MemoryWriter:
         memory_cadence: Cadence = MEMORY_CADENCE,
         summary_cadence: Cadence = SUMMARY_CADENCE,
         jobs: JobLeases | None = None,
+        limits: UsageLimits | None = None,
     ) -> None:
         """``providers`` answers which model writes an adventure's memories and summary; where
         it answers none, only embeddings are done. ``jobs``: the job leases, held as this
-        process by default."""
+        process by default. ``limits``: the operator's budget, which work on the operator's
+        model is counted against (``engine.story.background_spend``; None: not counted)."""
+        self.limits = limits
         self.db = db
         self.providers = providers
         self.embedder = embedder
@@ -253,6 +258,12 @@ class MemoryWriter:
         if allowed is False:
             report.skipped = "the server does not allow background use of the model"
             return None
+        if self.limits is not None and self.providers.is_operator_default(adventure):
+            charge = charge_of(adventure)
+            if not await self.limits.background_allowed(charge):
+                report.skipped = "the day's tokens on the operator's model are used"
+                return None
+            return MeteredProvider(provider, self.limits, charge)
         return provider
 
     async def _has_work(self, session: AsyncSession, adventure_id: int) -> bool:
