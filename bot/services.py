@@ -297,7 +297,7 @@ async def build_services(settings: Settings) -> Services:
         blocks=blocks,
         operator_status=OperatorStatus(db, queue),
         limits=limits,
-        shelf=AdventureShelf(db, play.places),
+        shelf=AdventureShelf(db, play.places, caps=caps),
         chapters=ChapterService(db),
         story_state=StoryStateService(db),
         suggestions=SuggestionService(db),

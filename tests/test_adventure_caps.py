@@ -17,6 +17,7 @@ from engine.people.adventure_caps import AdventureCaps, CapReached
 from engine.platform.coordination.leases import TurnLeases
 from engine.platform.queue import AdventureQueue
 from engine.play.service import PlayService
+from engine.play.shelf import AdventureShelf
 from engine.storage.models import Adventure, utcnow
 from engine.turns.engine import TurnEngine
 from tests.discord_env import campfire_on_standin
@@ -133,3 +134,19 @@ async def test_starts_at_once_cannot_pass_the_cap(db, provider):
     refused = [o for o in outcomes if isinstance(o, BaseException)]
     assert len(refused) == 7 and all(isinstance(o, CapReached) for o in refused)
     assert await count_adventures(db) == 3
+
+
+async def test_bringing_an_ended_adventure_back_is_under_the_active_cap(db, provider):
+    """/adventure resume makes an ended adventure run again: it passed the cap on adventures
+    running at once (issue: spend and fairness)."""
+    play = capped(db, provider, active=1)
+    shelf = AdventureShelf(db, play.places, caps=AdventureCaps(per_hour=100, active=1))
+    first = await play.start(WREN, channel_id=1, query=None)
+    await set_times(db, first.adventure_id, ended_at=utcnow())  # ended (/adventure end)
+    await play.start(WREN, channel_id=2, query=None)  # one running: the cap
+    with pytest.raises(CapReached):
+        await shelf.resume_plan(WREN, 1, str(first.adventure_id), from_channel=False)
+    # Uncapped, the same plan is made.
+    free = AdventureShelf(db, play.places)
+    plan = await free.resume_plan(WREN, 1, str(first.adventure_id), from_channel=False)
+    assert plan.adventure_id == first.adventure_id

@@ -101,6 +101,33 @@ async def _check_caps(
             f"in {minutes} minute{'s' if minutes != 1 else ''}."
         )
 
+    await _check_active(session, user_id, caps, running, now)
+
+
+async def check_may_bring_back(
+    session: AsyncSession,
+    adventure: Adventure,
+    running: Adventure | None,
+    caps: AdventureCaps | None,
+    *,
+    now: datetime | None = None,
+) -> None:
+    """An ended adventure brought back (``/adventure resume``) runs again: its host's cap on
+    adventures running at once holds as for a start (``running``: the one it would end). No
+    start is counted: nothing new begins."""
+    if caps is None or adventure.host_id is None:
+        return
+    await _check_active(session, adventure.host_id, caps, running, now or utcnow())
+
+
+async def _check_active(
+    session: AsyncSession,
+    user_id: int,
+    caps: AdventureCaps,
+    running: Adventure | None,
+    now: datetime,
+) -> None:
+    hosted = col(Adventure.host_id) == user_id
     active_since = now - ACTIVE_FOR
     active = (
         await session.scalar(

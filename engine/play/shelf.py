@@ -26,6 +26,7 @@ from engine.errors import InvalidInput, NotFound, StoryMovedOn
 from engine.people.access.checks import check_may_end, check_may_replace, check_may_resume
 from engine.people.access.rules import Actor, active_adventure, adventure_here
 from engine.people.accounts import touch_actor
+from engine.people.adventure_caps import AdventureCaps, check_may_bring_back
 from engine.platform.sanitise import QUOTE_MAX, echo, row_id
 from engine.storage.database import Database
 from engine.storage.models import Adventure, Role, StoryNode, utcnow
@@ -92,8 +93,13 @@ class EndPlan:
 
 
 class AdventureShelf:
-    def __init__(self, db: Database, places: PlaceHints) -> None:
+    def __init__(
+        self, db: Database, places: PlaceHints, *, caps: AdventureCaps | None = None
+    ) -> None:
+        """``caps``: the players' caps on adventures, which bringing one back is under too
+        (None: none, for tools and tests)."""
         self.db = db
+        self.caps = caps
         #: The play service's hints, told what runs where after each change here.
         self.places = places
 
@@ -151,6 +157,7 @@ class AdventureShelf:
             running = await active_adventure(session, adventure.channel_id)
             if running is not None:
                 await check_may_replace(session, running, actor)
+            await check_may_bring_back(session, adventure, running, self.caps)
             return ResumePlan(
                 adventure_id,
                 adventure.title,
@@ -181,6 +188,8 @@ class AdventureShelf:
             replaced_title = None
             if running is not None:
                 await check_may_replace(session, running, actor)
+            await check_may_bring_back(session, adventure, running, self.caps)
+            if running is not None:
                 running.ended_at = utcnow()
                 running.version += 1
                 replaced_title = running.title
