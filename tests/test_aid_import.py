@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import json
+import time
 
 import pytest
 from sqlalchemy import select
@@ -277,3 +278,23 @@ def test_an_adventure_file_over_the_cap_is_refused_in_the_rules_words():
     assert "has 4 story cards; an adventure may hold at most 3" in refused.value.message
     raw["story_cards"] = raw["story_cards"][:3]
     parse_adventure(raw, ImportLimits(max_cards=3))
+
+
+@pytest.mark.parametrize(
+    "keys",
+    [
+        "/" + "[ab]" * 40_000 + "y/",  # each set doubled the spellings to spell out: 20 s once
+        "(" * 400 + "a" + ")" * 400,  # exhausted the recursion
+        "#[" * 80_000,  # a search for the attribute suffix along the whole line
+    ],
+    ids=["sets", "nesting", "suffixes"],
+)
+def test_a_key_built_to_be_slow_to_convert_is_dropped_or_refused_at_once(keys: str):
+    started = time.perf_counter()
+    try:
+        imported = read([{"keys": keys, "entry": "Slow.", "hidden": False}])
+    except ImportRejected as refused:  # kept as written, too long for a card's keys
+        assert "at most 500 are allowed" in refused.message
+    else:
+        assert imported.draft.cards[0].keys != keys  # dropped: it spells out no words
+    assert time.perf_counter() - started < 1.0

@@ -39,6 +39,14 @@ from engine.story.steering.cards import CARD_KEYS_MAX
 MAX_SPELLED = 32
 #: The most characters of one set (``[Ss]``) spelled out.
 MAX_SET = 8
+#: The longest expression read, and the deepest nesting of its groups: a card's keys hold
+#: ``CARD_KEYS_MAX`` characters, so a longer expression could not be kept as keys anyway, and
+#: reading one is bounded before it starts (a 150 KB key of ``[ab]`` sets took 20 s to spell out;
+#: 400 nested groups exhausted the recursion).
+MAX_PATTERN_CHARS = CARD_KEYS_MAX
+MAX_DEPTH = 16
+#: The longest EWIJSON attribute suffix (``#[t=5l=5f=2S=2]`` is 15 characters).
+MAX_SUFFIX_CHARS = 200
 
 #: EWIJSON's attribute suffix closing a line of keys (its ``Expressions.EWI``).
 EWI_SUFFIX = re.compile(r"#\[[^\]]*\]\s*$")
@@ -111,12 +119,12 @@ def convert_card_keys(cards: Iterable[ImportedCard], warnings: list[str]) -> Non
 
 def _convert(keys: str, report: KeyReport, *, always_on: bool = False) -> str:
     lines = [line for line in keys.splitlines() if line.strip()]
-    ewi = any(EWI_SUFFIX.search(line) for line in lines)
+    ewi = any(_suffix(line) for line in lines)
     out: list[str] = []
     spelled = dropped = all_of = False
     for line in lines:
         if ewi:
-            suffix = EWI_SUFFIX.search(line)
+            suffix = _suffix(line)
             if suffix is not None:
                 report.attributes.update(_attribute_letters(suffix.group(0)))
                 line = line[: suffix.start()]
@@ -164,6 +172,12 @@ def _convert(keys: str, report: KeyReport, *, always_on: bool = False) -> str:
     return ",".join(kept)
 
 
+def _suffix(line: str) -> re.Match[str] | None:
+    """EWIJSON's attribute suffix closing ``line``, looked for in its last characters only: a
+    search of the whole of a long line of ``#[`` would take time growing with its square."""
+    return EWI_SUFFIX.search(line, max(0, len(line) - MAX_SUFFIX_CHARS))
+
+
 def _attribute_letters(suffix: str) -> set[str]:
     # As the script reads them: a letter, then an optional "=n" (``getAttributes``).
     return {m.group(1) for m in re.finditer(r"([A-Za-z])(?:=+-*\d*)?", suffix[2:-1])}
@@ -205,6 +219,8 @@ def _fit(keys: list[str]) -> list[str]:
 
 def _words(pattern: str) -> list[str] | None:
     """The plain spellings a regular expression matches, or None if it is not a short list."""
+    if len(pattern) > MAX_PATTERN_CHARS:
+        return None
     parser = _Spell(pattern)
     try:
         spellings = parser.alternatives()
@@ -222,6 +238,7 @@ class _Spell:
     def __init__(self, pattern: str) -> None:
         self.pattern = pattern
         self.at = 0
+        self.depth = 0
 
     def _peek(self) -> str:
         return self.pattern[self.at] if self.at < len(self.pattern) else ""
@@ -262,9 +279,13 @@ class _Spell:
                     self.at += 2
                 else:
                     raise _NotWords  # look-arounds and named groups
+            self.depth += 1
+            if self.depth > MAX_DEPTH:
+                raise _NotWords
             inner = self.alternatives()
             if self._take() != ")":
                 raise _NotWords
+            self.depth -= 1
             return inner
         if char == "[":
             return self._set()
@@ -303,6 +324,6 @@ class _Spell:
 
 
 def _capped(spellings: list[str]) -> list[str]:
-    if len(spellings) > MAX_SPELLED:
+    if len(spellings) > MAX_SPELLED or any(len(s) > CARD_KEYS_MAX for s in spellings):
         raise _NotWords
     return spellings
