@@ -125,7 +125,19 @@ class Settings(BaseSettings):
     )
     guest_retention_days: int = Field(default=30, ge=1, le=3650)
     server_grace_days: int = Field(default=7, ge=0, le=3650)
-    allow_private_endpoints: bool = False
+    allow_private_endpoints: bool = Field(
+        default=False,
+        description="Let players use any non-public address for their own models: every "
+        "service on the bot's network (the database, the metrics port, a cloud's metadata "
+        "service) becomes reachable to them. Prefer CAMPFIRE_TRUSTED_ENDPOINT_HOSTS.",
+    )
+    # NoDecode: the environment gives "ollama,llm.lan", not JSON; _host_list reads it.
+    trusted_endpoint_hosts: Annotated[tuple[str, ...], NoDecode] = Field(
+        default=(),
+        description="Host names players may use for their own models although they resolve to "
+        "private addresses, comma-separated (a companion model server: `ollama`); only these "
+        "names, nothing else on the network.",
+    )
 
     max_action_chars: int = Field(default=2000, ge=1, le=4000)
     message_content: bool = Field(
@@ -277,6 +289,13 @@ class Settings(BaseSettings):
                 return tuple(int(part) for part in value.split(",") if part.strip())
             except ValueError:
                 raise ValueError("Discord user ids separated by commas") from None
+        return value
+
+    @field_validator("trusted_endpoint_hosts", mode="before")
+    @classmethod
+    def _host_list(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return tuple(part.strip().lower() for part in value.split(",") if part.strip())
         return value
 
     @field_validator("model_url", "embedding_url")

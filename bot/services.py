@@ -185,7 +185,10 @@ async def build_services(settings: Settings) -> Services:
         else None,
     )
     # A server's or player's own model, checked by the endpoint policy (the operator's is not).
-    policy = EndpointPolicy(allow_private=settings.allow_private_endpoints)
+    policy = EndpointPolicy(
+        allow_private=settings.allow_private_endpoints,
+        trusted_hosts=frozenset(settings.trusted_endpoint_hosts),
+    )
     providers = ChosenModels(
         default,
         secrets,

@@ -79,6 +79,20 @@ async def test_a_name_resolving_to_loopback_is_refused() -> None:
         await EndpointPolicy().check("http://localhost:11434/v1")
 
 
+async def test_a_trusted_host_name_is_allowed_and_nothing_else_on_its_network() -> None:
+    """CAMPFIRE_TRUSTED_ENDPOINT_HOSTS: the companion the operator named, by its name only."""
+
+    async def companion(host: str, port: int) -> list[str]:
+        return ["172.18.0.5"] if host in ("ollama", "postgres") else ["8.8.8.8"]
+
+    policy = EndpointPolicy(resolve=companion, trusted_hosts=frozenset({"ollama"}))
+    await policy.check("http://ollama:11434/v1")
+    await policy.check("http://OLLAMA:11434/v1")
+    for refused in ("http://postgres:5432/v1", "http://172.18.0.5:11434/v1"):
+        with pytest.raises(EndpointRefused, match="private"):
+            await policy.check(refused)
+
+
 async def test_a_name_with_one_refused_address_among_public_ones_is_refused() -> None:
     async def resolve(host: str, port: int) -> list[str]:
         return ["93.184.216.34", "10.0.0.7"]

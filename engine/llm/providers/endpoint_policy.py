@@ -16,8 +16,9 @@ hop is checked the same way. No proxy from the environment is used: a proxy woul
 the bot's behalf, past the check.
 
 The operator's own endpoint (``CAMPFIRE_MODEL_URL``) is never checked: where it runs is the
-operator's choice. ``CAMPFIRE_ALLOW_PRIVATE_ENDPOINTS`` lets a self-hoster's players use local
-addresses too.
+operator's choice. ``CAMPFIRE_TRUSTED_ENDPOINT_HOSTS`` names the hosts (a companion model server)
+players may use although they are private; ``CAMPFIRE_ALLOW_PRIVATE_ENDPOINTS`` lets a
+self-hoster's players use every local address.
 """
 
 from __future__ import annotations
@@ -114,6 +115,10 @@ class EndpointPolicy:
     allow_private: bool = False
     resolve: Resolver = system_resolve
     trusted: frozenset[IPAddress] = field(default_factory=frozenset)
+    #: Host names the operator allows whatever they resolve to (``CAMPFIRE_TRUSTED_ENDPOINT_
+    #: HOSTS``: a companion model server on the bot's private network), by exact name, lower
+    #: case. Every other name and address is checked.
+    trusted_hosts: frozenset[str] = field(default_factory=frozenset)
 
     def check_url(self, url: str) -> tuple[str, int]:
         """The URL's host and port, once its form is acceptable: http or https, a host."""
@@ -143,6 +148,8 @@ class EndpointPolicy:
         except ValueError:
             return f"{host} resolved to something that is not an address ({address})"
         if self.allow_private or parsed in self.trusted:
+            return None
+        if host.strip("[]").lower() in self.trusted_hosts:
             return None
         reason = refusal_reason(parsed)
         if reason is None:
