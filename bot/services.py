@@ -127,7 +127,6 @@ def make_embedder(settings: Settings) -> EmbeddingClient | None:
 
 def limit_rules(settings: Settings) -> LimitRules:
     return LimitRules(
-        model_whitelist=settings.model_whitelist,
         user_tokens_per_day=settings.user_tokens_per_day,
         server_tokens_per_day=settings.server_tokens_per_day,
         # A turn's whole window on the operator's model (make_context_engine's budget).
@@ -194,6 +193,7 @@ async def build_services(settings: Settings) -> Services:
         secrets,
         policy,
         ModelLimits(timeout=settings.model_timeout, reply=reply_limits(settings)),
+        whitelist=settings.model_whitelist,
     )
     params = GenerationParams(
         max_tokens=reply_tokens(settings),

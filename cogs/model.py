@@ -40,6 +40,11 @@ def view_text(view: ModelView, operator_label: str) -> str:
             f"{mine}: {_whose(view).lower()} use the operator's model "
             f"({discord.utils.escape_markdown(operator_label)})."
         )
+    if view.picked:
+        return (
+            f"{_whose(view)} use **{discord.utils.escape_markdown(view.model or '')}**, picked "
+            "from the operator's models (`/model clear` goes back to the operator's default)."
+        )
     key = f"set, ends in …{view.key_tail}" if view.key_tail else "none"
     if view.key_tail == "…":
         key = "set"
@@ -82,6 +87,28 @@ class ModelCog(commands.Cog):
             + (f" (API key set, ends in …{view.key_tail})" if view.key_tail else "")
             + ". `/model test` checks that it answers.",
         )
+
+    @model.command(name="pick")
+    @app_commands.describe(name="One of the models the operator offers on its own endpoint")
+    async def pick(
+        self, interaction: discord.Interaction, name: app_commands.Range[str, 1, 200]
+    ) -> None:
+        """Use another of the operator's models here (in a server: Manage Server)."""
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        view = await self.bot.services.model_settings.pick(actor_of(interaction), name)
+        await reply(interaction, f"✅ {view_text(view, self.bot.services.provider.label)}")
+
+    @pick.autocomplete("name")
+    async def _offered(
+        self, interaction: discord.Interaction, current: str
+    ) -> list[app_commands.Choice[str]]:
+        # From the settings alone: an autocomplete has 3 s, and this needs no database.
+        typed = current.casefold()
+        return [
+            app_commands.Choice(name=model[:100], value=model[:100])
+            for model in self.bot.services.model_settings.offered()
+            if typed in model.casefold()
+        ][:25]
 
     @model.command(name="show")
     async def show(self, interaction: discord.Interaction) -> None:

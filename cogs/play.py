@@ -108,6 +108,7 @@ them off (Manage Server)
 **Your own model**
 `/model set url: model: [key:]`: the model this server's adventures use (Manage Server), or, \
 in a DM, your own adventures'; a key is never shown again
+`/model pick name:`: another of the models the operator offers
 `/model show|test|clear`: which model is used here, check it answers, back to the default
 `/operator status|block|unblock`: for the bot's operator only
 

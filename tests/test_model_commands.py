@@ -251,7 +251,12 @@ async def test_a_refused_endpoint_is_refused_with_the_reason_and_nothing_is_stor
 async def test_help_names_the_model_and_operator_commands(env: DiscordEnv):
     record = await env.fake.slash(env.bob, env.channel, "help")
     guide = "\n".join(e["description"] for e in (await answered(env, record)).embeds)
-    for command in ("/model set url: model: [key:]", "/model show|test|clear", "/operator"):
+    for command in (
+        "/model set url: model: [key:]",
+        "/model pick name:",
+        "/model show|test|clear",
+        "/operator",
+    ):
         assert command in guide
 
 
@@ -271,3 +276,29 @@ async def test_players_are_never_told_where_the_operators_model_runs(env: Discor
     await said(env, env.bob, thread, "insights")
     assert "the operator's address" in everything_shown(env)
     assert host not in everything_shown(env)
+
+
+async def test_a_player_picks_one_of_the_models_the_operator_offers(
+    tmp_path, fake_model, caplog, database_url
+):
+    """CAMPFIRE_MODEL_WHITELIST: the models players may pick on the operator's endpoint,
+    offered by autocomplete; the operator's budget holds for them as for its default."""
+    fake_model.other_models = ("qwen2.5",)
+    async with campfire_on_standin(
+        tmp_path, fake_model, caplog, database_url, model_whitelist=("qwen2.5",)
+    ) as env:
+        dm = env.fake.dm_channel(env.bob)
+        refused = await said(env, env.bob, dm, "model pick", name="gpt-4o")
+        assert "not a model the operator offers" in refused and "`qwen2.5`" in refused
+        picked = await said(env, env.bob, dm, "model pick", name="qwen2.5")
+        assert "**qwen2.5**" in picked and "operator" in picked
+        fake_model.queue("The picked model answers.")
+        await env.fake.slash(env.bob, dm, "start")
+        await env.done()
+        await env.fake.slash(env.bob, dm, "do", action="look")
+        await env.done()
+        asked = [r for r in fake_model.requests if "messages" in r]
+        assert asked[-1]["model"] == "qwen2.5"
+        assert env.narration(dm)[-1] == "The picked model answers."
+        shown = await said(env, env.bob, dm, "usage")
+        assert "You: 0 of" not in shown and "1 turn" in shown  # the operator's budget

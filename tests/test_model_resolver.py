@@ -208,3 +208,28 @@ async def test_setting_and_testing_a_model_are_rate_limited(db, provider, own_mo
         await settings.set(player, own_model.base_url, "own-model", KEY)
     assert chats(own_model) == 1
     await models.aclose()
+
+
+async def test_a_picked_model_no_longer_offered_falls_back_to_the_operators(
+    db, provider, fake_model
+):
+    """/model pick stores a model on the operator's endpoint; the operator's whitelist is read
+    at every turn, so a pick it no longer offers is the default again, and a pick is always
+    the operator's to pay for (capped)."""
+    offering = ChosenModels(OperatorDefault(provider), SECRETS, POLICY, whitelist=("qwen2.5",))
+    settings = ModelSettings(db, SECRETS, POLICY, offering)
+    await settings.pick(Actor(PLAYER), "qwen2.5")
+    solo = await adventure_in(db, server=None, owner=PLAYER)
+    async with db.session() as session:
+        adventure = await session.get(Adventure, solo)
+        assert adventure is not None
+        await offering.read(session, adventure)
+    assert offering.is_operator_default(adventure)
+    assert offering.for_adventure(adventure).label == "qwen2.5"
+
+    withdrawn = ChosenModels(OperatorDefault(provider), SECRETS, POLICY)  # a restart, no list
+    async with db.session() as session:
+        await withdrawn.read(session, adventure)
+    assert withdrawn.is_operator_default(adventure)
+    assert withdrawn.for_adventure(adventure) is provider
+    await offering.aclose()

@@ -18,6 +18,11 @@ from engine.storage.models import Adventure, Server, UserModel
 
 Owner = Literal["player", "server"]
 
+#: Stored as a choice's URL for a model picked on the operator's own endpoint (``/model pick``,
+#: among ``CAMPFIRE_MODEL_WHITELIST``): never a URL anyone could type (``/model set`` takes
+#: http and https only), and never the operator's address, which stays in its settings.
+OPERATORS_ENDPOINT = "operator:"
+
 
 @dataclass(frozen=True, slots=True)
 class ModelChoice:
@@ -28,6 +33,11 @@ class ModelChoice:
     model: str
     #: The API key, encrypted (``engine.platform.crypto.SecretBox``); None when none was given.
     key_encrypted: str | None = field(default=None, repr=False)
+
+    @property
+    def on_operators_endpoint(self) -> bool:
+        """A model picked on the operator's endpoint: the operator's to pay for and cap."""
+        return self.url == OPERATORS_ENDPOINT
 
 
 async def player_choice(session: AsyncSession, user_id: int) -> ModelChoice | None:

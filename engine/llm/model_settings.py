@@ -14,10 +14,11 @@ import time
 from dataclasses import dataclass
 
 from sqlalchemy import delete, update
+from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from engine.errors import InvalidInput, ModelError, ReasoningExhausted
-from engine.llm.model_choice import ModelChoice, choice_here
+from engine.llm.model_choice import OPERATORS_ENDPOINT, ModelChoice, choice_here
 from engine.llm.providers.base import ChatMessage, GenerationParams
 from engine.llm.providers.endpoint_policy import EndpointPolicy
 from engine.llm.providers.resolver import ChosenModels
@@ -55,6 +56,8 @@ class ModelView:
     model: str | None = None
     #: The key's last characters ("4f2a"); None when no key is stored.
     key_tail: str | None = None
+    #: A model picked on the operator's endpoint (``url`` is then no address).
+    picked: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +83,25 @@ def _checked_text(name: str, value: str, most: int) -> str:
     if any(ch.isspace() for ch in value):
         raise InvalidInput(f"The {name} has spaces in it; nothing was changed.")
     return value
+
+
+async def _store(
+    session: AsyncSession, actor: Actor, url: str, model: str, encrypted: str | None
+) -> None:
+    """The place's model: the server's in a server, the player's own in a DM."""
+    if actor.server_id is not None:
+        await session.execute(
+            update(Server)
+            .where(col(Server.id) == actor.server_id)
+            .values(model_url=url, model_name=model, model_api_key_encrypted=encrypted)
+        )
+        return
+    row = await session.get(UserModel, actor.user_id)
+    if row is None:
+        row = UserModel(user_id=actor.user_id, url=url, model_name=model)
+    row.url, row.model_name, row.api_key_encrypted = url, model, encrypted
+    row.updated_at = utcnow()
+    session.add(row)
 
 
 class ModelSettings:
@@ -124,20 +146,30 @@ class ModelSettings:
                 encrypted = stored.key_encrypted
             else:
                 encrypted = None
-            if actor.server_id is not None:
-                await session.execute(
-                    update(Server)
-                    .where(col(Server.id) == actor.server_id)
-                    .values(model_url=url, model_name=model, model_api_key_encrypted=encrypted)
-                )
-            else:
-                row = await session.get(UserModel, actor.user_id)
-                if row is None:
-                    row = UserModel(user_id=actor.user_id, url=url, model_name=model)
-                row.url, row.model_name, row.api_key_encrypted = url, model, encrypted
-                row.updated_at = utcnow()
-                session.add(row)
+            await _store(session, actor, url, model, encrypted)
         return self._view(actor, ModelChoice("player", url, model, encrypted))
+
+    def offered(self) -> tuple[str, ...]:
+        """The models players may pick on the operator's endpoint (``/model pick``)."""
+        return self.models.offered()
+
+    async def pick(self, actor: Actor, model: str) -> ModelView:
+        """Use one of the operator's whitelisted models here, on the operator's endpoint
+        (``CAMPFIRE_MODEL_WHITELIST``): the operator's budget and ceilings hold as for its
+        default model. A model the operator does not offer is refused."""
+        check_may_choose_model(actor)
+        model = _checked_text("model name", model, MAX_MODEL_CHARS)
+        if not self.models.pickable(model):
+            offered = ", ".join(f"`{name}`" for name in self.offered())
+            raise InvalidInput(
+                f"“{model}” is not a model the operator offers here"
+                + (f": pick one of {offered}." if offered else "; none is offered.")
+                + " Nothing was changed."
+            )
+        async with self.db.transaction() as session:
+            await touch_actor(session, actor)
+            await _store(session, actor, OPERATORS_ENDPOINT, model, None)
+        return self._view(actor, ModelChoice("player", OPERATORS_ENDPOINT, model))
 
     async def show(self, actor: Actor) -> ModelView:
         async with self.db.session() as session:
@@ -169,7 +201,8 @@ class ModelSettings:
         await self._count_check(actor)
         started = time.monotonic()
         try:
-            await self.policy.check(choice.url)
+            if not choice.on_operators_endpoint:  # the operator's address is not checked
+                await self.policy.check(choice.url)
             provider = self.models.provider_for(choice)
             text = ""
             async for chunk in provider.stream(list(TEST_MESSAGES), TEST_PARAMS):
@@ -186,4 +219,6 @@ class ModelSettings:
         if choice is None:
             return ModelView(place)
         key = self.secrets.decrypt(choice.key_encrypted) if choice.key_encrypted else None
-        return ModelView(place, choice.url, choice.model, _tail(key))
+        return ModelView(
+            place, choice.url, choice.model, _tail(key), picked=choice.on_operators_endpoint
+        )

@@ -86,8 +86,6 @@ class Kind(StrEnum):
 class LimitRules:
     """The operator's limits (``CAMPFIRE_*`` settings, bot/config.py)."""
 
-    #: Models players may pick on the operator's endpoint (its own model always may).
-    model_whitelist: tuple[str, ...] = ()
     #: Tokens per UTC day on the operator's model (0: no cap).
     user_tokens_per_day: int = 0
     server_tokens_per_day: int = 0
@@ -199,14 +197,6 @@ class UsageLimits:
         self.rules = rules
         #: Now, for every window and day here (tests move it instead of sleeping).
         self.clock = clock
-
-    # --- models ------------------------------------------------------------------------------
-
-    def model_allowed(self, model: str, operator_model: str) -> bool:
-        """Whether a player may pick ``model`` on the operator's endpoint: its own model, or
-        one the operator listed (``CAMPFIRE_MODEL_WHITELIST``). A model on a server's or a
-        player's own endpoint is theirs to pick and is not asked about."""
-        return model == operator_model or model in self.rules.model_whitelist
 
     # --- turns -------------------------------------------------------------------------------
 

@@ -224,12 +224,12 @@ class _Handler(BaseHTTPRequestHandler):
             404, _error_body(f"Unknown request URL: {self.path}", "invalid_request_error")
         )
 
-    def _admitted(self, body: dict[str, Any], model: str) -> bool:
+    def _admitted(self, body: dict[str, Any], *models: str) -> bool:
         """Answer a wrong key (401) or an unknown model (404) as OpenAI does; True if neither."""
         if not self._key_ok():
             self._send_json(401, _bad_key_body())
             return False
-        if body.get("model") != model:
+        if body.get("model") not in models:
             self._send_json(404, _no_model_body(body.get("model")))
             return False
         return True
@@ -242,7 +242,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         # Auth and model errors do not consume a scripted reply: the script is for requests
         # the server would otherwise have answered.
-        if not self._admitted(body, self.fake.model):
+        if not self._admitted(body, self.fake.model, *self.fake.other_models):
             return
         reply = self.fake._next_reply()
         if reply.status_delay > 0:

@@ -80,6 +80,7 @@ class FakeModelServer:
         self,
         *,
         model: str = "fake-model",
+        other_models: tuple[str, ...] = (),
         api_key: str | None = None,
         embedding_dim: int = 8,
         embedding_model: str = "fake-embed",
@@ -87,6 +88,8 @@ class FakeModelServer:
         chunked: bool = True,
     ) -> None:
         self.model = model
+        #: More chat models this server serves (an operator's whitelist).
+        self.other_models = other_models
         self.api_key = api_key
         self.embedding_dim = embedding_dim
         self.embedding_model = embedding_model

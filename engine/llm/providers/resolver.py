@@ -125,8 +125,12 @@ class ChosenModels:
         limits: ModelLimits | None = None,
         *,
         build: Callable[[ModelChoice, str | None], ChatProvider] | None = None,
+        whitelist: tuple[str, ...] = (),
     ) -> None:
+        """``whitelist``: the models players may pick on the operator's own endpoint
+        (``CAMPFIRE_MODEL_WHITELIST``; ``/model pick``)."""
         self.default = default
+        self.whitelist = whitelist
         self.secrets = secrets
         self.policy = policy
         self.limits = limits or ModelLimits()
@@ -143,7 +147,25 @@ class ChosenModels:
             self._choices.popitem(last=False)
 
     def _choice(self, adventure: Adventure) -> ModelChoice | None:
-        return self._choices.get(adventure.id) if adventure.id is not None else None
+        choice = self._choices.get(adventure.id) if adventure.id is not None else None
+        if choice is not None and choice.on_operators_endpoint and not self.pickable(choice.model):
+            return None  # no longer whitelisted (or no endpoint to pick on): the default
+        return choice
+
+    def offered(self) -> tuple[str, ...]:
+        """The models a player may pick on the operator's endpoint: its own first."""
+        operator = self.default.provider
+        if not isinstance(operator, OpenAICompatibleProvider):
+            return ()
+        return tuple(dict.fromkeys((operator.model, *self.whitelist)))
+
+    def pickable(self, model: str) -> bool:
+        """Whether a player may pick ``model`` on the operator's endpoint: one the operator
+        whitelisted, where the operator's model is an endpoint (the embedded one has no
+        others)."""
+        return model in self.whitelist and isinstance(
+            self.default.provider, OpenAICompatibleProvider
+        )
 
     def for_adventure(self, adventure: Adventure) -> ChatProvider:
         choice = self._choice(adventure)
@@ -152,16 +174,19 @@ class ChosenModels:
     def for_background(self, adventure: Adventure) -> ChatProvider | None:
         # A server's or player's own model serves their background work too (unless the server
         # forbids it: the memory writer reads that); CAMPFIRE_BACKGROUND_MODEL_USE is about the
-        # operator's model only.
+        # operator's endpoint, a model picked on it included.
         choice = self._choice(adventure)
-        return (
-            self.default.for_background(adventure)
-            if choice is None
-            else (self.provider_for(choice))
-        )
+        if choice is None:
+            return self.default.for_background(adventure)
+        if choice.on_operators_endpoint and self.default.for_background(adventure) is None:
+            return None
+        return self.provider_for(choice)
 
     def is_operator_default(self, adventure: Adventure) -> bool:
-        return self._choice(adventure) is None
+        """The operator's endpoint: its default model, or one a player picked on it; either
+        is the operator's to pay for, and capped."""
+        choice = self._choice(adventure)
+        return choice is None or choice.on_operators_endpoint
 
     def provider_for(self, choice: ModelChoice) -> ChatProvider:
         """The provider for a stored choice, built once per stored value in this process."""
@@ -180,6 +205,18 @@ class ChosenModels:
         return provider
 
     def _openai_compatible(self, choice: ModelChoice, api_key: str | None) -> ChatProvider:
+        operator = self.default.provider
+        if choice.on_operators_endpoint and isinstance(operator, OpenAICompatibleProvider):
+            # The operator's endpoint and key, with the model picked: no policy (the operator's
+            # address is theirs to choose), and its address never named to players.
+            return OpenAICompatibleProvider(
+                operator.base_url,
+                choice.model,
+                api_key=operator.endpoint.api_key,
+                timeout=self.limits.timeout,
+                limits=self.limits.reply,
+                private_address=True,
+            )
         return OpenAICompatibleProvider(
             choice.url,
             choice.model,
