@@ -78,7 +78,7 @@ def test_every_log_record_is_redacted_where_it_is_made(caplog):
 # --- a player never sees them, a log never holds them --------------------------------------------
 
 
-async def test_a_model_url_with_credentials_shows_the_host_alone_and_logs_nothing_of_them(
+async def test_a_model_url_with_credentials_shows_no_address_and_logs_nothing_of_them(
     tmp_path, fake_model, caplog, database_url
 ):
     host = fake_model.base_url.split("//")[1].split("/")[0]
@@ -103,7 +103,9 @@ async def test_a_model_url_with_credentials_shows_the_host_alone_and_logs_nothin
         failed = await env.fake.slash(env.alice, thread, "do", action="light the lantern")
         await env.done()
         shown = env.fake.message(failed.original_message_id).content
-        assert f"The model server at {host} had an internal error (500)" in shown
+        # The operator's address is theirs: players are told the model's name alone.
+        assert "The model server at the operator's address had an internal error (500)" in shown
+        assert host not in shown
         await env.fake.press(env.alice, failed.original_message_id, label="Retry")
         await env.done()
         assert env.narration(thread)[-1] == "The lantern catches at last."
@@ -112,7 +114,7 @@ async def test_a_model_url_with_credentials_shows_the_host_alone_and_logs_nothin
         await env.done()
         (embed,) = env.fake.message(insights.original_message_id).embeds
         footer = embed["footer"]["text"]
-        assert footer.startswith(f"{fake_model.model} at {host} · ")
+        assert footer.startswith(f"{fake_model.model} · ") and host not in footer
 
         every_message = "\n".join(m.content + repr(m.embeds) for m in env.fake.messages(thread))
         assert leaks(shown + footer + every_message) == []
