@@ -284,6 +284,7 @@ async def play_everything(env: DiscordEnv, fake_model: FakeModelServer, p: Playe
     # Refused (the fake model server is on the loopback): after the acknowledgement.
     await p.slash(alice, channel, "model set", url=fake_model.base_url, model=fake_model.model)
     await p.slash(alice, channel, "model test")
+    await p.slash(alice, channel, "model pick", name=fake_model.model)
     await p.slash(alice, channel, "model clear")
     owner = env.fake.world.guilds[env.guild].owner_id
     await p.slash(owner, channel, "operator status")
