@@ -34,16 +34,8 @@ def static_server(
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib name
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01})
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=2)
+    with _serving(Handler) as url:
+        yield url
 
 
 @contextmanager
@@ -77,12 +69,19 @@ def endless_server(
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib name
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    with _serving(Handler) as url:
+        yield url, sent
+
+
+@contextmanager
+def _serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
+    """``handler`` served on 127.0.0.1 in a thread; yields the base URL."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01})
     thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", sent
+        yield f"http://127.0.0.1:{server.server_address[1]}"
     finally:
         server.shutdown()
         server.server_close()
