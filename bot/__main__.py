@@ -69,7 +69,7 @@ async def _sync(settings: Settings, guild_id: int | None) -> None:
 
     if settings.discord_token is None:
         raise ConfigError("DISCORD_TOKEN: syncing commands needs the bot's token.")
-    bot = CampfireBot(settings)
+    bot = CampfireBot(settings, commands_only=True)
     async with bot:
         try:
             await bot.login(settings.discord_token.get_secret_value())

@@ -75,9 +75,18 @@ class CampfireBot(commands.AutoShardedBot):
     #: Each open round's panel and timeout (cogs.ui.round_panels).
     round_panels: RoundPanels
 
-    def __init__(self, settings: Settings, *, channel_period: float | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        channel_period: float | None = None,
+        commands_only: bool = False,
+    ) -> None:
         """``channel_period``: the per-channel message window the narration paces itself to,
-        when not Discord's (a stand-in that shortens it for tests)."""
+        when not Discord's (a stand-in that shortens it for tests). ``commands_only``: the
+        command tree and nothing else (``python -m bot sync``: no services, database, metrics
+        port or scheduler, so it runs beside a running bot)."""
+        self.commands_only = commands_only
         # Unset: discord.py asks Discord for its recommendation (GET /gateway/bot) and runs
         # every shard here. A process running some of them names them and the total.
         shards: dict[str, Any] = {"shard_count": settings.shard_count}
@@ -122,6 +131,11 @@ class CampfireBot(commands.AutoShardedBot):
         from cogs.ui.narration import Narrator
         from cogs.ui.pacing import RatePacer, process_budget
 
+        if self.commands_only:
+            # The cogs declare the commands; loading one asks nothing of the services.
+            for extension in extension_names():
+                await self.load_extension(extension)
+            return
         self.services = await build_services(self.settings)
         self.services.play.intake.observer = self.metrics
         self.services.leases.observer = self.metrics

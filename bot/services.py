@@ -277,6 +277,8 @@ async def build_services(settings: Settings) -> Services:
                 max_output_tokens=settings.max_output_tokens,
                 temperature=settings.temperature,
             ),
+            providers=providers,
+            ceilings=turns.ceilings,
         ),
         memory_bank=MemoryBank(db, capacity=settings.max_memories, rate_limits=limits),
         world_state=WorldStateService(db),

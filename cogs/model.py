@@ -140,7 +140,13 @@ class ModelCog(commands.Cog):
         actor = actor_of(interaction)
         cleared = await self.bot.services.model_settings.clear(actor)
         whose = "This server's adventures" if actor.server_id is not None else "Your adventures"
-        if cleared:
+        if cleared is not None and cleared.on_operators_endpoint:
+            await reply(
+                interaction,
+                f"{whose} use the operator's default model again instead of "
+                f"**{discord.utils.escape_markdown(cleared.model)}**.",
+            )
+        elif cleared is not None:
             await reply(
                 interaction,
                 f"{whose} use the operator's model again; the stored URL and key were deleted.",

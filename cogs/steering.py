@@ -133,6 +133,14 @@ def settings_text(settings: AdventureSettings, *, changed: bool = False) -> str:
         f"({origin(settings.temperature, f'{defaults.temperature:g}')})",
         f"Playing by plain messages: **{'on' if settings.message_play else 'off'}** "
         "(`messages: on` lets text typed here play; see `/help`)",
+    ]
+    if settings.held:
+        lines.append(
+            "⚠ This adventure narrates on the bot's own model, so its turns are held to the "
+            "operator's limits: " + "; ".join(settings.held) + ". A model of your own "
+            "(`/model set`) is not held to them."
+        )
+    lines += [
         "",
         "Change them with `/adventure settings context_tokens: max_output_tokens: "
         "temperature: messages:`; `reset: True` returns the first three to the defaults.",

@@ -5,10 +5,13 @@ be rate limited (the env checks both when each test ends)."""
 from __future__ import annotations
 
 import asyncio
+import socket
 
 import discord
 import pytest
+from pydantic import SecretStr
 
+from bot.__main__ import _sync
 from cogs.play import HELP
 from cogs.ui.content import EMBED_DESCRIPTION_MAX, EMBEDS_TOTAL_MAX
 from tests.discord_env import DiscordEnv, answered
@@ -315,3 +318,28 @@ async def test_start_where_a_story_runs_asks_first_and_keeps_it_unless_confirmed
     assert await env.bot.services.play.adventure_in(dm) == running
     await env.start_anew(env.bob, dm)
     assert await env.bot.services.play.adventure_in(dm) not in (running, None)
+
+
+async def test_sync_runs_beside_a_running_bot(env, tmp_path, capsys):
+    """`python -m bot sync` registers the commands without starting the bot's services: beside
+    a running bot it binds no metrics port and opens no database (a sync that started them
+    failed there with "could not listen … Is another process using it?")."""
+    running = env.bot.settings
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen()
+    settings = running.model_copy(
+        update={
+            "discord_token": SecretStr("standin-bot-token"),
+            "metrics_port": busy.getsockname()[1],
+            "metrics_host": "127.0.0.1",
+            "database_url": f"sqlite+aiosqlite:///{tmp_path / 'missing' / 'none.db'}",
+        }
+    )
+    try:
+        await _sync(settings, None)
+    finally:
+        busy.close()
+    assert "Synced" in capsys.readouterr().out
+    assert "do" in {command["name"] for command in env.fake.commands[None]}
+    assert not (tmp_path / "missing").exists()

@@ -18,6 +18,7 @@ import pytest
 from sqlalchemy import select
 from sqlmodel import col
 
+from engine.storage.limit_models import TokenUse
 from engine.storage.models import Server, UserModel
 from tests.discord_env import DiscordEnv, answered, campfire_on_standin
 from tests.fakes.openai_server import FakeModelServer, Reply
@@ -302,3 +303,24 @@ async def test_a_player_picks_one_of_the_models_the_operator_offers(
         assert env.narration(dm)[-1] == "The picked model answers."
         shown = await said(env, env.bob, dm, "usage")
         assert "You: 0 of" not in shown and "1 turn" in shown  # the operator's budget
+
+        # A test of the picked model is the operator's to pay for too: counted.
+        used = await tokens_used(env, env.bob)
+        tested = await said(env, env.bob, dm, "model test")
+        assert tested.startswith("✅")
+        assert await tokens_used(env, env.bob) > used
+
+        # Clearing a pick says what it was, and nothing of a URL or key.
+        cleared = await said(env, env.bob, dm, "model clear")
+        assert (
+            cleared
+            == "Your adventures use the operator's default model again instead of **qwen2.5**."
+        )
+
+
+async def tokens_used(env, user: int) -> int:
+    async with env.bot.services.db.session() as session:
+        rows = await session.scalars(
+            select(TokenUse).where(TokenUse.scope == "user", TokenUse.subject_id == user)
+        )
+        return sum(row.tokens for row in rows)

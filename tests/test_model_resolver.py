@@ -15,6 +15,7 @@ from collections.abc import Iterator
 import pytest
 from sqlalchemy import update
 
+from engine.llm.ceilings import Ceilings
 from engine.llm.model_settings import ModelSettings
 from engine.llm.providers.base import GenerationParams
 from engine.llm.providers.endpoint_policy import EndpointPolicy
@@ -26,7 +27,6 @@ from engine.platform.crypto import SecretBox
 from engine.storage.database import Database
 from engine.storage.models import ActionType, Adventure
 from engine.story.memory.writer import MemoryWriter
-from engine.turns.ceilings import Ceilings
 from engine.turns.engine import TurnEngine
 from engine.turns.events import TurnDone
 from engine.turns.insights import Insights

@@ -6,13 +6,17 @@ refusal without the secret key when one is required."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 from pathlib import Path
 
 import pytest
 
 from bot.__main__ import main
+from engine.storage.models import Block, utcnow
 from tests.discord_env import DiscordEnv, answered, campfire_on_standin
+from tests.fakes.openai_server import Reply
+from tests.test_discord_rounds import act, party_of_three
 
 BLOCKED = "the operator of this bot has blocked your use of it"
 SERVER_BLOCKED = "the operator of this bot has blocked its use in this server"
@@ -197,3 +201,38 @@ async def test_a_blocked_users_plain_messages_play_nowhere(intent_env: DiscordEn
         await env.done()
     assert len(fake_model.requests) == asked
     assert "opens the door" not in str(env.fake.messages(thread))
+
+
+async def block_elsewhere(env: DiscordEnv, user: int) -> None:
+    """A block made by another process: in the database, not in this process's copy (which
+    reads it again only on its schedule)."""
+    async with env.bot.services.db.transaction() as session:
+        session.add(Block(kind="user", target_id=user, reason="", created_at=utcnow()))
+    assert env.bot.services.blocks.is_blocked(user, None) == (False, False)
+
+
+async def test_an_action_waiting_behind_a_turn_does_not_play_once_its_player_is_blocked(
+    env: DiscordEnv, fake_model
+):
+    thread = await env.start_thread(host=env.alice)
+    fake_model.queue(Reply(text="Alice's long turn.", delay=0.1), "Bob's turn.")
+    alices = asyncio.create_task(env.fake.slash(env.alice, thread, "do", action="tell a tale"))
+    await asyncio.sleep(0.3)  # alice's turn is being written: bob's waits behind it
+    bobs = await env.fake.slash(env.bob, thread, "do", action="steal the map")
+    await block_elsewhere(env, env.bob)
+    await alices
+    await env.done()
+    assert BLOCKED in (await answered(env, bobs)).content
+    assert "steal" not in str(fake_model.requests)
+
+
+async def test_a_round_action_of_a_player_blocked_since_is_left_out(env: DiscordEnv, fake_model):
+    thread, carol = await party_of_three(env, "rounds")
+    fake_model.queue("The round, without bob.")
+    await act(env, thread, env.bob, "do", action="steal the map")
+    await act(env, thread, carol, "do", action="light a torch")
+    await block_elsewhere(env, env.bob)
+    await act(env, thread, env.alice, "do", action="open the gate")
+    prompt = str(fake_model.requests[-1])
+    assert "torch" in prompt and "gate" in prompt and "steal" not in prompt
+    assert env.narration(thread)[-1] == "The round, without bob."

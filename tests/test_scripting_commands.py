@@ -10,7 +10,9 @@ from sqlalchemy import select
 
 from bot.standin.interactions import StandinFile
 from bot.standin.records import InteractionRecord
-from engine.storage.models import Adventure, AdventureScript
+from engine.library.scripting import workers
+from engine.library.scripting.fair_share import FairShare
+from engine.storage.models import Adventure, AdventureScript, StoryNode
 from tests.discord_env import DiscordEnv
 
 SCRIPTS = Path(__file__).parent / "scripts"
@@ -29,6 +31,11 @@ async def scripts_here(env: DiscordEnv, channel_id: int) -> list[AdventureScript
 
 def js(name: str, code: str) -> StandinFile:
     return StandinFile(name, code.encode(), "text/javascript")
+
+
+async def story_nodes(env: DiscordEnv) -> int:
+    async with env.bot.services.db.session() as session:
+        return len((await session.scalars(select(StoryNode))).all())
 
 
 async def command(env: DiscordEnv, user: int, channel: int, sub: str, /, **options):
@@ -235,3 +242,27 @@ async def test_insights_shows_a_broken_scripts_error_and_logs(env, fake_model):
     assert "onInput · Fragile" in field["value"]
     assert "error: onInput · Fragile: ReferenceError" in field["value"]
     assert "checking 17" in field["value"]  # the input "\n> bob wades in.\n"
+
+
+async def test_a_turn_whose_scripts_find_no_worker_fails_with_retry(env, fake_model, monkeypatch):
+    """Every worker taken past the wait's bound: the turn is refused politely, nothing stored,
+    and Retry plays it once the pool has room (``engine.library.scripting.fair_share``)."""
+    thread = await env.start_thread()
+    await command(env, env.alice, thread, "upload", hook="output", file=js("o.js", "text"))
+    pool = workers._workers
+    monkeypatch.setattr(pool, "share", FairShare(pool.size, wait_seconds=0.2))
+    async with pool.share.slot("another adventure"), pool.share.slot("a third"):
+        before = await story_nodes(env)
+        fake_model.queue("The gate stays shut.", "The gate opens.")
+        record = await env.fake.slash(env.alice, thread, "do", action="open the gate")
+        await env.done()
+        failed = env.fake.message(record.original_message_id)
+        assert "Scripts are busy on this bot right now" in failed.content
+        assert "no worker came free within 0.2 s" in failed.content
+        assert await story_nodes(env) == before  # nothing stored
+        assert "nothing was saved" in env.narration(thread)[-1]
+    retry = [b for b in failed.buttons if b[0] == "Retry"]
+    assert retry, failed.buttons
+    await env.fake.press(env.alice, failed.id, label="Retry")
+    await env.done()
+    assert env.narration(thread)[-1] == "The gate opens."

@@ -335,7 +335,7 @@ async def test_a_runaway_script_does_not_block_the_event_loop():
 
     ticker = asyncio.create_task(tick())
     started = time.perf_counter()
-    result = await workers.run("while (true) {}", payload(), Limits(time_seconds=0.5))
+    result = await workers.run("while (true) {}", payload(), Limits(time_seconds=0.5), owner="test")
     took = time.perf_counter() - started
     ticker.cancel()
     print(f"\ninfinite loop in a worker: stopped after {took:.2f} s, loop ticked {ticks}x")
@@ -580,7 +580,10 @@ def test_a_run_is_bounded_by_the_wall_clock_whatever_holds_it():
     async def go() -> tuple[RunResult, float]:
         started = time.perf_counter()
         result = await workers.run(
-            "throw { toString() { while (true) {} } }", payload(), Limits(time_seconds=0.1)
+            "throw { toString() { while (true) {} } }",
+            payload(),
+            Limits(time_seconds=0.1),
+            owner="test",
         )
         return result, time.perf_counter() - started
 
@@ -588,14 +591,16 @@ def test_a_run_is_bounded_by_the_wall_clock_whatever_holds_it():
     assert not result.ok and "did not finish within 1.3 s" in result.error
     assert took < 1.3 + 5  # the kill, and a loaded machine's slack
     # The pool goes on with a fresh worker.
-    assert asyncio.run(workers.run("'again'", payload(), Limits())).text == "again"
+    assert asyncio.run(workers.run("'again'", payload(), Limits(), owner="test")).text == "again"
 
 
 def test_closing_the_pool_ends_its_workers():
     pool = workers.ScriptWorkers()
 
     async def go() -> None:
-        results = await asyncio.gather(*(pool.run("'x'", payload(), Limits()) for _ in range(4)))
+        results = await asyncio.gather(
+            *(pool.run("'x'", payload(), Limits(), owner=f"test {n}") for n in range(4))
+        )
         assert all(result.text == "x" for result in results)
 
     asyncio.run(go())

@@ -310,6 +310,23 @@ async def test_adventure_settings_are_shown_with_their_defaults(env):
     assert "Temperature: **0.8** (the default)" in content
 
 
+async def test_settings_past_the_operators_ceilings_say_they_are_held(env):
+    """On the operator's model a turn is held to the operator's context and reply length
+    (``engine.llm.ceilings``): the settings say so when they are set past them."""
+    thread = await env.start_thread()
+    record = await env.fake.slash(
+        env.alice, thread, "adventure settings", context_tokens=100_000, max_output_tokens=2000
+    )
+    content = (await answer(env, record)).content
+    assert "Context: **100,000** tokens" in content
+    assert "held to the operator's limits: context 100,000 tokens held to the operator's 4,096" in (
+        content
+    )
+    assert "replies of 2,000 tokens held to the operator's 300" in content
+    record = await env.fake.slash(env.alice, thread, "adventure settings", reset=True)
+    assert "held to the operator's" not in (await answer(env, record)).content
+
+
 async def test_adventure_settings_are_set_and_validated(env):
     thread = await env.start_thread()
     record = await env.fake.slash(env.alice, thread, "adventure settings", temperature=0.3)

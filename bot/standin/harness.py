@@ -28,6 +28,19 @@ START_TIMEOUT_S = 15.0
 GUILD_READY_TIMEOUT_S = 0.05
 
 
+def point_at(fake: FakeDiscord) -> tuple[str, yarl.URL]:
+    """Send discord.py's requests and gateway connections to ``fake`` (one class: the webhook
+    adapter imports ``discord.http.Route``); returns what ``point_back`` restores."""
+    saved = (discord.http.Route.BASE, DiscordWebSocket.DEFAULT_GATEWAY)
+    discord.http.Route.BASE = fake.api_base
+    DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(fake.gateway_url)
+    return saved
+
+
+def point_back(saved: tuple[str, yarl.URL]) -> None:
+    discord.http.Route.BASE, DiscordWebSocket.DEFAULT_GATEWAY = saved
+
+
 class StandIn:
     """``async with StandIn(bot) as standin:`` → the bot is logged in and ready.
 
@@ -56,10 +69,7 @@ class StandIn:
     async def start(self) -> None:
         if self._owns_fake:
             await self.fake.start()
-        # One class: the webhook adapter imports ``discord.http.Route``.
-        self._saved = (discord.http.Route.BASE, DiscordWebSocket.DEFAULT_GATEWAY)
-        discord.http.Route.BASE = self.fake.api_base
-        DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(self.fake.gateway_url)
+        self._saved = point_at(self.fake)
         self.client._connection.guild_ready_timeout = min(
             self.client._connection.guild_ready_timeout, GUILD_READY_TIMEOUT_S
         )
@@ -102,7 +112,7 @@ class StandIn:
         if self._owns_fake:
             await self.fake.close()
         if self._saved is not None:
-            discord.http.Route.BASE, DiscordWebSocket.DEFAULT_GATEWAY = self._saved
+            point_back(self._saved)
             self._saved = None
 
     async def idle(self, timeout: float | None = 60.0) -> None:  # noqa: ASYNC109 - a wait limit

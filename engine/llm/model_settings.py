@@ -25,9 +25,9 @@ from engine.llm.providers.resolver import ChosenModels
 from engine.people.access.checks import check_may_choose_model
 from engine.people.access.rules import Actor
 from engine.people.accounts import touch_actor
-from engine.people.limits import Kind, UsageLimits
+from engine.people.limits import Charge, Kind, UsageLimits
 from engine.platform.crypto import SecretBox
-from engine.platform.events import TextDelta
+from engine.platform.events import StreamEnd, TextDelta, Usage
 from engine.storage.database import Database
 from engine.storage.models import Server, UserModel, utcnow
 
@@ -43,6 +43,8 @@ TEST_MESSAGES = (
     ChatMessage("user", "Say ready."),
 )
 TEST_PARAMS = GenerationParams(max_tokens=32, temperature=0.0)
+#: More than the two messages above take with any chat template's wrapping.
+TEST_PROMPT_TOKENS = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,10 +178,12 @@ class ModelSettings:
             choice = await choice_here(session, actor.server_id, actor.user_id)
         return self._view(actor, choice)
 
-    async def clear(self, actor: Actor) -> bool:
-        """Forget the place's own model (and its key); False when none was set."""
+    async def clear(self, actor: Actor) -> ModelChoice | None:
+        """Forget the place's own model (and its key), or its pick of the operator's models;
+        what was forgotten (None when nothing was set)."""
         check_may_choose_model(actor)
         async with self.db.transaction() as session:
+            before = await choice_here(session, actor.server_id, actor.user_id)
             if actor.server_id is not None:
                 result = await session.execute(
                     update(Server)
@@ -190,7 +194,7 @@ class ModelSettings:
                 result = await session.execute(
                     delete(UserModel).where(col(UserModel.user_id) == actor.user_id)
                 )
-        return bool(getattr(result, "rowcount", 0))
+        return before if getattr(result, "rowcount", 0) else None
 
     async def test(self, actor: Actor) -> ModelTest | None:
         """Send the place's own model a tiny request; None when the place has none."""
@@ -204,10 +208,19 @@ class ModelSettings:
             if not choice.on_operators_endpoint:  # the operator's address is not checked
                 await self.policy.check(choice.url)
             provider = self.models.provider_for(choice)
-            text = ""
+            text, usage = "", None
             async for chunk in provider.stream(list(TEST_MESSAGES), TEST_PARAMS):
                 if isinstance(chunk, TextDelta):
                     text += chunk.text
+                elif isinstance(chunk, StreamEnd):
+                    usage = chunk.usage
+            if choice.on_operators_endpoint and self.rate_limits is not None:
+                # One of the operator's models, picked: the operator pays for the test too
+                # (what the provider counted; without its count, the most the test can cost).
+                await self.rate_limits.count_background(
+                    Charge(actor.user_id, actor.server_id),
+                    usage or Usage(TEST_PROMPT_TOKENS, TEST_PARAMS.max_tokens),
+                )
         except ReasoningExhausted:
             text = "(it reasoned through the whole tiny budget: it answers)"
         except ModelError as error:

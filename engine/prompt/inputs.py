@@ -104,7 +104,7 @@ class ContextInputs:
     budget: int = DEFAULT_BUDGET
     max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS
     #: The adventure's settings held to the operator's ceilings this turn, in words
-    #: (``engine.turns.ceilings``).
+    #: (``engine.llm.ceilings``).
     clamped: tuple[str, ...] = ()
     narrator_prompt: str = NARRATOR_PROMPT
     ai_instructions: str = ""
@@ -195,7 +195,7 @@ class BuiltContext:
 
 class ContextBuilder(Protocol):
     #: The operator's context budget: an adventure's own setting stands in for it, held to it
-    #: on the operator's model (``engine.turns.ceilings``).
+    #: on the operator's model (``engine.llm.ceilings``).
     budget: int
 
     async def gather(

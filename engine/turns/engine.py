@@ -20,6 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from engine.errors import CampfireError, DatabaseBusy, InternalError, ModelError, log_incident
 from engine.library.scripting.sandbox import Limits
+from engine.llm.ceilings import Ceilings
 from engine.llm.providers.base import ChatProvider, GenerationParams
 from engine.llm.providers.resolver import ProviderResolver
 from engine.people.limits import UsageLimits
@@ -32,7 +33,6 @@ from engine.story.background_spend import MeteredProvider, charge_of
 from engine.story.chapters.progress import ChapterEnd
 from engine.story.chapters.recaps import write_recap
 from engine.story.fallback import choose_line, fallback_lines
-from engine.turns.ceilings import Ceilings
 from engine.turns.commit import commit
 from engine.turns.context import ContextEngine
 from engine.turns.events import ActionAccepted, TurnDone, TurnEvent, TurnFailed

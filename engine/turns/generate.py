@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from engine.library.knowledge.prompt import canon_texts
 from engine.library.scripting.hooks import ScriptStopped
+from engine.llm.ceilings import Ceilings
 from engine.llm.providers.base import ChatProvider, GenerationParams
 from engine.platform.events import ProviderChunk, ReasoningDelta, StreamEnd, TextDelta, Usage
 from engine.platform.sanitise import sanitise
@@ -34,7 +35,6 @@ from engine.story.suggestions import SUGGESTION_RULE, from_lists, suggestions_on
 from engine.story.versions import update_unmoved
 from engine.story.world.apply import BlockHolder, SettledWorld, schema_of, settle
 from engine.story.world.parser import extract_state
-from engine.turns.ceilings import Ceilings
 from engine.turns.events import TurnEvent
 from engine.turns.plan import Fence, TurnPlan
 

@@ -19,7 +19,8 @@ from sqlmodel import col
 from engine.errors import NotFound, StoryMovedOn
 from engine.library.scripting.hooks import TurnScripts
 from engine.library.scripting.sandbox import Limits
-from engine.people.access.checks import check_not_muted, muting_of
+from engine.people.access.checks import blocked_refusal, check_not_muted, muting_of
+from engine.people.blocks import blocked_now, check_not_blocked_now
 from engine.platform.events import Usage
 from engine.storage.models import Adventure, StoryNode
 from engine.story.actions import PlayerAction, format_action
@@ -122,10 +123,21 @@ async def plan_turn(
     # Asked again as the turn runs: a player muted or kicked while their action waited in the
     # queue does not play it (a round's waiting actions went with the mute itself; one taken
     # by a close as the mute came is left out of the round's turn).
+    # The operator's blocks likewise, read from the database (a block made in another process
+    # since the action was sent).
     if len(actions) == 1 and actions[0].author_id is not None:
+        await check_not_blocked_now(session, actions[0].author_id, adventure.server_id)
         await check_not_muted(session, adventure, actions[0].author_id)
     elif len(actions) > 1:
-        actions = [a for a in actions if not await _muted(session, adventure, a.author_id)]
+        authors = {a.author_id for a in actions if a.author_id is not None}
+        blocked, server_blocked = await blocked_now(session, authors, adventure.server_id)
+        if server_blocked:
+            raise blocked_refusal(user_blocked=False)
+        actions = [
+            a
+            for a in actions
+            if a.author_id not in blocked and not await _muted(session, adventure, a.author_id)
+        ]
         texts = [format_action(action, max_chars=max_action_chars) for action in actions]
     scripts = await TurnScripts.load(
         session,

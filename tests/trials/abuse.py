@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import logging
 import statistics
 import sys
@@ -52,6 +53,11 @@ MAX_OUTPUT_TOKENS = 200
 P95_FACTOR = 3.0
 MEMORY_LIMIT_MB = 300.0
 MARK = "ZEBRA-CROSSING"  # in every action that must not play
+#: The honest players' script (every turn runs it in the shared workers).
+HONEST_SCRIPT = b"const modifier = (text) => ({ text: text.trim() }); modifier(text);"
+#: The attacker's: every run spends its whole time limit.
+LOOPING_SCRIPT = b"const modifier = (text) => { while (true) {} }; modifier(text);"
+LOOPING_TURNS = 3
 
 
 @dataclass
@@ -98,7 +104,7 @@ class Honest:
         self.go = asyncio.Event()
         self.go.set()
 
-    def _newest(self, channel: int) -> Any:
+    def newest(self, channel: int) -> Any:
         mine = [
             m
             for m in self.fake.messages(channel)
@@ -110,12 +116,12 @@ class Honest:
         """One /do, timed from the command to the turn's final edit (its buttons come with
         it)."""
         dm = self.fake.dm_channel(player)
-        before = self._newest(dm)
+        before = self.newest(dm)
         started = time.perf_counter()
         await self.fake.slash(player, dm, "do", action=f"walk on ({number})")
         deadline = started + 60
         while True:
-            newest = self._newest(dm)
+            newest = self.newest(dm)
             if newest is not None and newest is not before and newest.buttons:
                 break
             if time.perf_counter() > deadline:
@@ -134,6 +140,21 @@ class Honest:
             await asyncio.sleep(0.2)
 
 
+async def _tokens_of(bot: Any, user: int) -> int:
+    """The tokens counted today against ``user``."""
+    from sqlalchemy import func, select
+
+    from engine.storage.limit_models import TokenUse
+
+    async with bot.services.db.session() as session:
+        spent = await session.scalar(
+            select(func.sum(TokenUse.tokens)).where(
+                TokenUse.scope == "user", TokenUse.subject_id == user
+            )
+        )
+    return int(spent or 0)
+
+
 async def trial() -> tuple[Findings, float, float, float]:
     from sqlalchemy import select
 
@@ -143,7 +164,7 @@ async def trial() -> tuple[Findings, float, float, float]:
     from bot.standin.gateway import INTENT_MESSAGE_CONTENT
     from bot.standin.interactions import StandinFile
     from engine.storage.limit_models import TokenUse
-    from tests.fakes.openai_server import FakeModelServer
+    from tests.fakes.openai_server import FakeModelServer, Reply
     from tests.fakes.static_server import endless_server
 
     findings = Findings()
@@ -180,6 +201,14 @@ async def trial() -> tuple[Findings, float, float, float]:
         async with standin:
             for player in honest:
                 await fake.slash(player, fake.dm_channel(player), "start")
+                # A small script on every turn: their turns use the shared script workers.
+                await fake.slash(
+                    player,
+                    fake.dm_channel(player),
+                    "script upload",
+                    hook="output",
+                    file=StandinFile("tidy.js", HONEST_SCRIPT, "text/javascript"),
+                )
             await standin.idle()
             start_mb = _rss_mb()
             players = Honest(fake, bot, honest)
@@ -223,10 +252,6 @@ async def trial() -> tuple[Findings, float, float, float]:
                 *(fake.slash(mallory, thread, "do", action=f"grab {n}") for n in range(30))
             )
             await settled()
-            async with bot.services.db.session() as session:
-                for use in (await session.scalars(select(TokenUse))).all():
-                    cap = SERVER_CAP if use.scope == "server" else USER_CAP
-                    findings.over_cap_tokens += max(0, use.tokens - cap)
 
             # --- the operator's ceilings ---
             findings.attack("a host's settings past the operator's ceilings")
@@ -331,6 +356,77 @@ async def trial() -> tuple[Findings, float, float, float]:
                 file=StandinFile("slow.js", slow, "text/javascript"),
             )
             await settled()
+
+            # --- a DM player's scripts looping to their limit, turn after turn ---
+            findings.attack("a DM player's scripts looping on every turn")
+            lou = fake.add_user("lou", member_of=[guild])
+            lou_dm = fake.dm_channel(lou)
+            await fake.slash(lou, lou_dm, "start")
+            for hook in ("input", "output"):
+                await fake.slash(
+                    lou,
+                    lou_dm,
+                    "script upload",
+                    hook=hook,
+                    file=StandinFile("loop.js", LOOPING_SCRIPT, "text/javascript"),
+                )
+            await settled()
+            # Turn after turn while the honest players play (each waits for the last one's
+            # buttons: a turn is whole).
+            for number in range(LOOPING_TURNS):
+                before = players.newest(lou_dm)
+                await fake.slash(lou, lou_dm, "do", action=f"loop {number}")
+                started = time.perf_counter()
+                while time.perf_counter() - started < 60:
+                    newest = players.newest(lou_dm)
+                    if newest is not None and newest is not before and newest.buttons:
+                        break
+                    await asyncio.sleep(0.05)
+                else:
+                    findings.problems.append("the looping player's turn never came")
+
+            # --- spend that used to go uncounted ---
+            findings.attack("turns that fail after the model was asked")
+            frank = fake.add_user("frank", member_of=[guild])
+            frank_dm = fake.dm_channel(frank)
+            await fake.slash(frank, frank_dm, "start")
+            await settled()
+            spent = await _tokens_of(bot, frank)
+            for fault in ("disconnect", "stall"):
+                model.queue(Reply(text="Half a reply that never ends well. " * 4, fault=fault))
+                record = await fake.slash(frank, frank_dm, "do", action=f"fail by {fault}")
+                await answer_of(record)
+                now = await _tokens_of(bot, frank)
+                if now <= spent:
+                    findings.problems.append(f"a turn failed by {fault} was not counted")
+                spent = now
+
+            findings.attack("an imported file claiming its entries cost 0 tokens")
+            exported = await fake.slash(frank, frank_dm, "adventure export")
+            await settled()
+            saved = fake.message(exported.followups[-1]).attachments[0]
+            raw = json.loads(saved.content)
+            raw["nodes"][-1]["text"] = "The road goes on. " * 40_000  # about 160k tokens
+            for node in raw["nodes"]:
+                node["token_count"] = 0
+            await fake.slash(
+                frank,
+                frank_dm,
+                "adventure import",
+                file=StandinFile("cheap.json", json.dumps(raw).encode(), "application/json"),
+            )
+            await settled()
+            asked = len(model.requests)
+            await fake.slash(frank, frank_dm, "do", action="walk on")
+            await settled()
+            for request in model.requests[asked:]:
+                sent = sum(len(str(m.get("content", ""))) for m in request.get("messages", []))
+                if sent > CONTEXT_TOKENS * 8:
+                    findings.problems.append(f"a prompt of {sent:,} characters was sent")
+            async with bot.services.db.session() as session:
+                for use in (await session.scalars(select(TokenUse))).all():
+                    cap = SERVER_CAP if use.scope == "server" else USER_CAP
+                    findings.over_cap_tokens += max(0, use.tokens - cap)
 
             players.playing = False
             await playing

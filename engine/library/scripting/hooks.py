@@ -66,6 +66,8 @@ CHARS_PER_TOKEN = 4
 TEXT_MAX_CHARS = 50_000
 #: How far past the turn's script time its last run may go before its worker is killed.
 TURN_GRACE_SECONDS = 0.5
+#: A wait for a worker this long is told in Insights.
+QUEUE_NOTE_MS = 500
 
 
 class Hook(StrEnum):
@@ -396,7 +398,14 @@ class TurnScripts:
             caps = Caps(text_chars, self.limits.state_chars, self.max_cards)
             # However the run ends, it ends soon after the turn's script time does.
             wall = min(workers.wall_seconds(limits.time_seconds), left + TURN_GRACE_SECONDS)
-            result = await workers.run(script.source(hook), payload, limits, caps, wall=wall)
+            result = await workers.run(
+                script.source(hook),
+                payload,
+                limits,
+                caps,
+                owner=workers.owner_of(self.adventure_id),
+                wall=wall,
+            )
             self.spent_seconds += result.ms / 1000
             report = HookReport(
                 hook, script.name, result.ms, result.logs, result.error, cpu_ms=result.cpu_ms
@@ -405,6 +414,11 @@ class TurnScripts:
                 report.note = (
                     f"ran with {limits.time_seconds:.2g} s left of this turn's "
                     f"{self.limits.turn_seconds:g} s of script time"
+                )
+            elif result.queued_ms >= QUEUE_NOTE_MS:
+                report.note = (
+                    f"waited {result.queued_ms / 1000:.1f} s for a script worker (other "
+                    "adventures' scripts held them; the wait is not counted as script time)"
                 )
             self.reports.append(report)
             if not result.ok:

@@ -153,10 +153,11 @@ class ScriptService:
         # The right, then the rate limit, before any parsing: the syntax check runs in the
         # workers every scripted adventure shares, and a hostile file can keep one busy.
         async with self.db.session() as session:
-            check_may_script(await adventure_here(session, channel_id), actor)
+            here = await adventure_here(session, channel_id)
+            check_may_script(here, actor)
         if self.rate_limits is not None:
             await self.rate_limits.use(Kind.SCRIPT_TEST, actor)
-        problem = await workers.syntax_error(code, self.limits)
+        problem = await workers.syntax_error(code, self.limits, owner=workers.owner_of(here.id))
         if problem:
             raise InvalidInput(
                 f"The {part.label} code does not parse, so it was not saved: {problem}"

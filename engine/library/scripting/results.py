@@ -68,6 +68,8 @@ class RunResult:
     ms: int = 0
     #: CPU time of the run in its worker (what the time limit bounds).
     cpu_ms: int = 0
+    #: How long the run waited for a worker (others' runs held them all: ``fair_share``).
+    queued_ms: int = 0
 
     @property
     def ok(self) -> bool:

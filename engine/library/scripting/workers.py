@@ -33,6 +33,7 @@ from multiprocessing.process import BaseProcess
 from typing import Any
 
 from engine.library.scripting import sandbox
+from engine.library.scripting.fair_share import FairShare
 from engine.library.scripting.results import Caps, RunResult
 from engine.library.scripting.sandbox import DEFAULT_CAPS, Limits
 
@@ -96,6 +97,8 @@ class ScriptWorkers:
         #: Bumped by ``close``: a worker of an earlier generation is ended, never reused.
         self._generation = 0
         self._context = multiprocessing.get_context("spawn")
+        #: Which run gets the next worker: a fair share for each adventure (``fair_share``).
+        self.share = FairShare(size)
 
     # --- what the engine awaits ---
 
@@ -106,26 +109,36 @@ class ScriptWorkers:
         limits: Limits,
         caps: Caps = DEFAULT_CAPS,
         *,
+        owner: str,
         wall: float | None = None,
     ) -> RunResult:
         """``source`` (library + hook) run on ``payload`` in a worker, killed past ``wall``
-        seconds (default ``wall_seconds`` of its time limit). Never raises for anything the
-        script did: a run that had to be stopped is a result with an error."""
+        seconds (default ``wall_seconds`` of its time limit), on ``owner``'s share of the pool
+        (the adventure it runs for). Never raises for anything the script did: a run that had
+        to be stopped is a result with an error. Raises ``ScriptsBusy`` when no worker comes
+        free for it (``fair_share``)."""
         wall = wall_seconds(limits.time_seconds) if wall is None else wall
-        answer, ms = await self._ask(("run", source, payload, limits, caps), wall, encode=True)
+        async with self.share.slot(owner) as waited:
+            request = ("run", source, payload, limits, caps)
+            answer, ms = await self._ask(request, wall, encode=True)
+        queued_ms = int(waited * 1000)
         if isinstance(answer, _Lost):
-            return RunResult(error=_lost_run(answer, wall, limits), ms=ms)
+            return RunResult(error=_lost_run(answer, wall, limits), ms=ms, queued_ms=queued_ms)
         if not isinstance(answer, RunResult):  # pragma: no cover - the worker sends these
-            return RunResult(error="The script's sandbox gave back nothing readable.", ms=ms)
-        # The time the engine waited, round trip included (what the turn's script time counts).
+            error = "The script's sandbox gave back nothing readable."
+            return RunResult(error=error, ms=ms, queued_ms=queued_ms)
+        # The time the engine waited, round trip included (what the turn's script time counts;
+        # the wait for a worker is not the script's doing and is not counted).
         answer.ms = ms
+        answer.queued_ms = queued_ms
         return answer
 
-    async def syntax_error(self, code: str, limits: Limits) -> str | None:
+    async def syntax_error(self, code: str, limits: Limits, *, owner: str) -> str | None:
         """QuickJS's complaint about ``code``'s syntax, or None (``sandbox.syntax_error_sync``,
-        in a worker)."""
+        in a worker, on ``owner``'s share of the pool)."""
         wall = CHECK_SECONDS
-        answer, _ = await self._ask(("check", code, limits), wall)
+        async with self.share.slot(owner):
+            answer, _ = await self._ask(("check", code, limits), wall)
         if isinstance(answer, _Lost):
             return f"the syntax check {answer.why} within {wall:.0f} s, so the code was not checked"
         return answer if isinstance(answer, str) or answer is None else None
@@ -142,6 +155,7 @@ class ScriptWorkers:
             self._generation += 1
             executor, self._executor = self._executor, None
             workers, self._live, self._idle = list(self._live), set(), []
+        self.share.reset()
         for worker in workers:
             _end(worker)
         if executor is not None:
@@ -303,13 +317,19 @@ async def run(
     limits: Limits,
     caps: Caps = DEFAULT_CAPS,
     *,
+    owner: str,
     wall: float | None = None,
 ) -> RunResult:
-    return await _workers.run(source, payload, limits, caps, wall=wall)
+    return await _workers.run(source, payload, limits, caps, owner=owner, wall=wall)
 
 
-async def syntax_error(code: str, limits: Limits) -> str | None:
-    return await _workers.syntax_error(code, limits)
+async def syntax_error(code: str, limits: Limits, *, owner: str) -> str | None:
+    return await _workers.syntax_error(code, limits, owner=owner)
+
+
+def owner_of(adventure_id: int | None) -> str:
+    """The share a run for this adventure is charged to."""
+    return f"adventure {adventure_id}"
 
 
 def close() -> None:

@@ -552,14 +552,17 @@ def may_use(actor: Actor, *, user_blocked: bool, server_blocked: bool) -> bool:
 
 
 def check_not_blocked(actor: Actor, *, user_blocked: bool, server_blocked: bool) -> None:
-    if may_use(actor, user_blocked=user_blocked, server_blocked=server_blocked):
-        return
+    if not may_use(actor, user_blocked=user_blocked, server_blocked=server_blocked):
+        raise blocked_refusal(user_blocked=user_blocked)
+
+
+def blocked_refusal(*, user_blocked: bool) -> NotAllowed:
     if user_blocked:
-        raise NotAllowed(
+        return NotAllowed(
             "Sorry: the operator of this bot has blocked your use of it, so I cannot do "
             "that. Nothing was changed."
         )
-    raise NotAllowed(
+    return NotAllowed(
         "Sorry: the operator of this bot has blocked its use in this server, so I cannot do "
         "that here. Nothing was changed."
     )

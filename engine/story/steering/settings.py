@@ -5,14 +5,19 @@ them, whether plain messages in the adventure's place play as actions (message p
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, TypeVar
 
 from engine.errors import InvalidInput
+from engine.llm.ceilings import Ceilings
 from engine.people.access.checks import check_may_steer
 from engine.people.access.rules import active_adventure, adventure_here
 
 if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncSession
+
+    from engine.llm.providers.resolver import ProviderResolver
     from engine.people.access.rules import Actor
     from engine.storage.database import Database
     from engine.storage.models import Adventure
@@ -45,6 +50,9 @@ class AdventureSettings:
     defaults: GenerationDefaults
     #: Plain messages play as actions here (off unless the host turns it on).
     message_play: bool = False
+    #: What the operator's ceilings hold these settings to, this adventure narrating on the
+    #: operator's model (``engine.llm.ceilings``): a note each; empty when none binds.
+    held: tuple[str, ...] = ()
 
     @property
     def effective_context_tokens(self) -> int:
@@ -66,15 +74,27 @@ def _or(value: T | None, default: T) -> T:
 class GenerationSettings:
     """What the front end calls for /adventure settings."""
 
-    def __init__(self, db: Database, defaults: GenerationDefaults) -> None:
+    def __init__(
+        self,
+        db: Database,
+        defaults: GenerationDefaults,
+        *,
+        providers: ProviderResolver | None = None,
+        ceilings: Callable[[], Ceilings] | None = None,
+    ) -> None:
+        """``providers`` and ``ceilings``: which model an adventure narrates on, and the
+        operator's ceilings on the operator's, so that the settings say when they are held to
+        them (a turn holds them in any case)."""
         self.db = db
         self.defaults = defaults
+        self.providers = providers
+        self.ceilings = ceilings
 
     async def get(self, channel_id: int) -> AdventureSettings:
         """The adventure's generation settings and the defaults unset ones fall back to."""
         async with self.db.session() as session:
             adventure = await adventure_here(session, channel_id)
-            return self._settings_of(adventure)
+            return await self._settings_of(session, adventure)
 
     async def set(
         self,
@@ -116,7 +136,7 @@ class GenerationSettings:
                     setattr(adventure, name, value)
             if message_play is not None and adventure.message_play != message_play:
                 adventure.message_play = message_play
-            return self._settings_of(adventure)
+            return await self._settings_of(session, adventure)
 
     async def message_play_here(self, channel_id: int) -> bool | None:
         """Whether plain messages play in ``channel_id``; None where no adventure runs."""
@@ -124,9 +144,9 @@ class GenerationSettings:
             adventure = await active_adventure(session, channel_id)
             return None if adventure is None else adventure.message_play
 
-    def _settings_of(self, adventure: Adventure) -> AdventureSettings:
+    async def _settings_of(self, session: AsyncSession, adventure: Adventure) -> AdventureSettings:
         assert adventure.id is not None
-        return AdventureSettings(
+        settings = AdventureSettings(
             adventure.id,
             adventure.title,
             adventure.context_tokens,
@@ -135,6 +155,15 @@ class GenerationSettings:
             self.defaults,
             adventure.message_play,
         )
+        if self.providers is None or self.ceilings is None:
+            return settings
+        await self.providers.read(session, adventure)
+        if not self.providers.is_operator_default(adventure):
+            return settings
+        _, _, held = self.ceilings().clamp(
+            settings.effective_context_tokens, settings.effective_max_output_tokens
+        )
+        return replace(settings, held=held)
 
 
 def _check_range(name: str, value: float | None, bounds: tuple[float, float]) -> None:
