@@ -78,7 +78,16 @@ async def _sync(settings: Settings, guild_id: int | None) -> None:
         guild = discord.Object(guild_id) if guild_id else None
         if guild is not None:
             bot.tree.copy_global_to(guild=guild)
-        synced = await bot.tree.sync(guild=guild)
+        try:
+            synced = await bot.tree.sync(guild=guild)
+        except discord.RateLimited as limited:
+            hours = limited.retry_after / 3600
+            raise ConfigError(
+                "Discord allows 200 new commands a day "
+                + (f"in server {guild_id}" if guild_id else "for the bot")
+                + f" and has taken its fill: try again in about {hours:.1f} hours (a sync of "
+                "commands already registered costs nothing)."
+            ) from None
     where = f"server {guild_id}" if guild_id else "every server (may take up to an hour)"
     print(f"Synced {len(synced)} commands to {where}: {', '.join(c.name for c in synced)}")
 

@@ -69,6 +69,10 @@ COMMAND_CONTEXTS = discord.app_commands.AppCommandContext(
 COMMAND_INSTALLS = discord.app_commands.AppInstallationType(guild=True, user=False)
 
 
+#: The longest rate-limit wait a sync sleeps on (discord.py's smallest allowed bound).
+SYNC_RATELIMIT_WAIT_S = 30.0
+
+
 class CampfireBot(commands.AutoShardedBot):
     services: Services
     background: BackgroundWork
@@ -89,9 +93,13 @@ class CampfireBot(commands.AutoShardedBot):
         self.commands_only = commands_only
         # Unset: discord.py asks Discord for its recommendation (GET /gateway/bot) and runs
         # every shard here. A process running some of them names them and the total.
-        shards: dict[str, Any] = {"shard_count": settings.shard_count}
+        options: dict[str, Any] = {"shard_count": settings.shard_count}
         if settings.shard_ids is not None:
-            shards["shard_ids"] = list(settings.shard_ids)
+            options["shard_ids"] = list(settings.shard_ids)
+        if commands_only:
+            # A sync meets Discord's daily cap on command creations (30034) as a 429 whose
+            # retry is hours away: raised at once (``discord.RateLimited``), never slept on.
+            options["max_ratelimit_timeout"] = SYNC_RATELIMIT_WAIT_S
         #: This process's metrics; the engine's services report to them once built.
         self.metrics = CampfireMetrics()
         super().__init__(
@@ -101,7 +109,7 @@ class CampfireBot(commands.AutoShardedBot):
             allowed_mentions=discord.AllowedMentions.none(),
             allowed_contexts=COMMAND_CONTEXTS,
             allowed_installs=COMMAND_INSTALLS,
-            **shards,
+            **options,
             # An archived thread reopened, then the permission preflight, before every command
             # (cogs.ui.preflight).
             tree_cls=CampfireTree,

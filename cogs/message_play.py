@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 import discord
 from discord.ext import commands
 
+from cogs.ui.bot_permissions import Does, Place, missing
 from cogs.ui.gate import message_blocked
 from engine.people.access.rules import Actor
 from engine.play.message_actions import message_action
@@ -104,6 +105,10 @@ class MessagePlayCog(commands.Cog):
                 await self.refuse(message, NO_ADVENTURE if on is None else MESSAGE_PLAY_OFF)
             return
         kind, text = played
+        if not self._may_narrate(message):
+            # Nothing the bot could show: nothing is played (and no note could be posted).
+            log.info("message %s not played: the bot may not narrate in %s", message.id, channel_id)
+            return
         events = play.act(
             actor_of_message(message),
             channel_id,
@@ -117,11 +122,37 @@ class MessagePlayCog(commands.Cog):
 
         await self.bot.narrator.show_unasked(message.channel, events, tell, post_actions=False)
 
+    @staticmethod
+    def _may_narrate(message: discord.Message) -> bool:
+        """The permission preflight of a message's play (``cogs.ui.preflight``'s, from the
+        gateway's view of the bot's permissions there, which a plain message does not carry):
+        a turn is played only where its narration could be posted."""
+        channel = message.channel
+        guild = message.guild
+        if (
+            guild is None
+            or guild.me is None
+            or not isinstance(channel, discord.abc.GuildChannel | discord.Thread)
+        ):
+            return True  # a DM: no permission to lack
+        place = Place.THREAD if isinstance(channel, discord.Thread) else Place.CHANNEL
+        permissions = channel.permissions_for(guild.me)
+        if (
+            isinstance(channel, discord.Thread)
+            and channel.locked
+            and not (permissions.manage_threads or permissions.administrator)
+        ):
+            return False
+        return not missing(permissions, place, Does.NARRATES)
+
     async def refuse(self, message: discord.Message, note: str) -> None:
-        """A brief reply to ``message`` (it pings nobody: the bot allows no mentions)."""
+        """A brief note to ``message``'s author, naming them (it pings nobody: the bot allows no
+        mentions). Not a reply: a reply takes Read Message History (discord-api-docs, Message,
+        Create Message: Limitations), which the invite does not ask for."""
+        text = f"{message.author.mention} {note}"
         try:
             await self.bot.narrator.pacer.acquire(message.channel.id)
-            await message.reply(note[:MESSAGE_MAX])
+            await message.channel.send(text[:MESSAGE_MAX])
         except discord.HTTPException:
             log.warning("could not answer message %s", message.id, exc_info=True)
 

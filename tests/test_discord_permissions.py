@@ -223,3 +223,49 @@ async def test_a_head_move_stops_at_its_first_refusal(env: DiscordEnv, fake_mode
     assert [r.code for r in env.fake.refused] == [50013]  # not one per message to mark
     (note,) = [env.fake.message(m) for m in record.followups]
     assert note.visible_to == env.alice and note.content.startswith("⚠ The story moved")
+
+
+# --- locked threads ------------------------------------------------------------------------------
+
+
+async def test_a_thread_locked_without_archiving_is_refused_by_the_preflight(
+    env: DiscordEnv, fake_model
+):
+    """Moderators usually lock a thread without archiving it; the bot, without Manage Threads,
+    may no longer post there (Discord's 50083), so nothing is started that could not be shown."""
+    thread = await env.start_thread()
+    env.fake.lock_thread(thread)
+    await env.fake.flush()
+    asked = len(fake_model.requests)
+    record = await env.fake.slash(env.alice, thread, "do", action="knock")
+    await env.done()
+    assert "🔒 This thread is locked" in private_answer(env, record)
+    assert len(fake_model.requests) == asked
+    assert "> alice knocks." not in await stored_actions(env.bot.services.db)
+
+
+async def test_a_thread_locked_mid_turn_keeps_the_turn_and_tells_the_player_once(
+    env: DiscordEnv, fake_model
+):
+    thread = await env.start_thread()
+    env.expect(50083)  # provoked: a moderator locks the thread while the bot narrates
+    story = " ".join(f"step{n}" for n in range(60)) + "."
+    fake_model.queue(Reply(text=story, delay=0.03))
+    turn = asyncio.create_task(env.fake.slash(env.alice, thread, "do", action="go down"))
+    for _ in range(400):
+        if len(env.narration(thread)) > 1:
+            break
+        await asyncio.sleep(0.01)
+    assert len(env.narration(thread)) > 1, "the narration never started"
+    env.fake.lock_thread(thread)
+    record = await turn
+    await env.done()
+
+    assert [r.code for r in env.fake.refused] == [50083]  # one refusal, never retried
+    assert (await stored_actions(env.bot.services.db))["> alice goes down."] == 1
+    notes = [env.fake.message(m) for m in record.followups]
+    assert len(notes) == 1 and notes[0].visible_to == env.alice
+    assert "The turn is saved" in notes[0].content and "locked or archived" in notes[0].content
+    # The turn's messages are recorded as its own, as for any turn.
+    links = await env.bot.services.message_links.with_buttons(thread)
+    assert links is not None

@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import time
 
 import discord
 import pytest
 from pydantic import SecretStr
 
 from bot.__main__ import _sync
+from bot.config import ConfigError
+from bot.standin.routes_commands import DAILY_COMMAND_CREATES
 from cogs.play import HELP
 from cogs.ui.content import EMBED_DESCRIPTION_MAX, EMBEDS_TOTAL_MAX
 from tests.discord_env import DiscordEnv, answered
@@ -343,3 +346,19 @@ async def test_sync_runs_beside_a_running_bot(env, tmp_path, capsys):
     assert "Synced" in capsys.readouterr().out
     assert "do" in {command["name"] for command in env.fake.commands[None]}
     assert not (tmp_path / "missing").exists()
+
+
+async def test_a_sync_past_discords_daily_command_creations_says_so_at_once(env, capsys):
+    """30034 comes as a 429 with Discord's rate-limit headers and a retry hours away: the sync
+    raises at once with what happened, rather than sleeping for hours (JDA issue 2544)."""
+    settings = env.bot.settings.model_copy(
+        update={"discord_token": SecretStr("standin-bot-token"), "metrics_port": None}
+    )
+    now = env.fake.clock()
+    env.fake._command_routes.command_creates[None] = [now - 60] * DAILY_COMMAND_CREATES
+    started = time.perf_counter()
+    with pytest.raises(ConfigError, match="Discord allows 200 new commands a day") as refused:
+        await _sync(settings, None)
+    assert time.perf_counter() - started < 10
+    assert "try again in about 24.0 hours" in str(refused.value)
+    env.expect(30034)

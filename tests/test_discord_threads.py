@@ -31,10 +31,10 @@ async def adventure_count(env: DiscordEnv) -> int:
         return int(await session.scalar(select(func.count()).select_from(Adventure)) or 0)
 
 
-def without_manage_threads(env: DiscordEnv) -> None:
-    """The bot's role as the README's invite makes it: no Manage Threads."""
+def with_manage_threads(env: DiscordEnv) -> None:
+    """The bot's role given Manage Threads by a server admin (the invite does not ask for it)."""
     guild = env.fake.world.guilds[env.guild]
-    guild.roles[guild.bot_role_id].permissions &= ~P_MANAGE_THREADS
+    guild.roles[guild.bot_role_id].permissions |= P_MANAGE_THREADS
 
 
 # --- whoever begins an adventure is in its thread ---------------------------------------------
@@ -66,8 +66,8 @@ async def test_a_start_that_fails_leaves_no_empty_open_thread(
     async with campfire_on_standin(
         tmp_path, fake_model, caplog, database_url, adventures_per_hour=1
     ) as env:
-        if not manage_threads:
-            without_manage_threads(env)
+        if manage_threads:
+            with_manage_threads(env)
         _record, message = await preview(env, env.alice, env.channel, "aid-new-scenario.json")
         await env.fake.press(env.alice, message.id, label="Confirm")
         await env.done()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from bot.standin.permissions import P_READ_HISTORY, P_SEND_IN_THREADS
 from bot.standin.records import InteractionRecord
 from engine.play.message_actions import message_action
 from engine.story.actions import ActionType
@@ -127,8 +128,11 @@ async def test_a_mention_where_no_adventure_runs_is_answered(env: DiscordEnv, fa
     assert fake_model.requests == []
 
 
-async def test_a_refusal_is_a_reply_to_the_message(env: DiscordEnv, fake_model):
+async def test_a_refusal_names_the_player_without_replying(env: DiscordEnv, fake_model):
+    """Not a reply: a reply takes Read Message History, which the invite does not ask for
+    (discord-api-docs, Message, Create Message: Limitations; the stand-in enforces it)."""
     thread = await _thread_with_message_play(env)
+    env.fake.set_permissions(env.channel, deny=P_READ_HISTORY)
     record = await env.fake.slash(env.alice, thread, "host lock")
     await env.done()
     assert record.failed is None
@@ -136,6 +140,15 @@ async def test_a_refusal_is_a_reply_to_the_message(env: DiscordEnv, fake_model):
     assert fake_model.requests == []
     answer = env.fake.last_message(thread)
     assert answer.author_id == _me(env) and "⚠" in answer.content
+    assert answer.content.startswith(f"<@{env.bob}> ")
+
+
+async def test_a_message_where_the_bot_cannot_post_plays_nothing(env: DiscordEnv, fake_model):
+    """Message play's preflight: no turn is played and stored that could not be shown."""
+    thread = await _thread_with_message_play(env)
+    env.fake.set_permissions(env.channel, deny=P_SEND_IN_THREADS)
+    await _say(env, env.bob, thread, f"<@{_me(env)}> open the door")
+    assert fake_model.requests == []
 
 
 async def test_a_message_delivered_twice_plays_once(intent_env: DiscordEnv, fake_model):

@@ -38,7 +38,18 @@ EVERYONE_PERMISSIONS = (
     | P_CREATE_PUBLIC_THREADS
     | P_SEND_IN_THREADS
 )
-BOT_ROLE_PERMISSIONS = EVERYONE_PERMISSIONS | P_MANAGE_MESSAGES | P_MANAGE_THREADS
+#: The bot's own role: what its invite asks for (``python -m bot invite``; a test holds the two
+#: equal), nothing more. Its permissions in a channel are those with @everyone's; a real server's
+#: role carries no Manage Messages or Manage Threads unless an admin adds them, so the stand-in's
+#: does not either (a private thread the bot was not added to, a locked thread, are closed to it).
+BOT_ROLE_PERMISSIONS = (
+    P_VIEW_CHANNEL
+    | P_SEND_MESSAGES
+    | P_EMBED_LINKS
+    | P_ATTACH_FILES
+    | P_CREATE_PUBLIC_THREADS
+    | P_SEND_IN_THREADS
+)
 #: What a DM allows: "app_permissions includes ATTACH_FILES | EMBED_LINKS | MENTION_EVERYONE
 #: permissions for (G)DMs with other users, and additionally includes USE_EXTERNAL_EMOJIS for
 #: DMs with the app's bot user" (discord-api-docs, Receiving and Responding). Sending itself

@@ -120,6 +120,24 @@ class RateLimiter:
         response.headers["X-RateLimit-Bucket"] = bucket_hash(f"{request.method} {template}")
 
 
+def limit_reached_headers(request: web.Request, retry: float) -> dict[str, str]:
+    """The headers Discord sends with a "Maximum number of … reached" 429 (30034 daily command
+    creations): the rate-limit headers and ``Via``, as on a pacing 429, so discord.py reads it
+    as a rate limit and sleeps ``retry_after`` unless its ``max_ratelimit_timeout`` is shorter
+    (then it raises ``discord.RateLimited`` at once). A bot without that bound appears to hang
+    for hours (JDA issue 2544 logs ``Retry-After: 431000 ms`` on 30034)."""
+    return {
+        "Retry-After": str(max(1, int(retry + 0.999))),
+        "X-RateLimit-Limit": "1",
+        "X-RateLimit-Remaining": "0",
+        "X-RateLimit-Reset-After": f"{retry:.3f}",
+        "X-RateLimit-Reset": f"{time.time() + retry:.3f}",
+        "X-RateLimit-Scope": "user",
+        "X-RateLimit-Bucket": bucket_hash(f"{request.method} {route_template(request)}"),
+        "Via": "1.1 google",
+    }
+
+
 def is_interaction_route(request: web.Request) -> bool:
     """An interaction callback or an interaction's webhook (followups, @original)."""
     parts = request.path.split("/")

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 from .command_schema import check_commands
+from .ratelimits import limit_reached_headers
 from .rest import error_response, json_response, read_body
 
 if TYPE_CHECKING:
@@ -48,8 +49,6 @@ class CommandRoutes:
         new = [c for c in body if (c["name"], c.get("type", 1)) not in existing]
         if len(creates) + len(new) > DAILY_COMMAND_CREATES:
             retry = creates[0] + DAY_S - now if creates else DAY_S
-            # No Via header: discord.py raises at once instead of sleeping for hours, which is
-            # what a bot sees from Discord for this limit.
             return json_response(
                 {
                     "message": "Max number of daily application command creates has been reached "
@@ -59,6 +58,7 @@ class CommandRoutes:
                     "global": False,
                 },
                 status=429,
+                headers=limit_reached_headers(request, retry),
             )
         stored = []
         for cmd in body:

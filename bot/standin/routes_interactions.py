@@ -129,6 +129,8 @@ class InteractionRoutes:
             if problem is not None:
                 return json_response(problem[1], status=problem[0])
             ephemeral = bool(int(data.get("flags") or 0) & FLAG_EPHEMERAL)
+            if not ephemeral and self.world.thread_locked_to_bot(rec.channel_id):
+                return error_response(400, 50083, "Thread is archived")
             message = self.messages.new_message(
                 rec.channel_id,
                 self.world.bot_user.id,
@@ -142,6 +144,8 @@ class InteractionRoutes:
             rec.original_message_id = message.id
         elif rtype == 5:
             ephemeral = bool(int(data.get("flags") or 0) & FLAG_EPHEMERAL)
+            if not ephemeral and self.world.thread_locked_to_bot(rec.channel_id):
+                return error_response(400, 50083, "Thread is archived")
             message = self.messages.new_message(
                 rec.channel_id,
                 self.world.bot_user.id,
@@ -242,6 +246,10 @@ class InteractionRoutes:
         if problem is not None:
             return json_response(problem[1], status=problem[0])
         if self.world.thread_archived(rec.channel_id):
+            return error_response(400, 50083, "Thread is archived")
+        if not int(payload.get("flags") or 0) & FLAG_EPHEMERAL and self.world.thread_locked_to_bot(
+            rec.channel_id
+        ):
             return error_response(400, 50083, "Thread is archived")
         original = (
             self.world.messages_by_id.get(rec.original_message_id)

@@ -97,7 +97,13 @@ class MessageRoutes:
         uploads (discord-api-docs, Permissions, Bitwise Permission Flags). The docs do not say
         what a bot sending an embed without Embed Links gets; the stand-in refuses it (50013),
         the stricter answer."""
-        return (P_EMBED_LINKS if payload.get("embeds") else 0) | (P_ATTACH_FILES if files else 0)
+        rights = (P_EMBED_LINKS if payload.get("embeds") else 0) | (P_ATTACH_FILES if files else 0)
+        if payload.get("message_reference"):
+            # "When sending a message with message_reference, the current user must have the
+            # READ_MESSAGE_HISTORY permission" (discord-api-docs, Message, Create Message:
+            # Limitations); a channel message only (an interaction's answer is no reply).
+            rights |= P_READ_HISTORY
+        return rights
 
     def refusal(self, cid: int, needs: int = 0, *, sending: bool = False) -> web.Response | None:
         """Discord's 403 for a request of the bot in ``cid`` that takes ``needs``, or None.
@@ -182,7 +188,9 @@ class MessageRoutes:
         self, msg: MessageRecord, payload: dict[str, Any], files: list[FileUpload]
     ) -> web.Response | None:
         """Validate and apply an edit; returns an error response or None."""
-        if self.world.thread_archived(msg.channel_id):
+        if self.world.thread_archived(msg.channel_id) or (
+            msg.visible_to is None and self.world.thread_locked_to_bot(msg.channel_id)
+        ):
             return error_response(400, 50083, "Thread is archived")
         problem = limits.check_message(payload, files, partial=True)
         if problem is not None:
@@ -301,6 +309,8 @@ class MessageRoutes:
         if earlier is not None:
             return json_response({**self.world.message_payload(earlier), "nonce": payload["nonce"]})
         channel = self.world.channels[cid]
+        if self.world.thread_locked_to_bot(cid):
+            return error_response(400, 50083, "Thread is archived")
         if channel.archived:
             # "Sending a message will automatically unarchive the thread, unless the thread
             # has been locked by a moderator" (discord-api-docs, Threads).

@@ -277,6 +277,12 @@ class FakeDiscord(InteractionDriver):
         self.world.channels[thread_id].locked = locked
         self.set_archived(thread_id, True)
 
+    def lock_thread(self, thread_id: int, locked: bool = True) -> None:
+        """Lock a thread without archiving it, as moderators usually do (discord-api-docs,
+        Threads, "Locked Threads"): it stays open, and only Manage Threads may post there."""
+        self.world.channels[thread_id].locked = locked
+        self.thread_updated(thread_id)
+
     def set_archived(self, thread_id: int, archived: bool) -> None:
         thread = self.world.channels[thread_id]
         thread.archived = archived

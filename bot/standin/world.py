@@ -21,6 +21,7 @@ from .permissions import (
     P_ADMINISTRATOR,
     P_MANAGE_GUILD,
     P_MANAGE_MESSAGES,
+    P_MANAGE_THREADS,
     Overwrite,
     with_overwrites,
 )
@@ -221,6 +222,18 @@ class World:
         application commands, or join archived threads")."""
         channel = self.channels.get(channel_id)
         return channel is not None and channel.is_thread and channel.archived
+
+    def thread_locked_to_bot(self, channel_id: int) -> bool:
+        """Whether a thread a moderator locked (archived or not) refuses the bot's messages
+        there: "only users with MANAGE_THREADS can ... send messages" in a locked thread
+        (discord-api-docs, Threads, "Locked Threads"; issues 6884 and 7707, a bot included).
+        Discord answers 50083, as for an archived thread. Ephemeral answers are not messages
+        in the thread, and are left alone (a reading: the docs do not say)."""
+        channel = self.channels.get(channel_id)
+        if channel is None or not channel.is_thread or not channel.locked:
+            return False
+        granted = self.permissions_in(channel_id, self.bot_user.id)
+        return not granted & (P_MANAGE_THREADS | P_ADMINISTRATOR)
 
     def permissions_in(self, channel_id: int, user_id: int, *, implicit: bool = True) -> int:
         """What ``user_id`` may do in ``channel_id``: the one resolver behind every permission

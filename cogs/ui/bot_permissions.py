@@ -186,12 +186,22 @@ MISSING_PERMISSIONS = 50013
 FINAL_REFUSALS = frozenset({MISSING_ACCESS, CANNOT_MESSAGE_USER, MISSING_PERMISSIONS})
 
 
+#: The place itself is gone or closed: 10003 Unknown Channel (the thread or channel was deleted),
+#: 50083 "Operation cannot be performed on an archived thread" (archived, or locked: in a locked
+#: thread only members with Manage Threads may post; discord-api-docs, Threads, "Locked
+#: Threads").
+UNKNOWN_CHANNEL = 10003
+THREAD_CLOSED = 50083
+PLACE_GONE = frozenset({UNKNOWN_CHANNEL, THREAD_CLOSED})
+
+
 def is_final_refusal(error: BaseException) -> bool:
-    """Whether Discord refused the bot for good here (403: 50001, 50013, 50007): every further
-    request would be refused the same way, and each refusal counts towards Discord's
-    invalid-request limit (discord-api-docs, Rate Limits: "Invalid Request Limit")."""
+    """Whether Discord refused the bot for good here (403: 50001, 50013, 50007; the place
+    deleted or closed: 10003, 50083): every further request would be refused the same way, and
+    each refusal counts towards Discord's invalid-request limit (discord-api-docs, Rate Limits:
+    "Invalid Request Limit")."""
     return isinstance(error, discord.Forbidden) or (
-        isinstance(error, discord.HTTPException) and error.code in FINAL_REFUSALS
+        isinstance(error, discord.HTTPException) and error.code in FINAL_REFUSALS | PLACE_GONE
     )
 
 
@@ -223,7 +233,15 @@ def refusal_note(
 ) -> str:
     """Tells a player, once, that ``done`` happened though Discord refused to show it;
     ``now``: the bot's permissions there as last heard, to name only what is missing."""
-    if error.code == CANNOT_MESSAGE_USER:
+    if error.code == UNKNOWN_CHANNEL:
+        why = "this thread or channel was deleted while the turn was being written."
+    elif error.code == THREAD_CLOSED:
+        why = (
+            "this thread was locked or archived while the turn was being written. A moderator "
+            "can unlock it (Manage Threads); the story goes on there, or anywhere with "
+            "`/adventure resume`."
+        )
+    elif error.code == CANNOT_MESSAGE_USER:
         why = (
             "Discord won't let Campfire message you here (your privacy settings, or the bot "
             "is blocked). Allow direct messages from this server's members to see the story."

@@ -35,6 +35,9 @@ log = logging.getLogger(__name__)
 COMMANDS: dict[str, Does] = {
     "start": Does.STARTS,
     "adventure import": Does.STARTS,
+    # Resume ends what runs here and posts the story again; end marks the story's close there.
+    "adventure resume": Does.STARTS,
+    "adventure end": Does.NARRATES,
     "do": Does.NARRATES,
     "say": Does.NARRATES,
     "story": Does.NARRATES,
@@ -53,8 +56,38 @@ def does_of(command: app_commands.Command[Any, ..., Any] | app_commands.ContextM
     return COMMANDS.get(command.qualified_name, Does.ANSWERS)
 
 
+#: A locked thread: only members with Manage Threads may post or edit there, bots included
+#: (discord-api-docs, Threads, "Locked Threads"; discord-api-docs issues 6884, 7707); Discord
+#: answers anything else with 50083.
+LOCKED_NOTE = (
+    "🔒 This thread is locked: only members with Manage Threads may post in it, so Campfire "
+    "cannot narrate here. A moderator can unlock it, or the story can go on in another channel "
+    "with `/adventure resume`. Nothing was changed."
+)
+
+
+def locked_here(interaction: discord.Interaction, does: Does) -> bool:
+    """Whether ``does`` would post or edit in a thread a moderator locked, the bot lacking
+    Manage Threads there."""
+    channel = interaction.channel
+    perms = interaction.app_permissions
+    return (
+        does is not Does.ANSWERS
+        and isinstance(channel, discord.Thread)
+        and channel.locked
+        and not (perms.manage_threads or perms.administrator)
+    )
+
+
 async def preflight(interaction: discord.Interaction, does: Does) -> bool:
     """Whether the bot has what ``does`` takes here; if not, the player is told privately."""
+    if locked_here(interaction, does):
+        log.info("interaction %s refused here: the thread is locked", interaction.id)
+        try:
+            await interaction.response.send_message(LOCKED_NOTE, ephemeral=True)
+        except discord.HTTPException:
+            log.warning("could not answer interaction %s", interaction.id, exc_info=True)
+        return False
     place = kind_of_place(interaction)
     lacking = missing(interaction.app_permissions, place, does)
     if not lacking:

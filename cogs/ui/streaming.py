@@ -52,6 +52,7 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 import discord
 
+from cogs.ui.bot_permissions import is_final_refusal
 from cogs.ui.pacing import Priority, RatePacer
 from cogs.ui.text_split import DISCORD_LIMIT, display_pieces, take_piece
 
@@ -70,9 +71,12 @@ _TRANSPORT_ERRORS = (aiohttp.ClientError, OSError, TimeoutError)
 
 
 def _transient(exc: BaseException) -> bool:
-    """Whether retrying the same request may help (server errors, 429s, broken connections)."""
+    """Whether retrying the same request may help (server errors, broken connections). Not a
+    429: discord.py sleeps and retries those itself, and one that reaches us is one it would not
+    retry (no ``Via`` header: Cloudflare's ban, during which every request, ours too, only adds
+    to the invalid-request count; discord-api-docs, Rate Limits)."""
     if isinstance(exc, discord.HTTPException):
-        return exc.status >= 500 or exc.status == 429
+        return exc.status >= 500
     return isinstance(exc, _TRANSPORT_ERRORS)
 
 
@@ -135,7 +139,7 @@ class StreamingMessage:
         self._closing = False
         self._last_request: float | None = None
         self._finish_lock = asyncio.Lock()
-        self._forbidden: discord.Forbidden | None = None  # Discord refused us here: stop
+        self._forbidden: discord.HTTPException | None = None  # Discord refused us here: stop
         self._reserve = reserve
         self._reserving = False  # the pacer keeps room for our final request
 
@@ -144,9 +148,10 @@ class StreamingMessage:
         return [slot.message for slot in self._slots]
 
     @property
-    def refused(self) -> discord.Forbidden | None:
-        """Discord's refusal (403: 50001, 50013, 50007) that ended the narration, if one did:
-        the bot may not post or edit here any more, so neither should its caller."""
+    def refused(self) -> discord.HTTPException | None:
+        """Discord's refusal that ended the narration, if one did (403: 50001, 50013, 50007;
+        the place deleted or closed: 10003, 50083; ``bot_permissions.is_final_refusal``): the
+        bot may not post or edit here any more, so neither should its caller."""
         return self._forbidden
 
     @property
@@ -228,10 +233,14 @@ class StreamingMessage:
                     break
                 try:
                     await self._request(*step)
-                except discord.Forbidden as exc:
-                    self._refused(exc)
-                    return
-                except (discord.HTTPException, *_TRANSPORT_ERRORS) as exc:
+                except discord.HTTPException as exc:
+                    if is_final_refusal(exc):
+                        self._refused(exc)
+                        return
+                    # The next request carries the newest text anyway; wait for more of it.
+                    log.warning("streaming edit in channel %s failed: %s", self._channel_id, exc)
+                    break
+                except _TRANSPORT_ERRORS as exc:
                     # The next request carries the newest text anyway; wait for more of it.
                     log.warning("streaming edit in channel %s failed: %s", self._channel_id, exc)
                     break
@@ -373,7 +382,9 @@ class StreamingMessage:
                 await self._stop_editor()
                 if self._forbidden is None:
                     await self._settle(self._final_contents(text, suffix), view)
-            except discord.Forbidden as exc:
+            except discord.HTTPException as exc:
+                if not is_final_refusal(exc):
+                    raise
                 self._refused(exc)
             finally:
                 self._release()
@@ -384,11 +395,11 @@ class StreamingMessage:
             self._reserving = False
             self.pacer.release()
 
-    def _refused(self, exc: discord.Forbidden) -> None:
-        """Discord refused a request for lack of permission (403, e.g. 50013 Missing
-        Permissions: the bot may no longer post or edit in the channel). Every further request
-        would be refused the same way, so the narration ends where it stands; the turn itself
-        is stored whatever Discord shows."""
+    def _refused(self, exc: discord.HTTPException) -> None:
+        """Discord refused a request for good (403, e.g. 50013 Missing Permissions; or the
+        thread was deleted, locked or archived: the bot may no longer post or edit there).
+        Every further request would be refused the same way, so the narration ends where it
+        stands; the turn itself is stored whatever Discord shows."""
         self._forbidden = exc
         log.warning("narration in channel %s stopped: %s", self._channel_id, exc)
 
