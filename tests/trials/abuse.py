@@ -16,7 +16,12 @@ then while the attacks below run one after another:
 * a hostile endpoint a DM player sets (/model set): one event line that never ends, and a 500
   whose body never ends; and /model test flooded;
 * the shared script workers: a plain member uploading a file built to parse slowly (refused by
-  the right, before any parsing), and a DM player uploading it (refused at the parse bound).
+  the right, before any parsing), a DM player uploading it (refused at the parse bound), and a
+  DM player whose scripts loop to their time limit on every turn, turn after turn (the honest
+  players' turns run a script too, so they need the same workers: a fair share each);
+* spend that used to go uncounted: turns that fail after the model was asked (a disconnect, a
+  stream gone silent), and an imported file whose entries claim to cost 0 tokens (its prompt
+  must stay within the context budget).
 
 Its last line:
 ``abuse: <N> attacks, over cap <T> tokens, blocked plays <B>, honest turn p95 <s> s (alone <s> s),
@@ -118,14 +123,16 @@ class Honest:
         dm = self.fake.dm_channel(player)
         before = self.newest(dm)
         started = time.perf_counter()
-        await self.fake.slash(player, dm, "do", action=f"walk on ({number})")
+        record = await self.fake.slash(player, dm, "do", action=f"walk on ({number})")
         deadline = started + 60
         while True:
             newest = self.newest(dm)
             if newest is not None and newest is not before and newest.buttons:
                 break
             if time.perf_counter() > deadline:
-                self.failures.append(f"player {player}'s turn {number} never came")
+                ids = [record.original_message_id, *record.followups]
+                said = [self.fake.message(i).content for i in ids if i is not None]
+                self.failures.append(f"player {player}'s turn {number} never came: {said}")
                 return
             await asyncio.sleep(0.02)
         self.times.append(time.perf_counter() - started)
@@ -393,6 +400,10 @@ async def trial() -> tuple[Findings, float, float, float]:
             await settled()
             spent = await _tokens_of(bot, frank)
             for fault in ("disconnect", "stall"):
+                # The fault is the next reply the model server gives, whoever asks: the honest
+                # players wait (``answer_of`` lets them go again).
+                players.go.clear()
+                await standin.idle()
                 model.queue(Reply(text="Half a reply that never ends well. " * 4, fault=fault))
                 record = await fake.slash(frank, frank_dm, "do", action=f"fail by {fault}")
                 await answer_of(record)
