@@ -10,6 +10,8 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from bot.__main__ import main
+from bot.standin.permissions import BOT_ROLE_PERMISSIONS
+from cogs.ui import bot_permissions
 
 # discord-api-docs, Permissions, "Bitwise Permission Flags": View Channel, Send Messages, Embed
 # Links, Attach Files, Create Public Threads, Send Messages in Threads.
@@ -65,3 +67,10 @@ def test_the_client_id_comes_from_the_token(no_settings, monkeypatch, capsys):
 def test_without_a_token_or_an_id_it_says_what_to_give(no_settings, capsys):
     assert main(["invite"]) == 2
     assert "--client-id" in capsys.readouterr().err
+
+
+def test_the_stand_ins_bot_role_is_what_the_invite_asks_for():
+    """The stand-in's bot role holds exactly the invite's permissions: a test passing there
+    passes on a server the README's invite set up (Manage Threads and Read Message History,
+    which the invite does not ask for, are the bot's only where an admin grants them)."""
+    assert BOT_ROLE_PERMISSIONS == bot_permissions.invite_permissions()
