@@ -57,12 +57,24 @@ async def _discord(settings: Settings) -> None:
             "DISCORD_TOKEN: Discord refused this token. Copy the bot token again from the "
             "Developer Portal (Bot → Reset Token)."
         ) from None
+    except discord.PrivilegedIntentsRequired:
+        # Not a fault to restart on: each restart identifies again, toward Discord's 1,000
+        # identifies a day (then the token is reset; discord-api-docs, Gateway, Session Start
+        # Limit), and the answer stays the same until the setting changes.
+        raise ConfigError(
+            "CAMPFIRE_MESSAGE_CONTENT: the bot asks for the Message Content intent, which is "
+            "not enabled for this application. Enable it in the Developer Portal (Bot → "
+            "Privileged Gateway Intents → Message Content Intent), or set "
+            "CAMPFIRE_MESSAGE_CONTENT=false."
+        ) from None
     except OSError as error:
         raise ConfigError(f"Couldn't reach Discord ({error}). Is this machine online?") from None
 
 
-async def _sync(settings: Settings, guild_id: int | None) -> None:
-    """Register the slash commands with Discord: globally, or in one server (instant)."""
+async def _sync(settings: Settings, guild_id: int | None, *, clear_global: bool = False) -> None:
+    """Register the slash commands with Discord: globally, or in one server (instant).
+    ``clear_global``: with a server, remove the global commands, so that server (a
+    development one) does not show each command twice, its own and the global one."""
     import discord
 
     from bot.discord_bot import CampfireBot
@@ -88,8 +100,25 @@ async def _sync(settings: Settings, guild_id: int | None) -> None:
                 + f" and has taken its fill: try again in about {hours:.1f} hours (a sync of "
                 "commands already registered costs nothing)."
             ) from None
+        duplicated = []
+        if guild is not None:
+            # A server's own commands show beside the global ones of the same name (discord-
+            # api-docs, Application Commands, "Registering a Command"): each twice.
+            if clear_global:
+                bot.tree.clear_commands(guild=None)
+                await bot.tree.sync()  # removing commands creates none: nothing of the 200
+            else:
+                duplicated = await bot.tree.fetch_commands()
     where = f"server {guild_id}" if guild_id else "every server (may take up to an hour)"
     print(f"Synced {len(synced)} commands to {where}: {', '.join(c.name for c in synced)}")
+    if clear_global:
+        print("Removed the global commands: only this server has them now.")
+    elif duplicated:
+        print(
+            f"The bot also has {len(duplicated)} global commands, so this server shows each "
+            "command twice. For a development server, run `sync --guild ID --clear-global` "
+            "(and `sync` again, without --guild, before the bot goes live)."
+        )
 
 
 def _invite(settings: Settings, client_id: int | None) -> None:
@@ -129,6 +158,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     sync = sub.add_parser("sync", help="register the slash commands with Discord")
     sync.add_argument("--guild", type=int, help="only this server (takes effect at once)")
+    sync.add_argument(
+        "--clear-global",
+        action="store_true",
+        help="with --guild: remove the global commands, so that server shows each once",
+    )
     db = sub.add_parser("db", help="database maintenance")
     db.add_argument("action", choices=["upgrade"])
     invite = sub.add_parser("invite", help="the link that adds the bot to a server")
@@ -159,7 +193,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "db":
             asyncio.run(_db_upgrade(settings))
         elif args.command == "sync":
-            asyncio.run(_sync(settings, args.guild))
+            if args.clear_global and args.guild is None:
+                raise ConfigError("--clear-global goes with --guild ID (the server to keep them).")
+            asyncio.run(_sync(settings, args.guild, clear_global=args.clear_global))
         elif args.command == "invite":
             _invite(settings, args.client_id)
         elif interactive:

@@ -299,3 +299,23 @@ class CampfireBot(commands.AutoShardedBot):
             shards,
             self.shard_count,
         )
+        await self.reconcile_servers()
+
+    async def reconcile_servers(self) -> None:
+        """Servers joined or left while the bot was offline (``Profiles.reconcile_servers``):
+        READY's servers are dispatched as ``guild_available``, never ``guild_join``, and a
+        server left meanwhile is not told at all. Only this process's shards' servers are
+        judged: another process's are its own to judge (a server's shard is ``(id >> 22) %
+        shards``; discord-api-docs, Gateway, Sharding)."""
+        count = self.shard_count or 1
+        ours = set(self.shards) or {0}
+        present = {guild.id: guild.name or "" for guild in self.guilds}
+        try:
+            joined, left = await self.services.profiles.reconcile_servers(
+                present, lambda server_id: (server_id >> 22) % count in ours
+            )
+        except Exception:
+            log.warning("could not reconcile the servers with Discord's", exc_info=True)
+            return
+        if joined or left:
+            log.info("servers since the last connection: %d joined, %d left", joined, left)

@@ -269,3 +269,20 @@ async def test_a_thread_locked_mid_turn_keeps_the_turn_and_tells_the_player_once
     # The turn's messages are recorded as its own, as for any turn.
     links = await env.bot.services.message_links.with_buttons(thread)
     assert links is not None
+
+
+# --- private threads -----------------------------------------------------------------------------
+
+
+async def test_a_private_thread_the_bot_was_not_added_to_is_named_as_such(
+    env: DiscordEnv, fake_model
+):
+    """A private thread is only for those added to it (and Manage Threads, which the invite
+    does not ask for): the bot cannot post there, and the fix is to add it, not a permission."""
+    thread = env.fake.add_private_thread(env.channel, "whispers", env.alice)
+    for command, options in (("start", {}), ("do", {"action": "knock"})):
+        record = await env.fake.slash(env.alice, thread, command, **options)
+        await env.done()
+        assert "can't see this private thread" in private_answer(env, record)
+    assert fake_model.requests == []
+    assert await adventure_count(env) == 0

@@ -362,3 +362,17 @@ async def test_a_sync_past_discords_daily_command_creations_says_so_at_once(env,
     assert time.perf_counter() - started < 10
     assert "try again in about 24.0 hours" in str(refused.value)
     env.expect(30034)
+
+
+async def test_a_server_sync_beside_global_commands_warns_and_can_clear_them(env, capsys):
+    """A server's own commands show beside the global ones: each twice. `sync --guild` says
+    so, and `--clear-global` leaves that server alone with them."""
+    settings = env.bot.settings.model_copy(
+        update={"discord_token": SecretStr("standin-bot-token"), "metrics_port": None}
+    )
+    await _sync(settings, None)
+    await _sync(settings, env.guild)
+    assert "shows each command twice" in capsys.readouterr().out
+    await _sync(settings, env.guild, clear_global=True)
+    assert "Removed the global commands" in capsys.readouterr().out
+    assert env.fake.commands[None] == [] and env.fake.commands[env.guild]

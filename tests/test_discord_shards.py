@@ -3,10 +3,14 @@ shards as Discord's does (discord-api-docs, Gateway: Sharding, Gateway Intents).
 
 from __future__ import annotations
 
+import asyncio
+
 import discord
 import pytest
 from discord.ext import commands
 
+from bot.__main__ import _discord
+from bot.config import ConfigError, load_settings
 from bot.standin import FakeDiscord, StandIn
 from bot.standin.gateway import (
     CLOSE_SHARDING_REQUIRED,
@@ -15,7 +19,9 @@ from bot.standin.gateway import (
     GatewaySession,
     shard_of,
 )
+from bot.standin.harness import point_at, point_back
 from cogs.server import SERVER_ADMIN_PERMISSIONS
+from engine.storage.models import Server, utcnow
 from tests.discord_env import DiscordEnv, campfire_on_standin
 from tests.fakes.openai_server import Reply
 
@@ -60,6 +66,27 @@ async def test_a_privileged_intent_not_enabled_for_the_app_closes_the_connection
     enabled.fake.gateway.privileged_intents = INTENT_GUILD_MEMBERS
     async with enabled:
         assert bot.get_guild(guild) is not None
+
+
+async def test_campfire_refused_a_privileged_intent_stops_with_the_fix(tmp_path):
+    """4014 is a setting to change, not a fault to restart on (each restart identifies again,
+    toward Discord's daily cap): ``python -m bot`` stops with the one line that fixes it."""
+    fake = FakeDiscord()
+    fake.add_guild("The Hearth")
+    await fake.start()
+    saved = point_at(fake)
+    try:
+        settings = load_settings(
+            discord_token="standin-bot-token",
+            message_content=True,
+            data_dir=tmp_path / "data",
+            database_url=f"sqlite+aiosqlite:///{tmp_path / 'campfire.db'}",
+        )
+        with pytest.raises(ConfigError, match="Message Content Intent"):
+            await asyncio.wait_for(_discord(settings), 60)
+    finally:
+        point_back(saved)
+        await fake.close()
 
 
 # -- Campfire's bot ------------------------------------------------------------------------------
@@ -182,3 +209,22 @@ async def test_every_command_is_for_server_installs_in_servers_and_the_bots_dms(
         else:
             assert command["contexts"] == [0, 1], command["name"]
             assert command["default_member_permissions"] is None, command["name"]
+
+
+async def test_servers_joined_or_left_while_offline_are_put_right_on_connecting(env: DiscordEnv):
+    """READY's servers come as ``guild_available``, never ``guild_join``, and a server left
+    while the bot was offline is not told at all: the bot compares on connecting."""
+    db = env.bot.services.db
+    async with db.session() as session:
+        here = await session.get(Server, env.guild)
+    # Joined while offline: the stand-in's server has its row once the bot connected.
+    assert here is not None and here.left_at is None
+    gone = 4_000_000_000_000_000_000 >> 22 << 22  # a server the bot is no longer in
+    async with db.transaction() as session:
+        session.add(Server(id=gone, name="Gone", created_at=utcnow()))
+        # And one re-invited while offline: its pending removal is cancelled.
+        (await session.get(Server, env.guild)).left_at = utcnow()
+    await env.bot.reconcile_servers()
+    async with db.session() as session:
+        assert (await session.get(Server, gone)).left_at is not None
+        assert (await session.get(Server, env.guild)).left_at is None

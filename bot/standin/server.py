@@ -25,7 +25,7 @@ from .faults import Faults
 from .gateway import Gateway
 from .interactions import InteractionDriver
 from .ratelimits import CHANNEL_LIMIT, CHANNEL_PERIOD, GLOBAL_LIMIT, GLOBAL_PERIOD, RateLimiter
-from .records import GUILD_TEXT, InteractionRecord, MessageRecord
+from .records import GUILD_TEXT, PRIVATE_THREAD, InteractionRecord, MessageRecord
 from .rest import API_PREFIX, Handler, error_response
 from .routes_channels import ChannelRoutes
 from .routes_commands import DAILY_COMMAND_CREATES, DAY_S, CommandRoutes
@@ -276,6 +276,12 @@ class FakeDiscord(InteractionDriver):
         moderator locking it). The client drops it from its cache, as discord.py does."""
         self.world.channels[thread_id].locked = locked
         self.set_archived(thread_id, True)
+
+    def add_private_thread(self, parent_id: int, name: str, owner_id: int) -> int:
+        """A private thread a member opened: the bot is not in it, and without Manage Threads
+        neither sees it nor hears of it (no THREAD_CREATE; discord-api-docs, Threads, "Thread
+        Membership"), until it is added."""
+        return self.world.add_thread(parent_id, name, owner_id, type=PRIVATE_THREAD).id
 
     def lock_thread(self, thread_id: int, locked: bool = True) -> None:
         """Lock a thread without archiving it, as moderators usually do (discord-api-docs,

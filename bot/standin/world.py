@@ -22,6 +22,7 @@ from .permissions import (
     P_MANAGE_GUILD,
     P_MANAGE_MESSAGES,
     P_MANAGE_THREADS,
+    P_VIEW_CHANNEL,
     Overwrite,
     with_overwrites,
 )
@@ -35,6 +36,7 @@ from .records import (
     GUILD_TEXT,
     GUILD_VOICE,
     MENTION,
+    PRIVATE_THREAD,
     PUBLIC_THREAD,
     AttachmentRecord,
     ChannelRecord,
@@ -261,7 +263,7 @@ class World:
         if base & P_ADMINISTRATOR:  # the owner's ALL has it too
             return ALL_PERMISSIONS
         roles = [source.overwrites.get(rid) for rid in guild.members.get(user_id, [])]
-        return with_overwrites(
+        granted = with_overwrites(
             base,
             everyone=source.overwrites.get(guild.id),
             roles=[o for o in roles if o is not None and o.type == OVERWRITE_ROLE],
@@ -269,6 +271,18 @@ class World:
             in_thread=channel.is_thread,
             implicit=implicit,
         )
+        if (
+            channel.type == PRIVATE_THREAD
+            and user_id not in channel.members
+            and not granted & P_MANAGE_THREADS
+        ):
+            # "Private threads ... are only viewable by those invited and those with the
+            # MANAGE_THREADS permission" (discord-api-docs, Channel, Channel Types): the
+            # channel's rights stand, but the thread itself is out of sight.
+            granted &= ~P_VIEW_CHANNEL
+            if implicit:
+                return 0
+        return granted
 
     def set_overwrite(
         self, channel_id: int, target_id: int, *, allow: int = 0, deny: int = 0

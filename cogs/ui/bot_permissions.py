@@ -169,8 +169,21 @@ def names(permissions: Iterable[BotPermission]) -> str:
     return ", ".join(shown[:-1]) + " and " + shown[-1]
 
 
-def missing_note(lacking: list[BotPermission], place: Place) -> str:
-    """Tells a player what the bot lacks here and who can fix it."""
+#: A private thread the bot was not added to: out of its sight whatever the channel grants
+#: ("only viewable by those invited and those with the MANAGE_THREADS permission":
+#: discord-api-docs, Channel, Channel Types).
+PRIVATE_THREAD_NOTE = (
+    "⚠ Campfire can't see this private thread: private threads are only for those added to "
+    "them. Add the bot by mentioning it here (@Campfire), or play in a public thread. Nothing "
+    "was changed."
+)
+
+
+def missing_note(lacking: list[BotPermission], place: Place, *, private: bool = False) -> str:
+    """Tells a player what the bot lacks here and who can fix it. ``private``: a private
+    thread, where View Channel missing means the bot was not added to it."""
+    if private and VIEW_CHANNEL in lacking:
+        return PRIVATE_THREAD_NOTE
     where = "this thread's channel" if place is Place.THREAD else "this channel"
     return (
         f"⚠ Campfire can't do that here: it lacks {names(lacking)} in {where}. "

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import discord
 
-from cogs.ui.bot_permissions import is_final_refusal
+from cogs.ui.bot_permissions import PLACE_GONE, is_final_refusal
 from engine.play.message_links import MessageLink, MessageLinks
 
 if TYPE_CHECKING:
@@ -40,9 +40,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 UNKNOWN_MESSAGE = 10008
-UNKNOWN_CHANNEL = 10003
 OLD_MESSAGE_EDITS = 30046
-ARCHIVED_THREAD = 50083
 
 #: Channels discord.py caches whose messages can be named by id (``get_partial_message``).
 _WITH_MESSAGES = (
@@ -107,7 +105,7 @@ class EarlierMessages:
         if error.code == OLD_MESSAGE_EDITS:
             log.info("Discord refuses more edits of old messages for now (%s)", where)
             return Edited.TOO_OLD
-        if error.code in (ARCHIVED_THREAD, UNKNOWN_CHANNEL):
+        if error.code in PLACE_GONE:
             log.info("cannot edit %s: %s %s", where, error.status, error.text)
             return Edited.CHANNEL_REFUSED
         if error.status == 403:

@@ -98,7 +98,12 @@ async def preflight(interaction: discord.Interaction, does: Does) -> bool:
         ", ".join(p.name for p in lacking),
     )
     try:
-        await interaction.response.send_message(missing_note(lacking, place), ephemeral=True)
+        private = (
+            isinstance(interaction.channel, discord.Thread)
+            and interaction.channel.type is discord.ChannelType.private_thread
+        )
+        note = missing_note(lacking, place, private=private)
+        await interaction.response.send_message(note, ephemeral=True)
     except discord.HTTPException:
         log.warning("could not answer interaction %s", interaction.id, exc_info=True)
     return False

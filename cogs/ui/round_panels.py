@@ -136,13 +136,18 @@ class RoundPanels:
         view.add_item(CloseButton(state.adventure_id))
         panel = self._panels.get(state.adventure_id)
         self._states[state.adventure_id] = state
+        # Paced as every message of the channel is (``cogs.ui.pacing``): a round's panel edits
+        # share the channel's window with its narration.
+        pacer = self.bot.narrator.pacer
         try:
             if panel is not None:
+                await pacer.acquire(channel.id)
                 self._panels[state.adventure_id] = await panel.edit(content=text, view=view)
                 return
         except discord.HTTPException:
             log.info("round panel %s gone; posting another", panel.id if panel else None)
         try:
+            await pacer.acquire(channel.id)
             self._panels[state.adventure_id] = await channel.send(
                 text, view=view, allowed_mentions=NO_PINGS
             )
@@ -163,6 +168,7 @@ class RoundPanels:
             else panel_text(state, self.timeout_s, closed=True)
         )
         try:
+            await self.bot.narrator.pacer.acquire(panel.channel.id)
             await panel.edit(content=text, view=None)
         except discord.HTTPException:
             log.info("could not mark round panel %s closed", panel.id)

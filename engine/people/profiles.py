@@ -160,6 +160,34 @@ class Profiles:
         async with self.db.transaction() as session:
             await touch_server(session, server_id, name)
 
+    async def reconcile_servers(
+        self, present: dict[int, str], is_ours: Callable[[int], bool]
+    ) -> tuple[int, int]:
+        """Servers joined or left while the bot was offline, put right once it is connected:
+        Discord tells a connecting bot of the servers it is in (GUILD_CREATE, which discord.py
+        dispatches as ``guild_available``, not ``guild_join``), and of no server it left. Every
+        server in ``present`` is marked here (a pending removal cancelled, as a re-invite does);
+        every server still marked here but not present, among those ``is_ours`` says this
+        process's shards hold, is marked left (its data goes after the grace period). Returns
+        how many were joined and left since the last look."""
+        async with self.db.transaction() as session:
+            known = dict(
+                (await session.execute(select(col(Server.id), col(Server.left_at)))).tuples().all()
+            )
+            joined = [sid for sid in present if sid not in known or known[sid] is not None]
+            for server_id in joined:
+                await touch_server(session, server_id, present[server_id])
+            gone = [
+                sid
+                for sid, left_at in known.items()
+                if left_at is None and sid not in present and is_ours(sid)
+            ]
+            if gone:
+                await session.execute(
+                    update(Server).where(col(Server.id).in_(gone)).values(left_at=utcnow())
+                )
+        return len(joined), len(gone)
+
     async def server_left(self, server_id: int, *, now: datetime | None = None) -> None:
         """The bot left (or was removed from) a server: its data goes after the grace period
         (``engine.people.guests.remove_departed_servers``)."""
