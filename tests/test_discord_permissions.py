@@ -99,6 +99,19 @@ async def test_the_preflight_names_only_commands_that_exist(env: DiscordEnv):
     assert set(COMMANDS) <= names
 
 
+async def narration_under_way(env: DiscordEnv, fake_model, thread: int) -> asyncio.Task:
+    """alice's /do, its long narration started streaming: the turn's task."""
+    story = " ".join(f"step{n}" for n in range(60)) + "."
+    fake_model.queue(Reply(text=story, delay=0.03))
+    turn = asyncio.create_task(env.fake.slash(env.alice, thread, "do", action="go down"))
+    for _ in range(400):
+        if len(env.narration(thread)) > 1:
+            break
+        await asyncio.sleep(0.01)
+    assert len(env.narration(thread)) > 1, "the narration never started"
+    return turn
+
+
 # --- 403 mid-turn --------------------------------------------------------------------------------
 
 
@@ -107,15 +120,8 @@ async def test_losing_the_right_to_post_mid_turn_ends_the_narration_with_one_ref
 ):
     thread = await env.start_thread()
     env.expect(50013)  # provoked: the bot loses its permission while it narrates
-    story = " ".join(f"step{n}" for n in range(60)) + "."
-    fake_model.queue(Reply(text=story, delay=0.03))
-    turn = asyncio.create_task(env.fake.slash(env.alice, thread, "do", action="go down"))
+    turn = await narration_under_way(env, fake_model, thread)
     # Once the narration is on its way, a server admin takes Send Messages in Threads away.
-    for _ in range(400):
-        if len(env.narration(thread)) > 1:
-            break
-        await asyncio.sleep(0.01)
-    assert len(env.narration(thread)) > 1, "the narration never started"
     env.fake.set_permissions(env.channel, deny=P_SEND_IN_THREADS)
     record = await turn
     await env.done()
@@ -249,14 +255,7 @@ async def test_a_thread_locked_mid_turn_keeps_the_turn_and_tells_the_player_once
 ):
     thread = await env.start_thread()
     env.expect(50083)  # provoked: a moderator locks the thread while the bot narrates
-    story = " ".join(f"step{n}" for n in range(60)) + "."
-    fake_model.queue(Reply(text=story, delay=0.03))
-    turn = asyncio.create_task(env.fake.slash(env.alice, thread, "do", action="go down"))
-    for _ in range(400):
-        if len(env.narration(thread)) > 1:
-            break
-        await asyncio.sleep(0.01)
-    assert len(env.narration(thread)) > 1, "the narration never started"
+    turn = await narration_under_way(env, fake_model, thread)
     env.fake.lock_thread(thread)
     record = await turn
     await env.done()
