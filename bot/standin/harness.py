@@ -80,6 +80,7 @@ class StandIn:
         self._task = asyncio.create_task(self.client.start(self._token), name="standin-client")
         try:
             await self._wait_ready()
+            await self._wait_ready_handlers()
         except BaseException:
             await self.stop()
             raise
@@ -101,6 +102,14 @@ class StandIn:
             if time.monotonic() > deadline:
                 raise TimeoutError("the client did not become ready on the stand-in")
             await asyncio.sleep(0.005)
+
+    async def _wait_ready_handlers(self) -> None:
+        """The client's ``on_ready`` handlers have run (Campfire's reconciles the servers with
+        the database there): a test that starts playing at once would otherwise race them, and
+        their writes would look like the first interaction's."""
+        ready = {t for t in asyncio.all_tasks() if t.get_name() == "discord.py: on_ready"}
+        if ready:
+            await asyncio.wait(ready, timeout=START_TIMEOUT_S)
 
     async def stop(self) -> None:
         if not self.client.is_closed():
