@@ -6,13 +6,16 @@ store. Through the stand-in, with the fake model behind the bot."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 import discord
 import pytest
 
-from bot.standin.faults import MISSING_PERMISSIONS, DiscordError
+from bot.standin.faults import MISSING_PERMISSIONS
 from bot.standin.interactions import StandinFile
+from bot.standin.limits import OLD_MESSAGE_AGE_S
 from cogs.ui import head_moves
-from cogs.ui.earlier_messages import message_at
+from cogs.ui.earlier_messages import OLD_EDITS, OLD_EDITS_PERIOD_S, OldEdits, message_at
 from engine.storage.models import StoryMessage
 from tests.discord_env import DiscordEnv, campfire_on_standin, crash, restarted
 
@@ -21,9 +24,7 @@ ACT = ["Do", "Say", "Story"]
 
 # The interaction token lasts 15 minutes (discord-api-docs, "Receiving and Responding").
 PAST_THE_TOKEN = 16 * 60
-OLD_MESSAGE_EDITS = DiscordError(
-    400, 30046, "Maximum number of edits to messages older than 1 hour reached. Try again later"
-)
+OLD_MESSAGE_EDITS = 30046
 
 
 def labels(message) -> list[str]:
@@ -113,26 +114,48 @@ async def test_an_imported_adventures_posted_turn_is_marked_when_undone(env, fak
     assert undone(posted) and posted.buttons == []
 
 
-async def test_edits_of_old_messages_past_discords_cap_are_given_up_quietly(env, fake_model):
+async def test_edits_of_hour_old_messages_past_discords_cap_are_given_up_at_once(env, fake_model):
     thread = await env.start_thread()
-    fake_model.queue("One.", "Two.")
+    fake_model.queue("One.", "Two.", "Three.")
     await act(env, thread, "one")
     two, two_action = await act(env, thread, "two")
-    # Discord refuses more edits of messages older than an hour in this channel (30046).
-    env.expect(OLD_MESSAGE_EDITS.code)
-    env.fake.faults.fail_edits(OLD_MESSAGE_EDITS, times=None, channel_id=thread)
+    await act(env, thread, "three")
+    # An hour later Discord takes three edits of old messages a minute in this channel (the
+    # stand-in's count), and answers the fourth with a 429 carrying 30046 and the rate-limit
+    # headers: discord.py would sleep its retry_after (a minute) and try again five times.
+    env.fake.advance(OLD_MESSAGE_AGE_S + 1)
+    await env.fake.slash(env.alice, thread, "undo")  # three's marks, two's buttons: 3 edits
+    await env.done()
+    env.expect(OLD_MESSAGE_EDITS)
 
     record = await env.fake.slash(env.alice, thread, "undo")
     await env.done()
     assert "undid" in env.fake.message(record.original_message_id).content
-    # Asked once in this move, then left alone: no edit retried, nothing logged as an error
-    # (the env fixture fails on one).
-    refused = [r for r in env.fake.refused if r.code == OLD_MESSAGE_EDITS.code]
+    # Asked once, then given up (no retry after discord.py's sleep, no other edit in this
+    # channel this move), nothing logged as an error (the env fixture fails on one).
+    refused = [r for r in env.fake.refused if r.code == OLD_MESSAGE_EDITS]
     assert len(refused) == 1
-    # The story's buttons are on a new line saying where it stands, the only ones to press.
-    newest = env.fake.last_message(thread)
-    assert "The story now stands here" in newest.content and "Redo" in labels(newest)
+    # The story's buttons are on a new line saying where it stands and why, the only ones to
+    # press; the undone turn keeps its look, and the player who undid it is told why.
+    *_, newest, note = env.fake.messages(thread)
+    assert "The story now stands here (Discord takes no more edits" in newest.content
+    assert "Redo" in labels(newest)
     assert not undone(env.fake.message(two.id)) and not undone(env.fake.message(two_action.id))
+    assert note.ephemeral and note.visible_to == env.alice
+    assert "were left as they were" in note.content
+
+
+def test_campfire_keeps_its_own_budget_for_edits_of_hour_old_messages():
+    edits = OldEdits()
+    now = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)
+    fresh = discord.utils.time_snowflake(now - timedelta(minutes=59))
+    old = discord.utils.time_snowflake(now - timedelta(minutes=61))
+    for _ in range(OLD_EDITS):
+        assert edits.take(1, old, now, clock=100.0)
+    assert not edits.take(1, old, now, clock=100.0)
+    assert edits.take(1, fresh, now, clock=100.0)  # a message under an hour old: not counted
+    assert edits.take(2, old, now, clock=100.0)  # counted per channel
+    assert edits.take(1, old, now, clock=100.0 + OLD_EDITS_PERIOD_S)  # the window moved on
 
 
 async def test_a_channel_that_refuses_the_bot_is_asked_once_a_move(env, fake_model):

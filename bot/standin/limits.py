@@ -298,8 +298,9 @@ class SlidingWindow:
 # hour reached. Try again later" (Opcodes and Status Codes). The docs give neither the number
 # nor the window (Discord does not document it; discord-api-docs issue 4413), and bot authors
 # report about three per channel in 20 s. The stand-in holds a bot to fewer: three such edits
-# per channel in any 60 s. Bots see it as a 429 carrying code 30046, without the Via header of
-# a pacing 429, so discord.py raises at once instead of sleeping and retrying.
+# per channel in any 60 s. Bots see it as a 429 carrying code 30046 and the rate-limit headers
+# with Via, as a pacing 429 (``routes_messages.old_message_refusal``): discord.py sleeps its
+# retry_after and retries up to five times unless the bot gives up first.
 OLD_MESSAGE_AGE_S = 3600.0
 OLD_MESSAGE_EDITS = 3
 OLD_MESSAGE_EDIT_PERIOD_S = 60.0

@@ -305,7 +305,7 @@ class InteractionRoutes:
         if isinstance(msg, web.Response):
             return msg
         payload, files = await read_body(request)
-        error = self.messages.old_message_refusal(msg) or self.messages.apply_edit(
+        error = self.messages.old_message_refusal(request, msg) or self.messages.apply_edit(
             msg, payload, files
         )
         if error is not None:

@@ -22,6 +22,7 @@ from .permissions import (
     P_SEND_MESSAGES,
     P_VIEW_CHANNEL,
 )
+from .ratelimits import limit_reached_headers
 from .records import (
     ANNOUNCEMENT_THREAD,
     DM,
@@ -215,13 +216,19 @@ class MessageRoutes:
         self.announce("MESSAGE_UPDATE", msg)
         return None
 
-    def old_message_refusal(self, msg: MessageRecord) -> web.Response | None:
+    def old_message_refusal(self, request: web.Request, msg: MessageRecord) -> web.Response | None:
         """30046 for an edit of a message older than an hour beyond Discord's allowance (see
-        ``limits.OldMessageEdits``). Asked by the edit routes; an interaction's UPDATE_MESSAGE
-        answer is the interaction's response, not an edit of an old message, and is not
-        counted (the docs say nothing of it)."""
+        ``limits.OldMessageEdits``), with the rate-limit headers and ``Via`` Discord sends on
+        it, so that discord.py sleeps ``retry_after`` and retries, as it does on Discord
+        (aikaterna-cogs issue 302 shows the 429 reaching a bot as a rate limit). Asked by the
+        edit routes; an interaction's UPDATE_MESSAGE answer is the interaction's response, not
+        an edit of an old message, and is not counted (the docs say nothing of it)."""
         problem = self.old_message_edits.check(msg.channel_id, msg.created, self.fake.clock())
-        return None if problem is None else json_response(problem[1], status=problem[0])
+        if problem is None:
+            return None
+        status, body = problem
+        headers = limit_reached_headers(request, body["retry_after"])
+        return json_response(body, status=status, headers=headers)
 
     def _nonce_message(self, payload: dict[str, Any]) -> MessageRecord | None:
         """The bot's message an ``enforce_nonce`` create already made with this nonce."""
@@ -365,7 +372,7 @@ class MessageRoutes:
             return refused
         if msg.author_id != self.world.bot_user.id:
             return error_response(403, 50005, "Cannot edit a message authored by another user")
-        error = self.old_message_refusal(msg) or self.apply_edit(msg, payload, files)
+        error = self.old_message_refusal(request, msg) or self.apply_edit(msg, payload, files)
         if error is not None:
             return error
         return json_response(self.world.message_payload(msg))

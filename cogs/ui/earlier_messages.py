@@ -19,12 +19,24 @@ it concerns: nothing here retries in a loop, and nothing is an error in the log.
   403 (the bot may no longer see or post there) and 10003 (the channel is gone): every other
   edit of this round in that channel would be refused as well, so the round stops there. After
   30046 a new message is still taken (the buttons go on one); after the others, nothing is.
+
+Edits of messages older than an hour are few on Discord (30046), and its 429 for them carries
+the rate-limit headers, so discord.py would sleep its ``retry_after`` and try again up to five
+times, each try one more invalid request: an undo in a story left for an hour would stall for
+minutes. So Campfire gives up early, twice over: it keeps under a budget of its own for such
+edits (``OldEdits``: an hour-old message is known by its id, a snowflake holding its time),
+and an edit that waits longer than ``EDIT_PATIENCE_S`` (discord.py sleeping on a 429) is
+given up as a 30046 would be. discord.py's ``max_ratelimit_timeout`` cannot do this: it has a
+floor of 30 s and holds for every route.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections import deque
 from collections.abc import Iterable
+from datetime import datetime
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +53,20 @@ log = logging.getLogger(__name__)
 
 UNKNOWN_MESSAGE = 10008
 OLD_MESSAGE_EDITS = 30046
+
+#: The longest an edit of an earlier message may take, a wait on a rate limit included
+#: (an edit is answered in well under a second; only discord.py sleeping on a 429 takes
+#: longer). Past it the edit is given up, as after a 30046.
+EDIT_PATIENCE_S = 4.0
+
+#: A message older than this is "older than 1 hour" to Discord's 30046.
+OLD_MESSAGE_AGE_S = 3600.0
+#: Campfire's own budget for edits of such messages, per channel. Discord documents neither
+#: the number nor the window ("We dont put rate limit details in our documentation",
+#: discord-api-docs issue 4413); bot authors report about three per channel in 20 s
+#: (starboard-4 issue 118). Three in any 60 s keeps well under that.
+OLD_EDITS = 3
+OLD_EDITS_PERIOD_S = 60.0
 
 #: Channels discord.py caches whose messages can be named by id (``get_partial_message``).
 _WITH_MESSAGES = (
@@ -74,6 +100,31 @@ def message_at(bot: ChannelsClient, channel_id: int, message_id: int) -> discord
     return bot.get_partial_messageable(channel_id).get_partial_message(message_id)
 
 
+class OldEdits:
+    """Campfire's budget for edits of messages older than an hour, per channel.
+
+    Per process, and safe so: a channel is in one server, a server on one shard, and a shard
+    in one process, so no other process edits in this channel (DMs excepted, where edits of
+    old messages are rare: an undo in a DM story left for an hour)."""
+
+    def __init__(self) -> None:
+        self._edits: dict[int, deque[float]] = {}
+
+    def take(self, channel_id: int, message_id: int, now: datetime, clock: float) -> bool:
+        """May the bot edit ``message_id`` now? A message under an hour old always; an older
+        one while the channel's budget lasts (counting it)."""
+        age = (now - discord.utils.snowflake_time(message_id)).total_seconds()
+        if age < OLD_MESSAGE_AGE_S:
+            return True
+        edits = self._edits.setdefault(channel_id, deque())
+        while edits and clock - edits[0] >= OLD_EDITS_PERIOD_S:
+            edits.popleft()
+        if len(edits) >= OLD_EDITS:
+            return False
+        edits.append(clock)
+        return True
+
+
 class EarlierMessages:
     """Edits of messages shown earlier, by id, paced, giving up gracefully."""
 
@@ -81,6 +132,7 @@ class EarlierMessages:
         self.bot = bot
         self.pacer = pacer
         self.links = links
+        self.old_edits = OldEdits()
 
     def round(self) -> EditRound:
         """A new round of edits (one head move's, one turn's)."""
@@ -89,11 +141,20 @@ class EarlierMessages:
     async def _edit(
         self, link: MessageLink, fields: dict[str, Any]
     ) -> tuple[Edited, discord.HTTPException | None]:
+        where = f"message {link.message_id} in {link.channel_id}"
+        now, clock = discord.utils.utcnow(), self.pacer.clock()
+        if not self.old_edits.take(link.channel_id, link.message_id, now, clock):
+            log.info("holding back an edit of an hour-old message (%s): Campfire's budget", where)
+            return Edited.TOO_OLD, None
         await self.pacer.acquire(link.channel_id)
         try:
-            await message_at(self.bot, link.channel_id, link.message_id).edit(**fields)
+            async with asyncio.timeout(EDIT_PATIENCE_S):
+                await message_at(self.bot, link.channel_id, link.message_id).edit(**fields)
         except discord.HTTPException as error:
             return await self._refused(link, error), error
+        except TimeoutError:
+            log.info("gave up an edit of %s after %.0f s (a rate limit)", where, EDIT_PATIENCE_S)
+            return Edited.TOO_OLD, None
         return Edited.DONE, None
 
     async def _refused(self, link: MessageLink, error: discord.HTTPException) -> Edited:
@@ -125,6 +186,9 @@ class EditRound:
         #: The first refusal of the bot's permissions met (403: 50001, 50013, 50007), which
         #: the player is told of once.
         self.refusal: discord.HTTPException | None = None
+        #: Edits given up because Discord takes no more edits of hour-old messages for now
+        #: (30046, Campfire's own budget or a rate limit's wait), which the player is told of.
+        self.held_back = 0
 
     def refused_by(self, error: discord.HTTPException) -> None:
         """Note a refusal met outside ``edit`` (a new message sent in this round)."""
@@ -133,14 +197,15 @@ class EditRound:
 
     async def edit(self, link: MessageLink, **fields: Any) -> Edited:
         """Edit one message (``fields`` as for ``PartialMessage.edit``)."""
-        refused = self._refused.get(link.channel_id)
-        if refused is not None:
-            return refused
-        edited, error = await self._messages._edit(link, fields)
-        if edited in (Edited.TOO_OLD, Edited.CHANNEL_REFUSED):
-            self._refused[link.channel_id] = edited
-        if error is not None:
-            self.refused_by(error)
+        edited = self._refused.get(link.channel_id)
+        if edited is None:
+            edited, error = await self._messages._edit(link, fields)
+            if edited in (Edited.TOO_OLD, Edited.CHANNEL_REFUSED):
+                self._refused[link.channel_id] = edited
+            if error is not None:
+                self.refused_by(error)
+        if edited is Edited.TOO_OLD:
+            self.held_back += 1
         return edited
 
     async def edit_all(self, links: Iterable[MessageLink], **fields: Any) -> None:

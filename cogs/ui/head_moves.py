@@ -51,6 +51,9 @@ UNDONE_NOTE = "↩️ Undone. /redo (or ↪️ Redo) brings it back."
 #: turns or a branch switch must not fill a channel's edit window (about 5 per 5 s) for
 #: minutes, nor meet Discord's cap on edits of messages older than an hour (30046).
 EDITS_PER_MOVE = 6
+#: Said when Discord takes no more edits of hour-old messages in a channel for now (30046):
+#: the buttons move to a new line, and the older messages keep their look.
+HELD_BACK = "Discord takes no more edits of hour-old messages here for a few minutes"
 #: Requests a turn or head move in progress reserves in the pacer (see ``Narrator._begin``).
 TURN_RESERVE = 2
 
@@ -143,9 +146,16 @@ class HeadMoveShowing:
         await self._answer(interaction, line)
         channel = interaction.channel
         if isinstance(channel, discord.abc.Messageable):
-            refused = await self.show_head(channel, result, marks)
-            if refused is not None:
-                await reply(interaction, self._refusal_note(interaction, refused, STORY_MOVED))
+            edits = await self.show_head(channel, result, marks)
+            if edits.refusal is not None:
+                note = self._refusal_note(interaction, edits.refusal, STORY_MOVED)
+                await reply(interaction, note)
+            elif edits.held_back:
+                await reply(
+                    interaction,
+                    f"-# {HELD_BACK}, so {edits.held_back} older messages of this story "
+                    "were left as they were.",
+                )
 
     async def _answer(self, interaction: discord.Interaction, content: str) -> None:
         """The public answer to an acknowledged head move."""
@@ -173,10 +183,11 @@ class HeadMoveShowing:
 
     async def show_head(
         self, channel: MessageableChannel, move: HeadMove, marks: _Marks | None = None
-    ) -> discord.HTTPException | None:
+    ) -> EditRound:
         """The buttons go to the turn the story stands on; the turns that left the line are
-        marked, those that came back unmarked. Returns Discord's refusal if it refused the bot
-        this channel (after which nothing more was asked there)."""
+        marked, those that came back unmarked. Returns the round of edits: Discord's refusal
+        if it refused the bot this channel (after which nothing more was asked there), and how
+        many edits were held back (30046)."""
         self._begin()
         try:
             if marks is None:
@@ -197,7 +208,7 @@ class HeadMoveShowing:
             embed = discord.Embed(description=UNDONE_NOTE, colour=UNDONE_COLOUR)
             await edits.edit_all(marks.marked, embed=embed, view=None)
             await edits.edit_all(marks.unmarked, embeds=[])
-            return edits.refusal
+            return edits
         finally:
             self._end()
 
@@ -227,8 +238,11 @@ class HeadMoveShowing:
         else:
             try:
                 await self.pacer.acquire(channel.id)
-                text = echo(content or move.head_text, MESSAGE_MAX - 40)
-                sent = await channel.send(f"-# The story now stands here:\n{text}", view=view)
+                where = f" ({HELD_BACK})" if edited is Edited.TOO_OLD else ""
+                text = echo(content or move.head_text, MESSAGE_MAX - 120)
+                sent = await channel.send(
+                    f"-# The story now stands here{where}:\n{text}", view=view
+                )
             except discord.HTTPException as error:
                 edits.refused_by(error)
                 log.warning(
