@@ -399,6 +399,10 @@ async def run_console(
     # Until the console has shown the story again (``Console.begin``).
     bot.may_announce.clear()
     standin = StandIn(bot)
+    # An embedded model may take every core of a player's machine, and a late acknowledgement
+    # here would only fail a turn with nobody to tell: the console forgives the bot's own
+    # keeping of the event loop from a CPU, which Discord would not (``bot.standin.starvation``).
+    standin.fake.forgive_own_starvation()
     place = Place(standin.fake, server=server)
     place.build()
     async with standin:

@@ -124,8 +124,9 @@ def limit_reached_headers(request: web.Request, retry: float) -> dict[str, str]:
     """The headers Discord sends with a "Maximum number of … reached" 429 (30034 daily command
     creations, 30046 edits of hour-old messages): the rate-limit headers and ``Via``, as on a
     pacing 429, so discord.py reads it as a rate limit and sleeps ``retry_after`` unless its
-    ``max_ratelimit_timeout`` is shorter (then it raises ``discord.RateLimited`` at once). A bot without that bound appears to hang
-    for hours (JDA issue 2544 logs ``Retry-After: 431000 ms`` on 30034)."""
+    ``max_ratelimit_timeout`` is shorter (then it raises ``discord.RateLimited`` at once). A
+    bot without that bound appears to hang for hours (JDA issue 2544 logs ``Retry-After:
+    431000 ms`` on 30034)."""
     return {
         "Retry-After": str(max(1, int(retry + 0.999))),
         "X-RateLimit-Limit": "1",

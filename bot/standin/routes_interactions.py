@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
@@ -12,6 +11,7 @@ from aiohttp import web
 from . import limits
 from .records import FLAG_EPHEMERAL, FLAG_LOADING, InteractionRecord, MessageRecord
 from .rest import error_response, json_response, read_body
+from .starvation import StarvedClock
 
 if TYPE_CHECKING:
     from .host import StandinHost
@@ -21,35 +21,6 @@ ACK_DEADLINE_S = 3.0
 TOKEN_LIFETIME_S = 15 * 60
 #: How often the deadline is watched.
 WATCH_EVERY_S = 0.05
-#: Linux's scheduler statistics for the calling thread: its second field is the time it spent
-#: runnable but waiting for a CPU, in nanoseconds (the kernel's Documentation/scheduler/
-#: sched-stats.rst, "/proc/<pid>/schedstat").
-SCHEDSTAT = Path("/proc/thread-self/schedstat")
-
-
-def _waited_for_cpu() -> float:
-    try:
-        return int(SCHEDSTAT.read_text().split()[1]) / 1e9
-    except (OSError, ValueError, IndexError):
-        return 0.0  # not Linux: nothing is forgiven
-
-
-class StarvedClock:
-    """Time the event loop's thread was ready to run but given no CPU, summed: a test machine
-    running other test processes can deny it seconds at a time, which Discord's clock would
-    not see on a real deployment (the bot runs alone) and which is no fault of the bot. The
-    deadline is measured without it. Time on the CPU (the bot blocking its own loop included)
-    and time blocked in a call or waiting on I/O count in full, so a slow acknowledgement by
-    the bot still fails. Read on the loop's thread (the watch and the callback run there)."""
-
-    def __init__(self) -> None:
-        self._last = _waited_for_cpu()
-        self.total = 0.0
-
-    def tick(self) -> None:
-        now = _waited_for_cpu()
-        self.total += max(0.0, now - self._last)
-        self._last = now
 
 
 class InteractionRoutes:
@@ -69,6 +40,7 @@ class InteractionRoutes:
         self.world.interactions[record.id] = record
         self.tokens[record.token] = record
         self.pending_ack.add(record.id)
+        self.starved.tick()
         self._starved_at[record.id] = self.starved.total
 
     def _past_deadline(self, record: InteractionRecord) -> bool:
@@ -88,7 +60,8 @@ class InteractionRoutes:
     async def watch_acks(self) -> None:
         """Marks interactions the bot did not answer within 3 s as failed, as the user sees."""
         while True:
-            self.starved.tick()
+            if self.pending_ack:
+                self.starved.tick()
             for iid in list(self.pending_ack):
                 rec = self.world.interactions[iid]
                 if rec.acknowledged is not None:
