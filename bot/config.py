@@ -140,6 +140,12 @@ class Settings(BaseSettings):
     )
 
     max_action_chars: int = Field(default=2000, ge=1, le=4000)
+    message_play: bool = Field(
+        default=True,
+        description="Let adventures play by plain messages where their hosts switch it on. "
+        "Off: the bot asks Discord for no messages at all (neither the GUILD_MESSAGES nor the "
+        "DIRECT_MESSAGES intent), and only slash commands and buttons play.",
+    )
     message_content: bool = Field(
         default=False,
         description="Ask Discord for the Message Content intent (privileged: switch it on in "
@@ -359,6 +365,16 @@ class Settings(BaseSettings):
         if len(set(value)) != len(value):
             raise ValueError("each shard number once")
         return tuple(sorted(value))
+
+    @field_validator("message_content")
+    @classmethod
+    def _content_of_messages_played(cls, value: bool, info: ValidationInfo) -> bool:
+        if value and info.data.get("message_play") is False:
+            raise ValueError(
+                "false while CAMPFIRE_MESSAGE_PLAY is false: no message is read, so its "
+                "content is not needed (set one of the two)"
+            )
+        return value
 
     @field_validator("database_url")
     @classmethod

@@ -32,7 +32,7 @@ discord.VoiceClient.warn_nacl = False
 discord.VoiceClient.warn_dave = False
 
 
-def gateway_intents(*, message_content: bool = False) -> discord.Intents:
+def gateway_intents(*, message_play: bool = True, message_content: bool = False) -> discord.Intents:
     """Only what Campfire reads. Slash commands, buttons and forms come as interactions, which
     need no intent: each carries its member (roles, permissions) and channel (discord-api-docs,
     Gateway, List of Intents: events under no intent "will always be sent"). No reaction,
@@ -53,9 +53,12 @@ def gateway_intents(*, message_content: bool = False) -> discord.Intents:
     # role events; and GUILD_CREATE / GUILD_DELETE for on_guild_join / on_guild_remove
     # (cogs.membership), which record the servers Campfire is in.
     intents.guilds = True
-    intents.guild_messages = True
-    intents.dm_messages = True
-    intents.message_content = message_content
+    # Messages only where they may play: an operator who switched message play off
+    # (CAMPFIRE_MESSAGE_PLAY=false) is sent none (Gateway, "Gateway Intents": a bot receives
+    # only the events of the intents it asks for).
+    intents.guild_messages = message_play
+    intents.dm_messages = message_play
+    intents.message_content = message_play and message_content
     return intents
 
 
@@ -104,7 +107,9 @@ class CampfireBot(commands.AutoShardedBot):
         self.metrics = CampfireMetrics()
         super().__init__(
             command_prefix=commands.when_mentioned,
-            intents=gateway_intents(message_content=settings.message_content),
+            intents=gateway_intents(
+                message_play=settings.message_play, message_content=settings.message_content
+            ),
             # Stories mention characters by name; never let narration ping real people.
             allowed_mentions=discord.AllowedMentions.none(),
             allowed_contexts=COMMAND_CONTEXTS,

@@ -117,7 +117,17 @@ async def card_page(interaction: discord.Interaction, page: int) -> ListPage:
     return ListPage(cards_embed(found), found.page, found.pages)
 
 
-def settings_text(settings: AdventureSettings, *, changed: bool = False) -> str:
+#: Said where the operator switched message play off for the whole bot.
+MESSAGE_PLAY_OFF = (
+    "Playing by plain messages is switched off on this bot by its operator "
+    "(`CAMPFIRE_MESSAGE_PLAY=false`): Discord sends it no messages. Slash commands and "
+    "buttons play as ever."
+)
+
+
+def settings_text(
+    settings: AdventureSettings, *, changed: bool = False, message_play: bool = True
+) -> str:
     def origin(value: object, default: str) -> str:
         return "the default" if value is None else f"set for this adventure; default {default}"
 
@@ -132,7 +142,9 @@ def settings_text(settings: AdventureSettings, *, changed: bool = False) -> str:
         f"Temperature: **{settings.effective_temperature:g}** "
         f"({origin(settings.temperature, f'{defaults.temperature:g}')})",
         f"Playing by plain messages: **{'on' if settings.message_play else 'off'}** "
-        "(`messages: on` lets text typed here play; see `/help`)",
+        "(`messages: on` lets text typed here play; see `/help`)"
+        if message_play
+        else "Playing by plain messages: **off on this bot** (its operator switched it off)",
     ]
     if settings.held:
         lines.append(
@@ -491,6 +503,10 @@ class SteeringCog(commands.Cog):
         """Show or change this adventure's generation settings."""
         settings = self.bot.services.generation_settings
         where = channel_id_of(interaction)
+        message_play = self.bot.settings.message_play
+        if messages == "on" and not message_play:
+            await _answer(interaction, f"⚠ {MESSAGE_PLAY_OFF}", None)
+            return
         if (
             not reset
             and context_tokens is None
@@ -499,7 +515,7 @@ class SteeringCog(commands.Cog):
             and messages is None
         ):
             current = await settings.get(where)
-            await _answer(interaction, settings_text(current), None)
+            await _answer(interaction, settings_text(current, message_play=message_play), None)
             return
         await _defer(interaction)
         updated = await settings.set(
@@ -511,7 +527,8 @@ class SteeringCog(commands.Cog):
             reset=reset,
             message_play=None if messages is None else messages == "on",
         )
-        await _answer(interaction, settings_text(updated, changed=True), None)
+        text = settings_text(updated, changed=True, message_play=message_play)
+        await _answer(interaction, text, None)
 
 
 async def setup(bot: CampfireBot) -> None:

@@ -151,3 +151,12 @@ def test_every_setting_is_documented(document):
     text = (SOURCE_TREE / document).read_text()
     missing = [env_name(name) for name in Settings.model_fields if env_name(name) not in text]
     assert missing == []
+
+
+def test_the_content_of_messages_is_not_asked_for_where_none_play(monkeypatch):
+    monkeypatch.setenv("CAMPFIRE_MESSAGE_PLAY", "false")
+    monkeypatch.setenv("CAMPFIRE_MESSAGE_CONTENT", "true")
+    with pytest.raises(ConfigError) as caught:
+        load_settings()
+    assert "CAMPFIRE_MESSAGE_CONTENT" in str(caught.value)
+    assert "CAMPFIRE_MESSAGE_PLAY is false" in str(caught.value)

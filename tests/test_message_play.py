@@ -10,7 +10,7 @@ from bot.standin.permissions import P_READ_HISTORY, P_SEND_IN_THREADS
 from bot.standin.records import InteractionRecord
 from engine.play.message_actions import message_action
 from engine.story.actions import ActionType
-from tests.discord_env import DiscordEnv
+from tests.discord_env import DiscordEnv, campfire_on_standin
 from tests.fakes.openai_server import FakeModelServer
 
 
@@ -189,3 +189,37 @@ async def test_the_bots_own_messages_never_play(intent_env: DiscordEnv, fake_mod
 )
 def test_the_message_convention(text: str, expected: tuple[ActionType, str] | None):
     assert message_action(text) == expected
+
+
+@pytest.fixture
+async def no_message_env(tmp_path, fake_model, caplog, database_url):
+    """Campfire with ``CAMPFIRE_MESSAGE_PLAY=false``."""
+    async with campfire_on_standin(
+        tmp_path, fake_model, caplog, database_url, message_play=False
+    ) as environment:
+        yield environment
+
+
+async def test_an_operator_who_switched_message_play_off_is_sent_no_messages(
+    no_message_env: DiscordEnv, fake_model
+):
+    env = no_message_env
+    intents = env.bot.intents
+    assert not (intents.guild_messages or intents.dm_messages or intents.message_content)
+    thread = await env.start_thread()
+    # An adventure may not switch it on, and its settings say why.
+    record = await env.fake.slash(env.alice, thread, "adventure settings", messages="on")
+    await env.done()
+    assert "switched off on this bot by its operator" in _answer(env, record)
+    assert await env.bot.services.generation_settings.message_play_here(thread) is False
+    shown = await env.fake.slash(env.alice, thread, "adventure settings")
+    await env.done()
+    assert "off on this bot" in _answer(env, shown)
+    # A mention, which Discord would send with its content to a bot with the intents, is not
+    # sent at all: nothing plays, nothing answers.
+    before = len(env.fake.messages(thread))
+    await _say(env, env.bob, thread, f"<@{_me(env)}> open the door")
+    dm = env.fake.dm_channel(env.bob)
+    await _say(env, env.bob, dm, "open the door")
+    assert fake_model.requests == []
+    assert len(env.fake.messages(thread)) == before + 1  # bob's own message
