@@ -33,6 +33,8 @@ class OperatorSettings(Protocol):
 
     @property
     def operator_ids(self) -> tuple[int, ...]: ...
+    @property
+    def message_play(self) -> bool: ...
 
 
 class ChannelsClient(Protocol):
