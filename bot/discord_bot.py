@@ -305,20 +305,22 @@ class CampfireBot(commands.AutoShardedBot):
             self.shard_count,
         )
         await self.reconcile_servers()
+        await self.round_panels.restore(self.serves)
+
+    def serves(self, server_id: int | None) -> bool:
+        """Whether a server's events reach this process: its shard, ``(id >> 22) % shards``,
+        is one of this process's; DMs are shard 0's (discord-api-docs, Gateway, Sharding)."""
+        shard = 0 if server_id is None else (server_id >> 22) % (self.shard_count or 1)
+        return shard in (set(self.shards) or {0})
 
     async def reconcile_servers(self) -> None:
         """Servers joined or left while the bot was offline (``Profiles.reconcile_servers``):
         READY's servers are dispatched as ``guild_available``, never ``guild_join``, and a
         server left meanwhile is not told at all. Only this process's shards' servers are
-        judged: another process's are its own to judge (a server's shard is ``(id >> 22) %
-        shards``; discord-api-docs, Gateway, Sharding)."""
-        count = self.shard_count or 1
-        ours = set(self.shards) or {0}
+        judged: another process's are its own to judge (``serves``)."""
         present = {guild.id: guild.name or "" for guild in self.guilds}
         try:
-            joined, left = await self.services.profiles.reconcile_servers(
-                present, lambda server_id: (server_id >> 22) % count in ours
-            )
+            joined, left = await self.services.profiles.reconcile_servers(present, self.serves)
         except Exception:
             log.warning("could not reconcile the servers with Discord's", exc_info=True)
             return

@@ -37,6 +37,7 @@ from engine.platform.queue import AdventureQueue
 from engine.platform.redaction import host_of, redact_logs
 from engine.play.message_links import MessageLinks
 from engine.play.operator_status import OperatorStatus
+from engine.play.round_panels import RoundPanelRecords
 from engine.play.service import PlayService
 from engine.play.shelf import AdventureShelf
 from engine.prompt.tokens import encoding
@@ -294,6 +295,7 @@ async def build_services(settings: Settings) -> Services:
             rate_limits=limits,
         ),
         message_links=MessageLinks(db),
+        round_panels=RoundPanelRecords(db),
         characters=CharacterService(db),
         host_controls=HostControls(db),
         instance=instance,

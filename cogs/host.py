@@ -265,7 +265,9 @@ class HostCog(commands.Cog):
         if turn_mode is TurnMode.FREE:
             # The round that was waiting is dropped (engine.people.host_controls): its panel says
             # so.
-            await self.bot.round_panels.close_panel(made.settings.adventure_id, dropped=True)
+            await self.bot.round_panels.close_panel(
+                channel_id_of(interaction), made.settings.adventure_id, dropped=True
+            )
 
 
 async def setup(bot: CampfireBot) -> None:

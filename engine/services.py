@@ -30,6 +30,7 @@ from engine.platform.coordination.leases import TurnLeases
 from engine.platform.crypto import SecretBox
 from engine.play.message_links import MessageLinks
 from engine.play.operator_status import OperatorStatus
+from engine.play.round_panels import RoundPanelRecords
 from engine.play.service import PlayService
 from engine.play.shelf import AdventureShelf
 from engine.storage.database import Database
@@ -75,6 +76,8 @@ class Services:
     scripts: ScriptService
     #: Which Discord messages show which story node (cogs: narration).
     message_links: MessageLinks
+    #: Open rounds and their panels, for a restarted process (cogs: round panels).
+    round_panels: RoundPanelRecords
     #: Players' characters and the party (cogs: characters).
     characters: CharacterService
     #: The host's lock, mutes, transfer and rewrite rights (cogs: host).

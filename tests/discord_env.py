@@ -157,6 +157,7 @@ async def crash(env: DiscordEnv) -> None:
         task.cancel()
     await asyncio.gather(*handlers, return_exceptions=True)
     bot.scheduler.shutdown(wait=False)
+    bot.round_panels.cancel()  # its rounds' timers die with it
     heartbeats = [t for t in asyncio.all_tasks() if t.get_name().startswith("lease-heartbeat-")]
     for task in heartbeats:
         task.cancel()

@@ -12,7 +12,7 @@ from sqlalchemy import select
 from sqlmodel import col
 
 from engine.storage.models import Adventure, Role, RoundAction, StoryNode, TurnMode
-from tests.discord_env import DiscordEnv, answered, campfire_on_standin
+from tests.discord_env import DiscordEnv, answered, campfire_on_standin, crash, restarted
 
 
 async def adventure_of(env: DiscordEnv, thread: int) -> Adventure:
@@ -207,3 +207,40 @@ async def test_the_timeout_closes_a_round_without_its_late_player(
         await act(env, thread, env.alice, "do", action="catch up")
         assert await waiting(env) == 1
         assert "✅ Ann" in panel(env, thread).content
+
+
+async def test_a_restart_shows_the_open_round_again_and_times_it_out(
+    tmp_path: Path, fake_model, caplog, database_url: str
+):
+    async with campfire_on_standin(
+        tmp_path, fake_model, caplog, database_url, round_timeout_seconds=SHORT_TIMEOUT_S
+    ) as env:
+        thread, carol = await party_of_three(env, "rounds")
+        asked = len(fake_model.requests)
+        await act(env, thread, carol, "do", action="run")
+        shown = panel(env, thread)
+        assert "✅ Cora" in shown.content and "⏳ Bram" in shown.content
+        # The process dies with the round's timer; the round waits in the database.
+        await crash(env)
+        fake_model.queue("Time runs out for Ann and Bram.")
+        async with restarted(env) as again:
+            # The new process found the round: it times it out in its opener's name, and
+            # shows it on the same panel (no second one).
+            for _ in range(int((SHORT_TIMEOUT_S + 5) / 0.05)):
+                if await waiting(again) == 0 and len(await line_of(again, thread)) >= 4:
+                    break
+                await asyncio.sleep(0.05)
+            await again.done()
+            assert len(fake_model.requests) == asked + 1
+            line = await line_of(again, thread)
+            assert line[-2:] == [
+                (Role.PLAYER, carol, "> Cora runs."),
+                (Role.NARRATOR, None, "Time runs out for Ann and Bram."),
+            ]
+            assert panel(again, thread).id == shown.id
+            assert again.fake.message(shown.id).content.startswith("🎲 **Round closed**")
+            assert again.fake.message(shown.id).buttons == []
+            # The next round gets a panel of its own.
+            await act(again, thread, env.bob, "do", action="hide")
+            assert panel(again, thread).id != shown.id
+            assert "✅ Bram" in panel(again, thread).content

@@ -80,7 +80,7 @@ _WITH_MESSAGES = (
 
 class Edited(Enum):
     DONE = "done"
-    #: The message is gone; its link was forgotten.
+    #: The message is gone (a story message's link is forgotten).
     GONE = "gone"
     #: Discord takes no more edits of old messages there for now (30046); a new message would
     #: still be taken. No more edits there this round.
@@ -138,30 +138,34 @@ class EarlierMessages:
         """A new round of edits (one head move's, one turn's)."""
         return EditRound(self)
 
+    async def edit_message(self, channel_id: int, message_id: int, **fields: Any) -> Edited:
+        """An earlier message that shows no story node (a round's panel), by its ids."""
+        edited, _ = await self._edit(channel_id, message_id, fields)
+        return edited
+
     async def _edit(
-        self, link: MessageLink, fields: dict[str, Any]
+        self, channel_id: int, message_id: int, fields: dict[str, Any]
     ) -> tuple[Edited, discord.HTTPException | None]:
-        where = f"message {link.message_id} in {link.channel_id}"
+        where = f"message {message_id} in {channel_id}"
         now, clock = discord.utils.utcnow(), self.pacer.clock()
-        if not self.old_edits.take(link.channel_id, link.message_id, now, clock):
+        if not self.old_edits.take(channel_id, message_id, now, clock):
             log.info("holding back an edit of an hour-old message (%s): Campfire's budget", where)
             return Edited.TOO_OLD, None
-        await self.pacer.acquire(link.channel_id)
+        await self.pacer.acquire(channel_id)
         try:
             async with asyncio.timeout(EDIT_PATIENCE_S):
-                await message_at(self.bot, link.channel_id, link.message_id).edit(**fields)
+                await message_at(self.bot, channel_id, message_id).edit(**fields)
         except discord.HTTPException as error:
-            return await self._refused(link, error), error
+            return self._refused(where, error), error
         except TimeoutError:
             log.info("gave up an edit of %s after %.0f s (a rate limit)", where, EDIT_PATIENCE_S)
             return Edited.TOO_OLD, None
         return Edited.DONE, None
 
-    async def _refused(self, link: MessageLink, error: discord.HTTPException) -> Edited:
-        where = f"message {link.message_id} in {link.channel_id}"
+    @staticmethod
+    def _refused(where: str, error: discord.HTTPException) -> Edited:
         if error.code == UNKNOWN_MESSAGE:
-            log.info("%s is gone; forgetting it", where)
-            await self.links.forget([link.message_id])
+            log.info("%s is gone", where)
             return Edited.GONE
         if error.code == OLD_MESSAGE_EDITS:
             log.info("Discord refuses more edits of old messages for now (%s)", where)
@@ -199,7 +203,9 @@ class EditRound:
         """Edit one message (``fields`` as for ``PartialMessage.edit``)."""
         edited = self._refused.get(link.channel_id)
         if edited is None:
-            edited, error = await self._messages._edit(link, fields)
+            edited, error = await self._messages._edit(link.channel_id, link.message_id, fields)
+            if edited is Edited.GONE:
+                await self._messages.links.forget([link.message_id])
             if edited in (Edited.TOO_OLD, Edited.CHANNEL_REFUSED):
                 self._refused[link.channel_id] = edited
             if error is not None:

@@ -7,7 +7,9 @@ engine) ends the round; in ``rounds`` mode the round also ends when everyone has
 engine closes it under the last player's request) or when it has waited the round timeout. The
 timeout is a timer in the process that saw the round open; whether the round is due, and that
 it closes once, the engine decides in the database, so a timer that fires late, twice, or in
-the wrong process closes nothing it should not.
+the wrong process closes nothing it should not. Which rounds are open and where their panels
+are is in the database (``engine.play.round_panels``): a restarted process shows the same
+panels again and times their rounds out (``RoundPanels.restore``).
 """
 
 from __future__ import annotations
@@ -16,13 +18,14 @@ import asyncio
 import functools
 import logging
 import random
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
 import discord
 
 from cogs.ui import bot_of
+from cogs.ui.earlier_messages import Edited
 from cogs.ui.interaction import actor_of, channel_id_of
 from cogs.ui.preflight import Preflighted
 from engine.people.access.rules import Actor
@@ -39,6 +42,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+#: A closed round's panel when how it stood was shown by a process before a restart.
+CLOSED = "🎲 **Round closed**: the narrator answers it."
 #: Names on the panel quote players; nothing in them pings anyone.
 NO_PINGS = discord.AllowedMentions.none()
 
@@ -50,7 +55,7 @@ def _name(text: str) -> str:
 def panel_text(state: RoundState, timeout_s: float, *, closed: bool = False) -> str:
     """The round panel: how the round ends, then each player and whether they have acted."""
     if closed:
-        head = "🎲 **Round closed**: the narrator answers it."
+        head = CLOSED
     elif state.mode is TurnMode.ROUNDS:
         head = (
             f"🎲 **Round** ({state.acted}/{len(state.players)} acted): it closes when everyone "
@@ -75,11 +80,15 @@ def _request_id() -> int:
 
 
 class RoundPanels:
-    """Each open round's panel message and timeout timer, in this process."""
+    """Each open round's panel and timeout timer.
+
+    The timers, and how each round stood when last shown, are this process's, and safely so:
+    a channel's rounds are played in the process of its server's shard (a server's events,
+    its interactions included, reach one shard), and a restarted process takes them up from
+    the database (``restore``), where each panel's message is kept."""
 
     def __init__(self, bot: CampfireBot) -> None:
         self.bot = bot
-        self._panels: dict[int, discord.Message] = {}
         #: How each panel's round stood when last shown.
         self._states: dict[int, RoundState] = {}
         self._timers: dict[int, asyncio.Task[None]] = {}
@@ -111,10 +120,10 @@ class RoundPanels:
                             await self._answer(interaction, event)
                         await self.update(channel, event.state)
                         if actor is not None and event.state.mode is TurnMode.ROUNDS:
-                            self._start_timer(channel, event.state, actor)
+                            self._start_timer(channel, event.state.adventure_id, actor)
                         continue
                     if isinstance(event, ActionAccepted) and adventure:
-                        await self.close_panel(adventure)
+                        await self.close_panel(channel.id, adventure)
                     yield event
 
         return watched()
@@ -130,55 +139,81 @@ class RoundPanels:
             log.warning("could not answer interaction %s", interaction.id, exc_info=True)
 
     async def update(self, channel: MessageableChannel, state: RoundState) -> None:
-        """Post the round's panel, or edit it to how the round stands."""
+        """Post the round's panel, or edit it to how the round stands. Edits go the way of
+        every earlier message's (``cogs.ui.earlier_messages``: paced, never waiting on a rate
+        limit); a panel that cannot be edited any more is replaced by a new one."""
         text = panel_text(state, self.timeout_s)
         view = discord.ui.View(timeout=None)
         view.add_item(CloseButton(state.adventure_id))
-        panel = self._panels.get(state.adventure_id)
         self._states[state.adventure_id] = state
-        # Paced as every message of the channel is (``cogs.ui.pacing``): a round's panel edits
-        # share the channel's window with its narration.
-        pacer = self.bot.narrator.pacer
-        try:
-            if panel is not None:
-                await pacer.acquire(channel.id)
-                self._panels[state.adventure_id] = await panel.edit(content=text, view=view)
+        records = self.bot.services.round_panels
+        panel = await records.panel_of(state.adventure_id)
+        earlier = self.bot.narrator.earlier
+        if panel is not None:
+            edited = await earlier.edit_message(channel.id, panel, content=text, view=view)
+            if edited is Edited.DONE or edited is Edited.CHANNEL_REFUSED:
                 return
-        except discord.HTTPException:
-            log.info("round panel %s gone; posting another", panel.id if panel else None)
+            log.info("round panel %s cannot be edited (%s); posting another", panel, edited)
         try:
-            await pacer.acquire(channel.id)
-            self._panels[state.adventure_id] = await channel.send(
-                text, view=view, allowed_mentions=NO_PINGS
-            )
+            await self.bot.narrator.pacer.acquire(channel.id)
+            sent = await channel.send(text, view=view, allowed_mentions=NO_PINGS)
         except discord.HTTPException:
             log.warning("could not post the round panel", exc_info=True)
+            return
+        await records.shown(state.adventure_id, sent.id)
 
-    async def close_panel(self, adventure_id: int, *, dropped: bool = False) -> None:
+    async def close_panel(
+        self, channel_id: int, adventure_id: int, *, dropped: bool = False
+    ) -> None:
         """The round closed (``dropped``: the adventure went back to free play, and the round
         with it): its panel says so, without its button; the next round's first action posts
         a new one."""
-        panel = self._panels.pop(adventure_id, None)
+        records = self.bot.services.round_panels
+        panel = await records.panel_of(adventure_id)
         state = self._states.pop(adventure_id, None)
-        if panel is None or state is None:
+        if panel is None:
             return
-        text = (
-            "🎲 **Round dropped**: the adventure plays free again; act once more."
-            if dropped
-            else panel_text(state, self.timeout_s, closed=True)
-        )
-        try:
-            await self.bot.narrator.pacer.acquire(panel.channel.id)
-            await panel.edit(content=text, view=None)
-        except discord.HTTPException:
-            log.info("could not mark round panel %s closed", panel.id)
+        await records.shown(adventure_id, None)
+        if dropped:
+            text = "🎲 **Round dropped**: the adventure plays free again; act once more."
+        elif state is not None:
+            text = panel_text(state, self.timeout_s, closed=True)
+        else:  # shown before a restart: who acted is gone with the round
+            text = CLOSED
+        await self.bot.narrator.earlier.edit_message(channel_id, panel, content=text, view=None)
 
-    def _start_timer(self, channel: MessageableChannel, state: RoundState, actor: Actor) -> None:
-        timer = self._timers.get(state.adventure_id)
+    async def restore(self, ours: Callable[[int | None], bool]) -> None:
+        """After a restart: each open round of this process's servers (``ours``) shows how it
+        stands on its panel again, and one in ``rounds`` mode is timed out as its lost timer
+        would have, in its opener's name."""
+        try:
+            rounds = await self.bot.services.round_panels.open_rounds(ours)
+        except Exception:
+            log.warning("could not find the open rounds", exc_info=True)
+            return
+        play = self.bot.services.play
+        for opened in rounds:
+            channel = self.bot.get_channel(opened.channel_id)
+            if not isinstance(channel, discord.abc.Messageable) or isinstance(
+                channel, discord.ForumChannel | discord.CategoryChannel
+            ):
+                continue  # out of sight (an archived thread): its next action shows it again
+            state = await play.round_here(opened.channel_id)
+            if state is None or state.adventure_id != opened.adventure_id:
+                continue
+            await self.update(channel, state)
+            if state.mode is TurnMode.ROUNDS:
+                opener = Actor(opened.opener_id, opened.opener_name, opened.server_id)
+                self._start_timer(channel, opened.adventure_id, opener)
+        if rounds:
+            log.info("open rounds shown again: %d", len(rounds))
+
+    def _start_timer(self, channel: MessageableChannel, adventure_id: int, actor: Actor) -> None:
+        timer = self._timers.get(adventure_id)
         if timer is not None and not timer.done():
             return
-        self._timers[state.adventure_id] = asyncio.create_task(
-            self._time_out(channel, state.adventure_id, actor)
+        self._timers[adventure_id] = asyncio.create_task(
+            self._time_out(channel, adventure_id, actor)
         )
 
     async def _time_out(self, channel: MessageableChannel, adventure_id: int, actor: Actor) -> None:
@@ -217,8 +252,7 @@ class RoundPanels:
             self._timers.pop(adventure_id, None)
 
     def cancel(self) -> None:
-        """Stop the timers (the bot is closing); another process's or a restart's action
-        starts the round's timer again."""
+        """Stop the timers (the bot is closing); a restart starts them again (``restore``)."""
         for timer in self._timers.values():
             timer.cancel()
 

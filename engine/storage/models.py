@@ -336,6 +336,9 @@ class Adventure(SteeringFields, table=True):
     turn_mode: TurnMode = Field(
         default=TurnMode.FREE, sa_column=Column(String(8), nullable=False, server_default="free")
     )
+    #: The message showing the open round (its panel), so that any process, a restarted one
+    #: included, edits it and times the round out (``engine.play.round_panels``).
+    round_panel_id: int | None = Field(default=None, sa_column=Column(BigInteger))
 
     # Memory-bank progress, as story positions.
     memory_cursor: int = 0
