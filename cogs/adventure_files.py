@@ -7,7 +7,6 @@ two commands to that group when it loads and takes them out when it unloads
 
 from __future__ import annotations
 
-import contextlib
 import io
 from typing import TYPE_CHECKING
 
@@ -70,9 +69,10 @@ async def import_adventure(interaction: discord.Interaction, file: discord.Attac
     await archive.check_may_restore(actor_of(interaction), place, parsed)
     thread: discord.Thread | None = None
     if place is None:
+        # Named as it opens: renaming it later would take Manage Threads (cogs.ui.threads).
         thread = await open_adventure_thread(
             interaction,
-            file.filename.removesuffix(".json"),
+            parsed.steering.title or file.filename.removesuffix(".json"),
             f"Campfire adventure imported by {interaction.user}",
             bot.narrator.pacer,
         )
@@ -97,8 +97,6 @@ async def import_adventure(interaction: discord.Interaction, file: discord.Attac
     size = f"{restored.nodes:,} entries, {restored.branches} branch"
     size += "es" if restored.branches != 1 else ""
     if thread is not None:
-        with contextlib.suppress(discord.HTTPException):
-            await thread.edit(name=restored.title[:100])
         content = (
             f"{header} is restored in {thread.mention} ({size}); it goes on from where it was."
         )

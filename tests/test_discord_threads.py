@@ -96,10 +96,11 @@ async def test_a_start_that_fails_leaves_no_empty_open_thread(
         if manage_threads:
             assert threads == [running]  # its thread was deleted
             return
-        # Without Manage Threads it cannot be deleted: it says why it is empty, and is closed.
+        # Without Manage Threads it can be neither deleted nor archived (Modify Channel): it
+        # says why it is empty, and archives by itself after a day.
         assert threads[0] == running and len(threads) == 2
         closed = env.fake.world.channels[threads[1]]
-        assert closed.archived
+        assert not closed.archived and closed.auto_archive_duration == 1440
         assert [m.content for m in env.fake.messages(closed.id)] == [
             START_FAILED_NOTE.format(parent=f"<#{env.channel}>")
         ]

@@ -7,11 +7,13 @@ Close Channel", "Join Thread", "Add Thread Member"; Threads: "Editing & Deleting
 "Locked Threads"), where the two pages differ the stricter is modelled:
 
 - deleting a thread takes Manage Threads; any other guild channel, Manage Channels;
-- ``locked`` and ``rate_limit_per_user`` take Manage Threads;
-- ``name``, ``auto_archive_duration`` and archiving take Manage Threads, or being the thread's
-  creator;
 - unarchiving an unlocked thread takes only the right to talk in it (Send Messages in
-  Threads: "SEND_MESSAGES has no effect in threads"); a locked one, Manage Threads;
+  Threads: "SEND_MESSAGES has no effect in threads"); every other change (a name, the
+  auto-archive duration, archiving, locking, a slow mode) and unarchiving a locked one take
+  Manage Threads: "If modifying a thread and setting archived to false, when locked is also
+  false, only the SEND_MESSAGES permission is required. Otherwise, requires the
+  MANAGE_THREADS permission" (Modify Channel). The client lets a thread's creator rename and
+  archive it, but the API grants the bot nothing for having created one;
 - an archived thread changes only by a request that unarchives it (else 50083);
 - a member is added only to an active thread (50083), by someone who may talk in it.
 
@@ -99,12 +101,9 @@ class ChannelRoutes:
             return _archived()
         permissions = self._bot_permissions(thread)
         manages = bool(permissions & P_MANAGE_THREADS)
-        creator = thread.owner_id == self.world.bot_user.id
-        if ("locked" in payload or "rate_limit_per_user" in payload) and not manages:
-            return _missing_permissions()
-        creator_fields = any(key in payload for key in ("name", "auto_archive_duration"))
-        if (creator_fields or payload.get("archived") is True) and not (manages or creator):
-            return _missing_permissions()
+        if any(key != "archived" for key in payload) or payload.get("archived") is True:
+            if not manages:
+                return _missing_permissions()
         if unarchiving and thread.archived:
             # A locked thread: "only users with MANAGE_THREADS can unarchive it".
             if thread.locked and not manages:

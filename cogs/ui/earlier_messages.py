@@ -25,9 +25,9 @@ the rate-limit headers, so discord.py would sleep its ``retry_after`` and try ag
 times, each try one more invalid request: an undo in a story left for an hour would stall for
 minutes. So Campfire gives up early, twice over: it keeps under a budget of its own for such
 edits (``OldEdits``: an hour-old message is known by its id, a snowflake holding its time),
-and an edit that waits longer than ``EDIT_PATIENCE_S`` (discord.py sleeping on a 429) is
-given up as a 30046 would be. discord.py's ``max_ratelimit_timeout`` cannot do this: it has a
-floor of 30 s and holds for every route.
+and an edit that waits longer than ``EDIT_PATIENCE_S`` (discord.py sleeping on a 429, past
+the channel window's own reset) is given up as a 30046 would be. discord.py's
+``max_ratelimit_timeout`` cannot do this: it has a floor of 30 s and holds for every route.
 """
 
 from __future__ import annotations
@@ -54,10 +54,12 @@ log = logging.getLogger(__name__)
 UNKNOWN_MESSAGE = 10008
 OLD_MESSAGE_EDITS = 30046
 
-#: The longest an edit of an earlier message may take, a wait on a rate limit included
-#: (an edit is answered in well under a second; only discord.py sleeping on a 429 takes
-#: longer). Past it the edit is given up, as after a 30046.
-EDIT_PATIENCE_S = 4.0
+#: The longest an edit of an earlier message may take, waits on rate limits included. An edit
+#: that spends its channel's window returns only once the window resets (discord.py sleeps
+#: ``X-RateLimit-Reset-After`` before it gives the answer back, up to the 5 s of a channel's
+#: message window), so a landed edit may take that long; only discord.py sleeping on a 429 and
+#: trying again takes longer. Past it the edit is given up, as after a 30046.
+EDIT_PATIENCE_S = 10.0
 
 #: A message older than this is "older than 1 hour" to Discord's 30046.
 OLD_MESSAGE_AGE_S = 3600.0

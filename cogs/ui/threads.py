@@ -11,8 +11,11 @@ Threads", "Editing & Deleting Threads"; Channel: "Modify Channel", "Delete/Close
   moderator locked it;
 - anyone who may talk in a thread may unarchive it while it is not locked (``archived=false``);
   only Manage Threads unarchives a locked one, or locks one;
-- its creator may archive it and rename it; deleting it takes Manage Threads, which the invite
-  need not give;
+- everything else (renaming, archiving, locking) takes Manage Threads, its creator's too ("If
+  modifying a thread and setting archived to false, when locked is also false, only the
+  SEND_MESSAGES permission is required. Otherwise, requires the MANAGE_THREADS permission"),
+  and so does deleting it; the invite does not ask for it. So a thread is named as it opens,
+  never renamed, and the bot never archives one;
 - a member is added only to an active thread, by someone who may talk in it.
 """
 
@@ -36,8 +39,8 @@ AUTO_ARCHIVE_MINUTES = 1440
 
 #: What is left in a thread whose adventure could not start, when it cannot be deleted.
 START_FAILED_NOTE = (
-    "⚠ This adventure could not start, so this thread is closed. The message in {parent} says "
-    "why; `/start` there to try again."
+    "⚠ This adventure could not start, so nothing will be played in this thread; it archives by "
+    "itself after a day of quiet. The message in {parent} says why; `/start` there to try again."
 )
 
 
@@ -66,10 +69,9 @@ async def open_adventure_thread(
 
 
 async def give_up_thread(interaction: discord.Interaction, thread: discord.Thread) -> None:
-    """A start that failed leaves no empty thread open: deleted where the bot has Manage
-    Threads; elsewhere told why it is empty and archived, which its creator may do. Locking it
-    too would take Manage Threads as well ("Editing a thread to change … locked requires
-    MANAGE_THREADS"), so an archived thread is as closed as the bot can make it there."""
+    """A start that failed leaves no empty thread behind where the bot has Manage Threads (it is
+    deleted); elsewhere the thread says why it is empty. Archiving it would take Manage Threads
+    as well (see the module's notes), so it archives by itself after its quiet spell."""
     if interaction.app_permissions.manage_threads:
         with contextlib.suppress(discord.HTTPException):
             await thread.delete()
@@ -77,7 +79,6 @@ async def give_up_thread(interaction: discord.Interaction, thread: discord.Threa
     try:
         parent = thread.parent.mention if thread.parent is not None else "the channel"
         await thread.send(START_FAILED_NOTE.format(parent=parent))
-        await thread.edit(archived=True)
     except discord.HTTPException as error:
         log.warning("could not close the thread %s of a failed start: %s", thread.id, error)
 

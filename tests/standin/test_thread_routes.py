@@ -44,23 +44,29 @@ async def refused(code: int, call) -> None:
     assert caught.value.code == code
 
 
-async def test_a_thread_creator_archives_and_renames_but_only_manage_threads_locks_or_deletes(
-    env: Env,
-) -> None:
+async def test_only_manage_threads_changes_a_thread_its_creator_included(env: Env) -> None:
+    # Modify Channel: unarchiving an unlocked thread takes only the right to talk in it;
+    # "Otherwise, requires the MANAGE_THREADS permission", the thread's creator included.
     fake = env.fake
     thread = await new_thread(env)
     assert fake.world.channels[thread.id].members == {fake.world.bot_user.id}
     set_manage_threads(env, False)
     await refused(MISSING_PERMISSIONS, thread.delete())
     await refused(MISSING_PERMISSIONS, thread.edit(locked=True))
+    await refused(MISSING_PERMISSIONS, thread.edit(name="renamed"))
+    await refused(MISSING_PERMISSIONS, thread.edit(auto_archive_duration=60))
+    await refused(MISSING_PERMISSIONS, thread.edit(archived=True))
+    set_manage_threads(env, True)
     renamed = await thread.edit(name="renamed", auto_archive_duration=60)
     assert renamed.name == "renamed" and renamed.auto_archive_duration == 60
     archived = await thread.edit(archived=True)
     assert archived.archived and fake.world.channels[thread.id].archived
     await fake.flush()
     assert env.bot.get_channel(thread.id) is None  # archived threads leave the cache
-    # An archived thread changes only by a request that unarchives it.
+    # An archived thread changes only by a request that unarchives it, which anyone who may
+    # talk in it may send while it is not locked.
     await refused(ARCHIVED, archived.edit(name="again"))
+    set_manage_threads(env, False)
     reopened = await archived.edit(archived=False)
     assert not reopened.archived
 
