@@ -1,4 +1,5 @@
-"""/adventure export and /adventure import: a whole adventure as one file, and back.
+"""/adventure export and /adventure import: a whole adventure as one file, and back; or the
+story as it stands as a file to read (``format``: text, Markdown, a web page).
 
 The ``/adventure`` group belongs to the steering cog (``/adventure settings``); this cog adds its
 two commands to that group when it loads and takes them out when it unloads
@@ -8,7 +9,7 @@ two commands to that group when it loads and takes them out when it unloads
 from __future__ import annotations
 
 import io
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import discord
 from discord import app_commands
@@ -33,17 +34,33 @@ def scripts_left_out_note(names: tuple[str, ...]) -> str:
     )
 
 
+#: What each prose format is called in the answer.
+_PROSE_SAID = {"text": "plain text", "markdown": "Markdown", "html": "a web page"}
+
+
 @app_commands.command(name="export")
-async def export_adventure(interaction: discord.Interaction) -> None:
-    """The adventure here as a file: every branch, take and save point (sent to you alone)."""
+@app_commands.describe(
+    format="json (the default): the whole tree, for /adventure import; text, markdown, html: "
+    "to read"
+)
+async def export_adventure(
+    interaction: discord.Interaction,
+    format: Literal["json", "text", "markdown", "html"] = "json",
+) -> None:
+    """The adventure here as a file: the whole story tree, or the story to read (to you alone)."""
     await interaction.response.defer(ephemeral=True, thinking=True)
     exported = await bot_of(interaction).services.archive.export(
-        actor_of(interaction), channel_id_of(interaction)
+        actor_of(interaction), channel_id_of(interaction), format
     )
-    content = (
-        f"**{discord.utils.escape_markdown(exported.title)}**: the whole story tree. "
-        "`/adventure import` restores it anywhere."
-    )
+    title = discord.utils.escape_markdown(exported.title)
+    if format == "json":
+        content = f"**{title}**: the whole story tree. `/adventure import` restores it anywhere."
+    else:
+        content = (
+            f"**{title}** as {_PROSE_SAID[format]}: the story from its opening to where it "
+            "stands, each turn as it is now (undone turns, other takes and branches are not in "
+            "it)."
+        )
     if exported.scripts_left_out:
         content += scripts_left_out_note(exported.scripts_left_out)
     await interaction.followup.send(

@@ -70,7 +70,8 @@ narrated together once all acted, on Close, or late (`host`: on the host's Close
 **Scenarios and saves**
 `/scenario import file:` bring in an AI Dungeon, SillyTavern, NovelAI or Campfire file
 `/scenario list`, `/scenario show`, `/scenario export`, `/scenario delete`
-`/adventure export` the whole story as a file; `/adventure import file:` to restore one
+`/adventure export` the whole story as a file (`format:` text, markdown or html to read it); \
+`/adventure import file:` to restore one
 `/adventure list|resume|end`: the adventures here, bring one back, end this one
 `/server importers [role]`: who besides server managers may import (Manage Server)
 

@@ -294,6 +294,7 @@ async def play_everything(env: DiscordEnv, fake_model: FakeModelServer, p: Playe
     # --- files, and the player's own data ----------------------------------------------------
     exported = await p.slash(bob, thread, "adventure export")
     saved = p.answer(exported).attachments[0]
+    await p.slash(bob, thread, "adventure export", format="html")
     dm = env.fake.dm_channel(bob)
     await p.slash(bob, dm, "adventure import", file=StandinFile(saved.filename, saved.content))
     await p.slash(bob, thread, "profile show")

@@ -12,6 +12,8 @@ from engine.errors import InvalidInput
 from engine.library.formats import adventure as adventure_file
 from engine.library.formats.adventure_export import export_adventure
 from engine.library.formats.draft import ImportLimits
+from engine.library.formats.prose_render import EXTENSIONS, ProseFormat, render
+from engine.library.formats.story_prose import read_story_prose
 from engine.library.formats.strict_json import MAX_ARRAY_ITEMS, JsonCaps, load_json
 from engine.library.reading.errors import ImportRejected
 from engine.people.access.checks import check_may_import_scripts
@@ -27,6 +29,8 @@ if TYPE_CHECKING:
 
 #: The answer to an export where no adventure runs.
 NOTHING_TO_EXPORT = "There is no adventure running here to export. Start one with /start."
+#: The export ``/adventure import`` reads back: the whole tree (the others are prose to read).
+JSON_FORMAT = "json"
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,27 +79,33 @@ class AdventureArchive:
                 f"accepted is {adventure_file.MAX_BYTES // (1024 * 1024)} MiB."
             )
 
-    async def export(self, actor: Actor, channel_id: int) -> AdventureFile:
-        """The adventure running here, every branch and take of it, as one JSON file.
+    async def export(self, actor: Actor, channel_id: int, kind: str = JSON_FORMAT) -> AdventureFile:
+        """The adventure running here as one file, for anyone where it runs.
 
-        Its scripts' code only for those who may read it (``may_read_scripts``): for anyone
-        else the file has no scripts, and says which it left out."""
+        ``kind`` "json" (the default): every branch and take of it, for ``/adventure import``;
+        its scripts' code only for those who may read it (``may_read_scripts``): for anyone
+        else the file has no scripts, and says which it left out. "text", "markdown" or
+        "html": its current line as prose to read (``engine.library.formats.story_prose``),
+        which holds no script at all."""
+        prose_kind = None if kind == JSON_FORMAT else _prose_format(kind)
         async with self.db.session() as session:
+            # The one check every format shares: the adventure runs where it is asked for.
             adventure = await adventure_here(session, channel_id, missing=NOTHING_TO_EXPORT)
-            raw = await export_adventure(session, adventure)
+            if prose_kind is not None:
+                prose = await read_story_prose(session, adventure)
+            else:
+                raw = await export_adventure(session, adventure)
+        if prose_kind is not None:
+            content = _fitting(render(prose, prose_kind).encode("utf-8"))
+            name = f"{_stem(adventure.title)}.adventure.{EXTENSIONS[prose_kind]}"
+            return AdventureFile(adventure.title, name, content)
         left_out: tuple[str, ...] = ()
         if raw["scripts"] and not may_read_scripts(adventure, actor):
             left_out = tuple(script["name"] for script in raw["scripts"])
             raw["scripts"] = []
-        content = (json.dumps(raw, ensure_ascii=False, indent=1) + "\n").encode("utf-8")
-        if len(content) > adventure_file.MAX_BYTES:
-            raise InvalidInput(
-                f"This adventure's file would be {len(content) / (1024 * 1024):.1f} MiB, more "
-                f"than Discord accepts from a bot ({adventure_file.MAX_BYTES // (1024 * 1024)} "
-                "MiB)."
-            )
-        stem = re.sub(r"[^A-Za-z0-9]+", "-", raw["title"]).strip("-").lower()[:60] or "adventure"
-        return AdventureFile(raw["title"], f"{stem}.adventure.json", content, left_out)
+        content = _fitting((json.dumps(raw, ensure_ascii=False, indent=1) + "\n").encode("utf-8"))
+        name = f"{_stem(raw['title'])}.adventure.json"
+        return AdventureFile(raw["title"], name, content, left_out)
 
     async def read(self, data: bytes, actor: Actor | None = None) -> adventure_file.ParsedAdventure:
         """Check an adventure file in full (nothing is written); raises ``ImportRejected``.
@@ -164,6 +174,30 @@ class AdventureArchive:
                 adventure.version,
                 head.id,
             )
+
+
+def _prose_format(kind: str) -> ProseFormat:
+    try:
+        return ProseFormat(kind)
+    except ValueError:
+        shown = ", ".join((JSON_FORMAT, *ProseFormat))
+        raise InvalidInput(f"An adventure exports as {shown}; not as “{kind}”.") from None
+
+
+def _fitting(content: bytes) -> bytes:
+    """``content``, if Discord takes a file that large from a bot."""
+    if len(content) > adventure_file.MAX_BYTES:
+        raise InvalidInput(
+            f"This adventure's file would be {len(content) / (1024 * 1024):.1f} MiB, more "
+            f"than Discord accepts from a bot ({adventure_file.MAX_BYTES // (1024 * 1024)} "
+            "MiB)."
+        )
+    return content
+
+
+def _stem(title: str) -> str:
+    """A file name's first part from the adventure's title: ASCII words joined by "-"."""
+    return re.sub(r"[^A-Za-z0-9]+", "-", title).strip("-").lower()[:60] or "adventure"
 
 
 def _script_names(parsed: adventure_file.ParsedAdventure) -> list[str]:
