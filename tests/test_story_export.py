@@ -9,6 +9,7 @@ from __future__ import annotations
 import html
 import re
 
+import markdown_it
 import pytest
 
 from bot.standin import StandinFile
@@ -192,7 +193,6 @@ async def test_a_story_without_chapters_has_no_headings(env: DiscordEnv, fake_mo
 def test_escaped_markdown_renders_as_the_text_typed(typed: str):
     """What a CommonMark renderer (with GitHub's tables and strikethrough) makes of an escaped
     line: one paragraph holding the typed text, no other element."""
-    markdown_it = pytest.importorskip("markdown_it")
     renderer = markdown_it.MarkdownIt("commonmark").enable(["table", "strikethrough"])
     rendered = renderer.render(escape_markdown(typed))
     shown = html.escape(typed.lstrip(), quote=False).replace('"', "&quot;")
