@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import secrets
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import platformdirs
 from pydantic import (
@@ -139,6 +139,21 @@ class Settings(BaseSettings):
         "names, nothing else on the network.",
     )
 
+    content_rating: Literal["safe", "moderate", "mature"] = Field(
+        default="moderate",
+        description="The content rating of a server or DM that has not chosen its own: safe, "
+        "moderate or mature. Mature applies only in channels Discord marks age-restricted.",
+    )
+    content_ceiling: Literal["safe", "moderate", "mature"] = Field(
+        default="mature",
+        description="The highest content rating any server or player may choose.",
+    )
+    # NoDecode: the environment gives "word,a phrase", not JSON; _word_list reads it.
+    banned_words: Annotated[tuple[str, ...], NoDecode] = Field(
+        default=(),
+        description="Words and phrases banned in every adventure, comma-separated: an action "
+        "holding one is refused, a narration's are masked.",
+    )
     max_action_chars: int = Field(default=2000, ge=1, le=4000)
     message_play: bool = Field(
         default=True,
@@ -295,6 +310,25 @@ class Settings(BaseSettings):
                 return tuple(int(part) for part in value.split(",") if part.strip())
             except ValueError:
                 raise ValueError("Discord user ids separated by commas") from None
+        return value
+
+    @field_validator("content_ceiling")
+    @classmethod
+    def _ceiling_above_default(cls, value: str, info: ValidationInfo) -> str:
+        order = ("safe", "moderate", "mature")
+        default = info.data.get("content_rating")
+        if default is not None and order.index(default) > order.index(value):
+            raise ValueError(
+                f"at least CAMPFIRE_CONTENT_RATING ({default}): the default cannot be above "
+                "the ceiling"
+            )
+        return value
+
+    @field_validator("banned_words", mode="before")
+    @classmethod
+    def _word_list(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return tuple(part.strip() for part in value.split(",") if part.strip())
         return value
 
     @field_validator("trusted_endpoint_hosts", mode="before")

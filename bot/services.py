@@ -25,6 +25,7 @@ from engine.llm.providers.resolver import ChosenModels, ModelLimits, OperatorDef
 from engine.llm.retrieval.retriever import Retriever
 from engine.people.adventure_caps import AdventureCaps
 from engine.people.blocks import Blocks
+from engine.people.content import ContentPolicy, Rating, clean_banned
 from engine.people.host_controls import HostControls
 from engine.people.limits import LimitRules, UsageLimits
 from engine.people.profiles import Profiles
@@ -101,6 +102,15 @@ def embedded_budget(settings: Settings) -> int:
     return min(settings.context_tokens, settings.embedded_context_tokens)
 
 
+def content_policy(settings: Settings) -> ContentPolicy:
+    """The operator's content rules (``engine.people.content``)."""
+    return ContentPolicy(
+        default=Rating[settings.content_rating.upper()],
+        ceiling=Rating[settings.content_ceiling.upper()],
+        banned=tuple(clean_banned(settings.banned_words)),
+    )
+
+
 def make_context_engine(settings: Settings, retrievers: Sequence[Retriever]) -> ContextEngine:
     """The context engine for the operator's model. On the embedded one, the prompt is laid
     out for llama.cpp's reuse of what it has read (``engine.turns.context``'s prefix-stable layout)
@@ -111,6 +121,7 @@ def make_context_engine(settings: Settings, retrievers: Sequence[Retriever]) -> 
         max_output_tokens=reply_tokens(settings),
         retrievers=retrievers,
         prefix_stable=embedded,
+        content=content_policy(settings),
     )
 
 
@@ -242,6 +253,7 @@ async def build_services(settings: Settings) -> Services:
         caps=caps,
         limits=limits,
         round_timeout_s=settings.round_timeout_seconds,
+        content=content_policy(settings),
     )
     memory = MemoryWriter(
         db, providers, embedder, capacity=settings.max_memories, jobs=jobs, limits=limits

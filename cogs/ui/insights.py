@@ -133,6 +133,8 @@ def _summary(report: ContextReport) -> str:
     if report.clamped:
         # The adventure's own settings asked for more than the operator allows on its model.
         line += "\n**Held to the operator's ceilings:** " + "; ".join(report.clamped)
+    if report.checks:
+        line += "\n**Content checks:** " + "; ".join(report.checks)
     return line
 
 

@@ -45,6 +45,14 @@ from engine.people.access.checks import (
 from engine.people.access.rules import Actor, active_adventure, adventure_here
 from engine.people.accounts import touch_actor
 from engine.people.adventure_caps import AdventureCaps, check_may_begin
+from engine.people.content import (
+    ContentPolicy,
+    Rating,
+    banned_words,
+    check_scenario_rating,
+    note_place,
+    rating_for,
+)
 from engine.people.limits import UsageLimits
 from engine.people.party import back_on_act
 from engine.platform.coordination.leases import TurnLeases
@@ -99,8 +107,11 @@ class PlayService:
         caps: AdventureCaps | None = None,
         limits: UsageLimits | None = None,
         round_timeout_s: float = 120.0,
+        content: ContentPolicy | None = None,
     ) -> None:
         self.db = db
+        #: The operator's content rules: a scenario's rating at start, banned words in actions.
+        self.content = content or ContentPolicy()
         #: How long a round in ``rounds`` mode waits for its late players (``close_late``).
         self.round_timeout_s = round_timeout_s
         self.turns = turns
@@ -188,6 +199,10 @@ class PlayService:
                 session, query, server_id=actor.server_id, user_id=actor.user_id
             )
             running = await check_may_begin(session, actor, channel_id, self.caps)
+            check_scenario_rating(
+                Rating.parse(scenario.content_rating),
+                await rating_for(session, actor, self.content),
+            )
             assert scenario.id is not None
             check_may_start_with_scripts(
                 scenario, actor, await scenario_script_names(session, scenario.id)
@@ -203,6 +218,7 @@ class PlayService:
                 answers=answers,
             )
             adventure.parent_channel_id = opened_from
+            note_place(adventure, actor)
             assert adventure.id is not None
             self.places.seen(channel_id, adventure.id, adventure.version)
             return StartedAdventure(
@@ -397,6 +413,7 @@ class PlayService:
             # The host's lock, mutes and closed party, asked before anything of the request is
             # kept; a player who had left the party is back in by acting.
             await check_may_act(session, adventure, actor)
+            (await banned_words(session, adventure, self.content)).check_action(action.text)
             await back_on_act(session, adventure, actor.user_id)
             if check is not None:
                 await check(session, adventure)
@@ -443,6 +460,8 @@ class PlayService:
                 adventure = await adventure_here(session, channel_id, for_update=True)
                 check_may_press(adventure, drawn_for)
                 await check_may_act(session, adventure, actor)
+                (await banned_words(session, adventure, self.content)).check_action(action.text)
+                note_place(adventure, actor)
                 await back_on_act(session, adventure, actor.user_id)
                 named = replace(action, actor=await acting_name(session, adventure, actor))
                 replaced = await submit_to_round(session, adventure, named)

@@ -109,6 +109,10 @@ class ContextInputs:
     narrator_prompt: str = NARRATOR_PROMPT
     ai_instructions: str = ""
     #: ``PARTY_RULE`` in a group adventure, else "".
+    #: What the place's content rating allows (``engine.people.content``).
+    content_rule: str = ""
+    #: The words and phrases banned in the adventure (the operator's, server's, its own).
+    banned: tuple[str, ...] = ()
     party_rule: str = ""
     #: The players' characters, in the order they were made: (name, about).
     party: Sequence[tuple[str, str]] = ()

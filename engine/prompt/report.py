@@ -45,6 +45,8 @@ class ContextReport:
     clamped: list[str] = field(default_factory=list)
     #: The turn's script runs, one per script and hook: {hook, script, ms, logs, error, note}.
     scripts: list[dict[str, Any]] = field(default_factory=list)
+    #: What the content checks did to this turn, in words (``engine.people.content``).
+    checks: list[str] = field(default_factory=list)
 
     @property
     def excluded(self) -> list[ItemReport]:

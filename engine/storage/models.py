@@ -148,6 +148,10 @@ class Server(SQLModel, table=True):
     importer_role_id: int | None = Field(default=None, sa_column=Column(BigInteger))
     # Suggested actions under the turns of the server's adventures (``/server suggestions``).
     suggestions: bool = True
+    #: The server's content rating (``engine.people.content``); None: the operator's default.
+    content_rating: str | None = Field(default=None, sa_column=Column(String(8)))
+    #: Words and phrases no adventure of the server may hold (``engine.people.content``).
+    banned_words: list[str] = _json([])
     created_at: datetime = _when()
     # Set when the bot leaves; the server's data is removed a grace period later.
     left_at: datetime | None = _when(nullable=True)
@@ -161,6 +165,9 @@ class User(SQLModel, table=True):
     id: int = Field(sa_column=Column(BigInteger, primary_key=True, autoincrement=False))
     name: str = ""
     keep_data: bool = False
+    #: The rating of the player's own DM adventures, within the operator's ceiling; None: the
+    #: operator's default (``engine.people.content``).
+    content_rating: str | None = Field(default=None, sa_column=Column(String(8)))
     created_at: datetime = _when()
     last_seen_at: datetime = _when()
 
@@ -255,6 +262,8 @@ class Scenario(SteeringFields, table=True):
     parent_id: int | None = _fk("scenarios.id", ondelete="CASCADE")
     description: str = _text()
     tags: list[str] = _json([])
+    #: What its author rated it (``engine.people.content``); None: unrated, started anywhere.
+    content_rating: str | None = Field(default=None, sa_column=Column(String(8)))
     created_at: datetime = _when()
     updated_at: datetime = _when()
 
@@ -339,6 +348,11 @@ class Adventure(SteeringFields, table=True):
     #: The message showing the open round (its panel), so that any process, a restarted one
     #: included, edits it and times the round out (``engine.play.round_panels``).
     round_panel_id: int | None = Field(default=None, sa_column=Column(BigInteger))
+    #: Words and phrases its host banned, besides the server's and the operator's.
+    banned_words: list[str] = _json([])
+    #: Discord marks the adventure's place age-restricted (a thread: its parent), as the last
+    #: request there saw it; only there may a server adventure be rated mature.
+    age_restricted: bool = False
 
     # Memory-bank progress, as story positions.
     memory_cursor: int = 0

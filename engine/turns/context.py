@@ -52,6 +52,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from engine.library.knowledge.prompt import knowledge_section
 from engine.llm.providers.base import ChatMessage
 from engine.llm.retrieval.retriever import CountsUse, Found, Retriever
+from engine.people.content import RATING_RULES, ContentPolicy, adventure_rating, banned_words
 from engine.prompt.cards import (
     DEFAULT_SCAN_ENTRIES,
     load_context_cards,
@@ -173,8 +174,11 @@ class ContextEngine:
         max_history_entries: int = MAX_HISTORY_ENTRIES,
         retrievers: Sequence[Retriever] = (),
         prefix_stable: bool = False,
+        content: ContentPolicy | None = None,
     ) -> None:
         self.budget = budget
+        #: The operator's content rules: the rating the narrator is told, the banned words.
+        self.content = content or ContentPolicy()
         self.max_output_tokens = max_output_tokens
         self.narrator_prompt = narrator_prompt
         self.card_share = card_share
@@ -213,6 +217,8 @@ class ContextEngine:
             narrator_prompt=self.narrator_prompt,
             ai_instructions=adventure.ai_instructions,
             party_rule=PARTY_RULE if adventure.server_id is not None else "",
+            content_rule=RATING_RULES[await adventure_rating(session, adventure, self.content)],
+            banned=(await banned_words(session, adventure, self.content)).words,
             party=tuple(
                 (sheet.name, sheet.about) for sheet in await party_sheets(session, adventure.id)
             ),
@@ -383,6 +389,7 @@ class ContextEngine:
             s
             for s in (
                 block("narrator", "Narrator prompt", inputs.narrator_prompt),
+                block("content_rule", "Content rating", inputs.content_rule),
                 block("party_rule", "Group play", inputs.party_rule),
                 party(
                     inputs.party,

@@ -18,6 +18,7 @@ from engine.library.knowledge.prompt import canon_texts
 from engine.library.scripting.hooks import ScriptStopped
 from engine.llm.ceilings import Ceilings
 from engine.llm.providers.base import ChatProvider, GenerationParams
+from engine.people.content import BannedWords, MaskedStream
 from engine.platform.events import ProviderChunk, ReasoningDelta, StreamEnd, TextDelta, Usage
 from engine.platform.sanitise import sanitise
 from engine.prompt.cards import scan_text
@@ -145,6 +146,9 @@ class Generation:
         self._built: BuiltContext | None = None
         #: Whether the adventure offers suggested actions (asked for in the block).
         self._suggest = False
+        #: The words banned where the adventure runs: masked in what the model writes.
+        self._banned = BannedWords()
+        self._masked: MaskedStream | None = None
 
     async def prepare(self, session: AsyncSession) -> str:
         """Run onInput on the actions to write and gather the context's inputs; returns the
@@ -187,6 +191,7 @@ class Generation:
             inputs = replace(inputs, claims=claims)
         if self._suggest:
             inputs = replace(inputs, play_rules=SUGGESTION_RULE)
+        self._banned = BannedWords.of(inputs.banned)
         self._inputs = inputs
         return self._answered
 
@@ -204,6 +209,7 @@ class Generation:
         # state or suggested actions read it.
         hold = holds_story_block(adventure) or self._chapters is not None or self._suggest
         holder = BlockHolder() if schema_of(adventure.stat_schema) or hold else None
+        self._masked = self._banned.stream() if self._banned else None
         reply = Reply()
         async with aclosing(self._stream(built, holder, reply)) as deltas:
             async for event in deltas:
@@ -223,10 +229,17 @@ class Generation:
         if self._chapters is not None:
             world = self._chapters.settle(world, output, turn_index=plan.index, report=built.report)
         offered = from_lists(extract_state(output).lists) if self._suggest else ()
+        offered = tuple(text for text in offered if self._banned.found(text) is None)
         if output == sanitise(written):
             # The model's own prose (a script's output is the script's to shape): what is not
             # story goes (engine.story.narration_hygiene).
             world = replace(world, prose=tidy_narration(world.prose))
+        if self._banned:
+            # The model's and the scripts' words alike: no banned word enters the story.
+            masked = self._banned.mask(world.prose)
+            if masked != world.prose:
+                built.report.checks.append("banned words in the narration were masked")
+            world = replace(world, prose=masked)
         self._draft = Draft(
             action_texts=self._action_texts,
             action_text=self._answered,
@@ -281,7 +294,7 @@ class Generation:
             async with aclosing(self.provider.stream(built.messages, self.params)) as chunks:
                 async for chunk in chunks:
                     answered = True
-                    event = self._take(chunk, holder, reply, started)
+                    event = self._take(chunk, holder, reply, started, self._masked)
                     if event is not None:
                         yield event
         finally:
@@ -291,7 +304,11 @@ class Generation:
 
     @staticmethod
     def _take(
-        chunk: ProviderChunk, holder: BlockHolder | None, reply: Reply, started: float
+        chunk: ProviderChunk,
+        holder: BlockHolder | None,
+        reply: Reply,
+        started: float,
+        masked: MaskedStream | None = None,
     ) -> TurnEvent | None:
         """One piece of the model's reply into ``reply``; the event it shows, if any."""
         if isinstance(chunk, TextDelta):
@@ -302,6 +319,8 @@ class Generation:
                 reply.first_token_ms = _ms_since(started)
             reply.pieces.append(piece)
             visible = holder.feed(piece) if holder else piece
+            if masked is not None:
+                visible = masked.feed(visible)
             return TextDelta(visible) if visible else None
         if isinstance(chunk, ReasoningDelta):
             reply.reasoning.append(chunk.text)

@@ -33,6 +33,7 @@ from engine.llm.providers.resolver import ProviderResolver
 from engine.people.access.checks import check_may_press
 from engine.people.access.rules import NO_ADVENTURE, Actor, active_adventure
 from engine.people.accounts import touch_actor
+from engine.people.content import note_place
 from engine.people.limits import Charge, RateLimited, UsageLimits
 from engine.platform.coordination.leases import Lease, TurnLeases
 from engine.platform.coordination.request_status import REFUSED
@@ -252,6 +253,7 @@ class TurnIntake:
                 raise NoAdventureHere(NO_ADVENTURE)
             assert adventure.id is not None
             check_may_press(adventure, drawn_for)
+            note_place(adventure, actor)
             if seen_version is not None and (
                 seen_version != adventure.version
                 or await self.requests.button_pressed(

@@ -37,6 +37,9 @@ class Actor:
     role_ids: frozenset[int] = frozenset()
     #: Runs this bot: its Discord application's owner, or named in CAMPFIRE_OPERATOR_IDS.
     is_operator: bool = False
+    #: Discord marks the place age-restricted (a thread: its parent); None where the front end
+    #: does not know (a timer acting in a player's name), which changes nothing.
+    age_restricted: bool | None = None
 
     @property
     def is_server_manager(self) -> bool:
