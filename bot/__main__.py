@@ -1,7 +1,8 @@
 """Command line: ``python -m bot`` and its subcommands.
 
 python -m bot              Discord when DISCORD_TOKEN is set, otherwise the console
-python -m bot console      the console, even with a token set (--server: as a group)
+python -m bot console      the console, even with a token set (--server: as a group;
+                           --data-dir PATH: another data folder)
 python -m bot db upgrade   bring the database to the newest schema and exit
 python -m bot invite       print the link that adds the bot to a server, and its permissions
 """
@@ -152,6 +153,10 @@ def main(argv: list[str] | None = None) -> int:
     console.add_argument("--model", help="the model name at that endpoint")
     console.add_argument("--database-url", help="another database (else the setting)")
     console.add_argument(
+        "--data-dir",
+        help="the data folder for this run, as CAMPFIRE_DATA_DIR sets it (else the setting)",
+    )
+    console.add_argument(
         "--server",
         action="store_true",
         help="play in a server channel, as several members (/as NAME switches who types)",
@@ -178,6 +183,7 @@ def main(argv: list[str] | None = None) -> int:
                 ("model_url", getattr(args, "model_url", None)),
                 ("model_name", getattr(args, "model", None)),
                 ("database_url", getattr(args, "database_url", None)),
+                ("data_dir", getattr(args, "data_dir", None)),
             )
             if value
         }

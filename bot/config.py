@@ -1,7 +1,7 @@
 """Campfire's settings: one typed object read from the environment and an optional ``.env``.
 
-Every variable is documented in the README and ``.env.example``. A wrong value stops start-up
-with a message naming the variable and what it expects (``ConfigError``).
+Every variable is documented in ``docs/configuration.md`` and ``.env.example``. A wrong value
+stops start-up with a message naming the variable and what it expects (``ConfigError``).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The play loop: /start, /do, /say, /story, /continue and /help."""
+"""The play loop: /start, /do, /say, /story and /continue (/help: ``cogs.help``)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from discord.ext import commands
 
 from cogs.ui.acting import act_here
 from cogs.ui.ask_first import AskFirst
-from cogs.ui.content import fit_embed, fit_text
+from cogs.ui.content import fit_text
 from cogs.ui.errors import on_app_command_error
 from cogs.ui.gate import GatedForm
 from cogs.ui.interaction import actor_of, channel_id_of, place_of
@@ -26,100 +26,6 @@ if TYPE_CHECKING:
     from cogs.ui import CampfireBot
 
 log = logging.getLogger(__name__)
-
-#: /help: two embeds, as the guide outgrew one (an embed's description holds 4,096
-#: characters, all of a message's embeds 6,000 together; discord-api-docs, Message:
-#: "Embed Limits").
-HELP = (
-    """\
-**Campfire** runs text adventures narrated by an AI.
-
-**Play**
-`/start [scenario]` start an adventure (in a server it opens a thread for it)
-`/do <action>` act: `/do open the door` → *> You open the door.*
-`/say <words>` speak: `/say Hello` → *> You say "Hello."*
-`/story <text>` add to the story in your own words
-`/continue` or the ⏩ button: let the narrator go on
-✋ Do, 💬 Say, 📜 Story buttons under the newest turn: type your action in a form
-Plain messages, once the host runs `/adventure settings messages:on`: `open the door` is a do,
-`"Hello"` a say, `+ text` a story line; `//` or `(` is table talk (ignored). Unless the operator
-allowed message content, mention @Campfire in the message
-
-**Play together** (in a server, actions carry your character's name)
-`/character set name: [about:]`: your character here → *> Ann draws her sword.*
-`/character show [player:]`: yours, or another player's; `/party`: who plays
-`/join`, `/leave`: play here, or stop and watch
-
-**Steer the story** (the host and server managers)
-`/note`, `/essentials`, `/instructions`: the author's note, plot essentials, AI instructions
-`/card add|edit|remove|list`: story cards, brought in when their keys come up
-`/adventure settings`: context size, reply length, temperature; `messages:on|off`
-
-**Host controls** (the host and server managers; anyone may `/host show`)
-`/host lock|unlock`: while locked, only the host and managers act
-`/host mute|unmute|kick player:`: who may not act here; `/host transfer player:` a new host
-`/host rights retry:author|host|anyone`: who may retry, undo and edit turns
-`/host party state:open|closed`: closed, only the party acts and nobody joins
-`/host mode mode:free|rounds|host`: each action a turn; or rounds of one action each, \
-narrated together once all acted, on Close, or late (`host`: on the host's Close only)
-
-**World state** (in scenarios that track it)
-`/state show`: health, trust, flags and the rest, with what each number means
-`/state set <path> <value>`: correct a value (the host and server managers)
-
-**Scenarios and saves**
-`/scenario import file:` bring in an AI Dungeon, SillyTavern, NovelAI or Campfire file
-`/scenario list`, `/scenario show`, `/scenario export`, `/scenario delete`
-`/adventure export` the whole story as a file (`format:` text, markdown or html to read it); \
-`/adventure import file:` to restore one
-`/adventure list|resume|end`: the adventures here, bring one back, end this one
-`/server importers [role]`: who besides server managers may import (Manage Server)
-
-**Rewind and branch**
-`/retry` or 🔁: write the newest turn again (‹ › pages the takes)
-`/undo` ↩️, `/redo` ↪️: take back the newest turn, bring it back
-`/edit`: correct the newest turn's text
-`/branch list|new|switch|rename|delete`, `/savepoint add|list|restore|delete`, `/tree`""",
-    """\
-**Scripts** (AI Dungeon scripts; server managers, or the player in a DM)
-`/script upload hook file`: a script's library, input, context or output code from a .js file
-`/script list|enable|disable|remove`, `/script test hook`: manage them, try a hook unsaved
-
-**Memory**
-`/memory list|add|edit|pin|unpin|forget|restore`: facts the narrator remembers
-(changing them: the host and server managers)
-`/summary view|edit`: the story summary the narrator reads
-`/recap`: catch up on the adventure here (the summary and the latest turns, to you alone)
-
-**Knowledge** (setting notes the narrator reads when they come up)
-`/knowledge import file: class:canon|reference|inspiration`: a .txt or .md file (as for \
-scenarios: server managers and importers; in a DM, yours); `/knowledge list|show|options|remove`
-
-**Chapters and the story's state**
-`/chapters`: a scenario's chapters, the beat you are on, each chapter's recap and the epilogue
-`/narrative state`: who is where, who holds what, open threads, and what the last turn changed
-`/narrative track on:` and `/narrative correct` (the host): follow the story's state, fix it
-Suggested actions under the newest turn play as your `/do`; `/server suggestions` turns \
-them off (Manage Server)
-
-**See how it works**
-`/insights [turn]` or the 🔍 button: what the model was given for a turn, and why; \
-🧠 Reasoning there: the model's own notes for it, to you alone
-
-**Your own model**
-`/model set url: model: [key:]`: the model this server's adventures use (Manage Server), or, \
-in a DM, your own adventures'; a key is never shown again
-`/model pick name:`: another of the models the operator offers
-`/model show|test|clear`: which model is used here, check it answers, back to the default
-`/operator status|block|unblock`: for the bot's operator only
-
-**Your data**
-`/profile show|keep|delete`: what Campfire stores about you, keeping it, deleting it
-`/usage`: your use of Campfire's model today (and your server's), and the daily caps
-
-Actions sent at once are queued and played in order.
-A failed turn saves nothing; its 🔁 Retry button plays it again.""",
-)
 
 ACTION_LIMIT = 2000
 
@@ -263,17 +169,6 @@ class PlayCog(commands.Cog):
     async def continue_(self, interaction: discord.Interaction) -> None:
         """Let the narrator go on."""
         await act_here(interaction, ActionType.CONTINUE, "")
-
-    @app_commands.command(name="help")
-    async def help(self, interaction: discord.Interaction) -> None:
-        """How to play Campfire."""
-        # Embeds: the whole guide is longer than a message's 2000 characters.
-        titles = ("How to play", "More")
-        guide = [
-            fit_embed(discord.Embed(title=title, description=page))
-            for title, page in zip(titles, HELP, strict=True)
-        ]
-        await interaction.response.send_message(embeds=guide, ephemeral=True)
 
 
 # --- what /start asks ---------------------------------------------------------------------------

@@ -118,6 +118,7 @@ async def play_everything(env: DiscordEnv, fake_model: FakeModelServer, p: Playe
 
     # --- the library, and a scenario with options and questions ---------------------------
     await p.slash(alice, channel, "help")
+    await p.slash(alice, channel, "help", topic="group")
     await p.slash(alice, channel, "scenario list")
     await p.slash(alice, channel, "scenario show", scenario="bandit")
     await p.slash(alice, channel, "scenario export", scenario="bandit")

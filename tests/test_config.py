@@ -144,7 +144,7 @@ def test_an_unwritable_data_dir_is_explained(monkeypatch, tmp_path):
         load_settings().ensure_data_dir()
 
 
-@pytest.mark.parametrize("document", [".env.example", "README.md"])
+@pytest.mark.parametrize("document", [".env.example", "docs/configuration.md"])
 def test_every_setting_is_documented(document):
     from bot.config import Settings, env_name
 

@@ -135,6 +135,52 @@ def test_the_console_resumes_the_adventure_in_its_data_folder(tmp_path, fake_mod
     assert "The reeds rustle." in second.stdout
 
 
+def test_data_dir_sets_the_data_folder_for_the_run(tmp_path, fake_model):
+    """``console --data-dir PATH`` keeps this run's database, logs and files in PATH, as
+    CAMPFIRE_DATA_DIR would (the environment names another folder here)."""
+    mine = tmp_path / "mine"
+    fake_model.queue("The reeds rustle.")
+    first = run_console(tmp_path, fake_model, "/do listen\n", "console", "--data-dir", str(mine))
+    assert first.returncode == 0, first.stderr
+    assert {"campfire.db", "campfire.log", "secret.key"} <= {p.name for p in mine.iterdir()}
+    assert not (tmp_path / "data").exists()
+    again = run_console(tmp_path, fake_model, "", "console", "--data-dir", str(mine))
+    assert "Resuming your adventure" in again.stdout and "The reeds rustle." in again.stdout
+    # Without it, the setting's folder: a story of its own.
+    elsewhere = run_console(tmp_path, fake_model, "", "console")
+    assert elsewhere.returncode == 0, elsewhere.stderr
+    assert "Resuming" not in elsewhere.stdout and (tmp_path / "data" / "campfire.db").exists()
+
+
+def test_the_opening_names_the_embedded_model_only_while_it_runs(tmp_path, fake_model):
+    """On the embedded model the console says, before the story, what that model is, how slow
+    a first turn is, and the one line to a real model; on another model it says nothing of it.
+    Nothing here asks the embedded model for a turn: the opening is the scenario's own."""
+    from cogs.help import EMBEDDED_MODEL_NOTE
+
+    env = console_env(tmp_path, fake_model)
+    del env["CAMPFIRE_MODEL_URL"], env["CAMPFIRE_MODEL_NAME"]
+    done = subprocess.run(
+        [sys.executable, "-m", "bot"],
+        input="/quit\n",
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert out.index("Campfire console:") < out.index(EMBEDDED_MODEL_NOTE) < out.index("begins")
+    assert "SmolLM2 (135M parameters)" in EMBEDDED_MODEL_NOTE
+    assert "30–50 s on two cores" in EMBEDDED_MODEL_NOTE
+    assert "CAMPFIRE_MODEL_URL=http://localhost:11434/v1" in EMBEDDED_MODEL_NOTE
+    assert fake_model.requests == []
+    other = run_console(tmp_path, fake_model, "/quit\n")
+    assert other.returncode == 0, other.stderr
+    assert "SmolLM2" not in other.stdout and "Resuming your adventure" in other.stdout
+
+
 def test_after_a_restart_the_newest_turn_has_its_buttons_again(tmp_path, fake_model):
     """The stand-in starts empty each run: the bot sends the newest turn again with its
     buttons, as it does in Discord when the message that had them is gone."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import time
+from pathlib import Path
 
 import discord
 import pytest
@@ -15,8 +16,16 @@ from pydantic import SecretStr
 from bot.__main__ import _sync
 from bot.config import ConfigError
 from bot.standin.routes_commands import DAILY_COMMAND_CREATES
-from cogs.play import HELP
+from cogs.help import (
+    EMBEDDED_MODEL_NOTE,
+    OVERVIEW_TITLE,
+    TOPIC_CHOICES,
+    TOPICS,
+    overview,
+    topic_text,
+)
 from cogs.ui.content import EMBED_DESCRIPTION_MAX, EMBEDS_TOTAL_MAX
+from engine.llm.providers.local import LocalLlamaProvider
 from tests.discord_env import DiscordEnv, answered
 from tests.fakes.openai_server import Reply
 from tests.helpers import forget_where_buttons_are
@@ -182,12 +191,24 @@ async def test_acting_where_nothing_runs_is_answered_privately(env):
     assert "Start one with `/start`" in answer.content and answer.visible_to == env.bob
 
 
-async def test_help_is_private_and_names_every_command(env):
+async def test_help_fits_one_screen_and_its_topics_name_every_command(env):
     record = await env.fake.slash(env.bob, env.channel, "help")
-    pages = env.fake.message(record.original_message_id).embeds
-    assert record.ephemeral and [page["description"] for page in pages] == list(HELP)
-    guide = "\n".join(HELP)
-    # Every command the bot registers has its line in the guide (but /help, being read).
+    (page,) = env.fake.message(record.original_message_id).embeds
+    assert record.ephemeral and page["title"] == OVERVIEW_TITLE
+    assert page["description"] == overview(env.bot.services.provider)
+    # One screen: about twenty lines, the topics named at its end.
+    assert len(page["description"].splitlines()) <= 22
+    assert all(f"`{key}`" in page["description"] for key in TOPICS)
+    pages = [page["description"]]
+    for choice in TOPIC_CHOICES:
+        record = await env.fake.slash(env.bob, env.channel, "help", topic=choice.value)
+        (page,) = env.fake.message(record.original_message_id).embeds
+        assert record.ephemeral and page["title"] == TOPICS[choice.value].title
+        assert page["description"] == topic_text(choice.value, env.bot.services.provider)
+        pages.append(page["description"])
+    guide = "\n".join(pages)
+    # Every command the bot registers has its line in the overview or a topic (but /help,
+    # being read).
     missing = [
         c.name
         for c in env.bot.tree.get_commands()
@@ -195,11 +216,34 @@ async def test_help_is_private_and_names_every_command(env):
     ]
     assert missing == []
     assert "/adventure list|resume|end" in guide
-    # Whole: an embed's description holds 4,096 characters, a message's embeds 6,000 together
-    # with their titles (the stand-in refuses more), and the content guard would cut a longer
-    # guide short.
-    assert all(len(page) <= EMBED_DESCRIPTION_MAX for page in HELP)
-    assert sum(len(page) for page in HELP) + len("How to playMore") <= EMBEDS_TOTAL_MAX
+    # Whole, with the note on the embedded model too: an embed's description holds 4,096
+    # characters, a message's embeds 6,000 together with their titles (the stand-in refuses
+    # more), and the content guard would cut a longer page short. An option has at most 25
+    # choices, each named in at most 100 characters.
+    embedded = LocalLlamaProvider()
+    shown = [(OVERVIEW_TITLE, overview(embedded))]
+    shown += [(topic.title, topic_text(key, embedded)) for key, topic in TOPICS.items()]
+    assert all(len(text) <= EMBED_DESCRIPTION_MAX for _, text in shown)
+    assert all(len(title) + len(text) <= EMBEDS_TOTAL_MAX for title, text in shown)
+    assert len(TOPIC_CHOICES) <= 25 and all(len(c.name) <= 100 for c in TOPIC_CHOICES)
+
+
+async def test_help_names_the_embedded_model_only_while_it_runs(env):
+    """What the embedded model is, how slow its first turn, and the one line to a real model:
+    in the overview and the models topic while the operator runs it, and only then."""
+    embedded = LocalLlamaProvider()
+    for text in (overview(embedded), topic_text("models", embedded)):
+        assert EMBEDDED_MODEL_NOTE in text
+    note = EMBEDDED_MODEL_NOTE
+    assert "SmolLM2 (135M parameters)" in note and "30–50 s on two cores" in note
+    assert "CAMPFIRE_MODEL_URL=http://localhost:11434/v1 CAMPFIRE_MODEL_NAME=" in note
+    assert len(overview(embedded).splitlines()) <= 22
+    # Another model: the operator's endpoint (this bot's), or a GGUF file of the operator's.
+    record = await env.fake.slash(env.bob, env.channel, "help", topic="models")
+    (page,) = env.fake.message(record.original_message_id).embeds
+    assert "/model set url: model: [key:]" in page["description"]
+    for provider in (env.bot.services.provider, LocalLlamaProvider(Path("their-own.gguf"))):
+        assert "SmolLM2" not in overview(provider) + topic_text("models", provider)
 
 
 async def test_a_turn_cut_off_by_a_dead_process_shows_as_interrupted(env, fake_model):

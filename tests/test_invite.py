@@ -71,6 +71,6 @@ def test_without_a_token_or_an_id_it_says_what_to_give(no_settings, capsys):
 
 def test_the_stand_ins_bot_role_is_what_the_invite_asks_for():
     """The stand-in's bot role holds exactly the invite's permissions: a test passing there
-    passes on a server the README's invite set up (Manage Threads and Read Message History,
-    which the invite does not ask for, are the bot's only where an admin grants them)."""
+    passes on a server the invite of docs/operations.md set up (Manage Threads and Read Message
+    History, which the invite does not ask for, are the bot's only where an admin grants them)."""
     assert BOT_ROLE_PERMISSIONS == bot_permissions.invite_permissions()

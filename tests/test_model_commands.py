@@ -250,7 +250,7 @@ async def test_a_refused_endpoint_is_refused_with_the_reason_and_nothing_is_stor
 
 
 async def test_help_names_the_model_and_operator_commands(env: DiscordEnv):
-    record = await env.fake.slash(env.bob, env.channel, "help")
+    record = await env.fake.slash(env.bob, env.channel, "help", topic="models")
     guide = "\n".join(e["description"] for e in (await answered(env, record)).embeds)
     for command in (
         "/model set url: model: [key:]",

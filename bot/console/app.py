@@ -39,6 +39,7 @@ from bot.console.screen import Screen
 from bot.discord_bot import CampfireBot
 from bot.standin import StandIn, StandinFile
 from bot.standin.records import InteractionRecord
+from cogs.help import embedded_model_note
 from engine.errors import CampfireError
 
 INTRO = """\
@@ -115,8 +116,12 @@ class Console:
         when the message that had them is gone: ``Narrator.show_head``)."""
         play = self.bot.services.play
         place = self.place
+        self.screen.note(SERVER_INTRO if place.server else INTRO)
+        # On the embedded model: what it is, how slow a first turn is, and the way to a real one.
+        note = embedded_model_note(self.bot.services.provider)
+        if note:
+            self.screen.note(note)
         if place.server:
-            self.screen.note(SERVER_INTRO)
             if place.channel_id == CONSOLE_CHANNEL_ID:
                 return  # nothing to resume: the players /start when they are ready
             self.screen.note(
@@ -124,7 +129,6 @@ class Console:
                 "where the console types now.)"
             )
         else:
-            self.screen.note(INTRO)
             if await play.adventure_in(place.channel_id) is None:
                 self.bot.may_announce.set()
                 await self.execute(SlashInput("start"))

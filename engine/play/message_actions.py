@@ -1,8 +1,8 @@
 """Playing by plain messages: what a message typed in an adventure's place means.
 
-The convention (README, /help): text is a do; text in quotes ("…" or “…”) is a say; text
-starting with ``+`` is a story line; a message starting with ``//`` or ``(`` is out of
-character, and plays nothing. The front end strips a mention of the bot before asking.
+The convention (docs/commands.md, /help topic:playing): text is a do; text in quotes ("…" or
+“…”) is a say; text starting with ``+`` is a story line; a message starting with ``//`` or ``(``
+is out of character, and plays nothing. The front end strips a mention of the bot before asking.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ line per trial (its summary, its time, passed / FAILED / COULD NOT RUN) and a cl
 fault or stopped with a traceback, 2 when one could not run (``needs``: a missing extra or
 server), which fails CI too.
 
-The quick forms (figures of a 2-core machine in README, Trials):
+The quick forms (figures of a 2-core machine in docs/testing.md, Trials):
 
 * ``faults`` on SQLite and on PostgreSQL, all four parts: the whole trial, it is quick;
 * ``hostile_scripts``: the whole list;

@@ -99,6 +99,8 @@ class LocalLlamaProvider:
         cores: Cores | None = None,
         background: bool = False,
     ) -> None:
+        #: The SmolLM2-135M file that ships with Campfire, not a GGUF file of the operator's.
+        self.bundled = model_path is None
         self.model_path = model_path or bundled_model_path()
         self.n_ctx = n_ctx
         # llama.cpp's own default is half the machine's threads; reading a prompt is what a
@@ -256,3 +258,10 @@ class LocalLlamaProvider:
             return ModelYielded("Background work on the embedded model gave way to a narration.")
         log.error("embedded model failed", exc_info=error)
         return ModelError("The embedded model failed while writing. Press Retry.")
+
+
+def runs_the_bundled_model(provider: object) -> bool:
+    """Whether ``provider`` is the embedded SmolLM2-135M that ships with Campfire: a toy for
+    trying Campfire, slow to read a prompt on a small CPU (the first turn after a start reads
+    the whole story), which a newcomer is told, with the way to a real model."""
+    return isinstance(provider, LocalLlamaProvider) and provider.bundled
