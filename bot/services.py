@@ -296,7 +296,12 @@ async def build_services(settings: Settings) -> Services:
         memory_bank=MemoryBank(db, capacity=settings.max_memories, rate_limits=limits),
         world_state=WorldStateService(db),
         insights=Insights(db),
-        profiles=Profiles(db, retention_days=settings.guest_retention_days, queue=queue),
+        profiles=Profiles(
+            db,
+            retention_days=settings.guest_retention_days,
+            queue=queue,
+            content=content_policy(settings),
+        ),
         # story and library family
         scripts=ScriptService(
             db,
@@ -323,5 +328,5 @@ async def build_services(settings: Settings) -> Services:
         knowledge=KnowledgeLibrary(
             db, max_bytes=settings.max_import_bytes, embedder=embedder, rate_limits=limits
         ),
-        servers=ServerSettings(db),
+        servers=ServerSettings(db, content_policy(settings)),
     )

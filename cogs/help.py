@@ -103,7 +103,13 @@ A failed turn saves nothing; its 🔁 Retry button plays it again.""",
 `/host rights retry:author|host|anyone`: who may retry, undo and edit turns
 `/host party state:open|closed`: closed, only the party acts and nobody joins
 `/host mode mode:free|rounds|host`: each action a turn; or rounds of one action each, \
-narrated together once all acted, on Close, or late (`host`: on the host's Close only)""",
+narrated together once all acted, on Close, or late (`host`: on the host's Close only)
+`/host banned words:`: words this adventure bans (an action holding one is refused)
+
+**Content** (what the narrator may write)
+`/server rating level:` safe, moderate or mature for this server (Manage Server; mature only in \
+age-restricted channels); `/server banned words:` words banned in all its adventures
+`/profile rating level:` the rating of your own adventures in DMs""",
     ),
     "story": Topic(
         "Steering the story",
@@ -176,6 +182,7 @@ in a DM, your own adventures'; a key is never shown again
         """\
 **Your data**
 `/profile show|keep|delete`: what Campfire stores about you, keeping it, deleting it
+`/profile rating level:`: the content rating of your own DM adventures
 `/usage`: your use of Campfire's model today (and your server's), and the daily caps""",
     ),
 }

@@ -17,6 +17,7 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
+from cogs.ui.content_rules import banned_text, parse_words
 from cogs.ui.interaction import actor_of, channel_id_of
 from cogs.ui.replies import defer_request, reply
 from engine.people.access.checks import Member
@@ -268,6 +269,22 @@ class HostCog(commands.Cog):
             await self.bot.round_panels.close_panel(
                 channel_id_of(interaction), made.settings.adventure_id, dropped=True
             )
+
+    @host.command(name="banned")
+    @app_commands.describe(
+        words="Words or phrases, separated by commas; `none` clears the list; leave empty to see it"
+    )
+    async def banned(self, interaction: discord.Interaction, words: str | None = None) -> None:
+        """Words this adventure bans of its own: actions holding one are refused."""
+        # To the host alone: a list of banned words is not for the whole party to read.
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        controls = self.bot.services.host_controls
+        actor, place = actor_of(interaction), channel_id_of(interaction)
+        if words is None:
+            listed = await controls.banned(actor, place)
+        else:
+            listed = await controls.set_banned(actor, place, parse_words(words))
+        await reply(interaction, banned_text(listed, "this adventure"))
 
 
 async def setup(bot: CampfireBot) -> None:

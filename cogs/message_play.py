@@ -26,6 +26,7 @@ from discord.ext import commands
 
 from cogs.ui.bot_permissions import Does, Place, missing
 from cogs.ui.gate import message_blocked
+from cogs.ui.interaction import age_restricted
 from engine.people.access.rules import Actor
 from engine.play.message_actions import message_action
 from engine.story.actions import PlayerAction
@@ -71,6 +72,7 @@ def actor_of_message(message: discord.Message) -> Actor:
         manages_server=admin or permissions.manage_guild,
         manages_messages=admin or permissions.manage_messages,
         role_ids=frozenset(role.id for role in author.roles),
+        age_restricted=age_restricted(channel),
     )
 
 

@@ -3,7 +3,7 @@ and each command defers before it writes."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import discord
 from discord import app_commands
@@ -12,6 +12,7 @@ from discord.ext import commands
 from cogs.ui.content import fit_text
 from cogs.ui.interaction import actor_of
 from engine.errors import InvalidInput
+from engine.people.content import Rating
 
 if TYPE_CHECKING:
     from cogs.ui import CampfireBot
@@ -100,6 +101,31 @@ class ProfileCog(commands.Cog):
         await interaction.followup.send(
             "Everything Campfire stored about you is deleted, and your actions still waiting "
             "or being written were dropped. Playing again starts afresh.",
+            ephemeral=True,
+        )
+
+    @profile.command(name="rating")
+    @app_commands.describe(
+        level="safe, moderate or mature; default: the bot's; leave empty to see it"
+    )
+    async def profile_rating(
+        self,
+        interaction: discord.Interaction,
+        level: Literal["safe", "moderate", "mature", "default"] | None = None,
+    ) -> None:
+        """The content rating of your own adventures in DMs with the bot."""
+        await _defer(interaction)
+        profiles = self.bot.services.profiles
+        actor = actor_of(interaction)
+        if level is None:
+            rating = await profiles.rating(actor)
+        else:
+            chosen = None if level == "default" else Rating[level.upper()]
+            rating = await profiles.set_rating(actor, chosen)
+        ceiling = profiles.content.ceiling.label
+        await interaction.followup.send(
+            f"Your adventures in DMs with the bot are rated **{rating.label}** (the bot allows "
+            f"up to {ceiling}). In a server, the server's rating applies.",
             ephemeral=True,
         )
 

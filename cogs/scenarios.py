@@ -40,6 +40,8 @@ def _scenario_line(draft: ScenarioDraft) -> str:
     parts = [f"{len(draft.cards):,} card{'s' if len(draft.cards) != 1 else ''}"]
     if draft.options:
         parts.append(f"{len(draft.options)} option{'s' if len(draft.options) != 1 else ''}")
+    if draft.content_rating:
+        parts.append(f"rated {draft.content_rating}")
     return f"• {draft.title} · {', '.join(parts)}"
 
 
@@ -62,6 +64,8 @@ def preview_embed(imported: ImportedScenario) -> discord.Embed:
         colour=LIBRARY_COLOUR,
     )
     embed.add_field(name="Format", value=imported.format, inline=False)
+    if draft.content_rating and not several:
+        embed.add_field(name="Rated", value=draft.content_rating)
     embed.add_field(name="Story cards", value=f"{imported.card_count:,}")
     embed.add_field(name="Scripts", value=f"{imported.script_count:,}")
     if draft.options and not several:
@@ -143,6 +147,8 @@ def _entry_line(entry: ScenarioEntry) -> str:
     extra = f"{entry.cards} card{'s' if entry.cards != 1 else ''}"
     if entry.options:
         extra += f", {entry.options} option{'s' if entry.options != 1 else ''}"
+    if entry.content_rating:
+        extra += f", rated {entry.content_rating}"
     return f"• {title} · {extra}"
 
 
@@ -185,6 +191,7 @@ def details_embed(details: ScenarioDetails) -> discord.Embed:
     embed.add_field(name="From", value=details.source)
     embed.add_field(name="Story cards", value=f"{details.cards:,}")
     embed.add_field(name="Scripts", value=f"{details.scripts:,}")
+    embed.add_field(name="Rated", value=details.content_rating or "unrated")
     if details.tags:
         embed.add_field(name="Tags", value=echo(", ".join(details.tags), FIELD_MAX), inline=False)
     if details.options:

@@ -9,14 +9,17 @@ stays the rule. Every setting here is read and written by ``engine.people.server
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import discord
 from discord import app_commands
 from discord.ext import commands
 
+from cogs.ui.content_rules import banned_text, parse_words
 from cogs.ui.interaction import actor_of
 from cogs.ui.replies import reply
+from engine.people.content import ContentPolicy, Rating
+from engine.people.servers import ServerView
 
 if TYPE_CHECKING:
     from cogs.ui import CampfireBot
@@ -68,6 +71,54 @@ class ServerCog(commands.Cog):
         else:
             message = "Turns in this server's adventures offer no suggested actions now."
         await reply(interaction, message)
+
+    @server.command(name="rating")
+    @app_commands.describe(
+        level="safe, moderate or mature (mature only in age-restricted channels); "
+        "leave empty to see it"
+    )
+    async def rating(
+        self,
+        interaction: discord.Interaction,
+        level: Literal["safe", "moderate", "mature", "default"] | None = None,
+    ) -> None:
+        """The content rating of this server's adventures: what the narrator may write."""
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        servers = self.bot.services.servers
+        actor = actor_of(interaction)
+        if level is None:
+            view = await servers.of_managed(actor)
+        else:
+            view = await servers.set_rating(
+                actor, None if level == "default" else Rating[level.upper()]
+            )
+        await reply(interaction, rating_text(view, servers.content, changed=level is not None))
+
+    @server.command(name="banned")
+    @app_commands.describe(
+        words="Words or phrases, separated by commas; `none` clears the list; leave empty to see it"
+    )
+    async def banned(self, interaction: discord.Interaction, words: str | None = None) -> None:
+        """Words no adventure of this server may use: actions holding one are refused."""
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        servers = self.bot.services.servers
+        actor = actor_of(interaction)
+        if words is None:
+            view = await servers.of_managed(actor)
+        else:
+            view = await servers.set_banned(actor, parse_words(words))
+        await reply(interaction, banned_text(view.banned_words, "this server's adventures"))
+
+
+def rating_text(view: ServerView, policy: ContentPolicy, *, changed: bool) -> str:
+    rating = view.content_rating or policy.default
+    origin = "set for this server" if view.content_rating else "the bot's default"
+    lead = "The content rating is now" if changed else "The content rating is"
+    return (
+        f"{lead} **{rating.label}** ({origin}; the bot allows up to {policy.ceiling.label}). "
+        "In channels Discord does not mark age-restricted, adventures are held to moderate at "
+        "most. A scenario rated higher than its place does not start there."
+    )
 
 
 async def setup(bot: CampfireBot) -> None:

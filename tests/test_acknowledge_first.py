@@ -127,6 +127,10 @@ async def play_everything(env: DiscordEnv, fake_model: FakeModelServer, p: Playe
     await p.slash(alice, channel, "server importers")
     await p.slash(alice, channel, "server suggestions", on=False)
     await p.slash(alice, channel, "server suggestions", on=True)
+    await p.slash(alice, channel, "server rating", level="safe")
+    await p.slash(alice, channel, "server rating")
+    await p.slash(alice, channel, "server banned", words="gore, grisly death")
+    await p.slash(alice, channel, "server banned", words="none")
     for name in ("aid-new-scenario.json", "aid-story-cards.json"):
         file = StandinFile(name, (DATA / name).read_bytes(), "application/json")
         preview = await p.slash(alice, channel, "scenario import", file=file)
@@ -251,6 +255,8 @@ async def play_everything(env: DiscordEnv, fake_model: FakeModelServer, p: Playe
     await p.slash(bob, thread, "do", action="wait for the others")
     await p.press(alice, p.story_message(thread, "Close round").id, label="Close round")
     await p.slash(alice, thread, "host mode", mode="free")
+    await p.slash(alice, thread, "host banned", words="lich")
+    await p.slash(alice, thread, "host banned")
     await p.slash(alice, thread, "host transfer", player=bob)
     await p.slash(bob, thread, "host transfer", player=alice)
     await p.slash(alice, thread, "host kick", player=bob)
@@ -300,6 +306,8 @@ async def play_everything(env: DiscordEnv, fake_model: FakeModelServer, p: Playe
     await p.slash(bob, dm, "adventure import", file=StandinFile(saved.filename, saved.content))
     await p.slash(bob, thread, "profile show")
     await p.slash(bob, thread, "profile keep", keep=True)
+    await p.slash(bob, thread, "profile rating", level="safe")
+    await p.slash(bob, thread, "profile rating")
     await p.slash(bob, thread, "profile delete", confirm="delete")
 
     # --- a place's adventures: listed, ended on purpose, brought back (issue 23) ------------

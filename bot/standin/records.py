@@ -133,6 +133,9 @@ class ChannelRecord:
     members: set[int] = field(default_factory=set)
     # Channels only (threads take their parent's): target id -> its overwrite.
     overwrites: dict[int, Overwrite] = field(default_factory=dict)
+    #: Channels only: Discord marks it age-restricted (Channel: "nsfw"); a thread is as its
+    #: parent is, and its own payload says false.
+    nsfw: bool = False
 
     @property
     def is_thread(self) -> bool:

@@ -225,10 +225,12 @@ class FakeDiscord(InteractionDriver):
         name: str,
         *,
         type: int = GUILD_TEXT,  # noqa: A002 - Discord's field name
+        nsfw: bool = False,
     ) -> int:
         """A guild channel: a text channel unless ``type`` names another (``GUILD_VOICE``,
-        ``GUILD_ANNOUNCEMENT``, ``GUILD_STAGE_VOICE``, ``GUILD_FORUM``, ``GUILD_MEDIA``)."""
-        channel = self.world.add_channel(guild_id, name, type=type)
+        ``GUILD_ANNOUNCEMENT``, ``GUILD_STAGE_VOICE``, ``GUILD_FORUM``, ``GUILD_MEDIA``);
+        ``nsfw``: marked age-restricted."""
+        channel = self.world.add_channel(guild_id, name, type=type, nsfw=nsfw)
         if self.gateway.connected:
             self._dispatch_later(
                 "CHANNEL_CREATE",

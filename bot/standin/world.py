@@ -133,6 +133,7 @@ class World:
         *,
         type: int = GUILD_TEXT,  # noqa: A002 - Discord's field name
         channel_id: int | None = None,
+        nsfw: bool = False,
     ) -> ChannelRecord:
         if type not in GUILD_CHANNEL_TYPES:
             raise ValueError(f"not a guild channel type the stand-in models: {type}")
@@ -143,6 +144,7 @@ class World:
             name,
             guild_id=guild_id,
             position=len(guild.channel_ids),
+            nsfw=nsfw,
         )
         guild.channel_ids.append(channel.id)
         self.channels[channel.id] = channel
@@ -369,7 +371,7 @@ class World:
             "name": ch.name,
             "position": ch.position,
             "permission_overwrites": [o.payload() for o in ch.overwrites.values()],
-            "nsfw": False,
+            "nsfw": ch.nsfw,
             "topic": None,
             "parent_id": None,
             "last_message_id": last_id,

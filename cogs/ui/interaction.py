@@ -33,7 +33,20 @@ def actor_of(interaction: discord.Interaction) -> Actor:
         manages_server=admin or permissions.manage_guild,
         manages_messages=admin or permissions.manage_messages,
         role_ids=frozenset(role.id for role in roles),
+        age_restricted=age_restricted(interaction.channel),
     )
+
+
+def age_restricted(channel: object) -> bool | None:
+    """Whether Discord marks a place age-restricted: a channel's ``nsfw`` flag, a thread's
+    parent's ("a thread … inherits" its parent's settings; Channel: "nsfw"). None where the
+    channel is not known whole (a partial one), which leaves what the engine knew."""
+    if isinstance(channel, discord.Thread):
+        parent = channel.parent
+        return None if parent is None else parent.is_nsfw()
+    if isinstance(channel, discord.abc.GuildChannel) and hasattr(channel, "is_nsfw"):
+        return bool(channel.is_nsfw())  # type: ignore[attr-defined]  # checked above
+    return None
 
 
 def channel_id_of(interaction: discord.Interaction) -> int:

@@ -11,6 +11,7 @@ request's own transaction, before anything is written.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -28,6 +29,7 @@ from engine.people.access.checks import (
 )
 from engine.people.access.rules import adventure_here
 from engine.people.accounts import touch_actor
+from engine.people.content import clean_banned
 from engine.storage.models import Adventure, MutedPlayer, RewriteRight, RoundAction, TurnMode, User
 
 __all__ = ["HostChange", "HostControls", "HostSettings", "RewriteRight", "TurnMode"]
@@ -183,6 +185,23 @@ class HostControls:
                     delete(RoundAction).where(col(RoundAction.adventure_id) == adventure.id)
                 )
             return HostChange(await _settings_of(session, adventure))
+
+    async def banned(self, actor: Actor, channel_id: int) -> list[str]:
+        """The words the adventure here bans of its own (its host's and managers' to see: a
+        list of banned words is not for the whole party to read)."""
+        async with self.db.session() as session:
+            adventure = await adventure_here(session, channel_id)
+            await check_may_host(session, adventure, actor)
+            return list(adventure.banned_words)
+
+    async def set_banned(self, actor: Actor, channel_id: int, words: Sequence[str]) -> list[str]:
+        """Replace the adventure's own banned words (the server's and the operator's apply
+        besides); an empty list clears them."""
+        cleaned = clean_banned(words)
+        async with self.db.transaction() as session:
+            adventure = await self._hosted(session, actor, channel_id)
+            adventure.banned_words = cleaned
+            return cleaned
 
     @staticmethod
     async def _hosted(session: AsyncSession, actor: Actor, channel_id: int) -> Adventure:

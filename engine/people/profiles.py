@@ -32,8 +32,9 @@ from sqlalchemy import ColumnElement, delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
-from engine.errors import NotFound, PlayerDeleted
+from engine.errors import InvalidInput, NotFound, PlayerDeleted
 from engine.people.accounts import touch_server, touch_user
+from engine.people.content import ContentPolicy, Rating, place_rating
 from engine.platform.coordination.request_status import QUEUED, RUNNING
 from engine.storage.changes import rows_changed
 from engine.storage.coordination_models import RequestRecord, TurnLease
@@ -100,8 +101,11 @@ class Profiles:
         retention_days: int,
         queue: AdventureQueue | None = None,
         clock: Callable[[], float] = time.monotonic,
+        content: ContentPolicy | None = None,
     ) -> None:
         self.db = db
+        #: The operator's content rules: the ceiling a player's own rating is held to.
+        self.content = content or ContentPolicy()
         self.retention_days = retention_days
         self.queue = queue
         #: Seconds that only ever go forward (``time.monotonic``), for the contact interval.
@@ -234,6 +238,31 @@ class Profiles:
             )
             if changed != 1:
                 raise NotFound(STORES_NOTHING)
+
+    async def rating(self, actor: Actor) -> Rating:
+        """The rating of the actor's own DM adventures now."""
+        async with self.db.session() as session:
+            user = await session.get(User, actor.user_id)
+        chosen = Rating.parse(user.content_rating) if user is not None else None
+        return place_rating(self.content, in_dm=True, chosen=chosen, age_restricted=False).rating
+
+    async def set_rating(self, actor: Actor, rating: Rating | None) -> Rating:
+        """The rating of the actor's own DM adventures (None: the operator's default), within
+        the operator's ceiling; what applies now."""
+        ceiling = self.content.ceiling
+        if rating is not None and rating > ceiling:
+            raise InvalidInput(
+                f"This bot's operator allows ratings up to **{ceiling.label}**, so your "
+                f"adventures cannot be rated {rating.label}."
+            )
+        async with self.db.transaction() as session:
+            await touch_user(session, actor.user_id, actor.user_name)
+            await session.execute(
+                update(User)
+                .where(col(User.id) == actor.user_id)
+                .values(content_rating=None if rating is None else rating.label)
+            )
+        return rating if rating is not None else self.content.default
 
     async def delete(self, actor: Actor) -> None:
         """Delete the actor and everything they own, now (one cascading statement), and drop

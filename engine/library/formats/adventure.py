@@ -41,6 +41,7 @@ from engine.library.knowledge.files import (
 from engine.library.reading.errors import ImportRejected
 from engine.library.reading.fields import INT64_MAX, Fields
 from engine.library.scripting.results import CARD_ID_MAX_CHARS
+from engine.people.content import clean_banned
 from engine.platform.sanitise import sanitise, sanitise_json
 from engine.prompt.tokens import tokens_in
 from engine.storage.chapter_models import AdventureChapters
@@ -146,6 +147,7 @@ def parse_adventure(raw: Any, limits: ImportLimits) -> ParsedAdventure:
         ),
         "temperature": _temperature(settings),
         "message_play": settings.flag("message_play"),
+        "banned_words": _banned(settings),
         "memory_cursor": f.integer("memory_cursor", low=0) or 0,
         "summary_cursor": f.integer("summary_cursor", low=0) or 0,
         "version": f.integer("story_version", low=0) or 0,
@@ -491,6 +493,13 @@ def _characters(f: Fields) -> list[dict[str, Any]]:
 
 def _optional_text(f: Fields, key: str) -> str | None:
     return None if f.raw.get(key) is None else sanitise(f.text(key))
+
+
+def _banned(settings: Fields) -> list[str]:
+    try:
+        return clean_banned(sanitise(word) for word in settings.words("banned_words"))
+    except InvalidInput as error:
+        raise ImportRejected(f"{settings.at('banned_words')}: {error.message}") from None
 
 
 def _temperature(settings: Fields) -> float | None:

@@ -132,6 +132,7 @@ async def export_adventure(session: AsyncSession, adventure: Adventure) -> dict[
             "max_output_tokens": adventure.max_output_tokens,
             "temperature": adventure.temperature,
             "message_play": adventure.message_play,
+            "banned_words": list(adventure.banned_words),
         },
         "memory_cursor": adventure.memory_cursor,
         "summary_cursor": adventure.summary_cursor,

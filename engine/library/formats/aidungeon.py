@@ -65,6 +65,9 @@ def _scenario(f: Fields, fallback_title: str, depth: int) -> ScenarioDraft:
         title=f.text("title", "name", default=fallback_title),
         description=f.text("description"),
         tags=f.words("tags"),
+        # Its rating when the export carries one; an "nsfw" flag reads as mature.
+        content_rating=f.text("contentRating", "content_rating")
+        or ("mature" if f.flag("nsfw") else ""),
         prompt=f.text("prompt"),
         plot_essentials=f.text("memory"),
         authors_note=f.text("authorsNote"),

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.library.reading.errors import ImportRejected
+from engine.people.content import Rating
 from engine.platform.sanitise import sanitise, sanitise_code
 from engine.prompt.card_cap import DEFAULT_MAX_CARDS, CardCap
 from engine.story.steering.cards import (
@@ -102,6 +103,9 @@ class ScenarioDraft:
     #: that stand in for a failed narration (``engine.story.fallback``).
     suggestions: bool = True
     fallback: list[str] = field(default_factory=list)
+    #: What its author rated it (``safe``, ``moderate``, ``mature``; ``engine.people.content``),
+    #: as the file says it until checked; "" for unrated.
+    content_rating: str = ""
 
     def walk(self) -> list[ScenarioDraft]:
         """This scenario and every option under it, parents first."""
@@ -252,6 +256,7 @@ def _finish_one(
     draft.description = sanitise(draft.description).strip()
     _cap(draft.description, DESCRIPTION_MAX, f"{where}'s description")
     draft.tags = _tags(draft.tags, where)
+    draft.content_rating = _rating(draft.content_rating, where)
     draft.prompt = sanitise(draft.prompt).strip("\n")
     _cap(draft.prompt, PROMPT_MAX_CHARS, f"{where}'s opening prompt")
     for name, label in (
@@ -275,6 +280,20 @@ def _finish_one(
         )
     _finish_cards(draft, where, limits, imported)
     _finish_scripts(draft, where, limits, warnings)
+
+
+def _rating(value: str, where: str) -> str:
+    """A scenario's content rating by its name, or AI Dungeon's (Everyone, Teen, Mature);
+    "" for unrated."""
+    if not value.strip() or value.strip().lower() == "unrated":
+        return ""
+    rating = Rating.parse(value)
+    if rating is None:
+        raise ImportRejected(
+            f"{where}'s content_rating is “{value[:30]}”; it must be safe, moderate or mature "
+            "(or left out for an unrated scenario)."
+        )
+    return rating.label
 
 
 def _tags(tags: list[str], where: str) -> list[str]:

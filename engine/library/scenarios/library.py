@@ -79,6 +79,8 @@ class ScenarioEntry:
     icon: str
     cards: int
     options: int
+    #: Its author's rating ("" for unrated).
+    content_rating: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +104,7 @@ class ScenarioDetails:
     options: list[str]
     placeholders: list[str]
     tracks_world_state: bool
+    content_rating: str = ""
 
 
 class ScenarioLibrary:
@@ -199,7 +202,14 @@ class ScenarioLibrary:
         listing = LibraryListing()
         for s in scenarios:
             assert s.id is not None
-            entry = ScenarioEntry(s.id, s.title, s.icon, cards.get(s.id, 0), options.get(s.id, 0))
+            entry = ScenarioEntry(
+                s.id,
+                s.title,
+                s.icon,
+                cards.get(s.id, 0),
+                options.get(s.id, 0),
+                s.content_rating or "",
+            )
             if s.builtin_key is not None:
                 listing.shipped.append(entry)
             elif s.server_id is not None:
@@ -228,6 +238,7 @@ class ScenarioLibrary:
                 [option.title for option in draft.options],
                 draft.placeholders,
                 bool(draft.stat_schema),
+                draft.content_rating,
             )
 
     async def delete(self, actor: Actor, query: str) -> str:
@@ -305,6 +316,7 @@ async def _insert(
         icon=draft.icon,
         description=draft.description,
         tags=list(draft.tags),
+        content_rating=draft.content_rating or None,
         prompt=draft.prompt,
         plot_essentials=draft.plot_essentials,
         authors_note=draft.authors_note,
@@ -341,6 +353,7 @@ async def load_draft(session: AsyncSession, scenario: Scenario) -> ScenarioDraft
         icon=scenario.icon,
         description=scenario.description,
         tags=list(scenario.tags or []),
+        content_rating=scenario.content_rating or "",
         prompt=scenario.prompt,
         plot_essentials=scenario.plot_essentials,
         authors_note=scenario.authors_note,
