@@ -285,3 +285,14 @@ async def test_a_private_thread_the_bot_was_not_added_to_is_named_as_such(
         assert "can't see this private thread" in private_answer(env, record)
     assert fake_model.requests == []
     assert await adventure_count(env) == 0
+    # Added to it, as the note says, the bot sees the thread and plays there.
+    env.fake.add_to_thread(thread, env.bot.user.id)
+    await env.fake.flush()
+    assert env.bot.get_channel(thread) is not None
+    fake_model.queue("The whispers stop.")
+    await env.fake.slash(env.alice, thread, "start")
+    await env.done()
+    await env.fake.slash(env.alice, thread, "do", action="knock")
+    await env.done()
+    assert await adventure_count(env) == 1
+    assert env.narration(thread)[-1] == "The whispers stop."

@@ -290,6 +290,30 @@ class FakeDiscord(InteractionDriver):
         Membership"), until it is added."""
         return self.world.add_thread(parent_id, name, owner_id, type=PRIVATE_THREAD).id
 
+    def add_to_thread(self, thread_id: int, user_id: int) -> None:
+        """A member adds ``user_id`` to a thread (Add Thread Member). The bot added to a
+        private thread hears of it as Discord tells it: THREAD_CREATE "when the current user
+        is added to a thread", with its thread member (Gateway Events, Thread Create), after
+        which it sees the thread as any member does."""
+        thread = self.world.channels[thread_id]
+        thread.members.add(user_id)
+        if user_id != self.world.bot_user.id or not self.gateway.connected:
+            return
+        payload = self.world.channel_payload(thread_id) | {
+            "newly_created": False,
+            "member": {
+                "id": str(thread_id),
+                "user_id": str(user_id),
+                "join_timestamp": datetime.now(UTC).isoformat(),
+                "flags": 0,
+            },
+        }
+        self._dispatch_later(
+            "THREAD_CREATE",
+            payload,
+            self._client_has(lambda c: c.get_channel(thread_id) is not None),
+        )
+
     def lock_thread(self, thread_id: int, locked: bool = True) -> None:
         """Lock a thread without archiving it, as moderators usually do (discord-api-docs,
         Threads, "Locked Threads"): it stays open, and only Manage Threads may post there."""
