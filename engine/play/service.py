@@ -150,13 +150,17 @@ class PlayService:
 
         ``place`` is where the adventure will run (None: a thread not opened yet). Whatever
         would refuse the start there (the adventure running there, the caps, the scenario's
-        scripts) refuses it now, before a question is asked or a thread opened; ``start``
+        scripts and rating) refuses it now, before a question is asked or a thread opened; ``start``
         checks again as it writes."""
         async with self.db.session() as session:
             scenario = await resolve_scenario(
                 session, query, server_id=actor.server_id, user_id=actor.user_id
             )
             running = await check_may_begin(session, actor, place, self.caps)
+            check_scenario_rating(
+                Rating.parse(scenario.content_rating),
+                await rating_for(session, actor, self.content),
+            )
             assert scenario.id is not None
             check_may_start_with_scripts(
                 scenario, actor, await scenario_script_names(session, scenario.id)
