@@ -29,7 +29,13 @@ from engine.storage.private_files import private_file, private_folder
 
 SECRET_KEY_FILE = "secret.key"
 #: Settings whose values are never repeated back, not even in an error about them.
-SECRET_FIELDS = ("discord_token", "model_api_key", "embedding_api_key", "secret_key")
+SECRET_FIELDS = (
+    "discord_token",
+    "model_api_key",
+    "embedding_api_key",
+    "moderation_api_key",
+    "secret_key",
+)
 
 
 class ConfigError(Exception):
@@ -105,6 +111,19 @@ class Settings(BaseSettings):
     embedding_url: str | None = None
     embedding_model: str | None = None
     embedding_api_key: SecretStr | None = None
+    moderation_url: str | None = Field(
+        default=None,
+        description="An OpenAI-compatible server whose /moderations checks actions and "
+        "narrations for the place's content rating; unset: nothing is checked.",
+    )
+    moderation_model: str = "omni-moderation-latest"
+    moderation_api_key: SecretStr | None = None
+    moderation_fail_closed: bool = Field(
+        default=False,
+        description="When the moderation check fails or does not answer: refuse the text "
+        "(the player presses Retry) instead of letting it through.",
+    )
+    moderation_timeout: float = Field(default=10.0, gt=0.0, le=120.0)
     embedding_floor: float | None = Field(
         default=None,
         ge=-1.0,
@@ -338,7 +357,7 @@ class Settings(BaseSettings):
             return tuple(part.strip().lower() for part in value.split(",") if part.strip())
         return value
 
-    @field_validator("model_url", "embedding_url")
+    @field_validator("model_url", "embedding_url", "moderation_url")
     @classmethod
     def _http_url(cls, value: str | None) -> str | None:
         if value is None or not value.strip():
@@ -432,7 +451,7 @@ class Settings(BaseSettings):
             secret = getattr(self, name)
             if secret is not None:
                 values.append(secret.get_secret_value())
-        for url in (self.database_url, self.model_url, self.embedding_url):
+        for url in (self.database_url, self.model_url, self.embedding_url, self.moderation_url):
             values.extend(url_secrets(url))
         return tuple(values)
 

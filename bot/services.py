@@ -20,6 +20,7 @@ from engine.llm.providers.base import ChatProvider, GenerationParams, ReplyLimit
 from engine.llm.providers.embeddings import EmbeddingClient
 from engine.llm.providers.endpoint_policy import EndpointPolicy
 from engine.llm.providers.local import LocalLlamaProvider
+from engine.llm.providers.moderation import ModerationClient
 from engine.llm.providers.openai_compat import OpenAICompatibleProvider
 from engine.llm.providers.resolver import ChosenModels, ModelLimits, OperatorDefault
 from engine.llm.retrieval.retriever import Retriever
@@ -60,6 +61,7 @@ from engine.story.world.service import WorldStateService
 from engine.turns.context import ContextEngine
 from engine.turns.engine import TurnEngine
 from engine.turns.insights import Insights
+from engine.turns.moderation import Moderator
 
 log = logging.getLogger(__name__)
 
@@ -123,6 +125,20 @@ def make_context_engine(settings: Settings, retrievers: Sequence[Retriever]) -> 
         prefix_stable=embedded,
         content=content_policy(settings),
     )
+
+
+def make_moderator(settings: Settings) -> Moderator:
+    """The operator's moderation check (``engine.turns.moderation``); checks nothing unset."""
+    if not settings.moderation_url:
+        return Moderator()
+    key = settings.moderation_api_key
+    client = ModerationClient(
+        settings.moderation_url,
+        settings.moderation_model,
+        api_key=key.get_secret_value() if key else None,
+        timeout=settings.moderation_timeout,
+    )
+    return Moderator(client, fail_closed=settings.moderation_fail_closed)
 
 
 def make_embedder(settings: Settings) -> EmbeddingClient | None:
@@ -227,6 +243,7 @@ async def build_services(settings: Settings) -> Services:
         state_chars=settings.max_script_state_chars,
     )
     limits = UsageLimits(db, limit_rules(settings))
+    moderator = make_moderator(settings)
     turns = TurnEngine(
         db,
         providers,
@@ -236,6 +253,7 @@ async def build_services(settings: Settings) -> Services:
         script_limits=script_limits,
         max_story_cards=settings.max_story_cards,
         limits=limits,
+        moderator=moderator,
     )
     # One name for this process in every lease row (turns and background jobs), so a reclaimed
     # lease says whose work was cut off, and a restart recognises its own.
@@ -254,6 +272,7 @@ async def build_services(settings: Settings) -> Services:
         limits=limits,
         round_timeout_s=settings.round_timeout_seconds,
         content=content_policy(settings),
+        moderator=moderator,
     )
     memory = MemoryWriter(
         db, providers, embedder, capacity=settings.max_memories, jobs=jobs, limits=limits

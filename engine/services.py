@@ -112,6 +112,7 @@ class Services:
         # The script workers this process started (a later run would start new ones).
         close_script_workers()
         await self.models.aclose()
+        await self.play.moderator.aclose()  # the operator's moderation check, when set
         await self.models.default.aclose()  # the operator's model, and its background client
         if self.embedder is not None:
             await self.embedder.aclose()

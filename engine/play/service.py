@@ -78,6 +78,7 @@ from engine.story.rounds import (
 from engine.turns.engine import TurnEngine
 from engine.turns.events import RoundSubmitted, TurnEvent, TurnFailed, TurnInterrupted
 from engine.turns.intake import Asked, RequestCheck, Turn, TurnIntake
+from engine.turns.moderation import ModerationUnavailable, Moderator
 from engine.turns.plan import Fence
 from engine.turns.requests import RETRY_PAYLOAD, RequestLog
 
@@ -108,8 +109,11 @@ class PlayService:
         limits: UsageLimits | None = None,
         round_timeout_s: float = 120.0,
         content: ContentPolicy | None = None,
+        moderator: Moderator | None = None,
     ) -> None:
         self.db = db
+        #: The operator's moderation check of actions (checks nothing when unset).
+        self.moderator = moderator or Moderator()
         #: The operator's content rules: a scenario's rating at start, banned words in actions.
         self.content = content or ContentPolicy()
         #: How long a round in ``rounds`` mode waits for its late players (``close_late``).
@@ -432,6 +436,23 @@ class PlayService:
             async for event in events:
                 yield event
 
+    async def _moderate(self, actor: Actor, action: PlayerAction) -> None:
+        """The operator's moderation check of an action submitted to a round, for the rating
+        where it is played, before it is kept (no transaction is held open for the checker's
+        answer). A turn's own actions are checked as the turn runs, once recorded, so that a
+        check that could not run offers Retry (``TurnEngine.play``)."""
+        if not self.moderator or not action.text.strip():
+            return
+        async with self.db.session() as session:
+            here = await rating_for(session, actor, self.content)
+        try:
+            await self.moderator.check_action(action.text, here.rating)
+        except ModerationUnavailable as error:
+            # Nothing was recorded to retry: the player sends it again.
+            raise InvalidInput(
+                error.message.replace("Press Retry", "Send your action again")
+            ) from None
+
     # --- rounds (engine.story.rounds) -------------------------------------------------------------
 
     async def round_here(self, channel_id: int) -> RoundState | None:
@@ -459,6 +480,7 @@ class PlayService:
                     "(the host's Close), so there is nothing to continue now."
                 )
             format_action(action, max_chars=self.turns.max_action_chars)  # fail fast
+            await self._moderate(actor, action)
             async with self.db.transaction() as session:
                 await touch_actor(session, actor)
                 adventure = await adventure_here(session, channel_id, for_update=True)

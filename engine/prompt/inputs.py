@@ -11,6 +11,7 @@ from typing import Any, Protocol
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from engine.llm.providers.base import ChatMessage
+from engine.people.content import Rating
 from engine.prompt.cards import Card
 from engine.prompt.report import ContextReport
 from engine.prompt.tokens import count_tokens
@@ -109,7 +110,8 @@ class ContextInputs:
     narrator_prompt: str = NARRATOR_PROMPT
     ai_instructions: str = ""
     #: ``PARTY_RULE`` in a group adventure, else "".
-    #: What the place's content rating allows (``engine.people.content``).
+    #: The place's content rating, and what it allows (``engine.people.content``).
+    content_rating: Rating = Rating.MODERATE
     content_rule: str = ""
     #: The words and phrases banned in the adventure (the operator's, server's, its own).
     banned: tuple[str, ...] = ()

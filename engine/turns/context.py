@@ -211,13 +211,15 @@ class ContextEngine:
         assert adventure.id is not None
         # Scripts' state.memory overrides the adventure's texts; an empty value falls back.
         memory = script_memory(adventure.script_state if script_state is None else script_state)
+        rating = await adventure_rating(session, adventure, self.content)
         inputs = ContextInputs(
             budget=adventure.context_tokens or self.budget,
             max_output_tokens=adventure.max_output_tokens or self.max_output_tokens,
             narrator_prompt=self.narrator_prompt,
             ai_instructions=adventure.ai_instructions,
             party_rule=PARTY_RULE if adventure.server_id is not None else "",
-            content_rule=RATING_RULES[await adventure_rating(session, adventure, self.content)],
+            content_rating=rating,
+            content_rule=RATING_RULES[rating],
             banned=(await banned_words(session, adventure, self.content)).words,
             party=tuple(
                 (sheet.name, sheet.about) for sheet in await party_sheets(session, adventure.id)

@@ -37,6 +37,7 @@ from engine.turns.commit import commit
 from engine.turns.context import ContextEngine
 from engine.turns.events import ActionAccepted, TurnDone, TurnEvent, TurnFailed
 from engine.turns.generate import Generation, params_for
+from engine.turns.moderation import Moderator
 from engine.turns.plan import Fence, TurnPlan, plan_take, plan_turn
 from engine.turns.result import TurnResult
 
@@ -65,11 +66,14 @@ class TurnEngine:
         max_story_cards: int = DEFAULT_MAX_CARDS,
         max_running: int = MAX_RUNNING_TURNS,
         limits: UsageLimits | None = None,
+        moderator: Moderator | None = None,
     ) -> None:
         """``limits``: the operator's budget, which a chapter's recap on the operator's model
         is counted against (None: not counted)."""
         self.db = db
         self.limits = limits
+        #: The operator's moderation check of narrations (checks nothing when unset).
+        self.moderator = moderator or Moderator()
         # Per process (engine.platform.coordination.per_process): turns beyond it wait their turn
         # here, holding no connection.
         self._slots = asyncio.Semaphore(max_running)
@@ -173,10 +177,13 @@ class TurnEngine:
                 context=self.context,
                 fence=fence,
                 ceilings=ceilings,
+                moderator=self.moderator,
             )
             answered = await generation.prepare(session)
             # Read now, while a session is open: the lines an author wrote for a failed turn.
             lines = await fallback_lines(session, plan.adventure)
+        # Outside the session: a checker's answer may take seconds.
+        await generation.check_actions()
         yield ActionAccepted(answered)
         try:
             # aclosing at each layer: an abandoned turn closes the model stream now.

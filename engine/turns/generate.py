@@ -37,6 +37,7 @@ from engine.story.versions import update_unmoved
 from engine.story.world.apply import BlockHolder, SettledWorld, schema_of, settle
 from engine.story.world.parser import extract_state
 from engine.turns.events import TurnEvent
+from engine.turns.moderation import Moderator
 from engine.turns.plan import Fence, TurnPlan
 
 T = TypeVar("T")
@@ -129,8 +130,11 @@ class Generation:
         context: ContextBuilder,
         fence: Fence | None,
         ceilings: Ceilings | None = None,
+        moderator: Moderator | None = None,
     ) -> None:
-        """``ceilings``: the operator's, when the turn is on the operator's model."""
+        """``ceilings``: the operator's, when the turn is on the operator's model;
+        ``moderator``: the operator's check of what the model writes."""
+        self.moderator = moderator or Moderator()
         self.plan = plan
         self.ceilings = ceilings
         self.db = db
@@ -195,6 +199,13 @@ class Generation:
         self._inputs = inputs
         return self._answered
 
+    async def check_actions(self) -> None:
+        """The operator's moderation check of the actions this turn writes (as the scripts'
+        onInput left them), before they are shown or stored."""
+        assert self._inputs is not None, "prepare first"
+        if self.moderator and self.plan.replaces is None:
+            await self.moderator.check_action(self._answered, self._inputs.content_rating)
+
     async def narrate(self) -> AsyncGenerator[TurnEvent, None]:
         """The context built and sent, the reply as events, the reply's state refereed."""
         assert self._inputs is not None, "prepare first"
@@ -240,6 +251,10 @@ class Generation:
             if masked != world.prose:
                 built.report.checks.append("banned words in the narration were masked")
             world = replace(world, prose=masked)
+        if self.moderator:
+            # Nothing is stored yet: a refused narration fails the turn, with Retry.
+            await self.moderator.check_narration(world.prose, self._inputs.content_rating)
+            built.report.checks.append("the narration passed the moderation check")
         self._draft = Draft(
             action_texts=self._action_texts,
             action_text=self._answered,

@@ -215,6 +215,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._chat()
         elif path == "/v1/embeddings":
             self._embeddings()
+        elif path == "/v1/moderations":
+            self._moderations()
         else:
             self._read_body()  # drain it so the connection stays usable
             self._not_found()
@@ -330,6 +332,54 @@ class _Handler(BaseHTTPRequestHandler):
             pass
 
     # ----------------------------------------------------------------- embeddings
+
+    def _moderations(self) -> None:
+        """OpenAI's Moderations: one result per input, flagged for the categories the test
+        named words for (``FakeModelServer.moderation_flags``)."""
+        body = self._parse_request()
+        if body is None:
+            return
+        if not self._key_ok():
+            self._send_json(401, _bad_key_body())
+            return
+        inputs = body.get("input")
+        if isinstance(inputs, str):
+            inputs = [inputs]
+        if not isinstance(inputs, list) or not all(isinstance(i, str) for i in inputs):
+            self._send_json(
+                400,
+                _error_body(
+                    "'input' must be a string or a list of strings", "invalid_request_error"
+                ),
+            )
+            return
+        self.fake._record({"_path": "/v1/moderations", "input": inputs})
+        fault = self.fake._next_moderation_fault()
+        if fault is not None:
+            name, retry_after = fault
+            if name == "500":
+                self._send_server_error()
+            elif name == "429":
+                self._send_rate_limited(retry_after)
+            else:
+                self._hold_without_answer()
+            return
+        results = []
+        for text in inputs:
+            lowered = text.lower()
+            hit = {
+                category for word, category in self.fake.moderation_flags.items() if word in lowered
+            }
+            results.append(
+                {
+                    "flagged": bool(hit),
+                    "categories": {category: True for category in hit},
+                    "category_scores": {category: 0.99 for category in hit},
+                }
+            )
+        self._send_json(
+            200, {"id": "modr-fake", "model": body.get("model", ""), "results": results}
+        )
 
     def _embeddings(self) -> None:
         body = self._parse_request()

@@ -114,6 +114,9 @@ class FakeModelServer:
         self._endless_cuts = 0
         self._replies: deque[Reply] = deque()
         self._embedding_faults: deque[tuple[str, float]] = deque()
+        self._moderation_faults: deque[tuple[str, float]] = deque()
+        #: /moderations flags a text holding one of these words for its category.
+        self.moderation_flags: dict[str, str] = {}
         self._stopping = threading.Event()
         self._httpd: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -186,6 +189,13 @@ class FakeModelServer:
         with self._lock:
             self._embedding_faults.append((fault, retry_after))
 
+    def queue_moderation_fault(self, fault: str, *, retry_after: float = 2.0) -> None:
+        """Make the next /moderations request fail (500, 429) or never answer (timeout)."""
+        if fault not in EMBEDDING_FAULTS:
+            raise ValueError(f"unknown moderation fault {fault!r}; expected {EMBEDDING_FAULTS}")
+        with self._lock:
+            self._moderation_faults.append((fault, retry_after))
+
     @property
     def queued(self) -> int:
         """How many scripted chat replies have not been consumed yet."""
@@ -218,6 +228,10 @@ class FakeModelServer:
     def _next_embedding_fault(self) -> tuple[str, float] | None:
         with self._lock:
             return self._embedding_faults.popleft() if self._embedding_faults else None
+
+    def _next_moderation_fault(self) -> tuple[str, float] | None:
+        with self._lock:
+            return self._moderation_faults.popleft() if self._moderation_faults else None
 
     def _record(self, entry: dict[str, Any]) -> None:
         with self._lock:

@@ -1,0 +1,93 @@
+"""A client for OpenAI-compatible ``/moderations`` endpoints (the operator's, when configured).
+
+The request is ``{"model", "input": [texts]}``; the answer holds one result per text, each with
+``flagged`` and ``categories`` (a boolean per category, such as ``violence/graphic`` or
+``sexual/minors``): OpenAI's API reference, "Moderations". Which flagged categories matter is
+the rating's to say (``engine.turns.moderation``), not this client's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import httpx
+
+from engine.errors import ModelBadReply, ModelTimedOut
+from engine.llm.providers.http_errors import (
+    ERROR_BODY_BYTES,
+    TRANSPORT_ERRORS,
+    Endpoint,
+    status_error,
+    transport_error,
+)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    flagged: bool
+    #: The categories the checker flagged (its own names).
+    categories: frozenset[str] = frozenset()
+
+
+class ModerationClient:
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key: str | None = None,
+        timeout: float = 10.0,
+        client: httpx.AsyncClient | None = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.timeout = timeout
+        self.endpoint = Endpoint(self.base_url, model, "moderation model", api_key=api_key)
+        self.host = self.endpoint.host
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client = client or httpx.AsyncClient(headers=headers, timeout=timeout)
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    async def check(self, texts: Sequence[str]) -> list[Verdict]:
+        """One verdict per text, in the order given. Raises a ``ModelError`` when the checker
+        fails or does not answer within ``timeout`` (the caller decides what that means)."""
+        try:
+            async with asyncio.timeout(self.timeout):
+                response = await self._client.post(
+                    f"{self.base_url}/moderations",
+                    json={"model": self.model, "input": list(texts)},
+                )
+        except TRANSPORT_ERRORS as error:
+            raise transport_error(self.endpoint, error) from None
+        except TimeoutError:
+            raise ModelTimedOut(
+                f"The moderation model at {self.host} did not answer within "
+                f"{self.timeout:g} seconds."
+            ) from None
+        if response.status_code >= 400:
+            raise status_error(self.endpoint, response, response.content[:ERROR_BODY_BYTES])
+        try:
+            results = response.json()["results"]
+            verdicts = [
+                Verdict(
+                    bool(result["flagged"]),
+                    frozenset(
+                        name for name, on in (result.get("categories") or {}).items() if on is True
+                    ),
+                )
+                for result in results
+            ]
+        except (ValueError, KeyError, TypeError, AttributeError):
+            raise ModelBadReply(
+                f"The moderation server at {self.host} sent a reply Campfire could not read."
+            ) from None
+        if len(verdicts) != len(texts):
+            raise ModelBadReply(
+                f"The moderation server at {self.host} judged {len(verdicts)} texts of "
+                f"{len(texts)}."
+            )
+        return verdicts
