@@ -104,7 +104,7 @@ A failed turn saves nothing; its 🔁 Retry button plays it again.""",
 `/host party state:open|closed`: closed, only the party acts and nobody joins
 `/host mode mode:free|rounds|host`: each action a turn; or rounds of one action each, \
 narrated together once all acted, on Close, or late (`host`: on the host's Close only)
-`/host banned words:`: words this adventure bans (an action holding one is refused)
+`/host banned words:`: words this adventure bans (the host; in a DM, its player)
 
 **Content** (what the narrator may write)
 `/server rating level:` safe, moderate or mature for this server (Manage Server; mature only in \

@@ -24,6 +24,7 @@ from engine.people.access.checks import (
     Member,
     check_may_host,
     check_may_mute,
+    check_may_steer,
     check_may_transfer,
     muting_of,
 )
@@ -187,19 +188,21 @@ class HostControls:
             return HostChange(await _settings_of(session, adventure))
 
     async def banned(self, actor: Actor, channel_id: int) -> list[str]:
-        """The words the adventure here bans of its own (its host's and managers' to see: a
-        list of banned words is not for the whole party to read)."""
+        """The words the adventure here bans of its own, for those who steer it (the host and
+        managers; in a DM its player): a list of banned words is not for the party to read."""
         async with self.db.session() as session:
             adventure = await adventure_here(session, channel_id)
-            await check_may_host(session, adventure, actor)
+            await check_may_steer(session, adventure, actor)
             return list(adventure.banned_words)
 
     async def set_banned(self, actor: Actor, channel_id: int, words: Sequence[str]) -> list[str]:
         """Replace the adventure's own banned words (the server's and the operator's apply
-        besides); an empty list clears them."""
+        besides); an empty list clears them. Its steering's right, so a DM's player has it."""
         cleaned = clean_banned(words)
         async with self.db.transaction() as session:
-            adventure = await self._hosted(session, actor, channel_id)
+            await touch_actor(session, actor)
+            adventure = await adventure_here(session, channel_id, for_update=True)
+            await check_may_steer(session, adventure, actor)
             adventure.banned_words = cleaned
             return cleaned
 
