@@ -15,11 +15,11 @@ time. An action is a short imperative, and the rules follow its shape:
 1. The action's first word is its verb, past openers and adverbs ("then run", "quickly hide").
 2. After "and", "or", "but", "then", a comma, a semicolon or a sentence's end, the next word
    (past adverbs) is a verb when
-   - "then" comes before it ("open the door, then step inside"),
-   - the clause before it was a verb alone, as in a list of verbs ("draw, aim and fire"),
-   - it is a common action verb seldom met bare as a noun (``ACTION_VERBS``: "climb"),
-   - or what follows it starts an object: an article, a possessive, an object pronoun, a
-     quote, a name, a direction ("and light it", "and whistle a tune", "and head north").
+   a. "then" comes before it ("open the door, then step inside"),
+   b. the clause before it was a verb alone, as in a list of verbs ("draw, aim and fire"),
+   c. it is a common action verb seldom met bare as a noun (``ACTION_VERBS``: "climb"),
+   d. or what follows it starts an object: an article, a possessive, an object pronoun, a
+      quote, a name, a direction ("and light it", "and whistle a tune", "and head north").
    Otherwise it is kept as typed: "draw my sword and shield" draws the shield too.
 3. "I" opening a coordinated clause is its subject, and the verb after it agrees ("… and I
    climb" → "… and Ann climbs"; ``engine.story.actions`` writes the name for the pronoun).
