@@ -41,6 +41,12 @@ def _name(text: str) -> str:
     return discord.utils.escape_markdown(text)
 
 
+def _mover(move: HeadMove, interaction: discord.Interaction) -> str:
+    """Who made the move, as the story names them: "You" in a DM, else their character's name
+    (their display name without one)."""
+    return _name(move.mover or interaction.user.display_name)
+
+
 def branch_lines(branches: list[BranchView]) -> list[str]:
     lines = []
     for branch in branches:
@@ -124,7 +130,7 @@ class EditTurnModal(GatedForm):
             seen_version=self.version,
         )
         await interaction.followup.send(
-            f"✏️ *{interaction.user.display_name} corrected the newest turn "
+            f"✏️ *{_mover(move, interaction)} corrected the newest turn "
             f"(take {move.take} of {move.take_count}; the original is kept).*"
         )
         channel = interaction.channel
@@ -217,7 +223,7 @@ class StoryTreeCog(commands.Cog):
             name,
         )
         await interaction.followup.send(
-            f"🌿 *{interaction.user.display_name} started the branch “{_name(move.branch)}” here.*"
+            f"🌿 *{_mover(move, interaction)} started the branch “{_name(move.branch)}” here.*"
         )
         await self._place(interaction, move)
 

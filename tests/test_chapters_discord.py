@@ -50,7 +50,14 @@ async def test_chapters_show_progress_and_recaps_privately(env: DiscordEnv, fake
     assert "▶️ 2. The Drowned Chapel · beat 1 of 2: Cross the causeway" in listed
     assert "**Chapter 1: The Dark Lamp**" in listed
     assert "The apprentice learned the light was put out on purpose." in listed
-    assert "Tally: places: lamp_room · clues: 2 · met_wren: yes" in listed
+    # The tally in the scenario's words, not its ids ("lamp_room", "met_wren").
+    assert "Tally: places: lamp room · clues: 2 · met Wren: yes" in listed
+    recap_call = next(
+        r["messages"][-1]["content"]
+        for r in fake_model.requests
+        if r["messages"][-1]["content"].endswith("Write the recap.")
+    )
+    assert "Tally: places: lamp room · clues: 2 · met Wren: yes" in recap_call
 
 
 async def test_chapters_are_refused_privately_where_there_are_none(env: DiscordEnv):

@@ -107,7 +107,7 @@ def test_the_console_plays_two_turns_and_a_button(tmp_path, fake_model):
         "The lantern flares blue; the humming stops.",
         '> You say "Who hums there?"',
         "A small wax figure bows to you from the reeds.",
-        "⏩ *Player lets the story go on.*",
+        "⏩ *You let the story go on.*",
         "It beckons you toward the fallen milestone.",
         "⚠ There is no /dance command.",
     ]
@@ -200,7 +200,7 @@ def test_after_a_restart_the_newest_turn_has_its_buttons_again(tmp_path, fake_mo
         "› !Retry",
         "The reeds whisper your name.",
         "› !Continue",
-        "⏩ *Player lets the story go on.*",
+        "⏩ *You let the story go on.*",
         "A heron lands beside you.",
     ]
     positions = [out.index(piece) for piece in order]
@@ -216,9 +216,10 @@ def test_redo_shows_the_turn_it_brings_back(tmp_path, fake_model):
     assert done.returncode == 0, done.stderr
     out = done.stdout
     undone = out[out.index("› /undo") : out.index("› /redo")]
-    assert "undid the last turn" in undone and "The heron watches you." in undone
+    # The console is a DM: the player's own moves are theirs, in the second person.
+    assert "↩️ *You undid the last turn.*" in undone and "The heron watches you." in undone
     redone = out[out.index("› /redo") :]
-    assert "brought the turn back" in redone
+    assert "↪️ *You brought the turn back.*" in redone
     # The turn's text again, as Discord shows the message once its mark is taken off.
     assert "✎ The heron watches you." in redone, out
 
@@ -257,7 +258,7 @@ def test_forms_keep_what_they_hold_ask_again_for_what_is_required_and_can_be_clo
     assert "Keys (comma-separated):" in out  # the field's hint, as Discord shows it
     # An option's value with spaces, unquoted, runs to the next option, as in Discord's box.
     assert "⚑ Save point “frog key” made here" in out
-    assert "✏️ *Player corrected the newest turn" in out
+    assert "✏️ *You corrected the newest turn" in out
     assert "Traceback" not in done.stderr
 
 

@@ -138,7 +138,8 @@ class HeadMoveShowing:
             return
         marks = await self._marks(result)
         line = note.format(
-            who=discord.utils.escape_markdown(interaction.user.display_name),
+            # As the story names the player: "You" in a DM, else their character's name.
+            who=discord.utils.escape_markdown(result.mover or interaction.user.display_name),
             branch=discord.utils.escape_markdown(result.branch),
         )
         if marks.left:

@@ -32,6 +32,7 @@ import discord
 from cogs.ui.buttons import retry_button, turn_buttons
 from cogs.ui.content import CONTENT_MAX, fit_text, text_pages
 from cogs.ui.head_moves import SCRIPT_MESSAGE_MAX, UNDONE_COLOUR, HeadMoveShowing
+from cogs.ui.interaction import actor_of, channel_id_of
 from cogs.ui.replies import reply
 from cogs.ui.streaming import StreamingMessage
 from engine.errors import (
@@ -46,6 +47,7 @@ from engine.platform.events import TextDelta
 from engine.platform.queue import QueueFull
 from engine.platform.sanitise import QUOTE_MAX, echo
 from engine.play.message_links import NARRATION, MessageLink
+from engine.story.characters import SOLO_ACTOR
 from engine.story.fallback import FALLBACK_REASON_MAX, fallback_note
 from engine.turns.events import (
     ActionAccepted,
@@ -167,11 +169,9 @@ class Narrator(HeadMoveShowing):
                 elif isinstance(event, TurnInterrupted):
                     await self.announce_interrupted(channel, event)
                 elif isinstance(event, ActionAccepted):
-                    who = interaction.user.display_name
-                    if retrying:
-                        action_line = f"🔁 *{who} asks for another take of the newest turn.*"
-                    else:
-                        action_line = event.text or f"⏩ *{who} lets the story go on.*"
+                    action_line = event.text
+                    if retrying or not action_line:
+                        action_line = await self._own_move_line(interaction, retrying)
                     action_shown = await self._show_action(interaction, action_line)
                 elif isinstance(event, TextDelta):
                     stream = self._streamed(channel, stream, event.text)
@@ -382,6 +382,21 @@ class Narrator(HeadMoveShowing):
         )
 
     # --- the action line --------------------------------------------------------------------
+
+    async def _own_move_line(self, interaction: discord.Interaction, retrying: bool) -> str:
+        """The line for a move with no words of its own (a retry, a continue), naming the player
+        as the story does: "You" in a DM, their character's name in a group adventure, else
+        their display name (read now: the interaction was acknowledged long before)."""
+        characters = self.bot.services.characters
+        who = await characters.name_here(actor_of(interaction), channel_id_of(interaction))
+        if who == SOLO_ACTOR:
+            if retrying:
+                return "🔁 *You ask for another take of the newest turn.*"
+            return "⏩ *You let the story go on.*"
+        who = discord.utils.escape_markdown(who)
+        if retrying:
+            return f"🔁 *{who} asks for another take of the newest turn.*"
+        return f"⏩ *{who} lets the story go on.*"
 
     async def _show_action(
         self, interaction: discord.Interaction, action_line: str

@@ -30,6 +30,7 @@ from cogs.ui.interaction import actor_of, channel_id_of
 from cogs.ui.preflight import Preflighted
 from engine.people.access.rules import Actor
 from engine.platform.sanitise import ROW_ID_MAX, row_id
+from engine.story.characters import SOLO_ACTOR
 from engine.story.rounds import RoundState, TurnMode
 from engine.turns.events import ActionAccepted, RoundSubmitted, TurnEvent
 
@@ -71,6 +72,20 @@ def panel_text(state: RoundState, timeout_s: float, *, closed: bool = False) -> 
         mark = "✅" if player.acted else "⏳"
         lines.append(f"{mark} {_name(player.name)}")
     return "\n".join(lines)
+
+
+def round_notice(state: RoundState, user_id: int, display_name: str, replaced: bool) -> str:
+    """The answer to a player's action for the round, naming them as the panel does (the name
+    their action is written with: their character's, "You" in a DM), read with the round's
+    state, so no other read is made; their display name if the round no longer lists them."""
+    named = next((p.name for p in state.players if p.user_id == user_id), None)
+    count = f"({state.acted}/{len(state.players)})"
+    if named == SOLO_ACTOR:
+        did = "changed your action" if replaced else "have acted"
+        return f"✋ *You {did} for this round {count}.*"
+    who = _name(named or display_name)
+    did = "changed their action" if replaced else "has acted"
+    return f"✋ *{who} {did} for this round {count}.*"
 
 
 def _request_id() -> int:
@@ -129,10 +144,9 @@ class RoundPanels:
         return watched()
 
     async def _answer(self, interaction: discord.Interaction, event: RoundSubmitted) -> None:
-        who = _name(interaction.user.display_name)
-        did = "changed their action" if event.replaced else "has acted"
-        state = event.state
-        note = f"✋ *{who} {did} for this round ({state.acted}/{len(state.players)}).*"
+        note = round_notice(
+            event.state, interaction.user.id, interaction.user.display_name, event.replaced
+        )
         try:
             await interaction.edit_original_response(content=note, allowed_mentions=NO_PINGS)
         except discord.HTTPException:

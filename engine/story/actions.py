@@ -7,8 +7,9 @@
 
 The player's first person past the opening becomes the actor's: "I draw my sword" →
 "> You draw your sword." (as AI Dungeon writes it). In group play the actor is a character's
-name, the verb agrees with it and the player's own words for themselves take the singular
-"they": "draw my sword" by Ann → "> Ann draws their sword.", "Who goes there?" →
+name, every verb of the action agrees with it (``engine.story.agreement``: "raise my lantern
+and climb the steps" → "raises … and climbs …") and the player's own words for themselves take
+the singular "they": "draw my sword" by Ann → "> Ann draws their sword.", "Who goes there?" →
 '> Ann says "…"'. Quoted words are speech and kept as typed.
 """
 
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from engine.errors import InvalidInput
 from engine.platform.sanitise import sanitise
 from engine.storage.models import ActionType
+from engine.story.agreement import third_person
 
 # ActionType is the front end's too (a cog names the kind of action it plays), and cogs do not
 # import storage: it is re-exported here, with the actions it classifies.
@@ -28,32 +30,6 @@ __all__ = ["ActionType", "PlayerAction", "format_action"]
 _FIRST_PERSON = re.compile(r"^(i|you)\b\s*", re.IGNORECASE)
 # "I am" must become "You are", not "You am"; the common irregulars only.
 _VERB_FIXES = {"am": "are", "was": "were", "'m": "'re"}
-# A named actor's verb in the third person: the irregulars, then the spelling rules.
-_THIRD_PERSON = {
-    "am": "is",
-    "'m": "is",
-    "are": "is",
-    "'re": "is",
-    "were": "was",
-    "have": "has",
-    "'ve": "has",
-    "do": "does",
-    "go": "goes",
-    "don't": "doesn't",
-    "haven't": "hasn't",
-    "aren't": "isn't",
-    "weren't": "wasn't",
-}
-# Words that open an action but are no present-tense verb to agree: modals, the past, a few
-# openers ("then run" conjugates "run").
-_KEEP_AS_TYPED = frozenset(
-    "can could will would shall should may might must was did had "
-    "can't couldn't won't wouldn't shouldn't mustn't didn't "
-    "to the a an my his her their its this that with at in on into then and also still just "
-    "again not never".split()
-)
-_OPENERS = frozenset("then also still just again".split())
-_SIBILANT = ("s", "sh", "ch", "x", "z")
 _TERMINAL = (".", "!", "?", "…", '"', "'", ")", "*")
 
 
@@ -87,7 +63,7 @@ def format_action(action: PlayerAction, *, max_chars: int = 2000) -> str:
     if action.type == ActionType.DO:
         done = _second_person(raw, action.actor)
         if action.actor != "You":
-            done = _third_person(done)
+            done = third_person(done)
         return f"> {action.actor} {_sentence(_pronouns(done, action.actor))}"
     if action.type == ActionType.SAY:
         speech = raw.strip().strip('"“”').strip()
@@ -153,41 +129,6 @@ def _pronouns(text: str, actor: str) -> str:
         piece if _QUOTED.fullmatch(piece) else _FIRST_PERSON_WORD.sub(swap, piece)
         for piece in _QUOTED.split(text)
     )
-
-
-def _third_person(text: str) -> str:
-    """The verb that opens a named actor's action made to agree with them ("draw" → "draws"),
-    past an adverb or opener ("quickly hide" → "quickly hides"). A word that already agrees
-    ("nocks"), or is no verb to agree ("can", "to"), is kept as typed."""
-    words = text.split(" ")
-    at = 0
-    while at < len(words) - 1 and (
-        words[at].lower() in _OPENERS or (len(words[at]) > 3 and words[at].lower().endswith("ly"))
-    ):
-        at += 1
-    words[at] = _agree(words[at])
-    return " ".join(words)
-
-
-def _agree(word: str) -> str:
-    core = word.rstrip(",;:!?.")
-    end = word[len(core) :]
-    lower = core.lower()
-    if not core.isalpha() and lower not in _THIRD_PERSON:
-        return word
-    if lower in _THIRD_PERSON:
-        agreed = _THIRD_PERSON[lower]
-    elif lower in _KEEP_AS_TYPED or core.isupper() or (lower.endswith("s") and lower[-2:] != "ss"):
-        return word
-    elif lower.endswith(_SIBILANT):
-        agreed = f"{lower}es"
-    elif lower.endswith("y") and len(lower) > 1 and lower[-2] not in "aeiou":
-        agreed = f"{lower[:-1]}ies"
-    else:
-        agreed = f"{lower}s"
-    if core[:1].isupper():
-        agreed = agreed[:1].upper() + agreed[1:]
-    return agreed + end
 
 
 def _sentence(text: str) -> str:

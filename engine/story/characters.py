@@ -28,7 +28,7 @@ from engine.people.access.checks import (
     check_may_make_character,
     check_may_set_character,
 )
-from engine.people.access.rules import Actor, adventure_here
+from engine.people.access.rules import Actor, active_adventure, adventure_here
 from engine.people.accounts import touch_actor
 from engine.people.party import (
     in_party,
@@ -285,6 +285,16 @@ class CharacterService:
                 return None
             player = await session.scalar(select(col(User.name)).where(col(User.id) == player_id))
             return CharacterSheet(player_id, sheet.name, sheet.about, player or "")
+
+    async def name_here(self, actor: Actor, channel_id: int) -> str:
+        """Who ``actor`` is in the adventure here, as its story names them (``acting_name``):
+        "You" in a DM, for a front end's lines about the player's own moves; their display
+        name where no adventure runs."""
+        async with self.db.session() as session:
+            adventure = await active_adventure(session, channel_id)
+            if adventure is None:
+                return display_label(actor.user_name)
+            return await acting_name(session, adventure, actor)
 
     async def party(self, channel_id: int) -> Party:
         """Who plays in the adventure here (``engine.people.party``): the host first, then in the

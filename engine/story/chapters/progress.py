@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.story.chapters.plan import DEFAULT_NUDGE_AFTER, NAME
+from engine.story.chapters.words import chapter_words
 
 #: The world state's key for the progress.
 PROGRESS_KEY = "chapters"
@@ -118,6 +119,8 @@ class ChapterEnd:
     final: bool
     epilogue: str
     facts: dict[str, Any]
+    #: The chapter's fields and values in the scenario's words, for the recap call.
+    words: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -281,6 +284,7 @@ def _advance(plan: dict[str, Any], state: dict[str, Any], result: Fold, turn_ind
             "to_turn": state["turn"],
             "from_index": state["from_index"],
         },
+        words=chapter_words(chapter),
     )
     if final:
         state["done"] = True

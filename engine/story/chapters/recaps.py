@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Mapping
 from contextlib import aclosing
 from typing import Any
 
@@ -25,6 +26,7 @@ from engine.platform.sanitise import sanitise
 from engine.storage.chapter_models import ChapterRecap
 from engine.storage.database import Database
 from engine.story.chapters.progress import ChapterEnd
+from engine.story.chapters.words import humanised
 from engine.story.line.read import line_window
 from engine.story.narration_hygiene import tidy_narration
 from engine.story.world.parser import extract_state
@@ -46,8 +48,14 @@ RECAP_SYSTEM = (
 )
 
 
-def facts_lines(facts: dict[str, Any]) -> list[str]:
-    """The engine's facts of a chapter, as lines for people and for the recap call."""
+def facts_lines(facts: dict[str, Any], words: Mapping[str, str] | None = None) -> list[str]:
+    """The engine's facts of a chapter, as lines for people and for the recap call: the
+    fields and set values in the scenario's words (``words.chapter_words``; ids missing there,
+    as the words of a chapter no longer in the plan, are ``humanised``)."""
+
+    def said(name: object) -> str:
+        return (words or {}).get(str(name)) or humanised(str(name))
+
     lines = []
     beats = facts.get("beats") or []
     if beats:
@@ -58,11 +66,11 @@ def facts_lines(facts: dict[str, Any]) -> list[str]:
         shown = []
         for name, value in fields.items():
             if isinstance(value, bool):
-                shown.append(f"{name}: {'yes' if value else 'no'}")
+                shown.append(f"{said(name)}: {'yes' if value else 'no'}")
             elif isinstance(value, list):
-                shown.append(f"{name}: {', '.join(map(str, value)) or 'none'}")
+                shown.append(f"{said(name)}: {', '.join(map(said, value)) or 'none'}")
             else:
-                shown.append(f"{name}: {value}")
+                shown.append(f"{said(name)}: {value}")
         lines.append("Tally: " + " · ".join(shown))
     if "from_turn" in facts and "to_turn" in facts:
         lines.append(f"Turns {facts['from_turn']}–{facts['to_turn']}")
@@ -121,7 +129,7 @@ async def write_recap(
 
 
 async def _model_recap(provider: ChatProvider, end: ChapterEnd, story: str) -> str:
-    facts = "\n".join(facts_lines(end.facts))
+    facts = "\n".join(facts_lines(end.facts, end.words))
     messages = [
         ChatMessage("system", RECAP_SYSTEM),
         ChatMessage(

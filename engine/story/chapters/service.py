@@ -18,6 +18,7 @@ from engine.storage.models import StoryNode
 from engine.story.chapters.progress import PROGRESS_KEY, repaired
 from engine.story.chapters.recaps import facts_lines
 from engine.story.chapters.store import adventure_plan
+from engine.story.chapters.words import chapter_words
 from engine.story.line.read import ancestry
 
 if TYPE_CHECKING:
@@ -70,7 +71,9 @@ class ChapterService:
             )
             standing = await _standing(session, adventure.head_node_id, rows)
         progress = repaired(plan, (adventure.world_state or {}).get(PROGRESS_KEY))
-        return ChaptersView(adventure.title, _outline(plan, progress), _recaps(rows, standing))
+        return ChaptersView(
+            adventure.title, _outline(plan, progress), _recaps(plan, rows, standing)
+        )
 
 
 async def _standing(
@@ -108,10 +111,12 @@ def _outline(plan: dict, progress: dict) -> list[str]:
     return lines
 
 
-def _recaps(rows: list[ChapterRecap], standing: set[int]) -> list[RecapView]:
+def _recaps(plan: dict, rows: list[ChapterRecap], standing: set[int]) -> list[RecapView]:
     counts: dict[str, int] = {}
     for row in rows:
         counts[row.chapter_id] = counts.get(row.chapter_id, 0) + 1
+    # Each recap's tally in its chapter's words, as the plan says them now.
+    words = {chapter["id"]: chapter_words(chapter) for chapter in plan["chapters"]}
     return [
         RecapView(
             number=row.chapter_index + 1,
@@ -119,7 +124,7 @@ def _recaps(rows: list[ChapterRecap], standing: set[int]) -> list[RecapView]:
             version=row.version,
             versions=counts[row.chapter_id],
             text=row.text,
-            facts=facts_lines(row.facts),
+            facts=facts_lines(row.facts, words.get(row.chapter_id)),
             epilogue=row.epilogue,
             stands=row.id in standing,
         )

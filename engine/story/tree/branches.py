@@ -137,7 +137,7 @@ class BranchesAndSavePoints(TreeCore):
                 await capture_current(session, adventure),
                 branch_id=branch.id,
             )
-            return await self._result(session, adventure, head, version, branch.id)
+            return await self._result(session, adventure, head, version, branch.id, mover=actor)
 
     async def switch_branch(self, actor: Actor, channel_id: int, name: str) -> HeadMove:
         """Go to a branch's tip, with that line's world state, script state and clocks."""
@@ -152,7 +152,7 @@ class BranchesAndSavePoints(TreeCore):
                 raise NotFound(f"The branch “{branch.name}” has lost its turns.")
             target = await session.get(StoryNode, branch.tip_node_id)
             assert target is not None
-            return await self._go(session, adventure, head, target, branch.id)
+            return await self._go(session, adventure, head, target, branch.id, actor)
 
     async def _go(
         self,
@@ -161,6 +161,7 @@ class BranchesAndSavePoints(TreeCore):
         head: StoryNode,
         target: StoryNode,
         branch_id: int | None,
+        mover: Actor,
     ) -> HeadMove:
         """A jump to another position: the state it left, the memory cut where lines part."""
         assert head.id is not None and target.id is not None
@@ -188,6 +189,7 @@ class BranchesAndSavePoints(TreeCore):
             branch_id if branch_id is not None else adventure.active_branch_id,
             removed=tuple(node for node in old_line if node not in new_line),
             restored=tuple(node for node in new_line if node not in old_line),
+            mover=mover,
         )
 
     async def rename_branch(self, actor: Actor, channel_id: int, name: str, new_name: str) -> str:
@@ -303,7 +305,7 @@ class BranchesAndSavePoints(TreeCore):
                 raise InvalidInput(f"The story is already at “{point.name}”.")
             target = await session.get(StoryNode, point.node_id)
             assert target is not None
-            return await self._go(session, adventure, head, target, point.branch_id)
+            return await self._go(session, adventure, head, target, point.branch_id, actor)
 
     async def delete_save_point(self, actor: Actor, channel_id: int, name: str) -> str:
         async with self.db.transaction() as session:

@@ -17,8 +17,9 @@ from sqlmodel import col
 
 from engine.errors import NotFound, StoryMovedOn
 from engine.people.access.checks import check_may_press
-from engine.people.access.rules import NO_ADVENTURE, adventure_here
+from engine.people.access.rules import NO_ADVENTURE, Actor, adventure_here
 from engine.storage.models import Adventure, Branch, StoryNode
+from engine.story.characters import acting_name
 from engine.story.line.positions import story_cut_back
 from engine.story.snapshots import capture_current, keep_state_after, restore
 from engine.story.versions import advance_version
@@ -48,6 +49,10 @@ class HeadMove:
     can_redo: bool = False
     take: int = 1
     take_count: int = 1
+    #: Who made the move, as the story names them (``acting_name``), read in its transaction:
+    #: "You" in a DM, their character's name in a group adventure, else their display name.
+    #: Empty when nobody moved it (``head_now``).
+    mover: str = ""
 
 
 class TreeCore:
@@ -137,6 +142,7 @@ class TreeCore:
         *,
         removed: tuple[int, ...] = (),
         restored: tuple[int, ...] = (),
+        mover: Actor | None = None,
     ) -> HeadMove:
         assert adventure.id is not None and target.id is not None
         return HeadMove(
@@ -151,6 +157,7 @@ class TreeCore:
             can_redo=await self._can_redo(session, target.id, branch_id),
             take=target.live_take,
             take_count=target.take_count,
+            mover=await acting_name(session, adventure, mover) if mover is not None else "",
         )
 
     @staticmethod

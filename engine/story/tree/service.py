@@ -125,6 +125,7 @@ class StoryTree(BranchesAndSavePoints):
                 version,
                 adventure.active_branch_id,
                 removed=removed_ids,
+                mover=actor,
             )
 
     async def redo(
@@ -169,6 +170,7 @@ class StoryTree(BranchesAndSavePoints):
                 version,
                 adventure.active_branch_id,
                 restored=_ids(restored),
+                mover=actor,
             )
 
     # --- takes and edits ---
@@ -234,7 +236,9 @@ class StoryTree(BranchesAndSavePoints):
                 .values(state_after=kept or None)
             )
             await session.refresh(node)
-            return await self._result(session, adventure, node, version, adventure.active_branch_id)
+            return await self._result(
+                session, adventure, node, version, adventure.active_branch_id, mover=actor
+            )
 
     async def _before_turn(
         self, session: AsyncSession, adventure: Adventure, node: StoryNode
@@ -331,5 +335,5 @@ class StoryTree(BranchesAndSavePoints):
             )
             await session.refresh(node)
             return await self._result(
-                session, adventure, node, expected + 1, adventure.active_branch_id
+                session, adventure, node, expected + 1, adventure.active_branch_id, mover=actor
             )
