@@ -129,6 +129,7 @@ async def play_everything(env: DiscordEnv, fake_model: FakeModelServer, p: Playe
     await p.slash(alice, channel, "server suggestions", on=True)
     await p.slash(alice, channel, "server rating", level="safe")
     await p.slash(alice, channel, "server rating")
+    await p.slash(alice, channel, "server rating", level="default")
     await p.slash(alice, channel, "server banned", words="gore, grisly death")
     await p.slash(alice, channel, "server banned", words="none")
     for name in ("aid-new-scenario.json", "aid-story-cards.json"):
