@@ -17,7 +17,7 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from cogs.ui.content_rules import banned_text, parse_words
+from cogs.ui.content_rules import WORDS_HELP, banned_text, parse_words
 from cogs.ui.interaction import actor_of, channel_id_of
 from cogs.ui.replies import defer_request, reply
 from engine.people.access.checks import Member
@@ -271,9 +271,7 @@ class HostCog(commands.Cog):
             )
 
     @host.command(name="banned")
-    @app_commands.describe(
-        words="Words or phrases, separated by commas; `none` clears the list; leave empty to see it"
-    )
+    @app_commands.describe(words=WORDS_HELP)
     async def banned(self, interaction: discord.Interaction, words: str | None = None) -> None:
         """Words this adventure bans of its own: actions holding one are refused."""
         # To the host alone: a list of banned words is not for the whole party to read.

@@ -3,16 +3,16 @@ and each command defers before it writes."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 import discord
 from discord import app_commands
 from discord.ext import commands
 
 from cogs.ui.content import fit_text
+from cogs.ui.content_rules import RatingChoice, chosen_rating
 from cogs.ui.interaction import actor_of
 from engine.errors import InvalidInput
-from engine.people.content import Rating
 
 if TYPE_CHECKING:
     from cogs.ui import CampfireBot
@@ -111,7 +111,7 @@ class ProfileCog(commands.Cog):
     async def profile_rating(
         self,
         interaction: discord.Interaction,
-        level: Literal["safe", "moderate", "mature", "default"] | None = None,
+        level: RatingChoice | None = None,
     ) -> None:
         """The content rating of your own adventures in DMs with the bot."""
         await _defer(interaction)
@@ -120,8 +120,7 @@ class ProfileCog(commands.Cog):
         if level is None:
             rating = await profiles.rating(actor)
         else:
-            chosen = None if level == "default" else Rating[level.upper()]
-            rating = await profiles.set_rating(actor, chosen)
+            rating = await profiles.set_rating(actor, chosen_rating(level))
         ceiling = profiles.content.ceiling.label
         await interaction.followup.send(
             f"Your adventures in DMs with the bot are rated **{rating.label}** (the bot allows "

@@ -9,16 +9,16 @@ stays the rule. Every setting here is read and written by ``engine.people.server
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 import discord
 from discord import app_commands
 from discord.ext import commands
 
-from cogs.ui.content_rules import banned_text, parse_words
+from cogs.ui.content_rules import WORDS_HELP, RatingChoice, banned_text, chosen_rating, parse_words
 from cogs.ui.interaction import actor_of
 from cogs.ui.replies import reply
-from engine.people.content import ContentPolicy, Rating
+from engine.people.content import ContentPolicy
 from engine.people.servers import ServerView
 
 if TYPE_CHECKING:
@@ -80,7 +80,7 @@ class ServerCog(commands.Cog):
     async def rating(
         self,
         interaction: discord.Interaction,
-        level: Literal["safe", "moderate", "mature", "default"] | None = None,
+        level: RatingChoice | None = None,
     ) -> None:
         """The content rating of this server's adventures: what the narrator may write."""
         await interaction.response.defer(ephemeral=True, thinking=True)
@@ -89,15 +89,11 @@ class ServerCog(commands.Cog):
         if level is None:
             view = await servers.of_managed(actor)
         else:
-            view = await servers.set_rating(
-                actor, None if level == "default" else Rating[level.upper()]
-            )
+            view = await servers.set_rating(actor, chosen_rating(level))
         await reply(interaction, rating_text(view, servers.content, changed=level is not None))
 
     @server.command(name="banned")
-    @app_commands.describe(
-        words="Words or phrases, separated by commas; `none` clears the list; leave empty to see it"
-    )
+    @app_commands.describe(words=WORDS_HELP)
     async def banned(self, interaction: discord.Interaction, words: str | None = None) -> None:
         """Words no adventure of this server may use: actions holding one are refused."""
         await interaction.response.defer(ephemeral=True, thinking=True)

@@ -176,6 +176,16 @@ async def test_a_player_who_hosts_nothing_cannot_change_the_mode(env: DiscordEnv
 SHORT_TIMEOUT_S = 2.0
 
 
+async def timed_out(env: DiscordEnv, thread: int, *, entries: int) -> None:
+    """Until the round's timer (the bot's own task, which the stand-in does not wait for) has
+    closed the round and its turn is on the line (``entries`` long), and is shown."""
+    for _ in range(int((SHORT_TIMEOUT_S + 5) / 0.05)):
+        if await waiting(env) == 0 and len(await line_of(env, thread)) >= entries:
+            break
+        await asyncio.sleep(0.05)
+    await env.done()
+
+
 async def test_the_timeout_closes_a_round_without_its_late_player(
     tmp_path: Path, fake_model, caplog, database_url: str
 ):
@@ -189,12 +199,7 @@ async def test_the_timeout_closes_a_round_without_its_late_player(
         await act(env, thread, env.bob, "do", action="hide")
         assert len(fake_model.requests) == asked
         # Alice is late: the round closes on its own with the two actions it has.
-        # (The timer is the bot's own task, which the stand-in does not wait for.)
-        for _ in range(int((SHORT_TIMEOUT_S + 5) / 0.05)):
-            if await waiting(env) == 0 and len(await line_of(env, thread)) >= 5:
-                break
-            await asyncio.sleep(0.05)
-        await env.done()
+        await timed_out(env, thread, entries=5)
         assert len(fake_model.requests) == asked + 1
         line = await line_of(env, thread)
         assert line[-3:] == [
@@ -226,11 +231,7 @@ async def test_a_restart_shows_the_open_round_again_and_times_it_out(
         async with restarted(env) as again:
             # The new process found the round: it times it out in its opener's name, and
             # shows it on the same panel (no second one).
-            for _ in range(int((SHORT_TIMEOUT_S + 5) / 0.05)):
-                if await waiting(again) == 0 and len(await line_of(again, thread)) >= 4:
-                    break
-                await asyncio.sleep(0.05)
-            await again.done()
+            await timed_out(again, thread, entries=4)
             assert len(fake_model.requests) == asked + 1
             line = await line_of(again, thread)
             assert line[-2:] == [

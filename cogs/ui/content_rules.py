@@ -4,10 +4,23 @@ separated, ``none`` to clear) and as it is shown back. The rules themselves are 
 
 from __future__ import annotations
 
+from typing import Literal
+
 from discord.utils import escape_markdown
+
+from engine.people.content import Rating
 
 #: Typed to clear a list.
 CLEAR = "none"
+#: What a rating option offers: a level, or ``default`` for the operator's.
+RatingChoice = Literal["safe", "moderate", "mature", "default"]
+#: The ``words:`` option of the banned-words commands.
+WORDS_HELP = "Words or phrases, separated by commas; `none` clears the list; leave empty to see it"
+
+
+def chosen_rating(level: RatingChoice) -> Rating | None:
+    """The rating a player chose (None: the operator's default)."""
+    return None if level == "default" else Rating[level.upper()]
 
 
 def parse_words(typed: str) -> list[str]:

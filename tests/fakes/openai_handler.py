@@ -333,15 +333,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     # ----------------------------------------------------------------- embeddings
 
-    def _moderations(self) -> None:
-        """OpenAI's Moderations: one result per input, flagged for the categories the test
-        named words for (``FakeModelServer.moderation_flags``)."""
-        body = self._parse_request()
-        if body is None:
-            return
-        if not self._key_ok():
-            self._send_json(401, _bad_key_body())
-            return
+    def _texts(self, body: dict[str, Any]) -> list[str] | None:
+        """A request's ``input``: a string or a list of strings (else 400, None)."""
         inputs = body.get("input")
         if isinstance(inputs, str):
             inputs = [inputs]
@@ -352,17 +345,36 @@ class _Handler(BaseHTTPRequestHandler):
                     "'input' must be a string or a list of strings", "invalid_request_error"
                 ),
             )
+            return None
+        return inputs
+
+    def _failed(self, fault: tuple[str, float] | None) -> bool:
+        """Answer a queued fault of a one-shot route (500, 429, or no answer); True if one."""
+        if fault is None:
+            return False
+        name, retry_after = fault
+        if name == "500":
+            self._send_server_error()
+        elif name == "429":
+            self._send_rate_limited(retry_after)
+        else:
+            self._hold_without_answer()
+        return True
+
+    def _moderations(self) -> None:
+        """OpenAI's Moderations: one result per input, flagged for the categories the test
+        named words for (``FakeModelServer.moderation_flags``)."""
+        body = self._parse_request()
+        if body is None:
+            return
+        if not self._key_ok():
+            self._send_json(401, _bad_key_body())
+            return
+        inputs = self._texts(body)
+        if inputs is None:
             return
         self.fake._record({"_path": "/v1/moderations", "input": inputs})
-        fault = self.fake._next_moderation_fault()
-        if fault is not None:
-            name, retry_after = fault
-            if name == "500":
-                self._send_server_error()
-            elif name == "429":
-                self._send_rate_limited(retry_after)
-            else:
-                self._hold_without_answer()
+        if self._failed(self.fake._next_moderation_fault()):
             return
         results = []
         for text in inputs:
@@ -387,26 +399,10 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if not self._admitted(body, self.fake.embedding_model):
             return
-        inputs = body.get("input")
-        if isinstance(inputs, str):
-            inputs = [inputs]
-        if not isinstance(inputs, list) or not all(isinstance(i, str) for i in inputs):
-            self._send_json(
-                400,
-                _error_body(
-                    "'input' must be a string or a list of strings", "invalid_request_error"
-                ),
-            )
+        inputs = self._texts(body)
+        if inputs is None:
             return
-        fault = self.fake._next_embedding_fault()
-        if fault is not None:
-            name, retry_after = fault
-            if name == "500":
-                self._send_server_error()
-            elif name == "429":
-                self._send_rate_limited(retry_after)
-            else:
-                self._hold_without_answer()
+        if self._failed(self.fake._next_embedding_fault()):
             return
         as_base64 = body.get("encoding_format") == "base64"
         data = [

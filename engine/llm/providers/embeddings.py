@@ -2,21 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 
 import httpx
 import numpy as np
 
-from engine.errors import ModelBadReply, ModelTimedOut
+from engine.errors import ModelBadReply
 from engine.llm.providers.base import ReplyLimits
-from engine.llm.providers.http_errors import (
-    ERROR_BODY_BYTES,
-    TRANSPORT_ERRORS,
-    Endpoint,
-    status_error,
-    transport_error,
-)
+from engine.llm.providers.http_errors import Endpoint, post_answer
 
 
 class EmbeddingClient:
@@ -47,20 +40,13 @@ class EmbeddingClient:
         """One float32 row per text, in the order given."""
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
-        try:
-            async with asyncio.timeout(self.limits.seconds):
-                response = await self._client.post(
-                    f"{self.base_url}/embeddings", json={"model": self.model, "input": list(texts)}
-                )
-        except TRANSPORT_ERRORS as error:
-            raise transport_error(self.endpoint, error) from None
-        except TimeoutError:
-            raise ModelTimedOut(
-                f"The embedding model at {self.host} did not answer within "
-                f"{self.limits.seconds:g} seconds."
-            ) from None
-        if response.status_code >= 400:
-            raise status_error(self.endpoint, response, response.content[:ERROR_BODY_BYTES])
+        response = await post_answer(
+            self._client,
+            self.endpoint,
+            f"{self.base_url}/embeddings",
+            {"model": self.model, "input": list(texts)},
+            self.limits.seconds,
+        )
         try:
             data = sorted(response.json()["data"], key=lambda row: row["index"])
             matrix = np.asarray([row["embedding"] for row in data], dtype=np.float32)

@@ -1,13 +1,14 @@
 """Turning HTTP failures from a model server into errors a player can act on.
 
-Chat and embedding endpoints fail the same ways (refused key, unknown model, rate limits, a
-server down or unreachable); only the words for what was being talked to differ. Players read
-these messages, so an endpoint is named by its host alone, and whatever the server said is
-redacted before it is passed on (a proxy may echo the key it refused).
+Chat, embedding and moderation endpoints fail the same ways (refused key, unknown model, rate
+limits, a server down or unreachable); only the words for what was being talked to differ.
+Players read these messages, so an endpoint is named by its host alone, and whatever the server
+said is redacted before it is passed on (a proxy may echo the key it refused).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 from dataclasses import dataclass, field
@@ -174,3 +175,28 @@ def _json_or_none(body: bytes) -> Any:
         return json.loads(body)
     except (ValueError, RecursionError):
         return None
+
+
+async def post_answer(
+    client: httpx.AsyncClient,
+    endpoint: Endpoint,
+    url: str,
+    payload: dict[str, Any],
+    seconds: float,
+) -> httpx.Response:
+    """POST ``payload`` to ``url`` of ``endpoint``'s server, within ``seconds`` in all (httpx's
+    timeouts bound each read, not the whole; a server that trickles its answer must not hold a
+    turn); the answer when its status is under 400, else the error a player can act on. For
+    one-shot JSON endpoints (embeddings, moderations); chat streams are read as they come."""
+    try:
+        async with asyncio.timeout(seconds):
+            response = await client.post(url, json=payload)
+    except TRANSPORT_ERRORS as error:
+        raise transport_error(endpoint, error) from None
+    except TimeoutError:
+        raise ModelTimedOut(
+            f"The {endpoint.what} at {endpoint.host} did not answer within {seconds:g} seconds."
+        ) from None
+    if response.status_code >= 400:
+        raise status_error(endpoint, response, response.content[:ERROR_BODY_BYTES])
+    return response

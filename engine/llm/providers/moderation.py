@@ -8,20 +8,13 @@ the rating's to say (``engine.turns.moderation``), not this client's.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import httpx
 
-from engine.errors import ModelBadReply, ModelTimedOut
-from engine.llm.providers.http_errors import (
-    ERROR_BODY_BYTES,
-    TRANSPORT_ERRORS,
-    Endpoint,
-    status_error,
-    transport_error,
-)
+from engine.errors import ModelBadReply
+from engine.llm.providers.http_errors import Endpoint, post_answer
 
 
 @dataclass(frozen=True)
@@ -55,21 +48,13 @@ class ModerationClient:
     async def check(self, texts: Sequence[str]) -> list[Verdict]:
         """One verdict per text, in the order given. Raises a ``ModelError`` when the checker
         fails or does not answer within ``timeout`` (the caller decides what that means)."""
-        try:
-            async with asyncio.timeout(self.timeout):
-                response = await self._client.post(
-                    f"{self.base_url}/moderations",
-                    json={"model": self.model, "input": list(texts)},
-                )
-        except TRANSPORT_ERRORS as error:
-            raise transport_error(self.endpoint, error) from None
-        except TimeoutError:
-            raise ModelTimedOut(
-                f"The moderation model at {self.host} did not answer within "
-                f"{self.timeout:g} seconds."
-            ) from None
-        if response.status_code >= 400:
-            raise status_error(self.endpoint, response, response.content[:ERROR_BODY_BYTES])
+        response = await post_answer(
+            self._client,
+            self.endpoint,
+            f"{self.base_url}/moderations",
+            {"model": self.model, "input": list(texts)},
+            self.timeout,
+        )
         try:
             results = response.json()["results"]
             verdicts = [
