@@ -145,6 +145,13 @@ async def rating_for(session: AsyncSession, actor: Actor, policy: ContentPolicy)
     )
 
 
+async def check_scenario_here(
+    session: AsyncSession, rated: str | None, actor: Actor, policy: ContentPolicy
+) -> None:
+    """A scenario rated ``rated`` may start where ``actor`` acts (``check_scenario_rating``)."""
+    check_scenario_rating(Rating.parse(rated), await rating_for(session, actor, policy))
+
+
 def note_place(adventure: Adventure, actor: Actor) -> None:
     """Keep what the front end saw of the adventure's place (its age restriction) on the
     adventure, so every later turn is narrated under the place's rating as it is now."""

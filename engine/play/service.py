@@ -47,9 +47,8 @@ from engine.people.accounts import touch_actor
 from engine.people.adventure_caps import AdventureCaps, check_may_begin
 from engine.people.content import (
     ContentPolicy,
-    Rating,
     banned_words,
-    check_scenario_rating,
+    check_scenario_here,
     note_place,
     rating_for,
 )
@@ -78,7 +77,7 @@ from engine.story.rounds import (
 from engine.turns.engine import TurnEngine
 from engine.turns.events import RoundSubmitted, TurnEvent, TurnFailed, TurnInterrupted
 from engine.turns.intake import Asked, RequestCheck, Turn, TurnIntake
-from engine.turns.moderation import ModerationUnavailable, Moderator
+from engine.turns.moderation import Moderator
 from engine.turns.plan import Fence
 from engine.turns.requests import RETRY_PAYLOAD, RequestLog
 
@@ -161,10 +160,7 @@ class PlayService:
                 session, query, server_id=actor.server_id, user_id=actor.user_id
             )
             running = await check_may_begin(session, actor, place, self.caps)
-            check_scenario_rating(
-                Rating.parse(scenario.content_rating),
-                await rating_for(session, actor, self.content),
-            )
+            await check_scenario_here(session, scenario.content_rating, actor, self.content)
             assert scenario.id is not None
             check_may_start_with_scripts(
                 scenario, actor, await scenario_script_names(session, scenario.id)
@@ -207,10 +203,7 @@ class PlayService:
                 session, query, server_id=actor.server_id, user_id=actor.user_id
             )
             running = await check_may_begin(session, actor, channel_id, self.caps)
-            check_scenario_rating(
-                Rating.parse(scenario.content_rating),
-                await rating_for(session, actor, self.content),
-            )
+            await check_scenario_here(session, scenario.content_rating, actor, self.content)
             assert scenario.id is not None
             check_may_start_with_scripts(
                 scenario, actor, await scenario_script_names(session, scenario.id)
@@ -445,13 +438,8 @@ class PlayService:
             return
         async with self.db.session() as session:
             here = await rating_for(session, actor, self.content)
-        try:
-            await self.moderator.check_action(action.text, here.rating)
-        except ModerationUnavailable as error:
-            # Nothing was recorded to retry: the player sends it again.
-            raise InvalidInput(
-                error.message.replace("Press Retry", "Send your action again")
-            ) from None
+        # Nothing is recorded to retry yet: a check that could not run asks to send it again.
+        await self.moderator.check_action(action.text, here.rating, recorded=False)
 
     # --- rounds (engine.story.rounds) -------------------------------------------------------------
 

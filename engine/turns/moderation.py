@@ -63,18 +63,22 @@ class Moderator:
         if self.client is not None:
             await self.client.aclose()
 
-    async def refused(self, text: str, rating: Rating) -> frozenset[str]:
-        """The categories for which ``text`` is refused at ``rating`` (empty: it passes)."""
+    async def refused(self, text: str, rating: Rating, *, recorded: bool = True) -> frozenset[str]:
+        """The categories for which ``text`` is refused at ``rating`` (empty: it passes).
+        ``recorded``: the action is kept to Retry; else the player is asked to send it again."""
         if self.client is None or not text.strip():
             return frozenset()
         try:
             (verdict,) = await self.client.check([text])
         except ModelError as error:
             if self.fail_closed:
-                raise ModerationUnavailable(
+                unchecked = (
                     "The bot's moderation check could not run, and this bot does not play "
-                    f"what was not checked ({error.message}). Press Retry in a moment."
-                ) from None
+                    f"what was not checked ({error.message})."
+                )
+                if not recorded:
+                    raise InvalidInput(f"{unchecked} Send your action again in a moment.") from None
+                raise ModerationUnavailable(f"{unchecked} Press Retry in a moment.") from None
             log.warning("moderation check skipped: %s", error.message)
             return frozenset()
         if not verdict.flagged:
@@ -85,9 +89,9 @@ class Moderator:
             return frozenset({"flagged"})
         return found
 
-    async def check_action(self, text: str, rating: Rating) -> None:
+    async def check_action(self, text: str, rating: Rating, *, recorded: bool = True) -> None:
         """Refuse an action (``InvalidInput``: no Retry, the player rewords it)."""
-        found = await self.refused(text, rating)
+        found = await self.refused(text, rating, recorded=recorded)
         if found:
             raise InvalidInput(
                 f"Your action was refused by this bot's moderation check ({_said(found)}, at "
