@@ -39,6 +39,7 @@ from engine.platform.queue import AdventureQueue
 from engine.platform.redaction import host_of, redact_logs
 from engine.play.message_links import MessageLinks
 from engine.play.operator_status import OperatorStatus
+from engine.play.reports import TurnReports
 from engine.play.round_panels import RoundPanelRecords
 from engine.play.service import PlayService
 from engine.play.shelf import AdventureShelf
@@ -285,6 +286,7 @@ async def build_services(settings: Settings) -> Services:
     # The blocked set, read before the first interaction (then on the scheduler).
     blocks = Blocks(db)
     await blocks.refresh()
+    tree = StoryTree(db, queue)
     return Services(
         db,
         provider,
@@ -296,7 +298,7 @@ async def build_services(settings: Settings) -> Services:
         ScenarioLibrary(db, import_limits, rate_limits=limits),
         AdventureArchive(db, import_limits, caps=caps, rate_limits=limits),
         # Head moves wait for no turn: they are refused while one is being written here.
-        StoryTree(db, queue),
+        tree,
         memory,
         jobs,
         # steering family (cogs: steering, memory, world_state, insights, profile, membership)
@@ -348,4 +350,5 @@ async def build_services(settings: Settings) -> Services:
             db, max_bytes=settings.max_import_bytes, embedder=embedder, rate_limits=limits
         ),
         servers=ServerSettings(db, content_policy(settings)),
+        reports=TurnReports(db, tree),
     )

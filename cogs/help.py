@@ -109,6 +109,7 @@ narrated together once all acted, on Close, or late (`host`: on the host's Close
 **Content** (what the narrator may write)
 `/server rating level:` safe, moderate or mature for this server (Manage Server; mature only in \
 age-restricted channels); `/server banned words:` words banned in all its adventures
+`/server reports channel:` where 🚩 Report (under a turn's Insights) sends a turn to moderators
 `/profile rating level:` the rating of your own adventures in DMs""",
     ),
     "story": Topic(

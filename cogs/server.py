@@ -105,6 +105,65 @@ class ServerCog(commands.Cog):
             view = await servers.set_banned(actor, parse_words(words))
         await reply(interaction, banned_text(view.banned_words, "this server's adventures"))
 
+    @server.command(name="reports")
+    @app_commands.describe(
+        channel="Where players' reports of turns go (the bot must be able to post there)",
+        off="Turn reports off",
+    )
+    async def reports(
+        self,
+        interaction: discord.Interaction,
+        channel: discord.TextChannel | None = None,
+        off: bool = False,
+    ) -> None:
+        """Choose the channel where players' 🚩 reports of turns go, for your moderators."""
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        servers = self.bot.services.servers
+        actor = actor_of(interaction)
+        if channel is not None and not off:
+            lacking = reports_channel_lacks(channel)
+            if lacking:
+                await reply(
+                    interaction,
+                    f"⚠ Campfire cannot post reports in {channel.mention}: it lacks "
+                    f"{lacking} there. Give it those, or choose another channel. Nothing "
+                    "was changed.",
+                )
+                return
+        if off:
+            view = await servers.set_reports_channel(actor, None)
+        elif channel is not None:
+            view = await servers.set_reports_channel(actor, channel.id)
+        else:
+            view = await servers.of_managed(actor)
+        if view.reports_channel_id is None:
+            message = (
+                "Reports are off: 🚩 Report under a turn's Insights tells players this server "
+                "has no reports channel. Choose one with `/server reports channel:`."
+            )
+        else:
+            lead = "Reports now go to" if channel is not None and not off else "Reports go to"
+            message = (
+                f"{lead} <#{view.reports_channel_id}>: players report a turn with 🚩 Report "
+                "under its Insights; the report shows the turn's text, a link and an Undo "
+                "button for the host and members who manage the server or its messages."
+            )
+        await reply(interaction, message)
+
+
+def reports_channel_lacks(channel: discord.TextChannel) -> str:
+    """The permissions the bot lacks to post a report in ``channel``, in words ("" if none)."""
+    me = channel.guild.me
+    if me is None:  # the member list not cached: the post itself will tell
+        return ""
+    permissions = channel.permissions_for(me)
+    names = {
+        "view_channel": "View Channel",
+        "send_messages": "Send Messages",
+        "embed_links": "Embed Links",
+    }
+    return ", ".join(label for name, label in names.items() if not getattr(permissions, name))
+
 
 def rating_text(view: ServerView, policy: ContentPolicy, *, changed: bool) -> str:
     rating = view.content_rating or policy.default

@@ -30,6 +30,7 @@ from engine.platform.coordination.leases import TurnLeases
 from engine.platform.crypto import SecretBox
 from engine.play.message_links import MessageLinks
 from engine.play.operator_status import OperatorStatus
+from engine.play.reports import TurnReports
 from engine.play.round_panels import RoundPanelRecords
 from engine.play.service import PlayService
 from engine.play.shelf import AdventureShelf
@@ -107,6 +108,8 @@ class Services:
     knowledge: KnowledgeLibrary
     #: Every per-server setting (cogs: server).
     servers: ServerSettings
+    #: Players' reports of turns to their server's moderators (cogs: reports).
+    reports: TurnReports
 
     async def aclose(self) -> None:
         # The script workers this process started (a later run would start new ones).

@@ -132,6 +132,9 @@ async def play_everything(env: DiscordEnv, fake_model: FakeModelServer, p: Playe
     await p.slash(alice, channel, "server rating", level="default")
     await p.slash(alice, channel, "server banned", words="gore, grisly death")
     await p.slash(alice, channel, "server banned", words="none")
+    await p.slash(alice, channel, "server reports", channel=channel)
+    await p.slash(alice, channel, "server reports", off=True)
+    await p.slash(alice, channel, "server reports")
     for name in ("aid-new-scenario.json", "aid-story-cards.json"):
         file = StandinFile(name, (DATA / name).read_bytes(), "application/json")
         preview = await p.slash(alice, channel, "scenario import", file=file)
@@ -288,6 +291,12 @@ async def play_everything(env: DiscordEnv, fake_model: FakeModelServer, p: Playe
     await p.slash(alice, thread, "continue")
     insights = await p.slash(bob, thread, "insights")
     await p.press(bob, p.answer(insights).id, label="Reasoning")
+    # A report of the turn, and its Undo in the reports channel (here, the server's channel).
+    await p.slash(alice, channel, "server reports", channel=channel)
+    opened = await p.press(bob, p.answer(insights).id, label="Report")
+    await p.submit(bob, opened, {"reason": "not for this server"})
+    posted = [m for m in env.fake.messages(channel) if m.embeds and "reported" in str(m.embeds)]
+    await p.press(alice, posted[-1].id, label="Undo this turn")
     await p.slash(alice, channel, "model show")
     # Refused (the fake model server is on the loopback): after the acknowledgement.
     await p.slash(alice, channel, "model set", url=fake_model.base_url, model=fake_model.model)

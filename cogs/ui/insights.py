@@ -26,6 +26,7 @@ from cogs.ui.content import fit_embed
 from cogs.ui.interaction import channel_id_of
 from cogs.ui.preflight import Preflighted
 from cogs.ui.replies import reply
+from cogs.ui.reports import ReportButton
 from engine.errors import CampfireError, log_incident
 from engine.platform.redaction import redact
 from engine.platform.sanitise import ROW_ID_MAX, row_id
@@ -344,10 +345,15 @@ async def show_insights(
         return
     embed, cut = insights_embed(insights)
     extra: dict[str, Any] = {}
+    view = discord.ui.View(timeout=None)
     if insights.has_reasoning:
         # The model's reasoning, on demand and to the asker alone: never in the story.
-        view = discord.ui.View(timeout=None)
         view.add_item(ReasoningButton(insights.node_id))
+    if interaction.guild_id is not None:
+        # The turn, to the server's moderators (``cogs.ui.reports``); a DM's story is the
+        # player's own to undo.
+        view.add_item(ReportButton(insights.node_id))
+    if view.children:
         extra["view"] = view
     await interaction.followup.send(
         embed=fit_embed(embed),

@@ -36,6 +36,8 @@ class ServerView:
     #: The server's own content rating; None: the operator's default (``engine.people.content``).
     content_rating: Rating | None = None
     banned_words: tuple[str, ...] = ()
+    #: Where players' reports of turns go (``engine.play.reports``); None: nowhere yet.
+    reports_channel_id: int | None = None
 
 
 async def server_settings(session: AsyncSession, server_id: int | None) -> ServerView:
@@ -48,6 +50,7 @@ async def server_settings(session: AsyncSession, server_id: int | None) -> Serve
         suggestions=server.suggestions,
         content_rating=Rating.parse(server.content_rating),
         banned_words=tuple(server.banned_words),
+        reports_channel_id=server.reports_channel_id,
     )
 
 
@@ -89,6 +92,11 @@ class ServerSettings:
     async def set_banned(self, actor: Actor, words: Sequence[str]) -> ServerView:
         """Replace the words banned in every adventure of the server (empty: none)."""
         return await self._set(actor, banned_words=clean_banned(words))
+
+    async def set_reports_channel(self, actor: Actor, channel_id: int | None) -> ServerView:
+        """The channel players' reports of turns go to (None: reports are off). The front end
+        checks that the bot can post there before calling."""
+        return await self._set(actor, reports_channel_id=channel_id)
 
     async def _set(self, actor: Actor, **settings: Any) -> ServerView:
         check_may_set_server(actor)

@@ -152,6 +152,8 @@ class Server(SQLModel, table=True):
     content_rating: str | None = Field(default=None, sa_column=Column(String(8)))
     #: Words and phrases no adventure of the server may hold (``engine.people.content``).
     banned_words: list[str] = _json([])
+    #: Where players' reports of turns go (``/server reports``); None: reports are off.
+    reports_channel_id: int | None = Field(default=None, sa_column=Column(BigInteger))
     created_at: datetime = _when()
     # Set when the bot leaves; the server's data is removed a grace period later.
     left_at: datetime | None = _when(nullable=True)

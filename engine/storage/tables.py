@@ -14,5 +14,6 @@ from engine.storage import (  # noqa: F401  (each registers its tables)
     memory_models,
     models,
     play_models,
+    report_models,
     story_state_models,
 )

@@ -47,6 +47,8 @@ from engine.story.tree.core import MOVED_ON, HeadMove
 EDIT_MAX_CHARS = 4000
 
 NOTHING_TO_UNDO = "There is nothing to undo: the story is at its opening."
+#: How far back (in story entries) a reported turn may be undone from its report.
+UNDO_BACK_MAX = 200
 
 
 def _ids(nodes: list[StoryNode]) -> tuple[int, ...]:
@@ -102,31 +104,72 @@ class StoryTree(BranchesAndSavePoints):
             # The turn is the head and, when players acted, their actions above it.
             # A round's turn has an action node per player (engine.story.rounds).
             stretch = await line_tail(session, head.id, ROUND_MAX + 2)  # oldest first
-            removed = [head]
-            for node in reversed(stretch[:-1]):
-                if is_turn_boundary(node):
-                    target = node
-                    break
-                removed.append(node)
-            else:  # pragma: no cover - a line always starts with the opening, a narrator node
-                raise NotFound("This story has no earlier turn to go back to.")
-            removed_ids = _ids(removed)
-            # The state before the oldest removed node is exactly the state at the target.
-            snapshot = await state_before_of(session, removed_ids[-1]) or await state_after(
-                session, adventure, target
-            )
-            version = await self._move(
-                session, adventure, target, snapshot, kept_through=target.index
-            )
-            return await self._result(
-                session,
-                adventure,
-                target,
-                version,
-                adventure.active_branch_id,
-                removed=removed_ids,
-                mover=actor,
-            )
+            return await self._back_before(session, adventure, stretch, len(stretch) - 1, actor)
+
+    async def undo_back_to(
+        self, actor: Actor, channel_id: int, adventure_id: int, node_id: int
+    ) -> HeadMove:
+        """Move the head back to before narrator turn ``node_id`` (its actions included), the
+        turns after it leaving the line with it: what a moderator does with a reported turn.
+        Nothing is deleted; Redo walks forward again. Refused where the story no longer passes
+        through that turn, or it lies more than ``UNDO_BACK_MAX`` entries back."""
+        async with self.db.transaction() as session:
+            adventure = await self._adventure(session, channel_id, None, adventure_id)
+            head = await self._head(session, adventure)
+            node = await session.get(StoryNode, node_id)
+            assert head.id is not None  # a stored row
+            if node is None or node.adventure_id != adventure.id or node.parent_id is None:
+                raise NotFound("That turn is no longer in this story.")
+            back = head.index - node.index
+            if back > UNDO_BACK_MAX:
+                raise InvalidInput(
+                    f"That turn is {back} entries back; going back so far is done with "
+                    "/tree and /branch, where nothing is lost."
+                )
+            stretch = await line_tail(session, head.id, back + ROUND_MAX + 2)  # oldest first
+            at = next((i for i, step in enumerate(stretch) if step.id == node_id), None)
+            if at is None or back < 0:
+                raise InvalidInput(
+                    "The story no longer passes through that turn (it was undone, or the story "
+                    "is on another branch now), so there is nothing to undo."
+                )
+            await check_may_rewrite(session, adventure, node, actor)
+            return await self._back_before(session, adventure, stretch, at, actor)
+
+    async def _back_before(
+        self,
+        session: AsyncSession,
+        adventure: Adventure,
+        stretch: list[StoryNode],
+        at: int,
+        actor: Actor,
+    ) -> HeadMove:
+        """Put the head on the turn before ``stretch[at]`` and the actions that asked for it:
+        everything after that turn leaves the line (``stretch`` is the line's end, oldest
+        first)."""
+        removed = list(reversed(stretch[at:]))  # newest first
+        for node in reversed(stretch[:at]):
+            if is_turn_boundary(node):
+                target = node
+                break
+            removed.append(node)
+        else:  # pragma: no cover - a line always starts with the opening, a narrator node
+            raise NotFound("This story has no earlier turn to go back to.")
+        removed_ids = _ids(removed)
+        # The state before the oldest removed node is exactly the state at the target.
+        snapshot = await state_before_of(session, removed_ids[-1]) or await state_after(
+            session, adventure, target
+        )
+        version = await self._move(session, adventure, target, snapshot, kept_through=target.index)
+        return await self._result(
+            session,
+            adventure,
+            target,
+            version,
+            adventure.active_branch_id,
+            removed=removed_ids,
+            mover=actor,
+        )
 
     async def redo(
         self,
