@@ -275,7 +275,13 @@ async def build_services(settings: Settings) -> Services:
         moderator=moderator,
     )
     memory = MemoryWriter(
-        db, providers, embedder, capacity=settings.max_memories, jobs=jobs, limits=limits
+        db,
+        providers,
+        embedder,
+        capacity=settings.max_memories,
+        jobs=jobs,
+        limits=limits,
+        content=content_policy(settings),
     )
     import_limits = ImportLimits(
         max_bytes=settings.max_import_bytes,
