@@ -28,6 +28,7 @@ from engine.platform.coordination.instance import Instance
 from engine.platform.coordination.jobs import JobLeases
 from engine.platform.coordination.leases import TurnLeases
 from engine.platform.crypto import SecretBox
+from engine.play.imports import AdventureImports
 from engine.play.message_links import MessageLinks
 from engine.play.operator_status import OperatorStatus
 from engine.play.round_panels import RoundPanelRecords
@@ -107,6 +108,9 @@ class Services:
     knowledge: KnowledgeLibrary
     #: Every per-server setting (cogs: server).
     servers: ServerSettings
+    #: /adventure import under the content rules: the moderation check, then the archive's
+    #: write (cogs: adventure_files).
+    imports: AdventureImports
 
     async def aclose(self) -> None:
         # The script workers this process started (a later run would start new ones).
