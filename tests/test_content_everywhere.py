@@ -19,7 +19,7 @@ from engine.library.formats.adventure import ParsedAdventure
 from engine.library.formats.adventure_content import newest_passages
 from engine.llm.providers.resolver import OperatorDefault
 from engine.people.content import MASK
-from engine.play.imports import BATCH_CHARS, BATCH_TEXTS, MAX_REQUESTS, _batches
+from engine.play.imports import BATCH_CHARS, BATCH_TEXTS, MAX_REQUESTS, check_batches
 from engine.storage.memory_models import Memory, MemoryOrigin
 from engine.storage.models import ActionType, Adventure, AdventureCard, Role, StoryNode
 from engine.story.memory.cadence import Cadence
@@ -179,7 +179,7 @@ def test_an_imports_passages_come_newest_first_named_by_their_turns() -> None:
 
 def test_a_long_story_checks_its_newest_passages_within_the_bounds() -> None:
     many = _story([("narrator", f"Passage {n}. " + "x" * 500) for n in range(5000)])
-    batches, checked = _batches(newest_passages(many))
+    batches, checked = check_batches(newest_passages(many))
     assert len(batches) == MAX_REQUESTS
     assert all(len(b) <= BATCH_TEXTS and sum(len(t) for _, t in b) <= BATCH_CHARS for b in batches)
     assert 0 < checked < 5000

@@ -112,7 +112,7 @@ class AdventureImports:
             rating = (await rating_for(session, actor, self.content)).rating
         masked, _ = masked_story(parsed, banned)
         passages = newest_passages(masked)
-        batches, checked = _batches(passages)
+        batches, checked = check_batches(passages)
         flagged: dict[int, set[str]] = {}
         try:
             for batch in batches:
@@ -147,7 +147,7 @@ class AdventureImports:
         return ImportedAdventure(restored, check)
 
 
-def _batches(passages: list[Passage]) -> tuple[list[list[tuple[int, str]]], int]:
+def check_batches(passages: list[Passage]) -> tuple[list[list[tuple[int, str]]], int]:
     """The requests that check the newest passages within the bounds, each a list of (turn,
     text); and how many passages they check whole."""
     batches: list[list[tuple[int, str]]] = []
