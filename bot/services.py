@@ -37,6 +37,7 @@ from engine.platform.coordination.leases import TurnLeases
 from engine.platform.crypto import SecretBox
 from engine.platform.queue import AdventureQueue
 from engine.platform.redaction import host_of, redact_logs
+from engine.play.imports import AdventureImports
 from engine.play.message_links import MessageLinks
 from engine.play.operator_status import OperatorStatus
 from engine.play.reports import TurnReports
@@ -276,12 +277,23 @@ async def build_services(settings: Settings) -> Services:
         moderator=moderator,
     )
     memory = MemoryWriter(
-        db, providers, embedder, capacity=settings.max_memories, jobs=jobs, limits=limits
+        db,
+        providers,
+        embedder,
+        capacity=settings.max_memories,
+        jobs=jobs,
+        limits=limits,
+        content=content_policy(settings),
     )
     import_limits = ImportLimits(
         max_bytes=settings.max_import_bytes,
         max_cards=settings.max_story_cards,
         max_script_chars=settings.max_script_chars,
+    )
+    # An imported story obeys the content rules where it will run: banned words masked as it
+    # is written, the moderation check before (engine.play.imports).
+    archive = AdventureArchive(
+        db, import_limits, caps=caps, rate_limits=limits, content=content_policy(settings)
     )
     # The blocked set, read before the first interaction (then on the scheduler).
     blocks = Blocks(db)
@@ -296,7 +308,7 @@ async def build_services(settings: Settings) -> Services:
         leases,
         play,
         ScenarioLibrary(db, import_limits, rate_limits=limits),
-        AdventureArchive(db, import_limits, caps=caps, rate_limits=limits),
+        archive,
         # Head moves wait for no turn: they are refused while one is being written here.
         tree,
         memory,
@@ -351,4 +363,5 @@ async def build_services(settings: Settings) -> Services:
         ),
         servers=ServerSettings(db, content_policy(settings)),
         reports=TurnReports(db, tree),
+        imports=AdventureImports(db, archive, moderator, content_policy(settings)),
     )

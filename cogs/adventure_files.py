@@ -75,7 +75,7 @@ async def export_adventure(
 async def import_adventure(interaction: discord.Interaction, file: discord.Attachment) -> None:
     """Restore an exported adventure: a new thread in a server, or here in a DM or thread."""
     bot = bot_of(interaction)
-    archive = bot.services.archive
+    archive, imports = bot.services.archive, bot.services.imports
     archive.check_size(file.size)
     # Before answering: a place an adventure cannot run is refused to the player alone.
     place = place_of(interaction)
@@ -84,6 +84,8 @@ async def import_adventure(interaction: discord.Interaction, file: discord.Attac
     # refused here, leaves nothing behind.
     parsed = await archive.read(await file.read(), actor_of(interaction))
     await archive.check_may_restore(actor_of(interaction), place, parsed)
+    # The operator's moderation check, when one is set: a refused story opens no thread.
+    check = await imports.check(actor_of(interaction), parsed)
     thread: discord.Thread | None = None
     if place is None:
         # Named as it opens: renaming it later would take Manage Threads (cogs.ui.threads).
@@ -99,10 +101,11 @@ async def import_adventure(interaction: discord.Interaction, file: discord.Attac
         assert isinstance(interaction.channel, discord.abc.Messageable)  # place_of's answer
         target, target_id = interaction.channel, place
     try:
-        restored = await archive.restore(
+        imported = await imports.restore(
             actor_of(interaction),
             target_id,
             parsed,
+            check,
             opened_from=channel_id_of(interaction) if thread is not None else None,
         )
     except BaseException:
@@ -110,6 +113,7 @@ async def import_adventure(interaction: discord.Interaction, file: discord.Attac
         if thread is not None:
             await give_up_thread(interaction, thread)
         raise
+    restored = imported.restored
     header = f"{restored.icon} **{discord.utils.escape_markdown(restored.title)}**".strip()
     size = f"{restored.nodes:,} entries, {restored.branches} branch"
     size += "es" if restored.branches != 1 else ""
@@ -119,6 +123,9 @@ async def import_adventure(interaction: discord.Interaction, file: discord.Attac
         )
     else:
         content = f"{header} is restored ({size}); it goes on from where it was."
+    # What the content checks did to the story, said where the importer sees it.
+    if notes := imported.notes():
+        content += f"\n{notes}"
     await interaction.edit_original_response(content=fit_text(content))
     await bot.narrator.post_opening(
         target,

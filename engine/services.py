@@ -28,6 +28,7 @@ from engine.platform.coordination.instance import Instance
 from engine.platform.coordination.jobs import JobLeases
 from engine.platform.coordination.leases import TurnLeases
 from engine.platform.crypto import SecretBox
+from engine.play.imports import AdventureImports
 from engine.play.message_links import MessageLinks
 from engine.play.operator_status import OperatorStatus
 from engine.play.reports import TurnReports
@@ -110,6 +111,9 @@ class Services:
     servers: ServerSettings
     #: Players' reports of turns to their server's moderators (cogs: reports).
     reports: TurnReports
+    #: /adventure import under the content rules: the moderation check, then the archive's
+    #: write (cogs: adventure_files).
+    imports: AdventureImports
 
     async def aclose(self) -> None:
         # The script workers this process started (a later run would start new ones).

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from engine.errors import InvalidInput
 from engine.library.formats import adventure as adventure_file
+from engine.library.formats.adventure_content import banned_here, masked_story
 from engine.library.formats.adventure_export import export_adventure
 from engine.library.formats.draft import ImportLimits
 from engine.library.formats.prose_render import EXTENSIONS, ProseFormat, render
@@ -20,6 +21,7 @@ from engine.people.access.checks import check_may_import_scripts
 from engine.people.access.rules import adventure_here, may_read_scripts
 from engine.people.accounts import touch_server, touch_user
 from engine.people.adventure_caps import AdventureCaps, check_may_begin
+from engine.people.content import ContentPolicy
 from engine.people.limits import Kind, UsageLimits
 from engine.storage.models import StoryNode, utcnow
 
@@ -53,6 +55,8 @@ class RestoredAdventure:
     version: int
     #: The node the story stands on, shown when the adventure is posted.
     head_node_id: int
+    #: How many of its passages had banned words masked (said to the importer).
+    masked: int = 0
 
 
 class AdventureArchive:
@@ -63,9 +67,13 @@ class AdventureArchive:
         *,
         caps: AdventureCaps | None = None,
         rate_limits: UsageLimits | None = None,
+        content: ContentPolicy | None = None,
     ) -> None:
         self.db = db
         self.limits = limits
+        #: The operator's content rules: their banned words (with the server's and the file's
+        #: own) are masked in an imported story, as in a narration.
+        self.content = content or ContentPolicy()
         #: Imports per player per day (None: no limit, for tools and tests).
         self.rate_limits = rate_limits
         #: The operator's caps on adventures per player; an import begins one too.
@@ -144,7 +152,8 @@ class AdventureArchive:
         """Write a checked adventure into a channel, thread or DM, in one transaction. One
         running there ends, if ``actor`` may end it; its scripts come in only with the script
         right, and the caps on adventures per player count it (``check_may_begin``).
-        ``opened_from``: the channel a thread was opened from for it (as ``PlayService.start``)."""
+        ``opened_from``: the channel a thread was opened from for it (as ``PlayService.start``).
+        The words banned there are masked in the story as it is written (``masked_story``)."""
         check_may_import_scripts(actor, _script_names(parsed))
         async with self.db.transaction() as session:
             # First: the user's row lock queues this player's starts (see adventure_caps).
@@ -154,6 +163,9 @@ class AdventureArchive:
             running = await check_may_begin(session, actor, channel_id, self.caps)
             if running is not None:
                 running.ended_at = utcnow()
+            # An imported story obeys the rules the model's words do where it will run.
+            banned = await banned_here(session, actor, parsed, self.content)
+            parsed, masked = masked_story(parsed, banned)
             adventure = await adventure_file.write_adventure(
                 session,
                 parsed,
@@ -173,6 +185,7 @@ class AdventureArchive:
                 head.text,
                 adventure.version,
                 head.id,
+                masked,
             )
 
 

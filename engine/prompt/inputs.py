@@ -11,7 +11,7 @@ from typing import Any, Protocol
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from engine.llm.providers.base import ChatMessage
-from engine.people.content import Rating
+from engine.people.content import ContentPolicy, Rating
 from engine.prompt.cards import Card
 from engine.prompt.report import ContextReport
 from engine.prompt.tokens import count_tokens
@@ -203,6 +203,9 @@ class ContextBuilder(Protocol):
     #: The operator's context budget: an adventure's own setting stands in for it, held to it
     #: on the operator's model (``engine.llm.ceilings``).
     budget: int
+    #: The operator's content rules: the turn engine reads the banned words by them for what
+    #: the model and the scripts write outside the narration (a chapter's recap, cards).
+    content: ContentPolicy
 
     async def gather(
         self,

@@ -23,6 +23,7 @@ from engine.library.scripting.sandbox import Limits
 from engine.llm.ceilings import Ceilings
 from engine.llm.providers.base import ChatProvider, GenerationParams
 from engine.llm.providers.resolver import ProviderResolver
+from engine.people.content import BannedWords, banned_words
 from engine.people.limits import UsageLimits
 from engine.prompt.card_cap import DEFAULT_MAX_CARDS
 from engine.prompt.inputs import ContextBuilder
@@ -163,6 +164,12 @@ class TurnEngine:
     ) -> AsyncGenerator[TurnEvent, None]:
         async with self.db.session() as session:
             plan = await planned(session)
+            # The words banned where the adventure runs, read by the context's own policy as
+            # the narration's are (the Generation keeps its copy to itself): masked in what
+            # the scripts write to cards and say, and in the chapter's recap.
+            banned = await banned_words(session, plan.adventure, self.context.content)
+            if plan.scripts is not None:
+                plan.scripts.banned = banned
             # Which model (the player's, the server's, the operator's), read in this session.
             await self.providers.read(session, plan.adventure)
             # On the operator's model, the adventure's settings are held to the operator's.
@@ -206,10 +213,16 @@ class TurnEngine:
         if ended is not None:
             # The turn is stored; its chapter's recap is written before it is shown as done
             # (one short call), and never fails the turn.
-            await self._recap(generation, result, ended)
+            await self._recap(generation, result, ended, banned)
         yield TurnDone(result)
 
-    async def _recap(self, generation: Generation, result: TurnResult, ended: ChapterEnd) -> None:
+    async def _recap(
+        self,
+        generation: Generation,
+        result: TurnResult,
+        ended: ChapterEnd,
+        banned: BannedWords,
+    ) -> None:
         provider: ChatProvider = generation.provider
         adventure = generation.plan.adventure
         if self.limits is not None and self.providers.is_operator_default(adventure):
@@ -223,6 +236,7 @@ class TurnEngine:
                 node_id=result.narrator_node_id,
                 take=result.take,
                 end=ended,
+                banned=banned,
             )
         except Exception as error:  # noqa: BLE001 - the stored turn stands without its recap
             log_incident(f"chapter recap failed (adventure {result.adventure_id})", error)

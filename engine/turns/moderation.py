@@ -15,9 +15,10 @@ With no endpoint configured nothing is checked.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 
 from engine.errors import CampfireError, InvalidInput, ModelError
-from engine.llm.providers.moderation import ModerationClient
+from engine.llm.providers.moderation import ModerationClient, Verdict
 from engine.people.content import Rating
 
 log = logging.getLogger(__name__)
@@ -81,20 +82,22 @@ class Moderator:
                 raise ModerationUnavailable(f"{unchecked} Press Retry in a moment.") from None
             log.warning("moderation check skipped: %s", error.message)
             return frozenset()
-        if not verdict.flagged:
-            return frozenset()
-        blocked = REFUSED[rating]
-        found = verdict.categories if blocked is None else verdict.categories & blocked
-        if blocked is None and not found:
-            return frozenset({"flagged"})
-        return found
+        return _refusing(verdict, rating)
+
+    async def judge(self, texts: Sequence[str], rating: Rating) -> list[frozenset[str]]:
+        """For each of ``texts`` (one request), the categories it is refused for at ``rating``.
+        Raises ``ModelError`` when the checker fails: what that means is the caller's (an
+        import follows ``fail_closed`` as a turn does, in its own words)."""
+        if self.client is None or not texts:
+            return [frozenset() for _ in texts]
+        return [_refusing(verdict, rating) for verdict in await self.client.check(texts)]
 
     async def check_action(self, text: str, rating: Rating, *, recorded: bool = True) -> None:
         """Refuse an action (``InvalidInput``: no Retry, the player rewords it)."""
         found = await self.refused(text, rating, recorded=recorded)
         if found:
             raise InvalidInput(
-                f"Your action was refused by this bot's moderation check ({_said(found)}, at "
+                f"Your action was refused by this bot's moderation check ({said(found)}, at "
                 f"the {rating.label} rating here), so it was not played. Nothing was stored."
             )
 
@@ -103,10 +106,21 @@ class Moderator:
         if found:
             raise NarrationHeld(
                 f"The narrator's reply was held back by this bot's moderation check "
-                f"({_said(found)}, at the {rating.label} rating here); nothing was stored. "
+                f"({said(found)}, at the {rating.label} rating here); nothing was stored. "
                 "Press Retry for another."
             )
 
 
-def _said(categories: frozenset[str]) -> str:
+def _refusing(verdict: Verdict, rating: Rating) -> frozenset[str]:
+    if not verdict.flagged:
+        return frozenset()
+    blocked = REFUSED[rating]
+    found = verdict.categories if blocked is None else verdict.categories & blocked
+    if blocked is None and not found:
+        return frozenset({"flagged"})
+    return found
+
+
+def said(categories: frozenset[str]) -> str:
+    """Flagged categories as players are told them."""
     return ", ".join(sorted(categories))

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from engine.people.content import BannedWords
 from engine.prompt.cards import Card
 from engine.storage.models import AdventureCard
 
@@ -144,6 +145,32 @@ def to_context_cards(cards: Sequence[dict[str, Any]], rows: Sequence[CardRow]) -
             )
         )
     return out
+
+
+def mask_written(
+    cards: Sequence[dict[str, Any]], rows: Sequence[CardRow], banned: BannedWords
+) -> int:
+    """Mask the banned words in what a run wrote to ``cards`` (marked with their rows), in
+    place: a card it added, or a field it changed. A field left as the turn found it is not the
+    script's writing (a player's own card is theirs to word), so it stays as it is. Returns how
+    many cards were masked."""
+    if not banned:
+        return 0
+    by_id = {row.id: row for row in rows}
+    masked = 0
+    for card in cards:
+        card_id = _known_row(card, by_id)
+        row = by_id.get(card_id) if card_id is not None else None
+        changed = False
+        for name in SCRIPT_FIELDS:
+            value = str(card.get(name, ""))
+            if row is not None and getattr(row, name) == value:
+                continue
+            clean = banned.mask(value)
+            if clean != value:
+                card[name], changed = clean, True
+        masked += changed
+    return masked
 
 
 def changes(

@@ -18,6 +18,11 @@ The hook contract, as AI Dungeon runs scripts:
   an empty result leaves the reply as the model wrote it, and whitespace hides it (the turn is
   stored with that whitespace, and shows only the scripts' message).
 
+A script's words obey the adventure's banned words as the model's do (``banned``): the cards a
+run writes are masked as it leaves them (so the context, later hooks and the stored rows all
+see them masked; the run's Insights line says so), and so is ``state.message`` as players are
+shown it. Its reply text becomes the narration, which the turn masks whole.
+
 Several scripts run in their ``position`` order, each in a fresh context, each taking the text
 the one before it left. A broken script (an exception, an exceeded limit, a result that cannot
 be read or is over a cap) changes nothing: its error and logs go to Insights, and the turn goes
@@ -42,12 +47,14 @@ from engine.library.scripting.cards import (
     CardRow,
     changes,
     for_script,
+    mask_written,
     rows_after_run,
     script_cards,
     to_context_cards,
 )
 from engine.library.scripting.results import Caps
 from engine.llm.providers.base import ChatMessage
+from engine.people.content import BannedWords
 from engine.prompt.card_cap import DEFAULT_MAX_CARDS
 from engine.prompt.cards import Card
 from engine.prompt.inputs import BuiltContext
@@ -130,6 +137,10 @@ class HookReport:
     note: str = ""
     cpu_ms: int = 0
 
+    def add_note(self, note: str) -> None:
+        """Another note beside any the run already has (a mask and a stop are both said)."""
+        self.note = f"{self.note}; {note}" if self.note else note
+
     def to_json(self) -> dict[str, Any]:
         return {
             "hook": self.hook.label,
@@ -190,6 +201,9 @@ class TurnScripts:
     #: ``state.message`` as the turn found it: upstream keeps the message in ``state`` and
     #: shows it when it changes (scripts such as Auto-Cards compare against last turn's).
     message_before: Any = None
+    #: The words banned where the adventure runs (the turn engine sets them from the
+    #: operator's, server's and adventure's lists): masked in what the scripts write.
+    banned: BannedWords = field(default_factory=BannedWords)
 
     # --- loading ---
 
@@ -282,7 +296,7 @@ class TurnScripts:
             # command and sets state.clearOutput; OutputModifier.js then returns ' ': "The
             # input was still sent to the AI"). So the action is dropped (no entry is stored
             # for it) and the turn goes on as a continue, keeping what the scripts recorded.
-            self.reports[-1].note = "the action came back empty: played as a continue"
+            self.reports[-1].add_note("the action came back empty: played as a continue")
             return ""
         self.add_current_action(text, action)
         return text
@@ -330,7 +344,7 @@ class TurnScripts:
         )
         if text is None:
             return built
-        self.reports[-1].note = f"rewrote the context ({len(original):,} → {len(text):,} chars)"
+        self.reports[-1].add_note(f"rewrote the context ({len(original):,} → {len(text):,} chars)")
         system = built.messages[0] if built.messages[0].role == "system" else None
         if system is not None and text.startswith(system.content + "\n\n"):
             # The script left the system part alone: keep it as the system message.
@@ -350,14 +364,14 @@ class TurnScripts:
             # Nothing at all: keep the model's. Magic's Scripting Guidebook
             # (magicoflolis/aidungeon.js, "Scripting Guidebook.md", "Prevent the AI from
             # generating a starting message"): "Do not return an empty string".
-            self.reports[-1].note = "an empty result was ignored"
+            self.reports[-1].add_note("an empty result was ignored")
             return output
         if not outcome.text.strip():
             # Whitespace hides the narration, as AI Dungeon does: the same guidebook entry
             # suppresses the opening "entirely with a single space", and Auto-Cards
             # (LewdLeah/Auto-Cards, src/library.js) answers its /AC commands with an output of
             # "\n" so that no narration shows.
-            self.reports[-1].note = "the narration was hidden (whitespace)"
+            self.reports[-1].add_note("the narration was hidden (whitespace)")
         return outcome.text
 
     async def run(
@@ -425,11 +439,17 @@ class TurnScripts:
                 continue
             self.state = result.state
             rows_after_run(self.cards, result.cards)
+            masked = mask_written(result.cards, self.rows, self.banned)
+            if masked:
+                report.add_note(
+                    f"banned words masked in {masked} story card{'s' if masked != 1 else ''} "
+                    "it wrote"
+                )
             self.cards = result.cards
             text = result.text
             if result.stop:
                 stop = True
-                report.note = "stopped"
+                report.add_note("stopped")
                 break
         return HookOutcome(text, stop)
 
@@ -445,13 +465,13 @@ class TurnScripts:
         current = self.state.get("message")
         if current == self.message_before:
             return ""
-        return message_text(current)
+        return self.banned.mask(message_text(current))
 
     @property
     def stop_message(self) -> str:
         """``state.message`` as text when a script stops the turn, changed this turn or not: a
         script that stops every /continue with the same message says it every time."""
-        return message_text(self.state.get("message"))
+        return self.banned.mask(message_text(self.state.get("message")))
 
     def saved_state(self) -> dict[str, Any]:
         state = dict(self.state)

@@ -21,6 +21,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import col
 
 from engine.llm.providers.base import ChatMessage, ChatProvider, GenerationParams
+from engine.people.content import BannedWords
 from engine.platform.events import TextDelta
 from engine.platform.sanitise import sanitise
 from engine.storage.chapter_models import ChapterRecap
@@ -85,9 +86,12 @@ async def write_recap(
     node_id: int,
     take: int,
     end: ChapterEnd,
+    banned: BannedWords | None = None,
 ) -> ChapterRecap:
     """Write and store the recap of the chapter ``node_id``'s turn ended; never raises for
-    the model (a failed call leaves the facts alone)."""
+    the model (a failed call leaves the facts alone). ``banned``: the words banned where the
+    adventure runs, masked in the model's text as in a narration (the facts are the engine's
+    own and the story's, already masked, so they are left as they are)."""
     async with db.session() as session:
         nodes = await line_window(
             session, node_id, token_limit=EXCERPT_TOKENS, max_entries=EXCERPT_ENTRIES
@@ -97,7 +101,7 @@ async def write_recap(
         for node in nodes
         if node.index > end.facts.get("from_index", 0) and node.text.strip()
     )
-    text = await _model_recap(provider, end, story)
+    text = (banned or BannedWords()).mask(await _model_recap(provider, end, story))
     for _ in range(2):  # a retry written at the same moment may take the version first
         try:
             async with db.transaction() as session:

@@ -32,6 +32,7 @@ from engine.llm.providers.base import ChatMessage, ChatProvider, GenerationParam
 from engine.llm.providers.embeddings import EmbeddingClient
 from engine.llm.providers.resolver import ProviderResolver
 from engine.llm.retrieval.semantic import to_bytes
+from engine.people.content import ContentPolicy, banned_words
 from engine.people.limits import UsageLimits
 from engine.platform.coordination.jobs import JobLeases, memory_job
 from engine.platform.events import TextDelta
@@ -94,12 +95,17 @@ class MemoryWriter:
         summary_cadence: Cadence = SUMMARY_CADENCE,
         jobs: JobLeases | None = None,
         limits: UsageLimits | None = None,
+        content: ContentPolicy | None = None,
     ) -> None:
         """``providers`` answers which model writes an adventure's memories and summary; where
         it answers none, only embeddings are done. ``jobs``: the job leases, held as this
         process by default. ``limits``: the operator's budget, which work on the operator's
-        model is counted against (``engine.story.background_spend``; None: not counted)."""
+        model is counted against (``engine.story.background_spend``; None: not counted).
+        ``content``: the operator's content rules, whose banned words (with the server's and
+        the adventure's) are masked in what is stored: memories and the summary go into later
+        prompts, and are shown in /memory."""
         self.limits = limits
+        self.content = content or ContentPolicy()
         self.db = db
         self.providers = providers
         self.embedder = embedder
@@ -308,8 +314,11 @@ class MemoryWriter:
             end_id = positions.id_at(through)
             assert end_id is not None
             nodes = await line_tail(session, end_id, last - first + 1)
+            banned = await banned_words(session, adventure, self.content)
         passage = "\n\n".join(n.text.strip() for n in nodes if n.index >= first and n.text.strip())
-        text = clean_memory(await self._ask(provider, memory_messages(passage), MEMORY_PARAMS))
+        text = banned.mask(
+            clean_memory(await self._ask(provider, memory_messages(passage), MEMORY_PARAMS))
+        )
         if not text:
             log.warning("the model wrote an empty memory for adventure %s", adventure_id)
             return NOTHING
@@ -345,16 +354,19 @@ class MemoryWriter:
                 return NOTHING
             memories = await self._unfolded(session, adventure_id, positions, adventure)
             old_summary = adventure.story_summary
+            banned = await banned_words(session, adventure, self.content)
         if not memories:
             return NOTHING  # nothing new to fold in yet: the memories come first
         after, through = stretch
         # The summary now covers every memory it folded, so the next one never folds one twice.
         through = max(through, positions.position_of(max(m.source_end for m in memories)))
-        text = clean_summary(
-            await self._ask(
-                provider,
-                summary_messages(old_summary, [m.text for m in memories]),
-                SUMMARY_PARAMS,
+        text = banned.mask(
+            clean_summary(
+                await self._ask(
+                    provider,
+                    summary_messages(old_summary, [m.text for m in memories]),
+                    SUMMARY_PARAMS,
+                )
             )
         )
         if not text:
