@@ -240,6 +240,7 @@ class Generation:
         if self._banned:
             # The model's and the scripts' words alike: no banned word enters the story.
             masked_prose = self._banned.mask(world.prose)
+            # After a retry, its own line in Insights says what was masked.
             if masked_prose != world.prose and not retried:
                 built.report.checks.append("banned words in the narration were masked")
             world = replace(world, prose=masked_prose)
