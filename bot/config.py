@@ -22,6 +22,7 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from engine.llm.providers.logit_bias import TOKENIZERS
 from engine.platform.coordination.instance import NAME_PATTERN
 from engine.platform.redaction import redact, url_secrets
 from engine.prompt.card_cap import DEFAULT_MAX_CARDS
@@ -106,6 +107,12 @@ class Settings(BaseSettings):
     )
     local_model_path: Path | None = Field(
         default=None, description="Another GGUF file for the embedded model."
+    )
+    model_tokenizer: str | None = Field(
+        default=None,
+        description="The tokenizer of the model at CAMPFIRE_MODEL_URL (cl100k_base); when set, "
+        "banned words of one token are banned in its replies by logit bias. Unset: none is "
+        "sent (token ids of another tokenizer would ban other words).",
     )
 
     embedding_url: str | None = None
@@ -366,6 +373,15 @@ class Settings(BaseSettings):
         if not value.startswith(("http://", "https://")):
             raise ValueError("an http:// or https:// URL")
         return value
+
+    @field_validator("model_tokenizer")
+    @classmethod
+    def _tokenizer(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        if value.strip() not in TOKENIZERS:
+            raise ValueError(f"one of {', '.join(TOKENIZERS)}, or nothing")
+        return value.strip()
 
     @field_validator("model_whitelist", mode="before")
     @classmethod

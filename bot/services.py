@@ -83,6 +83,7 @@ def make_chat_provider(settings: Settings) -> ChatProvider:
             timeout=settings.model_timeout,
             limits=reply_limits(settings),
             private_address=True,
+            tokenizer=settings.model_tokenizer,
         )
     return LocalLlamaProvider(
         settings.local_model_path,

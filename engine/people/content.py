@@ -16,8 +16,10 @@ the model: Safe, Moderate, Mature):
 
 Banned words: the operator's list always applies, with the server's and the adventure's
 (``/server banned``, ``/host banned``). An action holding one is refused before anything is
-stored; a narration's are masked (``BannedWords.mask``). Matched case-insensitively on whole
-words, so "ass" bans "ass" but not "class".
+stored; a narration's are kept out by logit bias where the model allows it, and a narration
+still holding one is written again once, then masked (``BannedWords.mask``;
+``engine.turns.generate``). Matched case-insensitively on whole words, so "ass" bans "ass"
+but not "class".
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ from typing import TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from engine.errors import ModelError
 from engine.library.knowledge.prompt import canon_texts
 from engine.library.scripting.hooks import ScriptStopped
 from engine.llm.ceilings import Ceilings
@@ -152,7 +153,6 @@ class Generation:
         self._suggest = False
         #: The words banned where the adventure runs: masked in what the model writes.
         self._banned = BannedWords()
-        self._masked: MaskedStream | None = None
 
     async def prepare(self, session: AsyncSession) -> str:
         """Run onInput on the actions to write and gather the context's inputs; returns the
@@ -196,6 +196,8 @@ class Generation:
         if self._suggest:
             inputs = replace(inputs, play_rules=SUGGESTION_RULE)
         self._banned = BannedWords.of(inputs.banned)
+        # The model is told them too, where it can be: their tokens banned (logit bias).
+        self.params = replace(self.params, avoid=self._banned.words)
         self._inputs = inputs
         return self._answered
 
@@ -220,37 +222,28 @@ class Generation:
         # state or suggested actions read it.
         hold = holds_story_block(adventure) or self._chapters is not None or self._suggest
         holder = BlockHolder() if schema_of(adventure.stat_schema) or hold else None
-        self._masked = self._banned.stream() if self._banned else None
+        masked = self._banned.stream() if self._banned else None
         reply = Reply()
-        async with aclosing(self._stream(built, holder, reply)) as deltas:
+        async with aclosing(self._stream(built, holder, reply, masked)) as deltas:
             async for event in deltas:
                 yield event
-        output = written = reply.text
-        if scripts is not None:
-            # onOutput needs the whole reply, so it runs after the stream: players watched the
-            # model's text arrive, and the final edit (TurnDone's text) shows the script's.
-            output = await scripts.on_output(output)
-            built.report.scripts = scripts.report_json()
-        # The model's words enter the story here: an endpoint may send anything (NUL, a lone
-        # surrogate), so they are sanitised as a player's are.
-        output = sanitise(output)
-        world = settle(
-            adventure.stat_schema, adventure.world_state, output, turn_index=plan.index, hold=hold
-        )
+        kept = await self._written(built, reply, hold)
+        retried = False
+        if self._banned.found(kept.world.prose) is not None:
+            reply, kept = await self._written_again(built, reply, kept, hold)
+            retried = True
+        output, world = kept.output, kept.world
         if self._chapters is not None:
             world = self._chapters.settle(world, output, turn_index=plan.index, report=built.report)
         offered = from_lists(extract_state(output).lists) if self._suggest else ()
         offered = tuple(text for text in offered if self._banned.found(text) is None)
-        if output == sanitise(written):
-            # The model's own prose (a script's output is the script's to shape): what is not
-            # story goes (engine.story.narration_hygiene).
-            world = replace(world, prose=tidy_narration(world.prose))
         if self._banned:
             # The model's and the scripts' words alike: no banned word enters the story.
-            masked = self._banned.mask(world.prose)
-            if masked != world.prose:
+            masked_prose = self._banned.mask(world.prose)
+            # After a retry, its own line in Insights says what was masked.
+            if masked_prose != world.prose and not retried:
                 built.report.checks.append("banned words in the narration were masked")
-            world = replace(world, prose=masked)
+            world = replace(world, prose=masked_prose)
         if self.moderator:
             # Nothing is stored yet: a refused narration fails the turn, with Retry.
             await self.moderator.check_narration(world.prose, self._inputs.content_rating)
@@ -298,18 +291,79 @@ class Generation:
         assert self._draft is not None, "narrate first"
         return self._draft
 
+    async def _written(self, built: BuiltContext, reply: Reply, hold: bool) -> _Written:
+        """A reply into the story: the scripts' onOutput, sanitised, its state block taken out
+        and refereed, the model's own prose tidied. Run on each reply the turn asked for."""
+        plan, scripts = self.plan, self.plan.scripts
+        adventure = plan.adventure
+        output = written = reply.text
+        if scripts is not None:
+            # onOutput needs the whole reply, so it runs after the stream: players watched the
+            # model's text arrive, and the final edit (TurnDone's text) shows the script's.
+            output = await scripts.on_output(output)
+            built.report.scripts = scripts.report_json()
+        # The model's words enter the story here: an endpoint may send anything (NUL, a lone
+        # surrogate), so they are sanitised as a player's are.
+        output = sanitise(output)
+        world = settle(
+            adventure.stat_schema, adventure.world_state, output, turn_index=plan.index, hold=hold
+        )
+        if output == sanitise(written):
+            # The model's own prose (a script's output is the script's to shape): what is not
+            # story goes (engine.story.narration_hygiene).
+            world = replace(world, prose=tidy_narration(world.prose))
+        return _Written(output, world)
+
+    async def _written_again(
+        self, built: BuiltContext, first: Reply, written: _Written, hold: bool
+    ) -> tuple[Reply, _Written]:
+        """A narration that holds a banned word (a bias, where the model took one, bans only
+        one-token words) is asked for once more, with the same messages. Not streamed: the
+        players watched the first, masked, and the turn's final edit shows the text kept.
+
+        The second reply is kept, masked if it holds one too: the scripts' onOutput ran on it
+        last, so their state goes with its text, and its state block is the one the turn
+        settles. When the model fails to answer again, the first is kept, masked: the turn
+        does not fail for a word a mask covers. Both calls are counted (``_stream``)."""
+        second = Reply()
+        try:
+            async with aclosing(self._stream(built, None, second)) as deltas:
+                async for _ in deltas:
+                    pass
+        except ModelError as error:
+            built.report.checks.append(
+                "a banned word in the narration: writing it again failed "
+                f"({error.__class__.__name__}), so the first reply was masked"
+            )
+            return first, written
+        again = await self._written(built, second, hold)
+        built.report.checks.append(
+            "a banned word in the narration: written again once, the second reply had none"
+            if self._banned.found(again.world.prose) is None
+            else "a banned word in the narration: still there after one retry, masked"
+        )
+        # The turn's timings: the players' wait for the first words, and both calls.
+        second.first_token_ms = first.first_token_ms
+        second.latency_ms += first.latency_ms
+        return second, again
+
     async def _stream(
-        self, built: BuiltContext, holder: BlockHolder | None, reply: Reply
+        self,
+        built: BuiltContext,
+        holder: BlockHolder | None,
+        reply: Reply,
+        masked: MaskedStream | None = None,
     ) -> AsyncGenerator[TurnEvent, None]:
         """The model's reply as events, collected into ``reply`` as it streams; what the call
-        cost told to the fence as it ends, however it ends."""
+        cost told to the fence as it ends, however it ends (each call of a turn: the fence
+        adds them up)."""
         started = time.perf_counter()
         answered = False
         try:
             async with aclosing(self.provider.stream(built.messages, self.params)) as chunks:
                 async for chunk in chunks:
                     answered = True
-                    event = self._take(chunk, holder, reply, started, self._masked)
+                    event = self._take(chunk, holder, reply, started, masked)
                     if event is not None:
                         yield event
         finally:
@@ -369,6 +423,15 @@ class Generation:
                 session, adventure.id, adventure.version, script_state=scripts.saved_state()
             ):
                 await scripts.save(session)
+
+
+@dataclass(frozen=True, slots=True)
+class _Written:
+    """A reply as it enters the story: the text after the scripts' onOutput, sanitised, and
+    the world it settles (the prose without its state block)."""
+
+    output: str
+    world: SettledWorld
 
 
 def _cost(built: BuiltContext, reply: Reply) -> Usage:

@@ -96,14 +96,29 @@ class _Recorded:
 
 @dataclass(slots=True)
 class _Spent:
-    """What a turn's model call cost, as its generation told the fence (None: the model was
+    """What a turn's model calls cost, as its generation told the fence (None: the model was
     not asked, or refused at once). Read when the turn is stored or fails, to settle the
-    tokens reserved for it."""
+    tokens reserved for it. A turn may call the model twice (a narration holding a banned
+    word is written again): each call's cost is added to what was counted."""
 
     usage: Usage | None = None
 
     def tell(self, usage: Usage | None) -> None:
-        self.usage = usage
+        if usage is None:
+            return  # that call cost nothing: what was counted stands
+        if self.usage is None:
+            self.usage = usage
+            return
+        cached = (
+            None
+            if self.usage.cached_tokens is None and usage.cached_tokens is None
+            else (self.usage.cached_tokens or 0) + (usage.cached_tokens or 0)
+        )
+        self.usage = Usage(
+            self.usage.prompt_tokens + usage.prompt_tokens,
+            self.usage.completion_tokens + usage.completion_tokens,
+            cached,
+        )
 
 
 @dataclass(frozen=True, slots=True)

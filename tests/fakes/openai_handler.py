@@ -13,6 +13,7 @@ import math
 import select
 import socket
 import time
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +26,8 @@ from tests.fakes.openai_replies import (
     _usage,
     _words,
     fake_embedding,
+    honour_logit_bias,
+    logit_bias_error,
     tokens,
 )
 
@@ -246,7 +249,19 @@ class _Handler(BaseHTTPRequestHandler):
         # the server would otherwise have answered.
         if not self._admitted(body, self.fake.model, *self.fake.other_models):
             return
+        refused = logit_bias_error(body.get("logit_bias"))
+        if refused is not None:
+            self._send_json(400, _error_body(refused, "invalid_request_error", "invalid_value"))
+            return
         reply = self.fake._next_reply()
+        if body.get("logit_bias"):
+            # The fake model honours the bias: a word that is one banned token is not written.
+            bias = body["logit_bias"]
+            reply = replace(
+                reply,
+                text=honour_logit_bias(reply.text, bias),
+                reasoning=honour_logit_bias(reply.reasoning, bias),
+            )
         if reply.status_delay > 0:
             self._wait(reply.status_delay)
         if self._answer_fault(reply):

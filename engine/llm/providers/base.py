@@ -24,6 +24,10 @@ class GenerationParams:
     temperature: float = 0.8
     top_p: float | None = None
     stop: tuple[str, ...] = ()
+    #: Words and phrases the reply must not hold (the banned words where the adventure runs,
+    #: lower-case): a provider that can bans their tokens (``logit_bias``); the output is
+    #: checked whatever it did.
+    avoid: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,6 +26,7 @@ from typing import Any
 
 from engine.errors import ModelError, ModelNotFound, ModelYielded
 from engine.llm.providers.base import ChatMessage, GenerationParams, ReplyLimits, checked
+from engine.llm.providers.logit_bias import llama_bias
 from engine.platform.events import ProviderChunk, StreamEnd, TextDelta, Usage
 
 log = logging.getLogger(__name__)
@@ -118,6 +119,9 @@ class LocalLlamaProvider:
         self._load_lock = asyncio.Lock()
         # Serialises generations on the one llama.cpp context.
         self._run_lock = asyncio.Lock()
+        #: The banned words' ``logit_bias`` per word set, worked out once (an adventure's list
+        #: is the same turn after turn); filled in the worker thread, under the run lock.
+        self._biases: dict[tuple[str, ...], dict[int, float]] = {}
 
     def background_client(self) -> LocalLlamaProvider:
         """Another context of the same model for background work, giving way to this one."""
@@ -133,6 +137,16 @@ class LocalLlamaProvider:
 
     async def aclose(self) -> None:
         self._llama = None
+        self._biases.clear()
+
+    def logit_bias(self, llama: Any, words: tuple[str, ...]) -> dict[int, float] | None:
+        """The ``logit_bias`` that bans ``words``' one-token spellings in this model's
+        tokenizer (``engine.llm.providers.logit_bias``); None when there is none to ban."""
+        if not words:
+            return None
+        if words not in self._biases:
+            self._biases[words] = llama_bias(llama, words)
+        return self._biases[words] or None
 
     def stream(
         self, messages: Sequence[ChatMessage], params: GenerationParams
@@ -194,6 +208,7 @@ class LocalLlamaProvider:
 
         def generate() -> None:
             try:
+                bias = self.logit_bias(llama, params.avoid)
                 chunks = llama.create_chat_completion(
                     messages=[{"role": m.role, "content": m.content} for m in messages],
                     max_tokens=params.max_tokens,
@@ -202,6 +217,7 @@ class LocalLlamaProvider:
                     # A 135M model loops on its own sentences without a firm penalty.
                     repeat_penalty=self.repeat_penalty,
                     stop=list(params.stop) or None,
+                    logit_bias=bias,
                     stream=True,
                 )
                 for chunk in chunks:

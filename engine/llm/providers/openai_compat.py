@@ -35,6 +35,7 @@ from engine.llm.providers.http_errors import (
     status_error,
     transport_error,
 )
+from engine.llm.providers.logit_bias import tiktoken_bias
 from engine.llm.providers.sse import EventTooLarge, events, is_event_stream
 from engine.platform.events import ProviderChunk, ReasoningDelta, StreamEnd, TextDelta, Usage
 
@@ -57,12 +58,16 @@ class OpenAICompatibleProvider:
         client: httpx.AsyncClient | None = None,
         policy: EndpointPolicy | None = None,
         private_address: bool = False,
+        tokenizer: str | None = None,
     ) -> None:
         """``policy``: the endpoint is a server's or player's choice, so every connection (and
         each redirect's) is checked by it (``engine.llm.providers.endpoint_policy``); the
         operator's own endpoint has none. ``private_address``: the operator's endpoint, whose
         host and port (often an internal one) no player is told, in Insights, ``/model show``
-        or an error."""
+        or an error. ``tokenizer``: the endpoint's tokenizer as the operator named it
+        (``CAMPFIRE_MODEL_TOKENIZER``, one of ``logit_bias.TOKENIZERS``): only then are banned
+        words' tokens sent as ``logit_bias``, ids in another tokenizer banning other words."""
+        self.tokenizer = tokenizer
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.endpoint = Endpoint(
@@ -107,6 +112,10 @@ class OpenAICompatibleProvider:
             body["top_p"] = params.top_p
         if params.stop:
             body["stop"] = list(params.stop)
+        if params.avoid and self.tokenizer:
+            bias = tiktoken_bias(params.avoid, self.tokenizer)
+            if bias:
+                body["logit_bias"] = bias
         return body
 
     async def _stream(

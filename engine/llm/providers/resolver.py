@@ -208,7 +208,8 @@ class ChosenModels:
         operator = self.default.provider
         if choice.on_operators_endpoint and isinstance(operator, OpenAICompatibleProvider):
             # The operator's endpoint and key, with the model picked: no policy (the operator's
-            # address is theirs to choose), and its address never named to players.
+            # address is theirs to choose), and its address never named to players. No
+            # tokenizer: CAMPFIRE_MODEL_TOKENIZER names CAMPFIRE_MODEL_NAME's, not this model's.
             return OpenAICompatibleProvider(
                 operator.base_url,
                 choice.model,
