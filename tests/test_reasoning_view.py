@@ -31,7 +31,8 @@ async def test_reasoning_is_read_privately_from_insights_and_never_in_the_story(
     await env.done()
     insights = await answered(env, record)
     assert insights.visible_to == env.bob
-    assert [label for label, _, _ in insights.buttons] == ["Reasoning"]
+    # Reasoning, and the server's 🚩 Report (``cogs.ui.reports``).
+    assert [label for label, _, _ in insights.buttons] == ["Reasoning", "Report"]
     assert THOUGHT not in insights.content
 
     press = await env.fake.press(env.bob, insights.id, label="Reasoning")
@@ -49,7 +50,7 @@ async def test_a_turn_without_reasoning_offers_no_reasoning_view(env: DiscordEnv
     record = await env.fake.slash(env.bob, thread, "insights")
     await env.done()
     insights = await answered(env, record)
-    assert insights.embeds and not insights.buttons
+    assert insights.embeds and [label for label, _, _ in insights.buttons] == ["Report"]
 
 
 async def test_a_long_trace_comes_as_a_file(env: DiscordEnv, fake_model):

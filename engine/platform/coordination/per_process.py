@@ -165,6 +165,11 @@ PER_PROCESS: tuple[PerProcess, ...] = (
         "A pure function of the text: a cached count cannot go stale.",
     ),
     PerProcess(
+        "engine.llm.providers.logit_bias:tiktoken_bias",
+        "the logit bias of a banned-word list, by the list and the tokenizer's name",
+        "A pure function of the words and a tokenizer file shipped with the code.",
+    ),
+    PerProcess(
         "engine.prompt.cards:compile_keys",
         "story cards' parsed keys and compiled keyword matchers",
         "Pure functions of the keys: a cached matcher cannot go stale.",
