@@ -414,11 +414,11 @@ async def prefix_shares(
     adventure_id = await seed_adventure(db, last, channel_id=channel_id, heavy=False, seed=7)
     async with db.session() as session:
         head = await session.scalar(
-            select(Adventure.head_node_id).where(col(Adventure.id) == adventure_id)
+            select(col(Adventure.head_node_id)).where(col(Adventure.id) == adventure_id)
         )
         rows = (
             await session.execute(
-                select(StoryNode.id, StoryNode.role)
+                select(col(StoryNode.id), col(StoryNode.role))
                 .where(col(StoryNode.adventure_id) == adventure_id)
                 .order_by(col(StoryNode.index))
             )
