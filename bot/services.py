@@ -117,15 +117,15 @@ def content_policy(settings: Settings) -> ContentPolicy:
 
 
 def make_context_engine(settings: Settings, retrievers: Sequence[Retriever]) -> ContextEngine:
-    """The context engine for the operator's model. On the embedded one, the prompt is laid
-    out for llama.cpp's reuse of what it has read (``engine.turns.context``'s prefix-stable layout)
-    within a smaller budget: on a small CPU, reading the prompt is most of a turn's wait."""
+    """The context engine for the operator's model. On the embedded one, a smaller budget: on a
+    small CPU, reading the prompt is most of a turn's wait (the layout, the same for every
+    model, lets llama.cpp and hosted providers reuse the prefix they have read:
+    ``engine.turns.context``)."""
     embedded = not settings.model_url
     return ContextEngine(
         budget=embedded_budget(settings) if embedded else settings.context_tokens,
         max_output_tokens=reply_tokens(settings),
         retrievers=retrievers,
-        prefix_stable=embedded,
         content=content_policy(settings),
     )
 

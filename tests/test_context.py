@@ -105,8 +105,10 @@ def test_history_fills_newest_first_until_the_budget_is_spent():
     first = int(re.search(r"\d+", kept[0]).group())
     assert kept == [e.text for e in story(100)[first:]]
     assert built.report.used <= built.report.available
-    # One more entry (50 tokens) would not have fitted.
-    assert built.report.used + 50 > built.report.available
+    # The window starts at a step (engine.turns.context), and one more step of entries (50
+    # tokens each) would not have fitted.
+    assert first % ANCHOR_STEP == 0
+    assert built.report.used + 50 * ANCHOR_STEP > built.report.available
     (whole, older) = history.items
     assert (whole.included, whole.label) == (
         True,
@@ -115,7 +117,7 @@ def test_history_fills_newest_first_until_the_budget_is_spent():
     assert (older.included, older.label, older.reason) == (
         False,
         f"{first} older entries",
-        "no room left",
+        f"no room left, or before the window's start (it moves {ANCHOR_STEP} at a time)",
     )
     assert history.reason == f"{100 - first} of 100 entries, newest first"
     assert not history.truncated
@@ -169,25 +171,28 @@ def test_the_newest_entry_keeps_something_even_when_fixed_sections_fill_the_budg
 # --- placement ---------------------------------------------------------------------------------
 
 
-def test_the_authors_note_goes_three_entries_from_the_end():
-    built = ENGINE.build(replace(FULL, budget=8000))
-    paragraphs = recent_story(built)
-    assert paragraphs[-4] == "[Author's note: Keep it eerie.]"
-    assert paragraphs[-3:] == ["Entry 4 of the story.", "> You try thing 5.", FULL.action_text]
-    assert sections(built)["authors_note"].reason == "3 entries from the end"
+def test_the_adventures_note_closes_the_system_message():
+    """It is the same every turn: after the story it would be read again each turn (and cut a
+    provider's cached prefix short, were it inside the story, as AI Dungeon places it)."""
+    built = ENGINE.build(FULL)
+    system, user = (m.content for m in built.messages)
+    hint = output_hint(output_words(FULL.max_output_tokens) or 0)
+    note = authors_note_line(FULL.authors_note)
+    assert system.startswith("You are the narrator")
+    assert system.endswith(f"{FULL.world_state_rule}\n\n{hint}\n\n{note}")
+    assert "Author's note" not in user and hint not in user
+    assert sections(built)["authors_note"].reason == "in the system message (the same every turn)"
+    # A continue, or a story of one entry, changes nothing of that.
+    for inputs in (
+        replace(FULL, action_text=""),
+        replace(FULL, history=story(1), line_length=1),
+    ):
+        other = ENGINE.build(inputs)
+        assert other.messages[0].content == system
+        assert "Author's note" not in user_text(other)
 
-    # A continue has no new action: the three after it are story entries.
-    built = ENGINE.build(replace(FULL, budget=8000, action_text=""))
-    paragraphs = recent_story(built)
-    assert paragraphs[-4] == "[Author's note: Keep it eerie.]"
-    assert paragraphs[-3] == "> You try thing 3."
 
-    # A short story puts it first.
-    built = ENGINE.build(replace(FULL, history=story(1), line_length=1))
-    assert recent_story(built)[0] == "[Author's note: Keep it eerie.]"
-
-
-def test_stable_sections_come_first_and_the_reminder_last():
+def test_stable_sections_come_first_what_changes_after_the_story_and_the_reminder_last():
     built = ENGINE.build(FULL)
     system, user = (m.content for m in built.messages)
     assert [m.role for m in built.messages] == ["system", "user"]
@@ -196,58 +201,10 @@ def test_stable_sections_come_first_and_the_reminder_last():
         FULL.ai_instructions,
         FULL.world_state_guide,
         FULL.world_state_rule,
+        "Keep your reply under 168 words.",
+        "[Author's note: Keep it eerie.]",
     ]
     assert [system.index(part) for part in order] == sorted(system.index(p) for p in order)
-    order = [
-        "You are Ash",
-        "Story Summary:\nAsh found",
-        "Memories:\nAsh lost a ring",
-        f"Knowledge:\n{KNOWLEDGE_RULE}\n\nLanterns here",
-        "World Lore:\nMira smuggles salt.",
-        "World State:\nhp 55",
-        "Recent Story:\n",
-        FULL.action_text,
-        "Keep your reply under 168 words.",
-        "Remember the state block.",
-    ]
-    positions = [user.index(part) for part in order]
-    assert positions == sorted(positions)
-    assert user.splitlines()[-1] == FULL.world_state_reminder
-    assert [s.key for s in built.report.sections] == [
-        "narrator",
-        "ai_instructions",
-        "world_state_guide",
-        "world_state_rule",
-        "plot_essentials",
-        "story_summary",
-        "memories",
-        "knowledge",
-        "story_cards",
-        "world_state",
-        "history",
-        "authors_note",
-        "action",
-        "output_hint",
-        "world_state_reminder",
-    ]
-
-
-def test_the_prefix_stays_the_same_from_turn_to_turn():
-    first = ENGINE.build(FULL)
-    later = ENGINE.build(
-        replace(FULL, history=story(8), line_length=8, action_text="> You ask Mira again.")
-    )
-    assert first.messages[0] == later.messages[0]
-    cut = user_text(first).index("World State:")
-    assert user_text(later)[:cut] == user_text(first)[:cut]
-
-
-STABLE = ContextEngine(prefix_stable=True)
-
-
-def test_the_prefix_stable_layout_puts_what_changes_after_the_story():
-    built = STABLE.build(FULL)
-    user = user_text(built)
     order = [
         "You are Ash",
         "Story Summary:\nAsh found",
@@ -264,31 +221,56 @@ def test_the_prefix_stable_layout_puts_what_changes_after_the_story():
     assert user.splitlines()[-1] == FULL.world_state_reminder
     # The story section holds the story alone; the action follows the rest.
     story_text = user.split("Recent Story:\n", 1)[1].split("\n\nMemories:", 1)[0]
-    assert FULL.action_text not in story_text and "Author's note" not in story_text
-    # What is the same every turn closes the system message: the length hint, then the
-    # adventure's own note; the classic layout's system message is the start of this one.
-    system = built.messages[0].content
-    classic = ENGINE.build(FULL).messages[0].content
-    hint = output_hint(output_words(FULL.max_output_tokens) or 0)
-    assert system == f"{classic}\n\n{hint}\n\n{authors_note_line(FULL.authors_note)}"
-    assert "Author's note" not in user and hint not in user
-    assert sections(built)["authors_note"].reason == "in the system message (the same every turn)"
+    assert FULL.action_text not in story_text
+    assert story_text.split("\n\n") == [e.text for e in FULL.history]
+    # The report lists the sections in the order they are sent.
+    assert [s.key for s in built.report.sections] == [
+        "narrator",
+        "ai_instructions",
+        "world_state_guide",
+        "world_state_rule",
+        "output_hint",
+        "authors_note",
+        "plot_essentials",
+        "story_summary",
+        "history",
+        "memories",
+        "knowledge",
+        "story_cards",
+        "world_state",
+        "action",
+        "world_state_reminder",
+    ]
 
 
-def test_in_the_prefix_stable_layout_a_note_a_script_sets_follows_the_story():
+def test_the_prefix_stays_the_same_from_turn_to_turn():
+    first = ENGINE.build(FULL)
+    later = ENGINE.build(
+        replace(FULL, history=story(8), line_length=8, action_text="> You ask Mira again.")
+    )
+    assert first.messages[0] == later.messages[0]
+    # The user message reads on from the last one's, to the end of its story.
+    cut = user_text(first).index("Memories:")
+    assert user_text(later)[:cut] == user_text(first)[:cut]
+
+
+def test_a_note_a_script_sets_follows_the_story():
     """A script may change its note every turn: in the system message it would make the model
     read the whole prompt again each time."""
-    built = STABLE.build(replace(FULL, authors_note_from_script=True))
+    built = ENGINE.build(replace(FULL, authors_note_from_script=True))
     user = user_text(built)
     note = authors_note_line(FULL.authors_note)
     assert note not in built.messages[0].content
     assert user.index("World State:\nhp 55") < user.index(note) < user.index(FULL.action_text)
+    assert sections(built)["authors_note"].reason == (
+        "after the story, before the action (a script may change it)"
+    )
 
 
-def _turns(engine: ContextEngine, count: int) -> list[tuple[str, str]]:
+def _turns(engine: ContextEngine, count: int) -> list[tuple[str, str, int]]:
     """``count`` turns of a growing story (two entries a turn, more than the window holds),
-    each with other memories and cards: each turn's user message, and its text up to the
-    end of its story."""
+    each with other memories and cards: each turn's user message, its text up to the end of
+    its story, and the index of the first story entry it holds."""
     turns = []
     for t in range(count):
         n = 30 + 2 * t
@@ -302,31 +284,33 @@ def _turns(engine: ContextEngine, count: int) -> list[tuple[str, str]]:
         )
         text = user_text(engine.build(inputs))
         last = inputs.history[-1].text
-        turns.append((text, text[: text.index(last) + len(last)]))
+        (start,) = re.findall(r"Recent Story:\n(?:Entry |> You try thing )(\d+)", text)
+        turns.append((text, text[: text.index(last) + len(last)], int(start)))
     return turns
 
 
-def test_in_the_prefix_stable_layout_each_turn_reads_on_from_the_last():
+def test_each_turn_reads_on_from_the_last():
     """The model keeps what it evaluated for a turn (llama.cpp reuses the longest common
-    prefix): the next prompt must begin with the last one's, up to the end of its story,
-    except when the window's start takes its step."""
-    turns = _turns(STABLE, 16)
-    read_on = [nxt.startswith(story_end) for (_, story_end), (nxt, _) in pairwise(turns)]
+    prefix, hosted providers cache it): the next prompt must begin with the last one's, up to
+    the end of its story, except when the window's start takes its step."""
+    turns = _turns(ENGINE, 16)
+    read_on = [nxt.startswith(story_end) for (_, story_end, _), (nxt, _, _) in pairwise(turns)]
     # The window moves 8 entries a step and the story 2 entries a turn: one step in 4 turns.
     assert sum(read_on) >= 11, read_on
-    # The classic layout slides its window every turn and puts the memories before the story.
-    classic = _turns(ENGINE, 16)
-    assert not any(nxt.startswith(end) for (_, end), (nxt, _) in pairwise(classic))
+    # The turns that do not read on are exactly those where the window's start moved.
+    stepped = [a != b for (_, _, a), (_, _, b) in pairwise(turns)]
+    assert read_on == [not step for step in stepped]
+    assert all(start % ANCHOR_STEP == 0 for _, _, start in turns)
 
 
-def test_the_prefix_stable_window_starts_at_a_step_and_keeps_the_whole_short_story():
-    long = STABLE.build(replace(FULL, budget=1024, history=story(41), line_length=41))
+def test_the_window_starts_at_a_step_and_keeps_the_whole_short_story():
+    long = ENGINE.build(replace(FULL, budget=1024, history=story(41), line_length=41))
     kept = [e for e in recent_story(long) if e.startswith(("Entry", "> You try"))]
     first = int(kept[0].split()[1] if kept[0].startswith("Entry") else kept[0].split()[3][:-1])
     assert first % ANCHOR_STEP == 0
     report = sections(long)["history"]
     assert "window's start" in report.items[-1].reason
-    short = STABLE.build(replace(FULL, history=story(5), line_length=5))
+    short = ENGINE.build(replace(FULL, history=story(5), line_length=5))
     assert "Entry 0 of the story." in user_text(short)
 
 
@@ -347,13 +331,14 @@ def test_empty_sections_cost_nothing_and_do_not_appear():
     assert "World State:" not in text and "[Author's note" not in text
     assert [s.key for s in built.report.sections] == [
         "narrator",
+        "output_hint",
         "history",
         "action",
-        "output_hint",
     ]
     assert all(s.tokens > 0 for s in built.report.sections)
 
-    bare = ENGINE.build(replace(inputs, narrator_prompt=""))
+    # No narrator prompt and no length hint (too short a reply for one): no system message.
+    bare = ENGINE.build(replace(inputs, narrator_prompt="", max_output_tokens=100))
     assert [m.role for m in bare.messages] == ["user"]
     assert bare.report.used < built.report.used
 
@@ -414,11 +399,14 @@ def test_cards_take_at_most_40_percent_and_the_rest_are_reported_excluded():
     assert excluded and all(
         i.reason == "over the 40% card budget (trigger: salt)" for i in excluded
     )
-    assert built.report.excluded[: len(excluded)] == excluded
+    # The report lists them with what else was left out (history's older entries come first,
+    # the story being sent before the cards).
+    assert [i for i in built.report.excluded if i in excluded] == excluded
     assert "Card 5:" not in user_text(built)
-    # History gets what the cards left.
+    # History gets what the cards left, less what the window's step leaves out (entries of 50
+    # tokens, ANCHOR_STEP at a time).
     assert built.report.used <= built.report.available
-    assert built.report.used + 50 > built.report.available
+    assert built.report.used + 50 * ANCHOR_STEP > built.report.available
 
 
 def test_always_on_cards_claim_the_card_budget_first():
@@ -567,13 +555,15 @@ def test_the_length_hint_is_a_ceiling_and_left_out_below_40_words(max_tokens, wo
         assert "output_hint" not in sections(built)
         assert "words" not in user_text(built)
     else:
-        assert user_text(built).endswith(f"Keep your reply under {words} words.")
+        # The same every turn, it closes the system message (engine.turns.context).
+        assert built.messages[0].content.endswith(f"Keep your reply under {words} words.")
+        assert "Keep your reply" not in user_text(built)
         assert output_hint(words) == (
             "Write only as much as the moment needs; a typical turn is much shorter. "
             f"Keep your reply under {words} words."
         )
         # The guidance comes before the ceiling.
-        text = user_text(built)
+        text = built.messages[0].content
         assert text.index("a typical turn is much shorter") < text.index("Keep your reply under")
 
 

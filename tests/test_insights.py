@@ -295,6 +295,27 @@ def test_the_embed_shows_sections_bars_reasons_and_usage():
     assert data["footer"]["text"].startswith("fake-model · 2.3 s · 1,400 prompt + 95 reply")
 
 
+def test_the_prompt_tokens_read_before_are_shown_where_they_were_kept():
+    """A hosted provider's prompt cache, or the embedded model's reuse of the last turn."""
+    from cogs.ui.insights import insights_embed, report_text
+
+    report = sample_report()
+    report.cached_tokens = 1200
+    embed, _ = insights_embed(insights_for(report))
+    data = embed.to_dict()
+    line = "1,200 of 1,400 prompt tokens cached by the provider (86%)"
+    assert line in data["description"]
+    assert data["footer"]["text"].startswith("fake-model · 2.3 s · 1,400 prompt (1,200 cached)")
+    assert line in report_text(insights_for(report))
+    embedded, _ = insights_embed(insights_for(report, model="SmolLM2.gguf (embedded)"))
+    assert "1,200 of 1,400 prompt tokens reused from the last turn" in embedded.description
+    # A model that did not say: nothing claimed.
+    report.cached_tokens = None
+    silent, _ = insights_embed(insights_for(report))
+    assert "read before" not in (silent.description or "")
+    assert "cached" not in (silent.footer.text or "")
+
+
 def test_bars_are_proportional():
     from cogs.ui.insights import bar
 
@@ -400,6 +421,27 @@ async def test_slash_insights_answers_privately_with_the_sections_and_the_prompt
     record = await env.fake.slash(env.bob, thread, "insights", turn=1)
     await env.done()
     assert_insights_message(env, record.original_message_id, report)
+
+
+async def test_the_providers_cached_tokens_are_stored_with_the_turn_and_shown(
+    env: DiscordEnv, fake_model
+):
+    from tests.fakes.openai_server import Reply
+
+    record = await env.fake.slash(env.alice, env.channel, "start")
+    await env.done()
+    assert record.failed is None
+    (thread,) = env.fake.threads(env.channel)
+    fake_model.queue(Reply(text="The lantern catches.", prompt_tokens=400, cached_tokens=352))
+    await env.fake.slash(env.alice, thread, "do", action="light the lantern")
+    await env.done()
+    report = await stored_report(env, thread)
+    assert report.cached_tokens == 352
+    record = await env.fake.slash(env.bob, thread, "insights")
+    await env.done()
+    (embed,) = env.fake.message(record.original_message_id).embeds
+    assert "352 of 400 prompt tokens cached by the provider (88%)" in embed["description"]
+    assert "400 prompt (352 cached)" in embed["footer"]["text"]
 
 
 async def test_the_insights_button_under_a_turn_gives_the_same(env: DiscordEnv, fake_model):

@@ -231,7 +231,9 @@ async def test_history_info_memory_and_cards_as_each_hook_sees_them(db, engine, 
     assert context["info"]["actionCount"] == 6
     assert context["info"]["maxChars"] == (4096 - 300) * 4
     assert 0 < context["info"]["memoryLength"] == context["text"].index("Recent Story:")
-    assert context["text"].rstrip().endswith("words.")
+    # The whole text sent: the length hint closes the system message, the action comes last.
+    assert context["text"].rstrip().endswith("> You listen.")
+    assert "words." in context["text"][: context["info"]["memoryLength"]]
     assert "Recent Story:" in context["text"]
 
     # onOutput: the reply; history as in the context hook.
@@ -475,7 +477,7 @@ async def test_state_and_cards_persist_across_turns_and_rewind_with_undo(db, eng
     assert after_second["Crossing"].id == learned["Crossing"].id  # updated in place
     assert after_second["Crossing"].entry == "You camp by the Crossing, which is quiet now."
     # The card the script added came into the second turn's context by its key.
-    assert "You reach the Crossing." in prompt(fake_model).split("Recent Story:")[0]
+    assert "You reach the Crossing." in prompt(fake_model).split("World Lore:", 1)[1]
 
     # Undo the second turn: the adventure goes back to the state before its player node (held
     # once, by the node before it).

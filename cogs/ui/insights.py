@@ -124,13 +124,25 @@ def _section_rows(report: ContextReport) -> list[str]:
     return rows
 
 
-def _summary(report: ContextReport) -> str:
+def cache_line(insights: TurnInsights) -> str | None:
+    """How much of the prompt the model did not read again, in the words of where it was kept:
+    a hosted provider's prompt cache, or the embedded model's prefix from the last turn."""
+    cached, prompt = insights.cached_tokens, insights.prompt_tokens
+    if cached is None or not prompt:
+        return None
+    where = "reused from the last turn" if insights.embedded else "cached by the provider"
+    return f"{cached:,} of {prompt:,} prompt tokens {where} ({cached / prompt:.0%})"
+
+
+def _summary(report: ContextReport, cache: str | None = None) -> str:
     line = (
         f"**Context:** {report.used:,} of {report.available:,} tokens available "
         f"(budget {report.budget:,}, {report.reserved:,} kept for the reply)"
     )
     if report.output_words:
         line += f" · length ceiling {report.output_words} words"
+    if cache:
+        line += f"\n**Prompt read before:** {cache}"
     if report.clamped:
         # The adventure's own settings asked for more than the operator allows on its model.
         line += "\n**Held to the operator's ceilings:** " + "; ".join(report.clamped)
@@ -139,14 +151,14 @@ def _summary(report: ContextReport) -> str:
     return line
 
 
-def _description(report: ContextReport | None) -> tuple[str, bool]:
+def _description(report: ContextReport | None, cache: str | None = None) -> tuple[str, bool]:
     if report is None:
         return (
             "*No context report for this turn.* It was played before Campfire recorded what "
             "went into each turn's context; the prompt it was sent is attached when stored.",
             False,
         )
-    head = _summary(report)
+    head = _summary(report, cache)
     scale = max(report.available, report.used, 1)
     header = f"{'section':<{NAME_WIDTH}} {'tokens':>6} {'share':<{BAR_WIDTH}} why"
     total = f"{'total':<{NAME_WIDTH}} {report.used:>6} {bar(report.used, scale)}"
@@ -211,7 +223,11 @@ def _footer(insights: TurnInsights) -> str:
         parts.append(f"{insights.latency_ms / 1000:.1f} s")
     tokens = []
     if insights.prompt_tokens is not None:
-        tokens.append(f"{insights.prompt_tokens:,} prompt")
+        cached = insights.cached_tokens
+        tokens.append(
+            f"{insights.prompt_tokens:,} prompt"
+            + (f" ({cached:,} cached)" if cached is not None and insights.prompt_tokens else "")
+        )
     if insights.completion_tokens is not None:
         tokens.append(f"{insights.completion_tokens:,} reply")
     if tokens:
@@ -222,7 +238,7 @@ def _footer(insights: TurnInsights) -> str:
 
 def insights_embed(insights: TurnInsights) -> tuple[discord.Embed, bool]:
     """The turn's Insights embed, within Discord's limits, and whether anything was cut."""
-    description, cut = _description(insights.report)
+    description, cut = _description(insights.report, cache_line(insights))
     embed = discord.Embed(
         title=f"🔍 Insights · turn {insights.number}", description=description, color=COLOR
     )
@@ -281,6 +297,8 @@ def report_text(insights: TurnInsights) -> str:
         )
         if report.output_words:
             lines.append(f"Length ceiling: {report.output_words} words")
+        if cache := cache_line(insights):
+            lines.append(f"Prompt read before: {cache}")
         if report.clamped:
             lines.append("Held to the operator's ceilings: " + "; ".join(report.clamped))
         scale = max(report.used, sum(section.tokens for section in report.sections), 1)

@@ -124,7 +124,7 @@ class ContextInputs:
     story_summary: str = ""
     authors_note: str = ""
     #: Whether a script set the note (``state.memory.authorsNote``): it may then change every
-    #: turn, so the prefix-stable layout keeps it after the story.
+    #: turn, so the layout keeps it after the story.
     authors_note_from_script: bool = False
     # World state (stats): the guide (stat legend with bands) and rule are stable and go in
     # the system message; the live state near the story; the one-line reminder last.

@@ -47,6 +47,11 @@ class ContextReport:
     scripts: list[dict[str, Any]] = field(default_factory=list)
     #: What the content checks did to this turn, in words (``engine.people.content``).
     checks: list[str] = field(default_factory=list)
+    #: Of the prompt tokens the model's usage counted, how many it did not read again: a
+    #: hosted provider's prompt cache, or the embedded model's reuse of the last turn's
+    #: prompt (``Usage.cached_tokens``). Kept here, in the report's JSON, rather than in a
+    #: column of its own; None when the model did not say (or for a turn stored before).
+    cached_tokens: int | None = None
 
     @property
     def excluded(self) -> list[ItemReport]:

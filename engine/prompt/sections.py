@@ -14,8 +14,8 @@ from engine.prompt.inputs import ContextInputs, HistoryEntry, Retrieved
 from engine.prompt.report import ItemReport, SectionReport
 from engine.prompt.tokens import count_tokens
 
-#: The story's window starts at a multiple of this many entries in the prefix-stable layout
-#: (``engine.turns.context``), so it keeps its start for that many turns.
+#: The story's window starts at a multiple of this many entries (``engine.turns.context``),
+#: so it keeps its start, and the prompt its prefix, for that many turns.
 ANCHOR_STEP = 8
 #: Below this many words the length hint is left out.
 MIN_HINT_WORDS = 40
@@ -161,11 +161,10 @@ def history_section(
     over: bool,
     capped: bool,
     cap: int,
-    prefix_stable: bool,
 ) -> Section:
     """The story's section with its report: which entries went in (``kept``, oldest first, with
     their text and cost), which were left out, and why: the entry ``cap``, or the window's start
-    when the layout is ``prefix_stable``."""
+    (it moves ``ANCHOR_STEP`` entries at a time)."""
     entries = [entry for entry in inputs.history if entry.text.strip()]
     # Blank entries (an opening a scenario left empty, a narration a script hid with
     # whitespace) are not story: none is "left out", nor counted as an entry.
@@ -201,7 +200,7 @@ def history_section(
     if older:
         if capped:
             why = f"past the {cap}-entry cap"
-        elif prefix_stable and kept and kept[0][0].index % ANCHOR_STEP == 0:
+        elif kept and kept[0][0].index % ANCHOR_STEP == 0:
             why = f"no room left, or before the window's start (it moves {ANCHOR_STEP} at a time)"
         else:
             why = "no room left"

@@ -7,6 +7,7 @@ reply was being written, nothing of the turn is kept, and the players are told.
 from __future__ import annotations
 
 import zlib
+from dataclasses import replace
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -75,7 +76,9 @@ def _measured(draft: Draft) -> dict[str, Any]:
         "completion_tokens": usage.completion_tokens if usage else None,
         "latency_ms": draft.reply.latency_ms,
         "prompt_snapshot": zlib.compress(draft.built.snapshot()),
-        "context_report": draft.built.report.to_json(),
+        "context_report": replace(
+            draft.built.report, cached_tokens=usage.cached_tokens if usage else None
+        ).to_json(),
     }
 
 

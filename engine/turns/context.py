@@ -18,23 +18,30 @@ story) take at most 40% of it, then history fills the rest, newest first. Cards 
 are reported as excluded; if even the newest entry does not fit it is truncated (its end kept),
 not dropped. Empty sections cost nothing and do not appear.
 
-Layout, stable content first so providers that cache prompt prefixes reuse them across turns:
-the system message holds the narrator prompt, in a group adventure the party rule (address
-each player's character by name) and the party (the characters, within their own budget:
-``party_share`` of what is available), AI instructions and the world-state guide and rule;
-the user message holds plot essentials (unlabelled, as AI Dungeon sends them), the story
-summary, memories, knowledge, the triggered cards ("World Lore:"), the live world state, then
-"Recent Story:" with the author's note 3 entries from the end and the player's new action
-last, then the length hint, and the one-line world-state reminder as the very last line.
+Layout: one for every model, laid out so that each turn's prompt begins with the last turn's.
+Hosted providers cache the longest prompt prefix they have seen (OpenAI, DeepSeek, OpenRouter,
+llama.cpp's server) and bill or wait less for it; the embedded llama.cpp model skips the prefix
+it has already evaluated (on a small CPU, reading the prompt is most of a turn's wait). Only
+the story is ever appended to, so everything that changes from turn to turn goes after it:
 
-A second layout is for a model that reuses the prompt prefix it has already evaluated (the
-embedded llama.cpp model: reading the prompt is most of a turn's wait on a small CPU). Only the
-story is ever appended to, so everything that changes from turn to turn goes after it: the
-system message (closed by the length hint and the adventure's own author's note, which are the
-same every turn), plot essentials and the story summary, then "Recent Story:" (its window's
-start moves ``ANCHOR_STEP`` entries at a time rather than every turn), then memories,
-knowledge, the triggered cards, the live world state, a note a script set, the new action, and
-the tail. The model then reads again only the newest turn and what follows it.
+* the system message: the narrator prompt, the content rating, in a group adventure the party
+  rule (address each player's character by name) and the party (within its own budget:
+  ``party_share`` of what is available), AI instructions, the world-state guide and rule and the
+  other standing rules, then the length hint and the adventure's own author's note, which are
+  the same every turn;
+* the user message: plot essentials (unlabelled, as AI Dungeon sends them) and the story
+  summary, then "Recent Story:" (its window's start moves ``ANCHOR_STEP`` entries at a time
+  rather than every turn), then memories, knowledge, the triggered cards ("World Lore:"), the
+  live world state, a note a script set, the player's new action, a script's front memory, and
+  the one-line world-state reminder as the very last line.
+
+A turn then reads again only the newest turn and what follows it (``bench_context``'s prefix
+line measures the share a provider can serve from its cache). The author's note is where
+AI Dungeon's classic layout differs: it puts the note 3 entries from the end, inside the story,
+which moves it every turn and so cuts the shared prefix at the last turn's note. Here the
+adventure's own note, a standing instruction, closes the system message, where chat models
+take their standing instructions; a note a script sets may change every turn, so it goes after
+the story, just before the action, near where AI Dungeon puts it.
 
 Costs do not grow with the story: token counts are taken once per section text (``count_tokens``
 is cached by text) or from the count stored with each story entry, and history is read as a
@@ -93,11 +100,10 @@ MIN_AVAILABLE = 256
 CARD_SHARE = 0.40
 KNOWLEDGE_SHARE = 0.15
 PARTY_SHARE = 0.10
-AUTHORS_NOTE_DEPTH = 3
 #: A hard cap on history entries, whatever their size.
 MAX_HISTORY_ENTRIES = 200
-#: Sections that may change from one turn to the next (what retrievers found); the
-#: prefix-stable layout puts them after the story.
+#: Sections that may change from one turn to the next (what retrievers found): they go after
+#: the story.
 TURN_BY_TURN = frozenset(("memories", "knowledge"))
 #: When nothing is left for history, the newest entry still keeps this many tokens.
 MIN_NEWEST_TOKENS = 64
@@ -170,10 +176,8 @@ class ContextEngine:
         knowledge_share: float = KNOWLEDGE_SHARE,
         party_share: float = PARTY_SHARE,
         scan_entries: int = DEFAULT_SCAN_ENTRIES,
-        authors_note_depth: int = AUTHORS_NOTE_DEPTH,
         max_history_entries: int = MAX_HISTORY_ENTRIES,
         retrievers: Sequence[Retriever] = (),
-        prefix_stable: bool = False,
         content: ContentPolicy | None = None,
     ) -> None:
         self.budget = budget
@@ -185,11 +189,7 @@ class ContextEngine:
         self.knowledge_share = knowledge_share
         self.party_share = party_share
         self.scan_entries = scan_entries
-        self.authors_note_depth = authors_note_depth
         self.max_history_entries = max_history_entries
-        #: The layout for a model that reuses the prompt prefix it has already read (the
-        #: embedded llama.cpp): see the module's docstring.
-        self.prefix_stable = prefix_stable
         sections = [retriever.section for retriever in retrievers]
         for section in sections:
             if section not in RETRIEVED_SECTIONS:
@@ -316,33 +316,28 @@ class ContextEngine:
         history_room = remainder - (cards.tokens if cards else 0)
         story = self._history(inputs, history_room, fixed)
 
-        system = fixed.system
-        tail = fixed.tail
-        found = [cards] if cards and cards.text else []
+        # The length hint and the adventure's own note are the same every turn: they close the
+        # system message rather than be read again after each turn's story. A note a script
+        # sets may change every turn; it stays with the turn's other changes.
+        system = [*fixed.system, *(s for s in fixed.tail if s.key == "output_hint")]
         note = fixed.note
-        if self.prefix_stable:
-            # The length hint and the adventure's own note are the same every turn: they close
-            # the system message rather than be read again after each turn's story. A note a
-            # script sets may change every turn; it stays with the turn's other changes.
-            system = [*system, *(s for s in tail if s.key == "output_hint")]
-            if note is not None and not inputs.authors_note_from_script:
-                system.append(note)
-                note.reason = "in the system message (the same every turn)"
-                note = None
-            tail = [s for s in tail if s.key != "output_hint"]
-            stable = [s for s in fixed.before_cards if s.key not in TURN_BY_TURN]
-            changing = [s for s in fixed.before_cards if s.key in TURN_BY_TURN]
-            user = [
-                *stable,
-                story,
-                *changing,
-                *found,
-                *fixed.after_cards,
-                *(s for s in (note, fixed.action, fixed.front) if s is not None),
-                *tail,
-            ]
-        else:
-            user = [*fixed.before_cards, *found, *fixed.after_cards, story, *fixed.tail]
+        if note is not None and not inputs.authors_note_from_script:
+            system.append(note)
+            note.reason = "in the system message (the same every turn)"
+            note = None
+        tail = [s for s in fixed.tail if s.key != "output_hint"]
+        stable = [s for s in fixed.before_cards if s.key not in TURN_BY_TURN]
+        changing = [s for s in fixed.before_cards if s.key in TURN_BY_TURN]
+        found = [cards] if cards and cards.text else []
+        user = [
+            *stable,
+            story,
+            *changing,
+            *found,
+            *fixed.after_cards,
+            *(s for s in (note, fixed.action, fixed.front) if s is not None),
+            *tail,
+        ]
         user = [section for section in user if section.text]
         system_text = "\n\n".join(section.text for section in system)
         user_text = "\n\n".join(section.text for section in user)
@@ -351,18 +346,18 @@ class ContextEngine:
             messages.append(ChatMessage("system", system_text))
         messages.append(ChatMessage("user", user_text))
 
-        reported = [*system, *fixed.before_cards]
-        if cards:
-            reported.append(cards)
-        reported += fixed.after_cards
-        reported.append(story)
-        if note:
-            reported.append(note)
-        if fixed.action:
-            reported.append(fixed.action)
-        if fixed.front:
-            reported.append(fixed.front)
-        reported += tail
+        # Reported in the order sent; a section with nothing in it (cards all left out, no
+        # memory found) is reported still, to say why.
+        reported = [
+            *system,
+            *stable,
+            story,
+            *changing,
+            *([cards] if cards else []),
+            *fixed.after_cards,
+            *(s for s in (note, fixed.action, fixed.front) if s is not None),
+            *tail,
+        ]
         used = sum(section.tokens for section in reported)
         report = ContextReport(
             budget=inputs.budget,
@@ -527,58 +522,23 @@ class ContextEngine:
             and inputs.history[0].index == 0
             and (not kept or kept[0][0] is entries[0])
         )
-        if self.prefix_stable and len(kept) > 1 and not truncated and not whole_line:
+        if len(kept) > ANCHOR_STEP and not truncated and not whole_line:
             # The window starts at a multiple of ANCHOR_STEP entries, so it keeps its start
-            # (and the model its evaluated prefix) for that many turns, instead of sliding by
-            # an entry or two every turn; up to ANCHOR_STEP - 1 older entries make way.
+            # (and the model or its provider the prefix it has read) for that many turns,
+            # instead of sliding by an entry or two every turn; up to ANCHOR_STEP - 1 older
+            # entries make way. A window of a step or less (a small budget, a low entry cap)
+            # slides: a step would leave out most of it.
             anchor = -(-kept[0][0].index // ANCHOR_STEP) * ANCHOR_STEP
             kept = [k for k in kept if k[0].index >= anchor] or kept[-1:]
             used = sum(cost for _, _, cost in kept)
 
-        if self.prefix_stable:
-            # The note, the action and a script's front memory follow the turn's other
-            # changing sections, after the story (``build``).
-            text = HEADINGS["history"] + "\n" + "\n\n".join(t for _, t, _ in kept) if kept else ""
-            if fixed.note:
-                fixed.note.reason = "after the story (a layout the model reads on from)"
-            return history_section(
-                inputs,
-                kept,
-                text,
-                used,
-                truncated,
-                over,
-                capped,
-                self.max_history_entries,
-                self.prefix_stable,
-            )
-
-        # The story, newest last; the author's note goes 3 entries from the end (counting the
-        # new action), and the new action last.
-        pieces = [text for _, text, _ in kept]
-        if fixed.action:
-            pieces.append(fixed.action.text)
+        # The story alone: the note a script sets, the action and a script's front memory
+        # follow the turn's other changing sections, after it (``build``).
+        text = HEADINGS["history"] + "\n" + "\n\n".join(t for _, t, _ in kept) if kept else ""
         if fixed.note:
-            at = max(0, len(pieces) - self.authors_note_depth)
-            pieces.insert(at, fixed.note.text)
-            fixed.note.reason = (
-                f"{len(pieces) - at - 1} entries from the end"
-                if at
-                else "at the start of the story (it is short)"
-            )
-        if fixed.front:
-            pieces.append(fixed.front.text)
-        text = HEADINGS["history"] + "\n" + "\n\n".join(pieces) if pieces else ""
+            fixed.note.reason = "after the story, before the action (a script may change it)"
         return history_section(
-            inputs,
-            kept,
-            text,
-            used,
-            truncated,
-            over,
-            capped,
-            self.max_history_entries,
-            self.prefix_stable,
+            inputs, kept, text, used, truncated, over, capped, self.max_history_entries
         )
 
 

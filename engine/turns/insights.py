@@ -21,6 +21,7 @@ from sqlmodel import col
 
 from engine.errors import InvalidInput, NotFound
 from engine.library.knowledge.prompt import withhold_narrator_only
+from engine.llm.providers.local import EMBEDDED_MARK
 from engine.people.access.rules import adventure_here
 from engine.prompt.report import ContextReport
 from engine.storage.models import ActionType, Adventure, Role, StoryNode, undefer_field
@@ -57,6 +58,17 @@ class TurnInsights:
     @property
     def has_prompt(self) -> bool:
         return bool(self.prompt_text)
+
+    @property
+    def cached_tokens(self) -> int | None:
+        """Of the prompt tokens, how many the model did not read again (the context report
+        keeps the figure the model's usage gave); None when it did not say."""
+        return self.report.cached_tokens if self.report is not None else None
+
+    @property
+    def embedded(self) -> bool:
+        """The turn was narrated by the embedded model (its label says so)."""
+        return (self.model or "").endswith(EMBEDDED_MARK)
 
 
 class Insights:

@@ -29,6 +29,18 @@ The last line sums it up (the longest story and the shortest, by default 2,000 a
 Targets: p50 within 20 ms at 2,000 turns; t(2000)/t(50) <= 1.25; at most 60 kB and 600 rows
 read per turn; bytes at 2,000 turns <= 1.1 x the bytes at 200. Missed targets are named on that
 line; the exit status is non-zero only on an error.
+
+A second line measures what a provider that caches prompt prefixes can reuse (hosted models:
+OpenAI, DeepSeek, OpenRouter and llama.cpp's server cache the longest prefix a prompt shares
+with one they have seen). A story of 50 turns is played back one turn at a time on the default
+(remote) engine, with the same cards and memories; for turns 11–50 the prompt as sent (the
+system message, then the user message) is tokenized, and its share that equals the previous
+turn's prompt token for token, from the start, is taken::
+
+    prefix: remote layout, turns 11–50: share of each prompt equal to the previous prompt's
+    prefix p50 <x> %, mean <y> %, min <z> %
+
+Target: p50 >= 80 %; a miss is named on that line.
 """
 
 from __future__ import annotations
@@ -53,7 +65,7 @@ from sqlmodel import col
 
 from engine.library.scenarios.shipped import seed_builtin_scenarios
 from engine.library.scenarios.start import start_adventure
-from engine.prompt.tokens import count_tokens
+from engine.prompt.tokens import count_tokens, encoding
 from engine.storage.database import Database
 from engine.storage.memory_models import Memory
 from engine.storage.models import (
@@ -79,6 +91,9 @@ TIME_RATIO_TARGET = 1.25
 BYTES_RATIO_TARGET = 1.1
 KB_TARGET = 60.0
 ROWS_TARGET = 600
+#: The prefix-reuse line: the turns it compares, and the share it aims for (p50).
+PREFIX_TURNS = (11, 50)
+PREFIX_TARGET = 0.80
 
 _WORDS = (
     "the lantern gutters and shadows lean across wet stone while the river mutters below "
@@ -370,13 +385,104 @@ def summary(figures: list[Figures]) -> str:
     return line + (f"; MISSED: {', '.join(missed)}" if missed else "; all targets met")
 
 
+# --- prefix reuse ------------------------------------------------------------------------------
+
+
+def prompt_tokens(built) -> list[int]:
+    """The prompt's tokens in the order it is sent: the system message, then the user's."""
+    text = "\n\n".join(message.content for message in built.messages)
+    return encoding().encode(text, disallowed_special=())
+
+
+def shared_prefix(before: list[int], after: list[int]) -> int:
+    """How many of ``after``'s first tokens equal ``before``'s, from the start."""
+    n = 0
+    for a, b in zip(before, after, strict=False):
+        if a != b:
+            break
+        n += 1
+    return n
+
+
+async def prefix_shares(
+    db: Database, engine: ContextEngine | None = None, *, channel_id: int = 900
+) -> list[float]:
+    """For each of turns 11–50 of a story played one turn at a time, the share of its prompt
+    that repeats the previous turn's prompt from the start (what a prefix cache can serve)."""
+    first, last = PREFIX_TURNS
+    engine = engine or ContextEngine(retrievers=[MemoryRetriever()])
+    adventure_id = await seed_adventure(db, last, channel_id=channel_id, heavy=False, seed=7)
+    async with db.session() as session:
+        head = await session.scalar(
+            select(col(Adventure.head_node_id)).where(col(Adventure.id) == adventure_id)
+        )
+        rows = (
+            await session.execute(
+                select(col(StoryNode.id), col(StoryNode.role))
+                .where(col(StoryNode.adventure_id) == adventure_id)
+                .order_by(col(StoryNode.index))
+            )
+        ).all()
+    # The narrator's reply that ends each turn: turn t is played on the story up to turn t - 1.
+    ends = [node_id for node_id, role in rows if role == Role.NARRATOR][-last:]
+    previous: list[int] | None = None
+    shares = []
+    try:
+        for turn in range(first - 1, last + 1):
+            async with db.session() as session, session.begin():
+                head_id = ends[turn - 2] if turn > 1 else rows[0][0]
+                await session.execute(
+                    update(Adventure)
+                    .where(col(Adventure.id) == adventure_id)
+                    .values(head_node_id=head_id)
+                )
+            tokens = prompt_tokens(await assemble(db, engine, adventure_id))
+            if previous is not None:
+                shares.append(shared_prefix(previous, tokens) / len(tokens))
+            previous = tokens
+    finally:
+        async with db.session() as session, session.begin():
+            await session.execute(
+                update(Adventure).where(col(Adventure.id) == adventure_id).values(head_node_id=head)
+            )
+    return shares
+
+
+def prefix_summary(shares: list[float]) -> str:
+    first, last = PREFIX_TURNS
+    p50, mean, low = statistics.median(shares), statistics.fmean(shares), min(shares)
+    line = (
+        f"prefix: remote layout, turns {first}–{last}: share of each prompt equal to the "
+        f"previous prompt's prefix p50 {p50:.0%}, mean {mean:.0%}, min {low:.0%}"
+    )
+    if p50 < PREFIX_TARGET:
+        return line + f"; MISSED: p50 >= {PREFIX_TARGET:.0%}"
+    return line + "; target met"
+
+
+async def run_prefix(url: str) -> list[float]:
+    db = Database(url)
+    try:
+        await db.migrate()
+        async with db.session() as session, session.begin():
+            await seed_builtin_scenarios(session)
+        return await prefix_shares(db)
+    finally:
+        await db.dispose()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--turns", type=int, nargs="+", default=list(STORY_LENGTHS))
     parser.add_argument("--reps", type=int, default=60)
     parser.add_argument("--url", help="an empty database to use (default: a temporary SQLite)")
+    parser.add_argument("--prefix-only", action="store_true", help="only the prefix-reuse line")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="campfire-bench-") as tmp:
+        prefix_url = f"sqlite+aiosqlite:///{Path(tmp) / 'prefix.db'}"
+        if args.prefix_only:
+            print(prefix_summary(asyncio.run(run_prefix(prefix_url))), flush=True)
+            return 0
         url = args.url or f"sqlite+aiosqlite:///{Path(tmp) / 'bench.db'}"
         print(
             f"context assembly on {url.split(':')[0]}: {CARDS} cards, {MEMORIES} memories, "
@@ -384,7 +490,8 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
         figures = asyncio.run(run(url, tuple(args.turns), args.reps))
-    for line in [f.line() for f in figures] + [summary(figures)]:
+        shares = asyncio.run(run_prefix(prefix_url))
+    for line in [f.line() for f in figures] + [summary(figures), prefix_summary(shares)]:
         print(line, flush=True)
     return 0
 

@@ -15,11 +15,10 @@ It prints one summary line::
 
     embedded: first text p50 <s> s, p95 <s> s at turns 11-20, prompt <n> tokens, reused <n> tokens
 
-(the tokens: medians). ``--before`` first plays the same turns as they were played before: in
-the layout and budget for a remote model (the classic AI Dungeon layout,
-``CAMPFIRE_CONTEXT_TOKENS``), the remote reply length, and one llama.cpp context shared with
-the memory writer; in this same run, and prints its line first, marked ``(remote layout)``.
-Target: first text p50 <= 2 s on a
+(the tokens: medians). ``--before`` first plays the same turns as a remote model's settings
+would: its budget (``CAMPFIRE_CONTEXT_TOKENS``), its reply length, and one llama.cpp context
+shared with the memory writer (the layout is now the same for every model), in this same run,
+and prints its line first, marked ``(remote layout)``. Target: first text p50 <= 2 s on a
 2-core machine.
 """
 

@@ -50,6 +50,8 @@ class Reply:
     status_delay: float = 0.0  # seconds before the response headers are sent at all
     prompt_tokens: int | None = None  # default: whitespace words of the messages
     completion_tokens: int | None = None  # default: whitespace words of reasoning + text
+    #: Reported as ``prompt_tokens_details.cached_tokens`` (OpenAI's field); None: not at all.
+    cached_tokens: int | None = None
 
     def __post_init__(self) -> None:
         if self.fault is not None and self.fault not in FAULTS:
@@ -115,18 +117,21 @@ def _encode_vector(vec: list[float], as_base64: bool) -> list[float] | str:
     return base64.b64encode(struct.pack(f"<{len(vec)}f", *vec)).decode("ascii")
 
 
-def _usage(reply: Reply, body: dict[str, Any], reasoning: str, text: str) -> dict[str, int]:
+def _usage(reply: Reply, body: dict[str, Any], reasoning: str, text: str) -> dict[str, Any]:
     prompt = reply.prompt_tokens
     if prompt is None:
         prompt = _prompt_words(body.get("messages"))
     completion = reply.completion_tokens
     if completion is None:
         completion = _words(reasoning) + _words(text)
-    return {
+    usage: dict[str, Any] = {
         "prompt_tokens": prompt,
         "completion_tokens": completion,
         "total_tokens": prompt + completion,
     }
+    if reply.cached_tokens is not None:
+        usage["prompt_tokens_details"] = {"cached_tokens": reply.cached_tokens}
+    return usage
 
 
 # -- logit bias ---------------------------------------------------------------------------------

@@ -32,6 +32,8 @@ from engine.platform.events import ProviderChunk, StreamEnd, TextDelta, Usage
 log = logging.getLogger(__name__)
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+#: How the embedded model's label ends (the model a turn names in Insights).
+EMBEDDED_MARK = "(embedded)"
 _DONE = object()
 
 
@@ -109,7 +111,7 @@ class LocalLlamaProvider:
         self.threads = threads or available_cores()
         self.repeat_penalty = repeat_penalty
         name = self.model_path.name if self.model_path else SMOLLM2_FILE
-        self.label = f"{name} (embedded)"
+        self.label = f"{name} {EMBEDDED_MARK}"
         self.limits = limits or ReplyLimits()
         self.cores = cores or Cores()
         #: Background work: it gives way to narration (``Cores``).
@@ -232,7 +234,7 @@ class LocalLlamaProvider:
         async with self._holding():
             # What llama.cpp holds evaluated from the last reply: the new prompt's common prefix
             # with it is not read again (``Llama.generate``), which is what a turn's prompt
-            # layout keeps long (``engine.turns.context``, the prefix-stable layout).
+            # layout keeps long (``engine.turns.context``: a prompt that begins with the last one).
             evaluated = list(llama.input_ids[: llama.n_tokens])
             worker = asyncio.create_task(asyncio.to_thread(generate))
             finish_reason: str | None = None

@@ -230,7 +230,34 @@ def _usage(chunk: Any) -> Usage | None:
         return None
     # Held to what a reply could cost: the counts are added to the day's spend, in a column.
     prompt, completion = (min(max(0, count), MAX_USAGE_TOKENS) for count in counts)
-    return Usage(prompt, completion)
+    cached = _cached(raw, chunk.get("timings"))
+    return Usage(prompt, completion, None if cached is None else min(cached, prompt))
+
+
+def _cached(usage: dict[str, Any], timings: Any) -> int | None:
+    """The prompt tokens the server served from its prefix cache, as providers report them in
+    their usage (None: it did not say). Each provider names the figure its own way:
+
+    * ``usage.prompt_tokens_details.cached_tokens``: OpenAI, OpenRouter, vLLM, and llama.cpp's
+      server in its OpenAI-compatible answers;
+    * ``usage.prompt_cache_hit_tokens``: DeepSeek;
+    * ``usage.cache_read_input_tokens``: Anthropic's figure, as proxies pass it through;
+    * ``usage.cached_tokens``: other OpenAI-compatible layers;
+    * ``timings.cache_n`` beside the usage: llama.cpp's server in its own terms.
+    """
+    details = usage.get("prompt_tokens_details")
+    candidates = [
+        details.get("cached_tokens") if isinstance(details, dict) else None,
+        usage.get("prompt_cache_hit_tokens"),
+        usage.get("cache_read_input_tokens"),
+        usage.get("cached_tokens"),
+        timings.get("cache_n") if isinstance(timings, dict) else None,
+    ]
+    for value in candidates:
+        # A figure that is not a whole number is no figure (bool is an int, and no count).
+        if isinstance(value, int) and not isinstance(value, bool):
+            return min(max(0, value), MAX_USAGE_TOKENS)
+    return None
 
 
 #: The most tokens one reply's usage is believed to count, each of prompt and completion.
