@@ -69,7 +69,7 @@ from engine.library.knowledge.retrieval import KnowledgeRetriever
 from engine.library.scenarios.shipped import seed_builtin_scenarios
 from engine.library.scenarios.start import start_adventure
 from engine.llm.providers.embeddings import EmbeddingClient
-from engine.llm.retrieval.semantic import to_bytes
+from engine.llm.retrieval.semantic import to_bytes, vector_digest
 from engine.prompt.tokens import count_tokens
 from engine.storage.database import Database
 from engine.storage.memory_models import Memory
@@ -179,15 +179,20 @@ async def seed_adventure(
         embedder = FakeEmbedder()
         for i in range(memories):
             memory_text = f"Memory {i}: " + narration(rng, 30)
+            vector = to_bytes(embedder.vector(memory_text))
+            # Drawn as when the vectors were random bytes, so the texts after them (and the
+            # choices tests/test_memory_retrieval_choice.py pins) stay the same.
+            rng.randbytes(384 * 4)
             session.add(
                 Memory(
                     adventure_id=adventure_id,
                     text=memory_text,
                     source_start=i * 2,
                     source_end=i * 2 + 1,
-                    embedding=to_bytes(embedder.vector(memory_text)),
+                    embedding=vector,
                     embedding_model=embedder.model,
                     embedding_dim=embedder.dim,
+                    embedding_digest=vector_digest(vector),  # as the memory writer does
                 )
             )
         await session.flush()
