@@ -10,9 +10,12 @@ import pytest
 
 from tests.benchmarks.bench_context import (
     BYTES_RATIO_TARGET,
+    EMBEDDING_KB_TARGET,
     KB_TARGET,
     ROWS_TARGET,
+    FakeEmbedder,
     ReadCounter,
+    embedding_summary,
     measure,
     seed_adventure,
     summary,
@@ -40,3 +43,13 @@ async def test_context_assembly_does_not_grow_with_the_story(db, capsys):
     # Memories are read for the few chosen, not the whole bank (issue 16).
     assert by_turns[2000].rows <= ROWS_TARGET
     assert by_turns[2000].bytes <= KB_TARGET * 1000
+
+
+async def test_with_embeddings_a_turn_reads_only_new_and_changed_vectors(db, capsys):
+    adventures = {2000: await seed_adventure(db, 2000, channel_id=200, seed=0)}
+    figures = await measure(db, ReadCounter(db), adventures, reps=10, embedder=FakeEmbedder())
+    with capsys.disabled():
+        print(f"\n[context with embeddings, {db.engine.dialect.name}]")
+        print(f"  {figures[0].line()}\n  {embedding_summary(figures)}")
+    # After the first turn the vectors are the process's copies: ids and digests are read.
+    assert figures[0].bytes <= EMBEDDING_KB_TARGET * 1000
