@@ -1,10 +1,10 @@
 """The knowledge library's tables: imported setting files (sources) and their chunks.
 
-Kept apart from ``engine.storage.models`` (which imports this module at its end, so the tables
-are on ``SQLModel.metadata`` wherever the models are). The chunks are searched by words through
-full-text structures the models do not describe (an SQLite FTS5 table kept by triggers; on
-PostgreSQL a generated ``search_vector`` column with a GIN index; migration 0020), as memories
-are.
+Kept apart from ``engine.storage.models`` (``engine.storage.tables`` puts these tables on
+``SQLModel.metadata`` with the others); it maps ``Adventure.knowledge_present`` too (at the end).
+The chunks are searched by words through full-text structures the models do not describe (an
+SQLite FTS5 table kept by triggers; on PostgreSQL a generated ``search_vector`` column with a GIN
+index; migration 0020), as memories are.
 """
 
 from __future__ import annotations
@@ -22,12 +22,19 @@ from sqlalchemy import (
     LargeBinary,
     String,
     Text,
+    case,
+    cast,
+    exists,
+    inspect,
+    literal_column,
 )
-from sqlalchemy.orm import declared_attr, deferred
+from sqlalchemy.orm import column_property, declared_attr, deferred
 from sqlmodel import Field, SQLModel
 
-# The column helpers are engine.storage.models' own, written again here: that module imports
-# this one (to put these tables on the metadata), so this one may not import it.
+from engine.storage.models import Adventure
+
+# The column helpers are engine.storage.models' own, written again here (that module once
+# imported this one; engine.storage.tables now puts every table on the metadata).
 
 
 def _fk(target: str, *, ondelete: str, nullable: bool = True, big: bool = False) -> Any:
@@ -119,3 +126,44 @@ class KnowledgeChunk(SQLModel, table=True):
     weight: float = 1.0
     embedding: bytes | None = Field(default=None, sa_column=Column(LargeBinary))
     embedding_model: str | None = None
+
+
+# --- whether an adventure has any knowledge at all ---------------------------------------------
+
+
+# ``Adventure.knowledge_present``: whether any of the libraries an adventure reads (its own,
+# and its server's or, in DMs, its owner's: engine.library.knowledge.retrieval.libraries_of)
+# holds a passage. An EXISTS over the chunks' library index, read with the adventure's row by
+# every load of it, so that a turn, which loads its adventure anyway, knows without a
+# statement of its own that an empty library (most adventures') has nothing to find. No state is
+# kept in the process: each turn loads its adventure in a new session, so knowledge another
+# process imported is seen by the next turn. Mapped here rather than on the class because it
+# reads this module's table; the models module does not import this one.
+def _library_of(prefix: str, id_column: Any) -> Any:
+    # ``'server:' || CAST(id AS VARCHAR)``, as libraries_of spells the names (both dialects).
+    return literal_column(f"'{prefix}:'", String) + cast(id_column, String)
+
+
+_adventures = inspect(Adventure).local_table
+_chunks = inspect(KnowledgeChunk).local_table
+inspect(Adventure).add_property(
+    "knowledge_present",
+    column_property(
+        exists()
+        .where(
+            _chunks.c.library.in_(
+                [
+                    _library_of("adventure", _adventures.c.id),
+                    case(
+                        (
+                            _adventures.c.server_id.is_not(None),
+                            _library_of("server", _adventures.c.server_id),
+                        ),
+                        else_=_library_of("user", _adventures.c.owner_id),
+                    ),
+                ]
+            )
+        )
+        .correlate(_adventures)
+    ),
+)

@@ -8,6 +8,7 @@ from enum import StrEnum
 from typing import ClassVar
 
 from sqlalchemy import (
+    BigInteger,
     Column,
     LargeBinary,
     String,
@@ -50,6 +51,10 @@ class Memory(SQLModel, table=True):
     embedding: bytes | None = Field(default=None, sa_column=Column(LargeBinary))
     embedding_model: str | None = None
     embedding_dim: int | None = None
+    #: A digest of ``embedding``'s bytes, written and cleared with it (migration 0028): a
+    #: process that keeps vectors compares it to know its copy is current, without reading the
+    #: vector (engine.llm.retrieval.vectors).
+    embedding_digest: int | None = Field(default=None, sa_column=Column(BigInteger))
     created_at: datetime = _when()
 
 

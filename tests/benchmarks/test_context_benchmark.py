@@ -13,9 +13,12 @@ import pytest
 from engine.library.scenarios.shipped import seed_builtin_scenarios
 from tests.benchmarks.bench_context import (
     BYTES_RATIO_TARGET,
+    EMBEDDING_KB_TARGET,
     KB_TARGET,
     ROWS_TARGET,
+    FakeEmbedder,
     ReadCounter,
+    embedding_summary,
     measure,
     prefix_shares,
     prefix_summary,
@@ -58,3 +61,13 @@ async def test_each_prompt_repeats_most_of_the_last_one(db, capsys):
         print(f"\n  {prefix_summary(shares)}")
     assert len(shares) == 40
     assert statistics.median(shares) >= 0.75
+
+
+async def test_with_embeddings_a_turn_reads_only_new_and_changed_vectors(db, capsys):
+    adventures = {2000: await seed_adventure(db, 2000, channel_id=200, seed=0)}
+    figures = await measure(db, ReadCounter(db), adventures, reps=10, embedder=FakeEmbedder())
+    with capsys.disabled():
+        print(f"\n[context with embeddings, {db.engine.dialect.name}]")
+        print(f"  {figures[0].line()}\n  {embedding_summary(figures)}")
+    # After the first turn the vectors are the process's copies: ids and digests are read.
+    assert figures[0].bytes <= EMBEDDING_KB_TARGET * 1000

@@ -27,8 +27,10 @@ from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any
 
-from sqlalchemy import Integer, Select, bindparam, select
+from sqlalchemy import Integer, Select, bindparam, inspect, select
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm.attributes import instance_dict
+from sqlalchemy.orm.util import identity_key
 from sqlmodel import col
 
 from engine.errors import CampfireError
@@ -176,8 +178,13 @@ class KnowledgeRetriever(RankingRetriever):
     async def retrieve(
         self, session: AsyncSession, adventure_id: int, recent: Sequence[str]
     ) -> KnowledgeFound:
-        place = (await session.execute(_place_query(), {"adventure_id": adventure_id})).first()
+        place = _loaded_place(session, adventure_id)
         if place is None:
+            place = (await session.execute(_place_query(), {"adventure_id": adventure_id})).first()
+            if place is None:
+                return KnowledgeFound()
+        if not place.knowledge_present:
+            # Nothing in any of its libraries (most adventures): no search to send.
             return KnowledgeFound()
         libraries = libraries_of(adventure_id, place.server_id, place.owner_id)
         texts = [t for t in recent if t and t.strip()][:QUERY_ENTRIES]
@@ -251,11 +258,35 @@ class KnowledgeRetriever(RankingRetriever):
 # The statements a turn sends, built once (each turn only binds its values).
 
 
+@dataclass(frozen=True, slots=True)
+class _Place:
+    server_id: int | None
+    owner_id: int | None
+    knowledge_present: bool
+
+
+def _loaded_place(session: AsyncSession, adventure_id: int) -> _Place | None:
+    """Where the adventure is and whether its libraries hold anything, from its row as this
+    session loaded it (the turn's own load, with ``Adventure.knowledge_present``: see
+    engine.storage.knowledge_models); None when the session holds no loaded row, or one whose
+    values are expired: then they are read. Read from the instance's loaded values, so nothing
+    here ever loads."""
+    adventure = session.identity_map.get(identity_key(Adventure, adventure_id))
+    if adventure is None:
+        return None
+    loaded = instance_dict(adventure)
+    if not {"server_id", "owner_id", "knowledge_present"} <= loaded.keys():
+        return None
+    return _Place(loaded["server_id"], loaded["owner_id"], bool(loaded["knowledge_present"]))
+
+
 @cache
 def _place_query() -> Select[Any]:
-    return select(col(Adventure.server_id), col(Adventure.owner_id)).where(
-        col(Adventure.id) == bindparam("adventure_id", type_=Integer)
-    )
+    return select(
+        col(Adventure.server_id),
+        col(Adventure.owner_id),
+        inspect(Adventure).attrs["knowledge_present"].expression.label("knowledge_present"),
+    ).where(col(Adventure.id) == bindparam("adventure_id", type_=Integer))
 
 
 @cache

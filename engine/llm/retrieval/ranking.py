@@ -19,6 +19,7 @@ import numpy as np
 from engine.llm.providers.embeddings import EmbeddingClient
 from engine.llm.retrieval.lexical import SQUASH, LexicalScore
 from engine.llm.retrieval.semantic import SemanticIndex, calibrated_floor, from_bytes
+from engine.llm.retrieval.vectors import VectorCache
 
 #: The longest a turn waits for the query's embedding before going on with lexical only: a
 #: slow or dead embedding server must not hold up the story.
@@ -41,8 +42,12 @@ class RankingRetriever:
         top_k: int | None = None,
         floor: float | None = None,
         semantic_timeout: float = SEMANTIC_TIMEOUT_S,
+        vectors: VectorCache | None = None,
     ) -> None:
         self.embedder = embedder
+        #: The stored vectors this process keeps between turns (engine.llm.retrieval.vectors):
+        #: one retriever per process, so one copy per process.
+        self.vectors = vectors if vectors is not None else VectorCache()
         self.top_k = self.default_top_k if top_k is None else top_k
         self.semantic_timeout = semantic_timeout
         self.floor = calibrated_floor(embedder.model, floor) if embedder else None

@@ -13,6 +13,7 @@ Insights says why.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 
 import numpy as np
@@ -49,6 +50,14 @@ def unit(vector: np.ndarray) -> np.ndarray:
 
 def to_bytes(vector: np.ndarray) -> bytes:
     return unit(vector).astype("<f4").tobytes()
+
+
+def vector_digest(data: bytes) -> int:
+    """A stored vector's digest, as a signed 64-bit integer (a BIGINT column): written with the
+    vector (``Memory.embedding_digest``) so that a process keeping vectors can tell, reading
+    only ids and digests, which of its copies are still current. 64 bits: two different
+    vectors of one row sharing a digest by chance is not a risk worth a wider column."""
+    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "big", signed=True)
 
 
 def from_bytes(data: bytes) -> np.ndarray:

@@ -243,6 +243,7 @@ class MemoryBank:
             memory.embedding = None
             memory.embedding_model = None
             memory.embedding_dim = None
+            memory.embedding_digest = None
             return _view(memory, await line_positions(session, adventure.head_node_id))
 
     async def set_flag(

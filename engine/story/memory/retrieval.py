@@ -20,16 +20,21 @@ admission is off (no model, no calibration, the endpoint failing) goes with it.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from functools import cache
+from typing import Any
 
-from sqlalchemy import select
+import numpy as np
+from sqlalchemy import Integer, Select, String, bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from engine.errors import CampfireError
 from engine.llm.retrieval.lexical import LexicalScore, search
-from engine.llm.retrieval.ranking import RankingRetriever, cosines_of, relevance
+from engine.llm.retrieval.ranking import RankingRetriever, relevance
+from engine.llm.retrieval.vectors import current_vectors
 from engine.storage.dialect import FullTextTable
 from engine.storage.memory_models import Memory
 
@@ -172,21 +177,59 @@ class MemoryRetriever(RankingRetriever):
     async def _cosines(
         self, session: AsyncSession, adventure_id: int, texts: Sequence[str]
     ) -> dict[int, float]:
+        """The cosine of each live memory's vector with the query's. The vectors come from the
+        process's copies, current by their digests; only new and changed ones are read
+        (engine.llm.retrieval.vectors). A vector of another model is not compared (0)."""
         assert self.embedder is not None
         if not texts:
             return {}
-        found = (
-            await session.execute(
-                # Named columns: the deferred vector is read because it is asked for.
-                select(col(Memory.id), col(Memory.embedding), col(Memory.embedding_model)).where(
-                    col(Memory.adventure_id) == adventure_id,
-                    col(Memory.forgotten).is_(False),
-                    col(Memory.embedding).is_not(None),
-                )
-            )
-        ).all()
+        model = self.embedder.model
+        current = await current_vectors(
+            session,
+            self.vectors,
+            ("memories", adventure_id, model),
+            _vector_listing(),
+            _vector_reading,
+            {"adventure_id": adventure_id, "model": model},
+        )
+        if not current.ids and not current.others:
+            return {}
         # Only the call to the server is timed: a database read is never cut off midway.
-        return await cosines_of(found, self.embedder, texts, self.semantic_timeout)
+        async with asyncio.timeout(self.semantic_timeout):
+            query = (await self.embedder.embed(["\n".join(reversed(texts))]))[0]
+        cosines = dict.fromkeys(current.others, 0.0)
+        if current.ids:
+            scores = current.scores(np.asarray(query))
+            cosines.update(zip(current.ids, map(float, scores), strict=True))
+        return cosines
+
+
+# The statements a turn sends for the vectors, built once (each turn only binds its values).
+
+
+@cache
+def _vector_listing() -> Select[Any]:
+    """Every live memory of the adventure with a vector: its id, digest, and whether the
+    vector is of the query's model. Never the vector."""
+    return select(
+        col(Memory.id),
+        col(Memory.embedding_digest).label("digest"),
+        (col(Memory.embedding_model) == bindparam("model", type_=String)).label("same"),
+    ).where(
+        col(Memory.adventure_id) == bindparam("adventure_id", type_=Integer),
+        col(Memory.forgotten).is_(False),
+        col(Memory.embedding).is_not(None),
+    )
+
+
+def _vector_reading(ids: list[int]) -> Select[Any]:
+    """The vectors of ``ids``, each with the digest written with it."""
+    return select(
+        col(Memory.id), col(Memory.embedding), col(Memory.embedding_digest).label("digest")
+    ).where(
+        col(Memory.id).in_(ids),
+        col(Memory.adventure_id) == bindparam("adventure_id", type_=Integer),
+    )
 
 
 async def _texts(session: AsyncSession, ids: Sequence[int]) -> dict[int, str]:

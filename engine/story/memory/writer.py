@@ -31,7 +31,7 @@ from engine.errors import CampfireError, ModelYielded, log_incident
 from engine.llm.providers.base import ChatMessage, ChatProvider, GenerationParams, checked
 from engine.llm.providers.embeddings import EmbeddingClient
 from engine.llm.providers.resolver import ProviderResolver
-from engine.llm.retrieval.semantic import to_bytes
+from engine.llm.retrieval.semantic import to_bytes, vector_digest
 from engine.people.content import ContentPolicy, banned_words
 from engine.people.limits import UsageLimits
 from engine.platform.coordination.jobs import JobLeases, memory_job
@@ -493,14 +493,17 @@ class MemoryWriter:
             vectors = await self.embedder.embed([row.text for row in rows])
             async with self.db.transaction() as session:
                 for row, vector in zip(rows, vectors, strict=True):
+                    data = to_bytes(vector)
                     # Only if the text is still the one embedded (an edit clears the vector).
                     await session.execute(
                         update(Memory)
                         .where(col(Memory.id) == row.id, col(Memory.text) == row.text)
                         .values(
-                            embedding=to_bytes(vector),
+                            embedding=data,
                             embedding_model=model,
                             embedding_dim=int(vector.shape[0]),
+                            # What processes keeping vectors compare (retrieval.vectors).
+                            embedding_digest=vector_digest(data),
                         )
                     )
             done += len(rows)
