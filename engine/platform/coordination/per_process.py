@@ -170,6 +170,17 @@ PER_PROCESS: tuple[PerProcess, ...] = (
         "A pure function of the words and a tokenizer file shipped with the code.",
     ),
     PerProcess(
+        "engine.story.memory.retrieval:_vector_listing",
+        "the statement that lists a turn's memory vectors, built once",
+        "A statement without values: each turn binds its own.",
+    ),
+    PerProcess(
+        "engine.llm.retrieval.vectors:VectorCache",
+        "memory vectors this process has read, by row id and the digest read with them",
+        "Each turn reads every row's current digest first: a vector another process wrote, "
+        "changed or cleared is read again or dropped, never served stale (the module says how).",
+    ),
+    PerProcess(
         "engine.prompt.cards:compile_keys",
         "story cards' parsed keys and compiled keyword matchers",
         "Pure functions of the keys: a cached matcher cannot go stale.",
