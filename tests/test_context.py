@@ -365,16 +365,16 @@ def test_cards_are_triggered_by_the_recent_story_and_the_new_action():
     ]
     inputs = ContextInputs(history=history, line_length=10, cards=cards, action_text="> Ask mira.")
     built = ENGINE.build(inputs)
-    items = sections(built)["story_cards"].items
+    items = [*sections(built)["always_cards"].items, *sections(built)["story_cards"].items]
     assert [(i.label, i.included, i.reason) for i in items] == [
+        ("Sea", True, "always on"),  # before the story (tests/test_context_cards.py)
         ("Ferry", True, "trigger: ferry"),
         ("Mira", True, "trigger: Mira"),
-        ("Sea", True, "always on"),
     ]
     text = user_text(built)
-    assert "World Lore:\nThe ferry leaks.\nMira smuggles salt.\nThe sea rises." in text
-    assert "Oren is a guard." not in text
-    assert sections(built)["story_cards"].reason == "3 of 5 cards triggered or always on"
+    assert "World Lore:\nThe ferry leaks.\nMira smuggles salt." in text
+    assert "Oren is a guard." not in text and text.count("The sea rises.") == 1
+    assert sections(built)["story_cards"].reason == "2 of 4 cards triggered"
 
 
 def test_cards_take_at_most_40_percent_and_the_rest_are_reported_excluded():
@@ -416,8 +416,8 @@ def test_always_on_cards_claim_the_card_budget_first():
         Card.of("Pinned", f"Pinned: {big}", always_on=True),
     ]
     inputs = ContextInputs(budget=1000, max_output_tokens=300, cards=cards, action_text="> salt")
-    items = {i.label: i for i in sections(ENGINE.build(inputs))["story_cards"].items}
-    assert items["Pinned"].included and not items["Triggered"].included
+    found = sections(ENGINE.build(inputs))  # Pinned is always on, Triggered is not
+    assert found["always_cards"].items[0].included and not found["story_cards"].items[0].included
 
 
 # --- memories and knowledge ------------------------------------------------------------------

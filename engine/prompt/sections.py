@@ -223,26 +223,32 @@ def history_section(
     )
 
 
-def cards_section(cards: Sequence[Card], window: str, cap: int, share: float) -> Section | None:
-    """The story cards the recent story calls for, always-on ones first, within ``cap`` tokens
-    (``share`` of the room left, named in the reason a card is left out)."""
+def cards_sections(
+    cards: Sequence[Card], window: str, cap: int, share: float
+) -> tuple[Section | None, Section | None]:
+    """The story cards the recent story calls for, within ``cap`` tokens (``share`` of the room
+    left, named in the reason a card is left out), as two sections under "World Lore:": the
+    always-on cards (``always_cards``, the same every turn, for before the story; None when the
+    adventure has none) and the triggered ones (``story_cards``, which change with the story,
+    for after it; None when the adventure has no cards at all)."""
     if not cards:
-        return None
+        return None, None
     matches = match_cards(cards, window)
     # Always-on cards claim the budget first, then triggered ones in the cards' order;
     # what fits is shown in the cards' order (stable across turns, for prefix caching).
     ranked = sorted(range(len(matches)), key=lambda i: not matches[i].card.always_on)
     heading = count_tokens(HEADINGS["story_cards"])
     over = f"over the {round(share * 100)}% card budget"
-    used = 0
+    used = {True: 0, False: 0}  # by always_on: each section pays for its own heading
     items: list[ItemReport | None] = [None] * len(matches)
     for i in ranked:
         match = matches[i]
+        always = match.card.always_on
         cost = count_tokens(match.card.entry.strip())
-        extra = cost + (heading if not used else 0)
-        fits = used + extra <= cap
+        extra = cost + (heading if not used[always] else 0)
+        fits = used[True] + used[False] + extra <= cap
         if fits:
-            used += extra
+            used[always] += extra
         items[i] = ItemReport(
             label=match.card.title or first_words(match.card.entry),
             tokens=cost,
@@ -250,12 +256,26 @@ def cards_section(cards: Sequence[Card], window: str, cap: int, share: float) ->
             reason=match.reason if fits else f"{over} ({match.reason})",
         )
     reported = [item for item in items if item is not None]
-    body = "\n".join(
-        m.card.entry.strip() for m, item in zip(matches, reported, strict=True) if item.included
-    )
-    included = sum(item.included for item in reported)
-    reason = f"{len(matches)} of {len(cards)} cards triggered or always on"
-    if included < len(matches):
-        reason += f"; {len(matches) - included} left out"
-    text = f"{HEADINGS['story_cards']}\n{body}" if included else ""
-    return Section("story_cards", "Story cards", text, used, reason, items=reported)
+
+    def section(always: bool) -> Section:
+        pairs = [
+            (m, item)
+            for m, item in zip(matches, reported, strict=True)
+            if m.card.always_on is always
+        ]
+        body = "\n".join(m.card.entry.strip() for m, item in pairs if item.included)
+        included = sum(item.included for _, item in pairs)
+        if always:
+            key, title = "always_cards", "Always-on cards"
+            reason = f"{len(pairs)} always on, the same every turn: before the story"
+        else:
+            key, title = "story_cards", "Story cards"
+            keyed = sum(not card.always_on for card in cards)
+            reason = f"{len(pairs)} of {keyed} cards triggered"
+        if included < len(pairs):
+            reason += f"; {len(pairs) - included} left out"
+        text = f"{HEADINGS['story_cards']}\n{body}" if included else ""
+        return Section(key, title, text, used[always], reason, items=[i for _, i in pairs])
+
+    always_on = any(card.always_on and card.entry.strip() for card in cards)
+    return (section(True) if always_on else None), section(False)

@@ -374,7 +374,7 @@ async def measure(
     figures = []
     for turns in adventures:
         sections = {section.key: section for section in built[turns].report.sections}
-        cards = sections.get("story_cards")
+        cards = [sections[key] for key in ("always_cards", "story_cards") if key in sections]
         figures.append(
             Figures(
                 turns=turns,
@@ -386,7 +386,7 @@ async def measure(
                 rows=read[turns][1],
                 statements=read[turns][2],
                 history_kept=history_entries(built[turns]),
-                cards_included=sum(item.included for item in cards.items) if cards else 0,
+                cards_included=sum(item.included for section in cards for item in section.items),
                 used_tokens=built[turns].report.used,
             )
         )

@@ -52,15 +52,16 @@ async def test_context_assembly_does_not_grow_with_the_story(db, capsys):
 
 async def test_each_prompt_repeats_most_of_the_last_one(db, capsys):
     """What a provider's prefix cache can serve (bench_context's prefix line). Counted in
-    tokens, so asserted: 0.75 is under the 80 % target (the line names a miss) and far over the
-    14 % of the layout that put memories, cards and the note inside or before the story."""
+    tokens, so asserted at the 80 % target; the layout that put memories, cards and the note
+    inside or before the story repeated 14 %, and the one that sent always-on cards after the
+    story with the triggered ones 79 %."""
     async with db.session() as session, session.begin():
         await seed_builtin_scenarios(session)
     shares = await prefix_shares(db)
     with capsys.disabled():
         print(f"\n  {prefix_summary(shares)}")
     assert len(shares) == 40
-    assert statistics.median(shares) >= 0.75
+    assert statistics.median(shares) >= 0.80
 
 
 async def test_with_embeddings_a_turn_reads_only_new_and_changed_vectors(db, capsys):
