@@ -16,12 +16,17 @@ from discord import app_commands
 
 from cogs.ui import bot_of
 from cogs.ui.adventure_group import AdventureCommands
+from cogs.ui.ask_first import AskFirst
 from cogs.ui.content import fit_text
 from cogs.ui.interaction import actor_of, channel_id_of, place_of
+from cogs.ui.replies import reply
 from cogs.ui.threads import give_up_thread, open_adventure_thread
 
 if TYPE_CHECKING:
     from cogs.ui import CampfireBot
+    from engine.library.archive import RunningHere
+    from engine.library.formats.adventure import ParsedAdventure
+    from engine.play.imports import ImportCheck
 
 
 def scripts_left_out_note(names: tuple[str, ...]) -> str:
@@ -82,16 +87,51 @@ async def import_adventure(interaction: discord.Interaction, file: discord.Attac
     await interaction.response.defer(thinking=True)
     # Checked in full before a thread is opened for it: a bad file, or an import that would be
     # refused here, leaves nothing behind.
-    parsed = await archive.read(await file.read(), actor_of(interaction))
-    await archive.check_may_restore(actor_of(interaction), place, parsed)
+    actor = actor_of(interaction)
+    parsed = await archive.read(await file.read(), actor)
+    running = await archive.check_may_restore(actor, place, parsed)
     # The operator's moderation check, when one is set: a refused story opens no thread.
-    check = await imports.check(actor_of(interaction), parsed)
+    check = await imports.check(actor, parsed)
+    if running is None:
+        await _restore(interaction, place, file.filename, parsed, check, replaces=None)
+        return
+
+    # The file read and checked is kept in the question rather than read again on the press:
+    # the attachment's address may have expired by then, and a second read would count
+    # against the imports per day again.
+    async def import_it(press: discord.Interaction) -> None:
+        await press.response.edit_message(content="Importing…", view=None)
+        await _restore(press, place, file.filename, parsed, check, replaces=running)
+
+    title = discord.utils.escape_markdown(parsed.steering.title or file.filename)
+    # Asked as /start asks (``cogs.play``): privately, so the public "thinking" goes first.
+    await reply(
+        interaction,
+        f"⚠ **{discord.utils.escape_markdown(running.title)}** is running here. Importing "
+        f"**{title}** ends it; `/adventure export` keeps a copy of it first. Import anyway?",
+        view=AskFirst("Import it", import_it),
+    )
+
+
+async def _restore(
+    interaction: discord.Interaction,
+    place: int | None,
+    filename: str,
+    parsed: ParsedAdventure,
+    check: ImportCheck,
+    *,
+    replaces: RunningHere | None,
+) -> None:
+    """Write the import (the interaction acknowledged already) where it runs: ``place``, or a
+    thread opened for it; then show the story there. ``replaces``: the adventure the importer
+    agreed to end there (the import is refused if another runs there now)."""
+    bot = bot_of(interaction)
     thread: discord.Thread | None = None
     if place is None:
         # Named as it opens: renaming it later would take Manage Threads (cogs.ui.threads).
         thread = await open_adventure_thread(
             interaction,
-            parsed.steering.title or file.filename.removesuffix(".json"),
+            parsed.steering.title or filename.removesuffix(".json"),
             f"Campfire adventure imported by {interaction.user}",
             bot.narrator.pacer,
         )
@@ -101,12 +141,13 @@ async def import_adventure(interaction: discord.Interaction, file: discord.Attac
         assert isinstance(interaction.channel, discord.abc.Messageable)  # place_of's answer
         target, target_id = interaction.channel, place
     try:
-        imported = await imports.restore(
+        imported = await bot.services.imports.restore(
             actor_of(interaction),
             target_id,
             parsed,
             check,
             opened_from=channel_id_of(interaction) if thread is not None else None,
+            replaces=replaces.adventure_id if replaces is not None else None,
         )
     except BaseException:
         # No empty thread is left open by an import that failed.
@@ -127,6 +168,14 @@ async def import_adventure(interaction: discord.Interaction, file: discord.Attac
     if notes := imported.notes():
         content += f"\n{notes}"
     await interaction.edit_original_response(content=fit_text(content))
+    if replaces is not None and isinstance(target, discord.Thread):
+        # The answer went to the importer alone (their question, edited): the players of the
+        # adventure that ended are told why it did.
+        who = discord.utils.escape_markdown(interaction.user.display_name)
+        ended = discord.utils.escape_markdown(replaces.title)
+        await bot.narrator.post(
+            target, f"📥 {who} imported {header}; **{ended}** ended. It goes on:"
+        )
     await bot.narrator.post_opening(
         target,
         restored.head_text,

@@ -176,7 +176,9 @@ class HostCog(commands.Cog):
             lambda actor, place: controls.mute(actor, place, target, kick=True),
             lambda _, who: (
                 f"🚪 *{who} removed {_name(target.name)} from the adventure: they "
-                "cannot act here, nor retry, undo or edit their turns.*"
+                "cannot act here, nor retry, undo or edit their turns.* "
+                # A kick is undone like a mute: said where the host sees it, as it is made.
+                "`/host unmute player:` lets them back in."
             ),
         )
 

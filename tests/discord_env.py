@@ -17,7 +17,7 @@ import pytest
 
 from bot.config import load_settings
 from bot.discord_bot import CampfireBot
-from bot.standin import FakeDiscord, StandIn
+from bot.standin import FakeDiscord, StandIn, StandinFile
 from bot.standin.gateway import INTENT_MESSAGE_CONTENT
 from bot.standin.harness import handler_tasks
 from bot.standin.records import FLAG_LOADING, InteractionRecord
@@ -56,6 +56,18 @@ class DiscordEnv:
         confirm = self.fake.message(asked.original_message_id)
         assert confirm.visible_to == user and "Start anew?" in confirm.content, confirm.content
         record = await self.fake.press(user, confirm.id, label="Start anew")
+        await self.done()
+        return record
+
+    async def import_anew(self, user: int, place: int, file: StandinFile) -> InteractionRecord:
+        """``/adventure import`` where an adventure runs, confirmed ("Import it"), played to
+        its end: the press that imported it."""
+        asked = await self.fake.slash(user, place, "adventure import", file=file)
+        await self.done()
+        assert asked.failed is None, asked.failed
+        confirm = self.fake.message(asked.followups[-1])
+        assert confirm.visible_to == user and "Import anyway?" in confirm.content, confirm.content
+        record = await self.fake.press(user, confirm.id, label="Import it")
         await self.done()
         return record
 

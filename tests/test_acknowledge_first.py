@@ -314,6 +314,12 @@ async def play_everything(env: DiscordEnv, fake_model: FakeModelServer, p: Playe
     await p.slash(bob, thread, "adventure export", format="html")
     dm = env.fake.dm_channel(bob)
     await p.slash(bob, dm, "adventure import", file=StandinFile(saved.filename, saved.content))
+    # Again where the import now runs: asked first, then confirmed.
+    for label in ("Keep playing", "Import it"):
+        asked = await p.slash(
+            bob, dm, "adventure import", file=StandinFile(saved.filename, saved.content)
+        )
+        await p.press(bob, p.answer(asked).id, label=label)
     await p.slash(bob, thread, "profile show")
     await p.slash(bob, thread, "profile keep", keep=True)
     await p.slash(bob, thread, "profile rating", level="safe")

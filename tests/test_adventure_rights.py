@@ -107,8 +107,7 @@ async def test_a_plain_member_cannot_import_over_the_hosts_adventure(env):
     assert await running_in(env, thread) == hosted
     assert [a.ended_at for a in await adventures(env)] == [None]
 
-    restored = await env.fake.slash(env.bob, thread, "adventure import", file=file)
-    await env.done()
+    restored = await env.import_anew(env.bob, thread, file)  # asked first: it ends bob's own
     assert "is restored" in answer(env, restored).content
     assert await running_in(env, thread) not in (hosted, None)
 
@@ -135,10 +134,11 @@ async def test_an_imported_adventures_scripts_need_the_script_right(env):
 
     # In their own DM a player brings in what they like; in a server, a manager.
     dm = env.fake.dm_channel(env.bob)
-    for who, where in ((env.bob, dm), (env.alice, thread)):
-        record = await env.fake.slash(who, where, "adventure import", file=file)
-        await env.done()
-        assert "is restored" in answer(env, record).content
+    record = await env.fake.slash(env.bob, dm, "adventure import", file=file)
+    await env.done()
+    assert "is restored" in answer(env, record).content
+    record = await env.import_anew(env.alice, thread, file)  # asked first: it ends hers
+    assert "is restored" in answer(env, record).content
     async with env.bot.services.db.session() as session:
         scripts = list(await session.scalars(select(AdventureScript.on_input)))
     assert scripts == [SECRET_CODE, SECRET_CODE]

@@ -13,12 +13,14 @@ from sqlalchemy import func, select
 from sqlmodel import col
 
 from engine.library.archive import AdventureArchive
+from engine.library.formats.adventure_content import masked_story
 from engine.library.formats.draft import ImportLimits
 from engine.library.reading.errors import ImportRejected
 from engine.library.scenarios.library import ScenarioLibrary
 from engine.library.scenarios.start import start_adventure
 from engine.llm.providers.resolver import OperatorDefault
 from engine.people.access.rules import Actor
+from engine.people.content import BannedWords
 from engine.platform.events import TextDelta
 from engine.storage.chapter_models import ChapterRecap
 from engine.storage.models import ActionType, Adventure, Scenario, StoryNode
@@ -366,3 +368,39 @@ async def test_a_failed_turn_is_narrated_by_the_open_beats_lines_else_its_chapte
     fake_model.queue(Reply(fault="timeout"))
     result = await turn(engine, adventure_id, "search the gallery")
     assert result.text == "The wind gusts, and for a moment the island holds its breath."
+
+
+async def test_an_adventure_file_carries_its_recaps_and_which_stands(db, engine, fake_model):
+    adventure_id = await tidewatch(db)
+    await end_chapter_one(db, engine, fake_model, adventure_id, "The lamp was found broken.")
+    fake_model.queue(said("The lens is cut.", "found_clue"), "Para one.\n\nPara two.")
+    assert isinstance(await retry(engine, adventure_id), TurnDone)  # version 2 stands
+    archive = AdventureArchive(db, ImportLimits())
+    exported = await archive.export(ALICE, 1)
+    raw = json.loads(exported.content)
+    assert [(r["chapter_id"], r["version"], r["text"]) for r in raw["chapter_recaps"]] == [
+        ("dark_lamp", 1, "The lamp was found broken."),
+        ("dark_lamp", 2, "Para one.\n\nPara two."),
+    ]
+
+    await archive.restore(ALICE, 2, await archive.read(exported.content))
+    before = await ChapterService(db).overview(1, ALICE)
+    after = await ChapterService(db).overview(2, ALICE)
+    assert after.recaps == before.recaps and [r.stands for r in after.recaps] == [False, True]
+    again = json.loads((await archive.export(ALICE, 2)).content)
+    assert again["chapter_recaps"] == raw["chapter_recaps"]  # the same file once more
+
+    # The words banned where it comes in are masked in its recaps, as in its story.
+    masked, count = masked_story(
+        await archive.read(exported.content), BannedWords.of(["broken", "two"])
+    )
+    assert [r["text"] for r in masked.recaps] == [
+        BannedWords.of(["broken"]).mask("The lamp was found broken."),
+        BannedWords.of(["two"]).mask("Para one.\n\nPara two."),
+    ]
+    assert "broken" not in masked.recaps[0]["text"] and count >= 2
+
+    # One chapter's recap twice over is refused, naming the entry.
+    raw["chapter_recaps"][1]["version"] = 1
+    with pytest.raises(ImportRejected, match=r"chapter_recaps\[1\]: .* has recap 1 twice"):
+        await archive.read(json.dumps(raw).encode())

@@ -138,6 +138,7 @@ async def test_a_kicked_player_may_not_act_nor_rewrite_their_own_turns(env, fake
 
     said = await announced(env, thread, env.alice, "host kick", player=carol)  # a manager
     assert "🚪" in said and "alice removed carol from the adventure" in said
+    assert said.endswith("`/host unmute player:` lets them back in.")  # how it is undone
     before = await adventure_here(env, thread)
     asked = len(fake_model.requests)
     attempts = [

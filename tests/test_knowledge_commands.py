@@ -7,6 +7,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+from discord import app_commands
+
 from bot.standin import StandinFile
 from tests.discord_env import DiscordEnv, answered
 from tests.test_host_commands import act, refused
@@ -140,3 +143,17 @@ async def test_in_a_dm_the_player_imports_into_their_own_library(env: DiscordEnv
     assert "· yours" in await private_text(env, env.bob, dm, "knowledge list")
     # Not the server's: its channel lists nothing.
     assert "brindlemoor" not in await private_text(env, env.alice, env.channel, "knowledge list")
+
+
+async def test_the_class_is_chosen_from_canon_reference_and_inspiration(env: DiscordEnv):
+    # Discord's own picker lists the classes and sends no /knowledge import without one (the
+    # option is required, with choices), so there is no refusal left to word for it.
+    group = env.bot.tree.get_command("knowledge")
+    assert isinstance(group, app_commands.Group)
+    command = group.get_command("import")
+    assert isinstance(command, app_commands.Command)
+    kind = next(p for p in command.parameters if p.display_name == "class")
+    assert kind.required
+    assert [c.name.split(":")[0] for c in kind.choices] == ["Canon", "Reference", "Inspiration"]
+    with pytest.raises(ValueError, match=r"required options missing: \['class'\]"):
+        await env.fake.slash(env.alice, env.channel, "knowledge import", file=setting_file())

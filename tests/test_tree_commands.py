@@ -242,6 +242,26 @@ async def test_edit_opens_a_prefilled_form_and_corrects_the_turn(env, fake_model
     assert refused.modal is None and "Only the player" in answer(env, refused).content
 
 
+async def test_edit_keeps_the_turns_paragraphs(env, fake_model):
+    thread = await env.start_thread()
+    fake_model.queue("The gate creaks.\n\nBeyond it, a lantern gutters.")
+    narration, _ = await act(env, thread, env.alice, "push")
+    record = await env.fake.slash(env.alice, thread, "edit")
+    assert record.modal is not None
+    (box,) = [c for row in record.modal["components"] for c in row["components"]]
+    # A many-line box (TextStyle.paragraph), holding the turn as it is, blank line and all.
+    assert box["style"] == 2
+    assert box["value"] == "The gate creaks.\n\nBeyond it, a lantern gutters."
+    corrected = "The gate creaks open.\n\nBeyond it, a lantern gutters.\nThen it goes out."
+    await env.fake.submit_modal(env.alice, record, {"text": corrected})
+    await env.done()
+    adventure = await adventure_here(env, thread)
+    async with env.bot.services.db.session() as session:
+        head = await session.get(StoryNode, adventure.head_node_id)
+    assert head is not None and head.text == corrected
+    assert env.fake.message(narration.id).content == corrected
+
+
 async def test_branches_save_points_and_the_tree(env, fake_model):
     thread = await env.start_thread()
     fake_model.queue("One.", "Two.", "Another two.")

@@ -1,8 +1,8 @@
 """The question asked before a command ends an adventure: go ahead, or keep playing.
 
 Asked privately, to the player whose command it was (the message is ephemeral), so only they
-press it: /start where an adventure runs, /adventure resume where another one runs,
-/adventure end. Keep playing changes nothing."""
+press it: /start or /adventure import where an adventure runs, /adventure resume where
+another one runs, /adventure end. Keep playing changes nothing."""
 
 from __future__ import annotations
 

@@ -6,9 +6,10 @@ import asyncio
 import json
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from enum import Enum
+from typing import TYPE_CHECKING, Final
 
-from engine.errors import InvalidInput
+from engine.errors import InvalidInput, StoryMovedOn
 from engine.library.formats import adventure as adventure_file
 from engine.library.formats.adventure_content import banned_here, masked_story
 from engine.library.formats.adventure_export import export_adventure
@@ -57,6 +58,23 @@ class RestoredAdventure:
     head_node_id: int
     #: How many of its passages had banned words masked (said to the importer).
     masked: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class RunningHere:
+    """The adventure an import would end where it runs: asked about before it is."""
+
+    adventure_id: int
+    title: str
+
+
+class NotAsked(Enum):
+    """``restore`` called without asking first (tools, tests): whatever runs there ends."""
+
+    NOT_ASKED = "not asked"
+
+
+NOT_ASKED: Final = NotAsked.NOT_ASKED
 
 
 class AdventureArchive:
@@ -134,12 +152,17 @@ class AdventureArchive:
 
     async def check_may_restore(
         self, actor: Actor, place: int | None, parsed: adventure_file.ParsedAdventure
-    ) -> None:
+    ) -> RunningHere | None:
         """Whatever would refuse the import in ``place`` (None: a thread not opened yet),
-        asked before a thread is opened for it; ``restore`` asks again as it writes."""
+        asked before a thread is opened for it; ``restore`` asks again as it writes. The
+        adventure running there, which the import would end: the importer is asked first."""
         check_may_import_scripts(actor, _script_names(parsed))
         async with self.db.session() as session:
-            await check_may_begin(session, actor, place, self.caps)
+            running = await check_may_begin(session, actor, place, self.caps)
+        if running is None:
+            return None
+        assert running.id is not None
+        return RunningHere(running.id, running.title)
 
     async def restore(
         self,
@@ -148,12 +171,16 @@ class AdventureArchive:
         parsed: adventure_file.ParsedAdventure,
         *,
         opened_from: int | None = None,
+        replaces: int | None | NotAsked = NOT_ASKED,
     ) -> RestoredAdventure:
         """Write a checked adventure into a channel, thread or DM, in one transaction. One
         running there ends, if ``actor`` may end it; its scripts come in only with the script
         right, and the caps on adventures per player count it (``check_may_begin``).
         ``opened_from``: the channel a thread was opened from for it (as ``PlayService.start``).
-        The words banned there are masked in the story as it is written (``masked_story``)."""
+        The words banned there are masked in the story as it is written (``masked_story``).
+        ``replaces``: the adventure the importer agreed to end there (``check_may_restore``'s,
+        None for none); refused when another runs there now, since they were not asked about
+        it. Left out (tools, tests), whatever runs there ends."""
         check_may_import_scripts(actor, _script_names(parsed))
         async with self.db.transaction() as session:
             # First: the user's row lock queues this player's starts (see adventure_caps).
@@ -161,6 +188,11 @@ class AdventureArchive:
             if actor.server_id is not None:
                 await touch_server(session, actor.server_id, actor.server_name)
             running = await check_may_begin(session, actor, channel_id, self.caps)
+            if replaces is not NOT_ASKED and (running.id if running else None) != replaces:
+                raise StoryMovedOn(
+                    "What runs here changed since you were asked (an adventure began or ended); "
+                    "nothing was imported. Import the file again with `/adventure import`."
+                )
             if running is not None:
                 running.ended_at = utcnow()
             # An imported story obeys the rules the model's words do where it will run.

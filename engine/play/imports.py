@@ -21,7 +21,7 @@ import logging
 from dataclasses import dataclass
 
 from engine.errors import InvalidInput, ModelError
-from engine.library.archive import AdventureArchive, RestoredAdventure
+from engine.library.archive import NOT_ASKED, AdventureArchive, NotAsked, RestoredAdventure
 from engine.library.formats.adventure import ParsedAdventure
 from engine.library.formats.adventure_content import (
     Passage,
@@ -141,9 +141,13 @@ class AdventureImports:
         check: ImportCheck,
         *,
         opened_from: int | None = None,
+        replaces: int | None | NotAsked = NOT_ASKED,
     ) -> ImportedAdventure:
-        """Write a checked import (``AdventureArchive.restore``, which masks banned words)."""
-        restored = await self.archive.restore(actor, channel_id, parsed, opened_from=opened_from)
+        """Write a checked import (``AdventureArchive.restore``, which masks banned words and
+        refuses when what runs there is no longer ``replaces``)."""
+        restored = await self.archive.restore(
+            actor, channel_id, parsed, opened_from=opened_from, replaces=replaces
+        )
         return ImportedAdventure(restored, check)
 
 

@@ -4,7 +4,8 @@ Everything the schema holds about an adventure travels: its steering text, setti
 script state, story cards and scripts, every node of every branch (with the state it was played
 from, its report and state block), every take, the branches and save points, the head and the
 active branch, the memories, the story summary, the players' characters (kept where those
-players are known, as the nodes' authors are) and the adventure's own knowledge sources (not
+players are known, as the nodes' authors are), the chapter plan and its recaps
+(``engine.library.formats.adventure_recaps``) and the adventure's own knowledge sources (not
 narrator-only ones; their passages are cut again on import, ``engine.library.knowledge.files``).
 Nodes are numbered by their place in the file (parents before children), so a file never names
 database ids and imports anywhere.
@@ -25,6 +26,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from engine.errors import InvalidInput
+from engine.library.formats.adventure_recaps import parse_recaps, write_recaps
 from engine.library.formats.bundle import read_scripts
 from engine.library.formats.draft import (
     ImportedCard,
@@ -104,6 +106,8 @@ class ParsedAdventure:
     card_script_ids: list[str] = field(default_factory=list)
     #: The adventure's own knowledge sources, cut into passages (engine.library.knowledge.files).
     knowledge: list[CarriedSource] = field(default_factory=list)
+    #: The chapters' recaps, each naming its turn by its place in ``nodes``.
+    recaps: list[dict[str, Any]] = field(default_factory=list)
 
 
 def parse_adventure(raw: Any, limits: ImportLimits) -> ParsedAdventure:
@@ -172,6 +176,7 @@ def parse_adventure(raw: Any, limits: ImportLimits) -> ParsedAdventure:
         characters,
         script_ids,
         parse_sources(f),
+        parse_recaps(f, len(nodes)),
     )
 
 
@@ -272,6 +277,7 @@ async def write_adventure(
     )
     adventure.head_node_id = ids[head]
     adventure.active_branch_id = branch_ids[active] if active is not None else None
+    write_recaps(session, adventure.id, parsed.recaps, ids)
     await write_sources(session, adventure.id, parsed.knowledge)
     await session.flush()
     return adventure

@@ -39,8 +39,9 @@ async def banned_here(
 
 def masked_story(parsed: ParsedAdventure, banned: BannedWords) -> tuple[ParsedAdventure, int]:
     """``parsed`` with the banned words masked in its story text (every node and take, the
-    memories, the story summary, the story cards), and how many passages had one. The parsed
-    file itself is left as it was: a refused or failed write may be tried again."""
+    memories, the story summary, the story cards, the chapter recaps), and how many passages
+    had one. The parsed file itself is left as it was: a refused or failed write may be tried
+    again."""
     if not banned:
         return parsed, 0
     count = 0
@@ -60,6 +61,11 @@ def masked_story(parsed: ParsedAdventure, banned: BannedWords) -> tuple[ParsedAd
         )
     takes = [{**row, "text": mask(row["text"])} for row in parsed.takes]
     memories = [{**row, "text": mask(row["text"])} for row in parsed.memories]
+    # The model wrote the recaps as it wrote the story; /chapters shows them to the players.
+    recaps = [
+        {**row, "text": mask(row["text"]), "epilogue": mask(row["epilogue"])}
+        for row in parsed.recaps
+    ]
     fields = {**parsed.fields, "story_summary": mask(parsed.fields.get("story_summary") or "")}
     cards = [
         replace(card, **{name: mask(getattr(card, name)) for name in _CARD_FIELDS})
@@ -67,7 +73,13 @@ def masked_story(parsed: ParsedAdventure, banned: BannedWords) -> tuple[ParsedAd
     ]
     steering = replace(parsed.steering, cards=cards)
     masked = replace(
-        parsed, fields=fields, steering=steering, nodes=nodes, takes=takes, memories=memories
+        parsed,
+        fields=fields,
+        steering=steering,
+        nodes=nodes,
+        takes=takes,
+        memories=memories,
+        recaps=recaps,
     )
     return masked, count
 

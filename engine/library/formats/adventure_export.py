@@ -1,6 +1,7 @@
 """An adventure written out as Campfire's adventure file (``engine.library.formats.adventure``
 reads it back): its story tree with every take, branches, save points, steering, cards, scripts,
-memories, characters, chapters and narrative state; heavy columns read only here."""
+memories, characters, chapters and their recaps, and narrative state; heavy columns read only
+here."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from sqlalchemy.orm import undefer
 from sqlmodel import col
 
 from engine.library.formats.adventure import KIND, VERSION
+from engine.library.formats.adventure_recaps import KEY as RECAPS_KEY
+from engine.library.formats.adventure_recaps import export_recaps
 from engine.library.knowledge.files import KEY as KNOWLEDGE_KEY
 from engine.library.knowledge.files import (
     export_sources,
@@ -123,8 +126,10 @@ async def export_adventure(session: AsyncSession, adventure: Adventure) -> dict[
         "story_summary": adventure.story_summary,
         "world_state": adventure.world_state,
         "script_state": adventure.script_state,
-        # The plan it plays (its progress is in the world state); recaps stay behind.
+        # The plan it plays (its progress is in the world state), and the recaps of the
+        # chapters it ended, which no later turn would write again.
         **write_plan(await adventure_plan(session, adventure.id)),
+        RECAPS_KEY: await export_recaps(session, adventure.id, number),
         "story_state": adventure.story_state,
         "story_tracking": adventure.story_tracking,
         "settings": {
