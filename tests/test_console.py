@@ -310,7 +310,9 @@ def test_after_a_cut_off_turn_retry_plays_it_not_another_take_of_the_turn_before
 def test_ctrl_c_at_the_prompt_ends_the_console_at_once(tmp_path, fake_model):
     console = Interrupted(tmp_path, fake_model, "")
     code, out, took = console.interrupt_when(lambda: "begins" in "".join(console.out))
-    assert code == 130 and took < 5, (code, took, out)
+    # "At once" against waiting out the turn or hanging: a loaded two-core CI machine has taken
+    # just over 5 s to start and stop the process, so the bound leaves room for that.
+    assert code == 130 and took < 8, (code, took, out)
 
 
 async def test_a_turn_longer_than_any_wait_limit_is_waited_for_and_said_to_run(
