@@ -101,11 +101,8 @@ async def test_an_imported_adventures_posted_turn_is_marked_when_undone(env, fak
     exported = await env.fake.slash(env.alice, thread, "adventure export")
     await env.done()
     file = env.fake.message(exported.followups[-1]).attachments[0]
-    await env.fake.slash(
-        env.alice, thread, "adventure import", file=StandinFile(file.filename, file.content)
-    )
-    await env.done()
-    posted = env.fake.last_message(thread)
+    await env.import_anew(env.alice, thread, StandinFile(file.filename, file.content))
+    posted = [m for m in env.fake.messages(thread) if m.content == "One."][-1]
     assert posted.content == "One." and posted.buttons
 
     await env.fake.slash(env.alice, thread, "undo")
