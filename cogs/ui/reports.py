@@ -80,12 +80,7 @@ async def post_report(bot: CampfireBot, report: FiledReport) -> str | None:
         "Channel, Send Messages and Embed Links there. Tell the server's admins (`/server "
         "reports`); your report was not sent, so send it again once they have."
     )
-    channel: Any = bot.get_channel(report.reports_channel_id)
-    try:
-        if channel is None:
-            channel = await bot.fetch_channel(report.reports_channel_id)
-    except discord.HTTPException:
-        channel = None
+    channel = await _channel(bot, report.reports_channel_id)
     # A channel of this server that takes messages, or none (deleted, or never one).
     if getattr(getattr(channel, "guild", None), "id", None) != report.server_id or not isinstance(
         channel, discord.TextChannel | discord.Thread
@@ -231,10 +226,11 @@ class ReportUndoButton(
 async def _show_in_adventure(bot: CampfireBot, channel_id: int, move: Any, turn: int) -> None:
     """The undo, seen where the adventure is played: a line saying so, the undone turns marked
     and the buttons moved, as an undo there shows it."""
-    channel: Any = bot.get_channel(channel_id)
+    channel = await _channel(bot, channel_id)
+    if channel is None:
+        log.warning("could not show the report's undo in %s: the channel is gone", channel_id)
+        return
     try:
-        if channel is None:
-            channel = await bot.fetch_channel(channel_id)
         await bot.narrator.pacer.acquire(channel_id)
         who = discord.utils.escape_markdown(move.mover or "A moderator")
         await channel.send(
@@ -244,3 +240,14 @@ async def _show_in_adventure(bot: CampfireBot, channel_id: int, move: Any, turn:
         await bot.narrator.show_head(channel, move)
     except discord.HTTPException as error:
         log.warning("could not show the report's undo in %s: %s", channel_id, error)
+
+
+async def _channel(bot: CampfireBot, channel_id: int) -> Any:
+    """A channel from the cache, else asked of Discord; None when it is gone or out of sight."""
+    channel = bot.get_channel(channel_id)
+    if channel is not None:
+        return channel
+    try:
+        return await bot.fetch_channel(channel_id)
+    except discord.HTTPException:
+        return None
