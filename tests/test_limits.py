@@ -186,6 +186,9 @@ async def test_turn_rate_limits_and_the_cool_down(tmp_path, fake_model, caplog, 
         text = private_answer(env, refused)
         assert text.startswith("⚠ You are playing fast: at most 2 turns a minute each. Please try")
         assert "times in a row" not in text
+        # One refusal, said once (issue 35: a fast /do was refused twice, in place and again).
+        shown = [refused.original_message_id, *refused.followups]
+        assert [m for m in shown if m and not env.fake.message(m).deleted] == refused.followups[-1:]
         first_wait = retry_at(text) - before
         # (The slack: a loaded machine takes seconds over the turns before.)
         assert timedelta(seconds=40) < first_wait <= timedelta(seconds=61)
@@ -206,6 +209,8 @@ async def test_turn_rate_limits_and_the_cool_down(tmp_path, fake_model, caplog, 
             refused = await env.fake.slash(env.alice, thread, "do", action="kick")
             await env.done()
             text = private_answer(env, refused)
+            shown = [refused.original_message_id, *refused.followups]
+            assert sum(1 for m in shown if m and not env.fake.message(m).deleted) == 1
             waits.append((retry_at(text) - now).total_seconds())
         assert "You have reached a limit 4 times in a row" in text
         assert "back to normal once you have waited it out" in text
