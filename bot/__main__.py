@@ -11,29 +11,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import sys
 
 from bot.config import ConfigError, Settings, load_settings
-from engine.platform.redaction import redact_logs
-from engine.storage.private_files import private_file
-
-
-def _logging(settings: Settings, *, to_file: bool) -> None:
-    # Before the first record: no credential reaches a log, from Campfire or a library.
-    redact_logs(settings.secret_values)
-    level = settings.log_level.upper()
-    if to_file:
-        # The console's terminal is for the story; logs go to the data directory, owner-only.
-        path = private_file(settings.ensure_data_dir() / "campfire.log")
-        logging.basicConfig(
-            filename=path, level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-        )
-    else:
-        logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    # APScheduler logs each run of every job at INFO (the sweeps: every 30 s).
-    for noisy in ("httpx", "httpcore", "discord.gateway", "apscheduler"):
-        logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLevelName(level)))
+from bot.logs import configure_logging
 
 
 async def _console(settings: Settings, *, server: bool) -> None:
@@ -195,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
         interactive = args.command == "console" or (
             args.command is None and settings.discord_token is None
         )
-        _logging(settings, to_file=interactive)
+        configure_logging(settings, to_file=interactive)
         if args.command == "db":
             asyncio.run(_db_upgrade(settings))
         elif args.command == "sync":

@@ -105,7 +105,7 @@ async def campfire_on_standin(
     replace) the defaults below. ``world`` builds more of Discord before the bot connects.
     ``channel_period``: the per-channel message window, the stand-in's and the bot's."""
     caplog.set_level(log_level)
-    # The loggers ``python -m bot`` quiets (``bot.__main__._logging``) stay quiet in a test
+    # The loggers ``python -m bot`` quiets (``bot.logs.configure_logging``) stay quiet in a test
     # process after a test ran main(): a test that asks for their lines sets them itself.
     for quieted in ("discord.gateway", "httpx", "httpcore"):
         caplog.set_level(log_level, logger=quieted)
