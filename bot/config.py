@@ -240,6 +240,12 @@ class Settings(BaseSettings):
         le=10_000,
         description="/model set and /model test per player a minute (each reaches an endpoint).",
     )
+    card_writes_per_minute: int = Field(
+        default=3,
+        ge=1,
+        le=10_000,
+        description="/card generate per player a minute (each is a call of the model).",
+    )
     imports_per_day: int = Field(default=30, ge=1, le=100_000)
     scenarios_per_library: int = Field(
         default=200,

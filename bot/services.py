@@ -54,6 +54,7 @@ from engine.story.memory.bank import MemoryBank
 from engine.story.memory.retrieval import MemoryRetriever
 from engine.story.memory.writer import MemoryWriter
 from engine.story.narrative.service import StoryStateService
+from engine.story.steering.card_writer import CardWriter
 from engine.story.steering.cards import StoryCards
 from engine.story.steering.settings import GenerationDefaults, GenerationSettings
 from engine.story.steering.text import SteeringText
@@ -168,6 +169,7 @@ def limit_rules(settings: Settings) -> LimitRules:
         turns_per_adventure_per_minute=settings.turns_per_adventure_per_minute,
         script_tests_per_minute=settings.script_tests_per_minute,
         model_checks_per_minute=settings.model_checks_per_minute,
+        card_writes_per_minute=settings.card_writes_per_minute,
         imports_per_day=settings.imports_per_day,
         scenarios_per_library=settings.scenarios_per_library,
         actions_per_adventure=settings.actions_per_adventure,
@@ -317,6 +319,13 @@ async def build_services(settings: Settings) -> Services:
         # steering family (cogs: steering, memory, world_state, insights, profile, membership)
         steering_text=SteeringText(db),
         story_cards=StoryCards(db, max_cards=settings.max_story_cards, rate_limits=limits),
+        card_writer=CardWriter(
+            db,
+            providers,
+            max_cards=settings.max_story_cards,
+            rate_limits=limits,
+            content=content_policy(settings),
+        ),
         generation_settings=GenerationSettings(
             db,
             GenerationDefaults(

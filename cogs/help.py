@@ -119,6 +119,7 @@ age-restricted channels); `/server banned words:` words banned in all its advent
 **Steer the story** (the host and server managers)
 `/note`, `/essentials`, `/instructions`: the author's note, plot essentials, AI instructions
 `/card add|edit|remove|list`: story cards, brought in when their keys come up
+`/card generate [name]`: the model writes a card from the story; you see it before it is added
 `/adventure settings`: context size, reply length, temperature; `messages:on|off`
 
 **World state** (in scenarios that track it)

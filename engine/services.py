@@ -41,6 +41,7 @@ from engine.story.characters import CharacterService
 from engine.story.memory.bank import MemoryBank
 from engine.story.memory.writer import MemoryWriter
 from engine.story.narrative.service import StoryStateService
+from engine.story.steering.card_writer import CardWriter
 from engine.story.steering.cards import StoryCards
 from engine.story.steering.settings import GenerationSettings
 from engine.story.steering.text import SteeringText
@@ -69,6 +70,7 @@ class Services:
     # steering family (cogs: steering, memory, world_state, insights, profile, membership)
     steering_text: SteeringText
     story_cards: StoryCards
+    card_writer: CardWriter
     generation_settings: GenerationSettings
     memory_bank: MemoryBank
     world_state: WorldStateService

@@ -121,6 +121,7 @@ async def campfire_on_standin(
             "turns_per_adventure_per_minute": 10_000,
             "script_tests_per_minute": 10_000,
             "model_checks_per_minute": 10_000,
+            "card_writes_per_minute": 10_000,
             "imports_per_day": 10_000,
         }
         | settings

@@ -214,6 +214,10 @@ async def play_everything(env: DiscordEnv, fake_model: FakeModelServer, p: Playe
     await p.press(alice, p.answer(listing).id, label="▶")
     await p.autocomplete(alice, thread, "card remove", focused="card", value="nine")
     await p.slash(alice, thread, "card remove", card="Guard nine")
+    for name, label in (("Wren", "Add card"), ("Mira", "Discard")):
+        fake_model.queue(f'{{"title": "{name}", "keys": ["{name}"], "entry": "Of the reeds."}}')
+        proposal = await p.slash(alice, thread, "card generate", name=name)
+        await p.press(alice, p.answer(proposal).id, label=label)
     await p.slash(alice, thread, "adventure settings")
     await p.slash(alice, thread, "adventure settings", temperature=0.7)
     await p.slash(alice, thread, "state show")

@@ -80,6 +80,8 @@ class Kind(StrEnum):
     IMPORT = "import"
     #: /model set and /model test: each reaches an endpoint a player chose.
     MODEL_CHECK = "model_check"
+    #: /card generate: a call of the adventure's model.
+    CARD_WRITE = "card_write"
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +99,7 @@ class LimitRules:
     turns_per_adventure_per_minute: int = 20
     script_tests_per_minute: int = 6
     model_checks_per_minute: int = 4
+    card_writes_per_minute: int = 3
     imports_per_day: int = 30
     scenarios_per_library: int = 200
     actions_per_adventure: int = 20_000
@@ -450,6 +453,10 @@ class UsageLimits:
             limit = rules.model_checks_per_minute
             times = "once" if limit == 1 else f"{limit} times"
             return limit, MINUTE, f"You can set or test a model {times} a minute."
+        if kind is Kind.CARD_WRITE:
+            limit = rules.card_writes_per_minute
+            times = "one card" if limit == 1 else f"{limit} cards"
+            return limit, MINUTE, f"You can have the model write {times} a minute."
         limit = rules.imports_per_day
         files = "one file" if limit == 1 else f"{limit} files"
         return limit, DAY, f"You can import {files} a day."

@@ -285,6 +285,11 @@ def _validated(draft: CardDraft) -> _CardFields:
     }
 
 
+async def check_card_room(session: AsyncSession, adventure_id: int, max_cards: int) -> None:
+    """Refuse when the adventure holds as many cards as one may."""
+    _check_room(await _card_count(session, adventure_id), max_cards)
+
+
 def _check_room(count: int, max_cards: int) -> None:
     refusal = CardCap(max_cards).full(count)
     if refusal is not None:
