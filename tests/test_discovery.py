@@ -13,7 +13,7 @@ import discord
 import pytest
 
 import cogs
-from cogs.ui.discovery import extension_names, persistent_items
+from cogs.ui.discovery import cog_load_order, extension_names, persistent_items
 from tests.discord_env import DiscordEnv
 
 
@@ -50,7 +50,7 @@ def test_a_load_after_loop_is_refused(monkeypatch):
     steering = importlib.import_module("cogs.steering")
     monkeypatch.setattr(steering, "LOAD_AFTER", ("cogs.adventure_files",), raising=False)
     with pytest.raises(RuntimeError, match="LOAD_AFTER loops"):
-        extension_names()
+        cog_load_order()
 
 
 async def test_the_running_bot_has_every_cog_and_button(env: DiscordEnv):

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sqlalchemy import func, select
+from sqlmodel import col
 
 from engine.errors import InvalidInput, NotAllowed, NotFound
 from engine.library.formats.bundle import write_bundle
@@ -20,7 +21,7 @@ from engine.library.formats.draft import ImportLimits
 from engine.library.reading.errors import ImportRejected
 from engine.library.scenarios.library import ScenarioLibrary
 from engine.library.scenarios.lookup import resolve_scenario
-from engine.library.scenarios.shipped import BUILTIN_SCENARIOS
+from engine.library.scenarios.shipped import BUILTIN_SCENARIOS, seed_builtin_scenarios
 from engine.library.scenarios.start import start_adventure
 from engine.people.access.rules import Actor
 from engine.people.servers import ServerSettings
@@ -269,3 +270,40 @@ async def test_mutated_files_that_pass_the_checks_also_save_and_export(db, libra
         saved = await library.save(ALICE_HERE, imported)
         exported = await library.export(ALICE_HERE, str(saved.scenario_id))
         read_scenario(exported.files[0].content, "again.json", ImportLimits())
+
+
+async def test_start_up_rewrites_a_shipped_scenario_only_when_its_file_changed(db, tmp_path):
+    """Every process start seeds the shipped scenarios: one already seeded from the same file
+    is left as it is (its cards keep their rows), a changed file is seeded again."""
+    shipped = json.loads((BUILTIN_SCENARIOS / "lantern-road.json").read_text())
+    folder = tmp_path / "shipped"
+    folder.mkdir()
+    (folder / "lantern-road.json").write_text(json.dumps(shipped))
+
+    async def seeded() -> tuple[Scenario, list[int]]:
+        async with db.transaction() as session:
+            await seed_builtin_scenarios(session, folder)
+        async with db.session() as session:
+            scenario = await session.scalar(
+                select(Scenario).where(
+                    col(Scenario.builtin_key) == shipped.get("key", "lantern-road")
+                )
+            )
+            assert scenario is not None
+            cards = list(
+                await session.scalars(
+                    select(col(ScenarioCard.id)).where(col(ScenarioCard.scenario_id) == scenario.id)
+                )
+            )
+            return scenario, cards
+
+    first, cards = await seeded()  # the template seeded it from the same file: untouched
+    again, cards_again = await seeded()
+    assert again.updated_at == first.updated_at and cards_again == cards and cards
+
+    shipped["description"] = "A changed description."
+    (folder / "lantern-road.json").write_text(json.dumps(shipped))
+    changed, cards_changed = await seeded()
+    assert changed.description == "A changed description."
+    assert changed.id == first.id and changed.updated_at > first.updated_at
+    assert set(cards_changed).isdisjoint(cards)  # its parts written afresh

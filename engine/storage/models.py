@@ -259,6 +259,8 @@ class Scenario(SteeringFields, table=True):
     server_id: int | None = _fk("servers.id", ondelete="CASCADE", big=True)
     owner_id: int | None = _fk("users.id", ondelete="CASCADE", big=True)
     builtin_key: str | None = Field(default=None, unique=True)
+    #: A shipped scenario's file as last seeded (``engine.library.scenarios.shipped``).
+    builtin_digest: str | None = Field(default=None, sa_column=Column(String(64)))
     # An option of a scenario that is a menu (AI Dungeon's "options"): chosen at /start, never
     # listed on its own. Options share their parent's server or owner.
     parent_id: int | None = _fk("scenarios.id", ondelete="CASCADE")

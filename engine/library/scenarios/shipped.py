@@ -10,6 +10,8 @@ their own copies.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -37,6 +39,13 @@ def _draft(raw: dict[str, Any], stem: str) -> ScenarioDraft:
     return imported.draft
 
 
+def _digest(draft: ScenarioDraft) -> str:
+    """What was read of a shipped file, digested: the scenario as seeding would store it, so
+    that a change to the file, or to how Campfire reads it, is seeded again."""
+    text = json.dumps(dataclasses.asdict(draft), sort_keys=True, default=repr, ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def _read_scenario_files(folder: Path) -> list[tuple[str, dict[str, Any]]]:
     return [
         (path.stem, json.loads(path.read_text(encoding="utf-8")))
@@ -50,6 +59,7 @@ async def seed_builtin_scenarios(session: AsyncSession, folder: Path = BUILTIN_S
     for stem, raw in files:
         key = raw.get("key") or stem
         draft = _draft(raw, stem)
+        digest = _digest(draft)
         fields = {
             "title": draft.title,
             "icon": draft.icon,
@@ -62,11 +72,14 @@ async def seed_builtin_scenarios(session: AsyncSession, folder: Path = BUILTIN_S
             "stat_schema": draft.stat_schema,
         }
         scenario = await session.scalar(select(Scenario).where(col(Scenario.builtin_key) == key))
+        if scenario is not None and scenario.builtin_digest == digest:
+            continue  # seeded from this very file: nothing to write
         if scenario is None:
-            scenario = Scenario(builtin_key=key, **fields)
+            scenario = Scenario(builtin_key=key, builtin_digest=digest, **fields)
             session.add(scenario)
             await session.flush()
         else:
+            scenario.builtin_digest = digest
             for name, value in fields.items():
                 setattr(scenario, name, value)
             scenario.updated_at = utcnow()

@@ -10,6 +10,7 @@ import numpy as np
 from engine.errors import ModelBadReply
 from engine.llm.providers.base import ReplyLimits
 from engine.llm.providers.http_errors import Endpoint, post_answer
+from engine.llm.providers.tls import default_tls
 
 
 class EmbeddingClient:
@@ -31,7 +32,9 @@ class EmbeddingClient:
         # it longer than a model's reply may take (httpx's timeouts bound each read, not all).
         self.limits = limits or ReplyLimits()
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._client = client or httpx.AsyncClient(headers=headers, timeout=timeout)
+        self._client = client or httpx.AsyncClient(
+            headers=headers, timeout=timeout, verify=default_tls()
+        )
 
     async def aclose(self) -> None:
         await self._client.aclose()

@@ -26,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import socket
-import ssl
 import typing
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
@@ -36,6 +35,7 @@ import httpcore
 import httpx
 
 from engine.errors import ModelError
+from engine.llm.providers.tls import system_tls
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 #: Resolves a host name and port to the addresses a connection could go to.
@@ -232,11 +232,10 @@ class GuardedTransport(httpx.AsyncHTTPTransport):
 
     def __init__(self, policy: EndpointPolicy) -> None:
         # No environment proxies (trust_env False): they would connect past the check.
-        super().__init__(trust_env=False)
         # The system's trust store, verification always on: a server cannot turn it off.
-        context = ssl.create_default_context()
+        super().__init__(trust_env=False, verify=system_tls())
         self._pool = httpcore.AsyncConnectionPool(
-            ssl_context=context,
+            ssl_context=system_tls(),
             network_backend=_GuardedBackend(policy),
         )
 

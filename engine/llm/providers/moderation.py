@@ -15,6 +15,7 @@ import httpx
 
 from engine.errors import ModelBadReply
 from engine.llm.providers.http_errors import Endpoint, post_answer
+from engine.llm.providers.tls import default_tls
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,9 @@ class ModerationClient:
         self.endpoint = Endpoint(self.base_url, model, "moderation model", api_key=api_key)
         self.host = self.endpoint.host
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._client = client or httpx.AsyncClient(headers=headers, timeout=timeout)
+        self._client = client or httpx.AsyncClient(
+            headers=headers, timeout=timeout, verify=default_tls()
+        )
 
     async def aclose(self) -> None:
         await self._client.aclose()

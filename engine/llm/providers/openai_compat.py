@@ -37,6 +37,7 @@ from engine.llm.providers.http_errors import (
 )
 from engine.llm.providers.logit_bias import tiktoken_bias
 from engine.llm.providers.sse import EventTooLarge, events, is_event_stream
+from engine.llm.providers.tls import default_tls
 from engine.platform.events import ProviderChunk, ReasoningDelta, StreamEnd, TextDelta, Usage
 
 REASONING_FIELDS = ("reasoning_content", "reasoning")
@@ -89,7 +90,9 @@ class OpenAICompatibleProvider:
         timeouts = httpx.Timeout(timeout, connect=connect_timeout)
         if client is None and policy is not None:
             client = guarded_client(policy, headers=headers, timeout=timeouts)
-        self._client = client or httpx.AsyncClient(headers=headers, timeout=timeouts)
+        self._client = client or httpx.AsyncClient(
+            headers=headers, timeout=timeouts, verify=default_tls()
+        )
 
     async def aclose(self) -> None:
         await self._client.aclose()

@@ -73,6 +73,30 @@ PER_PROCESS: tuple[PerProcess, ...] = (
         "lock and busy timeout decide, as before; PostgreSQL has no gate.",
     ),
     PerProcess(
+        "engine.storage.database:head_revision",
+        "the newest migration's revision, read from the migration scripts once",
+        "The scripts are this process's own code and do not change while it runs; the "
+        "database's own revision is read at every start, and a database at another revision "
+        "is upgraded as before (under the setup lock, which orders processes).",
+    ),
+    PerProcess(
+        "engine.llm.providers.tls:default_tls",
+        "the TLS contexts (certificate authorities loaded once) every HTTP client shares",
+        "Read-only once made; Python's ssl lets any number of connections and threads use "
+        "one context. Nothing about a player or a request is kept in it.",
+    ),
+    PerProcess(
+        "cogs.ui.discovery:extension_names",
+        "the cog modules and their load order, found once",
+        "They are this process's own code, which does not change while it runs.",
+    ),
+    PerProcess(
+        "bot.discord_bot:freeze_startup_objects",
+        "whether this process has moved what it loaded at start out of the garbage "
+        "collector's reach",
+        "Memory management of this process alone; another process freezes its own.",
+    ),
+    PerProcess(
         "engine.turns.intake:TurnIntake",
         "per place, the lock that records and queues its requests one at a time; and turn "
         "leases passed on by a turn that ended to the next one queued here, until it runs",
