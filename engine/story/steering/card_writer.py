@@ -201,7 +201,8 @@ def most_mentioned_uncovered(story: str, cards: list[AdventureCard]) -> str | No
             continue
         name = " ".join(words)
         counts[name] += 1
-        if not _SENTENCE_START.search(story[: found.start()]):
+        # What comes just before is enough to tell a sentence's start (and keeps this linear).
+        if not _SENTENCE_START.search(story[max(0, found.start() - 8) : found.start()]):
             mid_sentence.add(name)
     for name, count in counts.most_common():
         folded = name.casefold()
