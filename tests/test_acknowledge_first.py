@@ -214,6 +214,13 @@ async def play_everything(env: DiscordEnv, fake_model: FakeModelServer, p: Playe
     await p.press(alice, p.answer(listing).id, label="▶")
     await p.autocomplete(alice, thread, "card remove", focused="card", value="nine")
     await p.slash(alice, thread, "card remove", card="Guard nine")
+    cards = StandinFile(
+        "aid-story-cards.json", (DATA / "aid-story-cards.json").read_bytes(), "application/json"
+    )
+    await p.autocomplete(alice, thread, "card import", focused="scenario", value="ban")
+    for label in ("Cancel", "Import 3 story cards"):
+        preview = await p.slash(alice, thread, "card import", file=cards)
+        await p.press(alice, p.answer(preview).id, label=label)
     await p.slash(alice, thread, "adventure settings")
     await p.slash(alice, thread, "adventure settings", temperature=0.7)
     await p.slash(alice, thread, "state show")
