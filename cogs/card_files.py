@@ -119,13 +119,14 @@ class CardImportView(FilePreview):
             parts.append(f"{_cards(done.added)} added")
         if done.replaced:
             parts.append(f"{_cards(done.replaced)} replaced")
+        where = _place(done.place)
         when = (
             "they apply from the next turn"
             if done.place.is_adventure
             else "adventures started from it from now on have them (running ones keep theirs)"
         )
         await interaction.edit_original_response(
-            content=fit_text(f"✅ {' and '.join(parts)} in {_place(done.place)}; {when}."),
+            content=fit_text(f"✅ {where[0].upper()}{where[1:]}: {', '.join(parts)}; {when}."),
             embed=None,
             view=None,
         )

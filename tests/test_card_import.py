@@ -13,6 +13,8 @@ from sqlalchemy import select
 from sqlmodel import col
 
 from bot.standin import StandinFile
+from engine.library.formats.draft import ImportedCard
+from engine.play.card_imports import plan_merge
 from engine.storage.models import AdventureCard, Scenario, ScenarioCard
 from tests.discord_env import DiscordEnv, campfire_on_standin
 from tests.fakes.openai_server import FakeModelServer
@@ -115,8 +117,8 @@ async def test_cards_merge_into_the_running_adventure_after_a_preview(
 
     done = await press(env, env.alice, preview, "Import 3 story cards")
     assert done.content == (
-        "✅ 1 story card added and 2 story cards replaced in the adventure here, **The Lantern "
-        "Road**; they apply from the next turn."
+        "✅ The adventure here, **The Lantern Road**: 1 story card added, 2 story cards "
+        "replaced; they apply from the next turn."
     )
     assert done.embeds == [] and done.components == []
     cards = await adventure_cards(env, thread)
@@ -141,6 +143,17 @@ async def test_cards_merge_into_the_running_adventure_after_a_preview(
     prompt = json.dumps(fake_model.requests[-1]["messages"])
     assert "A monk who counts the lanterns." in prompt
     assert "Wenna keeps a crossbow" not in prompt  # her keys did not come up
+
+    # Undo takes the turn back, not the cards, as it leaves a card added by hand; the turn
+    # played again reads them.
+    undone = await env.fake.slash(env.alice, thread, "undo")
+    await env.done()
+    assert "undid" in env.fake.message(undone.original_message_id).content
+    assert [c.title for c in await adventure_cards(env, thread)] == [c.title for c in cards]
+    fake_model.queue("Brother Tomas bows.")
+    await env.fake.slash(env.alice, thread, "do", action="greet Tomas again")
+    await env.done()
+    assert "A monk who counts the lanterns." in json.dumps(fake_model.requests[-1]["messages"])
 
 
 async def test_cancel_saves_nothing_and_a_stale_preview_writes_nothing(env: DiscordEnv):
@@ -311,3 +324,21 @@ async def test_the_cards_one_host_may_hold_bound_an_import(
         )
         await press(env, env.alice, preview, "Import 2 story cards")
         assert [c.title for c in await adventure_cards(env, thread)][3:] == ["Imp 0", "Imp 1"]
+
+
+def test_a_card_there_is_replaced_once_by_title_first_then_by_keys():
+    there = [(1, "Wenna", "wenna, innkeeper"), (2, "The  Inn", "inn"), (3, "Ferry", "boat")]
+    cards = [
+        ImportedCard(title="Innkeeper", keys="Innkeeper, WENNA"),  # Wenna's keys, any order
+        ImportedCard(title="wenna", keys="other"),  # Wenna's title: taken by title first
+        ImportedCard(title="the inn", keys="inn"),  # a title as players read it
+        ImportedCard(title="Ferryman", keys="boat"),  # Ferry's keys
+        ImportedCard(title="Raft", keys="boat"),  # Ferry's keys again: Ferry is taken
+        ImportedCard(title="Dock", keys=""),
+    ]
+    merge = plan_merge(cards, there, room=1, why="Full.")
+    assert merge.targets == (None, 1, 2, 3, None, None)
+    assert merge.replaced_titles == ("Wenna", "The  Inn", "Ferry")
+    assert (merge.new, merge.kept, merge.left_out, merge.writes) == (3, 1, 2, 4)
+    assert merge.why_left_out == "Full."
+    assert plan_merge(cards[:1], [], room=5, why="Full.").why_left_out == ""
