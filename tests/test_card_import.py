@@ -148,6 +148,7 @@ async def test_cards_merge_into_the_running_adventure_after_a_preview(
     # played again reads them.
     undone = await env.fake.slash(env.alice, thread, "undo")
     await env.done()
+    assert undone.original_message_id is not None
     assert "undid" in env.fake.message(undone.original_message_id).content
     assert [c.title for c in await adventure_cards(env, thread)] == [c.title for c in cards]
     fake_model.queue("Brother Tomas bows.")
