@@ -256,6 +256,19 @@ async def test_whole_adventures_and_scenarios_go_to_their_own_commands(env: Disc
     assert [c.title for c in await adventure_cards(env, thread)] == STARTER_CARDS
 
 
+async def test_a_scenario_import_of_story_cards_points_to_card_import(env: DiscordEnv):
+    file = from_disk(DATA / "aid-story-cards.json")
+    record = await env.fake.slash(env.alice, env.channel, "scenario import", file=file)
+    await env.done()
+    fields = fields_of(answer(env, record))
+    assert "`/card import`" in fields["Story cards only"]
+    record = await env.fake.slash(
+        env.alice, env.channel, "scenario import", file=from_disk(DATA / "aid-new-scenario.json")
+    )
+    await env.done()
+    assert "Story cards only" not in fields_of(answer(env, record))
+
+
 async def test_only_those_who_steer_the_adventure_import_cards_into_it(env: DiscordEnv):
     thread = await env.start_thread(env.alice)
     refused = await imported(env, env.bob, thread, card_file([story_card("X", "x", "y")]))
