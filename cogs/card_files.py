@@ -43,7 +43,7 @@ def _place(place: CardPlace) -> str:
 
 
 def _titles(titles: list[str] | tuple[str, ...]) -> str:
-    shown = ", ".join(f"“{t}”" for t in titles[:TITLES_NAMED])
+    shown = ", ".join(f"“{discord.utils.escape_markdown(t)}”" for t in titles[:TITLES_NAMED])
     if len(titles) > TITLES_NAMED:
         shown += f" and {len(titles) - TITLES_NAMED:,} more"
     return shown
