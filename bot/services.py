@@ -37,6 +37,7 @@ from engine.platform.coordination.leases import TurnLeases
 from engine.platform.crypto import SecretBox
 from engine.platform.queue import AdventureQueue
 from engine.platform.redaction import host_of, redact_logs
+from engine.play.card_imports import CardImports
 from engine.play.imports import AdventureImports
 from engine.play.message_links import MessageLinks
 from engine.play.operator_status import OperatorStatus
@@ -374,4 +375,7 @@ async def build_services(settings: Settings) -> Services:
         servers=ServerSettings(db, content_policy(settings)),
         reports=TurnReports(db, tree),
         imports=AdventureImports(db, archive, moderator, content_policy(settings)),
+        card_imports=CardImports(
+            db, import_limits, rate_limits=limits, content=content_policy(settings)
+        ),
     )

@@ -120,6 +120,7 @@ age-restricted channels); `/server banned words:` words banned in all its advent
 `/note`, `/essentials`, `/instructions`: the author's note, plot essentials, AI instructions
 `/card add|edit|remove|list`: story cards, brought in when their keys come up
 `/card generate [name]`: the model writes a card from the story; you see it before it is added
+`/card import file: [scenario:]`: story cards from a file, into the adventure here or a scenario
 `/adventure settings`: context size, reply length, temperature; `messages:on|off`
 
 **World state** (in scenarios that track it)

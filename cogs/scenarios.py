@@ -24,6 +24,7 @@ from cogs.ui.pages import ListPage, list_source, paged, show_list
 from cogs.ui.previews import FilePreview
 from cogs.ui.replies import reply
 from engine.errors import CampfireError
+from engine.library.formats.detect import CARD_FORMATS
 from engine.library.formats.draft import ImportedScenario, ScenarioDraft
 from engine.library.scenarios.library import LibraryListing, ScenarioDetails, ScenarioEntry
 from engine.platform.sanitise import echo
@@ -80,6 +81,15 @@ def preview_embed(imported: ImportedScenario) -> discord.Embed:
         embed.add_field(name="Asked at /start", value=echo(asked, FIELD_MAX), inline=False)
     if draft.stat_schema:
         embed.add_field(name="World state", value="tracked (stat schema)", inline=False)
+    if imported.format in CARD_FORMATS:
+        # A file of cards makes a scenario with no opening; most who send one want the cards
+        # in a story they have.
+        embed.add_field(
+            name="Story cards only",
+            value="This file makes a scenario of cards with no opening. To add its cards to "
+            "the adventure running here or to a scenario instead: `/card import`.",
+            inline=False,
+        )
     if imported.warnings:
         embed.add_field(
             name="Warnings",

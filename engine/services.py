@@ -28,6 +28,7 @@ from engine.platform.coordination.instance import Instance
 from engine.platform.coordination.jobs import JobLeases
 from engine.platform.coordination.leases import TurnLeases
 from engine.platform.crypto import SecretBox
+from engine.play.card_imports import CardImports
 from engine.play.imports import AdventureImports
 from engine.play.message_links import MessageLinks
 from engine.play.operator_status import OperatorStatus
@@ -116,6 +117,9 @@ class Services:
     #: /adventure import under the content rules: the moderation check, then the archive's
     #: write (cogs: adventure_files).
     imports: AdventureImports
+    #: /card import: a story-card file merged into the adventure here or a library scenario
+    #: (cogs: card_files).
+    card_imports: CardImports
 
     async def aclose(self) -> None:
         # The script workers this process started (a later run would start new ones).

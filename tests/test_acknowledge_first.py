@@ -218,6 +218,13 @@ async def play_everything(env: DiscordEnv, fake_model: FakeModelServer, p: Playe
         fake_model.queue(f'{{"title": "{name}", "keys": ["{name}"], "entry": "Of the reeds."}}')
         proposal = await p.slash(alice, thread, "card generate", name=name)
         await p.press(alice, p.answer(proposal).id, label=label)
+    cards = StandinFile(
+        "aid-story-cards.json", (DATA / "aid-story-cards.json").read_bytes(), "application/json"
+    )
+    await p.autocomplete(alice, thread, "card import", focused="scenario", value="ban")
+    for label in ("Cancel", "Import 3 story cards"):
+        preview = await p.slash(alice, thread, "card import", file=cards)
+        await p.press(alice, p.answer(preview).id, label=label)
     await p.slash(alice, thread, "adventure settings")
     await p.slash(alice, thread, "adventure settings", temperature=0.7)
     await p.slash(alice, thread, "state show")

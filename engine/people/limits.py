@@ -514,11 +514,27 @@ class UsageLimits:
         ("memories") to ``adventure``: refuse when the adventures its host runs (ended ones
         too: they keep their rows) hold as many as one player's may. Forgotten memories do
         not count (the bank forgets on its own past each adventure's capacity)."""
+        held = await self._host_held(session, adventure, kind)
+        cap, what, room = self._host_rule(kind)
+        if held is not None and held >= cap:
+            raise LimitReached(
+                f"The adventures this adventure's host runs hold {held:,} {what}, as many as "
+                f"one player's may. Make room with {room} (here or in another of them)."
+            )
+
+    async def host_room(self, session: AsyncSession, adventure: Adventure, kind: str) -> int | None:
+        """How many more story cards (``kind`` "cards") or memories the adventures of
+        ``adventure``'s host may hold (0 when full); None when it has no host to count for."""
+        held = await self._host_held(session, adventure, kind)
+        return None if held is None else max(0, self._host_rule(kind)[0] - held)
+
+    async def _host_held(
+        self, session: AsyncSession, adventure: Adventure, kind: str
+    ) -> int | None:
         if adventure.host_id is None:
-            return
+            return None
         hosted = col(Adventure.host_id) == adventure.host_id
         if kind == "cards":
-            cap, what, room = self.rules.cards_per_user, "story cards", "`/card remove`"
             count = (
                 select(func.count())
                 .select_from(AdventureCard)
@@ -526,19 +542,19 @@ class UsageLimits:
                 .where(hosted)
             )
         else:
-            cap, what, room = self.rules.memories_per_user, "memories", "`/memory forget`"
             count = (
                 select(func.count())
                 .select_from(Memory)
                 .join(Adventure, col(Adventure.id) == col(Memory.adventure_id))
                 .where(hosted, col(Memory.forgotten).is_(False))
             )
-        held = await session.scalar(count) or 0
-        if held >= cap:
-            raise LimitReached(
-                f"The adventures this adventure's host runs hold {held:,} {what}, as many as "
-                f"one player's may. Make room with {room} (here or in another of them)."
-            )
+        return await session.scalar(count) or 0
+
+    def _host_rule(self, kind: str) -> tuple[int, str, str]:
+        """The cap on ``kind`` per host, what it counts, and the command that makes room."""
+        if kind == "cards":
+            return self.rules.cards_per_user, "story cards", "`/card remove`"
+        return self.rules.memories_per_user, "memories", "`/memory forget`"
 
     # --- libraries -----------------------------------------------------------------------------
 

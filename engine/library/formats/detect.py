@@ -34,23 +34,63 @@ def title_from(filename: str) -> str:
     return stem[:100] or "Imported scenario"
 
 
+#: The formats that hold story cards and nothing else a scenario has (``/card import``); a
+#: Character Card V2 is a character and its lorebook: cards, its scenario text left out.
+CARD_FORMATS = frozenset(
+    {AID_CARDS, AID_WORLD_INFO, SILLYTAVERN, NOVELAI, CHARACTER_CARD, CHARACTER_BOOK}
+)
+
+
 def read_scenario(data: bytes, filename: str, limits: ImportLimits) -> ImportedScenario:
     """Parse, detect and check an uploaded scenario; raises ``ImportRejected`` for any problem."""
     raw = load_json(data, JsonCaps(max_bytes=limits.max_bytes))
+    return _finished(_detected(raw, filename), limits)
+
+
+def read_cards(data: bytes, filename: str, limits: ImportLimits) -> ImportedScenario:
+    """Parse, detect and check an uploaded story-card file (``CARD_FORMATS``): a scenario of
+    cards only. A whole adventure or scenario is refused with the command that reads it."""
+    raw = load_json(data, JsonCaps(max_bytes=limits.max_bytes))
+    if isinstance(raw, dict) and raw.get(bundle.MARKER) == "adventure":
+        raise ImportRejected(
+            "This file is a whole adventure, not story cards: `/adventure import` restores it "
+            "as an adventure of its own."
+        )
+    imported = _detected(raw, filename)
+    if imported.format not in CARD_FORMATS:
+        raise ImportRejected(
+            f"This file is a whole scenario ({imported.format}), not story cards: "
+            "`/scenario import` brings it into the library, and `/start` plays it. "
+            f"`/card import` reads story cards: {CARD_SUPPORTED}."
+        )
+    return _finished(imported, limits, where="The file")
+
+
+CARD_SUPPORTED = (
+    "AI Dungeon story-card and world-info exports, SillyTavern world info, NovelAI lorebooks "
+    "and Character Card V2 files"
+)
+
+
+def _detected(raw: Any, filename: str) -> ImportedScenario:
     name = title_from(filename)
     warnings: list[str] = []
     if isinstance(raw, list) and raw and aidungeon.is_scenario_list(raw):
         first, *more = aidungeon.read_scenario_list(raw, title=name)
-        imported = ImportedScenario(AID_OLD_LIST, first, warnings, more)
-    else:
-        kind, draft = _read(raw, name, warnings)
-        imported = ImportedScenario(kind, draft, warnings)
+        return ImportedScenario(AID_OLD_LIST, first, warnings, more)
+    kind, draft = _read(raw, name, warnings)
+    return ImportedScenario(kind, draft, warnings)
+
+
+def _finished(
+    imported: ImportedScenario, limits: ImportLimits, *, where: str = "The scenario"
+) -> ImportedScenario:
     if imported.format != BUNDLE:
         # Campfire's own bundles hold Campfire's keys; every other format's keys are read in
         # the syntax of the tool that wrote them.
         for draft in imported.walk():
-            convert_card_keys(draft.cards, warnings)
-    return finish(imported, limits)
+            convert_card_keys(draft.cards, imported.warnings)
+    return finish(imported, limits, where=where)
 
 
 def _read(raw: Any, name: str, warnings: list[str]) -> tuple[str, ScenarioDraft]:

@@ -222,8 +222,11 @@ def fill_placeholders(text: str, answers: dict[str, str]) -> str:
 # --- finishing a draft ---------------------------------------------------------------------------
 
 
-def finish(imported: ImportedScenario, limits: ImportLimits) -> ImportedScenario:
-    """Check every scenario in the draft against the caps; raise on the first problem."""
+def finish(
+    imported: ImportedScenario, limits: ImportLimits, *, where: str = "The scenario"
+) -> ImportedScenario:
+    """Check every scenario in the draft against the caps; raise on the first problem.
+    ``where`` names a file of one scenario in what is said (a story-card file: "The file")."""
     scenarios = imported.walk()
     if len(scenarios) > MAX_SCENARIOS:
         raise ImportRejected(
@@ -234,12 +237,12 @@ def finish(imported: ImportedScenario, limits: ImportLimits) -> ImportedScenario
     for n, top in enumerate(imported.scenarios, start=1):
         for i, draft in enumerate(top.walk()):
             if i > 0:
-                where = f"Option “{draft.title[:60]}”"
+                named = f"Option “{draft.title[:60]}”"
             elif several:
-                where = f"Scenario {n} (“{draft.title[:60]}”)"
+                named = f"Scenario {n} (“{draft.title[:60]}”)"
             else:
-                where = "The scenario"
-            _finish_one(draft, where, limits, imported)
+                named = where
+            _finish_one(draft, named, limits, imported)
     return imported
 
 

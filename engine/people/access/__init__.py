@@ -37,7 +37,9 @@ The rules, in words:
 - **A button** acts only on the adventure it was drawn for, in the place it is pressed; a Retry
   button only on a request of that adventure that failed, was refused or was interrupted, once.
 - **Importing and deleting scenarios**: members who manage the server, and the server's
-  importer role. A suggested action pressed plays as ``/do``.
+  importer role. The same people change a server library's scenario (``/card import
+  scenario:``); a player's own scenario, that player; a shipped one, no one. A suggested
+  action pressed plays as ``/do``.
 - **A server's settings** (``/server``, ``engine.people.servers``: the importer role, suggested
   actions): members who manage the server, never in a DM.
 - **Chapters** (``/chapters``, ``engine.story.chapters``): anyone in a server adventure's place

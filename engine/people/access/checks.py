@@ -15,6 +15,7 @@ from engine.people.access.rules import (
     _leads,
     may_act,
     may_bring_scripts,
+    may_change_scenario,
     may_close_round,
     may_correct_story,
     may_end,
@@ -488,6 +489,28 @@ async def reads_scenario_scripts(session: AsyncSession, scenario: Scenario, acto
         server = await session.get(Server, scenario.server_id)
         role = server.importer_role_id if server is not None else None
     return may_read_scenario_scripts(scenario, actor, role)
+
+
+async def check_may_change_scenario(
+    session: AsyncSession, scenario: Scenario, actor: Actor
+) -> None:
+    """``may_change_scenario``, with the server's importer role looked up."""
+    role = None
+    if scenario.server_id is not None:
+        server = await session.get(Server, scenario.server_id)
+        role = server.importer_role_id if server is not None else None
+    if may_change_scenario(scenario, actor, role):
+        return
+    if scenario.builtin_key is not None:
+        raise NotAllowed(
+            f"“{scenario.title}” ships with Campfire and cannot be changed. Export it with "
+            "`/scenario export`, import the file as a scenario of your own, and change that."
+        )
+    if scenario.owner_id is not None:
+        raise NotAllowed(
+            f"“{scenario.title}” is another player's own scenario: only they change it."
+        )
+    await check_may_import(session, actor, "change this server's scenarios")
 
 
 async def check_may_import(session: AsyncSession, actor: Actor, what: str) -> None:

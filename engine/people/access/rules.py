@@ -211,6 +211,17 @@ def may_read_scenario_scripts(
     return scenario.server_id == actor.server_id and may_import(actor, importer_role_id)
 
 
+def may_change_scenario(scenario: Scenario, actor: Actor, importer_role_id: int | None) -> bool:
+    """Change a library scenario's contents (``/card import scenario:``): whoever may delete
+    it, as ``/scenario delete`` allows: a player's own, its owner; a server library's, those
+    who may import there. A shipped scenario is Campfire's own, changed by no one."""
+    if scenario.builtin_key is not None:
+        return False
+    if scenario.owner_id is not None:
+        return scenario.owner_id == actor.user_id
+    return scenario.server_id == actor.server_id and may_import(actor, importer_role_id)
+
+
 def may_bring_scripts(actor: Actor) -> bool:
     """Bring scripts in with an adventure the actor starts or imports here (and will host): the
     script right over that adventure (server managers; in a DM, its player)."""
