@@ -76,3 +76,23 @@ class CharacterClaim(SQLModel, table=True):
     slot: str = Field(sa_column=Column(String(80), nullable=False))
     text: str = Field(sa_column=Column(Text, nullable=False))
     created_at: datetime = _when()
+
+
+class ScenarioOpening(SQLModel, table=True):
+    """One more opening of a scenario, besides its own prompt (the first): a player chooses one
+    at /start. A character card's ``alternate_greetings`` are these; its V3
+    ``group_only_greetings`` are offered only to a group (in a server)."""
+
+    __tablename__: ClassVar[str] = "scenario_openings"
+
+    scenario_id: int = Field(
+        sa_column=Column(
+            Integer,
+            ForeignKey("scenarios.id", ondelete="CASCADE"),
+            primary_key=True,
+            autoincrement=False,
+        )
+    )
+    position: int = Field(sa_column=Column(Integer, primary_key=True, autoincrement=False))
+    text: str = Field(sa_column=Column(Text, nullable=False))
+    group_only: bool = False

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import PurePath
 from typing import Any
 
-from engine.library.formats import aidungeon, bundle, lorebooks
+from engine.library.formats import aidungeon, bundle, character_card, lorebooks
+from engine.library.formats.character_card_png import card_json_from_png, is_png
 from engine.library.formats.draft import ImportedScenario, ImportLimits, ScenarioDraft, finish
 from engine.library.formats.key_syntax import convert_card_keys
 from engine.library.formats.strict_json import JsonCaps, load_json
@@ -20,12 +21,12 @@ AIDND = "AI-DnD scenario"
 BUNDLE = "Campfire scenario bundle"
 SILLYTAVERN = "SillyTavern world info"
 NOVELAI = "NovelAI lorebook"
-CHARACTER_CARD = "Character Card V2"
 CHARACTER_BOOK = "character book (Character Card V2 lorebook)"
 
 SUPPORTED = (
     "AI Dungeon scenarios and story-card exports, AI-DnD scenarios, SillyTavern world info, "
-    "NovelAI lorebooks, Character Card V2 JSON and Campfire scenario bundles"
+    "NovelAI lorebooks, character cards (V1, V2 and V3, JSON or PNG) and Campfire scenario "
+    "bundles"
 )
 
 
@@ -36,7 +37,19 @@ def title_from(filename: str) -> str:
 
 def read_scenario(data: bytes, filename: str, limits: ImportLimits) -> ImportedScenario:
     """Parse, detect and check an uploaded scenario; raises ``ImportRejected`` for any problem."""
-    raw = load_json(data, JsonCaps(max_bytes=limits.max_bytes))
+    if is_png(data):
+        # A card PNG: its JSON is read from the image's text chunk, within the same caps.
+        if len(data) > limits.max_image_bytes:
+            raise ImportRejected(
+                f"The image is {len(data) / 1024:,.0f} KiB; the largest accepted is "
+                f"{limits.max_image_bytes / 1024:,.0f} KiB."
+            )
+        data = card_json_from_png(data, max_json_bytes=limits.max_bytes)
+        raw = load_json(data, JsonCaps(max_bytes=limits.max_bytes))
+        if not isinstance(raw, dict) or character_card.card_version(raw) is None:
+            raise ImportRejected("The PNG's card chunk holds JSON that is not a character card.")
+    else:
+        raw = load_json(data, JsonCaps(max_bytes=limits.max_bytes))
     name = title_from(filename)
     warnings: list[str] = []
     if isinstance(raw, list) and raw and aidungeon.is_scenario_list(raw):
@@ -75,8 +88,9 @@ def _read(raw: Any, name: str, warnings: list[str]) -> tuple[str, ScenarioDraft]
         return BUNDLE, bundle.read_bundle(raw, fallback_title=name)
     if raw.get(bundle.MARKER) == "adventure":
         raise ImportRejected("This is an adventure export: use /adventure import for it.")
-    if lorebooks.is_character_card(raw):
-        return CHARACTER_CARD, lorebooks.read_character_card(raw, title=name, warnings=warnings)
+    version = character_card.card_version(raw)
+    if version is not None:
+        return version, character_card.read_card(raw, version, title=name, warnings=warnings)
     if lorebooks.is_novelai(raw):
         return NOVELAI, lorebooks.read_novelai(raw, title=name, warnings=warnings)
     if lorebooks.is_sillytavern(raw):
