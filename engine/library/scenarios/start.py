@@ -203,8 +203,8 @@ async def openings_offered(
     return [(p, opening_label(text)) for p, text in [(0, scenario.prompt), *offered]]
 
 
-#: A button's label holds 80 characters.
-LABEL_MAX = 80
+#: A button's label holds 80 characters: room for the opening's number before it ("12. ").
+LABEL_MAX = 76
 
 
 def opening_label(text: str) -> str:
