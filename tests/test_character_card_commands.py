@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 from sqlalchemy import func, select
+from sqlmodel import col
 
 from bot.standin import StandinFile
 from bot.standin.records import iter_components
@@ -26,7 +27,9 @@ def png_file(name: str) -> StandinFile:
 
 async def imported_count(env) -> int:
     async with env.bot.services.db.session() as session:
-        query = select(func.count()).select_from(Scenario).where(Scenario.builtin_key.is_(None))
+        query = (
+            select(func.count()).select_from(Scenario).where(col(Scenario.builtin_key).is_(None))
+        )
         return await session.scalar(query) or 0
 
 
