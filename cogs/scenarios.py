@@ -212,6 +212,8 @@ def details_embed(details: ScenarioDetails) -> discord.Embed:
             value=echo(", ".join(details.options), FIELD_MAX),
             inline=False,
         )
+    if details.openings:
+        embed.add_field(name="Openings", value=f"{details.openings + 1}, chosen at /start")
     if details.placeholders:
         asked = ", ".join(f"`{p}`" for p in details.placeholders)
         embed.add_field(name="Asked at /start", value=echo(asked, FIELD_MAX), inline=False)

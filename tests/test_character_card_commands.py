@@ -117,6 +117,10 @@ async def test_a_hostile_png_is_refused_privately_and_nothing_is_stored(env):
 
 async def test_export_as_a_card(env):
     await import_card(env, env.alice, env.channel, png_file("sola-v2.json"))
+    shown = await env.fake.slash(env.alice, env.channel, "scenario show", scenario="Orsolya")
+    await env.done()
+    fields = {f["name"]: f["value"] for f in answer(env, shown).embeds[0]["fields"]}
+    assert fields["Openings"] == "3, chosen at /start"
     record = await env.fake.slash(
         env.alice,
         env.channel,

@@ -108,6 +108,8 @@ class ScenarioDetails:
     placeholders: list[str]
     tracks_world_state: bool
     content_rating: str = ""
+    #: Openings to choose from at /start besides the first (a character card's greetings).
+    openings: int = 0
 
 
 class ScenarioLibrary:
@@ -252,6 +254,7 @@ class ScenarioLibrary:
                 draft.placeholders,
                 bool(draft.stat_schema),
                 draft.content_rating,
+                len(draft.openings),
             )
 
     async def delete(self, actor: Actor, query: str) -> str:
