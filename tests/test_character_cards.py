@@ -150,6 +150,14 @@ def test_a_png_with_both_chunks_is_read_from_ccv3():
     assert imported.format == character_card.V3 and imported.draft.prompt.endswith("says Sola.")
 
 
+def test_only_the_first_card_chunk_is_read():
+    first = text_chunk(b"chara", card_text(card("sola-v2.json")))
+    # Later chunks of the same keyword are stepped over, even ones that would be refused.
+    later = [ztxt_chunk(b"chara", b"A" * (20 * 1024 * 1024))] * 50
+    imported = read(image(first, *later), "many.png", ImportLimits(max_bytes=64 * 1024))
+    assert imported.draft.title == "Orsolya Venn"
+
+
 @pytest.mark.parametrize(
     "make",
     [

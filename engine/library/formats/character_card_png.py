@@ -60,7 +60,9 @@ def card_json_from_png(data: bytes, *, max_json_bytes: int) -> bytes:
         if kind in _TEXT_TYPES:
             body = data[start:end]
             keyword = body.split(b"\0", 1)[0]
-            if keyword in KEYWORDS:
+            # Only the first chunk of each keyword is read: a file of many (each a bomb within
+            # the cap) costs no more than one.
+            if keyword in KEYWORDS and keyword not in found:
                 if length > max_chunk:
                     raise ImportRejected(
                         f"The PNG's card ({keyword.decode()} chunk) is {length / 1024:,.0f} KiB; "
@@ -72,7 +74,7 @@ def card_json_from_png(data: bytes, *, max_json_bytes: int) -> bytes:
                         f"The PNG's {keyword.decode()} chunk is damaged (its checksum does not "
                         "match): save or download the card again."
                     )
-                found.setdefault(keyword, _text_of(kind, body, keyword, max_chunk))
+                found[keyword] = _text_of(kind, body, keyword, max_chunk)
         offset = end + 4
     for keyword in KEYWORDS:
         if keyword in found:
