@@ -1,5 +1,6 @@
 """Tables of the authored-play helpers (issue 22): suggested actions, the scenario's and the
-server's play options, and the players' claims to characters.
+server's play options, the players' claims to characters, and a scenario's openings to choose
+from at /start.
 
 Kept apart from ``engine.storage.models`` so the features that use them stay in files of their
 own; imported with it wherever the metadata is assembled (the migrations' env, this package).
