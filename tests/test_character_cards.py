@@ -10,6 +10,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sqlalchemy import func, select
 from sqlmodel import col
 
@@ -205,6 +207,23 @@ def test_hostile_pngs_are_refused_clearly():
     many = image(*[text_chunk(b"Comment", b"x")] * 5000)
     assert "more than 4,096 chunks" in _refusal(many)
     assert "largest accepted" in _refusal(whole, ImportLimits(max_image_bytes=1024))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    cut=st.integers(min_value=0, max_value=2000), flips=st.lists(st.integers(0, 2000), max_size=4)
+)
+def test_a_damaged_card_png_is_read_or_refused_never_crashes(cut, flips):
+    data = bytearray(card_png(card("wren-v1.json")))
+    for at in flips:
+        data[at % len(data)] ^= 0x5A
+    damaged = bytes(data[: len(data) - cut % len(data)])
+    try:
+        imported = read(damaged, "damaged.png")
+    except ImportRejected as refused:
+        assert str(refused)
+    else:
+        assert imported.draft.title
 
 
 # --- stored, started, exported ----------------------------------------------------------------
