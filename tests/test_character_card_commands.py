@@ -76,6 +76,13 @@ async def test_a_card_png_imports_and_start_offers_its_greetings(env, fake_model
         "*The ledger lies open on the counter of the lamp house.* Ada is written on tonight's "
         "page, in Orsolya Venn's hand."
     )
+    # The host plays Ada: their actions are written with the name the story calls them by.
+    fake_model.queue("Orsolya looks up.")
+    acted = await env.fake.slash(env.alice, thread, "do", action="read the ledger")
+    await env.done()
+    assert "> Ada reads the ledger." in env.fake.message(acted.original_message_id).content
+    prompt = json.dumps(fake_model.requests[-1])
+    assert "> Ada reads the ledger." in prompt
 
 
 async def test_in_a_dm_the_user_is_you_and_nothing_is_asked(env, fake_model):

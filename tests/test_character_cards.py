@@ -29,7 +29,7 @@ from engine.library.scenarios.start import (
 )
 from engine.people.access.rules import Actor
 from engine.prompt.cards import load_context_cards, match_cards
-from engine.storage.models import Scenario
+from engine.storage.models import Character, Scenario
 from engine.storage.play_models import ScenarioOpening
 from tests.card_files import card_png, card_text, image, itxt_chunk, text_chunk, ztxt_chunk
 
@@ -266,6 +266,11 @@ async def test_start_with_an_opening_fills_the_user_by_place(db, library):
         )
         assert in_server.prompt.startswith("*The ledger lies open")
         assert "Ada is written on tonight's page" in in_server.prompt
+        # The host plays the card's {{user}}: their character has the name they gave.
+        host = await session.scalar(
+            select(Character).where(col(Character.adventure_id) == in_server.id)
+        )
+        assert host is not None and (host.user_id, host.name) == (11, "Ada")
         first = await start_adventure(session, scenario_id, host_id=11)
         assert first.prompt.startswith("*Orsolya Venn lowers her pole")
         with pytest.raises(InvalidInput):

@@ -15,8 +15,8 @@ Campfire decides them in two steps:
   (``engine.story.actions``), so ``{{user}}`` becomes "you" ("{{user}}'s" "your",
   "{{user}} is" "you are", capitalised where a sentence begins). In a server the story is
   told of characters by name, so /start asks the host for their character's name (the same
-  question as AI Dungeon's ``${character.name}``, ``USER_QUESTION``) and ``{{user}}`` becomes
-  that name.
+  question as AI Dungeon's ``${character.name}``, ``USER_QUESTION``), ``{{user}}`` becomes
+  that name, and the host's character is named so (``engine.library.scenarios.start``).
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ from engine.storage.models import (
     AdventureScript,
     Branch,
     CardFields,
+    Character,
     Role,
     Scenario,
     ScenarioCard,
@@ -30,6 +31,7 @@ from engine.storage.models import (
 )
 from engine.storage.play_models import ScenarioOpening
 from engine.story.chapters.store import begin_chapters
+from engine.story.characters import clean_name, name_key
 from engine.story.world.apply import schema_of
 from engine.story.world.schema import initial_state
 
@@ -79,7 +81,10 @@ async def start_adventure(
             for name in ("title", "keys", "entry"):
                 card[name] = fill_placeholders(str(card[name]), answers)
     user = (answers or {}).get(USER_QUESTION) if server_id is not None else None
-    for name in ("prompt", "plot_essentials", "authors_note", "ai_instructions"):
+    steering = ("prompt", "plot_essentials", "authors_note", "ai_instructions")
+    texts = [str(fields[n]) for n in steering]
+    plays_user = any(uses_user(t) for t in texts + [str(c["entry"]) for c in cards])
+    for name in steering:
         fields[name] = fill_user(str(fields[name]), user)
     for card in cards:
         for name in ("title", "keys", "entry"):
@@ -98,6 +103,8 @@ async def start_adventure(
     session.add(adventure)
     await session.flush()
     assert adventure.id is not None  # flushed just above
+    if plays_user and user and host_id is not None:
+        _name_host(session, adventure.id, host_id, user)
     await begin_chapters(session, adventure, scenario.id)
 
     session.add_all(AdventureCard(**card, adventure_id=adventure.id) for card in cards)
@@ -201,6 +208,20 @@ async def openings_offered(
     if not offered:
         return []
     return [(p, opening_label(text)) for p, text in [(0, scenario.prompt), *offered]]
+
+
+def _name_host(session: AsyncSession, adventure_id: int, host_id: int, answer: str) -> None:
+    """The host's character is the card's ``{{user}}``, named as they answered, so their
+    actions are written with the name the story calls them by. A name a character may not
+    have (``clean_name``: markup, "You") still stands in the story; the host names their
+    character with /character set then."""
+    try:
+        name = clean_name(answer)
+    except InvalidInput:
+        return
+    session.add(
+        Character(adventure_id=adventure_id, user_id=host_id, name=name, name_key=name_key(name))
+    )
 
 
 #: A button's label holds 80 characters: room for the opening's number before it ("12. ").
