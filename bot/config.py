@@ -201,6 +201,8 @@ class Settings(BaseSettings):
         "closes with the actions it has.",
     )
     max_import_bytes: int = Field(default=2 * 1024 * 1024, ge=1024, le=10 * 1024 * 1024)
+    # A character card PNG carries its picture too; only its text chunk is read.
+    max_import_image_bytes: int = Field(default=8 * 1024 * 1024, ge=1024, le=25 * 1024 * 1024)
     max_story_cards: int = Field(default=DEFAULT_MAX_CARDS, ge=1, le=10_000)
     # Published scripts are big: Auto-Cards is 0.3 M characters, Localized Languages 2 M.
     max_script_chars: int = Field(default=2_500_000, ge=1, le=10_000_000)

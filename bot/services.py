@@ -291,6 +291,7 @@ async def build_services(settings: Settings) -> Services:
     )
     import_limits = ImportLimits(
         max_bytes=settings.max_import_bytes,
+        max_image_bytes=settings.max_import_image_bytes,
         max_cards=settings.max_story_cards,
         max_script_chars=settings.max_script_chars,
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import discord
@@ -64,9 +65,13 @@ class PlayCog(commands.Cog):
         plan: StartPlan,
         answers: dict[str, str] | None = None,
     ) -> None:
-        """Ask what the scenario needs (an option, its placeholders), then start it."""
+        """Ask what the scenario needs (an option, an opening, its placeholders), then start
+        it."""
         if plan.options:
             await interaction.response.send_message(**option_menu(self, plan), ephemeral=True)
+            return
+        if plan.openings and plan.opening is None:
+            await interaction.response.send_message(**opening_menu(self, plan), ephemeral=True)
             return
         if plan.placeholders and answers is None:
             await interaction.response.send_modal(PlaceholderModal(self, plan))
@@ -102,6 +107,7 @@ class PlayCog(commands.Cog):
                 str(plan.scenario_id),
                 answers,
                 opened_from=channel_id_of(interaction) if thread is not None else None,
+                opening=plan.opening or 0,
             )
         except BaseException:
             # No empty thread is left open by a start that failed.
@@ -178,12 +184,8 @@ def option_menu(cog: PlayCog, plan: StartPlan) -> dict:
     """The options of a menu scenario as buttons (at most 25: five rows of five), under its
     own prompt. Buttons rather than a select menu: every front end can press a button."""
     intro = plan.intro.strip() or "Choose how your story begins:"
-    header = f"{plan.icon} **{plan.title}**".strip()
-    view = OptionMenu(timeout=600)
+    choices = []
     for label, value in plan.options:
-        button: discord.ui.Button = discord.ui.Button(
-            label=echo(label, 80), style=discord.ButtonStyle.primary
-        )
 
         async def chosen(interaction: discord.Interaction, value: str = value) -> None:
             option = await cog.bot.services.play.start_plan(
@@ -191,6 +193,30 @@ def option_menu(cog: PlayCog, plan: StartPlan) -> dict:
             )
             await cog.begin(interaction, option)
 
+        choices.append((label, chosen))
+    return _menu(plan, intro, choices)
+
+
+def opening_menu(cog: PlayCog, plan: StartPlan) -> dict:
+    """A scenario's openings (a character card's greetings) as buttons, each with its first
+    words; the chosen one begins the story."""
+    choices = []
+    for n, (position, label) in enumerate(plan.openings, start=1):
+
+        async def chosen(interaction: discord.Interaction, position: int = position) -> None:
+            await cog.begin(interaction, replace(plan, opening=position))
+
+        choices.append((f"{n}. {label}", chosen))
+    return _menu(plan, "Choose how your story begins:", choices)
+
+
+def _menu(plan: StartPlan, intro: str, choices: list) -> dict:
+    header = f"{plan.icon} **{plan.title}**".strip()
+    view = OptionMenu(timeout=600)
+    for label, chosen in choices:
+        button: discord.ui.Button = discord.ui.Button(
+            label=echo(label, 80), style=discord.ButtonStyle.primary
+        )
         # discord.py's way to answer a button made on the fly; a checker sees a method.
         button.callback = chosen  # type: ignore[method-assign]
         view.add_item(button)

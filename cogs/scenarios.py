@@ -24,6 +24,7 @@ from cogs.ui.pages import ListPage, list_source, paged, show_list
 from cogs.ui.previews import FilePreview
 from cogs.ui.replies import reply
 from engine.errors import CampfireError
+from engine.library.formats import character_card
 from engine.library.formats.detect import CARD_FORMATS
 from engine.library.formats.draft import ImportedScenario, ScenarioDraft
 from engine.library.scenarios.library import LibraryListing, ScenarioDetails, ScenarioEntry
@@ -76,14 +77,25 @@ def preview_embed(imported: ImportedScenario) -> discord.Embed:
             value=echo(names, FIELD_MAX),
             inline=False,
         )
+    if draft.openings and not several:
+        embed.add_field(
+            name=f"Openings ({len(draft.openings) + 1})",
+            value="One is chosen at /start"
+            + (
+                " (group-only ones in a server)"
+                if any(o.group_only for o in draft.openings)
+                else ""
+            ),
+            inline=False,
+        )
     if imported.placeholders:
         asked = ", ".join(f"`{p}`" for p in imported.placeholders)
         embed.add_field(name="Asked at /start", value=echo(asked, FIELD_MAX), inline=False)
     if draft.stat_schema:
         embed.add_field(name="World state", value="tracked (stat schema)", inline=False)
-    if imported.format in CARD_FORMATS:
-        # A file of cards makes a scenario with no opening; most who send one want the cards
-        # in a story they have.
+    if imported.format in CARD_FORMATS and not draft.prompt.strip():
+        # A file of cards makes a scenario with no opening (a character card has its
+        # greetings); most who send one want the cards in a story they have.
         embed.add_field(
             name="Story cards only",
             value="This file makes a scenario of cards with no opening. To add its cards to "
@@ -210,6 +222,8 @@ def details_embed(details: ScenarioDetails) -> discord.Embed:
             value=echo(", ".join(details.options), FIELD_MAX),
             inline=False,
         )
+    if details.openings:
+        embed.add_field(name="Openings", value=f"{details.openings + 1}, chosen at /start")
     if details.placeholders:
         asked = ", ".join(f"`{p}`" for p in details.placeholders)
         embed.add_field(name="Asked at /start", value=echo(asked, FIELD_MAX), inline=False)
@@ -228,7 +242,8 @@ class ScenarioCog(commands.Cog):
 
     @scenario.command(name="import")
     @app_commands.describe(
-        file="An AI Dungeon, AI-DnD, SillyTavern, NovelAI, Character Card or Campfire JSON file"
+        file="An AI Dungeon, AI-DnD, SillyTavern, NovelAI or Campfire JSON file, or a character "
+        "card"
     )
     async def import_(self, interaction: discord.Interaction, file: discord.Attachment) -> None:
         """Import a scenario or lorebook from a file (a preview comes first)."""
@@ -236,7 +251,7 @@ class ScenarioCog(commands.Cog):
         actor = actor_of(interaction)
         # Refused before the download: no one waits on a file they could not import.
         await library.check_may_import(actor)
-        library.check_size(file.size)
+        library.check_size(file.size, file.filename)
         await interaction.response.defer(ephemeral=True, thinking=True)
         data = await file.read()
         imported = await library.preview(actor, data, file.filename)
@@ -246,13 +261,31 @@ class ScenarioCog(commands.Cog):
         )
 
     @scenario.command(name="export")
-    @app_commands.describe(scenario="The scenario to export")
-    async def export(self, interaction: discord.Interaction, scenario: str) -> None:
-        """A scenario as a Campfire file, and its story cards as an AI Dungeon file."""
-        exported = await self.bot.services.scenarios.export(actor_of(interaction), scenario)
+    @app_commands.describe(
+        scenario="The scenario to export",
+        format="Campfire's file (the default), or a character card for SillyTavern and others",
+    )
+    @app_commands.choices(
+        format=[
+            app_commands.Choice(name="Campfire (with AI Dungeon story cards)", value="campfire"),
+            app_commands.Choice(name="Character Card V2 (JSON)", value=character_card.V2),
+            app_commands.Choice(name="Character Card V3 (JSON)", value=character_card.V3),
+        ]
+    )
+    async def export(
+        self, interaction: discord.Interaction, scenario: str, format: str = "campfire"
+    ) -> None:
+        """A scenario as a Campfire file and AI Dungeon story cards, or as a character card."""
+        card = format if format in (character_card.V2, character_card.V3) else None
+        exported = await self.bot.services.scenarios.export(actor_of(interaction), scenario, card)
         files = [discord.File(io.BytesIO(f.content), filename=f.filename) for f in exported.files]
         note = "" if len(files) == 1 else " (the second file is its story cards for AI Dungeon)"
-        if exported.scripts_left_out:
+        if card is not None:
+            note = (
+                " as a character card: its scripts, options, chapters and world state are not "
+                "in it (the Campfire file keeps them)."
+            )
+        elif exported.scripts_left_out:
             note += scripts_left_out_note(exported.scripts_left_out)
         await interaction.response.send_message(
             fit_text(f"**{discord.utils.escape_markdown(exported.title)}**{note}"),

@@ -12,6 +12,7 @@ later without a scripted example here fails the test.
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from discord import app_commands
 from bot.standin import StandinFile
 from bot.standin.records import InteractionRecord, iter_components
 from engine.people.profiles import CONTACT_INTERVAL_S
+from tests.card_files import card_png
 from tests.discord_env import DiscordEnv
 from tests.fakes.openai_server import FakeModelServer, Reply
 from tests.write_recorder import WriteRecorder
@@ -145,6 +147,18 @@ async def play_everything(env: DiscordEnv, fake_model: FakeModelServer, p: Playe
     first, second = form_inputs(chosen)
     await p.submit(alice, chosen, {first: "Ada", second: "Bo"})
     await p.slash(alice, channel, "scenario delete", scenario="Clockwork")
+    # A character card PNG, its openings chosen at /start, and its export as a card.
+    sola = json.loads((DATA / "cards" / "sola-v2.json").read_text())
+    preview = await p.slash(
+        alice, channel, "scenario import", file=StandinFile("sola.png", card_png(sola), "image/png")
+    )
+    await p.press(alice, p.answer(preview).id, label="Confirm")
+    menu = await p.slash(alice, channel, "start", scenario="Orsolya")
+    chosen = await p.press(alice, p.answer(menu).id, label=p.answer(menu).buttons[1][0])
+    [name] = form_inputs(chosen)
+    await p.submit(alice, chosen, {name: "Ada"})
+    await p.slash(alice, channel, "scenario export", scenario="Orsolya", format="Character Card V2")
+    await p.slash(alice, channel, "scenario delete", scenario="Orsolya")
 
     # --- an adventure, and every way of playing it -----------------------------------------
     await p.autocomplete(alice, channel, "start", focused="scenario", value="ban")

@@ -4,7 +4,7 @@ Discord."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +32,11 @@ class StartPlan:
     #: The title of the adventure running where it would start, which starting ends (None:
     #: nothing runs there).
     replaces: str | None = None
+    #: The openings to choose from, (position, its first words), the prompt first as 0: more
+    #: than one, or none (a character card's greetings: ``start_adventure``'s ``opening``).
+    openings: list[tuple[int, str]] = field(default_factory=list)
+    #: The opening chosen (None: not yet, when there are ``openings``).
+    opening: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

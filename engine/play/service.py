@@ -25,9 +25,10 @@ from engine.errors import (
     NotFound,
     StoryMovedOn,
 )
-from engine.library.formats.draft import MAX_OPTIONS
 from engine.library.scenarios.lookup import resolve_scenario, visible_scenarios
 from engine.library.scenarios.start import (
+    openings_offered,
+    options_offered,
     scenario_questions_of,
     scenario_script_names,
     start_adventure,
@@ -59,7 +60,7 @@ from engine.platform.queue import AdventureQueue
 from engine.play.answers import AdventureRef, StartedAdventure, StartPlan, ThreadAdventure
 from engine.storage.coordination_models import RequestRecord
 from engine.storage.database import Database
-from engine.storage.models import ActionType, Adventure, Scenario, StoryNode, TurnMode, User, utcnow
+from engine.storage.models import ActionType, Adventure, StoryNode, TurnMode, User, utcnow
 from engine.story.actions import PlayerAction, format_action
 from engine.story.characters import acting_name
 from engine.story.line.read import line_tail
@@ -165,21 +166,17 @@ class PlayService:
             check_may_start_with_scripts(
                 scenario, actor, await scenario_script_names(session, scenario.id)
             )
-            options = await session.scalars(
-                select(Scenario)
-                .where(col(Scenario.parent_id) == scenario.id)
-                .order_by(col(Scenario.id))
-                .limit(MAX_OPTIONS)
-            )
+            group = actor.server_id is not None
             return StartPlan(
                 scenario.id,
                 scenario.title,
                 scenario.icon,
                 scenario.prompt,
-                [(f"{o.icon} {o.title}".strip()[:100], str(o.id)) for o in options],
+                await options_offered(session, scenario.id),
                 # All of them, five to a form (a Discord form holds five inputs).
-                await scenario_questions_of(session, scenario),
+                await scenario_questions_of(session, scenario, group=group),
                 replaces=running.title if running is not None else None,
+                openings=await openings_offered(session, scenario, group=group),
             )
 
     async def start(
@@ -190,6 +187,7 @@ class PlayService:
         answers: dict[str, str] | None = None,
         *,
         opened_from: int | None = None,
+        opening: int = 0,
     ) -> StartedAdventure:
         """Start an adventure in a channel, thread or DM; one already running there ends, if
         ``actor`` may end it (``check_may_begin``, with the caps).
@@ -217,6 +215,7 @@ class PlayService:
                 server_id=actor.server_id,
                 host_id=actor.user_id,
                 answers=answers,
+                opening=opening,
             )
             adventure.parent_channel_id = opened_from
             note_place(adventure, actor)

@@ -1,5 +1,6 @@
 """Tables of the authored-play helpers (issue 22): suggested actions, the scenario's and the
-server's play options, and the players' claims to characters.
+server's play options, the players' claims to characters, and a scenario's openings to choose
+from at /start.
 
 Kept apart from ``engine.storage.models`` so the features that use them stay in files of their
 own; imported with it wherever the metadata is assembled (the migrations' env, this package).
@@ -76,3 +77,23 @@ class CharacterClaim(SQLModel, table=True):
     slot: str = Field(sa_column=Column(String(80), nullable=False))
     text: str = Field(sa_column=Column(Text, nullable=False))
     created_at: datetime = _when()
+
+
+class ScenarioOpening(SQLModel, table=True):
+    """One more opening of a scenario, besides its own prompt (the first): a player chooses one
+    at /start. A character card's ``alternate_greetings`` are these; its V3
+    ``group_only_greetings`` are offered only to a group (in a server)."""
+
+    __tablename__: ClassVar[str] = "scenario_openings"
+
+    scenario_id: int = Field(
+        sa_column=Column(
+            Integer,
+            ForeignKey("scenarios.id", ondelete="CASCADE"),
+            primary_key=True,
+            autoincrement=False,
+        )
+    )
+    position: int = Field(sa_column=Column(Integer, primary_key=True, autoincrement=False))
+    text: str = Field(sa_column=Column(Text, nullable=False))
+    group_only: bool = False

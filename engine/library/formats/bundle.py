@@ -12,6 +12,7 @@ this module)::
      "scripts": [{"name", "description", "enabled", "shared_library", "on_input",
                   "on_model_context", "on_output"}],
      "options": [<a bundle without the marker>, …],
+     "openings": [{"text", "group_only"}, …]   (chosen at /start after the prompt, the first)
      "chapters": […], "nudge_after"}   (chapters and beats: engine.story.chapters.plan)
 
 The marker names the format; without it the same reader takes AI-DnD's files, whose names
@@ -24,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.library.formats.draft import ImportedCard, ImportedScript, ScenarioDraft
+from engine.library.formats.draft import ImportedCard, ImportedScript, Opening, ScenarioDraft
 from engine.library.reading.fields import Fields
 from engine.story.chapters.plan import read_plan, write_plan
 from engine.story.fallback import read_lines
@@ -86,6 +87,9 @@ def read_bundle(raw: Any, path: str = "", *, fallback_title: str = "") -> Scenar
             )
         )
     draft.scripts.extend(read_scripts(f))
+    for p, item in f.items("openings"):
+        o = Fields(item, p)
+        draft.openings.append(Opening(o.text("text"), o.flag("group_only")))
     for p, item in f.items("options"):
         draft.options.append(
             read_bundle(item, p, fallback_title=f"Option {len(draft.options) + 1}")
@@ -154,6 +158,8 @@ def write_bundle(draft: ScenarioDraft, *, top: bool = True) -> dict[str, Any]:
         out["suggestions"] = False
     if draft.fallback:
         out["fallback"] = list(draft.fallback)
+    if draft.openings:
+        out["openings"] = [{"text": o.text, "group_only": o.group_only} for o in draft.openings]
     if draft.options:
         out["options"] = [write_bundle(option, top=False) for option in draft.options]
     return out

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import PurePath
 from typing import Any
 
-from engine.library.formats import aidungeon, bundle, lorebooks
+from engine.library.formats import aidungeon, bundle, character_card, lorebooks
+from engine.library.formats.character_card_png import card_json_from_png, is_png
 from engine.library.formats.draft import ImportedScenario, ImportLimits, ScenarioDraft, finish
 from engine.library.formats.key_syntax import convert_card_keys
 from engine.library.formats.strict_json import JsonCaps, load_json
@@ -20,12 +21,12 @@ AIDND = "AI-DnD scenario"
 BUNDLE = "Campfire scenario bundle"
 SILLYTAVERN = "SillyTavern world info"
 NOVELAI = "NovelAI lorebook"
-CHARACTER_CARD = "Character Card V2"
 CHARACTER_BOOK = "character book (Character Card V2 lorebook)"
 
 SUPPORTED = (
     "AI Dungeon scenarios and story-card exports, AI-DnD scenarios, SillyTavern world info, "
-    "NovelAI lorebooks, Character Card V2 JSON and Campfire scenario bundles"
+    "NovelAI lorebooks, character cards (V1, V2 and V3, JSON or PNG) and Campfire scenario "
+    "bundles"
 )
 
 
@@ -35,22 +36,31 @@ def title_from(filename: str) -> str:
 
 
 #: The formats that hold story cards and nothing else a scenario has (``/card import``); a
-#: Character Card V2 is a character and its lorebook: cards, its scenario text left out.
+#: character card is a character and its lorebook: cards (its greetings and scenario text are
+#: a scenario's, left out).
 CARD_FORMATS = frozenset(
-    {AID_CARDS, AID_WORLD_INFO, SILLYTAVERN, NOVELAI, CHARACTER_CARD, CHARACTER_BOOK}
+    {
+        AID_CARDS,
+        AID_WORLD_INFO,
+        SILLYTAVERN,
+        NOVELAI,
+        character_card.V1,
+        character_card.V2,
+        character_card.V3,
+        CHARACTER_BOOK,
+    }
 )
 
 
 def read_scenario(data: bytes, filename: str, limits: ImportLimits) -> ImportedScenario:
     """Parse, detect and check an uploaded scenario; raises ``ImportRejected`` for any problem."""
-    raw = load_json(data, JsonCaps(max_bytes=limits.max_bytes))
-    return _finished(_detected(raw, filename), limits)
+    return _finished(_detected(_loaded(data, limits), filename), limits)
 
 
 def read_cards(data: bytes, filename: str, limits: ImportLimits) -> ImportedScenario:
     """Parse, detect and check an uploaded story-card file (``CARD_FORMATS``): a scenario of
     cards only. A whole adventure or scenario is refused with the command that reads it."""
-    raw = load_json(data, JsonCaps(max_bytes=limits.max_bytes))
+    raw = _loaded(data, limits)
     if isinstance(raw, dict) and raw.get(bundle.MARKER) == "adventure":
         raise ImportRejected(
             "This file is a whole adventure, not story cards: `/adventure import` restores it "
@@ -68,8 +78,24 @@ def read_cards(data: bytes, filename: str, limits: ImportLimits) -> ImportedScen
 
 CARD_SUPPORTED = (
     "AI Dungeon story-card and world-info exports, SillyTavern world info, NovelAI lorebooks "
-    "and Character Card V2 files"
+    "and character cards (V1, V2 and V3, JSON or PNG)"
 )
+
+
+def _loaded(data: bytes, limits: ImportLimits) -> Any:
+    """The file's JSON: the file itself, or a card PNG's text chunk, within the same caps."""
+    if not is_png(data):
+        return load_json(data, JsonCaps(max_bytes=limits.max_bytes))
+    if len(data) > limits.max_image_bytes:
+        raise ImportRejected(
+            f"The image is {len(data) / 1024:,.0f} KiB; the largest accepted is "
+            f"{limits.max_image_bytes / 1024:,.0f} KiB."
+        )
+    data = card_json_from_png(data, max_json_bytes=limits.max_bytes)
+    raw = load_json(data, JsonCaps(max_bytes=limits.max_bytes))
+    if not isinstance(raw, dict) or character_card.card_version(raw) is None:
+        raise ImportRejected("The PNG's card chunk holds JSON that is not a character card.")
+    return raw
 
 
 def _detected(raw: Any, filename: str) -> ImportedScenario:
@@ -115,8 +141,9 @@ def _read(raw: Any, name: str, warnings: list[str]) -> tuple[str, ScenarioDraft]
         return BUNDLE, bundle.read_bundle(raw, fallback_title=name)
     if raw.get(bundle.MARKER) == "adventure":
         raise ImportRejected("This is an adventure export: use /adventure import for it.")
-    if lorebooks.is_character_card(raw):
-        return CHARACTER_CARD, lorebooks.read_character_card(raw, title=name, warnings=warnings)
+    version = character_card.card_version(raw)
+    if version is not None:
+        return version, character_card.read_card(raw, version, title=name, warnings=warnings)
     if lorebooks.is_novelai(raw):
         return NOVELAI, lorebooks.read_novelai(raw, title=name, warnings=warnings)
     if lorebooks.is_sillytavern(raw):

@@ -53,6 +53,8 @@ class ImportLimits:
     """The caps an import shares with live creation (from the settings)."""
 
     max_bytes: int = 2 * 1024 * 1024
+    #: A character card PNG: its picture is never read, only stepped over to find the card.
+    max_image_bytes: int = 8 * 1024 * 1024
     max_cards: int = DEFAULT_MAX_CARDS
     max_script_chars: int = 100_000
 
@@ -83,6 +85,15 @@ class ImportedScript:
 
 
 @dataclass
+class Opening:
+    """One more way a scenario may begin, besides its ``prompt`` (a character card's alternate
+    greeting); ``group_only`` ones are offered only to a group (in a server)."""
+
+    text: str
+    group_only: bool = False
+
+
+@dataclass
 class ScenarioDraft:
     title: str
     icon: str = ""
@@ -97,6 +108,8 @@ class ScenarioDraft:
     scripts: list[ImportedScript] = field(default_factory=list)
     #: Sub-scenarios a player chooses between at /start (AI Dungeon's "options").
     options: list[ScenarioDraft] = field(default_factory=list)
+    #: Openings a player chooses between at /start, after ``prompt`` (the first).
+    openings: list[Opening] = field(default_factory=list)
     #: Chapters and beats, checked (``engine.story.chapters.plan``); {} when it has none.
     chapters: dict[str, Any] = field(default_factory=dict)
     #: Bundle options for play: suggested actions offered (``engine.story.suggestions``), and lines
@@ -122,7 +135,7 @@ class ScenarioDraft:
         """The ``${questions}`` asked at /start (``scenario_questions``)."""
         return scenario_questions(
             self.plot_essentials,
-            self.prompt,
+            "\n".join([self.prompt, *(o.text for o in self.openings)]),
             self.authors_note,
             [(c.title, c.keys, c.entry) for c in self.cards],
         )
@@ -262,6 +275,7 @@ def _finish_one(
     draft.content_rating = _rating(draft.content_rating, where)
     draft.prompt = sanitise(draft.prompt).strip("\n")
     _cap(draft.prompt, PROMPT_MAX_CHARS, f"{where}'s opening prompt")
+    _finish_openings(draft, where, warnings)
     for name, label in (
         ("plot_essentials", "plot essentials (memory)"),
         ("authors_note", "author's note"),
@@ -283,6 +297,26 @@ def _finish_one(
         )
     _finish_cards(draft, where, limits, imported)
     _finish_scripts(draft, where, limits, warnings)
+
+
+def _finish_openings(draft: ScenarioDraft, where: str, warnings: list[str]) -> None:
+    """The other openings: each one as checked as the first, as many as one menu holds."""
+    kept = []
+    for n, opening in enumerate(draft.openings, start=2):
+        opening.text = sanitise(opening.text).strip("\n")
+        _cap(opening.text, PROMPT_MAX_CHARS, f"{where}'s opening {n}")
+        if opening.text.strip():
+            kept.append(opening)
+    # /start offers every opening as one button of one menu, the first (the prompt) included;
+    # as with the card cap, the first ones are kept and the player told before saving.
+    most = MAX_OPTIONS - 1
+    if len(kept) > most:
+        warnings.append(
+            f"{where} has {len(kept) + 1} openings; /start offers at most {MAX_OPTIONS}, so "
+            f"the last {len(kept) - most} are left out."
+        )
+        del kept[most:]
+    draft.openings = kept
 
 
 def _rating(value: str, where: str) -> str:

@@ -1,5 +1,6 @@
 """Lorebooks read as story cards: SillyTavern world info, NovelAI lorebooks and the
-``character_book`` of a Character Card V2 (or V3) file, or such a book on its own.
+``character_book`` of a Character Card V2 (or V3) file (``character_card`` reads the rest of the
+card), or such a book on its own.
 
 - SillyTavern: ``{"entries": {"0": {uid, key: [...], keysecondary, comment, content,
   constant, disable, order, …}}}`` (``entries`` is an object keyed by uid; some tools write a
@@ -36,14 +37,6 @@ def is_novelai(raw: dict[str, Any]) -> bool:
         isinstance(entries, list)
         and any(isinstance(e, dict) and "text" in e and "keys" in e for e in entries)
     )
-
-
-def is_character_card(raw: dict[str, Any]) -> bool:
-    spec = raw.get("spec")
-    if isinstance(spec, str) and spec.startswith("chara_card"):
-        return True
-    data = raw.get("data")
-    return isinstance(data, dict) and "character_book" in data and "name" in data
 
 
 def is_character_book(raw: dict[str, Any]) -> bool:
@@ -100,30 +93,6 @@ def read_novelai(raw: dict[str, Any], *, title: str, warnings: list[str]) -> Sce
         )
     _skipped(skipped, warnings)
     return ScenarioDraft(title=title, cards=cards)
-
-
-def read_character_card(raw: dict[str, Any], *, title: str, warnings: list[str]) -> ScenarioDraft:
-    """The character becomes a card of its own, its book the other cards; the card's scenario
-    text becomes plot essentials. Its greeting (``first_mes``) is written for a chat partner,
-    not a narrator, so it is left out."""
-    f = Fields(raw, "")
-    data = f.obj("data") or f
-    name = data.text("name", default=title)
-    about = "\n\n".join(t for t in (data.text("description"), data.text("personality")) if t)
-    cards = []
-    if about:
-        cards.append(ImportedCard(title=name, keys=name, entry=about, type="character"))
-    book = data.obj("character_book")
-    draft = ScenarioDraft(
-        title=name,
-        description=data.text("creator_notes"),
-        tags=data.words("tags"),
-        plot_essentials=data.text("scenario"),
-        cards=cards,
-    )
-    if book is not None:
-        draft.cards += _book_entries(book, warnings)
-    return draft
 
 
 def read_character_book(raw: dict[str, Any], *, title: str, warnings: list[str]) -> ScenarioDraft:

@@ -22,7 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from engine.errors import NotAllowed
-from engine.library.formats import aidungeon
+from engine.library.formats import aidungeon, character_card
 from engine.library.formats.bundle import write_bundle
 from engine.library.formats.detect import read_scenario
 from engine.library.formats.draft import (
@@ -30,15 +30,18 @@ from engine.library.formats.draft import (
     ImportedScenario,
     ImportedScript,
     ImportLimits,
+    Opening,
     ScenarioDraft,
 )
 from engine.library.reading.errors import ImportRejected
 from engine.library.scenarios.lookup import resolve_scenario, visible_scenarios
 from engine.library.scenarios.play_options import keep_play_options, load_play_options
+from engine.library.scenarios.start import scenario_openings
 from engine.people.access.checks import check_may_import, reads_scenario_scripts
 from engine.people.accounts import touch_server, touch_user
 from engine.people.limits import Kind, UsageLimits
 from engine.storage.models import Scenario, ScenarioCard, ScenarioScript
+from engine.storage.play_models import ScenarioOpening
 from engine.story.chapters.store import add_scenario_plan, scenario_plan
 
 if TYPE_CHECKING:
@@ -105,6 +108,8 @@ class ScenarioDetails:
     placeholders: list[str]
     tracks_world_state: bool
     content_rating: str = ""
+    #: Openings to choose from at /start besides the first (a character card's greetings).
+    openings: int = 0
 
 
 class ScenarioLibrary:
@@ -123,12 +128,15 @@ class ScenarioLibrary:
         async with self.db.session() as session:
             await check_may_import(session, actor, "import scenarios")
 
-    def check_size(self, size: int) -> None:
-        """Refuse a file by its announced size, before downloading it."""
-        if size > self.limits.max_bytes:
+    def check_size(self, size: int, filename: str = "") -> None:
+        """Refuse a file by its announced size, before downloading it (a ``.png`` is held to
+        the image cap; its content decides what it is once read)."""
+        image = filename.lower().endswith(".png")
+        most = self.limits.max_image_bytes if image else self.limits.max_bytes
+        if size > most:
             raise ImportRejected(
-                f"The file is {size / 1024:,.0f} KiB; the largest accepted is "
-                f"{self.limits.max_bytes / 1024:,.0f} KiB."
+                f"The {'image' if image else 'file'} is {size / 1024:,.0f} KiB; the largest "
+                f"accepted is {most / 1024:,.0f} KiB."
             )
 
     async def preview(self, actor: Actor, data: bytes, filename: str) -> ImportedScenario:
@@ -173,8 +181,9 @@ class ScenarioLibrary:
 
     # --- export, list, show, delete --------------------------------------------------------------
 
-    async def export(self, actor: Actor, query: str) -> ScenarioExport:
-        """The scenario as a Campfire bundle, and its cards as an AI Dungeon story-card file.
+    async def export(self, actor: Actor, query: str, card: str | None = None) -> ScenarioExport:
+        """The scenario as a Campfire bundle, and its cards as an AI Dungeon story-card file;
+        or, with ``card`` (``character_card.V2`` or ``V3``), as a character card's JSON.
 
         Its scripts' code only for those who may read it (``may_read_scenario_scripts``): for
         anyone else the bundle has no scripts, and says which it left out."""
@@ -187,6 +196,12 @@ class ScenarioLibrary:
             if not await reads_scenario_scripts(session, scenario, actor):
                 left_out = _drop_scripts(draft)
         stem = _file_stem(draft.title)
+        if card is not None:
+            suffix = "v3" if card == character_card.V3 else "v2"
+            written = _dump(character_card.write_card(draft, card))
+            return ScenarioExport(
+                draft.title, [ScenarioFile(f"{stem}.card-{suffix}.json", written)]
+            )
         files = [ScenarioFile(f"{stem}.campfire.json", _dump(write_bundle(draft)))]
         if draft.cards:
             cards = aidungeon.story_card_file(draft.cards)
@@ -239,6 +254,7 @@ class ScenarioLibrary:
                 draft.placeholders,
                 bool(draft.stat_schema),
                 draft.content_rating,
+                len(draft.openings),
             )
 
     async def delete(self, actor: Actor, query: str) -> str:
@@ -299,6 +315,10 @@ def add_parts(session: AsyncSession, scenario_id: int, draft: ScenarioDraft) -> 
     session.add_all(
         ScenarioScript(scenario_id=scenario_id, position=i, **asdict(script))
         for i, script in enumerate(draft.scripts)
+    )
+    session.add_all(
+        ScenarioOpening(scenario_id=scenario_id, position=i, text=o.text, group_only=o.group_only)
+        for i, o in enumerate(draft.openings, start=1)
     )
     add_scenario_plan(session, scenario_id, draft.chapters)
 
@@ -386,6 +406,9 @@ async def load_draft(session: AsyncSession, scenario: Scenario) -> ScenarioDraft
             s.on_output,
         )
         for s in scripts
+    ]
+    draft.openings = [
+        Opening(o.text, o.group_only) for o in await scenario_openings(session, scenario.id)
     ]
     draft.chapters = await scenario_plan(session, scenario.id)
     children = await session.scalars(

@@ -26,6 +26,7 @@ from engine.library.formats.draft import ImportedScenario, ImportLimits, Scenari
 from engine.library.scenarios.library import add_parts
 from engine.library.scenarios.play_options import keep_play_options
 from engine.storage.models import Scenario, ScenarioCard, ScenarioScript, utcnow
+from engine.storage.play_models import ScenarioOpening
 from engine.story.chapters.store import drop_scenario_plan
 
 #: Package data (pyproject.toml): found beside this module however Campfire was installed.
@@ -88,6 +89,9 @@ async def seed_builtin_scenarios(session: AsyncSession, folder: Path = BUILTIN_S
             )
             await session.execute(
                 delete(ScenarioScript).where(col(ScenarioScript.scenario_id) == scenario.id)
+            )
+            await session.execute(
+                delete(ScenarioOpening).where(col(ScenarioOpening.scenario_id) == scenario.id)
             )
             await drop_scenario_plan(session, scenario.id)
         assert scenario.id is not None  # read from the database, or flushed into it above
