@@ -28,7 +28,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from engine.errors import InvalidInput, NotFound, StoryMovedOn
-from engine.library.formats.detect import CHARACTER_CARD, read_cards
+from engine.library.formats import character_card
+from engine.library.formats.detect import read_cards
 from engine.library.formats.draft import ImportedCard, ImportLimits
 from engine.library.scenarios.lookup import resolve_scenario
 from engine.people.access.checks import check_may_change_scenario, check_may_steer
@@ -164,10 +165,10 @@ class CardImports:
         imported = await asyncio.to_thread(read_cards, data, filename, self.limits)
         warnings = list(imported.warnings)
         draft = imported.draft
-        if imported.format == CHARACTER_CARD and draft.plot_essentials:
+        if imported.format in character_card.VERSIONS and (draft.plot_essentials or draft.prompt):
             warnings.append(
-                "Its scenario text is plot essentials, not a card, so it is left out: "
-                "`/essentials` sets them, and `/scenario import` keeps them with the cards."
+                "Its scenario text and greetings are a scenario's, not cards, so they are left "
+                "out: `/scenario import` keeps them with the cards (its greetings as openings)."
             )
         async with self.db.session() as session:
             target = await self._target(session, actor, channel_id, scenario)

@@ -47,6 +47,7 @@ from engine.story.steering.text import TEXT_MAX_CHARS
 V1 = "Character Card V1"
 V2 = "Character Card V2"
 V3 = "Character Card V3"
+VERSIONS = frozenset({V1, V2, V3})
 SPEC_V2 = "chara_card_v2"
 SPEC_V3 = "chara_card_v3"
 #: SillyTavern's default depth for a character's note (its "@ depth" field's default).

@@ -44,9 +44,7 @@ CARD_FORMATS = frozenset(
         AID_WORLD_INFO,
         SILLYTAVERN,
         NOVELAI,
-        character_card.V1,
-        character_card.V2,
-        character_card.V3,
+        *character_card.VERSIONS,
         CHARACTER_BOOK,
     }
 )
