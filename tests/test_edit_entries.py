@@ -18,9 +18,10 @@ from sqlmodel import col
 
 from engine.errors import InvalidInput, NotFound
 from engine.people.access.rules import Actor
-from engine.storage.models import Adventure, StoryNode, Take
+from engine.storage.models import Adventure, Role, StoryNode, Take
 from tests.discord_env import DiscordEnv, answered
 from tests.fakes.openai_server import FakeModelServer
+from tests.test_discord_rounds import party_of_three
 
 
 async def _story(env: DiscordEnv, thread: int) -> tuple[Adventure, list[StoryNode]]:
@@ -210,3 +211,36 @@ async def test_an_entry_off_the_current_line_is_refused(
         )
     _, line = await _story(env, other)
     assert line[0].text == other_line[0].text and line[0].take_count == 1
+
+
+async def test_an_action_of_a_round_is_edited_in_the_line_of_its_round(
+    env: DiscordEnv, fake_model: FakeModelServer
+):
+    thread, carol = await party_of_three(env, "rounds")
+    fake_model.queue("Three voices, one answer.", "Later.")
+    await env.fake.slash(env.bob, thread, "do", action="draw his axe")
+    await env.fake.slash(carol, thread, "say", words="stay close")
+    await env.fake.slash(env.alice, thread, "do", action="open the door")
+    await env.done()
+    _, line = await _story(env, thread)
+    bram = next(n for n in line if n.text == "> Bram draws his axe.")
+    # The round's actions are shown as one line of them, one a line.
+    (shown,) = [m for m in env.fake.messages(thread) if "> Bram draws his axe." in m.content]
+
+    await _edit(env, env.bob, thread, bram.index, "> Bram draws his axe and waits.")
+    _, line = await _story(env, thread)
+    assert [n.text for n in line if n.role == Role.PLAYER] == [
+        "> Bram draws his axe and waits.",
+        '> Cora says "Stay close."',
+        "> Ann opens the door.",
+    ]
+    # That message shows the round's line again, Bram's new words in place.
+    assert env.fake.message(shown.id).content == "\n".join(
+        ["> Bram draws his axe and waits.", '> Cora says "Stay close."', "> Ann opens the door."]
+    )
+
+    await env.fake.slash(env.bob, thread, "do", action="wait")
+    await env.fake.slash(carol, thread, "do", action="wait")
+    await env.fake.slash(env.alice, thread, "do", action="wait")
+    await env.done()
+    assert "draws his axe and waits." in _prompt(fake_model)

@@ -29,7 +29,7 @@ from sqlmodel import col
 
 from engine.errors import InvalidInput, NotFound, StoryMovedOn
 from engine.people.access.checks import check_may_rewrite
-from engine.people.access.rules import Actor
+from engine.people.access.rules import Actor, adventure_here
 from engine.platform.sanitise import sanitise
 from engine.prompt.tokens import count_tokens
 from engine.storage.models import Adventure, Role, StoryNode, Take, undefer_field
@@ -145,8 +145,10 @@ class EntryEdits(TreeCore):
         """The current line's entries that may be edited, newest first, those matching
         ``typed`` (an entry's number, or words of its text), at most ``CHOICES_MAX``."""
         async with self.db.session() as session:
-            adventure = await self._adventure(session, channel_id, None)
-            assert adventure.head_node_id is not None
+            # Read only, so offered while a turn is being written too (the form then waits).
+            adventure = await adventure_here(session, channel_id)
+            if adventure.head_node_id is None:
+                return []
             line = await _line_entries(session, adventure.head_node_id, EDIT_BACK_MAX + 1)
         typed = " ".join(typed.split()).casefold()
         choices = []
