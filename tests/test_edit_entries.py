@@ -16,6 +16,8 @@ import pytest
 from sqlalchemy import select
 from sqlmodel import col
 
+from bot.standin.limits import OLD_MESSAGE_AGE_S
+from cogs.ui.earlier_messages import OLD_MESSAGE_EDITS
 from engine.errors import InvalidInput, NotFound
 from engine.people.access.rules import Actor
 from engine.storage.models import Adventure, Role, StoryNode, Take
@@ -244,3 +246,27 @@ async def test_an_action_of_a_round_is_edited_in_the_line_of_its_round(
     await env.fake.slash(env.alice, thread, "do", action="wait")
     await env.done()
     assert "draws his axe and waits." in _prompt(fake_model)
+
+
+async def test_edits_of_hour_old_entries_keep_to_the_budget_for_old_messages(
+    env: DiscordEnv, fake_model: FakeModelServer
+):
+    thread = await env.start_thread()
+    fake_model.queue("One.", "Two.", "Three.", "Four.", "Five.")
+    words = ("one", "two", "three", "four", "five")
+    narrations = [(await _act(env, thread, word))[1] for word in words]
+    # An hour later, edits of these messages count against the budget for old messages
+    # (``cogs.ui.earlier_messages``: three a minute in a channel), and Discord's own cap.
+    env.fake.advance(OLD_MESSAGE_AGE_S + 1)
+    env.expect(OLD_MESSAGE_EDITS)
+    for index, word, message in zip((2, 4, 6), ("One", "Two", "Three"), narrations, strict=False):
+        await _edit(env, env.alice, thread, index, f"{word}, edited.")
+        assert env.fake.message(message.id).content == f"{word}, edited."
+    record = await _edit(env, env.alice, thread, 8, "Four, edited.")
+    # The story has the new words; the message keeps the old (the newest turn, entry 10, is
+    # not the one edited), and the player is told why.
+    _, line = await _story(env, thread)
+    assert line[8].text == "Four, edited."
+    assert env.fake.message(narrations[3].id).content == "Four."
+    note = env.fake.message(record.followups[-1])
+    assert note.visible_to == env.alice and "were left as they were" in note.content
