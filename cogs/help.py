@@ -82,7 +82,7 @@ allowed message content, mention @Campfire in the message
 **Rewind and branch**
 `/retry` or 🔁: write the newest turn again (‹ › pages the takes)
 `/undo` ↩️, `/redo` ↪️: take back the newest turn, bring it back
-`/edit`: correct the newest turn's text
+`/edit entry:`: correct the newest turn, or an earlier action or narration (↩️ Undo edit)
 `/branch list|new|switch|rename|delete`, `/savepoint add|list|restore|delete`, `/tree`
 
 Actions sent at once are queued and played in order.

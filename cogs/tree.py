@@ -11,7 +11,9 @@ branches and save points (the host and those members) is the engine's rule
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import logging
+import re
+from typing import TYPE_CHECKING, Any
 
 import discord
 from discord import app_commands
@@ -23,13 +25,26 @@ from cogs.ui.forms import FORM_TIMEOUT_S
 from cogs.ui.gate import GatedForm
 from cogs.ui.interaction import actor_of, channel_id_of
 from cogs.ui.pages import ListPage, list_source, paged, show_list
+from cogs.ui.preflight import Preflighted
 from cogs.ui.replies import defer_request, reply
-from engine.story.tree import EDIT_MAX_CHARS, NAME_MAX, BranchView, HeadMove, SavePointView
+from engine.errors import CampfireError
+from engine.platform.sanitise import row_id
+from engine.story.tree import (
+    EDIT_MAX_CHARS,
+    NAME_MAX,
+    BranchView,
+    EntryEdit,
+    HeadMove,
+    SavePointView,
+    TurnText,
+)
 
 if TYPE_CHECKING:
     from cogs.ui import CampfireBot
 
 #: Lines of the tree's drawing a page: a drawing reads better long than cut often.
+log = logging.getLogger(__name__)
+
 TREE_LINES_PER_PAGE = 40
 TREE_LEGEND = (
     "● a branch's newest entry · ◀ where the story stands · ⚑ a save point · "
@@ -101,19 +116,38 @@ async def tree_page(interaction: discord.Interaction, page: int) -> ListPage:
     )
 
 
-class EditTurnModal(GatedForm):
-    """The newest turn's text, prefilled; submitting stores the correction as a new take."""
+def _edit_notice(edit: EntryEdit, who: str) -> str:
+    """The public line saying an entry was edited, and how to take it back."""
+    if edit.is_head and not edit.is_action:
+        return (
+            f"✏️ *{who} corrected the newest turn (take {edit.take} of {edit.take_count}; "
+            "the original is kept).*"
+        )
+    what = "an action" if edit.is_action else "the narration"
+    return (
+        f"✏️ *{who} edited entry {edit.index} ({what}); the words before are kept, and "
+        "↩️ Undo edit brings them back.*"
+    )
 
-    def __init__(self, bot: CampfireBot, text: str, node_id: int, version: int) -> None:
-        super().__init__(title="Edit the newest turn", timeout=FORM_TIMEOUT_S)
+
+class EditTurnModal(GatedForm):
+    """An entry's text, prefilled; submitting stores the correction as a new take."""
+
+    def __init__(self, bot: CampfireBot, turn: TurnText) -> None:
+        if turn.is_head and not turn.is_action:
+            title = "Edit the newest turn"
+        else:
+            title = f"Edit entry {turn.index} ({'an action' if turn.is_action else 'narration'})"
+        super().__init__(title=title, timeout=FORM_TIMEOUT_S)
         self.bot = bot
-        self.node_id = node_id
-        self.version = version
+        self.node_id = turn.node_id
+        self.version = turn.version
         self.text: discord.ui.TextInput[EditTurnModal] = discord.ui.TextInput(
-            label="Turn text",
+            label="Action text" if turn.is_action else "Turn text",
             custom_id="text",
+            # Many lines: the entry's paragraphs stay as they are.
             style=discord.TextStyle.paragraph,
-            default=text,
+            default=turn.text,
             required=True,
             max_length=EDIT_MAX_CHARS,
         )
@@ -122,23 +156,100 @@ class EditTurnModal(GatedForm):
     async def on_submit(self, interaction: discord.Interaction) -> None:
         bot = self.bot
         await interaction.response.defer(thinking=True)
-        move = await bot.services.tree.edit(
+        edit = await bot.services.tree.edit(
             actor_of(interaction),
             channel_id_of(interaction),
             self.text.value,
             node_id=self.node_id,
             seen_version=self.version,
         )
-        await interaction.followup.send(
-            f"✏️ *{_mover(move, interaction)} corrected the newest turn "
-            f"(take {move.take} of {move.take_count}; the original is kept).*"
+        await _show_entry_edit(
+            interaction, edit, _edit_notice(edit, _mover(edit.move, interaction))
         )
-        channel = interaction.channel
-        if isinstance(channel, discord.abc.Messageable):
-            await bot.narrator.show_edit(channel, move)
 
     async def on_error(self, interaction: discord.Interaction, error: Exception) -> None:
         await on_app_command_error(interaction, error)
+
+
+async def _show_entry_edit(
+    interaction: discord.Interaction, edit: EntryEdit, notice: str, *, undoable: bool = True
+) -> None:
+    """Say publicly what changed (with the button that takes an edit back), then show the new
+    words in the messages that show the entry."""
+    bot = bot_of(interaction)
+    if undoable:
+        view = discord.ui.View(timeout=None)
+        view.add_item(
+            UndoEditButton(edit.move.adventure_id, edit.node_id, edit.take, edit.previous_take)
+        )
+        await interaction.followup.send(notice, view=view)
+    else:
+        await interaction.followup.send(notice)
+    channel = interaction.channel
+    if isinstance(channel, discord.abc.Messageable):
+        edits = await bot.narrator.show_entry_edit(channel, edit)
+        await bot.narrator.tell_held_back(interaction, edits)
+
+
+class UndoEditButton(
+    Preflighted,
+    discord.ui.DynamicItem[discord.ui.Button],
+    template=r"cf:unedit:(?P<adventure>\d+):(?P<node>\d+):(?P<take>\d+):(?P<previous>\d+)",
+):
+    """↩️ Undo edit, under the line saying an entry was edited: brings back the words before
+    (take ``previous``) while the entry still shows the edit's (take ``take``). Every id in it
+    is checked by the engine: the entry must be on the current line of the adventure running
+    where it is pressed, and the presser one who may rewrite it. /undo stays what it is (the
+    newest turn taken back): an edit of an older entry is not a turn."""
+
+    def __init__(self, adventure_id: int, node_id: int, take: int, previous: int) -> None:
+        self.adventure_id = adventure_id
+        self.node_id = node_id
+        self.take = take
+        self.previous = previous
+        super().__init__(
+            discord.ui.Button(
+                label="Undo edit",
+                emoji="↩️",
+                style=discord.ButtonStyle.secondary,
+                custom_id=f"cf:unedit:{adventure_id}:{node_id}:{take}:{previous}",
+            )
+        )
+
+    @classmethod
+    async def from_custom_id(
+        cls, interaction: discord.Interaction, item: discord.ui.Item[Any], match: re.Match[str]
+    ) -> UndoEditButton:
+        return cls(
+            row_id(match["adventure"]) or 0,
+            row_id(match["node"]) or 0,
+            row_id(match["take"]) or 0,
+            row_id(match["previous"]) or 0,
+        )
+
+    async def callback(self, interaction: discord.Interaction) -> None:
+        bot = bot_of(interaction)
+        await interaction.response.defer()
+        try:
+            edit = await bot.services.tree.undo_edit(
+                actor_of(interaction),
+                channel_id_of(interaction),
+                adventure_id=self.adventure_id,
+                node_id=self.node_id,
+                take=self.take,
+                previous=self.previous,
+            )
+        except CampfireError as error:
+            await reply(interaction, f"⚠ {error.message}")
+            return
+        try:
+            # The edit is undone: its button goes (the press's token is seconds old).
+            await interaction.edit_original_response(view=None)
+        except discord.HTTPException:
+            log.info("could not take the Undo edit button off in %s", interaction.channel_id)
+        who = _mover(edit.move, interaction)
+        notice = f"↩️ *{who} undid the edit of entry {edit.index}; its words before are back.*"
+        await _show_entry_edit(interaction, edit, notice, undoable=False)
 
 
 class StoryTreeCog(commands.Cog):
@@ -186,15 +297,38 @@ class StoryTreeCog(commands.Cog):
         )
 
     @app_commands.command(name="edit")
-    async def edit(self, interaction: discord.Interaction) -> None:
-        """Correct the newest turn's text in a form (the original stays as a take)."""
+    @app_commands.describe(
+        entry="The entry to edit, by its number (the newest if left out): an action or narration"
+    )
+    async def edit(
+        self,
+        interaction: discord.Interaction,
+        entry: app_commands.Range[int, 0, None] | None = None,
+    ) -> None:
+        """Correct an entry's words in a form: the newest turn, or an earlier action or
+        narration (the words before are kept)."""
         turn = await self.bot.services.tree.turn_to_edit(
             actor_of(interaction),
             channel_id_of(interaction),
+            entry,
         )
-        await interaction.response.send_modal(
-            EditTurnModal(self.bot, turn.text, turn.node_id, turn.version)
-        )
+        await interaction.response.send_modal(EditTurnModal(self.bot, turn))
+
+    @edit.autocomplete("entry")
+    async def entry_choices(
+        self, interaction: discord.Interaction, current: str
+    ) -> list[app_commands.Choice[int]]:
+        try:
+            entries = await self.bot.services.tree.entries(channel_id_of(interaction), current)
+        except Exception:  # noqa: BLE001 - autocomplete offers nothing rather than failing
+            return []
+        return [
+            app_commands.Choice(
+                name=f"{e.index} · {'action' if e.is_action else 'narration'} · {e.excerpt}"[:100],
+                value=e.index,
+            )
+            for e in entries
+        ]
 
     @app_commands.command(name="tree")
     async def tree(self, interaction: discord.Interaction) -> None:

@@ -193,6 +193,10 @@ async def play_everything(env: DiscordEnv, fake_model: FakeModelServer, p: Playe
     await p.slash(alice, thread, "redo")
     edit = await p.slash(alice, thread, "edit")
     await p.submit(alice, edit, {"text": "The camp sleeps."})
+    await p.autocomplete(alice, thread, "edit", focused="entry", value="")
+    edit = await p.slash(alice, thread, "edit", entry=1)
+    edited = await p.submit(alice, edit, {"text": "> You look at the camp."})
+    await p.press(alice, p.answer(edited).id, label="Undo edit")
     await p.slash(alice, thread, "insights")
     await p.slash(alice, thread, "tree")
 

@@ -559,7 +559,7 @@ async def test_edit_corrects_the_text_and_keeps_the_original_as_a_take(
     edited = await tree.edit(
         ALICE, CHANNEL, "The gate creaks.", node_id=form.node_id, seen_version=form.version
     )
-    assert (edited.take, edited.take_count, edited.head_text) == (2, 2, "The gate creaks.")
+    assert (edited.take, edited.take_count, edited.move.head_text) == (2, 2, "The gate creaks.")
     with pytest.raises(StoryMovedOn, match="form was open"):
         await tree.edit(ALICE, CHANNEL, "Again.", node_id=form.node_id, seen_version=form.version)
     async with db.session() as session:

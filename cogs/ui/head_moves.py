@@ -1,6 +1,6 @@
 """The narrator's own state (the pacer it shares, the turns it is showing, the earlier
 messages it marks) and what it shows when the story's head moves: undo, redo, a branch
-switched, a take chosen, a turn edited. ``cogs.ui.narration.Narrator`` builds on it to show
+switched, a take chosen, an entry edited. ``cogs.ui.narration.Narrator`` builds on it to show
 turns as they are written."""
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from cogs.ui.bot_permissions import (
     refusal_note,
 )
 from cogs.ui.buttons import turn_buttons
+from cogs.ui.content import text_pages
 from cogs.ui.earlier_messages import EarlierMessages, Edited, EditRound
 from cogs.ui.replies import ALREADY_ACKNOWLEDGED, reply
 from cogs.ui.streaming import RatePacer
@@ -28,8 +29,8 @@ from engine.errors import (
     CampfireError,
 )
 from engine.platform.sanitise import echo
-from engine.play.message_links import MessageLink, MessageLinks
-from engine.story.tree import HeadMove
+from engine.play.message_links import ACTION, NARRATION, MessageLink, MessageLinks
+from engine.story.tree import EntryEdit, HeadMove
 
 if TYPE_CHECKING:
     # discord.py's union of the channels a message can be sent to: unlike the Messageable
@@ -54,6 +55,8 @@ EDITS_PER_MOVE = 6
 #: Said when Discord takes no more edits of hour-old messages in a channel for now (30046):
 #: the buttons move to a new line, and the older messages keep their look.
 HELD_BACK = "Discord takes no more edits of hour-old messages here for a few minutes"
+#: What a message that showed part of an entry shows once an edit left it nothing to show.
+SHORTENED = "-# ✏️ *(shortened by an edit)*"
 #: Requests a turn or head move in progress reserves in the pacer (see ``Narrator._begin``).
 TURN_RESERVE = 2
 
@@ -148,15 +151,20 @@ class HeadMoveShowing:
         channel = interaction.channel
         if isinstance(channel, discord.abc.Messageable):
             edits = await self.show_head(channel, result, marks)
-            if edits.refusal is not None:
-                note = self._refusal_note(interaction, edits.refusal, STORY_MOVED)
-                await reply(interaction, note)
-            elif edits.held_back:
-                await reply(
-                    interaction,
-                    f"-# {HELD_BACK}, so {edits.held_back} older messages of this story "
-                    "were left as they were.",
-                )
+            await self.tell_held_back(interaction, edits)
+
+    async def tell_held_back(self, interaction: discord.Interaction, edits: EditRound) -> None:
+        """Tell the player, privately, of the earlier messages a round of edits could not
+        change: Discord refusing the bot the channel, or its edits of hour-old messages."""
+        if edits.refusal is not None:
+            note = self._refusal_note(interaction, edits.refusal, STORY_MOVED)
+            await reply(interaction, note)
+        elif edits.held_back:
+            await reply(
+                interaction,
+                f"-# {HELD_BACK}, so {edits.held_back} older messages of this story "
+                "were left as they were.",
+            )
 
     async def _answer(self, interaction: discord.Interaction, content: str) -> None:
         """The public answer to an acknowledged head move."""
@@ -256,7 +264,34 @@ class HeadMoveShowing:
         if before is not None and before.message_id != placed and before.message_id not in off:
             await edits.edit(before, view=None)
 
-    async def show_edit(self, channel: MessageableChannel, move: HeadMove) -> None:
+    async def show_entry_edit(self, channel: MessageableChannel, edit: EntryEdit) -> EditRound:
+        """An entry whose words changed (an edit, or one undone): the messages showing it show
+        the new words. The newest narration keeps its buttons and take pager (``show_edit``);
+        an older entry's messages are edited by id, within the budget for edits of old
+        messages (``EarlierMessages``). An action's messages show its turn's line of actions.
+        Words that need more messages than showed the old ones end the last one, cut."""
+        if edit.is_head and not edit.is_action:
+            return await self.show_edit(channel, edit.move)
+        self._begin()
+        try:
+            kind = ACTION if edit.is_action else NARRATION
+            shown = await self.links.of_nodes(edit.shown_node_ids)
+            links = sorted(
+                (link for link in shown if link.kind == kind), key=lambda link: link.message_id
+            )
+            pieces = text_pages(edit.shown_text)
+            edits = self.earlier.round()
+            for at, link in enumerate(links):
+                if at == len(links) - 1:
+                    content = echo("\n\n".join(pieces[at:]), MESSAGE_MAX) or SHORTENED
+                else:
+                    content = pieces[at] if at < len(pieces) else SHORTENED
+                await edits.edit(link, content=content)
+            return edits
+        finally:
+            self._end()
+
+    async def show_edit(self, channel: MessageableChannel, move: HeadMove) -> EditRound:
         """A corrected turn: its message shows the new text, with the pager."""
         view = turn_buttons(
             move.adventure_id,
@@ -272,6 +307,7 @@ class HeadMoveShowing:
         content = echo(move.head_text, MESSAGE_MAX) if target is not None else None
         edits = self.earlier.round()
         await self._place_buttons(edits, channel, move, view, target, content=content)
+        return edits
 
     async def show_take(
         self,

@@ -7,12 +7,12 @@ so Redo walks toward it again. Writing below a head that is not its branch's tip
 branch (``advance_line``). A node's takes are its attempts (retries and edits); the node's own
 columns always hold the live take, so reading the story never touches the takes table.
 
-The shared steps of every head move live in ``core``; branches and save points in ``branches``.
+The shared steps of every head move live in ``core``; branches and save points in ``branches``;
+edits of any entry of the current line in ``edits``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select, update
@@ -21,11 +21,8 @@ from sqlmodel import col
 
 from engine.errors import InvalidInput, NotFound, StoryMovedOn
 from engine.people.access.checks import check_may_rewrite
-from engine.people.access.rules import active_adventure
-from engine.platform.sanitise import sanitise
 from engine.prompt.tokens import count_tokens
 from engine.storage.models import Adventure, Branch, StoryNode, Take, undefer_field
-from engine.story.line.positions import story_cut_back
 from engine.story.line.read import (
     has_children,
     is_turn_boundary,
@@ -35,16 +32,12 @@ from engine.story.line.read import (
 )
 from engine.story.rounds import ROUND_MAX
 from engine.story.snapshots import capture
-from engine.story.tree.takes import add_take
-from engine.story.versions import advance_version
 
 if TYPE_CHECKING:
     from engine.people.access.rules import Actor
 from engine.story.tree.branches import BranchesAndSavePoints
 from engine.story.tree.core import MOVED_ON, HeadMove
-
-#: The longest turn text an edit accepts: what one Discord text input holds.
-EDIT_MAX_CHARS = 4000
+from engine.story.tree.edits import EntryEdits
 
 NOTHING_TO_UNDO = "There is nothing to undo: the story is at its opening."
 #: How far back (in story entries) a reported turn may be undone from its report.
@@ -57,17 +50,7 @@ def _ids(nodes: list[StoryNode]) -> tuple[int, ...]:
     return ids
 
 
-@dataclass(frozen=True, slots=True)
-class TurnText:
-    """A turn's live text, for a form prefilled with it."""
-
-    adventure_id: int
-    node_id: int
-    version: int
-    text: str
-
-
-class StoryTree(BranchesAndSavePoints):
+class StoryTree(BranchesAndSavePoints, EntryEdits):
     """What the front end calls for /undo, /redo, takes, /edit, /branch, /savepoint, /tree."""
 
     # --- where the story stands ---
@@ -216,7 +199,7 @@ class StoryTree(BranchesAndSavePoints):
                 mover=actor,
             )
 
-    # --- takes and edits ---
+    # --- takes (edits: ``edits``) ---
 
     async def choose_take(
         self,
@@ -304,79 +287,4 @@ class StoryTree(BranchesAndSavePoints):
                 "Later turns (undone ones, or another branch's) follow this one, so its text "
                 "cannot be swapped under them. Retry writes a new version on a branch of its "
                 "own."
-            )
-
-    async def turn_to_edit(self, actor: Actor, channel_id: int) -> TurnText:
-        """The newest turn's text, for a form prefilled with it (checked before it opens)."""
-        async with self.db.session() as session:
-            adventure = await self._adventure(session, channel_id, None)
-            node = await self._head(session, adventure)
-            await check_may_rewrite(session, adventure, node, actor)
-            await self._refuse_if_continued(session, node)
-            if len(node.text) > EDIT_MAX_CHARS:
-                raise InvalidInput(
-                    f"This turn is {len(node.text)} characters long, more than a form holds "
-                    f"({EDIT_MAX_CHARS}); it cannot be edited here. Retry or Undo it instead."
-                )
-            assert adventure.id is not None and node.id is not None
-            return TurnText(adventure.id, node.id, adventure.version, node.text)
-
-    async def edit(
-        self,
-        actor: Actor,
-        channel_id: int,
-        text: str,
-        *,
-        node_id: int,
-        seen_version: int,
-    ) -> HeadMove:
-        """Correct the newest turn's text; the original stays as a take."""
-        text = sanitise(text).strip()
-        if not text:
-            raise InvalidInput("A turn cannot be empty; nothing was changed.")
-        if len(text) > EDIT_MAX_CHARS:
-            raise InvalidInput(f"A turn can be at most {EDIT_MAX_CHARS} characters long.")
-        async with self.db.transaction() as session:
-            adventure = await active_adventure(session, channel_id)
-            if adventure is None or adventure.version != seen_version:
-                raise StoryMovedOn("The story moved on while the form was open; nothing was saved.")
-            adventure = await self._adventure(session, channel_id, seen_version)
-            node = await self._head(session, adventure)
-            if node.id != node_id:
-                raise StoryMovedOn("The story moved on while the form was open; nothing was saved.")
-            await check_may_rewrite(session, adventure, node, actor)
-            await self._refuse_if_continued(session, node)
-            if text == node.text:
-                raise InvalidInput("The text is unchanged; nothing was saved.")
-            assert adventure.id is not None  # a stored row
-            expected = adventure.version
-            row = (
-                await session.execute(
-                    select(
-                        col(StoryNode.state_after),
-                        col(StoryNode.state_block),
-                        col(StoryNode.state_report),
-                    ).where(col(StoryNode.id) == node.id)
-                )
-            ).one()
-            await add_take(
-                session,
-                node,
-                text=text,
-                reasoning=None,
-                snapshot=row.state_after,
-                block=row.state_block,
-                report=row.state_report,
-            )
-            # Memories of the old wording no longer match the story.
-            await story_cut_back(session, adventure.id, kept_through=node.index - 1)
-            await advance_version(
-                session,
-                adventure.id,
-                expected,
-                moved_on="The story moved on while the form was open; nothing was saved.",
-            )
-            await session.refresh(node)
-            return await self._result(
-                session, adventure, node, expected + 1, adventure.active_branch_id, mover=actor
             )
