@@ -2,7 +2,8 @@
 
 ``service.StoryTree`` is what a front end calls (its shared steps in ``core``, branches and
 save points in ``branches``); lines are read and grown in ``engine.story.line``,
-``takes`` keeps a turn's attempts, ``picture`` draws /tree. Who may change what is
+``takes`` keeps a turn's attempts, ``shape`` reads /tree's picture of the story, ``picture`` and
+``image`` draw it. Who may change what is
 ``engine.people.access``'s rule. A turn being stored calls ``story_line.write.advance_line``; a
 retry uses ``takes.plan_retry``.
 """
