@@ -31,7 +31,7 @@ from engine.story.tree.image import (
     draw_png,
 )
 from engine.story.tree.picture import DESCRIPTION_MAX, describe, draw_tree
-from engine.story.tree.shape import Entry, build_shape
+from engine.story.tree.shape import BranchRow, Entry, build_shape
 from tests.discord_env import DiscordEnv
 from tests.test_tree_commands import act, adventure_here, answer
 
@@ -115,7 +115,7 @@ LEGEND = 1
 # --- the shape and the drawing, on their own ----------------------------------------------------
 
 
-def story() -> tuple[list[Branch], dict[int, Entry]]:
+def story() -> tuple[list[BranchRow], dict[int, Entry]]:
     """main (entries 0–30), "the river" leaving it at entry 12 (to 23), "the caves" leaving the
     river at entry 16 (to 21); turns with several takes at 7 and 19 on main and 17 on the river."""
     entries = {i + 1: Entry(i or None, i, 3 if i in (7, 19) else 1) for i in range(31)}
@@ -128,9 +128,9 @@ def story() -> tuple[list[Branch], dict[int, Entry]]:
         entries[200 + k] = Entry(previous, 17 + k, 1)
         previous = 200 + k
     branches = [
-        Branch(id=1, adventure_id=1, name="main", tip_node_id=31),
-        Branch(id=2, adventure_id=1, name="the river", tip_node_id=110),
-        Branch(id=3, adventure_id=1, name="the caves", tip_node_id=204),
+        BranchRow(1, "main", 31),
+        BranchRow(2, "the river", 110),
+        BranchRow(3, "the caves", 204),
     ]
     return branches, entries
 
@@ -195,14 +195,53 @@ def test_the_picture_shows_lanes_the_current_line_and_each_mark():
 
 def test_a_story_without_forks_is_one_lane_at_its_tip():
     entries = {1: Entry(None, 0, 1), 2: Entry(1, 1, 1), 3: Entry(2, 2, 1)}
-    shape = build_shape(
-        [Branch(id=5, adventure_id=1, name="main", tip_node_id=3)], entries, 5, 3, [], []
-    )
+    shape = build_shape([BranchRow(5, "main", 3)], entries, 5, 3, [], [])
     assert shape.at_tip and draw_tree(shape) == "main ━━● 2  ◀ here"
     image = pixels(draw_png(shape))
     assert len(lane_rows(image)) == 1
     assert blobs(image, HEAD) == 1 + LEGEND
     assert blobs(image, SAVE_POINT) == LEGEND and blobs(image, TAKES) == LEGEND
+
+
+def test_a_current_line_deeper_than_the_picture_shows_its_nearest_lanes():
+    # Thirty branches, each after the second leaving the one before at its tip; the story stands
+    # at the tip of the last.
+    entries = {1: Entry(None, 0, 1), 2: Entry(1, 1, 1), 3: Entry(2, 2, 1)}
+    branches = [BranchRow(1, "main", 3)]
+    for k in range(2, 31):
+        fork_at = 100 * (k - 1) + 1 if k > 2 else 2
+        entries[100 * k] = Entry(fork_at, entries[fork_at].index + 1, 1)
+        entries[100 * k + 1] = Entry(100 * k, entries[fork_at].index + 2, 1)
+        branches.append(BranchRow(k, f"b{k}", 100 * k + 1))
+    shape = build_shape(branches, entries, 30, 3001, [], [])
+    assert [lane.depth for lane in shape.lanes] == list(range(30))
+    assert shape.at_tip and len(shape.current_line()) == 30
+    image = pixels(draw_png(shape))
+    assert len(lane_rows(image)) == LANES_DRAWN_MAX
+    assert bands(image, CURRENT) == LANES_DRAWN_MAX + LEGEND
+    assert blobs(image, HEAD) == 1 + LEGEND
+    said = describe(shape, LANES_DRAWN_MAX)
+    assert f"30 branches over 60 entries, {LANES_DRAWN_MAX} of them drawn" in said
+    assert "The story stands on b30, at its newest entry." in said
+    assert "Forks: b2 at entry 1, b3 at entry 3" in said and "and 23 more" in said
+
+
+def test_a_story_read_from_its_newest_entries_starts_where_the_reading_did():
+    # Entries 0–99 were not read (a story past NODES_READ_MAX): main starts at 100.
+    entries = {n: Entry(n - 1 if n > 100 else 99, n, 1) for n in range(100, 130)}
+    shape = build_shape(
+        [BranchRow(1, "main", 129)],
+        entries,
+        1,
+        129,
+        [("old", 1, 12)],  # on an entry not read: not drawn
+        [],
+        cut=True,
+    )
+    (lane,) = shape.lanes
+    assert (lane.start, lane.tip, shape.first_index, shape.save_points) == (100, 129, 100, ())
+    assert "(the newest; older ones are not drawn)" in describe(shape, 1)
+    assert len(lane_rows(pixels(draw_png(shape)))) == 1
 
 
 # --- through Discord ----------------------------------------------------------------------------

@@ -86,7 +86,9 @@ def lanes_drawn(shape: TreeShape) -> list[Lane]:
     for branch_id in [*current, *newest]:
         chain: list[int] = []
         lane = by_id.get(branch_id)
-        while lane is not None and lane.branch_id not in chosen and lane.branch_id not in chain:
+        room = LANES_DRAWN_MAX - len(chosen)
+        # A walk ends where a drawn lane is reached, or once it could not fit: a few steps each.
+        while lane is not None and lane.branch_id not in chosen and len(chain) <= room:
             chain.append(lane.branch_id)
             lane = by_id.get(lane.parent_id) if lane.parent_id is not None else None
         if len(chosen) + len(chain) <= LANES_DRAWN_MAX:
@@ -238,14 +240,18 @@ def _marks(
     ends = [c for c in shape.chapters if c.lane_id == lane.branch_id]
     for _, x in _buckets(ends, lambda end: scale.on(lane, end.index)):
         draw.polygon([(x, y - 17), (x + 17, y), (x, y + 17), (x - 17, y)], fill=CHAPTER)
-    points = [p for p in shape.save_points if p.lane_id == lane.branch_id]
+    points = sorted(
+        (p for p in shape.save_points if p.lane_id == lane.branch_id), key=lambda p: p.index
+    )
     label_end = -1.0
     for point, x in _buckets(points, lambda point: scale.on(lane, point.index)):
         _flag(draw, x, y)
-        if x > label_end:
-            label = _fit(draw, point.name, small, 260)
+        label = _fit(draw, point.name, small, 260)
+        width = draw.textlength(label, font=small)
+        # Named left to right where a name fits: the others are in the list and the alt text.
+        if x > label_end and x + width <= WIDTH - 8:
             draw.text((x, y + 24), label, font=small, fill=TEXT_DIM)
-            label_end = x + draw.textlength(label, font=small) + 16
+            label_end = x + width + 16
 
 
 def _ring(draw: ImageDraw.ImageDraw, x: int, y: int) -> None:

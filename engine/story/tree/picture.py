@@ -17,6 +17,13 @@ def draw_tree(shape: TreeShape) -> str:
     """One row per branch, indented under the branch it leaves: where it leaves, its length,
     its newest entry, where the story stands, its save points, chapter ends and retold turns."""
     rows: list[str] = []
+    # By lane first: a story may have thousands of branches and hundreds of marks.
+    points: dict[int | None, list[str]] = {}
+    for point in shape.save_points:
+        points.setdefault(point.branch_id, []).append(f"⚑{point.name}@{point.index}")
+    ends: dict[int | None, list[str]] = {}
+    for end in shape.chapters:
+        ends.setdefault(end.lane_id, []).append(f"§{end.name}@{end.index}")
     for lane in shape.lanes:
         length = max(lane.tip - lane.start, 0)
         bar = "━" * min(length, BAR_MAX) + ("…" if length > BAR_MAX else "")
@@ -25,8 +32,7 @@ def draw_tree(shape: TreeShape) -> str:
         text = f"{prefix}{lane.name} {where}{bar}● {lane.tip}"
         if lane.branch_id == shape.active_id:
             text += "  ◀ here" if shape.at_tip else f"  ◀ at {shape.head_index}"
-        marks = [f"⚑{p.name}@{p.index}" for p in shape.save_points if p.branch_id == lane.branch_id]
-        marks += [f"§{c.name}@{c.index}" for c in shape.chapters if c.lane_id == lane.branch_id]
+        marks = [*points.get(lane.branch_id, []), *ends.get(lane.branch_id, [])]
         if lane.takes:
             marks.append(f"↻{len(lane.takes)}")
         if marks:

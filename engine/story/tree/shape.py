@@ -10,6 +10,8 @@ earlier branch already owns: that entry is where it leaves that branch). Drawn a
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -25,6 +27,14 @@ from engine.storage.models import Adventure, Branch, SavePoint, StoryNode
 NODES_READ_MAX = 60_000
 #: The most save points and chapter recaps read (the newest): marks, not the story itself.
 MARKS_READ_MAX = 500
+
+
+class BranchRow(NamedTuple):
+    """The columns of a branch that the shape needs."""
+
+    id: int
+    name: str
+    tip_node_id: int | None
 
 
 class Entry(NamedTuple):
@@ -96,7 +106,7 @@ class TreeShape:
 
 
 def build_shape(
-    branches: list[Branch],
+    branches: Sequence[BranchRow],
     entries: dict[int, Entry],
     active_id: int | None,
     head_id: int | None,
@@ -111,7 +121,6 @@ def build_shape(
     parent_of: dict[int, int | None] = {}
     spans: dict[int, tuple[int, int, tuple[tuple[int, int], ...]]] = {}
     for branch in branches:
-        assert branch.id is not None  # the branches drawn are stored rows
         node = branch.tip_node_id if branch.tip_node_id in entries else None
         tip = entries[node].index if node is not None else 0
         own: list[int] = []
@@ -134,7 +143,6 @@ def build_shape(
     names = {branch.id: branch.name for branch in branches}
     children: dict[int | None, list[int]] = {}
     for branch in branches:
-        assert branch.id is not None
         children.setdefault(parent_of[branch.id], []).append(branch.id)
     lanes: list[Lane] = []
     # Depth first without recursion: a chain of a thousand nested branches is a valid story.
@@ -173,32 +181,24 @@ def build_shape(
 
 
 async def read_shape(session: AsyncSession, adventure: Adventure) -> TreeShape:
-    """The shape of ``adventure``'s story, read in a few light queries."""
-    branches = list(
-        await session.scalars(
-            select(Branch)
-            .where(col(Branch.adventure_id) == adventure.id)
-            .order_by(col(Branch.created_at), col(Branch.id))
-        )
+    """The shape of ``adventure``'s story, read in a few light queries and built in a worker
+    thread (a long story's walk takes a tenth of a second or more: not on the event loop)."""
+    branches = await session.execute(
+        select(col(Branch.id), col(Branch.name), col(Branch.tip_node_id))
+        .where(col(Branch.adventure_id) == adventure.id)
+        .order_by(col(Branch.created_at), col(Branch.id))
     )
     rows = await session.execute(
         select(
             col(StoryNode.id),
             col(StoryNode.parent_id),
-            col(StoryNode.index).label("node_index"),
+            col(StoryNode.index),
             col(StoryNode.take_count),
         )
         .where(col(StoryNode.adventure_id) == adventure.id)
         .order_by(col(StoryNode.index).desc())
         .limit(NODES_READ_MAX + 1)
     )
-    entries = {row.id: Entry(row.parent_id, row.node_index, row.take_count) for row in rows.all()}
-    cut = len(entries) > NODES_READ_MAX
-    if cut:
-        # The entries read past the limit are of the oldest index read: drop that whole index,
-        # so that every line read starts at one index.
-        oldest = min(entry.index for entry in entries.values())
-        entries = {i: e for i, e in entries.items() if e.index > oldest}
     points = await session.execute(
         select(col(SavePoint.name), col(SavePoint.branch_id), col(SavePoint.node_id))
         .where(col(SavePoint.adventure_id) == adventure.id)
@@ -211,12 +211,35 @@ async def read_shape(session: AsyncSession, adventure: Adventure) -> TreeShape:
         .order_by(col(ChapterRecap.id).desc())
         .limit(MARKS_READ_MAX)
     )
-    return build_shape(
-        branches,
-        entries,
+    return await asyncio.to_thread(
+        _built,
+        [BranchRow(*row) for row in branches.all()],
+        rows.tuples().all(),
         adventure.active_branch_id,
         adventure.head_node_id,
         [(p.name, p.branch_id, p.node_id) for p in reversed(points.all())],
         [(r.title, r.node_id) for r in reversed(recaps.all())],
-        cut=cut,
     )
+
+
+def _built(
+    branches: list[BranchRow],
+    rows: Sequence[tuple[int | None, int | None, int, int]],
+    active_id: int | None,
+    head_id: int | None,
+    save_points: list[tuple[str, int | None, int]],
+    recaps: list[tuple[str, int | None]],
+) -> TreeShape:
+    # Stored rows: every id is set (the column's type allows None before a row is stored).
+    entries = {
+        node_id: Entry(parent_id, index, takes)
+        for node_id, parent_id, index, takes in rows
+        if node_id is not None
+    }
+    cut = len(entries) > NODES_READ_MAX
+    if cut:
+        # The entries read past the limit are of the oldest index read: drop that whole index,
+        # so that every line read starts at one index.
+        oldest = min(entry.index for entry in entries.values())
+        entries = {i: e for i, e in entries.items() if e.index > oldest}
+    return build_shape(branches, entries, active_id, head_id, save_points, recaps, cut=cut)
