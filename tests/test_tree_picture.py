@@ -12,7 +12,7 @@ import time
 from collections import deque
 
 import numpy as np
-from PIL import Image
+from PIL import Image, ImageFont
 from sqlalchemy import select, update
 
 from engine.storage.chapter_models import ChapterRecap
@@ -201,6 +201,23 @@ def test_a_story_without_forks_is_one_lane_at_its_tip():
     assert len(lane_rows(image)) == 1
     assert blobs(image, HEAD) == 1 + LEGEND
     assert blobs(image, SAVE_POINT) == LEGEND and blobs(image, TAKES) == LEGEND
+
+
+def test_without_dejavu_the_picture_is_drawn_in_pillows_own_font(monkeypatch):
+    # A system without DejaVu Sans (a slim container image): Pillow's font, no failure.
+    by_name = ImageFont.truetype
+
+    def missing(font, *args, **kwargs):
+        if isinstance(font, str):  # a font looked for on the system (Pillow's own is bytes)
+            raise OSError("cannot open resource")
+        return by_name(font, *args, **kwargs)
+
+    monkeypatch.setattr(ImageFont, "truetype", missing)
+    branches, entries = story()
+    shape = build_shape(branches, entries, 2, 110, [("camp", 1, 11)], [])
+    image = pixels(draw_png(shape))
+    assert len(lane_rows(image)) == 3
+    assert blobs(image, SAVE_POINT) == 1 + LEGEND and blobs(image, HEAD) == 1 + LEGEND
 
 
 def test_a_current_line_deeper_than_the_picture_shows_its_nearest_lanes():

@@ -231,7 +231,8 @@ def _marks(
     """A lane's name and span, and its marks: takes, chapter ends, save points (named where
     there is room)."""
     y = top + LINE_Y
-    where = f"{lane.start}–{lane.tip}"
+    # A hyphen, not a dash: Pillow's own font (where DejaVu is missing) has no dash.
+    where = f"{lane.start}-{lane.tip}"
     room = WIDTH - 2 * MARGIN - draw.textlength(where, font=small) - 32
     draw.text((MARGIN, top + 8), _fit(draw, lane.name, body, room), font=body, fill=TEXT)
     draw.text((WIDTH - MARGIN, top + 16), where, font=small, fill=TEXT_DIM, anchor="ra")
