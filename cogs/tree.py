@@ -11,8 +11,10 @@ branches and save points (the host and those members) is the engine's rule
 
 from __future__ import annotations
 
+import io
 import logging
 import re
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import discord
@@ -38,6 +40,8 @@ from engine.story.tree import (
     SavePointView,
     TurnText,
 )
+from engine.story.tree.image import lanes_drawn, render_png
+from engine.story.tree.picture import describe, draw_tree
 
 if TYPE_CHECKING:
     from cogs.ui import CampfireBot
@@ -48,8 +52,10 @@ log = logging.getLogger(__name__)
 TREE_LINES_PER_PAGE = 40
 TREE_LEGEND = (
     "● a branch's newest entry · ◀ where the story stands · ⚑ a save point · "
+    "§ a chapter's end · ↻ turns with several takes · "
     "numbers count story entries (actions and narration)"
 )
+TREE_PICTURE_NAME = "story-tree.png"
 
 
 def _name(text: str) -> str:
@@ -104,9 +110,11 @@ async def save_point_page(interaction: discord.Interaction, page: int) -> ListPa
 
 @list_source("tree")
 async def tree_page(interaction: discord.Interaction, page: int) -> ListPage:
-    picture = await bot_of(interaction).services.tree.picture(channel_id_of(interaction))
-    return paged(
-        picture.splitlines(),
+    """A page of the text diagram (what the console and screen readers read) and, with the
+    command's answer, the picture of the whole tree; a page turn keeps the picture it has."""
+    shape = await bot_of(interaction).services.tree.shape(channel_id_of(interaction))
+    listing = paged(
+        draw_tree(shape).splitlines(),
         page,
         title="The story's tree",
         empty="The story has no turns yet.",
@@ -114,6 +122,18 @@ async def tree_page(interaction: discord.Interaction, page: int) -> ListPage:
         code_block=True,
         per_page=TREE_LINES_PER_PAGE,
     )
+    if interaction.type is not discord.InteractionType.application_command or not shape.lanes:
+        return listing
+    png = await render_png(shape)
+    if png is None:
+        return listing
+    # The description is the image's alt text (discord-api-docs, Message, Attachment Object).
+    file = discord.File(
+        io.BytesIO(png),
+        filename=TREE_PICTURE_NAME,
+        description=describe(shape, len(lanes_drawn(shape))),
+    )
+    return replace(listing, file=file)
 
 
 def _edit_notice(edit: EntryEdit, who: str) -> str:
@@ -333,6 +353,8 @@ class StoryTreeCog(commands.Cog):
     @app_commands.command(name="tree")
     async def tree(self, interaction: discord.Interaction) -> None:
         """The story's shape: its branches, where they part, save points, where you are."""
+        # Drawing the picture takes longer than the list alone: acknowledged first, privately.
+        await interaction.response.defer(thinking=True, ephemeral=True)
         await show_list(interaction, "tree")
 
     # --- branches ---

@@ -295,6 +295,7 @@ async def test_branches_save_points_and_the_tree(env, fake_model):
     assert head.text == "Two."
 
     picture = await env.fake.slash(env.bob, thread, "tree")
+    await env.done()  # answered after the picture it defers for is drawn
     drawn = answer(env, picture).embeds[0]["description"]
     assert drawn.startswith("```") and "main" in drawn and "fork 2" in drawn and "⚑camp" in drawn
 

@@ -48,6 +48,8 @@ COMPONENTS_V2_FLAG = 1 << 15
 UPLOAD_FILE_MAX = 10 * 1024 * 1024
 # "The maximum request size when sending a message is 25 MiB" (Message, Create Message).
 UPLOAD_REQUEST_MAX = 25 * 1024 * 1024
+# "description (alt text) for the file (max 1024 characters)" (Message, Attachment Object).
+ATTACHMENT_DESCRIPTION_MAX = 1024
 
 
 class FormErrors:
@@ -193,6 +195,13 @@ def check_message(
             f"Embed size exceeds maximum size of {EMBED_TOTAL_MAX}",
         )
     check_components(errors, payload.get("components") or [], int(payload.get("flags") or 0))
+    for i, attachment in enumerate(payload.get("attachments") or []):
+        if isinstance(attachment, dict):
+            errors.max_length(
+                ["attachments", i, "description"],
+                attachment.get("description"),
+                ATTACHMENT_DESCRIPTION_MAX,
+            )
     body = errors.body()
     if body is not None:
         return 400, body

@@ -50,6 +50,9 @@ class ListPage:
     embed: discord.Embed
     page: int
     pages: int
+    #: A file shown with the list's first answer (a picture of it); a page turn edits the
+    #: embed and keeps the file already attached.
+    file: discord.File | None = None
 
 
 #: Reads page ``page`` of a list where the interaction happens (the list's rights are its
@@ -145,6 +148,7 @@ async def show_list(
         embed=shown.embed,
         view=pager(kind, scope, shown),
         ephemeral=ephemeral,
+        file=shown.file,
     )
 
 

@@ -22,9 +22,10 @@ async def reply(
     embed: discord.Embed | None = None,
     ephemeral: bool = True,
     view: discord.ui.View | None = None,
+    file: discord.File | None = None,
 ) -> None:
-    """Send ``content`` (and ``embed``) as the interaction's answer, or as a follow-up once it
-    has one.
+    """Send ``content`` (and ``embed``, ``file``) as the interaction's answer, or as a
+    follow-up once it has one.
 
     ``ephemeral`` holds whatever state the response is in: after a public "thinking" defer
     the first follow-up would replace the thinking message and stay public, its ephemeral flag
@@ -41,6 +42,8 @@ async def reply(
         kwargs["embed"] = fit_embed(embed)
     if view is not None:
         kwargs["view"] = view
+    if file is not None:
+        kwargs["file"] = file
     try:
         if not interaction.response.is_done():
             await interaction.response.send_message(**kwargs)

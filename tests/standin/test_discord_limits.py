@@ -17,6 +17,7 @@ from discord.http import handle_message_parameters
 
 from bot.standin import FakeDiscord
 from bot.standin.limits import (
+    ATTACHMENT_DESCRIPTION_MAX,
     OLD_MESSAGE_AGE_S,
     OLD_MESSAGE_EDIT_PERIOD_S,
     OLD_MESSAGE_EDITS,
@@ -201,6 +202,25 @@ async def test_a_followup_with_a_file_over_ten_mib_is_refused(env: Env) -> None:
     big = discord.File(io.BytesIO(b"x" * (UPLOAD_FILE_MAX + 1)), "big.bin")
     error = await refused(lambda: interaction.followup.send("here", file=big))
     assert (error.status, error.code) == (413, 40005)
+
+
+async def test_an_attachment_description_over_1024_characters_is_refused(env: Env) -> None:
+    env.fake.expect(50035)  # refused on purpose
+    # An attachment's description is its alt text, "max 1024 characters" (Message, Attachment
+    # Object); a response's files go through the same check as a channel message's.
+    rec = await env.fake.slash(env.alice, env.channel, "pick", what="map")
+    (interaction,) = env.bot.answered
+    long = "d" * (ATTACHMENT_DESCRIPTION_MAX + 1)
+    picture = discord.File(io.BytesIO(b"png"), "map.png", description=long)
+    error = await refused(lambda: interaction.followup.send("here", file=picture))
+    assert (error.status, error.code) == (400, 50035)
+    assert "attachments.0.description" in error.text
+    assert rec.followups == []
+    exact = "d" * ATTACHMENT_DESCRIPTION_MAX
+    picture = discord.File(io.BytesIO(b"png"), "map.png", description=exact)
+    await interaction.followup.send("here", file=picture)
+    (sent,) = [env.fake.message(m) for m in rec.followups]
+    assert [(a.filename, a.description) for a in sent.attachments] == [("map.png", exact)]
 
 
 # -- nonces ------------------------------------------------------------------------------------

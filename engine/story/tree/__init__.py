@@ -3,8 +3,9 @@
 ``service.StoryTree`` is what a front end calls (its shared steps in ``core``, branches and
 save points in ``branches``); lines are read and grown in ``engine.story.line``,
 ``takes`` keeps a turn's attempts, ``edits`` changes any entry's words (as a new take),
-``picture`` draws /tree. Who may change what is ``engine.people.access``'s rule. A turn
-being stored calls ``story_line.write.advance_line``; a retry uses ``takes.plan_retry``.
+``shape`` reads /tree's picture of the story, ``picture`` and ``image`` draw it. Who may change
+what is ``engine.people.access``'s rule. A turn being stored calls
+``story_line.write.advance_line``; a retry uses ``takes.plan_retry``.
 """
 
 from engine.story.tree.branches import NAME_MAX, BranchView, SavePointView

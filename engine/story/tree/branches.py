@@ -21,7 +21,7 @@ from engine.platform.sanitise import QUOTE_MAX, echo, sanitise
 from engine.storage.models import Adventure, Branch, SavePoint, StoryNode
 from engine.story.line.read import ancestry, shared_depth, state_after
 from engine.story.snapshots import capture_current
-from engine.story.tree.picture import draw_tree
+from engine.story.tree.shape import TreeShape, read_shape
 
 if TYPE_CHECKING:
     from engine.people.access.rules import Actor
@@ -317,38 +317,9 @@ class BranchesAndSavePoints(TreeCore):
 
     # --- the picture ---
 
-    async def picture(self, channel_id: int) -> str:
-        """The story's shape as text: each branch, where it leaves its parent, its save points,
-        and where the head stands. Light columns of the nodes only."""
+    async def shape(self, channel_id: int) -> TreeShape:
+        """The story's shape, for /tree to draw: each branch, where it leaves its parent, its
+        save points, chapter ends and retold turns, and where the story stands."""
         async with self.db.session() as session:
             adventure = await adventure_here(session, channel_id)
-            branches = list(
-                await session.scalars(
-                    select(Branch)
-                    .where(col(Branch.adventure_id) == adventure.id)
-                    .order_by(col(Branch.created_at), col(Branch.id))
-                )
-            )
-            lines: dict[int, dict[int, int]] = {}
-            for branch in branches:
-                assert branch.id is not None  # a stored row
-                if branch.tip_node_id is not None:
-                    lines[branch.id] = await ancestry(session, branch.tip_node_id)
-            head_line = (
-                await ancestry(session, adventure.head_node_id) if adventure.head_node_id else {}
-            )
-            points = list(
-                await session.execute(
-                    select(
-                        col(SavePoint.name),
-                        col(SavePoint.branch_id),
-                        col(StoryNode.index).label("node_index"),
-                    )
-                    .join(StoryNode, col(StoryNode.id) == col(SavePoint.node_id))
-                    .where(col(SavePoint.adventure_id) == adventure.id)
-                    .order_by(col(SavePoint.id))
-                )
-            )
-        return draw_tree(
-            branches, lines, adventure.active_branch_id, adventure.head_node_id, head_line, points
-        )
+            return await read_shape(session, adventure)
