@@ -119,7 +119,8 @@ age-restricted channels); `/server banned words:` words banned in all its advent
 **Steer the story** (the host and server managers)
 `/note`, `/essentials`, `/instructions`: the author's note, plot essentials, AI instructions
 `/card add|edit|remove|list`: story cards, brought in when their keys come up
-`/adventure settings`: context size, reply length, temperature; `messages:on|off`
+`/adventure settings`: context size, reply length, temperature, top_p, min_p, penalties,
+stop strings, the author's note's depth; `messages:on|off`
 
 **World state** (in scenarios that track it)
 `/state show`: health, trust, flags and the rest, with what each number means
