@@ -325,6 +325,7 @@ async def build_services(settings: Settings) -> Services:
                 context_tokens=settings.context_tokens,
                 max_output_tokens=settings.max_output_tokens,
                 temperature=settings.temperature,
+                top_p=settings.top_p,
             ),
             providers=providers,
             ceilings=turns.ceilings,

@@ -240,3 +240,18 @@ async def test_an_adventure_file_carries_its_sampling_and_refuses_a_value_past_i
     async with db.session() as session:
         older = await session.scalar(select(Adventure).where(col(Adventure.channel_id) == 3))
     assert older is not None and older.top_p is None and older.stop_strings == []
+
+
+async def test_the_operators_top_p_is_the_default_an_adventure_sets_its_own(
+    tmp_path, fake_model, caplog, database_url
+):
+    async with campfire_on_standin(tmp_path, fake_model, caplog, database_url, top_p=0.95) as env:
+        thread = await env.start_thread()
+        record = await env.fake.slash(env.alice, thread, "adventure settings")
+        assert "Sampling: top_p 0.95 (default) · min_p —" in (await answer(env, record)).content
+        record = await env.fake.slash(env.alice, thread, "adventure settings", top_p=0.5)
+        assert "Sampling: top_p **0.5** · min_p —" in (await answer(env, record)).content
+        fake_model.queue("The lantern gutters.")
+        await env.fake.slash(env.alice, thread, "do", action="light the lantern")
+        await env.done()
+        assert [request["top_p"] for request in chats(fake_model)] == [0.5]
