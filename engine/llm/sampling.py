@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 
 from engine.errors import InvalidInput
 from engine.platform.sanitise import QUOTE_MAX, echo, sanitise
@@ -53,6 +54,14 @@ STOP_AT_PLAYER_ACTION = ("\n>",)
 
 #: How the list is written, as SillyTavern writes it: shown in a refusal.
 STOP_EXAMPLE = '["\\nYou:", "THE END"]'
+
+
+def turn_stops(
+    adventure: Sequence[str], own: Sequence[str] = STOP_AT_PLAYER_ACTION
+) -> tuple[str, ...]:
+    """A turn's stop strings: Campfire's own first (a server that takes only a few is sent the
+    first ones), then the adventure's, each once."""
+    return tuple(dict.fromkeys((*own, *adventure)))
 
 
 def check_range(name: str, value: float | None, bounds: tuple[float, float]) -> None:

@@ -19,7 +19,7 @@ from engine.library.knowledge.prompt import canon_texts
 from engine.library.scripting.hooks import ScriptStopped
 from engine.llm.ceilings import Ceilings
 from engine.llm.providers.base import ChatProvider, GenerationParams
-from engine.llm.sampling import STOP_AT_PLAYER_ACTION, number
+from engine.llm.sampling import STOP_AT_PLAYER_ACTION, number, turn_stops
 from engine.people.content import BannedWords, MaskedStream
 from engine.platform.events import ProviderChunk, ReasoningDelta, StreamEnd, TextDelta, Usage
 from engine.platform.sanitise import sanitise
@@ -62,9 +62,7 @@ def params_for(
         repetition_penalty=_or(adventure.repetition_penalty, defaults.repetition_penalty),
         presence_penalty=_or(adventure.presence_penalty, defaults.presence_penalty),
         frequency_penalty=_or(adventure.frequency_penalty, defaults.frequency_penalty),
-        stop=tuple(
-            dict.fromkeys((*(defaults.stop or STOP_AT_PLAYER_ACTION), *adventure.stop_strings))
-        ),
+        stop=turn_stops(adventure.stop_strings, defaults.stop or STOP_AT_PLAYER_ACTION),
     )
 
 

@@ -21,10 +21,10 @@ from engine.llm.sampling import (
     NOTE_DEPTH_RANGE,
     PRESENCE_PENALTY_RANGE,
     REPETITION_PENALTY_RANGE,
-    STOP_AT_PLAYER_ACTION,
     TOP_P_RANGE,
     check_range,
     parse_stop_strings,
+    turn_stops,
 )
 from engine.people.access.checks import check_may_steer
 from engine.people.access.rules import active_adventure, adventure_here
@@ -263,7 +263,7 @@ def _left_out(settings: AdventureSettings, dialect: Dialect) -> tuple[str, ...]:
         repetition_penalty=sampling.repetition_penalty,
         presence_penalty=sampling.presence_penalty,
         frequency_penalty=sampling.frequency_penalty,
-        stop=tuple(dict.fromkeys((*STOP_AT_PLAYER_ACTION, *sampling.stop_strings))),
+        stop=turn_stops(sampling.stop_strings),
     )
     return params.sampling(dialect).left_out
 
