@@ -30,6 +30,9 @@ from engine.story.steering.settings import AdventureSettings
 if TYPE_CHECKING:
     from cogs.ui import CampfireBot
 
+#: The most characters of the adventure's stop strings shown in the settings.
+STOPS_SHOWN = 500
+
 #: Said where the operator switched message play off for the whole bot.
 MESSAGE_PLAY_OFF = (
     "Playing by plain messages is switched off on this bot by its operator "
@@ -69,7 +72,7 @@ def settings_text(
         "Stop strings: "
         + ", ".join(_stop(s) for s in STOP_AT_PLAYER_ACTION)
         + " (Campfire's: the player's next action)"
-        + "".join(f", {_stop(s)}" for s in sampling.stop_strings),
+        + _stops(sampling.stop_strings),
         _note_line(sampling.authors_note_depth),
         f"Playing by plain messages: **{'on' if settings.message_play else 'off'}** "
         "(`messages: on` lets text typed here play; see `/help`)"
@@ -79,7 +82,7 @@ def settings_text(
     if settings.left_out and settings.dialect is not None:
         lines.append(
             f"⚠ This adventure's model runs on {settings.dialect.name}, which is not sent: "
-            + "; ".join(settings.left_out)
+            + discord.utils.escape_markdown("; ".join(settings.left_out))
             + "."
         )
     if settings.held:
@@ -104,6 +107,13 @@ def _sampled(name: str, value: float | None, default: float | None) -> str:
 
 def _stop(text: str) -> str:
     return f"“{discord.utils.escape_markdown(shown_stop(text))}”"
+
+
+def _stops(strings: tuple[str, ...]) -> str:
+    """The adventure's stop strings after Campfire's, cut to ``STOPS_SHOWN`` characters: eight
+    of forty, escaped, would crowd the rest of the settings out of one message."""
+    shown = "".join(f", {_stop(s)}" for s in strings)
+    return shown if len(shown) <= STOPS_SHOWN else shown[: STOPS_SHOWN - 1].rstrip("\\") + "…"
 
 
 def _note_line(depth: int | None) -> str:

@@ -102,8 +102,10 @@ def test_what_is_left_out_is_said_with_why():
     assert openai.left_out == (
         "min_p 0.05 (OpenAI does not take it)",
         "repetition penalty 1.15 (OpenAI does not take it)",
-        "stop “[Narrator]” (OpenAI takes at most 4 stop strings)",
+        "stop “[Narrator]” (OpenAI takes at most 4)",
     )
+    more = GenerationParams(stop=(*TUNED.stop, "END", "FIN")).sampling(DIALECTS["openai"])
+    assert more.left_out == ("the last 3 stop strings (OpenAI takes at most 4)",)
     assert openai.sent[:3] == ("top_p 0.9", "presence_penalty 0.4", "frequency_penalty 0.3")
     assert openai.sent[3] == "stop “\\n>”, “\\nYou:”, “THE END”, “***”"
     llama = TUNED.sampling(DIALECTS["llama.cpp"])

@@ -7,16 +7,26 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from dataclasses import replace
 
 import pytest
 from discord.utils import escape_markdown as markdown
 from sqlalchemy import select
 from sqlmodel import col
 
+from cogs.adventure_settings import settings_text
 from engine.library.archive import AdventureArchive
 from engine.library.formats.draft import ImportLimits
 from engine.library.reading.errors import ImportRejected
+from engine.llm.providers.dialects import DIALECTS
+from engine.llm.sampling import STOP_STRING_CHARS, STOP_STRINGS_MAX
 from engine.storage.models import Adventure
+from engine.story.steering.settings import (
+    AdventureSettings,
+    GenerationDefaults,
+    Sampling,
+    _left_out,
+)
 from tests.discord_env import DiscordEnv, campfire_on_standin
 from tests.fakes.openai_server import FakeModelServer
 from tests.test_adventure_files import ALICE, grown_adventure
@@ -120,8 +130,11 @@ async def test_a_server_that_does_not_take_a_setting_is_not_sent_it_and_players_
     content = (await answer(env, record)).content
     assert (
         "⚠ This adventure's model runs on an OpenAI-compatible server, which is not sent: "
-        "min_p 0.05 (an OpenAI-compatible server does not take it); repetition penalty 1.2 "
-        "(an OpenAI-compatible server does not take it)."
+        + markdown(
+            "min_p 0.05 (an OpenAI-compatible server does not take it); repetition penalty 1.2 "
+            "(an OpenAI-compatible server does not take it)"
+        )
+        + "."
     ) in content
 
     fake_model.queue("The lantern gutters.")
@@ -255,3 +268,28 @@ async def test_the_operators_top_p_is_the_default_an_adventure_sets_its_own(
         await env.fake.slash(env.alice, thread, "do", action="light the lantern")
         await env.done()
         assert [request["top_p"] for request in chats(fake_model)] == [0.5]
+
+
+def test_the_longest_settings_still_fit_one_discord_message():
+    """Every setting set, eight stop strings of forty line breaks (each shown escaped), held to
+    the operator's ceilings and half of it not sent: one message (Discord's 2,000 characters)
+    still holds all of it, the stop strings cut short."""
+    stops = tuple(f"*{i}*" + "\n" * (STOP_STRING_CHARS - 3) for i in range(STOP_STRINGS_MAX))
+    settings = AdventureSettings(
+        1,
+        "T" * 100,
+        100_000,
+        2_000,
+        1.1,
+        GenerationDefaults(4096, 300, 0.8, 0.95),
+        True,
+        held=("context 100,000 tokens held to the operator's 4,096",) * 2,
+        sampling=Sampling(0.9, 0.05, 1.1, -0.25, -0.35, stops, 100),
+    )
+    openai = DIALECTS["openai"]
+    text = settings_text(
+        replace(settings, dialect=openai, left_out=_left_out(settings, openai)), changed=True
+    )
+    assert len(text) <= 2000
+    assert text.endswith("returns every generation setting to its default.")
+    assert "the last 5 stop strings (OpenAI takes at most 4)" in text

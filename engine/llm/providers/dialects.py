@@ -133,8 +133,12 @@ def sampling_for(
         fields["stop"] = list(kept)
         sent.append("stop " + ", ".join(f"“{shown_stop(s)}”" for s in kept))
         if len(kept) < len(stop):
-            dropped = ", ".join(f"“{shown_stop(s)}”" for s in stop[len(kept) :])
-            left_out.append(
-                f"stop {dropped} ({dialect.name} takes at most {dialect.max_stop} stop strings)"
+            # The sent ones are listed; a long list of the others would only repeat them.
+            dropped = stop[len(kept) :]
+            what = (
+                f"stop “{shown_stop(dropped[0])}”"
+                if len(dropped) == 1
+                else (f"the last {len(dropped)} stop strings")
             )
+            left_out.append(f"{what} ({dialect.name} takes at most {dialect.max_stop})")
     return SamplingSent(fields, tuple(sent), tuple(left_out))
