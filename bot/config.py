@@ -22,6 +22,7 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from engine.llm.providers.dialects import KINDS
 from engine.llm.providers.logit_bias import TOKENIZERS
 from engine.platform.coordination.instance import NAME_PATTERN
 from engine.platform.redaction import redact, url_secrets
@@ -113,6 +114,13 @@ class Settings(BaseSettings):
         description="The tokenizer of the model at CAMPFIRE_MODEL_URL (cl100k_base); when set, "
         "banned words of one token are banned in its replies by logit bias. Unset: none is "
         "sent (token ids of another tokenizer would ban other words).",
+    )
+    model_kind: str | None = Field(
+        default=None,
+        description="The kind of server at CAMPFIRE_MODEL_URL (openai, llama.cpp, vllm, "
+        "koboldcpp, openrouter, ollama, compatible): which of an adventure's sampling settings "
+        "it is sent (min-p and the repetition penalty only where it takes them). Unset: known "
+        "by the host (OpenAI's, OpenRouter's), else OpenAI's own fields only.",
     )
 
     embedding_url: str | None = None
@@ -390,6 +398,15 @@ class Settings(BaseSettings):
         if value.strip() not in TOKENIZERS:
             raise ValueError(f"one of {', '.join(TOKENIZERS)}, or nothing")
         return value.strip()
+
+    @field_validator("model_kind")
+    @classmethod
+    def _kind(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        if value.strip().lower() not in KINDS:
+            raise ValueError(f"one of {', '.join(KINDS)}, or nothing")
+        return value.strip().lower()
 
     @field_validator("model_whitelist", mode="before")
     @classmethod

@@ -17,6 +17,7 @@ from engine.library.scripting.manage import ScriptService
 from engine.library.scripting.sandbox import Limits
 from engine.llm.model_settings import ModelSettings
 from engine.llm.providers.base import ChatProvider, GenerationParams, ReplyLimits
+from engine.llm.providers.dialects import dialect_for
 from engine.llm.providers.embeddings import EmbeddingClient
 from engine.llm.providers.endpoint_policy import EndpointPolicy
 from engine.llm.providers.local import LocalLlamaProvider
@@ -86,6 +87,7 @@ def make_chat_provider(settings: Settings) -> ChatProvider:
             limits=reply_limits(settings),
             private_address=True,
             tokenizer=settings.model_tokenizer,
+            dialect=dialect_for(settings.model_url, settings.model_kind),
         )
     return LocalLlamaProvider(
         settings.local_model_path,
@@ -334,6 +336,7 @@ async def build_services(settings: Settings) -> Services:
                 context_tokens=settings.context_tokens,
                 max_output_tokens=settings.max_output_tokens,
                 temperature=settings.temperature,
+                top_p=settings.top_p,
             ),
             providers=providers,
             ceilings=turns.ceilings,

@@ -121,7 +121,8 @@ age-restricted channels); `/server banned words:` words banned in all its advent
 `/card add|edit|remove|list`: story cards, brought in when their keys come up
 `/card generate [name]`: the model writes a card from the story; you see it before it is added
 `/card import file: [scenario:]`: story cards from a file, into the adventure here or a scenario
-`/adventure settings`: context size, reply length, temperature; `messages:on|off`
+`/adventure settings`: context size, reply length, temperature, top_p, min_p, penalties,
+stop strings, the author's note's depth; `messages:on|off`
 
 **World state** (in scenarios that track it)
 `/state show`: health, trust, flags and the rest, with what each number means

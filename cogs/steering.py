@@ -1,9 +1,9 @@
-"""Steering the adventure running here: /note, /essentials, /instructions, /card …, and
-/adventure settings.
+"""Steering the adventure running here: /note, /essentials, /instructions, /card …, and the
+``/adventure`` group, to which /adventure settings (``cogs.adventure_settings``) and others add.
 
-Each command is one call to a steering service (``engine.story.steering``: the texts, the cards, the
-generation settings); a command without its text opens a form prefilled with the current value,
-and the form's submission is the second call. Changes answer the player alone and apply from the
+Each command is one call to a steering service (``engine.story.steering``: the texts, the
+cards); a command without its text opens a form prefilled with the current value, and the form's
+submission is the second call. Changes answer the player alone and apply from the
 next turn. Who may change what is the engine's rule (``engine.people.access.may_steer``), read from
 the actor ``actor_of`` builds. A change is deferred before it is written; a form's when it is
 submitted, as a form must be an interaction's first answer and nothing is written before it opens.
@@ -11,7 +11,7 @@ submitted, as a form must be an interaction's first answer and nothing is writte
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import discord
 from discord import app_commands
@@ -37,7 +37,6 @@ from engine.story.steering.cards import (
     CardPage,
     CardView,
 )
-from engine.story.steering.settings import AdventureSettings
 from engine.story.steering.text import TEXT_MAX_CHARS, SteeringChange, SteeringField
 
 if TYPE_CHECKING:
@@ -115,49 +114,6 @@ async def card_page(interaction: discord.Interaction, page: int) -> ListPage:
         channel_id_of(interaction), page=page, per_page=CARDS_PER_PAGE
     )
     return ListPage(cards_embed(found), found.page, found.pages)
-
-
-#: Said where the operator switched message play off for the whole bot.
-MESSAGE_PLAY_OFF = (
-    "Playing by plain messages is switched off on this bot by its operator "
-    "(`CAMPFIRE_MESSAGE_PLAY=false`): Discord sends it no messages. Slash commands and "
-    "buttons play as ever."
-)
-
-
-def settings_text(
-    settings: AdventureSettings, *, changed: bool = False, message_play: bool = True
-) -> str:
-    def origin(value: object, default: str) -> str:
-        return "the default" if value is None else f"set for this adventure; default {default}"
-
-    defaults = settings.defaults
-    lines = [
-        "Settings updated; they apply from the next turn.\n" if changed else "",
-        f"**Generation settings** · {discord.utils.escape_markdown(settings.adventure_title)}",
-        f"Context: **{settings.effective_context_tokens:,}** tokens "
-        f"({origin(settings.context_tokens, f'{defaults.context_tokens:,}')})",
-        f"Reply length: at most **{settings.effective_max_output_tokens:,}** tokens "
-        f"({origin(settings.max_output_tokens, f'{defaults.max_output_tokens:,}')})",
-        f"Temperature: **{settings.effective_temperature:g}** "
-        f"({origin(settings.temperature, f'{defaults.temperature:g}')})",
-        f"Playing by plain messages: **{'on' if settings.message_play else 'off'}** "
-        "(`messages: on` lets text typed here play; see `/help`)"
-        if message_play
-        else "Playing by plain messages: **off on this bot** (its operator switched it off)",
-    ]
-    if settings.held:
-        lines.append(
-            "⚠ This adventure narrates on the bot's own model, so its turns are held to the "
-            "operator's limits: " + "; ".join(settings.held) + ". A model of your own "
-            "(`/model set`) is not held to them."
-        )
-    lines += [
-        "",
-        "Change them with `/adventure settings context_tokens: max_output_tokens: "
-        "temperature: messages:`; `reset: True` returns the first three to the defaults.",
-    ]
-    return "\n".join(lines).lstrip("\n")
 
 
 # --- forms ---------------------------------------------------------------------------------------
@@ -480,55 +436,6 @@ class SteeringCog(commands.Cog):
     ) -> list[app_commands.Choice[str]]:
         choices = await self.bot.services.story_cards.choices(channel_id_of(interaction), current)
         return [app_commands.Choice(name=label, value=value) for label, value in choices]
-
-    # --- generation settings ------------------------------------------------------------------
-
-    @adventure.command(name="settings")
-    @app_commands.describe(
-        context_tokens="How much the narrator reads each turn, in tokens (512–1,000,000)",
-        max_output_tokens="The longest reply, in tokens (16–32,768)",
-        temperature="Randomness: 0 steady … 2 wild (0–2)",
-        reset="Return all three to the defaults first",
-        messages="Whether plain messages here play as actions (host and managers)",
-    )
-    async def adventure_settings(
-        self,
-        interaction: discord.Interaction,
-        context_tokens: app_commands.Range[int, 512, 1_000_000] | None = None,
-        max_output_tokens: app_commands.Range[int, 16, 32_768] | None = None,
-        temperature: app_commands.Range[float, 0.0, 2.0] | None = None,
-        reset: bool = False,
-        messages: Literal["on", "off"] | None = None,
-    ) -> None:
-        """Show or change this adventure's generation settings."""
-        settings = self.bot.services.generation_settings
-        where = channel_id_of(interaction)
-        message_play = self.bot.settings.message_play
-        if messages == "on" and not message_play:
-            await _answer(interaction, f"⚠ {MESSAGE_PLAY_OFF}", None)
-            return
-        if (
-            not reset
-            and context_tokens is None
-            and max_output_tokens is None
-            and temperature is None
-            and messages is None
-        ):
-            current = await settings.get(where)
-            await _answer(interaction, settings_text(current, message_play=message_play), None)
-            return
-        await _defer(interaction)
-        updated = await settings.set(
-            where,
-            actor_of(interaction),
-            context_tokens=context_tokens,
-            max_output_tokens=max_output_tokens,
-            temperature=temperature,
-            reset=reset,
-            message_play=None if messages is None else messages == "on",
-        )
-        text = settings_text(updated, changed=True, message_play=message_play)
-        await _answer(interaction, text, None)
 
 
 async def setup(bot: CampfireBot) -> None:

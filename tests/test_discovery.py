@@ -42,7 +42,11 @@ def test_every_cog_module_is_an_extension_and_group_additions_load_after_the_gro
     }
     order = extension_names()
     assert set(order) == modules and len(order) == len(modules)
-    for adds_to_the_group in ("cogs.adventure_files", "cogs.adventure_shelf"):
+    for adds_to_the_group in (
+        "cogs.adventure_files",
+        "cogs.adventure_settings",
+        "cogs.adventure_shelf",
+    ):
         assert order.index("cogs.steering") < order.index(adds_to_the_group)
 
 

@@ -1,6 +1,6 @@
-"""The one ``/adventure`` group: the steering cog's (``/adventure settings``), to which other cogs
-add their commands when they load (files: export, import; the shelf: list, resume, end) and
-from which they take them when they unload."""
+"""The one ``/adventure`` group: the steering cog's, to which other cogs add their commands when
+they load (settings; files: export, import; the shelf: list, resume, end) and from which they
+take them when they unload."""
 
 from __future__ import annotations
 

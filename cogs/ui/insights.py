@@ -148,6 +148,13 @@ def _summary(report: ContextReport, cache: str | None = None) -> str:
         line += "\n**Held to the operator's ceilings:** " + "; ".join(report.clamped)
     if report.checks:
         line += "\n**Content checks:** " + "; ".join(report.checks)
+    # Stop strings are the players' text: shown as written, not as Markdown.
+    if report.sampling:
+        line += "\n**Sampling sent:** " + discord.utils.escape_markdown(", ".join(report.sampling))
+    if report.sampling_left_out:
+        # The adventure set them; its model's server does not take them (engine.llm.providers).
+        left_out = "; ".join(report.sampling_left_out)
+        line += "\n**Not sent:** " + discord.utils.escape_markdown(left_out)
     return line
 
 
@@ -301,6 +308,10 @@ def report_text(insights: TurnInsights) -> str:
             lines.append(f"Prompt read before: {cache}")
         if report.clamped:
             lines.append("Held to the operator's ceilings: " + "; ".join(report.clamped))
+        if report.sampling:
+            lines.append("Sampling sent: " + ", ".join(report.sampling))
+        if report.sampling_left_out:
+            lines.append("Not sent: " + "; ".join(report.sampling_left_out))
         scale = max(report.used, sum(section.tokens for section in report.sections), 1)
         for section in report.sections:
             lines.append("")

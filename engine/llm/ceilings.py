@@ -6,6 +6,10 @@ to spend. On the operator's model those settings are clamped, turn by turn, to w
 configured (``CAMPFIRE_CONTEXT_TOKENS``, ``CAMPFIRE_MAX_OUTPUT_TOKENS``, the embedded model's
 smaller ones): a player cannot raise the operator's spend by raising their own settings.
 Insights says when a setting was clamped (``ContextReport.clamped``).
+
+An adventure's sampling (top-p, min-p, the penalties, stop strings: ``engine.llm.sampling``)
+changes what a reply costs the operator not at all, so it has no ceiling here: every model holds
+it to the same ranges, stop strings bounded in count and length, refused when set or imported.
 """
 
 from __future__ import annotations

@@ -126,6 +126,9 @@ class ContextInputs:
     #: Whether a script set the note (``state.memory.authorsNote``): it may then change every
     #: turn, so the layout keeps it after the story.
     authors_note_from_script: bool = False
+    #: How many entries from the end of the story the note goes, the new action counted as the
+    #: newest (SillyTavern's and AI Dungeon's depth); None: the layout's own place for it.
+    authors_note_depth: int | None = None
     # World state (stats): the guide (stat legend with bands) and rule are stable and go in
     # the system message; the live state near the story; the one-line reminder last.
     world_state_guide: str = ""

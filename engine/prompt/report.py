@@ -47,6 +47,10 @@ class ContextReport:
     scripts: list[dict[str, Any]] = field(default_factory=list)
     #: What the content checks did to this turn, in words (``engine.people.content``).
     checks: list[str] = field(default_factory=list)
+    #: The sampling settings the model was sent, in words ("temperature 0.8", "min_p 0.05"),
+    #: and those its server does not take, with why (``engine.llm.providers.dialects``).
+    sampling: list[str] = field(default_factory=list)
+    sampling_left_out: list[str] = field(default_factory=list)
     #: Of the prompt tokens the model's usage counted, how many it did not read again: a
     #: hosted provider's prompt cache, or the embedded model's reuse of the last turn's
     #: prompt (``Usage.cached_tokens``). Kept here, in the report's JSON, rather than in a

@@ -152,6 +152,33 @@ def authors_note_line(note: str) -> str:
     return f"[Author's note: {note}]"
 
 
+def note_place(depth: int | None, from_script: bool, action: bool) -> tuple[str, int, str]:
+    """Where the author's note goes, and why (for Insights): ``("system", 0, …)``, closing the
+    system message; ``("before_action", 0, …)`` or ``("after_action", 0, …)``, beside the new
+    action; ``("story", n, …)``, in the story before its last ``n`` entries.
+
+    ``depth`` counts entries from the end of the story, the new action (when there is one) the
+    newest, as SillyTavern counts messages ("@ Depth": 0 after the last one,
+    https://docs.sillytavern.app/usage/core-concepts/authors-note/) and AI Dungeon puts its note
+    3 entries from the end. None keeps the layout's place: a note the adventure sets, the same
+    every turn, closes the system message, where the provider's prompt cache keeps it; a note a
+    script sets may change every turn, so it goes just before the action. A depth moves the
+    note with the story each turn, so the cached prefix ends where it stood the turn before.
+    """
+    if depth is None:
+        if from_script:
+            return "before_action", 0, "after the story, before the action (a script may change it)"
+        return "system", 0, "in the system message (the same every turn)"
+    into = depth - 1 if action else depth
+    where = f"depth {depth}: "
+    if into < 0:
+        return "after_action", 0, where + "after the new action"
+    if into == 0:
+        return "before_action", 0, where + "after the story, just before the new action"
+    entries = "entry" if into == 1 else "entries"
+    return "story", into, where + f"in the story, before its last {into} {entries}"
+
+
 def history_section(
     inputs: ContextInputs,
     kept: list[tuple[HistoryEntry, str, int]],

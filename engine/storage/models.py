@@ -334,6 +334,18 @@ class Adventure(SteeringFields, table=True):
     context_tokens: int | None = None
     max_output_tokens: int | None = None
     temperature: float | None = None
+    # Its sampling (``engine.llm.sampling``); None: the model server's own default. Each goes
+    # only to a server that takes it (``engine.llm.providers.dialects``).
+    top_p: float | None = None
+    min_p: float | None = None
+    repetition_penalty: float | None = None
+    presence_penalty: float | None = None
+    frequency_penalty: float | None = None
+    #: Where the narrator stops, besides Campfire's own stop at the player's next action.
+    stop_strings: list[str] = _json([])
+    #: How many entries from the end of the story its author's note goes (None: it closes the
+    #: system message, where the provider's prompt cache keeps it: ``engine.turns.context``).
+    authors_note_depth: int | None = None
 
     # Host controls (``engine.people.host_controls``): while locked only the host and managers act;
     # who else may retry, undo or edit a turn.

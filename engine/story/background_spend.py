@@ -33,6 +33,7 @@ class MeteredProvider:
         self.limits = limits
         self.charge = charge
         self.label = provider.label
+        self.dialect = provider.dialect
 
     def stream(
         self, messages: Sequence[ChatMessage], params: GenerationParams

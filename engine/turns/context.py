@@ -51,6 +51,8 @@ from the end, inside the story, which moves it every turn and so cuts the shared
 last turn's note. Here the adventure's own note, a standing instruction, closes the system
 message, where chat models take their standing instructions; a note a script sets may change
 every turn, so it goes after the story, just before the action, near where AI Dungeon puts it.
+An adventure may ask for its note at a depth, entries from the story's end as SillyTavern and
+AI Dungeon count them (``note_place``); the shared prefix then ends where it stood last turn.
 
 Costs do not grow with the story: token counts are taken once per section text (``count_tokens``
 is cached by text) or from the count stored with each story entry, and history is read as a
@@ -93,6 +95,7 @@ from engine.prompt.sections import (
     cards_sections,
     history_section,
     listed,
+    note_place,
     output_hint,
     output_words,
     party,
@@ -238,6 +241,7 @@ class ContextEngine:
             story_summary=adventure.story_summary,
             authors_note=memory.get("authorsNote") or adventure.authors_note,
             authors_note_from_script=bool(memory.get("authorsNote")),
+            authors_note_depth=adventure.authors_note_depth,
             front_memory=memory.get("frontMemory", ""),
             # Memories and knowledge are filled in below, by the retrievers.
             cards=await load_context_cards(session, adventure.id),
@@ -324,17 +328,26 @@ class ContextEngine:
             inputs.cards, window, int(remainder * self.card_share), self.card_share
         )
         history_room = remainder - sum(s.tokens for s in (always, cards) if s)
-        story = self._history(inputs, history_room, fixed)
-
         # The length hint and the adventure's own note are the same every turn: they close the
         # system message rather than be read again after each turn's story. A note a script
-        # sets may change every turn; it stays with the turn's other changes.
-        system = [*fixed.system, *(s for s in fixed.tail if s.key == "output_hint")]
+        # sets may change every turn; it stays with the turn's other changes. A depth the
+        # adventure sets puts it that far from the story's end (``note_place``).
+        place, into, why = note_place(
+            inputs.authors_note_depth, inputs.authors_note_from_script, fixed.action is not None
+        )
+        if place == "story" and not any(entry.text.strip() for entry in history):
+            place, why = "before_action", why + " (the story has none yet: after it)"
         note = fixed.note
-        if note is not None and not inputs.authors_note_from_script:
+        if note is not None:
+            note.reason = why
+        in_story = note if place == "story" else None
+        story = self._history(inputs, history_room, in_story, into)
+        system = [*fixed.system, *(s for s in fixed.tail if s.key == "output_hint")]
+        if note is not None and place == "system":
             system.append(note)
-            note.reason = "in the system message (the same every turn)"
-            note = None
+        before = note if place == "before_action" else None
+        after = note if place == "after_action" else None
+        beside = [s for s in (before, fixed.action, after, fixed.front) if s is not None]
         tail = [s for s in fixed.tail if s.key != "output_hint"]
         # Before the story, what is the same every turn: plot essentials, the always-on cards
         # (as AI Dungeon orders them, before the summary) and the story summary.
@@ -351,7 +364,7 @@ class ContextEngine:
             *changing,
             *found,
             *fixed.after_cards,
-            *(s for s in (note, fixed.action, fixed.front) if s is not None),
+            *beside,
             *tail,
         ]
         user = [section for section in user if section.text]
@@ -368,10 +381,11 @@ class ContextEngine:
             *system,
             *stable,
             story,
+            *([in_story] if in_story else []),
             *changing,
             *([cards] if cards else []),
             *fixed.after_cards,
-            *(s for s in (note, fixed.action, fixed.front) if s is not None),
+            *beside,
             *tail,
         ]
         used = sum(section.tokens for section in reported)
@@ -505,7 +519,11 @@ class ContextEngine:
         tokens += count_tokens(HEADINGS["history"])
         return _Fixed(system, before, after, note, action, front, tail, tokens, words)
 
-    def _history(self, inputs: ContextInputs, room: int, fixed: _Fixed) -> Section:
+    def _history(
+        self, inputs: ContextInputs, room: int, note: Section | None = None, into: int = 0
+    ) -> Section:
+        """The story's window within ``room`` tokens; ``note``: the author's note, put before
+        the window's last ``into`` entries (its tokens are its own section's)."""
         entries = [entry for entry in inputs.history if entry.text.strip()]
         kept: list[tuple[HistoryEntry, str, int]] = []  # newest first
         used = 0
@@ -548,11 +566,12 @@ class ContextEngine:
             kept = [k for k in kept if k[0].index >= anchor] or kept[-1:]
             used = sum(cost for _, _, cost in kept)
 
-        # The story alone: the note a script sets, the action and a script's front memory
-        # follow the turn's other changing sections, after it (``build``).
-        text = HEADINGS["history"] + "\n" + "\n\n".join(t for _, t, _ in kept) if kept else ""
-        if fixed.note:
-            fixed.note.reason = "after the story, before the action (a script may change it)"
+        # The story, and the note where its depth puts it inside; the action and a script's
+        # front memory follow the turn's other changing sections, after it (``build``).
+        texts = [t for _, t, _ in kept]
+        if note is not None and texts:
+            texts.insert(max(0, len(texts) - into), note.text)
+        text = HEADINGS["history"] + "\n" + "\n\n".join(texts) if kept else ""
         return history_section(
             inputs, kept, text, used, truncated, over, capped, self.max_history_entries
         )

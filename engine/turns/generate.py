@@ -19,6 +19,7 @@ from engine.library.knowledge.prompt import canon_texts
 from engine.library.scripting.hooks import ScriptStopped
 from engine.llm.ceilings import Ceilings
 from engine.llm.providers.base import ChatProvider, GenerationParams
+from engine.llm.sampling import STOP_AT_PLAYER_ACTION, number, turn_stops
 from engine.people.content import BannedWords, MaskedStream
 from engine.platform.events import ProviderChunk, ReasoningDelta, StreamEnd, TextDelta, Usage
 from engine.platform.sanitise import sanitise
@@ -43,26 +44,30 @@ from engine.turns.plan import Fence, TurnPlan
 
 T = TypeVar("T")
 
-#: The narrator stops where it would start writing the player's next action for them.
-STOP_AT_PLAYER_ACTION = ("\n>",)
-
 
 def params_for(
     adventure: Adventure, defaults: GenerationParams, ceilings: Ceilings | None = None
 ) -> GenerationParams:
     """The operator's generation settings with the adventure's own on top, the reply's length
-    held to ``ceilings`` (the operator's, on the operator's model)."""
+    held to ``ceilings`` (the operator's, on the operator's model). The adventure's stop
+    strings come after Campfire's own, which a server taking only a few is sent first."""
     max_tokens = adventure.max_output_tokens or defaults.max_tokens
     if ceilings is not None:
         max_tokens = min(max_tokens, ceilings.max_output_tokens)
     return GenerationParams(
         max_tokens=max_tokens,
-        temperature=(
-            adventure.temperature if adventure.temperature is not None else defaults.temperature
-        ),
-        top_p=defaults.top_p,
-        stop=defaults.stop or STOP_AT_PLAYER_ACTION,
+        temperature=_or(adventure.temperature, defaults.temperature),
+        top_p=_or(adventure.top_p, defaults.top_p),
+        min_p=_or(adventure.min_p, defaults.min_p),
+        repetition_penalty=_or(adventure.repetition_penalty, defaults.repetition_penalty),
+        presence_penalty=_or(adventure.presence_penalty, defaults.presence_penalty),
+        frequency_penalty=_or(adventure.frequency_penalty, defaults.frequency_penalty),
+        stop=turn_stops(adventure.stop_strings, defaults.stop or STOP_AT_PLAYER_ACTION),
     )
+
+
+def _or(value: T | None, default: T) -> T:
+    return default if value is None else value
 
 
 #: The most of a reasoning trace kept with a turn (its start: how the model set out).
@@ -217,6 +222,10 @@ class Generation:
         if scripts is not None:
             built = await self._hook(scripts.rewrite_context(built))
         self._built = built
+        # What the model is sent of the sampling settings, and what its server does not take.
+        sampling = self.params.sampling(self.provider.dialect)
+        built.report.sampling = [f"temperature {number(self.params.temperature)}", *sampling.sent]
+        built.report.sampling_left_out = list(sampling.left_out)
         # The state block after the prose is the engine's, not the players': held back.
         # Without a schema, the block is still the engine's when chapters, the narrative
         # state or suggested actions read it.

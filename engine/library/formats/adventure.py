@@ -43,6 +43,7 @@ from engine.library.knowledge.files import (
 from engine.library.reading.errors import ImportRejected
 from engine.library.reading.fields import INT64_MAX, Fields
 from engine.library.scripting.results import CARD_ID_MAX_CHARS
+from engine.llm.sampling import NOTE_DEPTH_RANGE, check_range, check_stop_strings
 from engine.people.content import clean_banned
 from engine.platform.sanitise import sanitise, sanitise_json
 from engine.prompt.tokens import tokens_in
@@ -64,6 +65,7 @@ from engine.storage.models import (
 from engine.story.chapters.plan import read_plan
 from engine.story.characters import clean_about, clean_name, name_key
 from engine.story.narrative.state import normalised, stored
+from engine.story.steering.settings import SAMPLING_RANGES
 
 KIND = "adventure"
 VERSION = 1
@@ -150,6 +152,7 @@ def parse_adventure(raw: Any, limits: ImportLimits) -> ParsedAdventure:
             "max_output_tokens", default=None, low=16, high=32768
         ),
         "temperature": _temperature(settings),
+        **_sampling(settings),
         "message_play": settings.flag("message_play"),
         "banned_words": _banned(settings),
         "memory_cursor": f.integer("memory_cursor", low=0) or 0,
@@ -513,6 +516,25 @@ def _temperature(settings: Fields) -> float | None:
     if value is not None and not 0.0 <= value <= 2.0:
         raise ImportRejected(f"{settings.at('temperature')}: {value} is out of range (0 to 2).")
     return value
+
+
+def _sampling(settings: Fields) -> dict[str, Any]:
+    """The adventure's sampling and author's note depth, held to the ranges a player may set
+    them in (``engine.llm.sampling``): a file past them is refused with the range named. A file
+    from before they travelled has none: the model server's own, the note's usual place."""
+    low, high = NOTE_DEPTH_RANGE
+    depth = settings.integer("authors_note_depth", default=None, low=low, high=high)
+    out: dict[str, Any] = {"authors_note_depth": depth}
+    for name, bounds in (*SAMPLING_RANGES.items(), ("stop_strings", None)):
+        try:
+            if bounds is None:
+                out[name] = list(check_stop_strings(settings.words(name)))
+            else:
+                check_range(name, value := settings.number(name), bounds)
+                out[name] = value
+        except InvalidInput as error:
+            raise ImportRejected(f"{settings.at(name)}: {error.message}") from None
+    return out
 
 
 async def _known_users(session: AsyncSession, nodes: list[dict[str, Any]]) -> set[int]:

@@ -33,6 +33,7 @@ from engine.storage.models import (
 )
 from engine.story.chapters.plan import write_plan
 from engine.story.chapters.store import adventure_plan
+from engine.story.steering.settings import SAMPLING_RANGES
 
 _NODE_LIGHT = (
     "index",
@@ -136,6 +137,10 @@ async def export_adventure(session: AsyncSession, adventure: Adventure) -> dict[
             "context_tokens": adventure.context_tokens,
             "max_output_tokens": adventure.max_output_tokens,
             "temperature": adventure.temperature,
+            # Its sampling (``engine.llm.sampling``); None: the model server's own.
+            **{name: getattr(adventure, name) for name in SAMPLING_RANGES},
+            "stop_strings": list(adventure.stop_strings),
+            "authors_note_depth": adventure.authors_note_depth,
             "message_play": adventure.message_play,
             "banned_words": list(adventure.banned_words),
         },

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from engine.errors import ModelEmptyReply, ModelReplyCutOff, ReasoningExhausted
+from engine.llm.providers.dialects import Dialect, SamplingSent, sampling_for
 from engine.platform.events import ProviderChunk, ReasoningDelta, StreamEnd, TextDelta
 
 
@@ -22,12 +23,30 @@ class ChatMessage:
 class GenerationParams:
     max_tokens: int = 300
     temperature: float = 0.8
+    # The sampling settings below, None where unset (the server's own default): each goes only
+    # to a server that takes it (``sampling``; ``engine.llm.providers.dialects``).
     top_p: float | None = None
+    min_p: float | None = None
+    repetition_penalty: float | None = None
+    presence_penalty: float | None = None
+    frequency_penalty: float | None = None
     stop: tuple[str, ...] = ()
     #: Words and phrases the reply must not hold (the banned words where the adventure runs,
     #: lower-case): a provider that can bans their tokens (``logit_bias``); the output is
     #: checked whatever it did.
     avoid: tuple[str, ...] = ()
+
+    def sampling(self, dialect: Dialect) -> SamplingSent:
+        """The sampling settings as a server of ``dialect`` takes them."""
+        return sampling_for(
+            dialect,
+            top_p=self.top_p,
+            min_p=self.min_p,
+            repetition_penalty=self.repetition_penalty,
+            presence_penalty=self.presence_penalty,
+            frequency_penalty=self.frequency_penalty,
+            stop=self.stop,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +70,8 @@ class ChatProvider(Protocol):
 
     #: A name for logs and Insights ("llama3.1:8b at localhost:11434", "SmolLM2-135M (local)").
     label: str
+    #: Which sampling settings it takes (``engine.llm.providers.dialects``).
+    dialect: Dialect
 
     def stream(
         self, messages: Sequence[ChatMessage], params: GenerationParams

@@ -26,6 +26,7 @@ from typing import Any
 
 from engine.errors import ModelError, ModelNotFound, ModelYielded
 from engine.llm.providers.base import ChatMessage, GenerationParams, ReplyLimits, checked
+from engine.llm.providers.dialects import EMBEDDED
 from engine.llm.providers.logit_bias import llama_bias
 from engine.platform.events import ProviderChunk, StreamEnd, TextDelta, Usage
 
@@ -91,6 +92,9 @@ class Cores:
 
 
 class LocalLlamaProvider:
+    #: llama-cpp-python takes every sampling setting, under its own names.
+    dialect = EMBEDDED
+
     def __init__(
         self,
         model_path: Path | None = None,
@@ -211,16 +215,21 @@ class LocalLlamaProvider:
         def generate() -> None:
             try:
                 bias = self.logit_bias(llama, params.avoid)
+                # What the adventure set, under llama-cpp-python's names; the rest as before:
+                # top-p 0.95, and a firm repetition penalty (a 135M model loops on its own
+                # sentences without one).
+                sampling = {
+                    "top_p": 0.95,
+                    "repeat_penalty": self.repeat_penalty,
+                    **params.sampling(self.dialect).fields,
+                }
                 chunks = llama.create_chat_completion(
                     messages=[{"role": m.role, "content": m.content} for m in messages],
                     max_tokens=params.max_tokens,
                     temperature=params.temperature,
-                    top_p=params.top_p if params.top_p is not None else 0.95,
-                    # A 135M model loops on its own sentences without a firm penalty.
-                    repeat_penalty=self.repeat_penalty,
-                    stop=list(params.stop) or None,
                     logit_bias=bias,
                     stream=True,
+                    **sampling,
                 )
                 for chunk in chunks:
                     if cancelled.is_set():

@@ -25,6 +25,7 @@ from engine.llm.providers.base import (
     ThinkTagSplitter,
     checked,
 )
+from engine.llm.providers.dialects import Dialect, dialect_for
 from engine.llm.providers.endpoint_policy import EndpointPolicy, guarded_client
 from engine.llm.providers.http_errors import (
     TRANSPORT_ERRORS,
@@ -60,6 +61,7 @@ class OpenAICompatibleProvider:
         policy: EndpointPolicy | None = None,
         private_address: bool = False,
         tokenizer: str | None = None,
+        dialect: Dialect | None = None,
     ) -> None:
         """``policy``: the endpoint is a server's or player's choice, so every connection (and
         each redirect's) is checked by it (``engine.llm.providers.endpoint_policy``); the
@@ -67,8 +69,11 @@ class OpenAICompatibleProvider:
         host and port (often an internal one) no player is told, in Insights, ``/model show``
         or an error. ``tokenizer``: the endpoint's tokenizer as the operator named it
         (``CAMPFIRE_MODEL_TOKENIZER``, one of ``logit_bias.TOKENIZERS``): only then are banned
-        words' tokens sent as ``logit_bias``, ids in another tokenizer banning other words."""
+        words' tokens sent as ``logit_bias``, ids in another tokenizer banning other words.
+        ``dialect``: which sampling settings the server takes (the operator's kind,
+        ``CAMPFIRE_MODEL_KIND``); None: known by its host (``dialects.dialect_for``)."""
         self.tokenizer = tokenizer
+        self.dialect = dialect or dialect_for(base_url)
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.endpoint = Endpoint(
@@ -111,10 +116,7 @@ class OpenAICompatibleProvider:
             "max_tokens": params.max_tokens,
             "temperature": params.temperature,
         }
-        if params.top_p is not None:
-            body["top_p"] = params.top_p
-        if params.stop:
-            body["stop"] = list(params.stop)
+        body.update(params.sampling(self.dialect).fields)
         if params.avoid and self.tokenizer:
             bias = tiktoken_bias(params.avoid, self.tokenizer)
             if bias:

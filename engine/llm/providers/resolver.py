@@ -217,6 +217,8 @@ class ChosenModels:
                 timeout=self.limits.timeout,
                 limits=self.limits.reply,
                 private_address=True,
+                # The operator's server, whatever model is picked on it: its kind is theirs.
+                dialect=operator.dialect,
             )
         return OpenAICompatibleProvider(
             choice.url,

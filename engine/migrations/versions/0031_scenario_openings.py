@@ -1,7 +1,7 @@
 """Scenario openings: the openings a player chooses from at /start, besides the scenario's prompt
 
 Revision ID: 0031
-Revises: 0028
+Revises: 0029
 
 ``scenario_openings``: a character card's alternate greetings (and its V3 group-only ones),
 kept in order beside the scenario and deleted with it.
@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0031"
-down_revision: str | None = "0028"
+down_revision: str | None = "0029"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -1,16 +1,31 @@
-"""The adventure's generation settings: how much the narrator reads, how long it may reply, and
-how freely it writes. Unset ones fall back to the defaults the service was built with. Beside
-them, whether plain messages in the adventure's place play as actions (message play)."""
+"""The adventure's generation settings: how much the narrator reads, how long it may reply, how
+freely it writes (temperature, and the sampling players tune: top-p, min-p, the repetition,
+presence and frequency penalties, stop strings: ``engine.llm.sampling``) and where its author's
+note goes. Unset ones fall back to the defaults the service was built with, or the model
+server's own. Beside them, whether plain messages in the adventure's place play as actions
+(message play)."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, TypeVar
 
 from engine.errors import InvalidInput
 from engine.llm.ceilings import Ceilings
+from engine.llm.providers.base import GenerationParams
+from engine.llm.providers.dialects import Dialect
+from engine.llm.sampling import (
+    FREQUENCY_PENALTY_RANGE,
+    MIN_P_RANGE,
+    NOTE_DEPTH_RANGE,
+    PRESENCE_PENALTY_RANGE,
+    REPETITION_PENALTY_RANGE,
+    TOP_P_RANGE,
+    check_range,
+    parse_stop_strings,
+    turn_stops,
+)
 from engine.people.access.checks import check_may_steer
 from engine.people.access.rules import active_adventure, adventure_here
 
@@ -38,6 +53,41 @@ class GenerationDefaults:
     context_tokens: int
     max_output_tokens: int
     temperature: float
+    #: The operator's top-p (``CAMPFIRE_TOP_P``); None: the model server's own.
+    top_p: float | None = None
+
+
+#: The sampling settings an adventure may set, each with its range; None: unset.
+SAMPLING_RANGES = {
+    "top_p": TOP_P_RANGE,
+    "min_p": MIN_P_RANGE,
+    "repetition_penalty": REPETITION_PENALTY_RANGE,
+    "presence_penalty": PRESENCE_PENALTY_RANGE,
+    "frequency_penalty": FREQUENCY_PENALTY_RANGE,
+}
+#: Every generation setting ``reset`` returns to its default (message play is not one).
+GENERATION_FIELDS = (
+    "context_tokens",
+    "max_output_tokens",
+    "temperature",
+    *SAMPLING_RANGES,
+    "stop_strings",
+    "authors_note_depth",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Sampling:
+    """An adventure's sampling settings beyond temperature; None: unset."""
+
+    top_p: float | None = None
+    min_p: float | None = None
+    repetition_penalty: float | None = None
+    presence_penalty: float | None = None
+    frequency_penalty: float | None = None
+    stop_strings: tuple[str, ...] = ()
+    #: Entries from the end of the story its author's note goes; None: the system message.
+    authors_note_depth: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +103,11 @@ class AdventureSettings:
     #: What the operator's ceilings hold these settings to, this adventure narrating on the
     #: operator's model (``engine.llm.ceilings``): a note each; empty when none binds.
     held: tuple[str, ...] = ()
+    sampling: Sampling = Sampling()
+    #: The kind of server its model runs on, and what it is not sent of the sampling settings,
+    #: in words (``engine.llm.providers.dialects``); None: not known here.
+    dialect: Dialect | None = None
+    left_out: tuple[str, ...] = ()
 
     @property
     def effective_context_tokens(self) -> int:
@@ -65,6 +120,10 @@ class AdventureSettings:
     @property
     def effective_temperature(self) -> float:
         return _or(self.temperature, self.defaults.temperature)
+
+    @property
+    def effective_top_p(self) -> float | None:
+        return _or(self.sampling.top_p, self.defaults.top_p)
 
 
 def _or(value: T | None, default: T) -> T:
@@ -106,29 +165,40 @@ class GenerationSettings:
         temperature: float | None = None,
         reset: bool = False,
         message_play: bool | None = None,
+        sampling: dict[str, float] | None = None,
+        stop: str | None = None,
+        note_depth: int | None = None,
     ) -> AdventureSettings:
-        """Set any of the three; ``reset`` first returns all three to the defaults (message
-        play is not a generation setting: ``reset`` leaves it)."""
-        _check_range("context_tokens", context_tokens, CONTEXT_TOKENS_RANGE)
-        _check_range("max_output_tokens", max_output_tokens, MAX_OUTPUT_TOKENS_RANGE)
-        _check_range("temperature", temperature, TEMPERATURE_RANGE)
+        """Set any of them; ``reset`` first returns every generation setting to its default
+        (message play is not one: ``reset`` leaves it). ``sampling``: settings named in
+        ``SAMPLING_RANGES``; ``stop``: the stop strings as a JSON list (``[]`` clears them);
+        ``note_depth``: entries from the end of the story the author's note goes. Each is
+        checked against its range before anything is read, a refusal naming the range."""
+        check_range("context_tokens", context_tokens, CONTEXT_TOKENS_RANGE)
+        check_range("max_output_tokens", max_output_tokens, MAX_OUTPUT_TOKENS_RANGE)
+        check_range("temperature", temperature, TEMPERATURE_RANGE)
+        for name, value in (sampling or {}).items():
+            check_range(name, value, SAMPLING_RANGES[name])
+        check_range("note_depth", note_depth, NOTE_DEPTH_RANGE)
+        given: dict[str, object] = {
+            "context_tokens": context_tokens,
+            "max_output_tokens": max_output_tokens,
+            "temperature": temperature,
+            **(sampling or {}),
+            "stop_strings": None if stop is None else list(parse_stop_strings(stop)),
+            "authors_note_depth": note_depth,
+        }
         defaults = self.defaults
         async with self.db.transaction() as session:
             adventure = await adventure_here(session, channel_id, for_update=True)
             await check_may_steer(session, adventure, actor)
-            new = {
-                "context_tokens": None if reset else adventure.context_tokens,
-                "max_output_tokens": None if reset else adventure.max_output_tokens,
-                "temperature": None if reset else adventure.temperature,
-            }
-            given = {
-                "context_tokens": context_tokens,
-                "max_output_tokens": max_output_tokens,
-                "temperature": temperature,
+            new: dict[str, object] = {
+                name: _unset(name) if reset else getattr(adventure, name)
+                for name in GENERATION_FIELDS
             }
             new.update({name: value for name, value in given.items() if value is not None})
-            context = _or(new["context_tokens"], defaults.context_tokens)
-            output = _or(new["max_output_tokens"], defaults.max_output_tokens)
+            context = _or(_int(new["context_tokens"]), defaults.context_tokens)
+            output = _or(_int(new["max_output_tokens"]), defaults.max_output_tokens)
             if context < output + CONTEXT_HEADROOM:
                 raise InvalidInput(_headroom_message(context, output, new))
             for name, value in new.items():
@@ -154,11 +224,16 @@ class GenerationSettings:
             adventure.temperature,
             self.defaults,
             adventure.message_play,
+            sampling=sampling_of(adventure),
         )
-        if self.providers is None or self.ceilings is None:
+        if self.providers is None:
             return settings
         await self.providers.read(session, adventure)
-        if not self.providers.is_operator_default(adventure):
+        # What this adventure's model server is not sent of its sampling (Insights says so
+        # turn by turn; here before a turn is played).
+        dialect = self.providers.for_adventure(adventure).dialect
+        settings = replace(settings, dialect=dialect, left_out=_left_out(settings, dialect))
+        if self.ceilings is None or not self.providers.is_operator_default(adventure):
             return settings
         _, _, held = self.ceilings().clamp(
             settings.effective_context_tokens, settings.effective_max_output_tokens
@@ -166,14 +241,40 @@ class GenerationSettings:
         return replace(settings, held=held)
 
 
-def _check_range(name: str, value: float | None, bounds: tuple[float, float]) -> None:
-    if value is None:
-        return
-    low, high = bounds
-    if not (math.isfinite(value) and low <= value <= high):
-        raise InvalidInput(
-            f"{name} must be between {_number(low)} and {_number(high)}; got {_number(value)}."
-        )
+def sampling_of(adventure: Adventure) -> Sampling:
+    return Sampling(
+        top_p=adventure.top_p,
+        min_p=adventure.min_p,
+        repetition_penalty=adventure.repetition_penalty,
+        presence_penalty=adventure.presence_penalty,
+        frequency_penalty=adventure.frequency_penalty,
+        stop_strings=tuple(adventure.stop_strings),
+        authors_note_depth=adventure.authors_note_depth,
+    )
+
+
+def _left_out(settings: AdventureSettings, dialect: Dialect) -> tuple[str, ...]:
+    """What ``dialect``'s server is not sent of the adventure's sampling settings, with
+    Campfire's own stop string first, as a turn sends them (``engine.turns.generate``)."""
+    sampling = settings.sampling
+    params = GenerationParams(
+        top_p=settings.effective_top_p,
+        min_p=sampling.min_p,
+        repetition_penalty=sampling.repetition_penalty,
+        presence_penalty=sampling.presence_penalty,
+        frequency_penalty=sampling.frequency_penalty,
+        stop=turn_stops(sampling.stop_strings),
+    )
+    return params.sampling(dialect).left_out
+
+
+def _unset(name: str) -> object:
+    """A generation setting's value when unset: the default's (None), or no stop strings."""
+    return [] if name == "stop_strings" else None
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) else None
 
 
 def _headroom_message(context: int, output: int, new: dict[str, object]) -> str:
@@ -186,9 +287,3 @@ def _headroom_message(context: int, output: int, new: dict[str, object]) -> str:
         f"{output + CONTEXT_HEADROOM:,}, so the story has room beside the reply. "
         "Raise context_tokens or lower max_output_tokens."
     )
-
-
-def _number(value: float) -> str:
-    if isinstance(value, float) and not value.is_integer():
-        return f"{value:g}"
-    return f"{int(value):,}"
