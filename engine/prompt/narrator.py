@@ -1,14 +1,15 @@
 """The narrator's rules, composed in one place for solo and group play: who the narrator is, whom
 it answers, and the story's voice (the person it is told in).
 
-A solo story is told to its one player as "you" unless the scenario's AI instructions ask for
-another person; a group story (one in a server) names each player's character, as AI Dungeon's
-multiplayer writes its players' actions ("> Ann opens the door."). A scenario written for one
-player often asks for the second person ("Write in second person, present tense…"): in a group
-story that would contradict the rule to name each character, so the instructions are sent with
-"third person" in its place, and Insights says so. The voice is decided from the adventure's
-standing texts only, never from the story, so the system message is the same every turn
-(``engine.turns.context``: the cached prefix).
+A solo story is told as its AI instructions ask, as "you" when they do not say (the rules then
+say nothing of it: an imported story may be told in the first person, and a line asking for
+"you" would contradict it); a group story (one in a server) names each player's character, as
+AI Dungeon's multiplayer writes its players' actions ("> Ann opens the door."). A scenario
+written for one player often asks for the second person ("Write in second person, present
+tense…"): in a group story that would contradict the rule to name each character, so the
+instructions are sent with "third person" in its place, and Insights says so. The voice is
+decided from the adventure's standing texts only, never from the story, so the system message
+is the same every turn (``engine.turns.context``: the cached prefix).
 
 The tidying of the narration (``engine.story.narration_hygiene``) reads the same voice: a slip
 into "I" is a seam in a story told as "you", not in one the scenario asks to be told as "I".
@@ -45,12 +46,7 @@ GROUP_RULES = (
     'that name: "> Ann opens the door." Continue the story from where it stops, answering every '
     f"action of the turn. {_ONLY_STORY}, and never act or speak for any of the players."
 )
-#: The voice line, where the instructions do not state one (solo) or always (group).
-VOICE_LINES = {
-    Voice.FIRST: 'Tell it in the first person: the player\'s character is "I".',
-    Voice.SECOND: 'Tell it in the second person: the player is "you".',
-    Voice.THIRD: "Tell it in the third person, naming the player's character.",
-}
+#: A group story's voice, whatever its instructions ask.
 GROUP_VOICE_LINE = 'Tell it in the third person: name each player\'s character, never "you".'
 
 
@@ -78,10 +74,7 @@ def narrator_rules(*, group: bool, instructions: str = "") -> NarratorRules:
     """The narrator's rules for a solo or a group story with these AI instructions."""
     asked = asked_voice(instructions)
     if not group:
-        voice = asked or Voice.SECOND
-        # Instructions that state the voice already say it; said twice, it costs every turn.
-        text = SOLO_RULES if asked else f"{SOLO_RULES} {VOICE_LINES[voice]}"
-        return NarratorRules(text, instructions, voice)
+        return NarratorRules(SOLO_RULES, instructions, asked or Voice.SECOND)
     text = f"{GROUP_RULES} {GROUP_VOICE_LINE}"
     if asked is not Voice.SECOND:
         # A first-person narrator (a storyteller who says "I") still names the characters.
