@@ -75,6 +75,7 @@ def test_the_prompt_read_back_goes(written, kept):
         ),
         ("You've crafted such a vivid atmosphere. Fog rolls in.", "Fog rolls in."),
         ("The lamp gutters. I hope you enjoy the story so far.", "The lamp gutters."),
+        ("Shall I continue the story? The reeds sway.", "The reeds sway."),
     ],
 )
 def test_remarks_about_the_story_go(written, kept):
@@ -118,6 +119,7 @@ def test_a_slip_into_the_first_person_in_a_story_told_as_you(written, kept):
         "You walk the quiet valley road between the village of Brindle and the old abbey, "
         "ladder on your shoulder.",
         "What a night. The rain will not stop.",
+        "You continue the story of the lanterns, and the children listen.",
     ],
 )
 def test_story_is_kept_byte_for_byte(story):

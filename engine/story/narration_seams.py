@@ -73,7 +73,9 @@ _REMARK = re.compile(
     r"|\blet me know\b|\bfeel free to\b"
     r"|\b(?:i|we)\s+hope\s+you(?:['’]ll| will)?\s+(?:enjoy|like|love)\b"
     r"|\b(?:i|we)\s+can(?:['’]t|not)\s+wait\s+to\s+(?:see|hear|read|find out)\b"
-    r"|\b(?:the|this)\s+story\s+so\s+far\b|\bcontinue\s+(?:the|this)\s+story\b"
+    r"|\b(?:the|this)\s+story\s+so\s+far\b"
+    r"|\b(?:i(?:['’]ll| will| can| shall)?|we|let['’]s|shall i)\s+continue\s+(?:the|this|our)\s+"
+    r"story\b"
     r"|\bas\s+(?:an ai|a language model|the narrator|your narrator)\b",
     re.IGNORECASE,
 )
