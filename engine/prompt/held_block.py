@@ -5,8 +5,9 @@ Each feature that reads the block gives its part (``BlockPart``): the key it rea
 there, and its share of the example. The world state's part changes stats by their paths; the
 chapters' lists ``"events"``; the narrative state's lists ``"story"``; suggested actions list
 ``"suggestions"`` (``engine.story.world.parser.RESERVED_LISTS``). Asked once, with one example
-that holds them all: asked apart, each rule asked for "a fenced ```state block" again, and a
-small model wrote two, or none.
+that holds them all: asked apart, each rule asked for "a fenced ```state block" again (the
+world state, the narrative state and suggestions three times), and they disagreed on a turn
+with nothing to report (``{}``, or no block).
 
 The parts are placed in a fixed order, whatever order the features add them in, so the system
 message is the same every turn (``engine.turns.context``: the cached prefix). A part the

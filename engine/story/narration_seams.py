@@ -139,25 +139,21 @@ def mend_seams(text: str, seams: Seams) -> str:
 
 def _mend_paragraph(paragraph: str, echo: set[tuple[str, ...]], voice: Voice) -> str:
     inside, open_after = _quotes(paragraph)
-    spans: list[str] = []
+    # Each sentence with the space before it, so one taken out takes its space along.
+    bounds: list[tuple[int, int]] = []
     start = 0
     for end in _END.finditer(paragraph):
         if open_after[end.end() - 1]:
             continue  # a sentence's end inside a quote: the speech goes on
-        spans.append(paragraph[start : end.end()])
+        bounds.append((start, end.end()))
         start = end.end()
     if start < len(paragraph):
-        spans.append(paragraph[start:])
-    offsets = []
-    at = 0
-    for span in spans:
-        offsets.append(at)
-        at += len(span)
+        bounds.append((start, len(paragraph)))
     kept: list[str] = []
     changed = False
-    for span, offset in zip(spans, offsets, strict=True):
-        mask = inside[offset : offset + len(span)]
-        mended = _mend_sentence(span, mask, echo, voice)
+    for start, end in bounds:
+        span = paragraph[start:end]
+        mended = _mend_sentence(span, inside[start:end], echo, voice)
         changed = changed or mended != span
         if mended:
             kept.append(mended)
