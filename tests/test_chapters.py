@@ -18,7 +18,7 @@ from engine.people.access.rules import Actor, may_read_chapters
 from engine.storage.models import Adventure
 from engine.story.chapters.plan import read_plan, write_plan
 from engine.story.chapters.progress import fold, initial_progress, nudge_for
-from engine.story.chapters.prompt import chapter_guide, chapter_nudge
+from engine.story.chapters.prompt import chapter_guide, chapter_nudge, events_part
 
 SHIPPED = Path(__file__).parent.parent / "engine/library/scenarios/builtin/tidewatch-light.json"
 
@@ -100,7 +100,7 @@ def test_at_most_one_beat_a_turn_and_the_final_chapter_ends_the_plan():
     assert progress["done"]
     progress, (after,) = play(plan, progress, ["lamp_lit"], start=3)
     assert after.outcomes[0].reason == "the chapters are finished"
-    assert chapter_guide(plan, progress, has_stats=False) == ""
+    assert chapter_guide(plan, progress) == "" and events_part(plan, progress) is None
 
 
 def test_counters_stop_at_their_most_and_odd_events_are_refused():
@@ -141,13 +141,14 @@ def test_a_stalled_beat_gets_a_nudge_from_its_hints_every_n_turns():
 
 def test_the_guide_names_the_open_beat_and_only_this_chapters_events():
     plan = shipped_plan()
-    guide = chapter_guide(plan, initial_progress(plan), has_stats=False)
+    guide = chapter_guide(plan, initial_progress(plan))
     assert guide.startswith("Chapter 1 of 3: The Dark Lamp")
     assert "Now: Reach the lamp room." in guide
     assert "- searched:<lamp_room|boathouse|cottage>" in guide
-    assert "lamp_lit" not in guide and "```state" in guide
-    assert 'e.g. "searched:lamp_room"' in guide
-    assert "```state" not in chapter_guide(plan, initial_progress(plan), has_stats=True)
+    # The block is asked for once, by the held-back block's instruction, not by the guide.
+    assert "lamp_lit" not in guide and "```state" not in guide
+    part = events_part(plan, initial_progress(plan))
+    assert part is not None and 'e.g. "searched:lamp_room"' in part.rule
 
 
 def test_chapters_are_read_in_the_place_and_in_a_dm_by_its_player_alone():

@@ -250,7 +250,10 @@ async def test_chapters_with_stats_share_the_block(db, engine, fake_model):
         state = (await session.get(Adventure, adventure_id)).world_state
     assert state["values"]["player.hp"] == 90 and state["chapters"]["beat"] == 1
     system = fake_model.requests[-1]["messages"][0]["content"]
-    assert "Chapter 1 of 3" in system and 'as "events": [...]' in system
+    assert "Chapter 1 of 3" in system and '- "events": the events of this chapter' in system
+    # One block asked for, once, with one example holding both the stats and the events.
+    assert system.count("add one fenced ```state block") == 1
+    assert '{"player": {"hp": -15}' in system and '"events": ["found_clue"]' in system
 
 
 async def test_deleting_an_adventure_takes_its_chapters_and_recaps(db, engine, fake_model):

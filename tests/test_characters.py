@@ -12,7 +12,8 @@ from sqlalchemy import select
 from engine.errors import InvalidInput, NotAllowed
 from engine.people.access.rules import Actor, may_set_character
 from engine.people.accounts import touch_server
-from engine.prompt.inputs import PARTY_RULE, ContextInputs
+from engine.prompt.inputs import ContextInputs
+from engine.prompt.narrator import narrator_rules
 from engine.storage.database import Database
 from engine.storage.models import Adventure, Character
 from engine.story.characters import (
@@ -192,12 +193,15 @@ async def test_the_party_lists_who_plays(db: Database):
 def test_the_party_goes_in_the_system_message_within_its_budget():
     engine = ContextEngine()
     party = (("Ann", "A ranger from the north."), ("Bram", ""), ("Cleo", "A bard. " * 37))
-    inputs = ContextInputs(party_rule=PARTY_RULE, party=party, action_text="> Ann draws.")
+    rules = narrator_rules(group=True).text
+    inputs = ContextInputs(
+        narrator_prompt=rules, group=True, party=party, action_text="> Ann draws."
+    )
     # The default budget (10% of what is available) holds all three.
     assert "Cleo: A bard." in engine.build(inputs).messages[0].content
     built = engine.build(replace(inputs, party_budget=40))
     system = built.messages[0].content
-    assert PARTY_RULE in system
+    assert system.startswith(rules)
     assert "Party:\nAnn: A ranger from the north.\nBram" in system
     assert "Cleo" not in system  # over the party's own budget
     assert "Party:" not in built.messages[-1].content
@@ -209,13 +213,14 @@ def test_the_party_goes_in_the_system_message_within_its_budget():
     ]
     assert "2 of 3 characters" in section.reason and "budget of 40" in section.reason
     assert section.tokens <= 40
-    assert any(s.key == "party_rule" for s in built.report.sections)
+    # The group's rules are the narrator's own: one section, no second voice.
+    assert [s.key for s in built.report.sections][:2] == ["narrator", "party"]
 
 
 def test_a_solo_story_has_no_party_sections():
     built = ContextEngine().build(ContextInputs(action_text="> You wait."))
     keys = {s.key for s in built.report.sections}
-    assert not keys & {"party", "party_rule"}
+    assert "party" not in keys
     assert "Party:\n" not in built.messages[0].content
 
 
@@ -230,5 +235,8 @@ async def test_gather_reads_the_party_in_group_play_only(db: Database):
         assert group is not None and solo is not None
         grouped = await engine.gather(session, group, "> Ann waits.")
         alone = await engine.gather(session, solo, "> You wait.")
-    assert grouped.party_rule == PARTY_RULE and tuple(grouped.party) == (("Ann", "A ranger."),)
-    assert alone.party_rule == "" and tuple(alone.party) == ()
+    assert grouped.group and tuple(grouped.party) == (("Ann", "A ranger."),)
+    assert grouped.narrator_prompt == narrator_rules(group=True).text  # whatever it asks
+    assert not alone.group and tuple(alone.party) == ()
+    rules = narrator_rules(group=False, instructions=solo.ai_instructions)
+    assert alone.narrator_prompt == rules.text

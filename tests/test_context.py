@@ -14,6 +14,7 @@ from sqlalchemy.orm import undefer
 from engine.library.knowledge.prompt import KNOWLEDGE_RULE
 from engine.llm.providers.resolver import OperatorDefault
 from engine.prompt.cards import Card
+from engine.prompt.held_block import BlockPart, instruction
 from engine.prompt.inputs import ContextInputs, HistoryEntry, reattach_state_block
 from engine.prompt.report import ContextReport
 from engine.prompt.sections import authors_note_line, output_hint, output_words
@@ -63,6 +64,9 @@ def sections(built) -> dict:
     return {section.key: section for section in built.report.sections}
 
 
+#: A world state's part of the held-back block, short (the real one: engine.story.world.render).
+STATE = BlockPart("state", "World-state changes", "what changed.", {"hp": -5})
+
 FULL = ContextInputs(
     budget=2048,
     max_output_tokens=300,
@@ -72,7 +76,7 @@ FULL = ContextInputs(
     authors_note="Keep it eerie.",
     world_state_guide="hp: 0-100 (low under 30)",
     world_state="hp 55",
-    world_state_rule="End every reply with the state block.",
+    block_parts=(STATE,),
     world_state_reminder="Remember the state block.",
     memories=[("the ring", "Ash lost a ring in the river.", "score 0.81")],
     knowledge=[("lanterns", "Lanterns here burn whale oil.", "score 0.77")],
@@ -179,7 +183,7 @@ def test_the_adventures_note_closes_the_system_message():
     hint = output_hint(output_words(FULL.max_output_tokens) or 0)
     note = authors_note_line(FULL.authors_note)
     assert system.startswith("You are the narrator")
-    assert system.endswith(f"{FULL.world_state_rule}\n\n{hint}\n\n{note}")
+    assert system.endswith(f"{instruction([STATE])}\n\n{hint}\n\n{note}")
     assert "Author's note" not in user and hint not in user
     assert sections(built)["authors_note"].reason == "in the system message (the same every turn)"
     # A continue, or a story of one entry, changes nothing of that.
@@ -200,7 +204,7 @@ def test_stable_sections_come_first_what_changes_after_the_story_and_the_reminde
         "You are the narrator",
         FULL.ai_instructions,
         FULL.world_state_guide,
-        FULL.world_state_rule,
+        instruction([STATE]),
         "Keep your reply under 168 words.",
         "[Author's note: Keep it eerie.]",
     ]
@@ -228,7 +232,7 @@ def test_stable_sections_come_first_what_changes_after_the_story_and_the_reminde
         "narrator",
         "ai_instructions",
         "world_state_guide",
-        "world_state_rule",
+        "held_block",
         "output_hint",
         "authors_note",
         "plot_essentials",
@@ -268,7 +272,8 @@ def test_a_note_a_script_sets_follows_the_story():
 
 
 def _turns(engine: ContextEngine, count: int) -> list[tuple[str, str, int]]:
-    """``count`` turns of a growing story (two entries a turn, more than the window holds),
+    """``count`` turns of a growing story (two entries a turn, more than the window holds: a
+    budget that leaves room for more than one step of entries, else the window slides),
     each with other memories and cards: each turn's user message, its text up to the end of
     its story, and the index of the first story entry it holds."""
     turns = []
@@ -276,7 +281,7 @@ def _turns(engine: ContextEngine, count: int) -> list[tuple[str, str, int]]:
         n = 30 + 2 * t
         inputs = replace(
             FULL,
-            budget=1024,
+            budget=1100,
             history=story(n),
             line_length=n,
             memories=[(f"memory {t}", f"A memory of turn {t}.", "score 0.5")],
@@ -304,7 +309,7 @@ def test_each_turn_reads_on_from_the_last():
 
 
 def test_the_window_starts_at_a_step_and_keeps_the_whole_short_story():
-    long = ENGINE.build(replace(FULL, budget=1024, history=story(41), line_length=41))
+    long = ENGINE.build(replace(FULL, budget=1100, history=story(41), line_length=41))
     kept = [e for e in recent_story(long) if e.startswith(("Entry", "> You try"))]
     first = int(kept[0].split()[1] if kept[0].startswith("Entry") else kept[0].split()[3][:-1])
     assert first % ANCHOR_STEP == 0

@@ -8,6 +8,7 @@ from sqlmodel import col
 
 from engine.errors import NotAllowed
 from engine.people.access.rules import Actor
+from engine.prompt.narrator import GROUP_VOICE_LINE
 from engine.storage.models import Character, Role, StoryNode
 from tests.discord_env import DiscordEnv, answered
 from tests.fakes.openai_server import Reply
@@ -66,7 +67,7 @@ async def test_two_players_with_characters_act_under_their_names(env: DiscordEnv
     # actions in the story under the characters' names.
     system, user = (m["content"] for m in fake_model.requests[-1]["messages"])
     assert "Party:\nAnn: A ranger from the north.\nBram" in system
-    assert "Address each player's character by name" in system
+    assert GROUP_VOICE_LINE in system and "second person" not in system
     assert user.index("> Ann draws her sword.") < user.index('> Bram says "Who goes there?"')
     # The first turn's system message already had the same party: its prefix stays stable.
     first_system = fake_model.requests[-2]["messages"][0]["content"]
@@ -83,7 +84,7 @@ async def test_a_player_without_a_character_acts_under_their_display_name(env, f
     system, user = (m["content"] for m in fake_model.requests[-1]["messages"])
     assert "> bob opens the door." in user
     assert "Party:\n" not in system  # nobody has a character yet
-    assert "Address each player's character by name" in system
+    assert GROUP_VOICE_LINE in system
 
 
 async def test_a_dm_story_stays_in_the_second_person(env: DiscordEnv, fake_model):
@@ -97,7 +98,7 @@ async def test_a_dm_story_stays_in_the_second_person(env: DiscordEnv, fake_model
     assert action_line(env, record) == "> You raise the lantern."
     system, user = (m["content"] for m in fake_model.requests[-1]["messages"])
     assert "> You raise the lantern." in user
-    assert "Address each player's character by name" not in system
+    assert GROUP_VOICE_LINE not in system and "Write in second person" in system
 
 
 async def test_a_bad_character_is_refused_privately_and_nothing_is_kept(env: DiscordEnv):

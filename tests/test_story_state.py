@@ -296,9 +296,11 @@ def test_the_whole_state_in_words_and_stored_compactly():
 
 
 def test_the_rules_example_is_a_block_the_validator_accepts():
-    from engine.story.narrative.render import STORY_RULE
+    from engine.prompt.held_block import instruction
+    from engine.story.narrative.render import STORY_PART
 
-    example = STORY_RULE[STORY_RULE.rindex("```state") : STORY_RULE.rindex("```") + 3]
+    rule = instruction([STORY_PART])
+    example = rule[rule.rindex("```state") : rule.rindex("```") + 3]
     found = extract_state(f"Mira stumbles.\n\n{example}")
     outcome = apply_events(empty(), found.story)
     assert found.prose == "Mira stumbles." and found.story

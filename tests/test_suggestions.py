@@ -17,7 +17,7 @@ from engine.people.servers import ServerSettings
 from engine.platform.events import TextDelta
 from engine.storage.models import ActionType, Adventure, Role, Server, StoryNode
 from engine.storage.play_models import ScenarioPlayOptions
-from engine.story.suggestions import MAX_LABEL, SUGGESTION_RULE, offered, validate
+from engine.story.suggestions import MAX_LABEL, SUGGESTIONS_PART, offered, validate
 from engine.story.world.parser import extract_state
 from engine.turns.engine import TurnEngine
 from engine.turns.events import TurnDone
@@ -110,7 +110,8 @@ async def test_a_turn_keeps_its_suggestions_with_its_take_and_never_shows_the_bl
     assert done.result.suggestions == ("Step inside", "Ask about the light")
     # The model was asked for them, in the system message.
     system = fake_model.requests[0]["messages"][0]["content"]
-    assert SUGGESTION_RULE.split("\n")[0] in system
+    # Once, in the held-back block's one instruction, with its one example.
+    assert SUGGESTIONS_PART.rule in system and system.count("```state") == 2
 
     # A retry's take offers its own; the first take's are kept beside them.
     retried = [e async for e in engine.retry(adventure_id)][-1]

@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from engine.prompt.held_block import instruction
 from engine.story.world.parser import extract_delta
 from engine.story.world.referee import Change, Rejection, StateReport, referee
 from engine.story.world.render import (
-    EMIT_RULE,
+    STATE_PART,
     chip,
     describe,
     guide,
@@ -72,15 +73,15 @@ def test_npcs_are_listed_only_in_scene():
     ]
 
 
-def test_emit_rule_and_reminder():
-    assert "```state" in EMIT_RULE and "{}" in EMIT_RULE
+def test_state_part_and_reminder():
+    assert STATE_PART.key == "state" and "paths above" in STATE_PART.rule
     line = reminder(SCHEMA)
     assert line == "Remember: end with a ```state block of what changed (or {})."
     assert "\n" not in line
 
 
 def test_the_emit_rules_example_parses_and_referees_cleanly():
-    example = EMIT_RULE.split("```state\n")[1].split("\n```")[0]
+    example = instruction([STATE_PART]).split("```state\n")[1].split("\n```")[0]
     _, delta = extract_delta(f"Prose.\n```state\n{example}\n```")
     _, report = referee(SCHEMA, initial_state(SCHEMA), delta, turn_index=1)
     assert not report.rejected and len(report.changes) == 3

@@ -13,6 +13,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from engine.llm.providers.base import ChatMessage
 from engine.people.content import ContentPolicy, Rating
 from engine.prompt.cards import Card
+from engine.prompt.held_block import BlockPart, LeftOut
+from engine.prompt.narrator import Voice, narrator_rules
 from engine.prompt.report import ContextReport
 from engine.prompt.tokens import count_tokens
 from engine.storage.models import Adventure, Role, StoryNode
@@ -20,20 +22,8 @@ from engine.storage.models import Adventure, Role, StoryNode
 DEFAULT_BUDGET = 4096
 DEFAULT_MAX_OUTPUT_TOKENS = 300
 
-NARRATOR_PROMPT = (
-    "You are the narrator of an interactive text adventure. Continue the story from where it "
-    "stops, reacting to the player's last action. Write only the story: no headings, no "
-    "commentary, no choices as a list, and never act or speak for the player."
-)
-
-#: In a group adventure (one in a server), after the narrator prompt: who the players are and
-#: how to address them. Its own section, so a solo story's prompt is unchanged.
-PARTY_RULE = (
-    "Several players share this story, each playing their own character (listed under "
-    '"Party:"; a player without one goes by their name). Their actions are written with that '
-    'name: "> Ann opens the door." Address each player\'s character by name, never as "you"; '
-    "answer every action of the turn, and never act or speak for any of them."
-)
+#: A solo story's narrator rules, as ``engine.prompt.narrator`` composes them.
+NARRATOR_PROMPT = narrator_rules(group=False).text
 
 
 # --- inputs ------------------------------------------------------------------------------------
@@ -107,15 +97,21 @@ class ContextInputs:
     #: The adventure's settings held to the operator's ceilings this turn, in words
     #: (``engine.llm.ceilings``).
     clamped: tuple[str, ...] = ()
+    #: The narrator's rules, solo or group (``engine.prompt.narrator``).
     narrator_prompt: str = NARRATOR_PROMPT
+    #: A group adventure (one in a server): its party is listed after the narrator's rules.
+    group: bool = False
+    #: The voice the story is told in, which the narration's tidying holds it to.
+    voice: Voice = Voice.SECOND
+    #: The scenario's AI instructions as sent (their voice made the group's where it clashed).
     ai_instructions: str = ""
-    #: ``PARTY_RULE`` in a group adventure, else "".
+    #: Why the instructions sent differ from the scenario's, for Insights ("" when they do not).
+    ai_instructions_note: str = ""
     #: The place's content rating, and what it allows (``engine.people.content``).
     content_rating: Rating = Rating.MODERATE
     content_rule: str = ""
     #: The words and phrases banned in the adventure (the operator's, server's, its own).
     banned: tuple[str, ...] = ()
-    party_rule: str = ""
     #: The players' characters, in the order they were made: (name, about).
     party: Sequence[tuple[str, str]] = ()
     #: Tokens the party may use; None means ``PARTY_SHARE`` of what is available.
@@ -129,19 +125,21 @@ class ContextInputs:
     #: How many entries from the end of the story the note goes, the new action counted as the
     #: newest (SillyTavern's and AI Dungeon's depth); None: the layout's own place for it.
     authors_note_depth: int | None = None
-    # World state (stats): the guide (stat legend with bands) and rule are stable and go in
-    # the system message; the live state near the story; the one-line reminder last.
+    # World state (stats): the guide (stat legend with bands) is stable and goes in the system
+    # message; the live state near the story; the one-line reminder last.
     world_state_guide: str = ""
     world_state: str = ""
-    world_state_rule: str = ""
     world_state_reminder: str = ""
-    # The narrative state (engine.story.narrative): its rule in the system message, the scene's
-    # part of it near the story, and why that part (for Insights).
-    story_rule: str = ""
+    # The narrative state (engine.story.narrative): the scene's part of it near the story, and
+    # why that part (for Insights).
     story_state: str = ""
     story_state_note: str = ""
-    #: What the block may carry besides the state (suggested actions), when asked for.
-    play_rules: str = ""
+    #: What the held-back block carries, one part per feature that reads it (the world state,
+    #: chapter events, the narrative state, suggested actions): asked for in one instruction.
+    block_parts: tuple[BlockPart, ...] = ()
+    #: Parts the engine did not ask for this turn, with why (suggested actions on a model that
+    #: does not write them).
+    block_left_out: tuple[LeftOut, ...] = ()
     #: What players told the characters in the scene, quoted as theirs (``engine.story.claims``).
     claims: str = ""
     memories: Sequence[Retrieved] = ()

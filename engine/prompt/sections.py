@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from engine.prompt.cards import Card, match_cards
+from engine.prompt.held_block import BlockPart, LeftOut, instruction, ordered
 from engine.prompt.inputs import ContextInputs, HistoryEntry, Retrieved
 from engine.prompt.report import ItemReport, SectionReport
 from engine.prompt.tokens import count_tokens
@@ -306,3 +307,25 @@ def cards_sections(
 
     always_on = any(card.always_on and card.entry.strip() for card in cards)
     return (section(True) if always_on else None), section(False)
+
+
+def block_section(parts: Sequence[BlockPart], left_out: Sequence[LeftOut] = ()) -> Section | None:
+    """The instruction as the context's ``held_block`` section, reporting each part asked for
+    and each left out (with what it would have cost); None when the turn asks for none and
+    leaves none out."""
+    parts = ordered(parts)
+    if not parts and not left_out:
+        return None
+    text = instruction(parts)
+    items = [
+        ItemReport(part.title, count_tokens(part.rule), True, "read by the engine")
+        for part in parts
+    ]
+    tokens = count_tokens(text) if text else 0
+    for gone in left_out:
+        # What it would have cost: the instruction with it, less the one sent.
+        cost = count_tokens(instruction([*parts, gone.part])) - tokens
+        items.append(ItemReport(gone.part.title, cost, False, gone.reason))
+    keys = ", ".join(part.key for part in parts)
+    reason = f"one block for: {keys}" if parts else "nothing asked for this turn"
+    return Section("held_block", "Held-back block", text, tokens, reason, items=items)

@@ -1,6 +1,6 @@
-"""Tables of the authored-play helpers (issue 22): suggested actions, the scenario's and the
-server's play options, the players' claims to characters, and a scenario's openings to choose
-from at /start.
+"""Tables of the authored-play helpers (issue 22): suggested actions (and whether the model
+writes them), the scenario's and the server's play options, the players' claims to characters,
+and a scenario's openings to choose from at /start.
 
 Kept apart from ``engine.storage.models`` so the features that use them stay in files of their
 own; imported with it wherever the metadata is assembled (the migrations' env, this package).
@@ -52,6 +52,25 @@ class ScenarioPlayOptions(SQLModel, table=True):
     )
     suggestions: bool = True
     fallback: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+
+
+class SuggestionFit(SQLModel, table=True):
+    """Whether the adventure's model writes suggested actions (``engine.story.suggestions.fit``):
+    the model that last answered (its label) and how many of its replies in a row offered none.
+    """
+
+    __tablename__: ClassVar[str] = "suggestion_fit"
+
+    adventure_id: int = Field(
+        sa_column=Column(
+            Integer,
+            ForeignKey("adventures.id", ondelete="CASCADE"),
+            primary_key=True,
+            autoincrement=False,
+        )
+    )
+    model: str = Field(sa_column=Column(Text, nullable=False))
+    missed: int = Field(default=0, sa_column=Column(Integer, nullable=False))
 
 
 class CharacterClaim(SQLModel, table=True):

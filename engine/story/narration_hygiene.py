@@ -7,13 +7,18 @@ the prose as a document (``# `` headings), read back a part of the prompt (the a
 line, a section's heading, or only the note's opening bracket) or leave a stop tag
 (``<MORE>``, ``</s>``), and when the length limit stops them they end mid-sentence. Each
 rule below removes one of those and nothing else; prose that breaks none is kept byte for
-byte. A reply that would be left empty is kept as written (the turn then shows what the model
+byte. Within the lines, the seams where the narrator steps out of the story (an echo of the
+prompt, a remark on the story, a slip into "I") are mended sentence by sentence
+(``engine.story.narration_seams``), by what the turn's prompt said (``Seams``). A reply that
+would be left empty is kept as written (the turn then shows what the model
 said rather than nothing).
 """
 
 from __future__ import annotations
 
 import re
+
+from engine.story.narration_seams import Seams, mend_seams
 
 #: Terminal punctuation (a dash that breaks off speech included), with the closing quotes and
 #: brackets a sentence may end in.
@@ -40,8 +45,9 @@ _META = re.compile(
 _HEADING = re.compile(r"^#{1,6}\s+", re.MULTILINE)
 
 
-def tidy_narration(text: str) -> str:
-    """``text`` with what is not story removed (see the module's note)."""
+def tidy_narration(text: str, seams: Seams | None = None) -> str:
+    """``text`` with what is not story removed (see the module's note); ``seams``: what the
+    turn's prompt said (its standing texts, the story's voice), a solo story's by default."""
     tidied = _TAGS.sub("", text)
     lines = tidied.split("\n")
     # An echo of the action, or any player's line, before the story starts.
@@ -54,6 +60,7 @@ def tidy_narration(text: str) -> str:
             break
     lines = [line for line in lines if not _META.match(line)]
     tidied = _HEADING.sub("", "\n".join(lines)).strip()
+    tidied = mend_seams(tidied, seams or Seams())
     if tidied.startswith("[") and "]" not in tidied:
         # A bracket opened and never closed: the start of a note that was not written.
         tidied = tidied[1:].lstrip()

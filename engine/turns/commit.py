@@ -26,6 +26,7 @@ from engine.story.narrative.events import BY_MODEL
 from engine.story.narrative.log import TurnCause, record
 from engine.story.snapshots import capture, keep_state_after, load_cards, restore
 from engine.story.suggestions import keep as keep_suggestions
+from engine.story.suggestions import keep_fit
 from engine.story.tree.takes import RetryPlan, add_take
 from engine.story.versions import advance_version
 from engine.turns.generate import Draft
@@ -58,6 +59,10 @@ async def commit(db: Database, plan: TurnPlan, draft: Draft, fence: Fence | None
         # The memories the context chose count as used with the turn that used them.
         await count_use(session, draft.memory_ids)
         await keep_suggestions(session, result.narrator_node_id, result.take, draft.suggestions)
+        if draft.fit is not None:
+            # Whether the model writes them, counted with the reply that shows it.
+            assert plan.adventure.id is not None
+            await keep_fit(session, plan.adventure.id, draft.fit)
         if plan.replaces is None and result.action_node_id is not None:
             # What players told characters, kept with their action (engine.story.claims).
             actions = [planned.action for planned in plan.actions]

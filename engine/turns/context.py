@@ -9,8 +9,8 @@ Two steps, so the turn loop stays thin and the rules can be tested without a dat
   text AI Dungeon scripts see, and the ``ContextReport`` Insights shows.
 
 The budget: ``available = max(256, budget − reserved)``, where ``reserved`` is the reply's
-maximum output tokens. Fixed sections always go in (the narrator prompt, the party rule and
-the party (within its own budget), AI instructions, the world-state guide and rule, plot
+maximum output tokens. Fixed sections always go in (the narrator's rules, solo or group, the
+party (within its own budget), AI instructions, the world-state guide, the held-back block, plot
 essentials, story summary, memories, knowledge (within its own budget), the live world state,
 the author's note, the player's new action, the length hint and the world-state reminder).
 What is left is elastic: story cards (always-on or triggered by their keys in the recent
@@ -25,11 +25,12 @@ llama.cpp's server) and bill or wait less for it; the embedded llama.cpp model s
 it has already evaluated (on a small CPU, reading the prompt is most of a turn's wait). Only
 the story is ever appended to, so everything that changes from turn to turn goes after it:
 
-* the system message: the narrator prompt, the content rating, in a group adventure the party
-  rule (address each player's character by name) and the party (within its own budget:
-  ``party_share`` of what is available), AI instructions, the world-state guide and rule and the
-  other standing rules, then the length hint and the adventure's own author's note, which are
-  the same every turn;
+* the system message: the narrator's rules (``engine.prompt.narrator``: solo or group, and the
+  story's voice), the content rating, the party (within its own budget: ``party_share`` of what
+  is available), AI instructions, the world-state guide, the chapter, and the one instruction
+  for the held-back block (``engine.prompt.held_block``: the world state, chapter events, the
+  narrative state and suggested actions, as one block with one example), then the length hint
+  and the adventure's own author's note, which are the same every turn;
 * the user message: plot essentials (unlabelled, as AI Dungeon sends them), the always-on
   story cards ("World Lore:", section ``always_cards``) and the story summary, then "Recent
   Story:" (its window's start moves ``ANCHOR_STEP`` entries at a time rather than every turn),
@@ -79,12 +80,11 @@ from engine.prompt.cards import (
 from engine.prompt.inputs import (
     DEFAULT_BUDGET,
     DEFAULT_MAX_OUTPUT_TOKENS,
-    NARRATOR_PROMPT,
-    PARTY_RULE,
     BuiltContext,
     ContextInputs,
     HistoryEntry,
 )
+from engine.prompt.narrator import narrator_rules
 from engine.prompt.report import ContextReport
 from engine.prompt.sections import (
     ANCHOR_STEP,
@@ -92,6 +92,7 @@ from engine.prompt.sections import (
     Section,
     authors_note_line,
     block,
+    block_section,
     cards_sections,
     history_section,
     listed,
@@ -184,7 +185,6 @@ class ContextEngine:
         *,
         budget: int = DEFAULT_BUDGET,
         max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS,
-        narrator_prompt: str = NARRATOR_PROMPT,
         card_share: float = CARD_SHARE,
         knowledge_share: float = KNOWLEDGE_SHARE,
         party_share: float = PARTY_SHARE,
@@ -197,7 +197,6 @@ class ContextEngine:
         #: The operator's content rules: the rating the narrator is told, the banned words.
         self.content = content or ContentPolicy()
         self.max_output_tokens = max_output_tokens
-        self.narrator_prompt = narrator_prompt
         self.card_share = card_share
         self.knowledge_share = knowledge_share
         self.party_share = party_share
@@ -225,12 +224,16 @@ class ContextEngine:
         # Scripts' state.memory overrides the adventure's texts; an empty value falls back.
         memory = script_memory(adventure.script_state if script_state is None else script_state)
         rating = await adventure_rating(session, adventure, self.content)
+        group = adventure.server_id is not None
+        rules = narrator_rules(group=group, instructions=adventure.ai_instructions)
         inputs = ContextInputs(
             budget=adventure.context_tokens or self.budget,
             max_output_tokens=adventure.max_output_tokens or self.max_output_tokens,
-            narrator_prompt=self.narrator_prompt,
-            ai_instructions=adventure.ai_instructions,
-            party_rule=PARTY_RULE if adventure.server_id is not None else "",
+            narrator_prompt=rules.text,
+            group=group,
+            voice=rules.voice,
+            ai_instructions=rules.instructions,
+            ai_instructions_note=rules.note,
             content_rating=rating,
             content_rule=RATING_RULES[rating],
             banned=(await banned_words(session, adventure, self.content)).words,
@@ -254,8 +257,8 @@ class ContextEngine:
             inputs,
             world_state_guide=world.guide,
             world_state=world.state,
-            world_state_rule=world.rule,
             world_state_reminder=world.reminder,
+            block_parts=(world.rule,) if world.rule else (),
         )
         if adventure.head_node_id is None:
             return inputs
@@ -289,7 +292,7 @@ class ContextEngine:
             )
             inputs = replace(
                 inputs,
-                story_rule=story.rule,
+                block_parts=(*inputs.block_parts, *([story.rule] if story.rule else [])),
                 story_state=story.section,
                 story_state_note=story.note,
             )
@@ -368,7 +371,7 @@ class ContextEngine:
             *tail,
         ]
         user = [section for section in user if section.text]
-        system_text = "\n\n".join(section.text for section in system)
+        system_text = "\n\n".join(section.text for section in system if section.text)
         user_text = "\n\n".join(section.text for section in user)
         messages = []
         if system_text:
@@ -412,24 +415,26 @@ class ContextEngine:
 
     def _fixed(self, inputs: ContextInputs) -> _Fixed:
         available = available_tokens(inputs.budget, inputs.max_output_tokens)
+        instructions = block("ai_instructions", "AI instructions", inputs.ai_instructions)
+        if instructions and inputs.ai_instructions_note:
+            instructions.reason = inputs.ai_instructions_note
         system = [
             s
             for s in (
-                block("narrator", "Narrator prompt", inputs.narrator_prompt),
+                # The narrator's rules, solo or group, composed in one place (prompt.narrator).
+                block("narrator", "Narrator rules", inputs.narrator_prompt),
                 block("content_rule", "Content rating", inputs.content_rule),
-                block("party_rule", "Group play", inputs.party_rule),
                 party(
                     inputs.party,
                     inputs.party_budget
                     if inputs.party_budget is not None
                     else int(available * self.party_share),
                 ),
-                block("ai_instructions", "AI instructions", inputs.ai_instructions),
+                instructions,
                 block("world_state_guide", "World-state guide", inputs.world_state_guide),
-                block("world_state_rule", "World-state rule", inputs.world_state_rule),
                 block("chapter", "Chapter", inputs.chapter_guide),
-                block("story_rule", "Story-state rule", inputs.story_rule),
-                block("play_rules", "Suggested actions", inputs.play_rules),
+                # One instruction for the block every feature reads (prompt.held_block).
+                block_section(inputs.block_parts, inputs.block_left_out),
             )
             if s
         ]

@@ -24,6 +24,7 @@ from engine.people.content import BannedWords, MaskedStream
 from engine.platform.events import ProviderChunk, ReasoningDelta, StreamEnd, TextDelta, Usage
 from engine.platform.sanitise import sanitise
 from engine.prompt.cards import scan_text
+from engine.prompt.held_block import LeftOut
 from engine.prompt.inputs import BuiltContext, ContextBuilder, ContextInputs
 from engine.prompt.tokens import tokens_in
 from engine.storage.database import Database
@@ -32,9 +33,16 @@ from engine.story.chapters.turn import ChapterOutcome, ChapterTurn
 from engine.story.claims import claims_in_scene
 from engine.story.fallback import FALLBACK_MODEL
 from engine.story.narration_hygiene import tidy_narration
+from engine.story.narration_seams import Seams, seams_of
 from engine.story.narrative.events import Outcome
 from engine.story.narrative.turn import holds_story_block, settle_story
-from engine.story.suggestions import SUGGESTION_RULE, from_lists, suggestions_on
+from engine.story.suggestions import (
+    SUGGESTIONS_PART,
+    Fit,
+    fit_of,
+    from_lists,
+    suggestions_on,
+)
 from engine.story.versions import update_unmoved
 from engine.story.world.apply import BlockHolder, SettledWorld, schema_of, settle
 from engine.story.world.parser import extract_state
@@ -113,6 +121,8 @@ class Draft:
     suggestions: tuple[str, ...] = ()
     #: Why an authored line stands in for the model's (``engine.story.fallback``); "" if none does.
     fallback_reason: str = ""
+    #: Whether the model writes suggestions, after this reply (None: not counted this turn).
+    fit: Fit | None = None
 
     @property
     def reasoning(self) -> str:
@@ -156,6 +166,10 @@ class Generation:
         self._built: BuiltContext | None = None
         #: Whether the adventure offers suggested actions (asked for in the block).
         self._suggest = False
+        #: Whether its model writes them (``engine.story.suggestions.fit``), when it offers them.
+        self._fit: Fit | None = None
+        #: What the tidying of the narration reads of the prompt (``narration_seams``).
+        self._seams = Seams()
         #: The words banned where the adventure runs: masked in what the model writes.
         self._banned = BannedWords()
 
@@ -199,7 +213,14 @@ class Generation:
         if claims:
             inputs = replace(inputs, claims=claims)
         if self._suggest:
-            inputs = replace(inputs, play_rules=SUGGESTION_RULE)
+            assert plan.adventure.id is not None
+            self._fit = await fit_of(session, plan.adventure.id, self.provider.label)
+            if self._fit.asked:
+                inputs = replace(inputs, block_parts=(*inputs.block_parts, SUGGESTIONS_PART))
+            else:
+                left_out = LeftOut(SUGGESTIONS_PART, self._fit.reason)
+                inputs = replace(inputs, block_left_out=(*inputs.block_left_out, left_out))
+        self._seams = seams_of(inputs)
         self._banned = BannedWords.of(inputs.banned)
         # The model is told them too, where it can be: their tokens banned (logit bias).
         self.params = replace(self.params, avoid=self._banned.words)
@@ -274,6 +295,7 @@ class Generation:
                 canon=canon_texts(self._inputs.knowledge),
             ),
             suggestions=offered,
+            fit=self._fit.after(bool(offered)) if self._fit else None,
         )
 
     def fallback_draft(self, line: str, reason: str) -> Draft:
@@ -320,7 +342,7 @@ class Generation:
         if output == sanitise(written):
             # The model's own prose (a script's output is the script's to shape): what is not
             # story goes (engine.story.narration_hygiene).
-            world = replace(world, prose=tidy_narration(world.prose))
+            world = replace(world, prose=tidy_narration(world.prose, self._seams))
         return _Written(output, world)
 
     async def _written_again(

@@ -1,7 +1,7 @@
 """Shipped scenarios' digest: start-up refreshes a shipped scenario only when its file changed
 
 Revision ID: 0033
-Revises: 0031
+Revises: 0032
 
 ``scenarios.builtin_digest``: a digest of the shipped file as Campfire read it
 (``engine.library.scenarios.shipped``). Start-up rewrote every shipped scenario, its cards,
@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0033"
-down_revision: str | None = "0031"
+down_revision: str | None = "0032"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

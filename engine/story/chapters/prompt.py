@@ -5,23 +5,36 @@ from __future__ import annotations
 
 from typing import Any
 
+from engine.prompt.held_block import BlockPart
 from engine.story.chapters.progress import Nudge, nudge_for, repaired
 
-#: How the events ride in the block when the scenario tracks no stats (with stats, the
-#: world-state rule already asks for the block, and this adds its ``events`` key).
-BLOCK_RULE = (
-    "After your reply, add a fenced ```state block holding a JSON object, e.g.\n"
-    '```state\n{"events": ["found_clue"]}\n```\n'
-    "or {} when none of the events happened. The engine reads it; players never see it."
-)
+#: What the held-back block carries for the chapter (``engine.prompt.held_block``); its
+#: example names no event of the chapter's own, which a small model would report as done.
 EVENTS_RULE = (
-    'Report these events in the state block as "events": [...]{example}, only when they happen '
-    "in the story this turn. Report nothing that did not happen, and never mention chapters, "
-    "beats or events in the story itself."
+    '"events": the events of this chapter listed above that happen in the story this '
+    "turn{example}; nothing that did not happen, and never mention chapters, beats or events in "
+    "the story itself."
 )
 
 
-def chapter_guide(plan: dict[str, Any], progress: Any, *, has_stats: bool) -> str:
+def events_part(plan: dict[str, Any], progress: Any) -> BlockPart | None:
+    """The chapter's part of the held-back block; None once the chapters are done."""
+    state = repaired(plan, progress)
+    if state["done"]:
+        return None
+    events = plan["chapters"][state["chapter"]]["events"]
+    valued = [(n, e["values"][0]) for n, e in events.items() if e["fold"] == "set"]
+    example = (
+        f' (a value after a colon where one is listed, e.g. "{valued[0][0]}:{valued[0][1]}")'
+        if valued
+        else ""
+    )
+    return BlockPart(
+        "events", "Chapter events", EVENTS_RULE.format(example=example), {"events": ["found_clue"]}
+    )
+
+
+def chapter_guide(plan: dict[str, Any], progress: Any) -> str:
     """The system-message section for the open chapter; "" once the chapters are done."""
     state = repaired(plan, progress)
     if state["done"]:
@@ -37,15 +50,6 @@ def chapter_guide(plan: dict[str, Any], progress: Any, *, has_stats: bool) -> st
     for name, event in chapter["events"].items():
         shown = f"{name}:<{'|'.join(event['values'])}>" if event["fold"] == "set" else name
         lines.append(f"- {shown}" + (f": {event['about']}" if event["about"] else ""))
-    valued = [(n, e["values"][0]) for n, e in chapter["events"].items() if e["fold"] == "set"]
-    example = (
-        f' (a value after a colon where one is listed, e.g. "{valued[0][0]}:{valued[0][1]}")'
-        if valued
-        else ""
-    )
-    lines.append(EVENTS_RULE.format(example=example))
-    if not has_stats:
-        lines.append(BLOCK_RULE)
     return "\n".join(lines)
 
 

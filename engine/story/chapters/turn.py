@@ -18,9 +18,9 @@ from engine.prompt.inputs import ContextInputs
 from engine.prompt.report import ContextReport, ItemReport, SectionReport
 from engine.storage.models import Adventure
 from engine.story.chapters.progress import PROGRESS_KEY, ChapterEnd, Fold, fold
-from engine.story.chapters.prompt import chapter_guide, chapter_nudge
+from engine.story.chapters.prompt import chapter_guide, chapter_nudge, events_part
 from engine.story.chapters.store import adventure_plan, plays_chapters
-from engine.story.world.apply import SettledWorld, schema_of
+from engine.story.world.apply import SettledWorld
 from engine.story.world.parser import extract_state
 
 
@@ -40,7 +40,6 @@ class ChapterTurn:
     def __init__(self, adventure: Adventure, plan: dict[str, Any]) -> None:
         self.plan = plan
         self.progress = (adventure.world_state or {}).get(PROGRESS_KEY)
-        self.has_stats = schema_of(adventure.stat_schema) is not None
         self.outcome = ChapterOutcome()
 
     @classmethod
@@ -54,9 +53,11 @@ class ChapterTurn:
 
     def context(self, inputs: ContextInputs) -> ContextInputs:
         nudge = chapter_nudge(self.plan, self.progress)
+        events = events_part(self.plan, self.progress)
         return replace(
             inputs,
-            chapter_guide=chapter_guide(self.plan, self.progress, has_stats=self.has_stats),
+            chapter_guide=chapter_guide(self.plan, self.progress),
+            block_parts=(*inputs.block_parts, *([events] if events else [])),
             chapter_nudge=nudge.text if nudge else "",
             chapter_nudge_reason=nudge.reason if nudge else "",
         )

@@ -13,22 +13,30 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from engine.prompt.held_block import BlockPart
 from engine.prompt.tokens import count_tokens
 from engine.story.narrative.state import name_of
 
-#: Told to the model (system message) when the adventure tracks its narrative state.
-STORY_RULE = (
-    "Story state: when the story changes who exists, where someone or something is, who holds "
-    "what, what is true, how two characters relate, or which questions are open, add a "
-    '"story" list of events to a ```state block after your prose (with any world-state '
-    "changes). Values are absolute. Events: add_entity {id, name, kind}; "
-    "set_location {entity, place}; set_possession {item, holder}; add_fact {id, text, about}; "
-    "retract_fact {id}; relate {a, b, relation}; open_thread {id, text}; close_thread {id}. "
-    "Name entities by id; add one before naming it. Example:\n"
-    '```state\n{"story": [{"type": "add_entity", "id": "mira", "name": "Mira", '
-    '"kind": "person"}, {"type": "add_fact", "id": "mira_hurt", "text": "Mira is wounded.", '
-    '"about": "mira"}]}\n```\n'
-    "No block when nothing changed. Never contradict the story state."
+#: What the held-back block carries for the narrative state (``engine.prompt.held_block``),
+#: when the adventure tracks it.
+STORY_PART = BlockPart(
+    key="story",
+    title="Story-state events",
+    rule=(
+        '"story": a list of events when the story changes who exists, where someone or '
+        "something is, who holds what, what is true, how two characters relate, or which "
+        "questions are open. Values are absolute. Events: add_entity {id, name, kind}; "
+        "set_location {entity, place}; set_possession {item, holder}; add_fact {id, text, "
+        "about}; retract_fact {id}; relate {a, b, relation}; open_thread {id, text}; "
+        "close_thread {id}. Name entities by id; add one before naming it. Never contradict "
+        "the story state."
+    ),
+    example={
+        "story": [
+            {"type": "add_entity", "id": "mira", "name": "Mira", "kind": "person"},
+            {"type": "add_fact", "id": "mira_hurt", "text": "Mira is wounded.", "about": "mira"},
+        ]
+    },
 )
 
 STATE_HEADING = "Story state:"

@@ -7,9 +7,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from engine.prompt.held_block import BlockPart
 from engine.story.narrative.canon import protected_facts
 from engine.story.narrative.events import BY_MODEL, Outcome, apply_events
-from engine.story.narrative.render import STORY_RULE, prompt_section
+from engine.story.narrative.render import STORY_PART, prompt_section
 from engine.story.narrative.state import normalised, stored
 
 #: The share of the prompt's available tokens the scene's state may use.
@@ -41,7 +42,8 @@ def holds_story_block(adventure: Any) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class StoryContext:
-    rule: str = ""
+    #: What the held-back block carries for it; None when the adventure does not track it.
+    rule: BlockPart | None = None
     section: str = ""
     note: str = ""
 
@@ -53,4 +55,4 @@ def story_context(
     if not tracking:
         return StoryContext()
     shown = prompt_section(normalised(state), recent_text, int(available * STORY_SHARE))
-    return StoryContext(STORY_RULE, shown.text, shown.reason)
+    return StoryContext(STORY_PART, shown.text, shown.reason)

@@ -19,6 +19,7 @@ import re
 from typing import Any
 
 from engine.platform.sanitise import sanitise
+from engine.prompt.held_block import BlockPart
 
 #: The block's key that lists them.
 KEY = "suggestions"
@@ -29,14 +30,17 @@ MAX_LABEL = 80
 #: Shorter than this is no action ("Go" is one, "?" is not).
 MIN_LABEL = 2
 
-#: What the system prompt tells the model when suggestions are on for the adventure.
-SUGGESTION_RULE = (
-    "After your reply, add a fenced ```state block (the same block as the world state, when "
-    'there is one) with a "suggestions" list of 3 or 4 short actions the player might take '
-    "next, each under 60 characters, in the second person's imperative and in the story's "
-    'world, e.g.\n```state\n{"suggestions": ["Open the iron door", "Ask the keeper about '
-    'the light", "Search the beach"]}\n```\nThe players never see the block; the engine '
-    "shows the suggestions as buttons."
+#: What the held-back block carries for suggested actions (``engine.prompt.held_block``), when
+#: they are on for the adventure and the model writes them (``engine.story.suggestions.fit``).
+SUGGESTIONS_PART = BlockPart(
+    key=KEY,
+    title="Suggested actions",
+    rule=(
+        f'"{KEY}": 3 or 4 short actions the players might take next, each under 60 '
+        "characters, in the imperative and in the story's world; the engine shows them as "
+        "buttons."
+    ),
+    example={KEY: ["Open the iron door", "Ask the keeper about the light", "Search the beach"]},
 )
 
 #: Words that are about the game, not in it: a suggestion carrying one is left out.

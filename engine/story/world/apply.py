@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from engine.prompt.held_block import BlockPart
 from engine.story.world.parser import extract_state
 from engine.story.world.referee import StateReport, referee
-from engine.story.world.render import EMIT_RULE, chip, guide, live_state, reminder, state_block
+from engine.story.world.render import STATE_PART, chip, guide, live_state, reminder, state_block
 from engine.story.world.schema import StatSchema, initial_state, parse_schema, sync_state
 
 FENCE = "```"
@@ -43,7 +44,8 @@ def current_state(schema: StatSchema, state: dict[str, Any] | None) -> dict[str,
 class WorldSections:
     guide: str = ""
     state: str = ""
-    rule: str = ""
+    #: What the held-back block carries for the world state; None without a schema.
+    rule: BlockPart | None = None
     reminder: str = ""
 
 
@@ -56,7 +58,7 @@ def world_sections(
     return WorldSections(
         guide=guide(schema),
         state=live_state(schema, current_state(schema, state), recent_text=recent_text),
-        rule=EMIT_RULE,
+        rule=STATE_PART,
         reminder=reminder(schema),
     )
 

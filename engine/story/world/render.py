@@ -1,5 +1,5 @@
-"""World state as text: for the model (guide, live state, emit rule, reminder) and for players
-(the chip under a narration, ``/state``).
+"""World state as text: for the model (guide, live state, its part of the held-back block,
+reminder) and for players (the chip under a narration, ``/state``).
 
 Every function is empty-schema-safe: with an empty schema it returns ``""``.
 """
@@ -10,17 +10,24 @@ import json
 from typing import Any
 
 from engine.prompt.cards import find_trigger
+from engine.prompt.held_block import BlockPart
 from engine.story.world.referee import Change, StateReport
 from engine.story.world.schema import Stat, StatSchema, fmt_number, sync_state
 
-EMIT_RULE = (
-    "After your reply, add a fenced ```state block holding a JSON object of only what changed "
-    "this turn, by the paths above, e.g.\n"
-    '```state\n{"player": {"hp": -15}, "npcs": {"gwen": {"trust": 5}}, '
-    '"milestones": {"strongbox_found": true}}\n```\n'
-    'Numbers are changes (-15 loses 15, 5 gains 5); write "=40" to set one outright. Text '
-    "fields take the new text, flags true or false, milestones only true. If nothing changed, "
-    "write {}. The engine checks the block and applies it; players never see it."
+#: What the held-back block carries for the world state (``engine.prompt.held_block``).
+STATE_PART = BlockPart(
+    key="state",
+    title="World-state changes",
+    rule=(
+        "only what changed in the world state this turn, by the paths above: numbers are "
+        'changes (-15 loses 15, 5 gains 5), "=40" sets one outright; text fields take the new '
+        "text, flags true or false, milestones only true. The engine checks it and applies it."
+    ),
+    example={
+        "player": {"hp": -15},
+        "npcs": {"gwen": {"trust": 5}},
+        "milestones": {"strongbox_found": True},
+    },
 )
 
 REMINDER = "Remember: end with a ```state block of what changed (or {})."
