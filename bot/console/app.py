@@ -25,6 +25,7 @@ from bot.console.commands import (
     PressInput,
     QuitInput,
     SlashInput,
+    button_keys,
     parse_line,
 )
 from bot.console.keys import TypeAhead
@@ -35,7 +36,7 @@ from bot.console.place import (
     Place,
     PlaceError,
 )
-from bot.console.screen import Screen
+from bot.console.screen import Screen, button_labels
 from bot.discord_bot import CampfireBot
 from bot.standin import StandIn, StandinFile
 from bot.standin.records import InteractionRecord
@@ -45,7 +46,8 @@ from engine.errors import CampfireError
 INTRO = """\
 Campfire console: you are talking to the bot in a private message.
 Type as in Discord: /do open the door, /say Hello, /continue, /help. Plain text is /do.
-Press a button with ! and its label or number: !continue, !1. Quit with /quit or Ctrl-D.
+Press a button with ! and its key or number, shown on it: !continue, !do, !next, !1.
+Quit with /quit or Ctrl-D.
 """
 
 SERVER_INTRO = f"""\
@@ -53,7 +55,8 @@ Campfire console: you are in #{CHANNEL_NAME} of a server you own, to play as a g
 /as ann types as the member ann from now on (made on first use, without your rights);
 /as alone lists the members. /start opens an adventure in a thread, and the console follows it.
 Type as in Discord: /do open the door, /say Hello, /continue, /help. Plain text is /do.
-Press a button with ! and its label or number: !continue, !1. Quit with /quit or Ctrl-D.
+Press a button with ! and its key or number, shown on it: !continue, !do, !next, !1.
+Quit with /quit or Ctrl-D.
 """
 
 
@@ -240,6 +243,9 @@ class Console:
             self._refresh(final=True)
 
     async def _press(self, command: PressInput) -> InteractionRecord:
+        """The button ``command`` names on the newest message that has it: by number on the
+        newest message with buttons; by key (``!do``) or label (``!Do``) on the newest that
+        has one so called."""
         for message in reversed(self._visible()):
             buttons = message.buttons
             if not buttons:
@@ -248,9 +254,12 @@ class Console:
                 if command.target > len(buttons):
                     raise LookupError(f"The newest buttons are 1 to {len(buttons)}.")
                 return await self.fake.press(self.place.user_id, message.id, index=command.target)
-            wanted = command.target.casefold()
-            for label, custom_id, _ in buttons:
-                if label is not None and label.casefold() == wanted:  # emoji-only: no label
+            wanted = command.target.removeprefix("!").casefold()
+            labels = button_labels(message)
+            for label, key, (_, custom_id, _) in zip(
+                labels, button_keys(labels), buttons, strict=True
+            ):
+                if wanted == key or (label is not None and label.casefold() == wanted):
                     return await self.fake.press(self.place.user_id, message.id, custom_id)
         raise LookupError(f"No message here has a button called {command.target}.")
 
@@ -259,7 +268,7 @@ class Console:
         however long that takes (no time limit: one slow turn must not end the console); a
         turn still running after a while is said to be."""
         started = asyncio.get_running_loop().time()
-        done = asyncio.ensure_future(self.standin.idle(timeout=None))
+        done = asyncio.ensure_future(_finished(self.standin))
         # Keys typed meanwhile are not echoed into the block being redrawn (``keys``).
         with self.keys.quiet() if self.keys is not None else contextlib.nullcontext():
             await self._until(done, started)
@@ -276,7 +285,8 @@ class Console:
             await asyncio.wait({done}, timeout=0.1)
             waited = loop.time() - started
             if not done.done() and waited >= tell_at:
-                self.screen.note(
+                # Below the turn's text, which goes on being drawn above it.
+                self.screen.status(
                     f"(The turn is still running: {waited:.0f} s so far. The console waits "
                     "for it to finish; Ctrl-C leaves.)"
                 )
@@ -310,7 +320,8 @@ class Console:
         required = field.get("required", True)
         shortest, longest = field.get("min_length") or 0, field.get("max_length") or 4000
         if field.get("placeholder"):
-            self.screen.note(f"  {label}: {field['placeholder']}")
+            # A hint, greyed in Discord's field and gone once typing starts: never a value.
+            self.screen.note(f"  ({label}, for example: {field['placeholder']})")
         if held:
             self.screen.note(f"  {label} now: {held}")
         while True:
@@ -374,6 +385,27 @@ def _line_from(read_line: Callable[[], str]) -> asyncio.Future[str]:
 
     threading.Thread(target=work, name="console-input", daemon=True).start()
     return future
+
+
+#: Tasks that carry a turn on past the handler that asked for it (``engine.platform.queue``: a
+#: turn runs in its adventure's queue, and is saved even if nobody follows it any more).
+TURN_TASK_PREFIXES = ("adventure-queue-",)
+
+
+async def _finished(standin: StandIn) -> None:
+    """Until the bot is done with what was asked: no handler running, and no turn going on
+    behind one (a turn outlives a handler that stopped following it, and its final edit comes
+    after), so the prompt comes back only after the turn's final edit."""
+    while True:
+        await standin.idle(timeout=None)
+        running = {
+            task
+            for task in asyncio.all_tasks()
+            if not task.done() and task.get_name().startswith(TURN_TASK_PREFIXES)
+        }
+        if not running:
+            return
+        await asyncio.wait(running)
 
 
 def _text_inputs(modal: dict) -> list[dict]:

@@ -19,8 +19,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol, TextIO
 
-from bot.console.markup import styled, timestamps, visible
+from bot.console.commands import button_keys
+from bot.console.markup import plain, styled, timestamps, visible
 from bot.standin import MessageRecord
+from bot.standin.records import FLAG_LOADING
 
 _CHANNEL_MENTION = re.compile(r"<#(\d+)>")
 _USER_MENTION = re.compile(r"<@!?(\d+)>")
@@ -41,8 +43,10 @@ def render(
     *,
     shared: bool = True,
 ) -> str:
-    """``message`` as text. ``shared``: several people use the screen (a server), so a private
-    answer says whom it is for; alone (a DM) it is "you"."""
+    """``message`` as text, its marks and timestamps as the bot sent them (the screen styles
+    or strips the marks and reads the timestamps as it draws). ``shared``: several people use
+    the screen (a server), so a private answer says whom it is for; alone (a DM) it is
+    "you"."""
     content = message.content.strip()
     parts = [content] if content else []
     parts.extend(_embed(embed) for embed in message.embeds)
@@ -52,19 +56,46 @@ def render(
     for attachment in message.attachments:
         where = (files or {}).get(attachment.id, "")
         parts.append(f"📎 {attachment.filename}" + (f" → {where}" if where else ""))
-    text = "\n".join(part for part in parts if part) or "…"
+    text = "\n".join(part for part in parts if _shows(part)) or "…"
     if message.ephemeral:
         who = "you"
         if shared and names is not None and message.visible_to is not None:
             who = names.name_of(message.visible_to)
-        text += f"\n  (only {who} can see this)"
-    buttons = [(label, disabled) for label, _, disabled in message.buttons]
-    if buttons:
+        # Said once: some answers say it themselves (/recap's footer).
+        if f"only {who} can see this" not in text.casefold():
+            text += f"\n  (only {who} can see this)"
+    labels = button_labels(message)
+    if labels:
+        keys = button_keys(labels)
         text += "\n  " + "  ".join(
-            f"[{n} {label}{' (disabled)' if disabled else ''}]"
-            for n, (label, disabled) in enumerate(buttons, 1)
+            f"[{n} {_button(label, key)}{' (disabled)' if disabled else ''}]"
+            for n, (label, key, (_, _, disabled)) in enumerate(
+                zip(labels, keys, message.buttons, strict=True), 1
+            )
         )
     return text
+
+
+def button_labels(message: MessageRecord) -> list[str | None]:
+    """What each button shows: its label, else its emoji (Discord draws either or both)."""
+    return [
+        component.get("label") or (component.get("emoji") or {}).get("name")
+        for component in message.button_components()
+    ]
+
+
+def _button(label: str | None, key: str) -> str:
+    """A button as ``Continue !continue``: what it shows, and the key that presses it; the
+    key alone where it is the label in other letters."""
+    shown = (label or "").strip()
+    if not shown or shown.casefold() == key:
+        return f"!{key}"
+    return f"{shown} !{key}"
+
+
+def _shows(text: str) -> bool:
+    """Whether ``text`` has anything to see: an embed field's zero-width space is blank."""
+    return bool(text.strip().strip("\u200b\u2060\ufeff").strip())
 
 
 def _named(text: str, names: Names) -> str:
@@ -93,8 +124,12 @@ class Screen:
         # Attachments the bot sends are saved here, so the player can open them.
         self.files_dir = files_dir
         self._files: dict[int, str] = {}
-        #: What was last shown of each message (as drawn, whole).
+        #: What was last shown of each message, as the bot wrote it (marks, buttons and
+        #: ``<t:…>`` timestamps unread): a relative time that reads differently a minute
+        #: later is the same message, not an edit.
         self._shown: dict[int, str] = {}
+        #: The messages first shown since the last prompt, in the order shown.
+        self._fresh: list[int] = []
         #: The message drawn last, which a terminal can redraw in place while nothing is
         #: printed below it.
         self._last: int | None = None
@@ -102,8 +137,11 @@ class Screen:
         self._last_lines = 0
         #: The newest block was drawn without its beginning, to fit the window.
         self._cut = False
-        #: The newest block's text, whole and unstyled.
-        self._last_plain = ""
+        #: The newest block's text, whole, as the bot wrote it.
+        self._last_raw = ""
+        #: A line of the console's own drawn below the newest block while it changes (the
+        #: turn still running), so that the block goes on being redrawn above it.
+        self._status = ""
 
     def note(self, text: str) -> None:
         """A line of the console's own (not a Discord message)."""
@@ -111,11 +149,21 @@ class Screen:
         self._print(text)
         self._last = None
 
+    def status(self, text: str) -> None:
+        """Say ``text`` while the newest block goes on changing: on a terminal below the
+        block, redrawn with it (and gone once it is final); otherwise as a note."""
+        if not (self.live and self._last is not None and self._reachable()):
+            self.note(text)
+            return
+        self._status = text
+        self._draw(self._last_raw, final=False, again=True)
+
     def detach(self) -> None:
         """Something else is printed below the newest block (the prompt, the line typed):
         the block can no longer be redrawn in place, only shown again."""
         self._settle()
         self._last = None
+        self._fresh = []
 
     def typed(self, line: str) -> None:
         """A line typed while the keys were not echoed (during a turn), shown after the
@@ -124,61 +172,82 @@ class Screen:
         self.out.flush()
 
     def update(self, messages: list[MessageRecord], *, final: bool) -> None:
-        """Show what is new or changed. Streaming redraws happen only when ``live``."""
+        """Show what is new or changed. Streaming redraws happen only when ``live``.
+
+        Discord shows an edited message in its place; a terminal cannot reach back to it, so
+        an older message changed (a take retried, a turn undone or redone, a preview
+        confirmed) is shown again, marked ✎, once the bot is done, and the messages of this
+        command shown after it are shown again below it: the story reads in Discord's order
+        (the retried take, then the new one below it, as its mark says)."""
+        replaying = False
+        if final:
+            self._status = ""
         for message in messages:
             self._save_attachments(message)
-            plain = timestamps(render(message, self._files, self.names, shared=self.shared))
-            text = styled(plain) if self.live else plain
+            if message.flags & FLAG_LOADING:
+                # Discord's "is thinking…" until the answer replaces it: nothing to read yet,
+                # and a lone "…" left above the answer if drawn.
+                continue
+            raw = render(message, self._files, self.names, shared=self.shared)
             previous = self._shown.get(message.id)
             newest = self.live and message.id == self._last
-            if previous == text and not (newest and final and self._cut):
-                continue
             if previous is None:
                 if not (self.live or final):
                     continue  # a pipe gets each message once, when it is final
                 self._settle()
-                self._draw(plain, final=final)
+                self._draw(raw, final=final)
                 self._last = message.id
-            elif newest and self._reachable():
-                self._draw(plain, final=final, again=True)
-            elif _content(text) != _content(previous):
+                self._fresh.append(message.id)
+            elif previous == raw and not (newest and final and self._cut) and not replaying:
+                continue
+            elif newest and self._reachable() and not replaying:
+                self._draw(raw, final=final, again=True)
+            elif _content(raw) != _content(previous) or (replaying and message.id in self._fresh):
                 if not final:
                     # Kept for the final refresh, which shows it: were it recorded as shown
                     # now, the change (a turn brought back by /redo) would never be seen.
                     continue
-                # An older message changed (a take paged, a turn undone or redone, a preview
-                # confirmed): a terminal cannot reach back to it, so it is shown again, marked.
+                changed = _content(raw) != _content(previous)
+                replaying = replaying or changed
                 self._settle()
-                self._print(f"✎ {text}")
-                self._last = message.id
-                self._cut = False
-            self._shown[message.id] = text
+                self._last = None
+                self._print(("✎ " if changed else "") + self._look(raw))
+            self._shown[message.id] = raw
 
-    def _draw(self, plain: str, *, final: bool, again: bool = False) -> None:
+    def _look(self, raw: str) -> str:
+        """``raw`` as drawn here: timestamps read now; styled on a terminal, else unmarked."""
+        text = timestamps(raw)
+        return styled(text) if self.live else plain(text)
+
+    def _draw(self, raw: str, *, final: bool, again: bool = False) -> None:
         """The newest block, in place of its earlier frame with ``again``. On a terminal a
         block still changing is kept within the window: the terminal cannot move the cursor
         above its top row, so a taller frame could not be redrawn, and its top, scrolled off,
         would be printed a second time. Until final such a block shows its end below an
         ellipsis; the final draw shows it whole, once."""
-        self._last_plain = plain
+        self._last_raw = raw
+        text = timestamps(raw)
         cut = False
         if self.live and not final:
+            if self._status:
+                text += f"\n\n{self._status}"
             columns, rows = self._window()
-            if _lines(plain, columns) > rows - 2:
-                plain, cut = _tail(plain, rows - 2, columns), True
-        text = styled(plain) if self.live else plain
+            if _lines(plain(text), columns) > rows - 2:
+                text, cut = _tail(text, rows - 2, columns), True
+        text = styled(text) if self.live else plain(text)
         if again:
             # Up to the start of the newest block, clear to the end of the screen.
             self.out.write(f"\x1b[{self._last_lines}F\x1b[J")
         self._print(text)
-        self._cut = cut
+        self._cut = cut or bool(self._status and not final)
 
     def _settle(self) -> None:
-        """The newest block, if drawn cut, drawn whole before anything is printed below it:
-        nothing could redraw it after (a narration longer than a message goes on in the
-        next one while the first is still drawn cut)."""
+        """The newest block, if drawn cut (or with a status below it), drawn whole and alone
+        before anything is printed below it: nothing could redraw it after (a narration
+        longer than a message goes on in the next one while the first is still drawn)."""
         if self._last is not None and self._cut and self._reachable():
-            self._draw(self._last_plain, final=True, again=True)
+            self._status = ""
+            self._draw(self._last_raw, final=True, again=True)
 
     def _reachable(self) -> bool:
         """Whether the newest block's first row is still in the window."""
