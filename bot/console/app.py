@@ -36,6 +36,7 @@ from bot.console.place import (
     Place,
     PlaceError,
 )
+from bot.console.reader import CommandCompleter, TerminalReader
 from bot.console.screen import Screen, button_labels
 from bot.discord_bot import CampfireBot
 from bot.standin import StandIn, StandinFile
@@ -80,9 +81,11 @@ class Console:
         files_dir: Path | None = None,
         read: Callable[[str], Awaitable[str]] | None = None,
         keys: TypeAhead | None = None,
+        reader: TerminalReader | None = None,
     ) -> None:
         """``read``: the next line typed after a prompt (EOFError at the end of the input);
-        ``keys``: the terminal's, when ``live``."""
+        ``keys``: the terminal's, when ``live``; ``reader``: the terminal's line editor, which
+        then reads the lines and the forms' fields instead of ``read``."""
         self.bot = bot  # the client the stand-in runs
         self.read = read or _typed
         self.standin = standin
@@ -91,6 +94,7 @@ class Console:
         self.screen = Screen(out, live=live, files_dir=files_dir, names=place, shared=place.server)
         self.live = live
         self.keys = keys
+        self.reader = reader
         #: A command is being carried out (its answer followed): what Ctrl-C cuts off.
         self.busy = False
 
@@ -163,10 +167,20 @@ class Console:
     async def ask(self, prompt: str) -> str:
         """The next line typed after ``prompt`` (EOFError at the end of the input)."""
         self.screen.detach()  # the prompt and the line typed come below the newest block
+        if self.reader is not None:
+            # It takes the keys typed during the turn too, and shows them itself.
+            return await self.reader.line(prompt)
         line = await self.read(prompt)
         if self.keys is not None and self.keys.unseen(line.rstrip("\n")):
             self.screen.typed(line)  # typed during the turn, when nothing echoed it
         return line
+
+    def button_keys(self) -> list[str]:
+        """The keys of the newest buttons, for ``!`` to complete."""
+        for message in reversed(self._visible()):
+            if message.buttons:
+                return button_keys(button_labels(message))
+        return []
 
     def stopped(self) -> None:
         """Ctrl-C: say what became of what was under way."""
@@ -298,9 +312,12 @@ class Console:
         was prefilled with is shown and kept on Enter, a required field is asked again while
         blank, and ``/cancel`` (or Ctrl-D) closes it unsent, as closing Discord's form does."""
         modal = record.modal or {}
+        if self.reader is not None:
+            how = "each field holds what it has, to edit; Enter sends it"
+        else:
+            how = "a line for each field; Enter keeps what it holds"
         self.screen.note(
-            f"✎ {modal.get('title', 'A form')}: a line for each field; Enter keeps what it "
-            "holds, /cancel closes the form without sending it."
+            f"✎ {modal.get('title', 'A form')}: {how}, /cancel closes the form without sending it."
         )
         values = {}
         for field in _text_inputs(modal):
@@ -319,29 +336,43 @@ class Console:
         held = field.get("value") or ""
         required = field.get("required", True)
         shortest, longest = field.get("min_length") or 0, field.get("max_length") or 4000
-        if field.get("placeholder"):
-            # A hint, greyed in Discord's field and gone once typing starts: never a value.
-            self.screen.note(f"  ({label}, for example: {field['placeholder']})")
-        if held:
-            self.screen.note(f"  {label} now: {held}")
+        placeholder = field.get("placeholder") or ""
+        paragraph = field.get("style") == 2  # TextInputStyle.paragraph: several lines
+        if self.reader is None:
+            if placeholder:
+                # A hint, greyed in Discord's field and gone once typing starts: never a value.
+                self.screen.note(f"  ({label}, for example: {placeholder})")
+            if held:
+                self.screen.note(f"  {label} now: {held}")
+        elif paragraph:
+            self.screen.note(f"  ({label}: several lines; Esc then Enter sends it.)")
         while True:
             try:
-                typed = (await self.ask(f"{label}{' (Enter keeps it)' if held else ''}: ")).strip(
-                    "\n"
-                )
-            except EOFError:
+                typed = (await self._field(label, held, placeholder, paragraph)).strip("\n")
+            except (EOFError, KeyboardInterrupt):
                 return None
             if not self.live:
                 self.screen.note(f"{label}: {typed}")
             if typed.strip() == "/cancel":
                 return None
-            value = typed if typed.strip() else held
+            # In the line editor the field holds its value to edit, so what is left is meant.
+            value = typed if typed.strip() or self.reader is not None else held
             if required and not value.strip():
                 self.screen.note(f"⚠ {label} is required: type it, or /cancel.")
             elif value and not shortest <= len(value) <= longest:
                 self.screen.note(f"⚠ {label} takes {shortest} to {longest} characters.")
             else:
                 return value
+
+    async def _field(self, label: str, held: str, placeholder: str, paragraph: bool) -> str:
+        """A field's line: in the terminal's editor, held and hinted in the box itself, as
+        Discord's form shows it; else after a prompt, Enter keeping what it holds."""
+        if self.reader is not None:
+            self.screen.detach()
+            return await self.reader.field(
+                f"{label}: ", held=held, placeholder=placeholder, paragraph=paragraph
+            )
+        return await self.ask(f"{label}{' (Enter keeps it)' if held else ''}: ")
 
     def _visible(self):
         place = self.place
@@ -466,12 +497,21 @@ async def run_console(
             read=read,
             keys=TypeAhead(stdin) if live else None,
         )
+        if live and stdin is sys.stdin and out is sys.stdout:
+            # prompt_toolkit edits the terminal's own standard input and output.
+            console.reader = TerminalReader(
+                CommandCompleter(bot.tree, console.button_keys),
+                settings.data_dir / "console-history",
+            )
         try:
             await console.begin()
             while True:
                 try:
                     line = await console.ask(console.prompt)
                 except EOFError:
+                    break
+                except KeyboardInterrupt:  # Ctrl-C in the line editor: leave at once
+                    console.stopped()
                     break
                 if not await console.handle(line):
                     break
