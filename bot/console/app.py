@@ -298,12 +298,18 @@ class Console:
             self._refresh(final=False)
             await asyncio.wait({done}, timeout=0.1)
             waited = loop.time() - started
-            if not done.done() and waited >= tell_at:
-                # Below the turn's text, which goes on being drawn above it.
-                self.screen.status(
-                    f"(The turn is still running: {waited:.0f} s so far. The console waits "
-                    "for it to finish; Ctrl-C leaves.)"
-                )
+            if done.done() or waited < STILL_RUNNING_AFTER:
+                continue
+            said = (
+                f"(The turn is still running: {waited:.0f} s so far. The console waits "
+                "for it to finish; Ctrl-C leaves.)"
+            )
+            if self.screen.drawing:
+                # Below the turn's text, which goes on being drawn above it, its time counted.
+                if said != self.screen.status_line:
+                    self.screen.status(said)
+            elif waited >= tell_at:
+                self.screen.note(said)
                 tell_at = waited + STILL_RUNNING_EVERY
         done.result()
 

@@ -149,10 +149,19 @@ class Screen:
         self._print(text)
         self._last = None
 
+    @property
+    def drawing(self) -> bool:
+        """Whether a block is being drawn in place on a terminal (a status goes below it)."""
+        return self.live and self._last is not None and self._reachable()
+
+    @property
+    def status_line(self) -> str:
+        return self._status
+
     def status(self, text: str) -> None:
         """Say ``text`` while the newest block goes on changing: on a terminal below the
         block, redrawn with it (and gone once it is final); otherwise as a note."""
-        if not (self.live and self._last is not None and self._reachable()):
+        if not self.drawing:
             self.note(text)
             return
         self._status = text
