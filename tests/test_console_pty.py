@@ -127,6 +127,8 @@ def test_the_console_draws_each_turn_as_discord_would_show_it(tmp_path, fake_mod
         # A relative time ("last played 3 seconds ago") is no edit: nothing is shown again.
         listed = player.type("")
         assert "last played" in listed
+        # An embed is a card, as in Discord: a panel with its title on the border.
+        assert "╭─ Adventures here ─" in listed and "╰─" in listed, listed
         recap = player.type("/recap")
         assert "✎" not in recap and "last played" not in recap, recap
         # Private answers: said once, and no lone "…" line before them.

@@ -11,6 +11,7 @@ message changed where it can no longer be redrawn is shown again, marked ✎, on
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import shutil
@@ -18,6 +19,11 @@ import unicodedata
 from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol, TextIO
+
+from rich import box
+from rich.console import Console, Group, RenderableType
+from rich.panel import Panel
+from rich.text import Text
 
 from bot.console.commands import button_keys
 from bot.console.markup import plain, styled, timestamps, visible
@@ -42,27 +48,39 @@ def render(
     names: Names | None = None,
     *,
     shared: bool = True,
+    panels: int | None = None,
 ) -> str:
     """``message`` as text, its marks and timestamps as the bot sent them (the screen styles
     or strips the marks and reads the timestamps as it draws). ``shared``: several people use
     the screen (a server), so a private answer says whom it is for; alone (a DM) it is
-    "you"."""
+    "you". ``panels``: drawn for a terminal that many columns wide instead, marks as styles
+    and each embed a panel, as Discord's client draws it a card."""
     content = message.content.strip()
     parts = [content] if content else []
     parts.extend(_embed(embed) for embed in message.embeds)
     if names is not None:
         # Mentions as Discord's client shows them: a channel's name, a person's @name.
         parts = [_named(part, names) for part in parts]
+    text = "\n".join(part for part in parts if _shows(part))
+    if panels is not None:
+
+        def look(part: str) -> str:
+            return styled(timestamps(_named(part, names) if names is not None else part))
+
+        drawn = [look(content)] if _shows(content) else []
+        drawn.extend(_panel(embed, panels, look) for embed in message.embeds)
+        parts = drawn
     for attachment in message.attachments:
         where = (files or {}).get(attachment.id, "")
         parts.append(f"📎 {attachment.filename}" + (f" → {where}" if where else ""))
+    said = text  # as written, to find what it says of itself
     text = "\n".join(part for part in parts if _shows(part)) or "…"
     if message.ephemeral:
         who = "you"
         if shared and names is not None and message.visible_to is not None:
             who = names.name_of(message.visible_to)
         # Said once: some answers say it themselves (/recap's footer).
-        if f"only {who} can see this" not in text.casefold():
+        if f"only {who} can see this" not in said.casefold():
             text += f"\n  (only {who} can see this)"
     labels = button_labels(message)
     if labels:
@@ -139,6 +157,7 @@ class Screen:
         self._cut = False
         #: The newest block's text, whole, as the bot wrote it.
         self._last_raw = ""
+        self._last_message = MessageRecord(id=0, channel_id=0, author_id=0)
         #: A line of the console's own drawn below the newest block while it changes (the
         #: turn still running), so that the block goes on being redrawn above it.
         self._status = ""
@@ -165,7 +184,7 @@ class Screen:
             self.note(text)
             return
         self._status = text
-        self._draw(self._last_raw, final=False, again=True)
+        self._draw(self._last_message, self._last_raw, final=False, again=True)
 
     def detach(self) -> None:
         """Something else is printed below the newest block (the prompt, the line typed):
@@ -204,13 +223,13 @@ class Screen:
                 if not (self.live or final):
                     continue  # a pipe gets each message once, when it is final
                 self._settle()
-                self._draw(raw, final=final)
+                self._draw(message, raw, final=final)
                 self._last = message.id
                 self._fresh.append(message.id)
             elif previous == raw and not (newest and final and self._cut) and not replaying:
                 continue
             elif newest and self._reachable() and not replaying:
-                self._draw(raw, final=final, again=True)
+                self._draw(message, raw, final=final, again=True)
             elif _content(raw) != _content(previous) or (replaying and message.id in self._fresh):
                 if not final:
                     # Kept for the final refresh, which shows it: were it recorded as shown
@@ -220,30 +239,49 @@ class Screen:
                 replaying = replaying or changed
                 self._settle()
                 self._last = None
-                self._print(("✎ " if changed else "") + self._look(raw))
+                self._print(("✎ " if changed else "") + self._look(message, raw))
             self._shown[message.id] = raw
 
-    def _look(self, raw: str) -> str:
-        """``raw`` as drawn here: timestamps read now; styled on a terminal, else unmarked."""
+    def _look(self, message: MessageRecord, raw: str) -> str:
+        """``message`` (``raw``) as drawn here: timestamps read now; on a terminal styled, its
+        embeds as panels; else unmarked."""
+        if self.live and message.embeds:
+            return self._panelled(message)
         text = timestamps(raw)
         return styled(text) if self.live else plain(text)
 
-    def _draw(self, raw: str, *, final: bool, again: bool = False) -> None:
+    def _panelled(self, message: MessageRecord) -> str:
+        return render(
+            message, self._files, self.names, shared=self.shared, panels=self._window()[0]
+        )
+
+    def _draw(self, message: MessageRecord, raw: str, *, final: bool, again: bool = False) -> None:
         """The newest block, in place of its earlier frame with ``again``. On a terminal a
         block still changing is kept within the window: the terminal cannot move the cursor
         above its top row, so a taller frame could not be redrawn, and its top, scrolled off,
         would be printed a second time. Until final such a block shows its end below an
         ellipsis; the final draw shows it whole, once."""
-        self._last_raw = raw
+        self._last_raw, self._last_message = raw, message
         text = timestamps(raw)
         cut = False
+        if self.live and message.embeds:
+            # Cards as panels, unless a frame still changing is too tall for them: then as
+            # text, its end shown, until final.
+            panelled = self._panelled(message)
+            if not final and self._status:
+                panelled += f"\n\n{self._status}"
+            if final or _lines(panelled, self._window()[0]) <= self._window()[1] - 2:
+                self._show(panelled, final=final, again=again)
+                return
         if self.live and not final:
             if self._status:
                 text += f"\n\n{self._status}"
             columns, rows = self._window()
             if _lines(plain(text), columns) > rows - 2:
                 text, cut = _tail(text, rows - 2, columns), True
-        text = styled(text) if self.live else plain(text)
+        self._show(styled(text) if self.live else plain(text), final=final, again=again, cut=cut)
+
+    def _show(self, text: str, *, final: bool, again: bool, cut: bool = False) -> None:
         if again:
             # Up to the start of the newest block, clear to the end of the screen.
             self.out.write(f"\x1b[{self._last_lines}F\x1b[J")
@@ -256,7 +294,7 @@ class Screen:
         longer than a message goes on in the next one while the first is still drawn)."""
         if self._last is not None and self._cut and self._reachable():
             self._status = ""
-            self._draw(self._last_raw, final=True, again=True)
+            self._draw(self._last_message, self._last_raw, final=True, again=True)
 
     def _reachable(self) -> bool:
         """Whether the newest block's first row is still in the window."""
@@ -281,6 +319,43 @@ class Screen:
         self.out.write(text + "\n\n")
         self.out.flush()
         self._last_lines = _lines(text, self._window()[0]) + 1
+
+
+def _panel(embed: dict, columns: int, look: Callable[[str], str]) -> str:
+    """An embed as a panel (rich), its title on the border, drawn ``columns`` wide at most and
+    returned as styled text; ``look`` styles each text of it (marks, timestamps, mentions)."""
+    body: list[RenderableType] = []
+    if embed.get("description"):
+        body.append(Text.from_ansi(look(embed["description"])))
+    for field in embed.get("fields") or []:
+        name, value = field.get("name", ""), field.get("value", "")
+        if _shows(name):
+            body.append(Text.from_ansi(look(f"**{name}**")))
+        if _shows(value):
+            body.append(Text.from_ansi(look(value)))
+    footer = (embed.get("footer") or {}).get("text")
+    if footer:
+        body.append(Text.from_ansi(look(footer), style="dim"))
+    title = embed.get("title")
+    drawn = Console(
+        file=io.StringIO(),
+        width=columns,
+        force_terminal=True,
+        color_system="standard",
+        highlight=False,
+        emoji=False,
+        markup=False,
+    )
+    drawn.print(
+        Panel(
+            Group(*body),
+            title=Text.from_ansi(look(f"**{title}**")) if title else None,
+            title_align="left",
+            expand=False,
+            box=box.ROUNDED,
+        )
+    )
+    return drawn.file.getvalue().rstrip("\n")  # type: ignore[attr-defined]
 
 
 def _embed(embed: dict) -> str:
