@@ -319,7 +319,7 @@ class Console:
         blank, and ``/cancel`` (or Ctrl-D) closes it unsent, as closing Discord's form does."""
         modal = record.modal or {}
         if self.reader is not None:
-            how = "each field holds what it has, to edit; Enter sends it"
+            how = "each field holds what it has, to edit"
         else:
             how = "a line for each field; Enter keeps what it holds"
         self.screen.note(
