@@ -107,13 +107,13 @@ def test_the_console_plays_two_turns_and_a_button(tmp_path, fake_model):
         "The lantern flares blue; the humming stops.",
         '> You say "Who hums there?"',
         "A small wax figure bows to you from the reeds.",
-        "⏩ *You let the story go on.*",
+        "⏩ You let the story go on.",
         "It beckons you toward the fallen milestone.",
         "⚠ There is no /dance command.",
     ]
     positions = [out.index(piece) for piece in order]
     assert positions == sorted(positions)
-    assert "[1 Continue]" in out
+    assert "[1 !continue]" in out
     assert "and the console's own: /as (with --server), /quit." in out
     # Insights: the embed as text, and its prompt file saved where the player can open it.
     assert "(only you can see this)" in out[out.index("› /insights turn:1") :]
@@ -196,11 +196,11 @@ def test_after_a_restart_the_newest_turn_has_its_buttons_again(tmp_path, fake_mo
         "(Resuming your adventure where you left it.)",
         "> You listen.",
         "The reeds rustle.",
-        "[1 Continue]  [2 Retry]",
+        "[1 !continue]  [2 !retry]",
         "› !Retry",
         "The reeds whisper your name.",
         "› !Continue",
-        "⏩ *You let the story go on.*",
+        "⏩ You let the story go on.",
         "A heron lands beside you.",
     ]
     positions = [out.index(piece) for piece in order]
@@ -217,9 +217,9 @@ def test_redo_shows_the_turn_it_brings_back(tmp_path, fake_model):
     out = done.stdout
     undone = out[out.index("› /undo") : out.index("› /redo")]
     # The console is a DM: the player's own moves are theirs, in the second person.
-    assert "↩️ *You undid the last turn.*" in undone and "The heron watches you." in undone
+    assert "↩️ You undid the last turn." in undone and "The heron watches you." in undone
     redone = out[out.index("› /redo") :]
-    assert "↪️ *You brought the turn back.*" in redone
+    assert "↪️ You brought the turn back." in redone
     # The turn's text again, as Discord shows the message once its mark is taken off.
     assert "✎ The heron watches you." in redone, out
 
@@ -255,10 +255,12 @@ def test_forms_keep_what_they_hold_ask_again_for_what_is_required_and_can_be_clo
     assert "⚠ The text is unchanged; nothing was saved." in out
     assert "⚠ Title is required: type it, or /cancel." in out
     assert out.count("(The form was closed: nothing was sent.)") == 2
-    assert "Keys (comma-separated):" in out  # the field's hint, as Discord shows it
+    # The field's hint, as Discord greys it in the empty box: an example, never a value.
+    assert "(Keys (comma-separated), for example: " in out
+    assert "Keys (comma-separated): Wenna, innkeeper" not in out
     # An option's value with spaces, unquoted, runs to the next option, as in Discord's box.
     assert "⚑ Save point “frog key” made here" in out
-    assert "✏️ *You corrected the newest turn" in out
+    assert "✏️ You corrected the newest turn" in out
     assert "Traceback" not in done.stderr
 
 
@@ -296,7 +298,7 @@ def test_after_a_cut_off_turn_retry_plays_it_not_another_take_of_the_turn_before
     assert again.returncode == 0, again.stderr
     out = again.stdout
     order = [
-        "The reeds rustle.\n  [1 Continue]  [2 Retry]",
+        "The reeds rustle.\n  [1 !continue]  [2 !retry]",
         "⚠ The turn for “wait” was interrupted when the bot stopped",
         "› !Retry",
         "> You wait.",

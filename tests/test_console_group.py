@@ -39,7 +39,7 @@ def test_a_group_plays_in_the_thread_start_opens(tmp_path, fake_model):
         "Player › /as",
         "Members: Player. Typing now: Player.",
         "Player › /start",
-        "The Lantern Road** begins in #",  # the thread's mention, shown by its name
+        "The Lantern Road begins in #",  # the thread's mention, shown by its name
         "(Following the adventure into its thread #",
         "Dusk settles over the valley",  # the opening, in the thread
         "Player › /as ann",
@@ -50,7 +50,7 @@ def test_a_group_plays_in_the_thread_start_opens(tmp_path, fake_model):
         "bob › /do whistle back",
         "Bob's whistle answers from the reeds.",
         "ann › !continue",
-        "⏩ *ann lets the story go on.*",
+        "⏩ ann lets the story go on.",
         "A heron lifts off the water.",
         "bob › /undo",
         "Only the player who wrote that turn",

@@ -40,3 +40,28 @@ def test_timestamps_read_as_dates_in_each_style():
     assert timestamps(f"<t:{int(later.timestamp())}:R>", now=moment) == "in 3 hours"
     assert timestamps(f"<t:{seconds}:R>", now=later) == "3 hours ago"
     assert timestamps("<t:99999999999999999999:D>") == "<t:99999999999999999999:D>"
+
+
+def test_in_a_pipe_the_marks_are_taken_off_and_no_text_can_drive_the_terminal():
+    from bot.console.markup import plain
+
+    assert plain("⏩ *You let the story go on.*\n-# subtext **bold** `code`") == (
+        "⏩ You let the story go on.\nsubtext bold code"
+    )
+    # A model's or a player's escape codes are dropped, not drawn or obeyed.
+    assert plain("the lamp\x1b[2J\x1b[31m glows\x07") == "the lamp[2J[31m glows"
+
+
+def test_button_keys_come_from_labels_and_stay_when_numbers_move():
+    from bot.console.commands import button_keys
+
+    turn = ["Continue", "Retry", "Undo", "Insights", "Do", "Say", "Story"]
+    assert button_keys(turn) == ["continue", "retry", "undo", "insights", "do", "say", "story"]
+    paged = [*turn[:4], "‹", "2/2", "›", *turn[4:]]
+    keys = button_keys(paged)
+    assert keys[4:7] == ["prev", "page", "next"] and keys[7] == "do"
+    assert button_keys(["Keep playing", "Keep playing", None]) == [
+        "keep-playing",
+        "keep-playing-2",
+        "button",
+    ]

@@ -4,23 +4,18 @@ typed during a turn, on a real pseudo-terminal."""
 
 from __future__ import annotations
 
-import fcntl
 import io
 import os
 import pty
 import re
 import select
-import struct
-import subprocess
-import sys
 import termios
-import time
 
 from bot.console.keys import TypeAhead
 from bot.console.screen import Screen
 from bot.standin import MessageRecord
 from tests.fakes.openai_server import Reply
-from tests.test_console import console_env
+from tests.test_console_pty import Player
 
 _CONTROL = re.compile(r"\x1b\[(\d*)([A-Za-z])")
 
@@ -213,52 +208,24 @@ def test_keys_typed_during_a_turn_are_not_echoed_and_are_shown_after_the_prompt(
 def test_on_a_terminal_a_tall_reply_shows_once_and_a_line_typed_meanwhile_after_it(
     tmp_path, fake_model
 ):
-    """The console on a pseudo-terminal 60×14, read back through ``Terminal``: a reply
+    """The console on a pseudo-terminal 60×14, read back through a terminal emulator: a reply
     taller than the window streams and is shown once, and an action typed while it streams
-    is not echoed into it, but shown after the next prompt, then played."""
-    columns, rows = 60, 14
+    is not echoed into it, but taken by the next prompt, then played."""
     reply = "\n".join(f"Line {n:02} of a reply much taller than the window." for n in range(1, 26))
     fake_model.queue(Reply(text=reply, delay=0.02), Reply(text="The reeds hush.", delay=0.02))
-    main, side = pty.openpty()
-    fcntl.ioctl(side, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
-    process = subprocess.Popen(
-        [sys.executable, "-m", "bot"],
-        stdin=side,
-        stdout=side,
-        stderr=side,  # where input() writes its prompt on a terminal
-        env=console_env(tmp_path, fake_model) | {"TERM": "xterm"},
-        cwd=tmp_path,
-        start_new_session=True,
-    )
-    shown = bytearray()
-
-    def read_until(done, timeout: float = 60) -> None:
-        deadline = time.monotonic() + timeout
-        while not done():
-            assert time.monotonic() < deadline, shown.decode(errors="replace")
-            if select.select([main], [], [], 0.05)[0]:
-                shown.extend(os.read(main, 65536))
-
+    player = Player(tmp_path, fake_model, columns=60, rows=14)
     try:
-        read_until(lambda: b"\xe2\x80\xba " in shown)  # the first prompt
-        os.write(main, b"/do listen\n")
-        read_until(lambda: b"Line 03" in shown)
-        os.write(main, b"/do wait\n")  # typed while the reply streams
-        read_until(lambda: b"The reeds hush." in shown and shown.rstrip().endswith(b"\xe2\x80\xba"))
-        os.write(main, b"/quit\n")
-        assert process.wait(timeout=30) == 0
-        read_until(lambda: not select.select([main], [], [], 0.2)[0])
+        player.child.send("/do listen\r")
+        player.wait_for(lambda: "Line 03" in player.text())
+        player.child.send("/do wait\r")  # typed while the reply streams
+        player.wait_for(lambda: "The reeds hush." in player.text())
+        player.wait_for_prompt()
     finally:
-        if process.poll() is None:
-            process.kill()
-        os.close(main)
-        os.close(side)
-    terminal = Terminal(columns, rows)
-    terminal.write(shown.decode().replace("\r\n", "\n").replace("\r", ""))
-    lines = terminal.lines()
+        player.close()
+    lines = player.lines()
     for n in range(1, 26):
         assert sum(line.startswith(f"Line {n:02} ") for line in lines) == 1, (n, lines)
     assert not any("▌" in line for line in lines), lines
-    order = ["Line 25 ", "› /do wait", "> You wait.", "The reeds hush.", "› /quit"]
+    order = ["Line 25 ", "› /do wait", "> You wait.", "The reeds hush."]
     at = [next(i for i, line in enumerate(lines) if line.startswith(part)) for part in order]
     assert at == sorted(at), lines

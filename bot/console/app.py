@@ -25,6 +25,7 @@ from bot.console.commands import (
     PressInput,
     QuitInput,
     SlashInput,
+    button_keys,
     parse_line,
 )
 from bot.console.keys import TypeAhead
@@ -35,7 +36,8 @@ from bot.console.place import (
     Place,
     PlaceError,
 )
-from bot.console.screen import Screen
+from bot.console.reader import CommandCompleter, TerminalReader
+from bot.console.screen import Screen, button_labels
 from bot.discord_bot import CampfireBot
 from bot.standin import StandIn, StandinFile
 from bot.standin.records import InteractionRecord
@@ -45,7 +47,8 @@ from engine.errors import CampfireError
 INTRO = """\
 Campfire console: you are talking to the bot in a private message.
 Type as in Discord: /do open the door, /say Hello, /continue, /help. Plain text is /do.
-Press a button with ! and its label or number: !continue, !1. Quit with /quit or Ctrl-D.
+Press a button with ! and its key or number, shown on it: !continue, !do, !next, !1.
+Quit with /quit or Ctrl-D.
 """
 
 SERVER_INTRO = f"""\
@@ -53,7 +56,8 @@ Campfire console: you are in #{CHANNEL_NAME} of a server you own, to play as a g
 /as ann types as the member ann from now on (made on first use, without your rights);
 /as alone lists the members. /start opens an adventure in a thread, and the console follows it.
 Type as in Discord: /do open the door, /say Hello, /continue, /help. Plain text is /do.
-Press a button with ! and its label or number: !continue, !1. Quit with /quit or Ctrl-D.
+Press a button with ! and its key or number, shown on it: !continue, !do, !next, !1.
+Quit with /quit or Ctrl-D.
 """
 
 
@@ -77,9 +81,11 @@ class Console:
         files_dir: Path | None = None,
         read: Callable[[str], Awaitable[str]] | None = None,
         keys: TypeAhead | None = None,
+        reader: TerminalReader | None = None,
     ) -> None:
         """``read``: the next line typed after a prompt (EOFError at the end of the input);
-        ``keys``: the terminal's, when ``live``."""
+        ``keys``: the terminal's, when ``live``; ``reader``: the terminal's line editor, which
+        then reads the lines and the forms' fields instead of ``read``."""
         self.bot = bot  # the client the stand-in runs
         self.read = read or _typed
         self.standin = standin
@@ -88,6 +94,7 @@ class Console:
         self.screen = Screen(out, live=live, files_dir=files_dir, names=place, shared=place.server)
         self.live = live
         self.keys = keys
+        self.reader = reader
         #: A command is being carried out (its answer followed): what Ctrl-C cuts off.
         self.busy = False
 
@@ -160,10 +167,20 @@ class Console:
     async def ask(self, prompt: str) -> str:
         """The next line typed after ``prompt`` (EOFError at the end of the input)."""
         self.screen.detach()  # the prompt and the line typed come below the newest block
+        if self.reader is not None:
+            # It takes the keys typed during the turn too, and shows them itself.
+            return await self.reader.line(prompt)
         line = await self.read(prompt)
         if self.keys is not None and self.keys.unseen(line.rstrip("\n")):
             self.screen.typed(line)  # typed during the turn, when nothing echoed it
         return line
+
+    def button_keys(self) -> list[str]:
+        """The keys of the newest buttons, for ``!`` to complete."""
+        for message in reversed(self._visible()):
+            if message.buttons:
+                return button_keys(button_labels(message))
+        return []
 
     def stopped(self) -> None:
         """Ctrl-C: say what became of what was under way."""
@@ -240,6 +257,9 @@ class Console:
             self._refresh(final=True)
 
     async def _press(self, command: PressInput) -> InteractionRecord:
+        """The button ``command`` names on the newest message that has it: by number on the
+        newest message with buttons; by key (``!do``) or label (``!Do``) on the newest that
+        has one so called."""
         for message in reversed(self._visible()):
             buttons = message.buttons
             if not buttons:
@@ -248,9 +268,12 @@ class Console:
                 if command.target > len(buttons):
                     raise LookupError(f"The newest buttons are 1 to {len(buttons)}.")
                 return await self.fake.press(self.place.user_id, message.id, index=command.target)
-            wanted = command.target.casefold()
-            for label, custom_id, _ in buttons:
-                if label is not None and label.casefold() == wanted:  # emoji-only: no label
+            wanted = command.target.removeprefix("!").casefold()
+            labels = button_labels(message)
+            for label, key, (_, custom_id, _) in zip(
+                labels, button_keys(labels), buttons, strict=True
+            ):
+                if wanted == key or (label is not None and label.casefold() == wanted):
                     return await self.fake.press(self.place.user_id, message.id, custom_id)
         raise LookupError(f"No message here has a button called {command.target}.")
 
@@ -259,7 +282,7 @@ class Console:
         however long that takes (no time limit: one slow turn must not end the console); a
         turn still running after a while is said to be."""
         started = asyncio.get_running_loop().time()
-        done = asyncio.ensure_future(self.standin.idle(timeout=None))
+        done = asyncio.ensure_future(_finished(self.standin))
         # Keys typed meanwhile are not echoed into the block being redrawn (``keys``).
         with self.keys.quiet() if self.keys is not None else contextlib.nullcontext():
             await self._until(done, started)
@@ -275,11 +298,18 @@ class Console:
             self._refresh(final=False)
             await asyncio.wait({done}, timeout=0.1)
             waited = loop.time() - started
-            if not done.done() and waited >= tell_at:
-                self.screen.note(
-                    f"(The turn is still running: {waited:.0f} s so far. The console waits "
-                    "for it to finish; Ctrl-C leaves.)"
-                )
+            if done.done() or waited < STILL_RUNNING_AFTER:
+                continue
+            said = (
+                f"(The turn is still running: {waited:.0f} s so far. The console waits "
+                "for it to finish; Ctrl-C leaves.)"
+            )
+            if self.screen.drawing:
+                # Below the turn's text, which goes on being drawn above it, its time counted.
+                if said != self.screen.status_line:
+                    self.screen.status(said)
+            elif waited >= tell_at:
+                self.screen.note(said)
                 tell_at = waited + STILL_RUNNING_EVERY
         done.result()
 
@@ -288,9 +318,12 @@ class Console:
         was prefilled with is shown and kept on Enter, a required field is asked again while
         blank, and ``/cancel`` (or Ctrl-D) closes it unsent, as closing Discord's form does."""
         modal = record.modal or {}
+        if self.reader is not None:
+            how = "each field holds what it has, to edit"
+        else:
+            how = "a line for each field; Enter keeps what it holds"
         self.screen.note(
-            f"✎ {modal.get('title', 'A form')}: a line for each field; Enter keeps what it "
-            "holds, /cancel closes the form without sending it."
+            f"✎ {modal.get('title', 'A form')}: {how}, /cancel closes the form without sending it."
         )
         values = {}
         for field in _text_inputs(modal):
@@ -309,28 +342,43 @@ class Console:
         held = field.get("value") or ""
         required = field.get("required", True)
         shortest, longest = field.get("min_length") or 0, field.get("max_length") or 4000
-        if field.get("placeholder"):
-            self.screen.note(f"  {label}: {field['placeholder']}")
-        if held:
-            self.screen.note(f"  {label} now: {held}")
+        placeholder = field.get("placeholder") or ""
+        paragraph = field.get("style") == 2  # TextInputStyle.paragraph: several lines
+        if self.reader is None:
+            if placeholder:
+                # A hint, greyed in Discord's field and gone once typing starts: never a value.
+                self.screen.note(f"  ({label}, for example: {placeholder})")
+            if held:
+                self.screen.note(f"  {label} now: {held}")
+        elif paragraph:
+            self.screen.note(f"  ({label}: several lines; Esc then Enter sends it.)")
         while True:
             try:
-                typed = (await self.ask(f"{label}{' (Enter keeps it)' if held else ''}: ")).strip(
-                    "\n"
-                )
-            except EOFError:
+                typed = (await self._field(label, held, placeholder, paragraph)).strip("\n")
+            except (EOFError, KeyboardInterrupt):
                 return None
             if not self.live:
                 self.screen.note(f"{label}: {typed}")
             if typed.strip() == "/cancel":
                 return None
-            value = typed if typed.strip() else held
+            # In the line editor the field holds its value to edit, so what is left is meant.
+            value = typed if typed.strip() or self.reader is not None else held
             if required and not value.strip():
                 self.screen.note(f"⚠ {label} is required: type it, or /cancel.")
             elif value and not shortest <= len(value) <= longest:
                 self.screen.note(f"⚠ {label} takes {shortest} to {longest} characters.")
             else:
                 return value
+
+    async def _field(self, label: str, held: str, placeholder: str, paragraph: bool) -> str:
+        """A field's line: in the terminal's editor, held and hinted in the box itself, as
+        Discord's form shows it; else after a prompt, Enter keeping what it holds."""
+        if self.reader is not None:
+            self.screen.detach()
+            return await self.reader.field(
+                f"{label}: ", held=held, placeholder=placeholder, paragraph=paragraph
+            )
+        return await self.ask(f"{label}{' (Enter keeps it)' if held else ''}: ")
 
     def _visible(self):
         place = self.place
@@ -374,6 +422,27 @@ def _line_from(read_line: Callable[[], str]) -> asyncio.Future[str]:
 
     threading.Thread(target=work, name="console-input", daemon=True).start()
     return future
+
+
+#: Tasks that carry a turn on past the handler that asked for it (``engine.platform.queue``: a
+#: turn runs in its adventure's queue, and is saved even if nobody follows it any more).
+TURN_TASK_PREFIXES = ("adventure-queue-",)
+
+
+async def _finished(standin: StandIn) -> None:
+    """Until the bot is done with what was asked: no handler running, and no turn going on
+    behind one (a turn outlives a handler that stopped following it, and its final edit comes
+    after), so the prompt comes back only after the turn's final edit."""
+    while True:
+        await standin.idle(timeout=None)
+        running = {
+            task
+            for task in asyncio.all_tasks()
+            if not task.done() and task.get_name().startswith(TURN_TASK_PREFIXES)
+        }
+        if not running:
+            return
+        await asyncio.wait(running)
 
 
 def _text_inputs(modal: dict) -> list[dict]:
@@ -434,12 +503,21 @@ async def run_console(
             read=read,
             keys=TypeAhead(stdin) if live else None,
         )
+        if live and stdin is sys.stdin and out is sys.stdout:
+            # prompt_toolkit edits the terminal's own standard input and output.
+            console.reader = TerminalReader(
+                CommandCompleter(bot.tree, console.button_keys),
+                settings.data_dir / "console-history",
+            )
         try:
             await console.begin()
             while True:
                 try:
                     line = await console.ask(console.prompt)
                 except EOFError:
+                    break
+                except KeyboardInterrupt:  # Ctrl-C in the line editor: leave at once
+                    console.stopped()
                     break
                 if not await console.handle(line):
                     break

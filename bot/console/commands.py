@@ -3,7 +3,9 @@
 /do open the door                      the rest of the line fills the main text option
 /start scenario:"The Lantern Road"     options as name:value, quoted when they hold spaces
 /scenario import file:@story.json      an attachment, read from a file
-!Retry   !2                            press a button on the newest message that has it
+!retry   !Retry   !2                    press a button on the newest message that has it: by
+                                       its key (shown beside its number, the same however the
+                                       buttons move), its label, or its number
 open the door                          plain text is /do
 /as ann                                (with --server) type as the member ann from now on
 """
@@ -11,7 +13,7 @@ open the door                          plain text is /do
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,6 +50,62 @@ class AsInput:
 
 
 ConsoleInput = SlashInput | PressInput | QuitInput | AsInput | None
+
+
+#: Keys for buttons that show a symbol and no word (the pager's arrows, emoji-only buttons).
+_SYMBOL_KEYS = {
+    "‹": "prev",
+    "◀": "prev",
+    "◀️": "prev",
+    "⬅️": "prev",
+    "«": "first",
+    "›": "next",
+    "▶": "next",
+    "▶️": "next",
+    "➡️": "next",
+    "»": "last",
+    "⏩": "continue",
+    "🔁": "retry",
+    "↩️": "undo",
+    "↪️": "redo",
+}
+_PAGE_COUNTER = re.compile(r"(?:page\s+)?\d+\s*/\s*\d+", re.IGNORECASE)
+#: A key is at most this many characters, cut at a word.
+_KEY_LONGEST = 24
+
+
+def button_keys(labels: Sequence[str | None]) -> list[str]:
+    """A key for each button of a message, typed as ``!key``: its label's words (``!continue``,
+    ``!keep-playing``), or a name for a symbol (the pager's ``!prev``, ``!next``, ``!page``).
+    A key depends on the button alone, never on where it stands, so it stays the same when a
+    retry adds the pager and the numbers move; two alike in one message are told apart by
+    ``-2``."""
+    keys: list[str] = []
+    for label in labels:
+        key = _key(label or "")
+        if key in keys:
+            n = 2
+            while f"{key}-{n}" in keys:
+                n += 1
+            key = f"{key}-{n}"
+        keys.append(key)
+    return keys
+
+
+def _key(label: str) -> str:
+    label = label.strip()
+    if label in _SYMBOL_KEYS:
+        return _SYMBOL_KEYS[label]
+    if _PAGE_COUNTER.fullmatch(label):
+        return "page"
+    words = re.findall(r"[^\W_]+", label.casefold())
+    key = ""
+    for word in words:
+        joined = f"{key}-{word}" if key else word
+        if len(joined) > _KEY_LONGEST and key:
+            break
+        key = joined[:_KEY_LONGEST]
+    return key or "button"
 
 
 def parse_line(

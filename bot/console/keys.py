@@ -4,7 +4,9 @@ The terminal echoes what is typed wherever its cursor is, and during a turn that
 block being redrawn in place: the echoed line shifts the screen, the redraw goes up the rows it
 drew and no further, and a frame of the turn (``You ▌``) stays behind above it. So echo is off
 while a turn is followed (``termios``; Ctrl-C still works), and a whole line typed meanwhile,
-which the terminal holds for the next read, is shown by the console after its prompt.
+which the terminal holds for the next read, is taken by the next prompt: the line editor
+(``reader.py``) reads it and shows it there itself; a plain ``input()`` does not, so then the
+console shows it after its prompt.
 """
 
 from __future__ import annotations

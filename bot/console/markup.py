@@ -4,7 +4,11 @@ Discord's client draws **bold**, *italics*, __underline__, ~~strikethrough~~, `c
 ``-#`` subtext and ``<t:…>`` timestamps (discord-api-docs, Reference, Message Formatting and
 "Timestamp Styles"; Discord's help article "Markdown Text 101"). The console shows a timestamp as
 a date wherever it prints, and on a terminal the rest with ANSI styles in place of the marks;
-into a pipe the text keeps its marks, so a script reads what the bot sent.
+into a pipe the marks are taken off (``plain``), so a script reads the words a player sees.
+Discord's dialect is not CommonMark (a line break is kept, ``__`` underlines, ``-#`` is subtext),
+so a CommonMark renderer would join lines and misread marks: these rules read it instead.
+Control characters in the text (a model's or a player's) are dropped before anything is drawn,
+so no text can move the cursor or restyle the terminal.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ _STYLES = {
 }
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
+#: C0 and C1 controls but the line break and the tab, and DEL: none is text to draw.
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _RULES = [
     # A code fence's own lines go; what is between them stays as written.
     (re.compile(r"^```[\w+-]*$", re.MULTILINE), ""),
@@ -56,9 +62,15 @@ def timestamps(text: str, *, now: datetime | None = None) -> str:
 
 def styled(text: str) -> str:
     """``text`` for a terminal: its marks replaced by the styles they stand for."""
+    text = _CONTROLS.sub("", text)
     for pattern, replacement in _RULES:
         text = pattern.sub(replacement, text)
     return text
+
+
+def plain(text: str) -> str:
+    """``text`` without its marks, as read aloud: the words a player sees, unstyled."""
+    return visible(styled(text))
 
 
 def visible(text: str) -> str:
