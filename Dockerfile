@@ -22,8 +22,10 @@ RUN pip install --no-cache-dir --upgrade pip \
     && pip install --no-cache-dir ".[postgres,local]"
 
 FROM python:3.11-slim-bookworm AS runtime
+# fonts-dejavu-core: /tree's picture names save points in any script (Pillow's own font is
+# Latin only).
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends libgomp1 \
+    && apt-get install -y --no-install-recommends libgomp1 fonts-dejavu-core \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --create-home --uid 10001 campfire \
     && mkdir -m 700 /data && chown campfire /data
