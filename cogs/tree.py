@@ -13,29 +13,25 @@ from __future__ import annotations
 
 import io
 import logging
-import re
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import discord
 from discord import app_commands
 from discord.ext import commands
 
 from cogs.ui import bot_of
+from cogs.ui.entry_edits import edit_notice, mover_name, show_entry_edit, story_name
 from cogs.ui.errors import on_app_command_error
 from cogs.ui.forms import FORM_TIMEOUT_S
 from cogs.ui.gate import GatedForm
 from cogs.ui.interaction import actor_of, channel_id_of
 from cogs.ui.pages import ListPage, list_source, paged, show_list
-from cogs.ui.preflight import Preflighted
 from cogs.ui.replies import defer_request, reply
-from engine.errors import CampfireError
-from engine.platform.sanitise import row_id
 from engine.story.tree import (
     EDIT_MAX_CHARS,
     NAME_MAX,
     BranchView,
-    EntryEdit,
     HeadMove,
     SavePointView,
     TurnText,
@@ -58,22 +54,12 @@ TREE_LEGEND = (
 TREE_PICTURE_NAME = "story-tree.png"
 
 
-def _name(text: str) -> str:
-    return discord.utils.escape_markdown(text)
-
-
-def _mover(move: HeadMove, interaction: discord.Interaction) -> str:
-    """Who made the move, as the story names them: "You" in a DM, else their character's name
-    (their display name without one)."""
-    return _name(move.mover or interaction.user.display_name)
-
-
 def branch_lines(branches: list[BranchView]) -> list[str]:
     lines = []
     for branch in branches:
         mark = "▶" if branch.active else "•"
         saves = f" · ⚑ {branch.save_points}" if branch.save_points else ""
-        lines.append(f"{mark} **{_name(branch.name)}** · {branch.tip_index} entries{saves}")
+        lines.append(f"{mark} **{story_name(branch.name)}** · {branch.tip_index} entries{saves}")
     return lines
 
 
@@ -82,7 +68,7 @@ def save_point_lines(points: list[SavePointView]) -> list[str]:
     for point in points:
         here = " ◀ the story is here" if point.is_head else ""
         lines.append(
-            f"⚑ **{_name(point.name)}** · branch {_name(point.branch) or '?'}, "
+            f"⚑ **{story_name(point.name)}** · branch {story_name(point.branch) or '?'}, "
             f"entry {point.index}{here}"
         )
     return lines
@@ -136,20 +122,6 @@ async def tree_page(interaction: discord.Interaction, page: int) -> ListPage:
     return replace(listing, file=file)
 
 
-def _edit_notice(edit: EntryEdit, who: str) -> str:
-    """The public line saying an entry was edited, and how to take it back."""
-    if edit.is_head and not edit.is_action:
-        return (
-            f"✏️ *{who} corrected the newest turn (take {edit.take} of {edit.take_count}; "
-            "the original is kept).*"
-        )
-    what = "an action" if edit.is_action else "the narration"
-    return (
-        f"✏️ *{who} edited entry {edit.index} ({what}); the words before are kept, and "
-        "↩️ Undo edit brings them back.*"
-    )
-
-
 class EditTurnModal(GatedForm):
     """An entry's text, prefilled; submitting stores the correction as a new take."""
 
@@ -183,93 +155,12 @@ class EditTurnModal(GatedForm):
             node_id=self.node_id,
             seen_version=self.version,
         )
-        await _show_entry_edit(
-            interaction, edit, _edit_notice(edit, _mover(edit.move, interaction))
+        await show_entry_edit(
+            interaction, edit, edit_notice(edit, mover_name(edit.move, interaction))
         )
 
     async def on_error(self, interaction: discord.Interaction, error: Exception) -> None:
         await on_app_command_error(interaction, error)
-
-
-async def _show_entry_edit(
-    interaction: discord.Interaction, edit: EntryEdit, notice: str, *, undoable: bool = True
-) -> None:
-    """Say publicly what changed (with the button that takes an edit back), then show the new
-    words in the messages that show the entry."""
-    bot = bot_of(interaction)
-    if undoable:
-        view = discord.ui.View(timeout=None)
-        view.add_item(
-            UndoEditButton(edit.move.adventure_id, edit.node_id, edit.take, edit.previous_take)
-        )
-        await interaction.followup.send(notice, view=view)
-    else:
-        await interaction.followup.send(notice)
-    channel = interaction.channel
-    if isinstance(channel, discord.abc.Messageable):
-        edits = await bot.narrator.show_entry_edit(channel, edit)
-        await bot.narrator.tell_held_back(interaction, edits)
-
-
-class UndoEditButton(
-    Preflighted,
-    discord.ui.DynamicItem[discord.ui.Button],
-    template=r"cf:unedit:(?P<adventure>\d+):(?P<node>\d+):(?P<take>\d+):(?P<previous>\d+)",
-):
-    """↩️ Undo edit, under the line saying an entry was edited: brings back the words before
-    (take ``previous``) while the entry still shows the edit's (take ``take``). Every id in it
-    is checked by the engine: the entry must be on the current line of the adventure running
-    where it is pressed, and the presser one who may rewrite it. /undo stays what it is (the
-    newest turn taken back): an edit of an older entry is not a turn."""
-
-    def __init__(self, adventure_id: int, node_id: int, take: int, previous: int) -> None:
-        self.adventure_id = adventure_id
-        self.node_id = node_id
-        self.take = take
-        self.previous = previous
-        super().__init__(
-            discord.ui.Button(
-                label="Undo edit",
-                emoji="↩️",
-                style=discord.ButtonStyle.secondary,
-                custom_id=f"cf:unedit:{adventure_id}:{node_id}:{take}:{previous}",
-            )
-        )
-
-    @classmethod
-    async def from_custom_id(
-        cls, interaction: discord.Interaction, item: discord.ui.Item[Any], match: re.Match[str]
-    ) -> UndoEditButton:
-        return cls(
-            row_id(match["adventure"]) or 0,
-            row_id(match["node"]) or 0,
-            row_id(match["take"]) or 0,
-            row_id(match["previous"]) or 0,
-        )
-
-    async def callback(self, interaction: discord.Interaction) -> None:
-        bot = bot_of(interaction)
-        await interaction.response.defer()
-        try:
-            edit = await bot.services.tree.undo_edit(
-                actor_of(interaction),
-                channel_id_of(interaction),
-                adventure_id=self.adventure_id,
-                node_id=self.node_id,
-                take=self.take,
-                previous=self.previous,
-            )
-        except CampfireError as error:
-            await reply(interaction, f"⚠ {error.message}")
-            return
-        try:
-            # The edit is undone: its button goes (the press's token is seconds old).
-            await interaction.edit_original_response(view=None)
-        except discord.HTTPException:
-            log.info("could not take the Undo edit button off in %s", interaction.channel_id)
-        who = _mover(edit.move, interaction)
-        notice = f"↩️ *{who} undid the edit of entry {edit.index}; its words before are back.*"
-        await _show_entry_edit(interaction, edit, notice, undoable=False)
 
 
 class StoryTreeCog(commands.Cog):
@@ -379,7 +270,8 @@ class StoryTreeCog(commands.Cog):
             name,
         )
         await interaction.followup.send(
-            f"🌿 *{_mover(move, interaction)} started the branch “{_name(move.branch)}” here.*"
+            f"🌿 *{mover_name(move, interaction)} started the branch "
+            f"“{story_name(move.branch)}” here.*"
         )
         await self._place(interaction, move)
 
@@ -462,7 +354,8 @@ class StoryTreeCog(commands.Cog):
         )
         await reply(
             interaction,
-            f"⚑ Save point “{_name(point.name)}” made here (branch {_name(point.branch)}).",
+            f"⚑ Save point “{story_name(point.name)}” made here "
+            f"(branch {story_name(point.branch)}).",
             ephemeral=False,
         )
 
