@@ -21,6 +21,7 @@ from cogs.ui.interaction import actor_of, channel_id_of
 from cogs.ui.replies import defer_request
 from engine.platform.sanitise import echo
 from engine.story.characters import ABOUT_MAX, NAME_MAX, CharacterSheet, Party, PartyMember
+from engine.story.pronouns import PRONOUNS_MAX, shown
 
 if TYPE_CHECKING:
     from cogs.ui import CampfireBot
@@ -38,6 +39,8 @@ def character_embed(sheet: CharacterSheet, *, yours: bool) -> discord.Embed:
         description=_plain(sheet.about) or "*No description.*",
         colour=CHARACTER_COLOUR,
     )
+    if sheet.pronouns:
+        embed.add_field(name="Pronouns", value=shown(sheet.pronouns), inline=True)
     whose = "Your character" if yours else f"Played by {sheet.player_name or 'a player'}"
     embed.set_footer(text=echo(f"{whose} in this adventure", 2048))
     return embed
@@ -98,17 +101,20 @@ class CharacterCog(commands.Cog):
     @app_commands.describe(
         name="Your character's name, e.g. Ann (letters, digits, spaces and ' - .)",
         about="A line about them the narrator reads, e.g. a ranger from the north",
+        pronouns="What the story calls them: she/her, he/him, they/them, it/its, or your own "
+        "three or five forms (xe/xem/xyr)",
     )
     async def character_set(
         self,
         interaction: discord.Interaction,
         name: app_commands.Range[str, 1, NAME_MAX],
         about: app_commands.Range[str, 1, ABOUT_MAX] | None = None,
+        pronouns: app_commands.Range[str, 1, PRONOUNS_MAX] | None = None,
     ) -> None:
-        """Give yourself a character here, or change yours (left out, about stays as it was)."""
+        """Give yourself a character here, or change yours (what you leave out stays as it was)."""
         await interaction.response.defer(thinking=True, ephemeral=True)
         sheet = await self.bot.services.characters.set(
-            actor_of(interaction), channel_id_of(interaction), name, about
+            actor_of(interaction), channel_id_of(interaction), name, about, pronouns=pronouns
         )
         await interaction.followup.send(
             f"You play {echo(sheet.name, NAME_MAX)} from your next action on.",

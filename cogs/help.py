@@ -93,7 +93,7 @@ A failed turn saves nothing; its 🔁 Retry button plays it again.""",
         "Playing together: characters, the party, the host's controls, rounds",
         """\
 **Play together** (in a server, actions carry your character's name)
-`/character set name: [about:]`: your character here → *> Ann draws her sword.*
+`/character set name: [about:] [pronouns:]`: your character here → *> Ann draws her sword.*
 `/character show [player:]`: yours, or another player's; `/party`: who plays
 `/join`, `/leave`: play here, or stop and watch
 

@@ -101,7 +101,12 @@ async def grown_adventure(db, provider, fake_model, channel_id: int = 1) -> int:
         session.add(AdventureScript(adventure_id=adventure_id, name="counter", on_input="text"))
         session.add(
             Character(
-                adventure_id=adventure_id, user_id=11, name="Ada", name_key="ada", about="A heron"
+                adventure_id=adventure_id,
+                user_id=11,
+                name="Ada",
+                name_key="ada",
+                about="A heron",
+                pronouns="she/her/her/hers/herself",
             )
         )
         adventure.message_play = True
@@ -129,7 +134,9 @@ async def test_export_then_import_gives_an_equal_adventure(db, provider, fake_mo
     assert [b["name"] for b in raw["branches"]] == ["main", "back home"]
     assert raw["active_branch"] == "back home" and raw["head"] == 5
     assert raw["save_points"][0]["name"] == "heron" and raw["memories"][0]["pinned"] is True
-    assert raw["characters"] == [{"user_id": 11, "name": "Ada", "about": "A heron"}]
+    assert raw["characters"] == [
+        {"user_id": 11, "name": "Ada", "about": "A heron", "pronouns": "she/her/her/hers/herself"}
+    ]
     assert raw["settings"]["message_play"] is True
     # The id a script gave its card travels: the script finds its card again after an import.
     assert [c["script_id"] for c in raw["story_cards"] if "script_id" in c] == ["mc-settings"]

@@ -62,7 +62,7 @@ from engine.storage.coordination_models import RequestRecord
 from engine.storage.database import Database
 from engine.storage.models import ActionType, Adventure, StoryNode, TurnMode, User, utcnow
 from engine.story.actions import PlayerAction, format_action
-from engine.story.characters import acting_name
+from engine.story.characters import acting_as
 from engine.story.line.read import line_tail
 from engine.story.place_hints import PlaceHints
 from engine.story.rounds import (
@@ -419,7 +419,8 @@ class PlayService:
                 await check(session, adventure)
             # Who the action is written as, read where it is recorded: a character set later
             # names the next action, not this one waiting in the queue.
-            named = replace(action, actor=await acting_name(session, adventure, actor))
+            name, pronouns = await acting_as(session, adventure, actor)
+            named = replace(action, actor=name, pronouns=pronouns)
             return lambda adventure_id, fence: self.turns.play(adventure_id, named, fence=fence)
 
         asked = Asked(actor, channel_id, payload, request_id, seen_version, drawn_for)
@@ -476,7 +477,8 @@ class PlayService:
                 (await banned_words(session, adventure, self.content)).check_action(action.text)
                 note_place(adventure, actor)
                 await back_on_act(session, adventure, actor.user_id)
-                named = replace(action, actor=await acting_name(session, adventure, actor))
+                name, pronouns = await acting_as(session, adventure, actor)
+                named = replace(action, actor=name, pronouns=pronouns)
                 replaced = await submit_to_round(session, adventure, named)
                 state = await round_state(session, adventure)
         except CampfireError as error:

@@ -430,6 +430,10 @@ class Character(SQLModel, table=True):
     #: The name case-folded (``engine.story.characters.name_key``): what "the same name" means.
     name_key: str = Field(sa_column=Column(String(160), nullable=False))
     about: str = _text()
+    #: Five forms, slash-separated (``engine.story.pronouns``); "" is the singular "they".
+    pronouns: str = Field(
+        default="", sa_column=Column(String(64), nullable=False, server_default="")
+    )
     created_at: datetime = _when()
     updated_at: datetime = _when()
 

@@ -22,6 +22,7 @@ from engine.errors import InvalidInput
 from engine.platform.sanitise import sanitise
 from engine.storage.models import ActionType
 from engine.story.agreement import third_person
+from engine.story.pronouns import forms_of
 
 # ActionType is the front end's too (a cog names the kind of action it plays), and cogs do not
 # import storage: it is re-exported here, with the actions it classifies.
@@ -40,6 +41,8 @@ class PlayerAction:
     author_id: int | None = None
     #: Who acts: "You" when solo; a character name in group play.
     actor: str = "You"
+    #: The character's pronouns as kept (``engine.story.pronouns``); "" is "they".
+    pronouns: str = ""
 
     def __post_init__(self) -> None:
         # Every action is made here, whichever front end or stored request it comes from: one
@@ -64,7 +67,7 @@ def format_action(action: PlayerAction, *, max_chars: int = 2000) -> str:
         done = _second_person(raw, action.actor)
         if action.actor != "You":
             done = third_person(done)
-        return f"> {action.actor} {_sentence(_pronouns(done, action.actor))}"
+        return f"> {action.actor} {_sentence(_pronouns(done, action.actor, action.pronouns))}"
     if action.type == ActionType.SAY:
         speech = raw.strip().strip('"“”').strip()
         verb = "say" if action.actor == "You" else "says"
@@ -107,23 +110,30 @@ _PRONOUNS_NAMED = {
     "i'm": "{name} is",
     "i was": "{name} was",
     "i": "{name}",
-    "me": "them",
-    "my": "their",
-    "mine": "theirs",
-    "myself": "themself",
+    "me": "{object}",
+    "my": "{possessive}",
+    "mine": "{possessive_pronoun}",
+    "myself": "{reflexive}",
 }
 _FIRST_PERSON_WORD = re.compile(r"\b(i am|i'm|i was|i|me|my|mine|myself)\b", re.IGNORECASE)
 _QUOTED = re.compile(r"(\"[^\"]*\"|“[^”]*”)")
 
 
-def _pronouns(text: str, actor: str) -> str:
+def _pronouns(text: str, actor: str, pronouns: str = "") -> str:
     """The player's first person past the opening, in the actor's person: "you" for You, the
-    character's name and "their" for a named one. Quoted words are the character's own speech
-    and kept as typed."""
+    character's name and their pronouns (``engine.story.pronouns``: "their" unless set) for a
+    named one. Quoted words are the character's own speech and kept as typed."""
     table = _PRONOUNS_YOU if actor == "You" else _PRONOUNS_NAMED
+    forms = forms_of(pronouns)
 
     def swap(match: re.Match[str]) -> str:
-        return table[match[0].lower()].format(name=actor)
+        return table[match[0].lower()].format(
+            name=actor,
+            object=forms.object,
+            possessive=forms.possessive,
+            possessive_pronoun=forms.possessive_pronoun,
+            reflexive=forms.reflexive,
+        )
 
     return "".join(
         piece if _QUOTED.fullmatch(piece) else _FIRST_PERSON_WORD.sub(swap, piece)

@@ -42,6 +42,7 @@ from engine.platform.sanitise import sanitise
 from engine.storage.database import Database
 from engine.storage.models import Adventure, Character, MutedPlayer, Role, RoundAction, User, utcnow
 from engine.story.line.read import line_tail
+from engine.story.pronouns import kept_pronouns
 
 NAME_MAX = 40
 ABOUT_MAX = 300
@@ -132,6 +133,8 @@ class CharacterSheet:
     about: str
     #: The player's name as Discord last showed it.
     player_name: str = ""
+    #: As kept (``engine.story.pronouns``): "" is "they".
+    pronouns: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,20 +192,32 @@ async def party_sheets(session: AsyncSession, adventure_id: int) -> list[Charact
         )
         .order_by(col(Character.id))
     )
-    return [CharacterSheet(c.user_id, c.name, c.about, player or "") for c, player in rows]
+    return [
+        CharacterSheet(c.user_id, c.name, c.about, player or "", c.pronouns) for c, player in rows
+    ]
 
 
 async def acting_name(session: AsyncSession, adventure: Adventure, actor: Actor) -> str:
     """Who ``actor``'s actions are written as in ``adventure``: "You" in a DM; in a group
     adventure their character's name, or their display name when they have none."""
+    return (await acting_as(session, adventure, actor))[0]
+
+
+async def acting_as(session: AsyncSession, adventure: Adventure, actor: Actor) -> tuple[str, str]:
+    """``acting_name`` and the character's pronouns as kept ("" for "they", and in a DM)."""
     if adventure.server_id is None:
-        return SOLO_ACTOR
-    name = await session.scalar(
-        select(col(Character.name)).where(
-            col(Character.adventure_id) == adventure.id, col(Character.user_id) == actor.user_id
+        return SOLO_ACTOR, ""
+    row = (
+        await session.execute(
+            select(col(Character.name), col(Character.pronouns)).where(
+                col(Character.adventure_id) == adventure.id,
+                col(Character.user_id) == actor.user_id,
+            )
         )
-    )
-    return name or display_label(actor.user_name)
+    ).first()
+    if row is None:
+        return display_label(actor.user_name), ""
+    return row[0], row[1]
 
 
 async def _sheet(session: AsyncSession, adventure_id: int, user_id: int) -> Character | None:
@@ -230,13 +245,15 @@ class CharacterService:
         about: str | None = None,
         *,
         player_id: int | None = None,
+        pronouns: str | None = None,
     ) -> CharacterSheet:
         """Give ``player_id`` (the actor when None) a character in the adventure here, or
-        change theirs; ``about`` None keeps what they wrote before. Only their own
+        change theirs; ``about`` and ``pronouns`` None keep what they were. Only their own
         (``check_may_set_character``)."""
         player = actor.user_id if player_id is None else player_id
         clean = clean_name(name)
         described = None if about is None else clean_about(about)
+        kept = None if pronouns is None else kept_pronouns(pronouns)
         async with self.db.transaction() as session:
             await touch_actor(session, actor)
             adventure = await adventure_here(session, channel_id)
@@ -260,12 +277,15 @@ class CharacterService:
                     name=clean,
                     name_key=name_key(clean),
                     about=described or "",
+                    pronouns=kept or "",
                 )
                 session.add(sheet)
             else:
                 sheet.name, sheet.name_key = clean, name_key(clean)
                 if described is not None:
                     sheet.about = described
+                if kept is not None:
+                    sheet.pronouns = kept
                 sheet.updated_at = utcnow()
             try:
                 await session.flush()
@@ -273,7 +293,7 @@ class CharacterService:
                 # Another player took the name (or this player set theirs) at the same moment,
                 # past the check above: the database kept one; this one changes nothing.
                 raise _name_taken(clean) from None
-            return CharacterSheet(player, sheet.name, sheet.about, actor.user_name)
+            return CharacterSheet(player, sheet.name, sheet.about, actor.user_name, sheet.pronouns)
 
     async def show(self, channel_id: int, player_id: int) -> CharacterSheet | None:
         """``player_id``'s character in the adventure here (anyone may read it), or None."""
@@ -284,7 +304,7 @@ class CharacterService:
             if sheet is None:
                 return None
             player = await session.scalar(select(col(User.name)).where(col(User.id) == player_id))
-            return CharacterSheet(player_id, sheet.name, sheet.about, player or "")
+            return CharacterSheet(player_id, sheet.name, sheet.about, player or "", sheet.pronouns)
 
     async def name_here(self, actor: Actor, channel_id: int) -> str:
         """Who ``actor`` is in the adventure here, as its story names them (``acting_name``):

@@ -183,8 +183,19 @@ async def take_round(session: AsyncSession, adventure_id: int) -> list[PlayerAct
         )
     )
     rows = sorted(taken.all(), key=lambda row: row[0])
+    # Each character's pronouns as they are now (its name was kept with the action).
+    pronouns: dict[int, str] = {}
+    if rows:
+        found = await session.execute(
+            select(col(Character.user_id), col(Character.pronouns)).where(
+                col(Character.adventure_id) == adventure_id,
+                col(Character.user_id).in_({row[1] for row in rows}),
+            )
+        )
+        pronouns = {user: kept for user, kept in found.all()}
     return [
-        PlayerAction(ActionType(kind), text, user, actor) for _, user, kind, text, actor in rows
+        PlayerAction(ActionType(kind), text, user, actor, pronouns.get(user, ""))
+        for _, user, kind, text, actor in rows
     ]
 
 

@@ -106,6 +106,7 @@ from engine.storage.models import Adventure
 from engine.story.characters import party_sheets
 from engine.story.line.read import line_window
 from engine.story.narrative.turn import story_context
+from engine.story.pronouns import named
 from engine.story.world.apply import world_sections
 
 #: The context budget when neither the adventure nor the operator sets one (bot.config's).
@@ -238,7 +239,8 @@ class ContextEngine:
             content_rule=RATING_RULES[rating],
             banned=(await banned_words(session, adventure, self.content)).words,
             party=tuple(
-                (sheet.name, sheet.about) for sheet in await party_sheets(session, adventure.id)
+                (named(sheet.name, sheet.pronouns), sheet.about)
+                for sheet in await party_sheets(session, adventure.id)
             ),
             plot_essentials=memory.get("context") or adventure.plot_essentials,
             story_summary=adventure.story_summary,

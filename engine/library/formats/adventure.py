@@ -65,6 +65,7 @@ from engine.storage.models import (
 from engine.story.chapters.plan import read_plan
 from engine.story.characters import clean_about, clean_name, name_key
 from engine.story.narrative.state import normalised, stored
+from engine.story.pronouns import kept_pronouns
 from engine.story.steering.settings import SAMPLING_RANGES
 
 KIND = "adventure"
@@ -490,13 +491,14 @@ def _characters(f: Fields) -> list[dict[str, Any]]:
             raise ImportRejected(f"{path}: a character needs its player's user_id.")
         try:
             name, about = clean_name(c.text("name")), clean_about(c.text("about"))
+            pronouns = kept_pronouns(c.text("pronouns"))
         except InvalidInput as error:
             raise ImportRejected(f"{path}: {error}") from None
         if user in players or name_key(name) in names:
             raise ImportRejected(f"{path}: a second character for one player, or of one name.")
         players.add(user)
         names.add(name_key(name))
-        out.append({"user_id": user, "name": name, "about": about})
+        out.append({"user_id": user, "name": name, "about": about, "pronouns": pronouns})
     return out
 
 

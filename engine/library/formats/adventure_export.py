@@ -214,7 +214,8 @@ async def export_adventure(session: AsyncSession, adventure: Adventure) -> dict[
         # Its players' characters, by Discord id as the nodes' authors are: restored where
         # those players are known, as authors are (the people themselves are not exported).
         "characters": [
-            {"user_id": c.user_id, "name": c.name, "about": c.about} for c in characters
+            {"user_id": c.user_id, "name": c.name, "about": c.about, "pronouns": c.pronouns}
+            for c in characters
         ],
         "head": number.get(adventure.head_node_id),
         "active_branch": branch_name.get(adventure.active_branch_id),
