@@ -7,14 +7,20 @@ the middle of a word, so "Mira" matches "Mira's lantern" but not "Miranda". Keys
 never read as patterns, so any text is a safe key; a key that is empty (or only spaces) never
 matches. Whitespace inside a key matches any run of whitespace.
 
+A card's world-info options (``engine.prompt.lore``, SillyTavern's World Info entry options)
+change that per card: secondary keys with their logic, case-sensitive keys, keys that match
+inside words, how many entries are scanned, a probability, recursion through cards' texts, or
+disabled. A card without options matches as above.
+
 Everything here is pure; a card's keys are compiled once per distinct ``keys`` text and the
 compiled pattern is shared by every turn that sees the same keys.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from typing import Any
@@ -23,6 +29,7 @@ from sqlalchemy import Integer, Select, bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
+from engine.prompt.lore import DEFAULT_LORE, Lore, read_lore
 from engine.storage.models import AdventureCard
 
 #: How many of the newest story entries are scanned for keys, besides the player's new action.
@@ -63,37 +70,53 @@ def _key_pattern(key: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class KeyMatcher:
-    """A card's keys, compiled: one pattern for all of them over case-folded text."""
+    """A card's keys, compiled: one pattern for all of them, over case-folded text unless the
+    card is case-sensitive."""
 
     keys: tuple[str, ...]
-    #: The case-folded first word of each key: a key can only match where its first word
-    #: occurs, and a substring test is a hundred times cheaper than the pattern's search.
+    #: The first word of each key (case-folded unless case-sensitive): a key can only match
+    #: where its first word occurs, and a substring test is a hundred times cheaper than the
+    #: pattern's search.
     probes: tuple[str, ...]
     #: Group ``i + 1`` is ``keys[i]``.
     pattern: re.Pattern[str]
+    case_sensitive: bool = False
 
-    def find(self, folded: str) -> str | None:
-        """The key that occurs first in ``folded`` (text already ``casefold()``-ed), or None."""
-        if not any(probe in folded for probe in self.probes):
+    def prepare(self, text: str) -> str:
+        """``text`` as ``find`` reads it: case-folded unless the keys are case-sensitive."""
+        return text if self.case_sensitive else text.casefold()
+
+    def find(self, text: str) -> str | None:
+        """The key that occurs first in ``text`` (already ``prepare``-d), or None."""
+        if not any(probe in text for probe in self.probes):
             return None
-        found = self.pattern.search(folded)
+        found = self.pattern.search(text)
         if found is None or found.lastindex is None:
             return None
         return self.keys[found.lastindex - 1]
 
 
 @lru_cache(maxsize=4096)
-def compile_keys(keys: tuple[str, ...]) -> KeyMatcher | None:
-    """The matcher for parsed keys (see ``parse_keys``); None if there are none."""
-    folded = [key.casefold() for key in keys]
+def compile_keys(
+    keys: tuple[str, ...], case_sensitive: bool = False, whole_words: bool = True
+) -> KeyMatcher | None:
+    """The matcher for parsed keys (see ``parse_keys``); None if there are none.
+
+    Whole words: a key must not start or end inside a word. SillyTavern's ``matchKeys`` does
+    so for one-word keys (``(?:^|\\W)key(?:$|\\W)``) and matches longer keys anywhere; here
+    every key, as Campfire always did. Without whole words a key matches inside words too.
+    """
+    folded = [key if case_sensitive else key.casefold() for key in keys]
     folded_keys = [(key, fold) for key, fold in zip(keys, folded, strict=True) if fold.split()]
     if not folded_keys:
         return None
     alternatives = "|".join(f"({_key_pattern(fold)})" for _, fold in folded_keys)
+    pattern = rf"(?<!\w)(?:{alternatives})(?!\w)" if whole_words else alternatives
     return KeyMatcher(
         keys=tuple(key for key, _ in folded_keys),
         probes=tuple(dict.fromkeys(fold.split()[0] for _, fold in folded_keys)),
-        pattern=re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)"),
+        pattern=re.compile(pattern),
+        case_sensitive=case_sensitive,
     )
 
 
@@ -114,8 +137,13 @@ class Card:
     id: int | None = None
     position: int = 0
     type: str = ""
-    #: Compiled from ``keys`` (shared through ``compile_keys``' cache).
+    #: Its world-info options (``engine.prompt.lore``).
+    lore: Lore = DEFAULT_LORE
+    #: Compiled from ``keys`` with the options' case and whole-word settings (shared through
+    #: ``compile_keys``' cache).
     matcher: KeyMatcher | None = field(default=None, compare=False, repr=False)
+    #: One matcher per secondary key (the logics ask which of them occur).
+    secondary: tuple[KeyMatcher | None, ...] = field(default=(), compare=False, repr=False)
 
     @classmethod
     def of(
@@ -128,8 +156,12 @@ class Card:
         id: int | None = None,
         position: int = 0,
         type: str = "",
+        lore: Lore | Mapping[str, Any] | None = None,
     ) -> Card:
         parsed = parse_keys(keys)
+        options = lore if isinstance(lore, Lore) else read_lore(lore)
+        case = bool(options.case_sensitive)
+        whole = options.whole_words is not False
         return cls(
             title=title,
             entry=entry,
@@ -138,19 +170,23 @@ class Card:
             id=id,
             position=position,
             type=type,
-            matcher=compile_keys(parsed),
+            lore=options,
+            matcher=compile_keys(parsed, case, whole),
+            secondary=tuple(compile_keys((key,), case, whole) for key in options.secondary),
         )
 
     def trigger(self, text: str) -> str | None:
         """The key that triggers this card in ``text``, or None."""
-        return self.matcher.find(text.casefold()) if self.matcher and text else None
+        return self.matcher.find(self.matcher.prepare(text)) if self.matcher and text else None
 
 
 @dataclass(frozen=True, slots=True)
 class CardMatch:
     card: Card
-    #: "always on", or "trigger: <key>".
+    #: "always on", "trigger: <key>", with what the options added ("…, and secondary key …").
     reason: str
+    #: False for a card that fired but lost its probability roll (reported, never sent).
+    included: bool = True
 
 
 def scan_text(
@@ -163,23 +199,142 @@ def scan_text(
     return "\n".join(window)
 
 
-def match_cards(cards: Iterable[Card], text: str) -> list[CardMatch]:
-    """The cards that go into the context, in the order given: always-on or triggered.
+class ScanWindow:
+    """The story a turn's cards are matched against: the newest entries and the new action,
+    as deep as each card scans (its ``scan_depth``, or ``depth``), case-folded or not, each
+    text built once per turn however many cards read it."""
 
-    A card with no entry text would add nothing, so it is never a match.
+    def __init__(
+        self, entries: Sequence[str], action_text: str = "", depth: int = DEFAULT_SCAN_ENTRIES
+    ) -> None:
+        self.entries = entries
+        self.action_text = action_text
+        self.depth = depth
+        self._texts: dict[tuple[int, bool], str] = {}
+
+    @classmethod
+    def of(cls, text: str) -> ScanWindow:
+        """A window that is ``text`` whatever the depth (tests, scripts' checks)."""
+        window = cls((), text, 0)
+        window._fixed = True
+        return window
+
+    _fixed = False
+
+    def text(self, depth: int | None, case_sensitive: bool) -> str:
+        depth = self.depth if depth is None or self._fixed else depth
+        key = (depth, case_sensitive)
+        if key not in self._texts:
+            raw = scan_text(self.entries, self.action_text, depth)
+            self._texts[key] = raw if case_sensitive else raw.casefold()
+        return self._texts[key]
+
+
+#: How many times cards' texts are scanned for more cards (SillyTavern's "max recursion
+#: steps"; its default, 0, means until nothing new fires, which a bound keeps cheap here).
+MAX_RECURSION_STEPS = 5
+
+
+def match_cards(cards: Iterable[Card], window: str | ScanWindow, seed: str = "") -> list[CardMatch]:
+    """The cards that go into the context, in the order given: always-on or triggered, as
+    their options allow; see ``scan_cards`` for the ones that fired and lost their roll."""
+    return [match for match in scan_cards(cards, window, seed) if match.included]
+
+
+def scan_cards(cards: Iterable[Card], window: str | ScanWindow, seed: str = "") -> list[CardMatch]:
+    """Every card that fired this turn, in the order given, each with why; a card that lost
+    its probability roll is among them, not ``included``. ``seed`` names the adventure and the
+    turn, so the same turn rolls the same (a retry, an undo and a replay agree).
+
+    A card with no entry text would add nothing, so it never fires; nor a disabled one.
     """
-    matches: list[CardMatch] = []
-    folded = text.casefold()
-    for card in cards:
-        if not card.entry.strip():
-            continue
-        if card.always_on:
-            matches.append(CardMatch(card, "always on"))
-            continue
-        key = card.matcher.find(folded) if card.matcher and folded else None
-        if key is not None:
-            matches.append(CardMatch(card, f"trigger: {key}"))
-    return matches
+    scan = window if isinstance(window, ScanWindow) else ScanWindow.of(window)
+    live = [card for card in cards if card.entry.strip() and not card.lore.disabled]
+    fired: dict[int, CardMatch] = {}
+    for i, card in enumerate(live):
+        reason = "always on" if card.always_on else _fires(card, scan, "")
+        if reason is not None:
+            fired[i] = _rolled(card, reason, seed)
+    sources = [m.card for m in fired.values() if m.included and m.card.lore.recurse]
+    steps = 0
+    while sources and steps < MAX_RECURSION_STEPS:
+        # SillyTavern's recursive scan: the text of the cards that just went in is scanned
+        # with the story, for cards not yet in that let other cards trigger them.
+        steps += 1
+        extra = "\n".join(card.entry for card in sources)
+        found: list[Card] = []  # the cards this step put in whose text recurses
+        for i, card in enumerate(live):
+            if i in fired or card.always_on or card.lore.exclude_recursion:
+                continue
+            reason = _fires(card, scan, extra)
+            if reason is not None:
+                fired[i] = _rolled(card, _from_card(card, sources, reason), seed)
+                if fired[i].included and card.lore.recurse:
+                    found.append(card)
+        sources = found
+    return [fired[i] for i in sorted(fired)]
+
+
+def _fires(card: Card, scan: ScanWindow, extra: str) -> str | None:
+    """Why ``card`` fires in the window (and ``extra``, cards' texts in a recursive scan), or
+    None: a primary key, then its secondary keys as ``logic`` asks (SillyTavern's
+    ``world_info_logic``, evaluated as ``checkWorldInfo`` does)."""
+    matcher = card.matcher
+    if matcher is None:
+        return None
+    case = matcher.case_sensitive
+    text = scan.text(card.lore.scan_depth, case)
+    if extra:
+        text = f"{text}\n{matcher.prepare(extra)}"
+    key = matcher.find(text) if text else None
+    if key is None:
+        return None
+    reason = f"trigger: {key}"
+    if not card.lore.secondary:
+        return reason
+    present = [
+        (secondary, m is not None and m.find(text) is not None)
+        for secondary, m in zip(card.lore.secondary, card.secondary, strict=True)
+    ]
+    found = [k for k, hit in present if hit]
+    missing = [k for k, hit in present if not hit]
+    logic = card.lore.logic
+    if logic == "and_any" and found:
+        return f"{reason}, fired by secondary key {found[0]} (AND ANY)"
+    if logic == "not_all" and missing:
+        return f"{reason}, secondary key {missing[0]} absent (NOT ALL)"
+    if logic == "not_any" and not found:
+        return f"{reason}, no secondary key present (NOT ANY)"
+    if logic == "and_all" and not missing:
+        return f"{reason}, with every secondary key (AND ALL)"
+    return None
+
+
+def _from_card(card: Card, sources: Sequence[Card], reason: str) -> str:
+    """``reason``, naming the card whose text triggered this one, if one alone did."""
+    matcher = card.matcher
+    assert matcher is not None
+    for source in sources:
+        if matcher.find(matcher.prepare(source.entry)) is not None:
+            return f"{reason} (in the text of {source.title or 'another card'})"
+    return reason
+
+
+def _rolled(card: Card, reason: str, seed: str) -> CardMatch:
+    """The match, after the card's probability roll (SillyTavern rolls after a card fires)."""
+    chance = card.lore.probability
+    if chance >= 100:
+        return CardMatch(card, reason)
+    if _roll(seed, card) < chance:
+        return CardMatch(card, f"{reason}; probability {chance}%: this turn")
+    return CardMatch(card, f"{reason}; probability {chance}%: not this turn", included=False)
+
+
+def _roll(seed: str, card: Card) -> float:
+    """A number in [0, 100) fixed by the turn and the card: the same turn rolls the same."""
+    who = str(card.id) if card.id is not None else f"{card.title}\x00{card.entry}"
+    digest = hashlib.blake2b(f"{seed}\x00{who}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") / 2**64 * 100
 
 
 # --- reads -------------------------------------------------------------------------------------
@@ -198,6 +353,7 @@ def _cards_query() -> Select[Any]:
             col(AdventureCard.type),
             col(AdventureCard.always_on),
             col(AdventureCard.position),
+            col(AdventureCard.lore),
         )
         .where(col(AdventureCard.adventure_id) == bindparam("adventure_id", type_=Integer))
         .order_by(col(AdventureCard.position), col(AdventureCard.id))
@@ -217,6 +373,7 @@ async def load_context_cards(session: AsyncSession, adventure_id: int) -> list[C
             id=row.id,
             position=row.position,
             type=row.type,
+            lore=row.lore,
         )
         for row in rows
     ]

@@ -71,6 +71,7 @@ from engine.llm.retrieval.retriever import CountsUse, Found, Retriever
 from engine.people.content import RATING_RULES, ContentPolicy, adventure_rating, banned_words
 from engine.prompt.cards import (
     DEFAULT_SCAN_ENTRIES,
+    ScanWindow,
     load_context_cards,
     scan_text,
 )
@@ -241,6 +242,7 @@ class ContextEngine:
             front_memory=memory.get("frontMemory", ""),
             # Memories and knowledge are filled in below, by the retrievers.
             cards=await load_context_cards(session, adventure.id),
+            adventure_id=adventure.id,
             action_text=action_text,
         )
         world = world_sections(
@@ -315,13 +317,18 @@ class ContextEngine:
         remainder = self._remainder(inputs, fixed)
 
         history = list(inputs.history)
-        window = scan_text(
+        window = ScanWindow(
             [entry.text for entry in history if entry.text.strip()],
             inputs.action_text,
             self.scan_entries,
         )
         always, cards = cards_sections(
-            inputs.cards, window, int(remainder * self.card_share), self.card_share
+            inputs.cards,
+            window,
+            int(remainder * self.card_share),
+            self.card_share,
+            # The turn being written: a retry or an undo writes the same one again.
+            seed=f"{inputs.adventure_id}:{inputs.line_length}",
         )
         history_room = remainder - sum(s.tokens for s in (always, cards) if s)
         story = self._history(inputs, history_room, fixed)

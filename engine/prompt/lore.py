@@ -1,0 +1,243 @@
+"""A story card's world-info options: how and when it fires, as SillyTavern's World Info runs
+its entries.
+
+The reference is SillyTavern's documentation (docs.sillytavern.app, "World Info") and its
+source (SillyTavern/SillyTavern, ``public/scripts/world-info.js``: ``world_info_logic``,
+``WorldInfoBuffer.matchKeys`` and ``checkWorldInfo``). A card keeps them in one JSON object
+(``lore`` on ``CardFields``), holding only what differs from the defaults, so a card written
+for AI Dungeon (no options) behaves as it always did:
+
+- ``secondary``: SillyTavern's ``keysecondary`` (its "optional filter"), with ``logic`` one of
+  ``and_any`` (a primary key and any secondary key), ``not_all`` (a primary key, and not every
+  secondary key), ``not_any`` (a primary key and no secondary key) or ``and_all`` (a primary key
+  and every secondary key): ``world_info_logic`` ``AND_ANY`` 0, ``NOT_ALL`` 1, ``NOT_ANY`` 2,
+  ``AND_ALL`` 3.
+- ``disabled``: the card never goes in (SillyTavern's ``disable``). Always-on is the card's own
+  ``always_on`` column (SillyTavern's ``constant``).
+- ``case_sensitive`` and ``whole_words``: how keys match; unset, Campfire's defaults
+  (case-insensitive, whole words).
+- ``scan_depth``: how many of the newest story entries are searched, besides the new action;
+  unset, the context engine's (4).
+- ``order``: SillyTavern's insertion order: a higher number goes in later (nearer the story's
+  end) and claims the card budget first; 100 unless set, as SillyTavern's default.
+- ``probability``: the percent chance the card goes in when it fires (SillyTavern's
+  ``probability`` with ``useProbability``). The roll is a hash of the adventure, the turn and
+  the card, so a retry or an undo replays the same choice.
+- ``recurse``: the card's text may trigger other cards (SillyTavern's recursive scan, which
+  ``preventRecursion`` turns off for an entry); ``exclude_recursion``: no other card's text
+  triggers this one (SillyTavern's ``excludeRecursion``). Recursion is off unless set, as AI
+  Dungeon never recursed.
+
+Pure: no database. ``clean_lore`` reads options from a file or a player, bounded, naming what it
+could not keep; ``read_lore`` reads them back from a stored card.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+#: SillyTavern's ``world_info_logic``, by its numbers, and Campfire's names for them.
+LOGICS = ("and_any", "not_all", "not_any", "and_all")
+LOGIC_LABELS = {
+    "and_any": "AND ANY",
+    "not_all": "NOT ALL",
+    "not_any": "NOT ANY",
+    "and_all": "AND ALL",
+}
+DEFAULT_ORDER = 100
+#: The most characters of secondary keys together, as a card's own keys.
+SECONDARY_MAX_CHARS = 1000
+#: The deepest scan: entries beyond the story's window are not in the context anyway.
+MAX_SCAN_DEPTH = 100
+#: Insertion orders are clamped to this range (SillyTavern's are any number).
+ORDER_LIMIT = 1_000_000
+
+_FLAGS = ("disabled", "recurse", "exclude_recursion")
+_TRI = ("case_sensitive", "whole_words")
+
+
+@dataclass(frozen=True, slots=True)
+class Lore:
+    """A card's options, read; every default is what a card without options does."""
+
+    secondary: tuple[str, ...] = ()
+    logic: str = "and_any"
+    disabled: bool = False
+    case_sensitive: bool | None = None
+    whole_words: bool | None = None
+    scan_depth: int | None = None
+    order: int = DEFAULT_ORDER
+    probability: int = 100
+    recurse: bool = False
+    exclude_recursion: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        """The options that differ from the defaults, as a card stores them."""
+        out: dict[str, Any] = {}
+        if self.secondary:
+            out["secondary"] = list(self.secondary)
+            out["logic"] = self.logic
+        for name in (*_FLAGS, *_TRI):
+            value = getattr(self, name)
+            if value not in (None, False) or (name in _TRI and value is False):
+                out[name] = value
+        if self.scan_depth is not None:
+            out["scan_depth"] = self.scan_depth
+        if self.order != DEFAULT_ORDER:
+            out["order"] = self.order
+        if self.probability != 100:
+            out["probability"] = self.probability
+        return out
+
+    def describe(self) -> list[str]:
+        """The options in words, for ``/card`` and its list: one short phrase each."""
+        out: list[str] = []
+        if self.disabled:
+            out.append("disabled")
+        if self.secondary:
+            shown = ", ".join(self.secondary)
+            out.append(f"secondary keys ({LOGIC_LABELS[self.logic]}): {shown}")
+        if self.case_sensitive:
+            out.append("case-sensitive")
+        if self.whole_words is False:
+            out.append("matches inside words")
+        if self.scan_depth is not None:
+            out.append(f"scans {self.scan_depth} entries")
+        if self.order != DEFAULT_ORDER:
+            out.append(f"order {self.order}")
+        if self.probability != 100:
+            out.append(f"probability {self.probability}%")
+        if self.recurse:
+            out.append("its text triggers other cards")
+        if self.exclude_recursion:
+            out.append("not triggered by other cards")
+        return out
+
+
+DEFAULT_LORE = Lore()
+
+
+def read_lore(raw: Any) -> Lore:
+    """A stored card's options; anything malformed reads as its default (never an error: the
+    column was written through ``clean_lore``, or by an older Campfire without it)."""
+    if not isinstance(raw, Mapping) or not raw:
+        return DEFAULT_LORE
+    return _lore(raw, [])
+
+
+def clean_lore(raw: Any, warnings: list[str], *, where: str = "") -> dict[str, Any]:
+    """Options from a file or a player, validated and bounded, as a card stores them; what is
+    not kept is named in ``warnings`` (``where`` says which card)."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        warnings.append(f"{where}world-info options must be an object; they were left out.")
+        return {}
+    problems: list[str] = []
+    lore = _lore(raw, problems)
+    unknown = sorted(str(name) for name in raw if name not in _KNOWN)
+    if unknown:
+        problems.append(f"unknown option(s) {', '.join(unknown[:8])}")
+    if problems:
+        warnings.append(f"{where}world-info options not kept as written: {'; '.join(problems)}.")
+    return lore.to_json()
+
+
+_KNOWN = {
+    "secondary",
+    "logic",
+    "scan_depth",
+    "order",
+    "probability",
+    *_FLAGS,
+    *_TRI,
+}
+
+
+def _lore(raw: Mapping[str, Any], problems: list[str]) -> Lore:
+    secondary = _keys(raw.get("secondary"), problems)
+    logic = raw.get("logic", "and_any")
+    if isinstance(logic, int) and not isinstance(logic, bool) and 0 <= logic < len(LOGICS):
+        logic = LOGICS[logic]
+    if logic not in LOGICS:
+        problems.append(f"logic {str(logic)[:20]!r} (one of {', '.join(LOGICS)})")
+        logic = "and_any"
+    flags = {name: _flag(raw, name, problems) for name in _FLAGS}
+    tri = {name: _tri(raw, name, problems) for name in _TRI}
+    return Lore(
+        secondary=secondary,
+        logic=logic,
+        scan_depth=_number(raw, "scan_depth", 0, MAX_SCAN_DEPTH, None, problems),
+        order=_number(raw, "order", -ORDER_LIMIT, ORDER_LIMIT, DEFAULT_ORDER, problems) or 0,
+        probability=_number(raw, "probability", 0, 100, 100, problems) or 0,
+        disabled=flags["disabled"],
+        recurse=flags["recurse"],
+        exclude_recursion=flags["exclude_recursion"],
+        case_sensitive=tri["case_sensitive"],
+        whole_words=tri["whole_words"],
+    )
+
+
+def _keys(value: Any, problems: list[str]) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    parts = value.split(",") if isinstance(value, str) else value
+    if not isinstance(parts, list | tuple):
+        problems.append("secondary keys (a list of words)")
+        return ()
+    out: list[str] = []
+    seen: set[str] = set()
+    used = 0
+    for part in parts:
+        if not isinstance(part, str):
+            continue
+        key = " ".join(part.replace(",", " ").split())
+        folded = key.casefold()
+        if not key or folded in seen:
+            continue
+        if used + len(key) + 1 > SECONDARY_MAX_CHARS:
+            problems.append(f"secondary keys past {SECONDARY_MAX_CHARS} characters")
+            break
+        seen.add(folded)
+        used += len(key) + 1
+        out.append(key)
+    return tuple(out)
+
+
+def _flag(raw: Mapping[str, Any], name: str, problems: list[str]) -> bool:
+    value = raw.get(name, False)
+    if isinstance(value, bool):
+        return value
+    problems.append(f"{name} (true or false)")
+    return False
+
+
+def _tri(raw: Mapping[str, Any], name: str, problems: list[str]) -> bool | None:
+    value = raw.get(name)
+    if value is None or isinstance(value, bool):
+        return value
+    problems.append(f"{name} (true, false or unset)")
+    return None
+
+
+def _number(
+    raw: Mapping[str, Any],
+    name: str,
+    low: int,
+    high: int,
+    default: int | None,
+    problems: list[str],
+) -> int | None:
+    value = raw.get(name)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
+        problems.append(f"{name} (a number)")
+        return default
+    number = int(value)
+    if not low <= number <= high:
+        problems.append(f"{name} {number} (from {low} to {high}; clamped)")
+        number = max(low, min(high, number))
+    return number
