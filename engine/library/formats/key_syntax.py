@@ -71,7 +71,10 @@ class KeyReport:
     all_of: int = 0
     dropped: int = 0
     dropped_example: str = ""
+    #: Cards left with no key: by EWIJSON lines with only attributes, or by regular
+    #: expressions (SillyTavern's, NovelAI's) that could not be written as words.
     keyless: int = 0
+    keyless_ewi: int = 0
 
     def warnings(self) -> list[str]:
         out = []
@@ -100,11 +103,17 @@ class KeyReport:
                 f"{self.dropped:,} key(s) could not be written as words and were left out "
                 f"(e.g. “{self.dropped_example[:60]}”)."
             )
+        if self.keyless_ewi:
+            out.append(
+                f"{self.keyless_ewi:,} story card(s) have no key Campfire can use (EWIJSON "
+                "entries with only #[…] went into every turn at a set line) and fire only if made "
+                "always-on (/card edit)."
+            )
         if self.keyless:
             out.append(
-                f"{self.keyless:,} story card(s) have no key Campfire can use (EWIJSON entries "
-                "with only #[…] went into every turn at a set line) and fire only if made "
-                "always-on (/card edit)."
+                f"{self.keyless:,} story card(s) had only regular-expression keys that could not "
+                "be written as words, so they have no key and fire only if made always-on "
+                "(/card edit)."
             )
         return out
 
@@ -114,6 +123,12 @@ def convert_card_keys(cards: Iterable[ImportedCard], warnings: list[str]) -> Non
     report = KeyReport()
     for card in cards:
         card.keys = _convert(card.keys, report, always_on=card.always_on)
+        secondary = card.lore.get("secondary") if isinstance(card.lore, dict) else None
+        if isinstance(secondary, list) and secondary:
+            # Secondary keys are written as primary ones are: spelled out where they can be,
+            # named where they cannot. Their card keeps its primary keys either way.
+            text = ",".join(k for k in secondary if isinstance(k, str))
+            card.lore["secondary"] = _convert(text, report, always_on=True).split(",")
     warnings.extend(report.warnings())
 
 
@@ -168,7 +183,10 @@ def _convert(keys: str, report: KeyReport, *, always_on: bool = False) -> str:
         # Dropped keys, or an EWIJSON line with no expression before its attributes: the
         # script's empty pattern matched every text, to place the entry at a set line, which
         # no Campfire card does.
-        report.keyless += 1
+        if ewi:
+            report.keyless_ewi += 1
+        else:
+            report.keyless += 1
     return ",".join(kept)
 
 
