@@ -17,6 +17,7 @@ from engine.storage.models import ActionType, AdventureCard, StoryNode
 from engine.story.snapshots import capture, load_cards, restore
 from engine.turns.engine import TurnEngine
 from engine.turns.events import TurnDone
+from tests.discord_env import answered
 from tests.helpers import new_adventure, play
 
 GUARD = {"secondary": ["tower"], "logic": "and_any", "order": 5}
@@ -100,3 +101,16 @@ async def test_options_are_stored_read_and_restored_with_the_cards(db):
             select(col(AdventureCard.lore)).where(col(AdventureCard.adventure_id) == adventure_id)
         )
         assert set(map(str, lores)) == {"{}"}
+
+
+async def test_card_list_shows_a_cards_world_info_options(env):
+    thread = await env.start_thread()
+    ref = await env.bot.services.play.adventure_in(thread)
+    await add_card(env.bot.services.db, ref.adventure_id, "Watch", "guard", "The guard.", GUARD)
+    listing = await env.fake.slash(env.alice, thread, "card list")
+    (embed,) = (await answered(env, listing)).embeds
+    # Position 0 (add_card's default) lists it among the scenario's cards by id.
+    assert (
+        "**2. Watch** · class\nkeys: guard\n"
+        "world info: secondary keys (AND ANY): tower; order 5\n> The guard."
+    ) in embed["description"]
