@@ -214,6 +214,7 @@ def test_keys_that_cannot_be_words_are_reported_not_kept_silently():
         {"keys": "knight, /sir\\s(Bob|Rob)/", "value": "A knight.", "title": "Knight"},
         {"keys": "plain key, another", "value": "Plain.", "title": "Plain"},
         {"keys": "you,(wield|equip),(branch|staff)#[p=1]", "value": "Armed.", "title": "Armed"},
+        {"keys": "/(?<=sir )Bob/", "value": "Bob.", "title": "Behind"},
     ]
     imported = read(cards)
     keys = [c.keys for c in imported.draft.cards]
@@ -222,9 +223,16 @@ def test_keys_that_cannot_be_words_are_reported_not_kept_silently():
         "knight,sir Bob,sir Rob",
         "plain key, another",
         "you,wield,equip,branch,staff",
+        "",
     ]
+    # A pattern RE2 runs is kept as a regular-expression key; a look-behind is not.
+    assert imported.draft.cards[0].lore == {"regex": ["/\\w+ing/"]}
+    assert imported.draft.cards[4].lore == {}
     warnings = "\n".join(imported.warnings)
-    assert "1 key(s) could not be written as words and were left out (e.g. “/\\w+ing/”)" in warnings
+    assert "1 story card(s) keep keys as regular expressions (e.g. “/\\w+ing/”)" in warnings
+    assert "1 key(s) could not be written as words and were left out (e.g. “/(?<=sir )Bob/”)" in (
+        warnings
+    )
     # Not EWIJSON's wording: the card's only key was a regular expression.
     assert "1 story card(s) had only regular-expression keys that could not be written" in warnings
     assert "EWIJSON entries" not in warnings

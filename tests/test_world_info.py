@@ -9,6 +9,7 @@ engine on cards built as the database hands them over (``Card.of`` with a stored
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 
 import pytest
@@ -222,3 +223,41 @@ def test_options_are_validated_bounded_and_stored_compactly():
     assert read_lore({"probability": "x"}) == DEFAULT_LORE
     long = clean_lore({"secondary": ["k" * 300] * 2 + [f"x{i}" * 100 for i in range(9)]}, [])
     assert sum(len(k) + 1 for k in long["secondary"]) <= 1000
+
+
+# --- regular-expression keys, on RE2 ---
+
+
+def test_regex_keys_fire_with_their_flags():
+    tide = card("Tide", regex=["/tides?/i"])
+    assert fired([tide], "TIDES turn.") == {"Tide": "trigger: /tides?/i"}
+    strict = card("Tide", regex=["/Tides?/"])
+    assert fired([strict], "tides turn.") == {}
+    # A card fires on a plain key or a regular-expression one; secondary keys still apply.
+    both = card("Both", "harbour", regex=["/\\bport\\w*/"], secondary=["ship"], logic="and_any")
+    assert fired([both], "The portside ship.") == {
+        "Both": "trigger: /\\bport\\w*/, fired by secondary key ship (AND ANY)"
+    }
+
+
+def test_a_backtracking_pattern_cannot_stall_a_turn():
+    # (a+)+$ takes exponential time in a backtracking engine on "aaaa…b"; RE2 is linear.
+    evil = card("Evil", regex=["/(a+)+$/"])
+    story = ["a" * 50_000 + "b"] * 4
+    started = time.perf_counter()
+    assert fired([evil], ScanWindow(story, "> You wait.")) == {}
+    assert time.perf_counter() - started < 1.0
+
+
+def test_regex_keys_re2_cannot_run_or_too_long_are_named_not_kept():
+    warnings: list[str] = []
+    stored = clean_lore(
+        {"regex": ["/(?<=sir )Bob/", "/" + "a" * 400 + "/", "/ok/i", "plain", "/x/q"]},
+        warnings,
+    )
+    assert stored == {"regex": ["/ok/i"]}
+    (warning,) = warnings
+    assert "regex key “/(?<=sir )Bob/” (not one RE2 runs, or too long)" in warning
+    assert warning.count("not one RE2 runs") == 4  # the look-behind, the long one, "plain", q
+    many = clean_lore({"regex": [f"/k{i}/" for i in range(20)]}, warnings)
+    assert len(many["regex"]) == 16

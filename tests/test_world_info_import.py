@@ -70,6 +70,7 @@ BOOK = {
         "7": entry(7, "Off", ["watch"], "Disabled.", disable=True),
         "8": entry(8, "Regex only", ["/\\w+ing/"], "Any verb."),
         "9": entry(9, "Far", ["crown"], "The crown is lost.", scanDepth=1, group="royals"),
+        "10": entry(10, "Look-behind", ["/(?<=sir )Bob/"], "Bob."),
     }
 }
 
@@ -100,6 +101,8 @@ def test_sillytavern_entries_keep_their_options():
     assert lore["Weather"] == {}  # prevents recursion: its text triggers nothing
     # SillyTavern's depth 1 is the newest message alone: the new action here.
     assert lore["Far"] == {"scan_depth": 0, "recurse": True}
+    # A pattern RE2 runs is kept as a regular-expression key.
+    assert lore["Regex only"] == {"regex": ["/\\w+ing/"], "recurse": True}
     assert {c.title: c.always_on for c in result.draft.cards}["Weather"] is True
     assert "Off" not in lore
 
@@ -110,7 +113,8 @@ def test_what_cannot_be_kept_is_named_in_the_preview():
     assert "Entries placed at a depth in the chat (1) go where Campfire places cards" in warnings
     assert "Options Campfire does not apply were left out:" in warnings
     assert "sticky (1)" in warnings and "inclusion groups (1)" in warnings
-    # A regular-expression key that cannot be written as words: SillyTavern's, not EWIJSON's.
+    assert "1 story card(s) keep keys as regular expressions (e.g. “/\\w+ing/”)" in warnings
+    # A regular-expression key RE2 cannot run either: SillyTavern's, not EWIJSON's.
     assert "had only regular-expression keys that could not be written as words" in warnings
     assert "EWIJSON" not in warnings
 
@@ -130,7 +134,8 @@ def test_the_imported_book_fires_stays_silent_and_recurses_as_in_sillytavern():
     assert got["Deep lore"] == "trigger: Ilse (in the text of Harbour Watch)"
     assert "Lighthouse" in {m.card.title for m in scan_cards(cards, "watch night storm", "1:1")}
     # The constant entry is always on, and prevents recursion: "smuggle" in it fires nothing.
-    assert fired("Nothing here.") == {"Weather": "always on"}
+    assert fired("All quiet.") == {"Weather": "always on"}
+    assert fired("Someone is singing.")["Regex only"] == "trigger: /\\w+ing/"
     # A regular expression spelled out as words (tide, tides), case-sensitive as set.
     assert fired("Tides turn.").get("Old Tide") is None
     assert fired("tides turn.")["Old Tide"] == "trigger: tides"

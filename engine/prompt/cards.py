@@ -30,6 +30,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from engine.prompt.lore import DEFAULT_LORE, Lore, read_lore
+from engine.prompt.regex_keys import find_regex
 from engine.storage.models import AdventureCard
 
 #: How many of the newest story entries are scanned for keys, besides the player's new action.
@@ -280,13 +281,17 @@ def _fires(card: Card, scan: ScanWindow, extra: str) -> str | None:
     None: a primary key, then its secondary keys as ``logic`` asks (SillyTavern's
     ``world_info_logic``, evaluated as ``checkWorldInfo`` does)."""
     matcher = card.matcher
-    if matcher is None:
+    if matcher is None and not card.lore.regex:
         return None
-    case = matcher.case_sensitive
+    case = matcher.case_sensitive if matcher else bool(card.lore.case_sensitive)
     text = scan.text(card.lore.scan_depth, case)
     if extra:
-        text = f"{text}\n{matcher.prepare(extra)}"
-    key = matcher.find(text) if text else None
+        text = f"{text}\n{extra if case else extra.casefold()}"
+    key = matcher.find(text) if matcher and text else None
+    if key is None and card.lore.regex:
+        # Regular-expression keys read the text as written: their flags say about case.
+        raw = scan.text(card.lore.scan_depth, True)
+        key = find_regex(card.lore.regex, f"{raw}\n{extra}" if extra else raw)
     if key is None:
         return None
     reason = f"trigger: {key}"
@@ -313,9 +318,10 @@ def _fires(card: Card, scan: ScanWindow, extra: str) -> str | None:
 def _from_card(card: Card, sources: Sequence[Card], reason: str) -> str:
     """``reason``, naming the card whose text triggered this one, if one alone did."""
     matcher = card.matcher
-    assert matcher is not None
     for source in sources:
-        if matcher.find(matcher.prepare(source.entry)) is not None:
+        if (matcher and matcher.find(matcher.prepare(source.entry)) is not None) or (
+            card.lore.regex and find_regex(card.lore.regex, source.entry) is not None
+        ):
             return f"{reason} (in the text of {source.title or 'another card'})"
     return reason
 

@@ -12,6 +12,9 @@ for AI Dungeon (no options) behaves as it always did:
   secondary key), ``not_any`` (a primary key and no secondary key) or ``and_all`` (a primary key
   and every secondary key): ``world_info_logic`` ``AND_ANY`` 0, ``NOT_ALL`` 1, ``NOT_ANY`` 2,
   ``AND_ALL`` 3.
+- ``regex``: primary keys that are regular expressions (``/pattern/flags``, SillyTavern's and
+  NovelAI's syntax), run on RE2 (``engine.prompt.regex_keys``): a card fires on any of its keys
+  or any of these.
 - ``disabled``: the card never goes in (SillyTavern's ``disable``). Always-on is the card's own
   ``always_on`` column (SillyTavern's ``constant``).
 - ``case_sensitive`` and ``whole_words``: how keys match; unset, Campfire's defaults
@@ -37,6 +40,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from engine.prompt.regex_keys import MAX_REGEX_KEYS, compile_regex
 
 #: SillyTavern's ``world_info_logic``, by its numbers, and Campfire's names for them.
 LOGICS = ("and_any", "not_all", "not_any", "and_all")
@@ -64,6 +69,7 @@ class Lore:
 
     secondary: tuple[str, ...] = ()
     logic: str = "and_any"
+    regex: tuple[str, ...] = ()
     disabled: bool = False
     case_sensitive: bool | None = None
     whole_words: bool | None = None
@@ -79,6 +85,8 @@ class Lore:
         if self.secondary:
             out["secondary"] = list(self.secondary)
             out["logic"] = self.logic
+        if self.regex:
+            out["regex"] = list(self.regex)
         for name in (*_FLAGS, *_TRI):
             value = getattr(self, name)
             if value not in (None, False) or (name in _TRI and value is False):
@@ -99,6 +107,8 @@ class Lore:
         if self.secondary:
             shown = ", ".join(self.secondary)
             out.append(f"secondary keys ({LOGIC_LABELS[self.logic]}): {shown}")
+        if self.regex:
+            out.append(f"regex keys: {', '.join(self.regex)}")
         if self.case_sensitive:
             out.append("case-sensitive")
         if self.whole_words is False:
@@ -147,6 +157,7 @@ def clean_lore(raw: Any, warnings: list[str], *, where: str = "") -> dict[str, A
 
 _KNOWN = {
     "secondary",
+    "regex",
     "logic",
     "scan_depth",
     "order",
@@ -169,6 +180,7 @@ def _lore(raw: Mapping[str, Any], problems: list[str]) -> Lore:
     return Lore(
         secondary=secondary,
         logic=logic,
+        regex=_regex(raw.get("regex"), problems),
         scan_depth=_number(raw, "scan_depth", 0, MAX_SCAN_DEPTH, None, problems),
         order=_number(raw, "order", -ORDER_LIMIT, ORDER_LIMIT, DEFAULT_ORDER, problems) or 0,
         probability=_number(raw, "probability", 0, 100, 100, problems) or 0,
@@ -203,6 +215,27 @@ def _keys(value: Any, problems: list[str]) -> tuple[str, ...]:
         seen.add(folded)
         used += len(key) + 1
         out.append(key)
+    return tuple(out)
+
+
+def _regex(value: Any, problems: list[str]) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list | tuple):
+        problems.append("regex (a list of /pattern/flags keys)")
+        return ()
+    out: list[str] = []
+    for key in value:
+        if not isinstance(key, str) or not key.strip():
+            continue
+        if len(out) == MAX_REGEX_KEYS:
+            problems.append(f"regex keys past {MAX_REGEX_KEYS}")
+            break
+        if compile_regex(key.strip()) is None:
+            problems.append(f"regex key “{key.strip()[:60]}” (not one RE2 runs, or too long)")
+            continue
+        if key.strip() not in out:
+            out.append(key.strip())
     return tuple(out)
 
 
