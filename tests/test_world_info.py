@@ -261,3 +261,53 @@ def test_regex_keys_re2_cannot_run_or_too_long_are_named_not_kept():
     assert warning.count("not one RE2 runs") == 4  # the look-behind, the long one, "plain", q
     many = clean_lore({"regex": [f"/k{i}/" for i in range(20)]}, warnings)
     assert len(many["regex"]) == 16
+
+
+# --- sticky, cooldown, delay: replayed from the line ---
+
+
+def line(*texts: str, action: str, depth: int = 0) -> ScanWindow:
+    """A story line of ``texts`` (entries 0…, actions and narrations alternating from an
+    opening narration) and the new action; turns began at every action."""
+    return ScanWindow(
+        list(texts),
+        action,
+        depth,
+        indices=list(range(len(texts))),
+        turn=len(texts),
+        starts=[i for i in range(1, len(texts)) if i % 2 == 1],
+    )
+
+
+BELL = ("Opening.", "> You ring the bell.", "It tolls.")
+
+
+def test_a_sticky_card_stays_in_after_its_keys_leave_the_scan():
+    bell = card("Bell", "bell", sticky=2)  # scan depth 0: only the new action is scanned
+    assert fired([bell], line(*BELL, action="> You walk.")) == {
+        "Bell": "sticky: stays in through entry 3"
+    }
+    # Two entries later it is gone.
+    assert fired([bell], line(*BELL, "> You walk.", "Road.", action="> You rest.")) == {}
+    # Another line (a branch, or the line after an undo) without the bell has no sticky card.
+    assert fired([bell], line("Opening.", "> You sing.", "Birds.", action="> You walk.")) == {}
+
+
+def test_a_card_on_cooldown_is_reported_and_left_out_then_fires_again():
+    bell = card("Bell", "bell", cooldown=2)
+    (match,) = scan_cards([bell], line(*BELL, action="> You ring the bell again."), "4")
+    assert (match.included, match.reason) == (
+        False,
+        "trigger: bell; on cooldown for 1 more entry",
+    )
+    later = line(*BELL, "> You wait.", "Silence.", action="> You ring the bell.")
+    assert fired([bell], later, "4") == {"Bell": "trigger: bell"}
+
+
+def test_a_delayed_card_waits_for_the_line_to_grow():
+    bell = card("Bell", "bell", delay=4)
+    (match,) = scan_cards([bell], line("Opening.", action="> You ring the bell."), "4")
+    assert (match.included, match.reason) == (False, "trigger: bell; delayed until entry 4")
+    assert fired([bell], line(*BELL, "> You wait.", action="> You ring the bell.")) == {
+        "Bell": "trigger: bell"
+    }

@@ -15,10 +15,12 @@ from engine.llm.providers.resolver import OperatorDefault
 from engine.prompt.cards import load_context_cards
 from engine.storage.models import ActionType, AdventureCard, StoryNode
 from engine.story.snapshots import capture, load_cards, restore
+from engine.story.tree import StoryTree
 from engine.turns.engine import TurnEngine
 from engine.turns.events import TurnDone
 from tests.discord_env import answered
 from tests.helpers import new_adventure, play
+from tests.test_story_tree import ALICE, host, turn
 
 GUARD = {"secondary": ["tower"], "logic": "and_any", "order": 5}
 
@@ -114,3 +116,29 @@ async def test_card_list_shows_a_cards_world_info_options(env):
         "**2. Watch** · class\nkeys: guard\n"
         "world info: secondary keys (AND ANY): tower; order 5\n> The guard."
     ) in embed["description"]
+
+
+async def test_a_sticky_card_stays_in_on_the_next_turn_and_undo_forgets_it(db, engine, fake_model):
+    adventure_id = await new_adventure(db)
+    await host(db, adventure_id)
+    await add_card(
+        db, adventure_id, "Bell", "bell", "The bell is cracked.", {"sticky": 2, "scan_depth": 0}
+    )
+    fake_model.queue("It tolls.", "The road is long.")
+    first = await turn(engine, adventure_id, "ring the bell")
+    second = await turn(engine, adventure_id, "walk on")
+    sent = "\n".join(m["content"] for m in fake_model.requests[-1]["messages"])
+    assert "The bell is cracked." in sent  # no "bell" in the scan: it stayed in
+    report = await cards_report(db, second.narrator_node_id)
+    assert first.action_node_id is not None
+    async with db.session() as session:
+        node = await session.get(StoryNode, first.action_node_id)
+        assert node is not None
+    assert report["Bell"]["reason"] == f"sticky: stays in through entry {node.index + 2}"
+    # Undo both turns and walk on: this line never rang the bell, so nothing is sticky.
+    tree = StoryTree(db)
+    await tree.undo(ALICE, 1)
+    await tree.undo(ALICE, 1)
+    fake_model.queue("You walk.")
+    again = await turn(engine, adventure_id, "walk on")
+    assert "Bell" not in await cards_report(db, again.narrator_node_id)

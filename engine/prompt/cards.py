@@ -206,11 +206,25 @@ class ScanWindow:
     text built once per turn however many cards read it."""
 
     def __init__(
-        self, entries: Sequence[str], action_text: str = "", depth: int = DEFAULT_SCAN_ENTRIES
+        self,
+        entries: Sequence[str],
+        action_text: str = "",
+        depth: int = DEFAULT_SCAN_ENTRIES,
+        *,
+        indices: Sequence[int] = (),
+        turn: int | None = None,
+        starts: Iterable[int] = (),
     ) -> None:
         self.entries = entries
         self.action_text = action_text
         self.depth = depth
+        #: Each entry's index in the story line (parallel to ``entries``), and the index of the
+        #: entry this turn writes: sticky, cooldown and delay count in them.
+        self.indices = indices
+        self.turn = turn
+        #: The indices at which past turns began (the entry after a narration): the points at
+        #: which cards were scanned, replayed for sticky and cooldown.
+        self.starts = frozenset(starts)
         self._texts: dict[tuple[int, bool], str] = {}
 
     @classmethod
@@ -221,6 +235,14 @@ class ScanWindow:
         return window
 
     _fixed = False
+
+    def past(self, index: int, depth: int | None, case_sensitive: bool) -> str:
+        """The text a card scanned when the line's entry ``index`` was the newest: that entry
+        and the ``depth`` before it (as far as this window reaches back)."""
+        depth = self.depth if depth is None else depth
+        texts = [t for i, t in zip(self.indices, self.entries, strict=False) if i <= index]
+        raw = "\n".join(texts[-(depth + 1) :])
+        return raw if case_sensitive else raw.casefold()
 
     def text(self, depth: int | None, case_sensitive: bool) -> str:
         depth = self.depth if depth is None or self._fixed else depth
@@ -252,10 +274,17 @@ def scan_cards(cards: Iterable[Card], window: str | ScanWindow, seed: str = "") 
     scan = window if isinstance(window, ScanWindow) else ScanWindow.of(window)
     live = [card for card in cards if card.entry.strip() and not card.lore.disabled]
     fired: dict[int, CardMatch] = {}
+    here = _seed_at(seed, scan.turn)
     for i, card in enumerate(live):
+        timed = card.lore.sticky or card.lore.cooldown or card.lore.delay
+        if timed and scan.turn is not None:
+            match = timed_match(card, scan, seed)
+            if match is not None:
+                fired[i] = match
+            continue
         reason = "always on" if card.always_on else _fires(card, scan, "")
         if reason is not None:
-            fired[i] = _rolled(card, reason, seed)
+            fired[i] = _rolled(card, reason, here)
     sources = [m.card for m in fired.values() if m.included and m.card.lore.recurse]
     steps = 0
     while sources and steps < MAX_RECURSION_STEPS:
@@ -269,11 +298,60 @@ def scan_cards(cards: Iterable[Card], window: str | ScanWindow, seed: str = "") 
                 continue
             reason = _fires(card, scan, extra)
             if reason is not None:
-                fired[i] = _rolled(card, _from_card(card, sources, reason), seed)
+                fired[i] = _rolled(card, _from_card(card, sources, reason), here)
                 if fired[i].included and card.lore.recurse:
                     found.append(card)
         sources = found
     return [fired[i] for i in sorted(fired)]
+
+
+def timed_match(card: Card, scan: ScanWindow, seed: str) -> CardMatch | None:
+    """The match of a card with a sticky, cooldown or delay (SillyTavern's timed effects,
+    counted in story entries as SillyTavern counts chat messages), or None.
+
+    The state is not stored: it is read again from the story line each turn, replaying the
+    card at the turns before this one (as far as the window reaches, and at most
+    ``sticky + cooldown`` entries back), each with its own probability roll. So an undo, a retry or
+    another branch finds the state its own line implies, as everything else of the story.
+    """
+    lore = card.lore
+    turn = scan.turn
+    assert turn is not None
+    if turn < lore.delay:
+        reason = _fires(card, scan, "") if not card.always_on else "always on"
+        if reason is None:
+            return None
+        return CardMatch(card, f"{reason}; delayed until entry {lore.delay}", included=False)
+    sticky_until = cooldown_until = -1
+    first = max(lore.delay, turn - lore.sticky - lore.cooldown)
+    for index in range(first, turn):
+        if index <= cooldown_until or index not in scan.starts:
+            continue
+        if card.always_on or _fires_past(card, scan, index):
+            if _roll(_seed_at(seed, index), card) < lore.probability:
+                sticky_until = index + lore.sticky
+                cooldown_until = sticky_until + lore.cooldown
+    if turn <= sticky_until:
+        return CardMatch(card, f"sticky: stays in through entry {sticky_until}")
+    if turn <= cooldown_until:
+        reason = _fires(card, scan, "") if not card.always_on else "always on"
+        if reason is None:
+            return None
+        left = cooldown_until - turn + 1
+        more = f"{left} more {'entry' if left == 1 else 'entries'}"
+        return CardMatch(card, f"{reason}; on cooldown for {more}", included=False)
+    reason = "always on" if card.always_on else _fires(card, scan, "")
+    return None if reason is None else _rolled(card, reason, _seed_at(seed, turn))
+
+
+def _fires_past(card: Card, scan: ScanWindow, index: int) -> bool:
+    """Whether ``card``'s keys fired when entry ``index`` was the newest."""
+    past = ScanWindow.of(scan.past(index, card.lore.scan_depth, True))
+    return _fires(card, past, "") is not None
+
+
+def _seed_at(seed: str, turn: int | None) -> str:
+    return seed if turn is None else f"{seed}:{turn}"
 
 
 def _fires(card: Card, scan: ScanWindow, extra: str) -> str | None:

@@ -26,6 +26,11 @@ for AI Dungeon (no options) behaves as it always did:
 - ``probability``: the percent chance the card goes in when it fires (SillyTavern's
   ``probability`` with ``useProbability``). The roll is a hash of the adventure, the turn and
   the card, so a retry or an undo replays the same choice.
+- ``sticky``, ``cooldown``, ``delay``: SillyTavern's timed effects, in story entries (as it
+  counts chat messages): once in, a card stays in for ``sticky`` more entries whatever the
+  story says; then it cannot fire for ``cooldown`` more; and it never fires before the line
+  has ``delay`` entries. Nothing is stored for them: each turn replays the card over the line
+  (``engine.prompt.cards.timed_match``), so undo and branches find their own line's state.
 - ``recurse``: the card's text may trigger other cards (SillyTavern's recursive scan, which
   ``preventRecursion`` turns off for an entry); ``exclude_recursion``: no other card's text
   triggers this one (SillyTavern's ``excludeRecursion``). Recursion is off unless set, as AI
@@ -60,6 +65,10 @@ MAX_SCAN_DEPTH = 100
 ORDER_LIMIT = 1_000_000
 
 _FLAGS = ("disabled", "recurse", "exclude_recursion")
+_TIMED = ("sticky", "cooldown", "delay")
+#: The longest sticky, cooldown or delay, in entries: replaying a card's past costs as many
+#: scans as sticky and cooldown together.
+MAX_TIMED = 100
 _TRI = ("case_sensitive", "whole_words")
 
 
@@ -78,6 +87,9 @@ class Lore:
     probability: int = 100
     recurse: bool = False
     exclude_recursion: bool = False
+    sticky: int = 0
+    cooldown: int = 0
+    delay: int = 0
 
     def to_json(self) -> dict[str, Any]:
         """The options that differ from the defaults, as a card stores them."""
@@ -97,6 +109,9 @@ class Lore:
             out["order"] = self.order
         if self.probability != 100:
             out["probability"] = self.probability
+        for name in _TIMED:
+            if getattr(self, name):
+                out[name] = getattr(self, name)
         return out
 
     def describe(self) -> list[str]:
@@ -123,6 +138,9 @@ class Lore:
             out.append("its text triggers other cards")
         if self.exclude_recursion:
             out.append("not triggered by other cards")
+        for name in _TIMED:
+            if getattr(self, name):
+                out.append(f"{name} {getattr(self, name)} entries")
         return out
 
 
@@ -162,6 +180,7 @@ _KNOWN = {
     "scan_depth",
     "order",
     "probability",
+    *_TIMED,
     *_FLAGS,
     *_TRI,
 }
@@ -184,6 +203,9 @@ def _lore(raw: Mapping[str, Any], problems: list[str]) -> Lore:
         scan_depth=_number(raw, "scan_depth", 0, MAX_SCAN_DEPTH, None, problems),
         order=_number(raw, "order", -ORDER_LIMIT, ORDER_LIMIT, DEFAULT_ORDER, problems) or 0,
         probability=_number(raw, "probability", 0, 100, 100, problems) or 0,
+        sticky=_number(raw, "sticky", 0, MAX_TIMED, 0, problems) or 0,
+        cooldown=_number(raw, "cooldown", 0, MAX_TIMED, 0, problems) or 0,
+        delay=_number(raw, "delay", 0, MAX_TIMED, 0, problems) or 0,
         disabled=flags["disabled"],
         recurse=flags["recurse"],
         exclude_recursion=flags["exclude_recursion"],

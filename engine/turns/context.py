@@ -99,7 +99,7 @@ from engine.prompt.sections import (
     party,
 )
 from engine.prompt.tokens import count_tokens, truncate_to_tokens
-from engine.storage.models import Adventure
+from engine.storage.models import Adventure, Role
 from engine.story.characters import party_sheets
 from engine.story.line.read import line_window
 from engine.story.narrative.turn import story_context
@@ -317,18 +317,28 @@ class ContextEngine:
         remainder = self._remainder(inputs, fixed)
 
         history = list(inputs.history)
+        told = [entry for entry in history if entry.text.strip()]
         window = ScanWindow(
-            [entry.text for entry in history if entry.text.strip()],
+            [entry.text for entry in told],
             inputs.action_text,
             self.scan_entries,
+            indices=[entry.index for entry in told],
+            turn=inputs.line_length,
+            # A turn began after each narration (an action, or a continue's narration).
+            starts=[
+                entry.index
+                for before, entry in zip(history, history[1:], strict=False)
+                if before.role == Role.NARRATOR
+            ],
         )
         always, cards = cards_sections(
             inputs.cards,
             window,
             int(remainder * self.card_share),
             self.card_share,
-            # The turn being written: a retry or an undo writes the same one again.
-            seed=f"{inputs.adventure_id}:{inputs.line_length}",
+            # With the window's turn, the entry being written: a retry or an undo writes the same
+            # one again, so it rolls the same.
+            seed=str(inputs.adventure_id),
         )
         history_room = remainder - sum(s.tokens for s in (always, cards) if s)
         story = self._history(inputs, history_room, fixed)

@@ -5,8 +5,8 @@ SillyTavern writes its entries' options in two shapes (``public/scripts/world-in
 ``newWorldInfoEntryTemplate`` and ``convertCharacterBook``): a world-info file's entry has them
 at its top (``keysecondary``, ``selective``, ``selectiveLogic``, ``constant``, ``probability``
 with ``useProbability``, ``order``, ``caseSensitive``, ``matchWholeWords``, ``scanDepth``,
-``excludeRecursion``, ``preventRecursion``, ``position``, ``depth``, ``group``, ``sticky``,
-``cooldown``, ``delay`` …), a Character Card V2 ``character_book`` entry (the spec,
+``excludeRecursion``, ``preventRecursion``, ``sticky``, ``cooldown``, ``delay``, ``position``,
+``depth``, ``group`` …), a Character Card V2 ``character_book`` entry (the spec,
 github.com/malfoyslastname/character-card-spec-v2) has the spec's own (``secondary_keys``,
 ``selective``, ``insertion_order``, ``case_sensitive``, ``constant``, ``position``) and
 SillyTavern's others under ``extensions`` in snake case (``selectiveLogic``, ``probability``,
@@ -35,9 +35,6 @@ from engine.prompt.lore import LOGICS, clean_lore
 #: Options Campfire does not apply yet, each with the value that means "not used", and how the
 #: preview names it.
 _UNKEPT = {
-    "sticky": (0, "sticky"),
-    "cooldown": (0, "cooldown"),
-    "delay": (0, "delay"),
     "group": ("", "inclusion groups"),
     "delayUntilRecursion": (False, "delay until recursion"),
     "delay_until_recursion": (False, "delay until recursion"),
@@ -123,6 +120,11 @@ def sillytavern_options(entry: dict[str, Any], report: OptionReport, where: str)
     depth = get("scanDepth", "scan_depth")
     if isinstance(depth, int | float) and not isinstance(depth, bool):
         raw["scan_depth"] = max(0, int(depth) - 1)
+    for name in ("sticky", "cooldown", "delay"):
+        # Counted in chat messages there, in story entries here: the same count.
+        value = get(name)
+        if value:
+            raw[name] = value
     raw["recurse"] = get("preventRecursion", "prevent_recursion") is not True
     _count_unkept(entry, extra, report)
     return _clean(raw, report, where)
