@@ -311,3 +311,43 @@ def test_a_delayed_card_waits_for_the_line_to_grow():
     assert fired([bell], line(*BELL, "> You wait.", action="> You ring the bell.")) == {
         "Bell": "trigger: bell"
     }
+
+
+# --- inclusion groups ---
+
+
+def test_one_card_of_an_inclusion_group_goes_in_drawn_by_weight_and_fixed_per_turn():
+    heavy = Card.of(
+        "Heavy", "Heavy rain.", "rain", id=1, lore={"group": "weather", "group_weight": 900}
+    )
+    light = Card.of(
+        "Light", "Light rain.", "rain", id=2, lore={"group": "weather", "group_weight": 100}
+    )
+    other = Card.of("Other", "Puddles.", "rain", id=3)
+    wins = {"Heavy": 0, "Light": 0}
+    for turn in range(200):
+        matches = scan_cards([heavy, light, other], "rain", f"9:{turn}")
+        included = [m.card.title for m in matches if m.included]
+        assert "Other" in included and len(included) == 2
+        winner = included[0] if included[0] != "Other" else included[1]
+        wins[winner] += 1
+        loser = next(m for m in matches if not m.included)
+        assert loser.reason == f"trigger: rain; inclusion group weather: {winner} chosen"
+        # The same turn draws the same.
+        again = scan_cards([heavy, light, other], "rain", f"9:{turn}")
+        assert [m.included for m in again] == [m.included for m in matches]
+    assert 150 <= wins["Heavy"] <= 195 and wins["Light"] >= 5
+
+
+def test_group_override_takes_the_highest_order_and_a_settled_group_takes_no_more():
+    a = card("A", "rain", group="weather", order=10, group_override=True)
+    b = card("B", "rain", group="weather", order=50, group_override=True)
+    c = card("C", "rain", group="weather", order=99)
+    assert fired([a, b, c], "rain") == {"B": "trigger: rain"}
+    # A card brought in by recursion cannot unseat the group's card.
+    storm = card("Storm", "storm", "Then rain.", recurse=True, group="sky")
+    rain = card("Rain", "rain", group="weather")
+    snow = card("Snow", "snow", group="weather")
+    got = {m.card.title: m for m in scan_cards([storm, snow, rain], "storm and snow", "1")}
+    assert got["Snow"].included and not got["Rain"].included
+    assert got["Rain"].reason.endswith("inclusion group weather: chosen before")

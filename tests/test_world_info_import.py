@@ -69,7 +69,15 @@ BOOK = {
         "6": entry(6, "Deep lore", ["Ilse"], "Ilse was born at sea.", position=4, sticky=2),
         "7": entry(7, "Off", ["watch"], "Disabled.", disable=True),
         "8": entry(8, "Regex only", ["/\\w+ing/"], "Any verb."),
-        "9": entry(9, "Far", ["crown"], "The crown is lost.", scanDepth=1, group="royals"),
+        "9": entry(
+            9,
+            "Far",
+            ["crown"],
+            "The crown is lost.",
+            scanDepth=1,
+            group="royals",
+            useGroupScoring=True,
+        ),
         "10": entry(10, "Look-behind", ["/(?<=sir )Bob/"], "Bob."),
     }
 }
@@ -100,7 +108,7 @@ def test_sillytavern_entries_keep_their_options():
     assert lore["Old Tide"] == {"case_sensitive": True, "recurse": True}
     assert lore["Weather"] == {}  # prevents recursion: its text triggers nothing
     # SillyTavern's depth 1 is the newest message alone: the new action here.
-    assert lore["Far"] == {"scan_depth": 0, "recurse": True}
+    assert lore["Far"] == {"scan_depth": 0, "recurse": True, "group": "royals"}
     assert lore["Deep lore"] == {"sticky": 2, "recurse": True}
     # A pattern RE2 runs is kept as a regular-expression key.
     assert lore["Regex only"] == {"regex": ["/\\w+ing/"], "recurse": True}
@@ -113,7 +121,8 @@ def test_what_cannot_be_kept_is_named_in_the_preview():
     assert "1 disabled entry was left out." in warnings
     assert "Entries placed at a depth in the chat (1) go where Campfire places cards" in warnings
     assert "Options Campfire does not apply were left out:" in warnings
-    assert "inclusion groups (1)" in warnings and "sticky" not in warnings  # sticky is kept
+    assert "group scoring (1)" in warnings
+    assert "sticky" not in warnings and "inclusion group" not in warnings  # both are kept
     assert "1 story card(s) keep keys as regular expressions (e.g. “/\\w+ing/”)" in warnings
     # A regular-expression key RE2 cannot run either: SillyTavern's, not EWIJSON's.
     assert "had only regular-expression keys that could not be written as words" in warnings

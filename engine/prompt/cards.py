@@ -285,6 +285,8 @@ def scan_cards(cards: Iterable[Card], window: str | ScanWindow, seed: str = "") 
         reason = "always on" if card.always_on else _fires(card, scan, "")
         if reason is not None:
             fired[i] = _rolled(card, reason, here)
+    settled: set[str] = set()
+    _inclusion_groups(fired, set(fired), settled, here)
     sources = [m.card for m in fired.values() if m.included and m.card.lore.recurse]
     steps = 0
     while sources and steps < MAX_RECURSION_STEPS:
@@ -292,16 +294,17 @@ def scan_cards(cards: Iterable[Card], window: str | ScanWindow, seed: str = "") 
         # with the story, for cards not yet in that let other cards trigger them.
         steps += 1
         extra = "\n".join(card.entry for card in sources)
-        found: list[Card] = []  # the cards this step put in whose text recurses
+        new: set[int] = set()  # the cards this step found
         for i, card in enumerate(live):
             if i in fired or card.always_on or card.lore.exclude_recursion:
                 continue
             reason = _fires(card, scan, extra)
             if reason is not None:
                 fired[i] = _rolled(card, _from_card(card, sources, reason), here)
-                if fired[i].included and card.lore.recurse:
-                    found.append(card)
-        sources = found
+                new.add(i)
+        _inclusion_groups(fired, new, settled, here)
+        sources = [fired[i].card for i in sorted(new) if fired[i].included]
+        sources = [card for card in sources if card.lore.recurse]
     return [fired[i] for i in sorted(fired)]
 
 
@@ -348,6 +351,52 @@ def _fires_past(card: Card, scan: ScanWindow, index: int) -> bool:
     """Whether ``card``'s keys fired when entry ``index`` was the newest."""
     past = ScanWindow.of(scan.past(index, card.lore.scan_depth, True))
     return _fires(card, past, "") is not None
+
+
+def _inclusion_groups(
+    fired: dict[int, CardMatch], new: set[int], settled: set[str], seed: str
+) -> None:
+    """Keep one card of each inclusion group among the ``new`` matches (SillyTavern's
+    ``filterByInclusionGroups``, before its probability rolls: a winner that then loses its
+    roll leaves the group out): a card with ``group_override`` and the highest order, else
+    one drawn by the weights, fixed for the turn. A group that had its card in an earlier
+    step of the recursive scan is ``settled``: its new cards stay out."""
+    members: dict[str, list[int]] = {}
+    for i in sorted(new):
+        for group in fired[i].card.lore.groups:
+            members.setdefault(group, []).append(i)
+    for group, ids in members.items():
+        if group in settled:
+            losers, winner = ids, None
+        else:
+            settled.add(group)
+            if len(ids) == 1:
+                continue
+            winner = _group_winner([fired[i].card for i in ids], f"{seed}\x00{group}")
+            losers = [i for i in ids if fired[i].card is not winner]
+        for i in losers:
+            match = fired[i]
+            if match.included or winner is not None:
+                chosen = f"{winner.title} chosen" if winner is not None else "chosen before"
+                fired[i] = CardMatch(
+                    match.card,
+                    f"{match.reason}; inclusion group {group}: {chosen}",
+                    included=False,
+                )
+
+
+def _group_winner(cards: Sequence[Card], seed: str) -> Card:
+    overriding = [card for card in cards if card.lore.group_override]
+    if overriding:
+        return max(overriding, key=lambda card: card.lore.order)  # the first of the highest
+    total = sum(card.lore.group_weight for card in cards)
+    digest = hashlib.blake2b(seed.encode(), digest_size=8).digest()
+    point = int.from_bytes(digest, "big") / 2**64 * total
+    for card in cards:
+        point -= card.lore.group_weight
+        if point < 0:
+            return card
+    return cards[-1]
 
 
 def _seed_at(seed: str, turn: int | None) -> str:

@@ -31,6 +31,10 @@ for AI Dungeon (no options) behaves as it always did:
   story says; then it cannot fire for ``cooldown`` more; and it never fires before the line
   has ``delay`` entries. Nothing is stored for them: each turn replays the card over the line
   (``engine.prompt.cards.timed_match``), so undo and branches find their own line's state.
+- ``group`` (names, with commas), ``group_weight``, ``group_override``: SillyTavern's inclusion
+  groups: of the cards of one group that fire in a turn only one goes in, the one with
+  ``group_override`` and the highest order, else one drawn by the weights (default 100), the
+  draw fixed for the turn as the probability roll is.
 - ``recurse``: the card's text may trigger other cards (SillyTavern's recursive scan, which
   ``preventRecursion`` turns off for an entry); ``exclude_recursion``: no other card's text
   triggers this one (SillyTavern's ``excludeRecursion``). Recursion is off unless set, as AI
@@ -64,11 +68,17 @@ MAX_SCAN_DEPTH = 100
 #: Insertion orders are clamped to this range (SillyTavern's are any number).
 ORDER_LIMIT = 1_000_000
 
-_FLAGS = ("disabled", "recurse", "exclude_recursion")
+_FLAGS = ("disabled", "recurse", "exclude_recursion", "group_override")
 _TIMED = ("sticky", "cooldown", "delay")
 #: The longest sticky, cooldown or delay, in entries: replaying a card's past costs as many
 #: scans as sticky and cooldown together.
 MAX_TIMED = 100
+#: SillyTavern's ``DEFAULT_WEIGHT`` of an entry in an inclusion group; weights are bounded.
+DEFAULT_WEIGHT = 100
+MAX_WEIGHT = 1_000_000
+#: An inclusion group's name, and how many groups one card may be in.
+GROUP_MAX_CHARS = 64
+MAX_GROUPS = 8
 _TRI = ("case_sensitive", "whole_words")
 
 
@@ -90,6 +100,9 @@ class Lore:
     sticky: int = 0
     cooldown: int = 0
     delay: int = 0
+    groups: tuple[str, ...] = ()
+    group_weight: int = DEFAULT_WEIGHT
+    group_override: bool = False
 
     def to_json(self) -> dict[str, Any]:
         """The options that differ from the defaults, as a card stores them."""
@@ -112,6 +125,12 @@ class Lore:
         for name in _TIMED:
             if getattr(self, name):
                 out[name] = getattr(self, name)
+        if self.groups:
+            out["group"] = ",".join(self.groups)
+            if self.group_weight != DEFAULT_WEIGHT:
+                out["group_weight"] = self.group_weight
+            if self.group_override:
+                out["group_override"] = True
         return out
 
     def describe(self) -> list[str]:
@@ -141,6 +160,9 @@ class Lore:
         for name in _TIMED:
             if getattr(self, name):
                 out.append(f"{name} {getattr(self, name)} entries")
+        if self.groups:
+            how = "first by order" if self.group_override else f"weight {self.group_weight}"
+            out.append(f"inclusion group {', '.join(self.groups)} ({how})")
         return out
 
 
@@ -180,6 +202,9 @@ _KNOWN = {
     "scan_depth",
     "order",
     "probability",
+    "group",
+    "group_weight",
+    "group_override",
     *_TIMED,
     *_FLAGS,
     *_TRI,
@@ -206,6 +231,9 @@ def _lore(raw: Mapping[str, Any], problems: list[str]) -> Lore:
         sticky=_number(raw, "sticky", 0, MAX_TIMED, 0, problems) or 0,
         cooldown=_number(raw, "cooldown", 0, MAX_TIMED, 0, problems) or 0,
         delay=_number(raw, "delay", 0, MAX_TIMED, 0, problems) or 0,
+        groups=_groups(raw.get("group"), problems),
+        group_weight=_number(raw, "group_weight", 1, MAX_WEIGHT, DEFAULT_WEIGHT, problems) or 1,
+        group_override=flags["group_override"],
         disabled=flags["disabled"],
         recurse=flags["recurse"],
         exclude_recursion=flags["exclude_recursion"],
@@ -238,6 +266,20 @@ def _keys(value: Any, problems: list[str]) -> tuple[str, ...]:
         used += len(key) + 1
         out.append(key)
     return tuple(out)
+
+
+def _groups(value: Any, problems: list[str]) -> tuple[str, ...]:
+    # SillyTavern's ``group`` is one text; commas put an entry in several groups.
+    if value is None or value == "":
+        return ()
+    if not isinstance(value, str):
+        problems.append("group (a name, or names with commas)")
+        return ()
+    names = [" ".join(name.split()) for name in value.split(",")]
+    out = list(dict.fromkeys(name[:GROUP_MAX_CHARS] for name in names if name))
+    if len(out) > MAX_GROUPS:
+        problems.append(f"groups past {MAX_GROUPS}")
+    return tuple(out[:MAX_GROUPS])
 
 
 def _regex(value: Any, problems: list[str]) -> tuple[str, ...]:

@@ -6,12 +6,14 @@ SillyTavern writes its entries' options in two shapes (``public/scripts/world-in
 at its top (``keysecondary``, ``selective``, ``selectiveLogic``, ``constant``, ``probability``
 with ``useProbability``, ``order``, ``caseSensitive``, ``matchWholeWords``, ``scanDepth``,
 ``excludeRecursion``, ``preventRecursion``, ``sticky``, ``cooldown``, ``delay``, ``position``,
-``depth``, ``group`` …), a Character Card V2 ``character_book`` entry (the spec,
-github.com/malfoyslastname/character-card-spec-v2) has the spec's own (``secondary_keys``,
-``selective``, ``insertion_order``, ``case_sensitive``, ``constant``, ``position``) and
+``depth``, ``group``, ``groupWeight``, ``groupOverride`` …), a Character Card V2
+``character_book`` entry (the spec, github.com/malfoyslastname/character-card-spec-v2) has the
+spec's own (``secondary_keys``, ``selective``, ``insertion_order``, ``case_sensitive``,
+``constant``, ``position``) and
 SillyTavern's others under ``extensions`` in snake case (``selectiveLogic``, ``probability``,
 ``useProbability``, ``scan_depth``, ``match_whole_words``, ``exclude_recursion``,
-``prevent_recursion``, ``group``, ``sticky`` …). Both are read here.
+``prevent_recursion``, ``group``, ``group_weight``, ``group_override``, ``sticky`` …). Both
+are read here.
 
 SillyTavern's scan depth counts chat messages with the newest (the player's) as the first; a
 card's counts story entries besides the new action, so depth ``n`` becomes ``n - 1``. An entry
@@ -35,7 +37,8 @@ from engine.prompt.lore import LOGICS, clean_lore
 #: Options Campfire does not apply yet, each with the value that means "not used", and how the
 #: preview names it.
 _UNKEPT = {
-    "group": ("", "inclusion groups"),
+    "useGroupScoring": (False, "group scoring"),
+    "use_group_scoring": (False, "group scoring"),
     "delayUntilRecursion": (False, "delay until recursion"),
     "delay_until_recursion": (False, "delay until recursion"),
     "characterFilter": (None, "character filters"),
@@ -120,6 +123,16 @@ def sillytavern_options(entry: dict[str, Any], report: OptionReport, where: str)
     depth = get("scanDepth", "scan_depth")
     if isinstance(depth, int | float) and not isinstance(depth, bool):
         raw["scan_depth"] = max(0, int(depth) - 1)
+    group = get("group")
+    if group:
+        raw["group"] = group
+        for name, st_names in (
+            ("group_weight", ("groupWeight", "group_weight")),
+            ("group_override", ("groupOverride", "group_override")),
+        ):
+            value = get(*st_names)
+            if value is not None:
+                raw[name] = value
     for name in ("sticky", "cooldown", "delay"):
         # Counted in chat messages there, in story entries here: the same count.
         value = get(name)
