@@ -351,3 +351,12 @@ def test_group_override_takes_the_highest_order_and_a_settled_group_takes_no_mor
     got = {m.card.title: m for m in scan_cards([storm, snow, rain], "storm and snow", "1")}
     assert got["Snow"].included and not got["Rain"].included
     assert got["Rain"].reason.endswith("inclusion group weather: chosen before")
+
+
+def test_recursion_does_not_bring_in_a_card_on_cooldown():
+    herald = card("Herald", "herald", "The herald rings the bell.", recurse=True)
+    bell = card("Bell", "bell", cooldown=2)
+    window = line(*BELL, action="> You greet the herald.")
+    assert fired([herald, bell], window, "4") == {"Herald": "trigger: herald"}
+    later = line(*BELL, "> You wait.", "Silence.", action="> You greet the herald.")
+    assert fired([herald, bell], later, "4")["Bell"] == "trigger: bell (in the text of Herald)"

@@ -298,6 +298,8 @@ def scan_cards(cards: Iterable[Card], window: str | ScanWindow, seed: str = "") 
         for i, card in enumerate(live):
             if i in fired or card.always_on or card.lore.exclude_recursion:
                 continue
+            if _held_back(card, scan, seed):
+                continue
             reason = _fires(card, scan, extra)
             if reason is not None:
                 fired[i] = _rolled(card, _from_card(card, sources, reason), here)
@@ -325,15 +327,7 @@ def timed_match(card: Card, scan: ScanWindow, seed: str) -> CardMatch | None:
         if reason is None:
             return None
         return CardMatch(card, f"{reason}; delayed until entry {lore.delay}", included=False)
-    sticky_until = cooldown_until = -1
-    first = max(lore.delay, turn - lore.sticky - lore.cooldown)
-    for index in range(first, turn):
-        if index <= cooldown_until or index not in scan.starts:
-            continue
-        if card.always_on or _fires_past(card, scan, index):
-            if _roll(_seed_at(seed, index), card) < lore.probability:
-                sticky_until = index + lore.sticky
-                cooldown_until = sticky_until + lore.cooldown
+    sticky_until, cooldown_until = _timers(card, scan, seed)
     if turn <= sticky_until:
         return CardMatch(card, f"sticky: stays in through entry {sticky_until}")
     if turn <= cooldown_until:
@@ -345,6 +339,32 @@ def timed_match(card: Card, scan: ScanWindow, seed: str) -> CardMatch | None:
         return CardMatch(card, f"{reason}; on cooldown for {more}", included=False)
     reason = "always on" if card.always_on else _fires(card, scan, "")
     return None if reason is None else _rolled(card, reason, _seed_at(seed, turn))
+
+
+def _timers(card: Card, scan: ScanWindow, seed: str) -> tuple[int, int]:
+    """The last entries a timed card stays in through and is on cooldown through (-1: none),
+    replayed at the past turns that reach this one."""
+    lore = card.lore
+    turn = scan.turn
+    assert turn is not None
+    sticky_until = cooldown_until = -1
+    for index in range(max(lore.delay, turn - lore.sticky - lore.cooldown), turn):
+        if index <= cooldown_until or index not in scan.starts:
+            continue
+        if card.always_on or _fires_past(card, scan, index):
+            if _roll(_seed_at(seed, index), card) < lore.probability:
+                sticky_until = index + lore.sticky
+                cooldown_until = sticky_until + lore.cooldown
+    return sticky_until, cooldown_until
+
+
+def _held_back(card: Card, scan: ScanWindow, seed: str) -> bool:
+    """Whether a timed card may not fire now (delayed, or on cooldown), so that a recursive
+    scan does not bring it in past its timer."""
+    lore = card.lore
+    if scan.turn is None or not (lore.cooldown or lore.delay):
+        return False
+    return scan.turn < lore.delay or scan.turn <= _timers(card, scan, seed)[1]
 
 
 def _fires_past(card: Card, scan: ScanWindow, index: int) -> bool:
