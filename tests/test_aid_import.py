@@ -32,7 +32,8 @@ from engine.library.scripting.results import Caps
 from engine.library.scripting.sandbox import DEFAULT_CAPS
 from engine.people.access.rules import Actor
 from engine.prompt.card_cap import DEFAULT_MAX_CARDS
-from engine.prompt.cards import Card, match_cards
+from engine.prompt.card_scan import match_cards
+from engine.prompt.cards import Card
 from engine.storage.models import AdventureCard, Scenario, StoryNode
 from engine.story.steering.cards import CardDraft, StoryCards
 from tests.test_adventure_files import SAMPLE

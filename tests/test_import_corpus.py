@@ -17,7 +17,8 @@ from engine.library.formats.draft import ImportLimits
 from engine.library.scenarios.library import ScenarioLibrary
 from engine.library.scenarios.start import start_adventure
 from engine.people.access.rules import Actor
-from engine.prompt.cards import Card, match_cards
+from engine.prompt.card_scan import match_cards
+from engine.prompt.cards import Card
 from engine.storage.models import AdventureCard
 
 CORPUS = Path(__file__).parent / "data" / "corpus"

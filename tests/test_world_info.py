@@ -14,7 +14,8 @@ from dataclasses import replace
 
 import pytest
 
-from engine.prompt.cards import MAX_RECURSION_STEPS, Card, ScanWindow, match_cards, scan_cards
+from engine.prompt.card_scan import MAX_RECURSION_STEPS, ScanWindow, match_cards, scan_cards
+from engine.prompt.cards import Card
 from engine.prompt.lore import DEFAULT_LORE, clean_lore, read_lore
 from engine.turns.context import ContextEngine
 from tests.test_context import FULL, sections, user_text

@@ -19,7 +19,8 @@ import json
 from engine.library.formats.bundle import read_bundle, write_bundle
 from engine.library.formats.detect import read_scenario
 from engine.library.formats.draft import ImportLimits
-from engine.prompt.cards import Card, match_cards, scan_cards
+from engine.prompt.card_scan import match_cards, scan_cards
+from engine.prompt.cards import Card
 
 
 def entry(uid: int, comment: str, key: list[str], content: str, **options: object) -> dict:

@@ -155,7 +155,7 @@ class ContextInputs:
     #: The adventure's cards, in their order (always-on or not, triggered or not).
     cards: Sequence[Card] = ()
     #: The adventure's id: with ``line_length`` it seeds the cards' probability rolls, so the
-    #: same turn rolls the same (``engine.prompt.cards.scan_cards``).
+    #: same turn rolls the same (``engine.prompt.card_scan.scan_cards``).
     adventure_id: int | None = None
     #: The newest entries of the story line, oldest first; the last is the head.
     history: Sequence[HistoryEntry] = ()

@@ -30,7 +30,7 @@ for AI Dungeon (no options) behaves as it always did:
   counts chat messages): once in, a card stays in for ``sticky`` more entries whatever the
   story says; then it cannot fire for ``cooldown`` more; and it never fires before the line
   has ``delay`` entries. Nothing is stored for them: each turn replays the card over the line
-  (``engine.prompt.cards.timed_match``), so undo and branches find their own line's state.
+  (``engine.prompt.card_scan.timed_match``), so undo and branches find their own line's state.
 - ``group`` (names, with commas), ``group_weight``, ``group_override``: SillyTavern's inclusion
   groups: of the cards of one group that fire in a turn only one goes in, the one with
   ``group_override`` and the highest order, else one drawn by the weights (default 100), the

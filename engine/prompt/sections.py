@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from engine.prompt.cards import Card, ScanWindow, scan_cards
+from engine.prompt.card_scan import ScanWindow, scan_cards
+from engine.prompt.cards import Card
 from engine.prompt.inputs import ContextInputs, HistoryEntry, Retrieved
 from engine.prompt.report import ItemReport, SectionReport
 from engine.prompt.tokens import count_tokens
@@ -231,7 +232,7 @@ def cards_sections(
     always-on cards (``always_cards``, the same every turn, for before the story; None when the
     adventure has none) and the triggered ones (``story_cards``, which change with the story,
     for after it; None when the adventure has no cards at all). ``seed`` fixes the turn's
-    probability rolls (``engine.prompt.cards.scan_cards``).
+    probability rolls (``engine.prompt.card_scan.scan_cards``).
 
     As SillyTavern spends its World Info budget, always-on cards claim it first, then the
     others by their insertion order, highest first; what fits goes in by insertion order,

@@ -69,12 +69,8 @@ from engine.library.knowledge.prompt import knowledge_section
 from engine.llm.providers.base import ChatMessage
 from engine.llm.retrieval.retriever import CountsUse, Found, Retriever
 from engine.people.content import RATING_RULES, ContentPolicy, adventure_rating, banned_words
-from engine.prompt.cards import (
-    DEFAULT_SCAN_ENTRIES,
-    ScanWindow,
-    load_context_cards,
-    scan_text,
-)
+from engine.prompt.card_scan import ScanWindow
+from engine.prompt.cards import DEFAULT_SCAN_ENTRIES, load_context_cards, scan_text
 from engine.prompt.inputs import (
     DEFAULT_BUDGET,
     DEFAULT_MAX_OUTPUT_TOKENS,
