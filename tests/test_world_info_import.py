@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import json
 
+from engine.library.formats import character_card
 from engine.library.formats.bundle import read_bundle, write_bundle
 from engine.library.formats.detect import read_scenario
-from engine.library.formats.draft import ImportLimits
+from engine.library.formats.draft import ImportedCard, ImportLimits, ScenarioDraft
 from engine.prompt.card_scan import match_cards, scan_cards
 from engine.prompt.cards import Card
 
@@ -265,3 +266,38 @@ def test_campfires_own_bundle_carries_the_options_both_ways():
     assert written["story_cards"][0]["lore"] == watch.lore
     assert "lore" not in written["story_cards"][1]
     assert read_bundle(written).cards[0].lore == watch.lore
+
+
+def test_a_scenario_exported_as_a_character_card_keeps_its_cards_options():
+    rich = {
+        "secondary": ["night"],
+        "logic": "not_all",
+        "regex": ["/tid\\w+/i"],  # no list of words: it stays a regular expression
+        "order": 40,
+        "probability": 30,
+        "scan_depth": 2,
+        "case_sensitive": True,
+        "whole_words": False,
+        "recurse": True,
+        "exclude_recursion": True,
+        "sticky": 2,
+        "cooldown": 1,
+        "delay": 3,
+        "group": "sea",
+        "group_weight": 7,
+    }
+    draft = ScenarioDraft(
+        title="Ilse",
+        prompt="The lamp is lit.",
+        cards=[
+            ImportedCard("Ilse", "Ilse", "A lighthouse keeper.", "character", always_on=True),
+            ImportedCard("Watch", "watch", "The watch.", lore=rich),
+            ImportedCard("Plain", "plain", "Plain lore."),
+        ],
+    )
+    for version in (character_card.V2, character_card.V3):
+        written = character_card.write_card(draft, version)
+        result = imported(written, "ilse.json")
+        lore = {c.title: c.lore for c in result.draft.cards}
+        assert lore["Watch"] == rich
+        assert lore["Plain"] == {}

@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from engine.prompt.lore import LOGICS, clean_lore
+from engine.prompt.lore import DEFAULT_ORDER, LOGICS, clean_lore, read_lore
 
 #: Options Campfire does not apply yet, each with the value that means "not used", and how the
 #: preview names it.
@@ -180,3 +180,41 @@ def _clean(raw: dict[str, Any], report: OptionReport, where: str) -> dict[str, A
     out = clean_lore(raw, warnings, where=f"{where}: ")
     report.invalid.extend(warnings)
     return out
+
+
+def character_book_options(stored: dict[str, Any]) -> dict[str, Any]:
+    """A card's options as a character book entry writes them (the spec's fields, SillyTavern's
+    under ``extensions``): what ``sillytavern_options`` reads back. Its regular-expression keys
+    go with its keys (``regex_keys``), as SillyTavern writes them."""
+    lore = read_lore(stored)
+    out: dict[str, Any] = {}
+    ext: dict[str, Any] = {"prevent_recursion": not lore.recurse}
+    if lore.secondary:
+        out |= {"secondary_keys": list(lore.secondary), "selective": True}
+        ext["selectiveLogic"] = LOGICS.index(lore.logic)
+    if lore.order != DEFAULT_ORDER:
+        out["insertion_order"] = lore.order
+    if lore.case_sensitive is not None:
+        out["case_sensitive"] = lore.case_sensitive
+    if lore.disabled:
+        out["enabled"] = False
+    if lore.whole_words is not None:
+        ext["match_whole_words"] = lore.whole_words
+    if lore.probability != 100:
+        ext |= {"probability": lore.probability, "useProbability": True}
+    if lore.scan_depth is not None:
+        ext["scan_depth"] = lore.scan_depth + 1
+    if lore.exclude_recursion:
+        ext["exclude_recursion"] = True
+    for name in ("sticky", "cooldown", "delay"):
+        if getattr(lore, name):
+            ext[name] = getattr(lore, name)
+    if lore.groups:
+        ext |= {"group": ",".join(lore.groups), "group_weight": lore.group_weight}
+        ext["group_override"] = lore.group_override
+    out["extensions"] = ext
+    return out
+
+
+def regex_keys(stored: dict[str, Any]) -> list[str]:
+    return list(read_lore(stored).regex)
