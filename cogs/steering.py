@@ -86,6 +86,11 @@ def card_line(number: int, card: CardView) -> str:
         head += " · 📌 always on"
     keys = ", ".join(card.key_list)
     lines = [head, f"keys: {discord.utils.escape_markdown(echo(keys, 120))}" if keys else "no keys"]
+    if card.options:
+        # Its world-info options (a lorebook's, or a bundle's), as SillyTavern names them.
+        lines.append(
+            f"world info: {discord.utils.escape_markdown(echo('; '.join(card.options), 200))}"
+        )
     if card.entry.strip():
         lines.append(f"> {discord.utils.escape_markdown(_preview(card.entry))}")
     return "\n".join(lines)

@@ -32,7 +32,8 @@ from engine.library.scripting.results import Caps
 from engine.library.scripting.sandbox import DEFAULT_CAPS
 from engine.people.access.rules import Actor
 from engine.prompt.card_cap import DEFAULT_MAX_CARDS
-from engine.prompt.cards import Card, match_cards
+from engine.prompt.card_scan import match_cards
+from engine.prompt.cards import Card
 from engine.storage.models import AdventureCard, Scenario, StoryNode
 from engine.story.steering.cards import CardDraft, StoryCards
 from tests.test_adventure_files import SAMPLE
@@ -214,6 +215,7 @@ def test_keys_that_cannot_be_words_are_reported_not_kept_silently():
         {"keys": "knight, /sir\\s(Bob|Rob)/", "value": "A knight.", "title": "Knight"},
         {"keys": "plain key, another", "value": "Plain.", "title": "Plain"},
         {"keys": "you,(wield|equip),(branch|staff)#[p=1]", "value": "Armed.", "title": "Armed"},
+        {"keys": "/(?<=sir )Bob/", "value": "Bob.", "title": "Behind"},
     ]
     imported = read(cards)
     keys = [c.keys for c in imported.draft.cards]
@@ -222,10 +224,19 @@ def test_keys_that_cannot_be_words_are_reported_not_kept_silently():
         "knight,sir Bob,sir Rob",
         "plain key, another",
         "you,wield,equip,branch,staff",
+        "",
     ]
+    # A pattern RE2 runs is kept as a regular-expression key; a look-behind is not.
+    assert imported.draft.cards[0].lore == {"regex": ["/\\w+ing/"]}
+    assert imported.draft.cards[4].lore == {}
     warnings = "\n".join(imported.warnings)
-    assert "1 key(s) could not be written as words and were left out (e.g. “/\\w+ing/”)" in warnings
-    assert "1 story card(s) have no key Campfire can use" in warnings
+    assert "1 story card(s) keep keys as regular expressions (e.g. “/\\w+ing/”)" in warnings
+    assert "1 key(s) could not be written as words and were left out (e.g. “/(?<=sir )Bob/”)" in (
+        warnings
+    )
+    # Not EWIJSON's wording: the card's only key was a regular expression.
+    assert "1 story card(s) had only regular-expression keys that could not be written" in warnings
+    assert "EWIJSON entries" not in warnings
     assert "1 story card(s) needed several expressions at once" in warnings
 
 

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.prompt.cards import Card, compile_keys, find_trigger, match_cards, parse_keys, scan_text
+from engine.prompt.card_scan import match_cards
+from engine.prompt.cards import Card, compile_keys, find_trigger, parse_keys, scan_text
 
 
 def test_keys_are_split_on_commas_stripped_and_deduplicated():

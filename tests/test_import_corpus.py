@@ -17,7 +17,8 @@ from engine.library.formats.draft import ImportLimits
 from engine.library.scenarios.library import ScenarioLibrary
 from engine.library.scenarios.start import start_adventure
 from engine.people.access.rules import Actor
-from engine.prompt.cards import Card, match_cards
+from engine.prompt.card_scan import match_cards
+from engine.prompt.cards import Card
 from engine.storage.models import AdventureCard
 
 CORPUS = Path(__file__).parent / "data" / "corpus"
@@ -39,7 +40,8 @@ async def _adventure_cards(db, name: str) -> tuple[str, list[Card], list[str]]:
             .order_by(col(AdventureCard.position))
         )
         cards = [
-            Card.of(r.title, r.entry, r.keys, always_on=r.always_on, type=r.type) for r in rows
+            Card.of(r.title, r.entry, r.keys, always_on=r.always_on, type=r.type, lore=r.lore)
+            for r in rows
         ]
     return imported.format, cards, imported.warnings
 
@@ -50,12 +52,21 @@ async def test_sillytavern_eldoria_world_info_fires_on_a_story_naming_it(db):
     assert [c.title for c in cards] == ["eldoria", "shadowfang", "glade", "power"]
     story = "A shadowfang beast circled the glade at the edge of the magical forest."
     fired = {m.card.title: m.reason for m in match_cards(cards, story)}
+    # SillyTavern's recursive scan (on by default) reads the entries that went in: the
+    # forest's entry speaks of Seraphina's magic, which brings in "power".
     assert fired == {
         "eldoria": "trigger: magical forest",
         "shadowfang": "trigger: shadowfang",
         "glade": "trigger: glade",
+        "power": "trigger: magic (in the text of eldoria)",
     }
-    assert [m.card.title for m in match_cards(cards, "Her magic healed you.")] == ["power"]
+    fired = {m.card.title: m.reason for m in match_cards(cards, "Her magic healed you.")}
+    assert fired == {
+        "power": "trigger: magic",
+        "glade": "trigger: glade (in the text of power)",
+        "eldoria": "trigger: forest (in the text of glade)",
+        "shadowfang": "trigger: beast (in the text of glade)",
+    }
     assert match_cards(cards, "The road north was quiet.") == []
 
 
@@ -81,7 +92,10 @@ async def test_novelai_lorebook_categories_become_card_types_and_shared_keys_fir
     kind, cards, warnings = await _adventure_cards(
         db, "lorebooks/novelai-grahamwaters/lockwood.lorebook"
     )
-    assert kind == detect.NOVELAI and warnings == []
+    # Two entries search further back than NovelAI's 1,000 characters: named, not kept.
+    assert kind == detect.NOVELAI and warnings == [
+        "Options Campfire does not apply were left out: search range in characters (2)."
+    ]
     assert [(c.title, c.type) for c in cards] == [
         ("Vera Stepanova", "characters"),
         ("Aston Lockwood", "characters"),

@@ -350,6 +350,9 @@ async def _write(
         # AI Dungeon's story-card files have no always-on mark: a card pinned here stays
         # pinned; a lorebook's constant entry pins the card it replaces.
         row.always_on = row.always_on or card.always_on
+        # A lorebook's entry brings its world-info options; a file without any (AI Dungeon's)
+        # leaves those of the card it replaces.
+        row.lore = card.lore or row.lore
     await session.flush()
 
 

@@ -1,4 +1,4 @@
-"""Story cards and their triggers: which cards the recent story calls for.
+"""Story cards' keys and the cards as the context engine reads them.
 
 A card's keys are comma-separated, as AI Dungeon stores them. A key matches the scan window (the
 last few story entries and the player's new action) case-insensitively (both are compared
@@ -7,6 +7,12 @@ the middle of a word, so "Mira" matches "Mira's lantern" but not "Miranda". Keys
 never read as patterns, so any text is a safe key; a key that is empty (or only spaces) never
 matches. Whitespace inside a key matches any run of whitespace.
 
+A card's world-info options (``engine.prompt.lore``, SillyTavern's World Info entry options)
+change that per card (case-sensitive keys, keys that match inside words, regular-expression
+keys on RE2); ``engine.prompt.card_scan`` decides which cards a turn takes, with the others
+(secondary keys, scan depth, probability, recursion, timers, groups). A card without options
+matches as above.
+
 Everything here is pure; a card's keys are compiled once per distinct ``keys`` text and the
 compiled pattern is shared by every turn that sees the same keys.
 """
@@ -14,7 +20,7 @@ compiled pattern is shared by every turn that sees the same keys.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from typing import Any
@@ -23,6 +29,7 @@ from sqlalchemy import Integer, Select, bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
+from engine.prompt.lore import DEFAULT_LORE, Lore, read_lore
 from engine.storage.models import AdventureCard
 
 #: How many of the newest story entries are scanned for keys, besides the player's new action.
@@ -63,37 +70,53 @@ def _key_pattern(key: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class KeyMatcher:
-    """A card's keys, compiled: one pattern for all of them over case-folded text."""
+    """A card's keys, compiled: one pattern for all of them, over case-folded text unless the
+    card is case-sensitive."""
 
     keys: tuple[str, ...]
-    #: The case-folded first word of each key: a key can only match where its first word
-    #: occurs, and a substring test is a hundred times cheaper than the pattern's search.
+    #: The first word of each key (case-folded unless case-sensitive): a key can only match
+    #: where its first word occurs, and a substring test is a hundred times cheaper than the
+    #: pattern's search.
     probes: tuple[str, ...]
     #: Group ``i + 1`` is ``keys[i]``.
     pattern: re.Pattern[str]
+    case_sensitive: bool = False
 
-    def find(self, folded: str) -> str | None:
-        """The key that occurs first in ``folded`` (text already ``casefold()``-ed), or None."""
-        if not any(probe in folded for probe in self.probes):
+    def prepare(self, text: str) -> str:
+        """``text`` as ``find`` reads it: case-folded unless the keys are case-sensitive."""
+        return text if self.case_sensitive else text.casefold()
+
+    def find(self, text: str) -> str | None:
+        """The key that occurs first in ``text`` (already ``prepare``-d), or None."""
+        if not any(probe in text for probe in self.probes):
             return None
-        found = self.pattern.search(folded)
+        found = self.pattern.search(text)
         if found is None or found.lastindex is None:
             return None
         return self.keys[found.lastindex - 1]
 
 
 @lru_cache(maxsize=4096)
-def compile_keys(keys: tuple[str, ...]) -> KeyMatcher | None:
-    """The matcher for parsed keys (see ``parse_keys``); None if there are none."""
-    folded = [key.casefold() for key in keys]
+def compile_keys(
+    keys: tuple[str, ...], case_sensitive: bool = False, whole_words: bool = True
+) -> KeyMatcher | None:
+    """The matcher for parsed keys (see ``parse_keys``); None if there are none.
+
+    Whole words: a key must not start or end inside a word. SillyTavern's ``matchKeys`` does
+    so for one-word keys (``(?:^|\\W)key(?:$|\\W)``) and matches longer keys anywhere; here
+    every key, as Campfire always did. Without whole words a key matches inside words too.
+    """
+    folded = [key if case_sensitive else key.casefold() for key in keys]
     folded_keys = [(key, fold) for key, fold in zip(keys, folded, strict=True) if fold.split()]
     if not folded_keys:
         return None
     alternatives = "|".join(f"({_key_pattern(fold)})" for _, fold in folded_keys)
+    pattern = rf"(?<!\w)(?:{alternatives})(?!\w)" if whole_words else alternatives
     return KeyMatcher(
         keys=tuple(key for key, _ in folded_keys),
         probes=tuple(dict.fromkeys(fold.split()[0] for _, fold in folded_keys)),
-        pattern=re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)"),
+        pattern=re.compile(pattern),
+        case_sensitive=case_sensitive,
     )
 
 
@@ -114,8 +137,13 @@ class Card:
     id: int | None = None
     position: int = 0
     type: str = ""
-    #: Compiled from ``keys`` (shared through ``compile_keys``' cache).
+    #: Its world-info options (``engine.prompt.lore``).
+    lore: Lore = DEFAULT_LORE
+    #: Compiled from ``keys`` with the options' case and whole-word settings (shared through
+    #: ``compile_keys``' cache).
     matcher: KeyMatcher | None = field(default=None, compare=False, repr=False)
+    #: One matcher per secondary key (the logics ask which of them occur).
+    secondary: tuple[KeyMatcher | None, ...] = field(default=(), compare=False, repr=False)
 
     @classmethod
     def of(
@@ -128,8 +156,12 @@ class Card:
         id: int | None = None,
         position: int = 0,
         type: str = "",
+        lore: Lore | Mapping[str, Any] | None = None,
     ) -> Card:
         parsed = parse_keys(keys)
+        options = lore if isinstance(lore, Lore) else read_lore(lore)
+        case = bool(options.case_sensitive)
+        whole = options.whole_words is not False
         return cls(
             title=title,
             entry=entry,
@@ -138,19 +170,14 @@ class Card:
             id=id,
             position=position,
             type=type,
-            matcher=compile_keys(parsed),
+            lore=options,
+            matcher=compile_keys(parsed, case, whole),
+            secondary=tuple(compile_keys((key,), case, whole) for key in options.secondary),
         )
 
     def trigger(self, text: str) -> str | None:
         """The key that triggers this card in ``text``, or None."""
-        return self.matcher.find(text.casefold()) if self.matcher and text else None
-
-
-@dataclass(frozen=True, slots=True)
-class CardMatch:
-    card: Card
-    #: "always on", or "trigger: <key>".
-    reason: str
+        return self.matcher.find(self.matcher.prepare(text)) if self.matcher and text else None
 
 
 def scan_text(
@@ -161,25 +188,6 @@ def scan_text(
     if action_text:
         window.append(action_text)
     return "\n".join(window)
-
-
-def match_cards(cards: Iterable[Card], text: str) -> list[CardMatch]:
-    """The cards that go into the context, in the order given: always-on or triggered.
-
-    A card with no entry text would add nothing, so it is never a match.
-    """
-    matches: list[CardMatch] = []
-    folded = text.casefold()
-    for card in cards:
-        if not card.entry.strip():
-            continue
-        if card.always_on:
-            matches.append(CardMatch(card, "always on"))
-            continue
-        key = card.matcher.find(folded) if card.matcher and folded else None
-        if key is not None:
-            matches.append(CardMatch(card, f"trigger: {key}"))
-    return matches
 
 
 # --- reads -------------------------------------------------------------------------------------
@@ -198,6 +206,7 @@ def _cards_query() -> Select[Any]:
             col(AdventureCard.type),
             col(AdventureCard.always_on),
             col(AdventureCard.position),
+            col(AdventureCard.lore),
         )
         .where(col(AdventureCard.adventure_id) == bindparam("adventure_id", type_=Integer))
         .order_by(col(AdventureCard.position), col(AdventureCard.id))
@@ -217,6 +226,7 @@ async def load_context_cards(session: AsyncSession, adventure_id: int) -> list[C
             id=row.id,
             position=row.position,
             type=row.type,
+            lore=row.lore,
         )
         for row in rows
     ]

@@ -155,6 +155,9 @@ class ContextInputs:
     knowledge_budget: int | None = None
     #: The adventure's cards, in their order (always-on or not, triggered or not).
     cards: Sequence[Card] = ()
+    #: The adventure's id: with ``line_length`` it seeds the cards' probability rolls, so the
+    #: same turn rolls the same (``engine.prompt.card_scan.scan_cards``).
+    adventure_id: int | None = None
     #: The newest entries of the story line, oldest first; the last is the head.
     history: Sequence[HistoryEntry] = ()
     #: How many entries the whole line has (the head's index + 1); None if unknown.

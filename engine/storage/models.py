@@ -231,6 +231,8 @@ class CardFields(SQLModel):
     entry: str = Field(default="", sa_type=Text)
     description: str = Field(default="", sa_type=Text)
     always_on: bool = False
+    #: World-info options, only those that differ from the defaults (``engine.prompt.lore``).
+    lore: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
 
 
 class ScriptFields(SQLModel):

@@ -25,10 +25,11 @@ from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
+from engine.prompt.lore import clean_lore
 from engine.storage.models import Adventure, AdventureCard, AdventureScript, StoryNode
 
 #: The card columns a snapshot keeps (the ids too, the row's and the one a script gave it, so
-#: a script's card ids stay stable). Snapshots from before ``script_id`` lack it.
+#: a script's card ids stay stable). Snapshots from before ``script_id`` or ``lore`` lack them.
 CARD_FIELDS = (
     "id",
     "position",
@@ -39,6 +40,7 @@ CARD_FIELDS = (
     "description",
     "always_on",
     "script_id",
+    "lore",
 )
 
 
@@ -171,6 +173,8 @@ async def restore(session: AsyncSession, adventure_id: int, snapshot: dict[str, 
         row = {name: card[name] for name in CARD_FIELDS if name in card}
         # A snapshot from an imported file may hold anything there: a script id is text.
         row["script_id"] = str(row.get("script_id") or "")
+        # World-info options too, read as a file's are; snapshots from before them lack them.
+        row["lore"] = clean_lore(row.get("lore"), [])
         card_id = row.get("id")
         if not isinstance(card_id, int) or card_id in taken or card_id > highest:
             row.pop("id", None)

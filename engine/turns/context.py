@@ -72,11 +72,8 @@ from engine.library.knowledge.prompt import knowledge_section
 from engine.llm.providers.base import ChatMessage
 from engine.llm.retrieval.retriever import CountsUse, Found, Retriever
 from engine.people.content import RATING_RULES, ContentPolicy, adventure_rating, banned_words
-from engine.prompt.cards import (
-    DEFAULT_SCAN_ENTRIES,
-    load_context_cards,
-    scan_text,
-)
+from engine.prompt.card_scan import ScanWindow
+from engine.prompt.cards import DEFAULT_SCAN_ENTRIES, load_context_cards, scan_text
 from engine.prompt.inputs import (
     DEFAULT_BUDGET,
     DEFAULT_MAX_OUTPUT_TOKENS,
@@ -102,7 +99,7 @@ from engine.prompt.sections import (
     party,
 )
 from engine.prompt.tokens import count_tokens, truncate_to_tokens
-from engine.storage.models import Adventure
+from engine.storage.models import Adventure, Role
 from engine.story.characters import party_sheets
 from engine.story.line.read import line_window
 from engine.story.narrative.turn import story_context
@@ -250,6 +247,7 @@ class ContextEngine:
             front_memory=memory.get("frontMemory", ""),
             # Memories and knowledge are filled in below, by the retrievers.
             cards=await load_context_cards(session, adventure.id),
+            adventure_id=adventure.id,
             action_text=action_text,
         )
         world = world_sections(
@@ -324,13 +322,28 @@ class ContextEngine:
         remainder = self._remainder(inputs, fixed)
 
         history = list(inputs.history)
-        window = scan_text(
-            [entry.text for entry in history if entry.text.strip()],
+        told = [entry for entry in history if entry.text.strip()]
+        window = ScanWindow(
+            [entry.text for entry in told],
             inputs.action_text,
             self.scan_entries,
+            indices=[entry.index for entry in told],
+            turn=inputs.line_length,
+            # A turn began after each narration (an action, or a continue's narration).
+            starts=[
+                entry.index
+                for before, entry in zip(history, history[1:], strict=False)
+                if before.role == Role.NARRATOR
+            ],
         )
         always, cards = cards_sections(
-            inputs.cards, window, int(remainder * self.card_share), self.card_share
+            inputs.cards,
+            window,
+            int(remainder * self.card_share),
+            self.card_share,
+            # With the window's turn, the entry being written: a retry or an undo writes the same
+            # one again, so it rolls the same.
+            seed=str(inputs.adventure_id),
         )
         history_room = remainder - sum(s.tokens for s in (always, cards) if s)
         # The length hint and the adventure's own note are the same every turn: they close the

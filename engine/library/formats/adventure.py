@@ -309,6 +309,7 @@ def _steering(f: Fields, limits: ImportLimits) -> ScenarioDraft:
                 type=c.text("type", default="custom"),
                 description=c.text("description"),
                 always_on=c.flag("always_on"),
+                lore=c.raw.get("lore") or {},
             )
         )
     draft.scripts.extend(read_scripts(f))

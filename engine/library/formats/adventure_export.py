@@ -156,6 +156,7 @@ async def export_adventure(session: AsyncSession, adventure: Adventure) -> dict[
                 "entry": c.entry,
                 "description": c.description,
                 "always_on": c.always_on,
+                **({"lore": c.lore} if c.lore else {}),
                 # The id a script gave the card, which the script looks it up by again.
                 **({"script_id": c.script_id} if c.script_id else {}),
             }

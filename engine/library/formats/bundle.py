@@ -8,7 +8,8 @@ this module)::
      "title", "icon", "description", "tags", "prompt", "plot_essentials", "authors_note",
      "ai_instructions", "stat_schema", "suggestions" (true, false: no suggested actions),
      "fallback" (lines that stand in for a failed narration),
-     "story_cards": [{"title", "type", "keys", "entry", "description", "always_on"}],
+     "story_cards": [{"title", "type", "keys", "entry", "description", "always_on",
+                      "lore" (world-info options, engine.prompt.lore; only when set)}],
      "scripts": [{"name", "description", "enabled", "shared_library", "on_input",
                   "on_model_context", "on_output"}],
      "options": [<a bundle without the marker>, …],
@@ -84,6 +85,7 @@ def read_bundle(raw: Any, path: str = "", *, fallback_title: str = "") -> Scenar
                 entry=c.text("entry", "value"),
                 description=c.text("description", "notes"),
                 always_on=c.flag("always_on"),
+                lore=c.raw.get("lore") or {},
             )
         )
     draft.scripts.extend(read_scripts(f))
@@ -137,6 +139,7 @@ def write_bundle(draft: ScenarioDraft, *, top: bool = True) -> dict[str, Any]:
                 "entry": c.entry,
                 "description": c.description,
                 "always_on": c.always_on,
+                **({"lore": c.lore} if c.lore else {}),
             }
             for c in draft.cards
         ],

@@ -39,8 +39,10 @@ from engine.library.formats.draft import (
     Opening,
     ScenarioDraft,
 )
+from engine.library.formats.lorebook_options import character_book_options, regex_keys
 from engine.library.formats.macros import name_char, uses_user
 from engine.library.reading.fields import Fields
+from engine.prompt.lore import DEFAULT_ORDER
 from engine.story.steering.cards import CARD_ENTRY_MAX
 from engine.story.steering.text import TEXT_MAX_CHARS
 
@@ -279,17 +281,21 @@ def write_card(draft: ScenarioDraft, version: str) -> dict[str, Any]:
             "extensions": {},
             "entries": [
                 {
-                    "keys": [k.strip() for k in c.keys.split(",") if k.strip()],
+                    "keys": [k.strip() for k in c.keys.split(",") if k.strip()]
+                    + regex_keys(c.lore),
                     "content": c.entry,
                     "extensions": {},
                     "enabled": True,
-                    "insertion_order": n,
+                    # Read back as the card's order: the default unless its options set one.
+                    "insertion_order": DEFAULT_ORDER,
                     "constant": c.always_on,
                     "name": c.title,
                     "comment": c.title,
                     "id": n,
-                    "use_regex": False,
+                    "use_regex": bool(regex_keys(c.lore)),
                 }
+                # The card's world-info options, in the spec's fields and SillyTavern's.
+                | character_book_options(c.lore)
                 for n, c in enumerate(rest)
             ],
         }

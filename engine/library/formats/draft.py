@@ -18,6 +18,7 @@ from engine.library.reading.errors import ImportRejected
 from engine.people.content import Rating
 from engine.platform.sanitise import sanitise, sanitise_code
 from engine.prompt.card_cap import DEFAULT_MAX_CARDS, CardCap
+from engine.prompt.lore import clean_lore
 from engine.story.steering.cards import (
     CARD_ENTRY_MAX,
     CARD_KEYS_MAX,
@@ -67,6 +68,9 @@ class ImportedCard:
     type: str = DEFAULT_CARD_TYPE
     description: str = ""
     always_on: bool = False
+    #: World-info options (``engine.prompt.lore``) as the file gave them; ``finish`` keeps what
+    #: is valid, bounded, and names the rest.
+    lore: Any = field(default_factory=dict)
 
 
 @dataclass
@@ -384,6 +388,7 @@ def _finish_cards(
         kind = " ".join(sanitise(card.type).split()).lower() or DEFAULT_CARD_TYPE
         _cap(kind, CARD_TYPE_MAX, f"{label}: its type")
         card.type = kind
+        card.lore = clean_lore(card.lore, warnings, where=f"{label}: ")
         # Titles are unique per adventure (cards are edited by title), so a repeat is numbered.
         base, k = title, 2
         while title.casefold() in titles:

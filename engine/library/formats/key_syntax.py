@@ -20,10 +20,12 @@ case-insensitively; they are never read as patterns. Imported files use three sy
 A regular expression becomes plain keys when it only spells out alternatives: literal text,
 groups, ``|``, an optional ``?`` part, small character sets such as ``[Ss]``, ``\\b`` and
 ``\\s``, and at most ``MAX_SPELLED`` spellings. Anything else (``.``, ``*``, ``+``, ``\\w``,
-ranges, look-arounds) cannot be written as words; such a key is dropped and the preview says
-so. What Campfire does not do is said too: EWIJSON's attributes are not applied (a card goes in
-while a key is in the recent story), a line whose expressions must all match fires on any of
-them, and keys match whole words (the scripts matched inside words too).
+ranges, look-arounds) cannot be written as words; such a key is kept as a regular-expression
+key (the card's ``lore``, run on RE2 by ``engine.prompt.regex_keys``) when RE2 runs it, else
+dropped; the preview says which. What Campfire does not do is said too: EWIJSON's attributes
+are not applied (a card goes in while a key is in the recent story), a line whose expressions
+must all match fires on any of them, and keys match whole words (the scripts matched inside
+words too).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from engine.library.formats.draft import ImportedCard
+from engine.prompt.regex_keys import MAX_REGEX_KEYS, compile_regex
 from engine.story.steering.cards import CARD_KEYS_MAX
 
 #: The most plain keys one regular expression is spelled out into.
@@ -71,7 +74,15 @@ class KeyReport:
     all_of: int = 0
     dropped: int = 0
     dropped_example: str = ""
+    #: Cards left with no key: by EWIJSON lines with only attributes, or by regular
+    #: expressions (SillyTavern's, NovelAI's) that could not be written as words.
     keyless: int = 0
+    keyless_ewi: int = 0
+    #: Cards that keep regular-expression keys (run on RE2), and whether the card being
+    #: converted has kept one yet.
+    regex_cards: int = 0
+    regex_example: str = ""
+    regex_cards_pending: bool = False
 
     def warnings(self) -> list[str]:
         out = []
@@ -95,16 +106,28 @@ class KeyReport:
                 f"{self.all_of:,} story card(s) needed several expressions at once (EWIJSON "
                 "commas); they fire on any one of them."
             )
+        if self.regex_cards:
+            out.append(
+                f"{self.regex_cards:,} story card(s) keep keys as regular expressions (e.g. "
+                f"“{self.regex_example[:60]}”), run on RE2: look-arounds and back-references "
+                "are not."
+            )
         if self.dropped:
             out.append(
                 f"{self.dropped:,} key(s) could not be written as words and were left out "
                 f"(e.g. “{self.dropped_example[:60]}”)."
             )
+        if self.keyless_ewi:
+            out.append(
+                f"{self.keyless_ewi:,} story card(s) have no key Campfire can use (EWIJSON "
+                "entries with only #[…] went into every turn at a set line) and fire only if made "
+                "always-on (/card edit)."
+            )
         if self.keyless:
             out.append(
-                f"{self.keyless:,} story card(s) have no key Campfire can use (EWIJSON entries "
-                "with only #[…] went into every turn at a set line) and fire only if made "
-                "always-on (/card edit)."
+                f"{self.keyless:,} story card(s) had only regular-expression keys that could not "
+                "be written as words, so they have no key and fire only if made always-on "
+                "(/card edit)."
             )
         return out
 
@@ -113,11 +136,26 @@ def convert_card_keys(cards: Iterable[ImportedCard], warnings: list[str]) -> Non
     """Rewrite each card's keys as Campfire keys; what could not be kept goes in ``warnings``."""
     report = KeyReport()
     for card in cards:
-        card.keys = _convert(card.keys, report, always_on=card.always_on)
+        regex: list[str] = []
+        card.keys = _convert(card.keys, report, always_on=card.always_on, regex=regex)
+        if regex:
+            lore = card.lore if isinstance(card.lore, dict) else {}
+            lore["regex"] = [*(lore.get("regex") or []), *regex]
+            card.lore = lore
+        secondary = card.lore.get("secondary") if isinstance(card.lore, dict) else None
+        if isinstance(secondary, list) and secondary:
+            # Secondary keys are written as primary ones are: spelled out where they can be,
+            # named where they cannot. Their card keeps its primary keys either way.
+            text = ",".join(k for k in secondary if isinstance(k, str))
+            card.lore["secondary"] = _convert(text, report, always_on=True).split(",")
     warnings.extend(report.warnings())
 
 
-def _convert(keys: str, report: KeyReport, *, always_on: bool = False) -> str:
+def _convert(
+    keys: str, report: KeyReport, *, always_on: bool = False, regex: list[str] | None = None
+) -> str:
+    """``keys`` as Campfire's keys; an expression that is no list of words goes to ``regex``
+    (as ``/pattern/flags``) when RE2 runs it and ``regex`` is given, else it is dropped."""
     lines = [line for line in keys.splitlines() if line.strip()]
     ewi = any(_suffix(line) for line in lines)
     out: list[str] = []
@@ -133,6 +171,12 @@ def _convert(keys: str, report: KeyReport, *, always_on: bool = False) -> str:
             for expression in expressions:
                 words = _words(_unslash(expression.replace("\\,", ",")))
                 if words is None:
+                    # EWIJSON matched its expressions ignoring case (flags "gi").
+                    slashed = expression.strip()
+                    if not SLASHED.match(slashed):
+                        slashed = f"/{slashed.replace(chr(92) + ',', ',')}/i"
+                    if _kept_as_regex(slashed, report, regex):
+                        continue
                     dropped = True
                     _dropped(report, expression)
                 else:
@@ -148,12 +192,14 @@ def _convert(keys: str, report: KeyReport, *, always_on: bool = False) -> str:
                 continue
             words = _words(pattern if pattern is not None else key.strip())
             if words is None:
+                if pattern is not None and _kept_as_regex(key.strip(), report, regex):
+                    continue
                 dropped = True
                 _dropped(report, key.strip())
             else:
                 spelled = True
                 out += words
-    if not (ewi or spelled or dropped):
+    if not (ewi or spelled or dropped) and not (regex and report.regex_cards_pending):
         return keys  # plain keys, as written
     kept = _fit(_unique(out))
     if spelled:
@@ -164,11 +210,18 @@ def _convert(keys: str, report: KeyReport, *, always_on: bool = False) -> str:
         report.attributed += 1
     if all_of:
         report.all_of += 1
-    if not kept and not always_on:
+    has_regex = bool(regex) and report.regex_cards_pending
+    if has_regex:
+        report.regex_cards += 1
+    report.regex_cards_pending = False
+    if not kept and not always_on and not has_regex:
         # Dropped keys, or an EWIJSON line with no expression before its attributes: the
         # script's empty pattern matched every text, to place the entry at a set line, which
         # no Campfire card does.
-        report.keyless += 1
+        if ewi:
+            report.keyless_ewi += 1
+        else:
+            report.keyless += 1
     return ",".join(kept)
 
 
@@ -187,6 +240,17 @@ def _unslash(expression: str) -> str:
     """The pattern of a ``/pattern/flags`` expression, or the expression itself."""
     match = SLASHED.match(expression.strip())
     return match.group(1) if match else expression.strip()
+
+
+def _kept_as_regex(key: str, report: KeyReport, regex: list[str] | None) -> bool:
+    """Keep ``key`` (``/pattern/flags``) as a regular-expression key if RE2 runs it."""
+    if regex is None or compile_regex(key) is None or len(regex) >= MAX_REGEX_KEYS:
+        return False
+    if key not in regex:
+        regex.append(key)
+    report.regex_cards_pending = True
+    report.regex_example = report.regex_example or key
+    return True
 
 
 def _dropped(report: KeyReport, key: str) -> None:

@@ -12,7 +12,8 @@ card), or such a book on its own.
   constant, name, comment, …}]}}}``.
 
 Disabled entries are left out (and counted in a warning); always-inserted entries (constant,
-forceActivation) become always-on cards.
+forceActivation) become always-on cards; the entries' other options become the cards'
+world-info options (``lorebook_options``), and what a card cannot keep is named in a warning.
 """
 
 from __future__ import annotations
@@ -20,6 +21,11 @@ from __future__ import annotations
 from typing import Any
 
 from engine.library.formats.draft import ImportedCard, ScenarioDraft
+from engine.library.formats.lorebook_options import (
+    OptionReport,
+    novelai_options,
+    sillytavern_options,
+)
 from engine.library.reading.fields import Fields
 
 
@@ -48,21 +54,24 @@ def is_character_book(raw: dict[str, Any]) -> bool:
 
 def read_sillytavern(raw: dict[str, Any], *, title: str, warnings: list[str]) -> ScenarioDraft:
     f = Fields(raw, "")
-    cards, skipped = [], 0
+    cards, skipped, report = [], 0, OptionReport()
     for path, item in f.items("entries"):
         e = Fields(item, path)
         if e.flag("disable"):
             skipped += 1
             continue
+        named = e.text("comment", "name")
         cards.append(
             ImportedCard(
-                title=e.text("comment", "name"),
+                title=named,
                 keys=",".join(e.words("key", "keys")),
                 entry=e.text("content"),
                 always_on=e.flag("constant"),
+                lore=sillytavern_options(e.raw, report, _where(path, named)),
             )
         )
     _skipped(skipped, warnings)
+    warnings.extend(report.warnings())
     return ScenarioDraft(title=f.text("name", default=title), cards=cards)
 
 
@@ -75,7 +84,7 @@ def read_novelai(raw: dict[str, Any], *, title: str, warnings: list[str]) -> Sce
         for c in (listed if isinstance(listed, list) else [])
         if isinstance(c, dict) and isinstance(c.get("name"), str)
     }
-    cards, skipped = [], 0
+    cards, skipped, report = [], 0, OptionReport()
     for path, item in f.items("entries"):
         e = Fields(item, path)
         if not e.flag("enabled", default=True):
@@ -89,9 +98,11 @@ def read_novelai(raw: dict[str, Any], *, title: str, warnings: list[str]) -> Sce
                 entry=e.text("text"),
                 type=category[:32] or "custom",
                 always_on=e.flag("forceActivation"),
+                lore=novelai_options(e.raw, report, _where(path, e.text("displayName"))),
             )
         )
     _skipped(skipped, warnings)
+    warnings.extend(report.warnings())
     return ScenarioDraft(title=title, cards=cards)
 
 
@@ -101,22 +112,30 @@ def read_character_book(raw: dict[str, Any], *, title: str, warnings: list[str])
 
 
 def _book_entries(book: Fields, warnings: list[str]) -> list[ImportedCard]:
-    cards, skipped = [], 0
+    cards, skipped, report = [], 0, OptionReport()
     for path, item in book.items("entries"):
         e = Fields(item, path)
         if not e.flag("enabled", default=True):
             skipped += 1
             continue
+        named = e.text("name", "comment")
         cards.append(
             ImportedCard(
-                title=e.text("name", "comment"),
+                title=named,
                 keys=",".join(e.words("keys")),
                 entry=e.text("content"),
                 always_on=e.flag("constant"),
+                lore=sillytavern_options(e.raw, report, _where(path, named)),
             )
         )
     _skipped(skipped, warnings)
+    warnings.extend(report.warnings())
     return cards
+
+
+def _where(path: str, title: str) -> str:
+    """How a warning names an entry: its title, else its place in the file."""
+    return f"Entry “{title[:40]}”" if title.strip() else path
 
 
 def _skipped(count: int, warnings: list[str]) -> None:

@@ -388,7 +388,8 @@ async def load_draft(session: AsyncSession, scenario: Scenario) -> ScenarioDraft
         .order_by(col(ScenarioCard.position), col(ScenarioCard.id))
     )
     draft.cards = [
-        ImportedCard(c.title, c.keys, c.entry, c.type, c.description, c.always_on) for c in cards
+        ImportedCard(c.title, c.keys, c.entry, c.type, c.description, c.always_on, c.lore)
+        for c in cards
     ]
     scripts = await session.scalars(
         select(ScenarioScript)

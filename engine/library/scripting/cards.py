@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from engine.people.content import BannedWords
@@ -53,6 +53,8 @@ class CardRow:
     description: str
     always_on: bool
     script_id: str = ""
+    #: World-info options (``engine.prompt.lore``): scripts neither see nor change them.
+    lore: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def of(cls, card: AdventureCard) -> CardRow:
@@ -67,6 +69,7 @@ class CardRow:
             description=card.description,
             always_on=card.always_on,
             script_id=card.script_id,
+            lore=card.lore,
         )
 
     @property
@@ -142,6 +145,7 @@ def to_context_cards(cards: Sequence[dict[str, Any]], rows: Sequence[CardRow]) -
                 id=card_id,
                 position=position,
                 type=card["type"],
+                lore=row.lore if row else None,
             )
         )
     return out
@@ -189,7 +193,7 @@ def changes(
         values = {name: str(card.get(name, "")) for name in SCRIPT_FIELDS}
         values["script_id"] = stored_script_id(card, card_id)
         if card_id is None:
-            added.append({**values, "position": position, "always_on": False})
+            added.append({**values, "position": position, "always_on": False, "lore": {}})
             continue
         kept.add(card_id)
         row = by_id[card_id]

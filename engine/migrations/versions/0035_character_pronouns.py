@@ -1,7 +1,7 @@
 """Characters' pronouns: what the story calls a character where it does not use their name
 
 Revision ID: 0035
-Revises: 0033
+Revises: 0034
 
 ``characters.pronouns``: the five forms a player set with ``/character set pronouns:``
 (``engine.story.pronouns``), "" for the singular "they" every character had before.
@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0035"
-down_revision: str | None = "0033"
+down_revision: str | None = "0034"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -210,6 +210,11 @@ PER_PROCESS: tuple[PerProcess, ...] = (
         "Pure functions of the keys: a cached matcher cannot go stale.",
     ),
     PerProcess(
+        "engine.prompt.regex_keys:compile_regex",
+        "story cards' regular-expression keys, compiled by RE2",
+        "A pure function of the key's text: a compiled pattern cannot go stale.",
+    ),
+    PerProcess(
         "engine.story.world.apply:schema_of",
         "parsed stat schemas, by their JSON",
         "A pure function of the schema's text.",

@@ -16,6 +16,7 @@ from engine.people.access.checks import check_may_steer
 from engine.people.access.rules import active_adventure, adventure_here
 from engine.platform.sanitise import QUOTE_MAX, echo, row_id, sanitise
 from engine.prompt.card_cap import CardCap
+from engine.prompt.lore import read_lore
 from engine.storage.models import Adventure, AdventureCard
 from engine.story.steering.text import clean_text
 
@@ -62,6 +63,9 @@ class CardView:
     keys: str
     entry: str
     always_on: bool
+    #: Its world-info options in words ("secondary keys (AND ANY): tower", "order 5"), for
+    #: ``/card list``; empty for a card without options.
+    options: tuple[str, ...] = ()
 
     @property
     def key_list(self) -> list[str]:
@@ -79,6 +83,7 @@ class CardView:
             card.keys,
             card.entry,
             card.always_on,
+            tuple(read_lore(card.lore).describe()),
         )
 
 

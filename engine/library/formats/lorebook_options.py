@@ -1,0 +1,220 @@
+"""A lorebook entry's options as a story card's world-info options (``engine.prompt.lore``), and
+what the card cannot keep, named for the import's preview.
+
+SillyTavern writes its entries' options in two shapes (``public/scripts/world-info.js``,
+``newWorldInfoEntryTemplate`` and ``convertCharacterBook``): a world-info file's entry has them
+at its top (``keysecondary``, ``selective``, ``selectiveLogic``, ``constant``, ``probability``
+with ``useProbability``, ``order``, ``caseSensitive``, ``matchWholeWords``, ``scanDepth``,
+``excludeRecursion``, ``preventRecursion``, ``sticky``, ``cooldown``, ``delay``, ``position``,
+``depth``, ``group``, ``groupWeight``, ``groupOverride`` …), a Character Card V2
+``character_book`` entry (the spec, github.com/malfoyslastname/character-card-spec-v2) has the
+spec's own (``secondary_keys``, ``selective``, ``insertion_order``, ``case_sensitive``,
+``constant``, ``position``) and
+SillyTavern's others under ``extensions`` in snake case (``selectiveLogic``, ``probability``,
+``useProbability``, ``scan_depth``, ``match_whole_words``, ``exclude_recursion``,
+``prevent_recursion``, ``group``, ``group_weight``, ``group_override``, ``sticky`` …). Both
+are read here.
+
+SillyTavern's scan depth counts chat messages with the newest (the player's) as the first; a
+card's counts story entries besides the new action, so depth ``n`` becomes ``n - 1``. An entry
+with no scan depth, case or whole-word setting of its own follows the player's global settings,
+which the file does not carry: the card follows Campfire's (4 entries, case-insensitive, whole
+words, which are SillyTavern's default case and whole-word settings too). SillyTavern's recursive
+scan is on in its default settings (``default/content/settings.json``), so an entry's text
+triggers others unless it prevents recursion.
+
+A NovelAI lorebook entry has fewer: ``forceActivation``, ``insertionOrder`` and
+``cascadingActivation`` (the entry is also triggered by keys in other active entries' text).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from engine.prompt.lore import DEFAULT_ORDER, LOGICS, clean_lore, read_lore
+
+#: Options Campfire does not apply yet, each with the value that means "not used", and how the
+#: preview names it.
+_UNKEPT = {
+    "useGroupScoring": (False, "group scoring"),
+    "use_group_scoring": (False, "group scoring"),
+    "delayUntilRecursion": (False, "delay until recursion"),
+    "delay_until_recursion": (False, "delay until recursion"),
+    "characterFilter": (None, "character filters"),
+    "automationId": ("", "automation ids"),
+    "automation_id": ("", "automation ids"),
+    "vectorized": (False, "vector matching"),
+    "ignoreBudget": (False, "ignore budget"),
+    "outletName": ("", "outlets"),
+}
+#: SillyTavern's ``world_info_position``: 0 before and 1 after the character's definitions are
+#: Campfire's places (always-on cards before the story, the others after it); the rest are not.
+_PLACES = {
+    2: "the author's note (top)",
+    3: "the author's note (bottom)",
+    4: "a depth in the chat",
+    5: "example messages (top)",
+    6: "example messages (bottom)",
+    7: "an outlet",
+}
+
+
+class OptionReport:
+    """What a book's entries asked for that their cards do not keep, counted for the preview."""
+
+    def __init__(self) -> None:
+        self.unkept: Counter[str] = Counter()
+        self.places: Counter[str] = Counter()
+        self.invalid: list[str] = []
+
+    def warnings(self) -> list[str]:
+        out: list[str] = []
+        if self.places:
+            shown = ", ".join(f"{where} ({n})" for where, n in self.places.most_common())
+            out.append(
+                "Entries placed at " + shown + " go where Campfire places cards: always-on ones "
+                "before the story, the others after it."
+            )
+        if self.unkept:
+            shown = ", ".join(f"{name} ({n})" for name, n in self.unkept.most_common())
+            out.append(f"Options Campfire does not apply were left out: {shown}.")
+        out.extend(self.invalid[:3])
+        if len(self.invalid) > 3:
+            out.append(f"… and {len(self.invalid) - 3} more entries with options not kept.")
+        return out
+
+
+def sillytavern_options(entry: dict[str, Any], report: OptionReport, where: str) -> dict[str, Any]:
+    """The card options of a SillyTavern world-info entry, or of a character book's entry (its
+    ``extensions`` read too)."""
+    ext = entry.get("extensions")
+    extra: dict[str, Any] = ext if isinstance(ext, dict) else {}
+
+    def get(*names: str) -> Any:
+        for name in names:
+            for source in (entry, extra):
+                if source.get(name) is not None:
+                    return source[name]
+        return None
+
+    raw: dict[str, Any] = {}
+    secondary = get("keysecondary", "secondary_keys")
+    if secondary and get("selective") is not False:
+        # SillyTavern applies secondary keys only to a selective entry (its default).
+        raw["secondary"] = secondary
+        logic = get("selectiveLogic")
+        raw["logic"] = LOGICS[logic] if logic in range(len(LOGICS)) else logic
+    use = get("useProbability")
+    probability = get("probability")
+    if probability is not None and use is not False:
+        raw["probability"] = probability
+    order = get("order", "insertion_order")
+    if order is not None:
+        raw["order"] = order
+    for name, st_names in (
+        ("case_sensitive", ("caseSensitive", "case_sensitive")),
+        ("whole_words", ("matchWholeWords", "match_whole_words")),
+        ("exclude_recursion", ("excludeRecursion", "exclude_recursion")),
+    ):
+        value = get(*st_names)
+        if value is not None:
+            raw[name] = value
+    depth = get("scanDepth", "scan_depth")
+    if isinstance(depth, int | float) and not isinstance(depth, bool):
+        raw["scan_depth"] = max(0, int(depth) - 1)
+    group = get("group")
+    if group:
+        raw["group"] = group
+        for name, st_names in (
+            ("group_weight", ("groupWeight", "group_weight")),
+            ("group_override", ("groupOverride", "group_override")),
+        ):
+            value = get(*st_names)
+            if value is not None:
+                raw[name] = value
+    for name in ("sticky", "cooldown", "delay"):
+        # Counted in chat messages there, in story entries here: the same count.
+        value = get(name)
+        if value:
+            raw[name] = value
+    raw["recurse"] = get("preventRecursion", "prevent_recursion") is not True
+    _count_unkept(entry, extra, report)
+    return _clean(raw, report, where)
+
+
+def novelai_options(entry: dict[str, Any], report: OptionReport, where: str) -> dict[str, Any]:
+    """The card options of a NovelAI lorebook entry: its insertion order and cascading
+    activation (every entry's text is scanned; only a cascading entry is triggered by it)."""
+    raw: dict[str, Any] = {"recurse": True}
+    order = entry.get("insertionOrder")
+    if order is not None:
+        raw["order"] = order
+    if entry.get("cascadingActivation") is not True:
+        raw["exclude_recursion"] = True
+    if entry.get("nonStoryActivatable"):
+        report.unkept["non-story activation"] += 1
+    search = entry.get("searchRange")
+    if search not in (None, 1000):
+        report.unkept["search range in characters"] += 1
+    return _clean(raw, report, where)
+
+
+def _count_unkept(entry: dict[str, Any], extra: dict[str, Any], report: OptionReport) -> None:
+    for source in (entry, extra):
+        for name, (unused, label) in _UNKEPT.items():
+            value = source.get(name)
+            if value not in (None, unused) and value != [] and value != {}:
+                if name == "characterFilter" and not (
+                    isinstance(value, dict) and (value.get("names") or value.get("tags"))
+                ):
+                    continue
+                report.unkept[label] += 1
+    position = entry.get("position", extra.get("position"))
+    if isinstance(position, int) and position in _PLACES:
+        report.places[_PLACES[position]] += 1
+
+
+def _clean(raw: dict[str, Any], report: OptionReport, where: str) -> dict[str, Any]:
+    warnings: list[str] = []
+    out = clean_lore(raw, warnings, where=f"{where}: ")
+    report.invalid.extend(warnings)
+    return out
+
+
+def character_book_options(stored: dict[str, Any]) -> dict[str, Any]:
+    """A card's options as a character book entry writes them (the spec's fields, SillyTavern's
+    under ``extensions``): what ``sillytavern_options`` reads back. Its regular-expression keys
+    go with its keys (``regex_keys``), as SillyTavern writes them."""
+    lore = read_lore(stored)
+    out: dict[str, Any] = {}
+    ext: dict[str, Any] = {"prevent_recursion": not lore.recurse}
+    if lore.secondary:
+        out |= {"secondary_keys": list(lore.secondary), "selective": True}
+        ext["selectiveLogic"] = LOGICS.index(lore.logic)
+    if lore.order != DEFAULT_ORDER:
+        out["insertion_order"] = lore.order
+    if lore.case_sensitive is not None:
+        out["case_sensitive"] = lore.case_sensitive
+    if lore.disabled:
+        out["enabled"] = False
+    if lore.whole_words is not None:
+        ext["match_whole_words"] = lore.whole_words
+    if lore.probability != 100:
+        ext |= {"probability": lore.probability, "useProbability": True}
+    if lore.scan_depth is not None:
+        ext["scan_depth"] = lore.scan_depth + 1
+    if lore.exclude_recursion:
+        ext["exclude_recursion"] = True
+    for name in ("sticky", "cooldown", "delay"):
+        if getattr(lore, name):
+            ext[name] = getattr(lore, name)
+    if lore.groups:
+        ext |= {"group": ",".join(lore.groups), "group_weight": lore.group_weight}
+        ext["group_override"] = lore.group_override
+    out["extensions"] = ext
+    return out
+
+
+def regex_keys(stored: dict[str, Any]) -> list[str]:
+    return list(read_lore(stored).regex)
