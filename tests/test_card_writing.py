@@ -130,6 +130,8 @@ def test_the_subject_is_a_name_said_twice_mid_sentence_that_no_card_covers():
     covered = AdventureCard(adventure_id=1, title="Lantern Road", keys="lantern road,road")
     assert most_mentioned_uncovered(story, []) in ("Lantern Road", "Brother Tomas")
     assert most_mentioned_uncovered(story, [covered]) == "Brother Tomas"
+    # A player's character is the party's, never a card the story chooses.
+    assert most_mentioned_uncovered(story, [covered], besides=["Brother Tomas"]) == "Wren"
     # "Then" opens sentences only: never a name.
     assert most_mentioned_uncovered("Then you wait. Then you go.", []) is None
 
@@ -142,6 +144,9 @@ def test_a_reply_is_read_leniently_and_bounded():
         "Mira,smith",
         "custom",
     )
+    # The model's own title names the card, and brings it up.
+    other = read_card('{"title": "Wren", "keys": ["reeds"], "entry": "A girl."}', "Ann")
+    assert (other.title, other.keys) == ("Wren", "Wren,reeds")
     huge = read_card(
         json.dumps({"title": "X", "entry": "y" * 10_000, "keys": ["k" * 50] * 50}), "X"
     )

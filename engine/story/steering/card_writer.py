@@ -20,6 +20,7 @@ import asyncio
 import json
 import re
 from collections import Counter
+from collections.abc import Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -38,6 +39,7 @@ from engine.platform.sanitise import sanitise
 from engine.prompt.cards import parse_keys
 from engine.storage.models import AdventureCard
 from engine.story.background_spend import MeteredProvider
+from engine.story.characters import party_sheets
 from engine.story.line.read import line_window
 from engine.story.steering.cards import (
     CARD_ENTRY_MAX,
@@ -147,11 +149,14 @@ class CardWriter:
                 max_entries=STORY_ENTRIES,
             )
             banned = await banned_words(session, adventure, self.content)
+            # The players' own characters are the party's, told to the narrator every turn:
+            # never a card's subject the story chooses.
+            party = [sheet.name for sheet in await party_sheets(session, adventure.id)]
             await self.providers.read(session, adventure)
         story = "\n\n".join(node.text.strip() for node in nodes if node.text.strip())
         chosen = not subject
         if chosen:
-            subject = most_mentioned_uncovered(story, cards) or ""
+            subject = most_mentioned_uncovered(story, cards, besides=party) or ""
             if not subject:
                 raise InvalidInput(
                     "The story has not yet named anyone or anything without a card. "
@@ -184,9 +189,12 @@ class CardWriter:
         return CardProposal(adventure.id, subject, draft, chosen)
 
 
-def most_mentioned_uncovered(story: str, cards: list[AdventureCard]) -> str | None:
-    """The name the story mentions most (twice at least) that no card's title or keys cover."""
-    covered: set[str] = set()
+def most_mentioned_uncovered(
+    story: str, cards: list[AdventureCard], *, besides: Sequence[str] = ()
+) -> str | None:
+    """The name the story mentions most (twice at least) that no card's title or keys cover,
+    nor ``besides`` (the players' characters)."""
+    covered: set[str] = {name.casefold() for name in besides}
     for card in cards:
         covered.add(card.title.casefold())
         covered.update(key.casefold().strip() for key in parse_keys(card.keys))
@@ -270,8 +278,10 @@ def read_card(reply: str, subject: str) -> CardDraft:
     raw_keys = found.get("keys") or found.get("key") or []
     keys = raw_keys if isinstance(raw_keys, list) else str(raw_keys).split(",")
     key_text = ",".join(_text(key)[:60] for key in keys if _text(key))
-    if subject.casefold() not in key_text.casefold():
-        key_text = f"{subject},{key_text}" if key_text else subject
+    # A card comes up by its own name at least (the model's title, which may spell the
+    # subject its own way).
+    if title.casefold() not in key_text.casefold():
+        key_text = f"{title},{key_text}" if key_text else title
     kind = _text(found.get("type")).lower().split(" ")[0] if found.get("type") else ""
     return CardDraft(
         title=title[:CARD_TITLE_MAX],
