@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 
 from bot.config import Settings
-from engine.platform.redaction import redact_logs
+from engine.platform.redaction import redact_logs, template_of
 from engine.storage.private_files import private_file
 
 #: Libraries whose INFO lines are routine (APScheduler logs each run of every job: the sweeps
@@ -26,11 +26,12 @@ REPEAT_WINDOW_SECONDS = 600.0
 
 
 class RepeatsOnce(logging.Filter):
-    """A record whose message template (``record.msg``, before its arguments: "websocket is
+    """A record whose format string (``template_of``, before its arguments: "websocket is
     %.1fs behind" is one warning whatever the figure) was let through less than ``window``
-    seconds ago is held; the next one let through says how many were held. Per process, and
-    a filter runs under its handler's lock or the logger's: the counts need no lock of their
-    own beyond the GIL's atomic dict updates."""
+    seconds ago is held; the next one let through says how many were held. Per process (each
+    has its own log). A logger's filters run without a lock, in whichever thread logs (the
+    keep-alive thread, the loop): each dict update is atomic, and two threads racing at most
+    miscount a held line."""
 
     def __init__(
         self, window: float = REPEAT_WINDOW_SECONDS, clock: Callable[[], float] = time.monotonic
@@ -44,7 +45,7 @@ class RepeatsOnce(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         if record.levelno < logging.WARNING:
             return True
-        key = str(record.msg)
+        key = template_of(record)
         now = self.clock()
         shown = self._shown_at.get(key)
         if shown is not None and now - shown < self.window:

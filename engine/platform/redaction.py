@@ -140,7 +140,20 @@ def _redacting_factory(make: Callable[..., logging.LogRecord]) -> Callable[..., 
     return factory
 
 
+#: The attribute a redacted record keeps its format string in (redacted too): the message is
+#: formatted where the record is made, and a filter that tells one warning from another by its
+#: format ("websocket is %.1fs behind", whatever the figure) reads it here.
+TEMPLATE = "campfire_template"
+
+
+def template_of(record: logging.LogRecord) -> str:
+    """The record's format string, before its arguments were put in."""
+    return getattr(record, TEMPLATE, None) or str(record.msg)
+
+
 def _redact_record(record: logging.LogRecord, redactor: Redactor) -> None:
+    if not hasattr(record, TEMPLATE):
+        setattr(record, TEMPLATE, redactor(str(record.msg)))
     try:
         message = record.getMessage()
     except Exception:
