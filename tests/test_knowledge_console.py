@@ -26,11 +26,11 @@ def test_a_canon_file_imported_in_the_console_shows_in_insights_with_its_source(
     )
     assert done.returncode == 0, done.stderr
     out = done.stdout
-    assert "**Canon** — establishes what is true. Goes into your library." in out
-    assert "✅ Imported **brindlemoor.md** as Canon into your library (4 passages)." in out
-    assert "• **brindlemoor.md** · Canon · 4 passages · yours" in out
+    assert "Canon — establishes what is true. Goes into your library." in out
+    assert "✅ Imported brindlemoor.md as Canon into your library (4 passages)." in out
+    assert "• brindlemoor.md · Canon · 4 passages · yours" in out
     insights = out[out.index("› /insights") :]
-    assert "Knowledge: **Canon · brindlemoor.md › Brindlemoor › The Harbour**" in insights
+    assert "Knowledge: Canon · brindlemoor.md › Brindlemoor › The Harbour" in insights
     assert "rare term mira · ×1.5 Canon" in insights
     saved = next((tmp_path / "data" / "console-files").glob("*-turn-1-prompt.txt"))
     assert "| The harbour of Brindlemoor is a ring of reed boats" in saved.read_text()
