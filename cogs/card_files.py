@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING
 
 import discord
 from discord import app_commands
-from discord.ext import commands
 
 from cogs.ui import bot_of
+from cogs.ui.adventure_group import CardCommands
 from cogs.ui.content import EMBED_FIELD_VALUE_MAX as FIELD_MAX
 from cogs.ui.content import fit_embed, fit_text
 from cogs.ui.interaction import actor_of, channel_id_of
@@ -173,20 +173,10 @@ async def scenario_choices(
 LOAD_AFTER = ("cogs.steering",)
 
 
-class CardFilesCog(commands.Cog):
-    def __init__(self, bot: CampfireBot) -> None:
-        self.bot = bot
+class CardFilesCog(CardCommands):
+    """Adds ``/card import`` to the steering cog's ``/card`` group."""
 
-    async def cog_load(self) -> None:
-        group = self.bot.tree.get_command("card")
-        assert isinstance(group, app_commands.Group), "the steering cog makes /card"
-        group.add_command(import_cards)
-
-    async def cog_unload(self) -> None:
-        # Gone already when the steering cog unloaded first (the bot closing).
-        group = self.bot.tree.get_command("card")
-        if isinstance(group, app_commands.Group):
-            group.remove_command(import_cards.name)
+    COMMANDS = (import_cards,)
 
 
 async def setup(bot: CampfireBot) -> None:

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING
 
 import discord
 from discord import app_commands
-from discord.ext import commands
 
 from cogs.ui import bot_of
+from cogs.ui.adventure_group import CardCommands
 from cogs.ui.content import EMBED_DESCRIPTION_MAX, fit_embed, fit_text
 from cogs.ui.errors import on_app_command_error
 from cogs.ui.interaction import actor_of, channel_id_of
@@ -116,21 +116,10 @@ async def card_generate(
     await reply(interaction, about, embed=proposal_embed(proposal), view=CardProposalView(proposal))
 
 
-class CardWriting(commands.Cog):
+class CardWriting(CardCommands):
     """Adds ``/card generate`` to the steering cog's ``/card`` group."""
 
-    def __init__(self, bot: CampfireBot) -> None:
-        self.bot = bot
-
-    async def cog_load(self) -> None:
-        group = self.bot.tree.get_command("card")
-        assert isinstance(group, app_commands.Group), "the steering cog makes /card"
-        group.add_command(card_generate)
-
-    async def cog_unload(self) -> None:
-        group = self.bot.tree.get_command("card")
-        if isinstance(group, app_commands.Group):
-            group.remove_command(card_generate.name)
+    COMMANDS = (card_generate,)
 
 
 async def setup(bot: CampfireBot) -> None:

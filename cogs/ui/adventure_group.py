@@ -41,7 +41,31 @@ class AdventureCommands(commands.Cog):
             group.add_command(command)
 
     async def cog_unload(self) -> None:
-        group = self.bot.tree.get_command("adventure")
-        if isinstance(group, app_commands.Group):
-            for command in self.COMMANDS:
-                group.remove_command(command.name)
+        _take_back(self.bot, "adventure", self.COMMANDS)
+
+
+class CardCommands(commands.Cog):
+    """A cog whose ``COMMANDS`` belong to the steering cog's ``/card`` group (its module says
+    ``LOAD_AFTER = ("cogs.steering",)``: the group must be there to add to)."""
+
+    COMMANDS: Sequence[app_commands.Command] = ()
+
+    def __init__(self, bot: CampfireBot) -> None:
+        self.bot = bot
+
+    async def cog_load(self) -> None:
+        group = self.bot.tree.get_command("card")
+        assert isinstance(group, app_commands.Group), "the steering cog makes /card"
+        for command in self.COMMANDS:
+            group.add_command(command)
+
+    async def cog_unload(self) -> None:
+        _take_back(self.bot, "card", self.COMMANDS)
+
+
+def _take_back(bot: CampfireBot, name: str, commands_: Sequence[app_commands.Command]) -> None:
+    # Gone already when the cog that made the group unloaded first (the bot closing).
+    group = bot.tree.get_command(name)
+    if isinstance(group, app_commands.Group):
+        for command in commands_:
+            group.remove_command(command.name)

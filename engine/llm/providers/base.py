@@ -243,3 +243,19 @@ def _duration(seconds: float) -> str:
         minutes = int(seconds // 60)
         return f"{minutes} minute{'s' if minutes != 1 else ''}"
     return f"{seconds:g} second{'s' if seconds != 1 else ''}"
+
+
+async def whole_text(
+    provider: ChatProvider,
+    messages: Sequence[ChatMessage],
+    params: GenerationParams,
+    limits: ReplyLimits | None = None,
+) -> str:
+    """A reply read whole, for work that shows no stream (memories, recaps, cards): its text,
+    through ``checked`` (an empty reply, a reply past ``limits``, raise as for a turn)."""
+    pieces: list[str] = []
+    async with aclosing(checked(provider.stream(messages, params), params, limits)) as chunks:
+        async for chunk in chunks:
+            if isinstance(chunk, TextDelta):
+                pieces.append(chunk.text)
+    return "".join(pieces)

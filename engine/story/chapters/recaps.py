@@ -10,19 +10,22 @@ a recap of facts alone; the turn is never failed for it.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Mapping
-from contextlib import aclosing
 from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import col
 
-from engine.llm.providers.base import ChatMessage, ChatProvider, GenerationParams
+from engine.llm.providers.base import (
+    ChatMessage,
+    ChatProvider,
+    GenerationParams,
+    ReplyLimits,
+    whole_text,
+)
 from engine.people.content import BannedWords
-from engine.platform.events import TextDelta
 from engine.platform.sanitise import sanitise
 from engine.storage.chapter_models import ChapterRecap
 from engine.storage.database import Database
@@ -143,16 +146,11 @@ async def _model_recap(provider: ChatProvider, end: ChapterEnd, story: str) -> s
         ),
     ]
     params = GenerationParams(max_tokens=RECAP_MAX_TOKENS, temperature=0.5)
-    pieces: list[str] = []
     try:
-        async with asyncio.timeout(RECAP_SECONDS):
-            async with aclosing(provider.stream(messages, params)) as chunks:
-                async for chunk in chunks:
-                    if isinstance(chunk, TextDelta):
-                        pieces.append(chunk.text)
+        text = await whole_text(provider, messages, params, ReplyLimits(seconds=RECAP_SECONDS))
     except Exception as error:  # noqa: BLE001 - the facts stand without the model's words
         log.warning("chapter recap: the model gave none (%s)", error.__class__.__name__)
         return ""
     # The model's words enter the archive here: sanitised, any block taken out, tidied.
-    text = tidy_narration(extract_state(sanitise("".join(pieces))).prose).strip()
+    text = tidy_narration(extract_state(sanitise(text)).prose).strip()
     return text[:RECAP_MAX_CHARS]

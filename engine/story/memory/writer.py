@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from contextlib import aclosing
 from dataclasses import dataclass
 
 from sqlalchemy import func, or_, select, update
@@ -28,14 +27,18 @@ from sqlalchemy.orm import aliased
 from sqlmodel import col
 
 from engine.errors import CampfireError, ModelYielded, log_incident
-from engine.llm.providers.base import ChatMessage, ChatProvider, GenerationParams, checked
+from engine.llm.providers.base import (
+    ChatMessage,
+    ChatProvider,
+    GenerationParams,
+    whole_text,
+)
 from engine.llm.providers.embeddings import EmbeddingClient
 from engine.llm.providers.resolver import ProviderResolver
 from engine.llm.retrieval.semantic import to_bytes, vector_digest
 from engine.people.content import ContentPolicy, banned_words
 from engine.people.limits import UsageLimits
 from engine.platform.coordination.jobs import JobLeases, memory_job
-from engine.platform.events import TextDelta
 from engine.storage.changes import rows_changed
 from engine.storage.database import Database
 from engine.storage.memory_models import Memory, MemoryOrigin, SummaryVersion
@@ -457,13 +460,7 @@ class MemoryWriter:
     async def _ask(
         self, provider: ChatProvider, messages: list[ChatMessage], params: GenerationParams
     ) -> str:
-        pieces: list[str] = []
-        stream = checked(provider.stream(messages, params), params)
-        async with aclosing(stream) as chunks:
-            async for chunk in chunks:
-                if isinstance(chunk, TextDelta):
-                    pieces.append(chunk.text)
-        return "".join(pieces)
+        return await whole_text(provider, messages, params)
 
     async def _embed(self, adventure_id: int) -> int:
         """Embed the adventure's live memories that have no vector from the configured model."""

@@ -16,12 +16,10 @@ both (``MeteredProvider``, as a chapter recap is); a rate limit bounds how often
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 from collections import Counter
 from collections.abc import Sequence
-from contextlib import aclosing
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -29,12 +27,17 @@ from sqlalchemy import select
 from sqlmodel import col
 
 from engine.errors import InvalidInput, ModelError
-from engine.llm.providers.base import ChatMessage, ChatProvider, GenerationParams
+from engine.llm.providers.base import (
+    ChatMessage,
+    ChatProvider,
+    GenerationParams,
+    ReplyLimits,
+    whole_text,
+)
 from engine.people.access.checks import check_may_steer
 from engine.people.access.rules import adventure_here
 from engine.people.content import ContentPolicy, banned_words
 from engine.people.limits import Charge, Kind, TokenCapReached, next_midnight
-from engine.platform.events import TextDelta
 from engine.platform.sanitise import sanitise
 from engine.prompt.cards import parse_keys
 from engine.storage.models import AdventureCard
@@ -250,18 +253,7 @@ def _messages(
 
 async def _ask(provider: ChatProvider, messages: list[ChatMessage]) -> str:
     params = GenerationParams(max_tokens=CARD_REPLY_TOKENS, temperature=0.6)
-    pieces: list[str] = []
-    try:
-        async with asyncio.timeout(CARD_REPLY_SECONDS):
-            async with aclosing(provider.stream(messages, params)) as chunks:
-                async for chunk in chunks:
-                    if isinstance(chunk, TextDelta):
-                        pieces.append(chunk.text)
-    except TimeoutError:
-        raise ModelError(
-            f"The model took more than {CARD_REPLY_SECONDS:.0f} s to write the card. Try again."
-        ) from None
-    return "".join(pieces)
+    return await whole_text(provider, messages, params, ReplyLimits(seconds=CARD_REPLY_SECONDS))
 
 
 def read_card(reply: str, subject: str) -> CardDraft:
