@@ -28,13 +28,13 @@ from engine.storage.models import (
     AdventureCard,
     AdventureScript,
     Branch,
-    Character,
     Role,
     SavePoint,
     StoryNode,
     Take,
     User,
 )
+from engine.storage.party_models import Character
 from engine.turns.engine import TurnEngine
 from tests.helpers import new_adventure, play
 

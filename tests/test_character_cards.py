@@ -30,7 +30,8 @@ from engine.library.scenarios.start import (
 from engine.people.access.rules import Actor
 from engine.prompt.card_scan import match_cards
 from engine.prompt.cards import load_context_cards
-from engine.storage.models import Character, Scenario
+from engine.storage.models import Scenario
+from engine.storage.party_models import Character
 from engine.storage.play_models import ScenarioOpening
 from tests.card_files import card_png, card_text, image, itxt_chunk, text_chunk, ztxt_chunk
 

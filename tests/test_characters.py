@@ -15,7 +15,8 @@ from engine.people.accounts import touch_server
 from engine.prompt.inputs import ContextInputs
 from engine.prompt.narrator import narrator_rules
 from engine.storage.database import Database
-from engine.storage.models import Adventure, Character
+from engine.storage.models import Adventure
+from engine.storage.party_models import Character
 from engine.story.characters import (
     ABOUT_MAX,
     NAME_MAX,

@@ -9,7 +9,8 @@ from sqlmodel import col
 from engine.errors import NotAllowed
 from engine.people.access.rules import Actor
 from engine.prompt.narrator import GROUP_VOICE_LINE
-from engine.storage.models import Character, Role, StoryNode
+from engine.storage.models import Role, StoryNode
+from engine.storage.party_models import Character
 from tests.discord_env import DiscordEnv, answered
 from tests.fakes.openai_server import Reply
 

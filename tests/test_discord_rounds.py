@@ -11,7 +11,8 @@ from pathlib import Path
 from sqlalchemy import select
 from sqlmodel import col
 
-from engine.storage.models import Adventure, Role, RoundAction, StoryNode, TurnMode
+from engine.storage.models import Adventure, Role, StoryNode, TurnMode
+from engine.storage.party_models import RoundAction
 from tests.discord_env import DiscordEnv, answered, campfire_on_standin, crash, restarted
 
 

@@ -20,7 +20,6 @@ from engine.storage.memory_models import Memory, SummaryVersion
 from engine.storage.models import (
     Adventure,
     AdventureCard,
-    PartySeat,
     Role,
     Scenario,
     Server,
@@ -28,6 +27,7 @@ from engine.storage.models import (
     User,
     utcnow,
 )
+from engine.storage.party_models import PartySeat
 
 RETENTION = timedelta(days=30)
 TABLES = (User, Server, Scenario, Adventure, AdventureCard, StoryNode, Memory, SummaryVersion)

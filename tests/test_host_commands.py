@@ -11,7 +11,8 @@ from sqlalchemy import func, select
 from sqlmodel import col
 
 from engine.storage.coordination_models import RequestRecord
-from engine.storage.models import Adventure, MutedPlayer, RoundAction
+from engine.storage.models import Adventure
+from engine.storage.party_models import MutedPlayer, RoundAction
 from tests.discord_env import DiscordEnv, answered
 from tests.fakes.openai_server import Reply
 

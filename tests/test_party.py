@@ -8,7 +8,7 @@ from __future__ import annotations
 from sqlalchemy import func, select
 
 from engine.storage.coordination_models import RequestRecord
-from engine.storage.models import RoundAction
+from engine.storage.party_models import RoundAction
 from tests.discord_env import DiscordEnv, answered
 from tests.test_host_commands import act, adventure_here, announced, players, refused
 

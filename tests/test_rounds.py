@@ -16,7 +16,8 @@ from engine.people.profiles import Profiles
 from engine.platform.coordination.leases import TurnLeases
 from engine.platform.queue import AdventureQueue
 from engine.play.service import PlayService
-from engine.storage.models import ActionType, Adventure, Role, RoundAction, StoryNode, TurnMode
+from engine.storage.models import ActionType, Adventure, Role, StoryNode, TurnMode
+from engine.storage.party_models import RoundAction
 from engine.story.actions import PlayerAction
 from engine.turns.engine import TurnEngine
 from engine.turns.events import RoundSubmitted, TurnDone, TurnFailed

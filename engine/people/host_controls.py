@@ -31,7 +31,8 @@ from engine.people.access.checks import (
 from engine.people.access.rules import adventure_here
 from engine.people.accounts import touch_actor
 from engine.people.content import clean_banned
-from engine.storage.models import Adventure, MutedPlayer, RewriteRight, RoundAction, TurnMode, User
+from engine.storage.models import Adventure, RewriteRight, TurnMode, User
+from engine.storage.party_models import MutedPlayer, RoundAction
 
 __all__ = ["HostChange", "HostControls", "HostSettings", "RewriteRight", "TurnMode"]
 

@@ -19,15 +19,8 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
-from engine.storage.models import (
-    Adventure,
-    Character,
-    MutedPlayer,
-    PartySeat,
-    Role,
-    StoryNode,
-    utcnow,
-)
+from engine.storage.models import Adventure, Role, StoryNode, utcnow
+from engine.storage.party_models import Character, MutedPlayer, PartySeat
 
 
 async def players_who_acted(

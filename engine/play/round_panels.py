@@ -20,7 +20,8 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import col
 
 from engine.storage.database import Database
-from engine.storage.models import Adventure, RoundAction, User
+from engine.storage.models import Adventure, User
+from engine.storage.party_models import RoundAction
 from engine.story.rounds import TurnMode
 
 log = logging.getLogger(__name__)

@@ -13,6 +13,7 @@ from engine.storage import (  # noqa: F401  (each registers its tables)
     limit_models,
     memory_models,
     models,
+    party_models,
     play_models,
     report_models,
     story_state_models,

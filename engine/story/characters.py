@@ -40,7 +40,8 @@ from engine.people.party import (
 )
 from engine.platform.sanitise import sanitise
 from engine.storage.database import Database
-from engine.storage.models import Adventure, Character, MutedPlayer, Role, RoundAction, User, utcnow
+from engine.storage.models import Adventure, Role, User, utcnow
+from engine.storage.party_models import Character, MutedPlayer, RoundAction
 from engine.story.line.read import line_tail
 from engine.story.pronouns import kept_pronouns
 

@@ -22,15 +22,8 @@ from sqlmodel import col
 
 from engine.errors import InvalidInput
 from engine.people.party import party_order
-from engine.storage.models import (
-    Adventure,
-    Character,
-    MutedPlayer,
-    RoundAction,
-    TurnMode,
-    User,
-    utcnow,
-)
+from engine.storage.models import Adventure, TurnMode, User, utcnow
+from engine.storage.party_models import Character, MutedPlayer, RoundAction
 from engine.story.actions import ActionType, PlayerAction
 
 __all__ = [

@@ -39,13 +39,9 @@ the story is ever appended to, so everything that changes from turn to turn goes
   the one-line world-state reminder as the very last line.
 
 A turn then reads again only the newest turn and what follows it (``bench_context``'s prefix
-line measures the share a provider can serve from its cache: p50 83 %). Cards share one budget,
-always-on ones first, but are split by what changes: an always-on card is the same every turn,
-so after the story it would be read again each turn (with it there the p50 was 79 %); which
-cards are triggered changes with the story. On a turn the window's start moves, only what comes
-before the story repeats (the min, 10 %). A longer step makes such turns rarer but leaves out
-up to that many older entries, and the p50 is set by the other turns: measured with 16, the
-mean rose from 66 % to 72 % and the p50 fell to 81 % (shorter windows), so the step stays 8.
+line: p50 83 %). Always-on cards go before the story because they are the same every turn
+(after it, the p50 was 79 %). On a turn the window's start moves, only what comes before the
+story repeats (the min, 10 %); DESIGN §3 gives the figures that kept the step at 8.
 
 The author's note is where AI Dungeon's classic layout differs: it puts the note 3 entries
 from the end, inside the story, which moves it every turn and so cuts the shared prefix at the
@@ -118,11 +114,6 @@ MAX_HISTORY_ENTRIES = 200
 TURN_BY_TURN = frozenset(("memories", "knowledge"))
 #: When nothing is left for history, the newest entry still keeps this many tokens.
 MIN_NEWEST_TOKENS = 64
-
-#: The headings AI Dungeon scripts look for in the context text (onModelContext).
-# As AI Dungeon lays out its context, which scripts parse: plot essentials first, unlabelled;
-# story cards under "World Lore:" (cards were once called world info): the always-on ones before
-# the story, the triggered ones after it.
 
 CONTINUE_CUE = "Continue the story."
 

@@ -55,13 +55,13 @@ from engine.storage.models import (
     AdventureCard,
     AdventureScript,
     Branch,
-    Character,
     Role,
     SavePoint,
     StoryNode,
     Take,
     User,
 )
+from engine.storage.party_models import Character
 from engine.story.chapters.plan import read_plan
 from engine.story.characters import clean_about, clean_name, name_key
 from engine.story.narrative.state import normalised, stored

@@ -26,11 +26,11 @@ from engine.storage.models import (
     AdventureCard,
     AdventureScript,
     Branch,
-    Character,
     SavePoint,
     StoryNode,
     Take,
 )
+from engine.storage.party_models import Character
 from engine.story.chapters.plan import write_plan
 from engine.story.chapters.store import adventure_plan
 from engine.story.steering.settings import SAMPLING_RANGES

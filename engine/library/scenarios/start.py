@@ -20,7 +20,6 @@ from engine.storage.models import (
     AdventureScript,
     Branch,
     CardFields,
-    Character,
     Role,
     Scenario,
     ScenarioCard,
@@ -29,6 +28,7 @@ from engine.storage.models import (
     SteeringFields,
     StoryNode,
 )
+from engine.storage.party_models import Character
 from engine.storage.play_models import ScenarioOpening
 from engine.story.chapters.store import begin_chapters
 from engine.story.characters import clean_name, name_key

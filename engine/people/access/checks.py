@@ -38,16 +38,8 @@ from engine.people.access.rules import (
 from engine.people.party import in_party
 from engine.platform.coordination.request_status import DONE, RETRIED
 from engine.storage.coordination_models import RequestRecord
-from engine.storage.models import (
-    Adventure,
-    MutedPlayer,
-    RewriteRight,
-    Role,
-    Scenario,
-    Server,
-    StoryNode,
-    User,
-)
+from engine.storage.models import Adventure, RewriteRight, Role, Scenario, Server, StoryNode, User
+from engine.storage.party_models import MutedPlayer
 
 # --- the checks (raise the refusal a player reads) ---------------------------------------------
 
