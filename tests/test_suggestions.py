@@ -271,7 +271,7 @@ async def test_rounds_take_a_pressed_suggestion_as_the_players_action_for_the_ro
     await press(env, thread, carol, "Set up camp")
     # Kept for the round, not narrated on its own: the round waits for alice.
     assert len(fake_model.requests) == asked
-    from engine.storage.models import RoundAction
+    from engine.storage.party_models import RoundAction
 
     async with env.bot.services.db.session() as session:
         waiting = list(await session.scalars(select(RoundAction)))
