@@ -19,6 +19,7 @@ from discord.ext import commands
 
 from cogs.ui import bot_of
 from cogs.ui.adventure_group import DESCRIPTION as ADVENTURE_GROUP
+from cogs.ui.adventure_group import card_choices
 from cogs.ui.content import EMBED_DESCRIPTION_MAX, fit_embed, fit_text
 from cogs.ui.forms import FORM_TIMEOUT_S, MODAL_TITLE_MAX, TEXT_INPUT_MAX, on_form_error
 from cogs.ui.gate import GatedForm
@@ -428,19 +429,13 @@ class SteeringCog(commands.Cog):
     async def card_edit_choices(
         self, interaction: discord.Interaction, current: str
     ) -> list[app_commands.Choice[str]]:
-        return await self._card_choices(interaction, current)
+        return await card_choices(interaction, current)
 
     @card_remove.autocomplete("card")
     async def card_remove_choices(
         self, interaction: discord.Interaction, current: str
     ) -> list[app_commands.Choice[str]]:
-        return await self._card_choices(interaction, current)
-
-    async def _card_choices(
-        self, interaction: discord.Interaction, current: str
-    ) -> list[app_commands.Choice[str]]:
-        choices = await self.bot.services.story_cards.choices(channel_id_of(interaction), current)
-        return [app_commands.Choice(name=label, value=value) for label, value in choices]
+        return await card_choices(interaction, current)
 
 
 async def setup(bot: CampfireBot) -> None:

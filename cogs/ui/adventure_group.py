@@ -7,8 +7,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+import discord
 from discord import app_commands
 from discord.ext import commands
+
+from cogs.ui import bot_of
+from cogs.ui.interaction import channel_id_of
 
 if TYPE_CHECKING:
     from cogs.ui import CampfireBot
@@ -61,6 +65,17 @@ class CardCommands(commands.Cog):
 
     async def cog_unload(self) -> None:
         _take_back(self.bot, "card", self.COMMANDS)
+
+
+async def card_choices(
+    interaction: discord.Interaction, current: str
+) -> list[app_commands.Choice[str]]:
+    """The autocomplete of every command that names one of the adventure's cards: their
+    titles, each with its id as the value (``StoryCards.choices``)."""
+    choices = await bot_of(interaction).services.story_cards.choices(
+        channel_id_of(interaction), current
+    )
+    return [app_commands.Choice(name=label, value=value) for label, value in choices]
 
 
 def _take_back(bot: CampfireBot, name: str, commands_: Sequence[app_commands.Command]) -> None:
