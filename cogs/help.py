@@ -119,6 +119,8 @@ age-restricted channels); `/server banned words:` words banned in all its advent
 **Steer the story** (the host and server managers)
 `/note`, `/essentials`, `/instructions`: the author's note, plot essentials, AI instructions
 `/card add|edit|remove|list`: story cards, brought in when their keys come up
+`/card options card: …`: a card's world-info options (secondary keys, probability, order, \
+groups, sticky …), `reset:` clears them
 `/card generate [name]`: the model writes a card from the story; you see it before it is added
 `/card import file: [scenario:]`: story cards from a file, into the adventure here or a scenario
 `/adventure settings`: context size, reply length, temperature, top_p, min_p, penalties,

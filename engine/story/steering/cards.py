@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -18,9 +18,12 @@ from engine.platform.sanitise import QUOTE_MAX, echo, row_id, sanitise
 from engine.prompt.card_cap import CardCap
 from engine.prompt.lore import read_lore
 from engine.storage.models import Adventure, AdventureCard
+from engine.story.steering.card_options import changed_lore
 from engine.story.steering.text import clean_text
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from engine.people.access.rules import Actor
     from engine.people.limits import UsageLimits
     from engine.storage.database import Database
@@ -229,6 +232,25 @@ class StoryCards:
             await _check_unique_title(session, adventure.id, fields["title"], besides=card_id)
             for name, value in fields.items():
                 setattr(card, name, value)
+            await session.flush()
+            return CardView.of(card)
+
+    async def set_options(
+        self,
+        channel_id: int,
+        actor: Actor,
+        query: str,
+        changes: Mapping[str, Any],
+        *,
+        reset: bool = False,
+    ) -> CardView:
+        """Change the world-info options of the card ``query`` names (``changed_lore``: all or
+        nothing). Stored on the card's row as ``edit`` stores its text."""
+        async with self.db.transaction() as session:
+            adventure = await adventure_here(session, channel_id, for_update=True)
+            await check_may_steer(session, adventure, actor)
+            card = await _find_card(session, adventure, query)
+            card.lore = changed_lore(card.lore, changes, reset=reset)
             await session.flush()
             return CardView.of(card)
 
