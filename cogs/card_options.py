@@ -32,8 +32,9 @@ if TYPE_CHECKING:
 #: The /card group is the steering cog's: it must be there to add to (``cogs.ui.discovery``).
 LOAD_AFTER = ("cogs.steering",)
 
-#: Discord's most options on one command (Application Commands, "Application Command
-#: Object": "up to 25"); ``card`` and ``reset`` take two.
+#: Discord's most options on one command (discord.com/developers/docs/interactions/
+#: application-commands, "Application Command Object": options, max 25); ``card`` and
+#: ``reset`` take two. Each option's description is at most 100 characters there too.
 COMMAND_OPTIONS_MAX = 25
 assert len(LORE_OPTIONS) + 2 <= COMMAND_OPTIONS_MAX, "too many world-info options for a command"
 

@@ -3,8 +3,8 @@
 The engine half checks ``changed_lore`` against ``clean_lore``'s own bounds (the table the
 command is built from must not drift from them); the Discord half plays the command through
 the stand-in: options set and shown in words, a turn whose Insights say a secondary key fired
-(SillyTavern's World Info "optional filter", docs.sillytavern.app/usage/core-concepts/
-worldinfo/), a value refused with nothing written, a player without the right refused, reset.
+(SillyTavern's World Info "optional filter": docs.sillytavern.app, "World Info"), a value
+refused with nothing written, a player without the right refused, reset.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """A player's changes to a story card's world-info options (``/card options``).
 
 ``LORE_OPTIONS`` is the one table of what a player may set: each row names an option as the
-card stores it (``engine.prompt.lore``, after SillyTavern's World Info), its kind, its bounds
+card stores it (``engine.prompt.lore``, after SillyTavern's World Info: docs.sillytavern.app,
+"World Info"; ``public/scripts/world-info.js``), its kind, its bounds
 (those ``clean_lore`` keeps, read from its constants) and a line of help. The front end builds
 its slash options from the table, so a new option is one row here.
 
