@@ -23,7 +23,9 @@ from tests.discord_env import DiscordEnv, answered
 # --- the engine: changes, checked against clean_lore ----------------------------------------
 
 
-@pytest.mark.parametrize("option", [o for o in LORE_OPTIONS if o.kind == "number"], ids=str)
+@pytest.mark.parametrize(
+    "option", [o for o in LORE_OPTIONS if o.kind == "number"], ids=lambda o: o.name
+)
 def test_a_number_options_bounds_are_clean_lores(option):
     kept: list[str] = []
     clean_lore({option.name: option.high}, kept)
@@ -128,6 +130,27 @@ def test_a_value_clean_lore_would_not_keep_is_refused_whole(changes, refusal):
 
 
 # --- through Discord -----------------------------------------------------------------------------
+
+
+async def test_discord_gets_typed_bounded_options_from_the_table(env: DiscordEnv):
+    """As registered (the stand-in checks Discord's schema: 25 options, 100-character
+    descriptions, 8,000 characters a command): Discord's client then refuses out of range."""
+    await env.bot.tree.sync()
+    (card,) = [c for c in env.fake.commands[None] if c["name"] == "card"]
+    (command,) = [o for o in card["options"] if o["name"] == "options"]
+    options = {o["name"]: o for o in command["options"]}
+    assert list(options) == ["card", "reset", *(o.name for o in LORE_OPTIONS)]
+    assert options["card"]["required"] and options["card"]["autocomplete"]
+    assert (options["probability"]["type"], options["probability"]["min_value"]) == (4, 0)
+    assert options["probability"]["max_value"] == 100
+    assert options["sticky"]["max_value"] == 100 and options["recurse"]["type"] == 5
+    assert [c["name"] for c in options["logic"]["choices"]] == [
+        "AND ANY",
+        "NOT ALL",
+        "NOT ANY",
+        "AND ALL",
+    ]
+    assert options["secondary"]["max_length"] == 1000
 
 
 async def card_lore(env: DiscordEnv, thread: int, title: str) -> dict:
