@@ -6,14 +6,13 @@ SillyTavern writes its entries' options in two shapes (``public/scripts/world-in
 at its top (``keysecondary``, ``selective``, ``selectiveLogic``, ``constant``, ``probability``
 with ``useProbability``, ``order``, ``caseSensitive``, ``matchWholeWords``, ``scanDepth``,
 ``excludeRecursion``, ``preventRecursion``, ``sticky``, ``cooldown``, ``delay``, ``position``,
-``depth``, ``group``, ``groupWeight``, ``groupOverride`` …), a Character Card V2
-``character_book`` entry (the spec, github.com/malfoyslastname/character-card-spec-v2) has the
-spec's own (``secondary_keys``, ``selective``, ``insertion_order``, ``case_sensitive``,
-``constant``, ``position``) and
-SillyTavern's others under ``extensions`` in snake case (``selectiveLogic``, ``probability``,
-``useProbability``, ``scan_depth``, ``match_whole_words``, ``exclude_recursion``,
-``prevent_recursion``, ``group``, ``group_weight``, ``group_override``, ``sticky`` …). Both
-are read here.
+``depth``, ``group``, ``groupWeight``, ``groupOverride``, ``useGroupScoring`` …), a Character
+Card V2 ``character_book`` entry (the spec, github.com/malfoyslastname/character-card-spec-v2)
+has the spec's own (``secondary_keys``, ``selective``, ``insertion_order``, ``case_sensitive``,
+``constant``, ``position``) and SillyTavern's others under ``extensions`` in snake case
+(``selectiveLogic``, ``probability``, ``useProbability``, ``scan_depth``, ``match_whole_words``,
+``exclude_recursion``, ``prevent_recursion``, ``group``, ``group_weight``, ``group_override``,
+``use_group_scoring``, ``sticky`` …). Both are read here.
 
 SillyTavern's scan depth counts chat messages with the newest (the player's) as the first; a
 card's counts story entries besides the new action, so depth ``n`` becomes ``n - 1``. An entry
@@ -37,8 +36,6 @@ from engine.prompt.lore import DEFAULT_ORDER, LOGICS, clean_lore, read_lore
 #: Options Campfire does not apply yet, each with the value that means "not used", and how the
 #: preview names it.
 _UNKEPT = {
-    "useGroupScoring": (False, "group scoring"),
-    "use_group_scoring": (False, "group scoring"),
     "delayUntilRecursion": (False, "delay until recursion"),
     "delay_until_recursion": (False, "delay until recursion"),
     "characterFilter": (None, "character filters"),
@@ -129,6 +126,7 @@ def sillytavern_options(entry: dict[str, Any], report: OptionReport, where: str)
         for name, st_names in (
             ("group_weight", ("groupWeight", "group_weight")),
             ("group_override", ("groupOverride", "group_override")),
+            ("group_scoring", ("useGroupScoring", "use_group_scoring")),
         ):
             value = get(*st_names)
             if value is not None:
@@ -212,6 +210,8 @@ def character_book_options(stored: dict[str, Any]) -> dict[str, Any]:
     if lore.groups:
         ext |= {"group": ",".join(lore.groups), "group_weight": lore.group_weight}
         ext["group_override"] = lore.group_override
+        if lore.group_scoring:
+            ext["use_group_scoring"] = True
     out["extensions"] = ext
     return out
 
