@@ -24,6 +24,7 @@ triggers others unless it prevents recursion.
 
 A NovelAI lorebook entry has fewer: ``forceActivation``, ``insertionOrder`` and
 ``cascadingActivation`` (the entry is also triggered by keys in other active entries' text).
+A KoboldAI world-info entry has fewer still (``kobold_options``).
 """
 
 from __future__ import annotations
@@ -156,6 +157,37 @@ def novelai_options(entry: dict[str, Any], report: OptionReport, where: str) -> 
     if search not in (None, 1000):
         report.unkept["search range in characters"] += 1
     return _clean(raw, report, where)
+
+
+def kobold_options(entry: dict[str, Any], report: OptionReport, where: str) -> dict[str, Any]:
+    """The card options of a KoboldAI or KoboldAI Lite world-info entry (``engine.library.
+    formats.kobold`` says how they match there): keys found inside words; a selective entry's
+    secondary keys with AND ANY; Lite's anti-keys with NOT ANY when there are no secondary keys
+    (else named as not kept); Lite's probability."""
+    raw: dict[str, Any] = {"whole_words": False}
+    if entry.get("selective") is True:
+        secondary = _kobold_keys(entry.get("keysecondary"))
+        anti = _kobold_keys(entry.get("keyanti"))
+        if secondary:
+            raw |= {"secondary": secondary, "logic": "and_any"}
+            if anti:
+                report.unkept["anti-keys beside secondary keys"] += 1
+        elif anti:
+            raw |= {"secondary": anti, "logic": "not_any"}
+    probability = entry.get("probability")
+    if isinstance(probability, int | float) and not isinstance(probability, bool):
+        # Lite rolls only for 0 < probability < 100 (0 reads as unset there: always in).
+        if 0 < probability < 100:
+            raw["probability"] = int(probability)
+    return _clean(raw, report, where)
+
+
+def _kobold_keys(value: Any) -> list[str]:
+    # One comma-separated text in the client and Lite, a list in United.
+    parts = value.split(",") if isinstance(value, str) else value
+    if not isinstance(parts, list):
+        return []
+    return [part.strip() for part in parts if isinstance(part, str) and part.strip()]
 
 
 def _count_unkept(entry: dict[str, Any], extra: dict[str, Any], report: OptionReport) -> None:
