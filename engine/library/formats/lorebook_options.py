@@ -25,6 +25,12 @@ triggers others unless it prevents recursion.
 A NovelAI lorebook entry has fewer: ``forceActivation``, ``insertionOrder`` and
 ``cascadingActivation`` (the entry is also triggered by keys in other active entries' text).
 A KoboldAI world-info entry has fewer still (``kobold_options``).
+
+A book may set options for the entries that do not set them (SillyTavern's global world-info
+settings, which its files do not carry: case sensitivity, whole words, scan depth, recursion):
+a character book's ``scan_depth`` and ``recursive_scanning`` (the V2 spec's book fields), and a
+Campfire bundle's ``lore_defaults`` (``book_defaults``), applied at import to each card
+(``apply_book_defaults``).
 """
 
 from __future__ import annotations
@@ -32,7 +38,9 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from engine.prompt.lore import DEFAULT_ORDER, LOGICS, clean_lore, read_lore
+from engine.library.reading.errors import ImportRejected
+from engine.library.reading.fields import Fields
+from engine.prompt.lore import DEFAULT_ORDER, LOGICS, MAX_SCAN_DEPTH, clean_lore, read_lore
 
 #: Options Campfire does not apply yet, each with the value that means "not used", and how the
 #: preview names it.
@@ -250,3 +258,56 @@ def character_book_options(stored: dict[str, Any]) -> dict[str, Any]:
 
 def regex_keys(stored: dict[str, Any]) -> list[str]:
     return list(read_lore(stored).regex)
+
+
+#: The options a book sets for its entries: SillyTavern's global world-info settings.
+BOOK_OPTIONS = ("case_sensitive", "whole_words", "scan_depth", "recurse")
+
+
+def book_defaults(f: Fields, name: str = "lore_defaults") -> dict[str, Any]:
+    """A bundle's book-level options (``BOOK_OPTIONS``), checked as a bundle's fields are: a
+    wrong one refuses the file with its path."""
+    book = f.obj(name)
+    if book is None:
+        return {}
+    unknown = sorted(str(key) for key in book.raw if key not in BOOK_OPTIONS)
+    if unknown:
+        raise ImportRejected(
+            f"{book.path}: unknown option(s) {', '.join(unknown[:8])} (one of "
+            f"{', '.join(BOOK_OPTIONS)})."
+        )
+    out: dict[str, Any] = {
+        key: book.flag(key) for key in ("case_sensitive", "whole_words", "recurse") if book.has(key)
+    }
+    if book.has("scan_depth"):
+        out["scan_depth"] = book.integer("scan_depth", low=0, high=MAX_SCAN_DEPTH)
+    return out
+
+
+def character_book_defaults(book: dict[str, Any]) -> dict[str, Any]:
+    """A character book's own ``scan_depth`` (counted as SillyTavern counts an entry's, less
+    one) and ``recursive_scanning`` (off: no entry's text triggers another, whatever the entry
+    says, as SillyTavern's global recursion switch). Malformed values are the spec's absent."""
+    out: dict[str, Any] = {}
+    depth = book.get("scan_depth")
+    if isinstance(depth, int | float) and not isinstance(depth, bool) and depth >= 1:
+        out["scan_depth"] = min(MAX_SCAN_DEPTH, int(depth) - 1)
+    if book.get("recursive_scanning") is False:
+        out["recurse"] = False
+    return out
+
+
+def apply_book_defaults(
+    lores: list[Any], defaults: dict[str, Any], *, forced: tuple[str, ...] = ()
+) -> list[Any]:
+    """Each card's options with the book's ``defaults`` for those it does not set itself;
+    ``forced`` ones replace the card's (a book that turns recursion off). A card's options
+    that are not an object are left for ``clean_lore`` to name."""
+    out: list[Any] = []
+    for lore in lores:
+        if not isinstance(lore, dict):
+            out.append(lore)
+            continue
+        kept = {key: value for key, value in lore.items() if key not in forced}
+        out.append({**defaults, **kept})
+    return out
