@@ -290,6 +290,7 @@ def test_a_scenario_exported_as_a_character_card_keeps_its_cards_options():
         "delay": 3,
         "group": "sea",
         "group_weight": 7,
+        "group_scoring": True,
     }
     draft = ScenarioDraft(
         title="Ilse",
