@@ -100,10 +100,7 @@ def read_bundle(
                 lore=c.raw.get("lore") or {},
             )
         )
-    if defaults:
-        lores = apply_book_defaults([c.lore for c in draft.cards], defaults)
-        for card, lore in zip(draft.cards, lores, strict=True):
-            card.lore = lore
+    apply_book_defaults(draft.cards, defaults)
     draft.scripts.extend(read_scripts(f))
     for p, item in f.items("openings"):
         o = Fields(item, p)

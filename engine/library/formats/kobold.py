@@ -20,10 +20,11 @@ How they match there (``checkworldinfo`` in ``aiserver.py``; Lite's world-info l
 and Lite; the first KoboldAI client matched case as written); a ``selective`` entry also needs
 one of its secondary keys (SillyTavern's AND ANY), and in Lite none of its anti-keys; a
 constant entry is always in; nothing recurses. So each card matches inside words
-(``whole_words: false``) and ignores case (Campfire's default, as the newer tools do) and an anti-key list becomes secondary keys with NOT ANY when the
-entry has no secondary keys (a card has one list of them: with both, the anti-keys are named
-in the preview as not kept). A folder or Lite group (which only sorts entries, or switches a
-group on and off) becomes the card's type.
+(``whole_words: false``) and ignores case (Campfire's default, as the newer tools do); an
+anti-key list becomes secondary keys with NOT ANY when the entry has no secondary keys (a card
+has one list of them: with both, the anti-keys are named in the preview as not kept). A folder
+or Lite group (which only sorts entries, or switches a group on and off) becomes the card's
+type.
 """
 
 from __future__ import annotations

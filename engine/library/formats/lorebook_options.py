@@ -38,6 +38,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from engine.library.formats.draft import ImportedCard
 from engine.library.reading.errors import ImportRejected
 from engine.library.reading.fields import Fields
 from engine.prompt.lore import DEFAULT_ORDER, LOGICS, MAX_SCAN_DEPTH, clean_lore, read_lore
@@ -298,16 +299,12 @@ def character_book_defaults(book: dict[str, Any]) -> dict[str, Any]:
 
 
 def apply_book_defaults(
-    lores: list[Any], defaults: dict[str, Any], *, forced: tuple[str, ...] = ()
-) -> list[Any]:
-    """Each card's options with the book's ``defaults`` for those it does not set itself;
+    cards: list[ImportedCard], defaults: dict[str, Any], *, forced: tuple[str, ...] = ()
+) -> None:
+    """Give each card the book's ``defaults`` for the options it does not set itself;
     ``forced`` ones replace the card's (a book that turns recursion off). A card's options
     that are not an object are left for ``clean_lore`` to name."""
-    out: list[Any] = []
-    for lore in lores:
-        if not isinstance(lore, dict):
-            out.append(lore)
-            continue
-        kept = {key: value for key, value in lore.items() if key not in forced}
-        out.append({**defaults, **kept})
-    return out
+    for card in cards:
+        if isinstance(card.lore, dict):
+            kept = {key: value for key, value in card.lore.items() if key not in forced}
+            card.lore = {**defaults, **kept}

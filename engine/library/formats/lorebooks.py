@@ -134,11 +134,7 @@ def _book_entries(book: Fields, warnings: list[str]) -> list[ImportedCard]:
     _skipped(skipped, warnings)
     warnings.extend(report.warnings())
     defaults = character_book_defaults(book.raw)
-    if defaults:
-        forced = ("recurse",) if "recurse" in defaults else ()
-        lores = apply_book_defaults([c.lore for c in cards], defaults, forced=forced)
-        for card, lore in zip(cards, lores, strict=True):
-            card.lore = lore
+    apply_book_defaults(cards, defaults, forced=("recurse",) if "recurse" in defaults else ())
     return cards
 
 
