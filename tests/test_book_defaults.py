@@ -107,7 +107,12 @@ BUNDLE = {
     "version": 1,
     "title": "Fogbound",
     "prompt": "The fog rolls in over the Fogbound docks.",
-    "lore_defaults": {"case_sensitive": True, "whole_words": False, "scan_depth": 0},
+    "lore_defaults": {
+        "case_sensitive": True,
+        "whole_words": False,
+        "scan_depth": 0,
+        "group_scoring": True,
+    },
     "story_cards": [
         {"title": "Orm", "keys": "Orm", "entry": "Orm the net-mender owes you money."},
         {
@@ -130,8 +135,9 @@ BUNDLE = {
 def test_a_bundles_lore_defaults_apply_to_cards_without_their_own():
     draft = read(BUNDLE).draft
     lore = {c.title: c.lore for c in draft.cards}
-    assert lore["Orm"] == {"case_sensitive": True, "whole_words": False, "scan_depth": 0}
-    assert lore["Nets"] == {"case_sensitive": False, "whole_words": False, "scan_depth": 0}
+    shared = {"whole_words": False, "scan_depth": 0, "group_scoring": True}
+    assert lore["Orm"] == {"case_sensitive": True} | shared
+    assert lore["Nets"] == {"case_sensitive": False} | shared
     # An option without its own defaults takes its parent's.
     assert draft.options[0].cards[0].lore == lore["Orm"]
 

@@ -10,7 +10,8 @@ this module)::
      "fallback" (lines that stand in for a failed narration),
      "story_cards": [{"title", "type", "keys", "entry", "description", "always_on",
                       "lore" (world-info options, engine.prompt.lore; only when set)}],
-     "lore_defaults": {"case_sensitive", "whole_words", "scan_depth", "recurse"}
+     "lore_defaults": {"case_sensitive", "whole_words", "scan_depth", "recurse",
+                       "group_scoring"}
                      (options for the story cards that do not set them; an option's own
                       apply to its cards, else its parent's),
      "scripts": [{"name", "description", "enabled", "shared_library", "on_input",

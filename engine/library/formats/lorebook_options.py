@@ -27,7 +27,8 @@ A NovelAI lorebook entry has fewer: ``forceActivation``, ``insertionOrder`` and
 A KoboldAI world-info entry has fewer still (``kobold_options``).
 
 A book may set options for the entries that do not set them (SillyTavern's global world-info
-settings, which its files do not carry: case sensitivity, whole words, scan depth, recursion):
+settings, which its files do not carry: case sensitivity, whole words, scan depth, recursion,
+group scoring):
 a character book's ``scan_depth`` and ``recursive_scanning`` (the V2 spec's book fields), and a
 Campfire bundle's ``lore_defaults`` (``book_defaults``), applied at import to each card
 (``apply_book_defaults``).
@@ -262,7 +263,7 @@ def regex_keys(stored: dict[str, Any]) -> list[str]:
 
 
 #: The options a book sets for its entries: SillyTavern's global world-info settings.
-BOOK_OPTIONS = ("case_sensitive", "whole_words", "scan_depth", "recurse")
+BOOK_OPTIONS = ("case_sensitive", "whole_words", "scan_depth", "recurse", "group_scoring")
 
 
 def book_defaults(f: Fields, name: str = "lore_defaults") -> dict[str, Any]:
@@ -278,7 +279,9 @@ def book_defaults(f: Fields, name: str = "lore_defaults") -> dict[str, Any]:
             f"{', '.join(BOOK_OPTIONS)})."
         )
     out: dict[str, Any] = {
-        key: book.flag(key) for key in ("case_sensitive", "whole_words", "recurse") if book.has(key)
+        key: book.flag(key)
+        for key in ("case_sensitive", "whole_words", "recurse", "group_scoring")
+        if book.has(key)
     }
     if book.has("scan_depth"):
         out["scan_depth"] = book.integer("scan_depth", low=0, high=MAX_SCAN_DEPTH)
