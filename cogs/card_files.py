@@ -138,7 +138,7 @@ class CardImportView(FilePreview):
 
 @app_commands.command(name="import")
 @app_commands.describe(
-    file="Story cards: AI Dungeon, SillyTavern, NovelAI or Character Card JSON",
+    file="Story cards: AI Dungeon, SillyTavern, NovelAI, KoboldAI Lite or Character Card JSON",
     scenario="A scenario of the library to add them to, instead of the adventure here",
 )
 async def import_cards(

@@ -152,8 +152,8 @@ them off (Manage Server)
         "Scenarios: importing and exporting them, knowledge, saving adventures",
         """\
 **Scenarios and saves**
-`/scenario import file:` bring in an AI Dungeon, SillyTavern, NovelAI or Campfire file, or a \
-character card (JSON or PNG: its greetings become openings to choose at `/start`)
+`/scenario import file:` bring in an AI Dungeon, SillyTavern, NovelAI, KoboldAI or Campfire \
+file, or a character card (JSON or PNG: its greetings become openings to choose at `/start`)
 `/scenario list`, `/scenario show`, `/scenario export [format:]` (Campfire, or a character \
 card), `/scenario delete`
 `/adventure export` the whole story as a file (`format:` text, markdown or html to read it); \

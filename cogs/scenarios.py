@@ -242,8 +242,8 @@ class ScenarioCog(commands.Cog):
 
     @scenario.command(name="import")
     @app_commands.describe(
-        file="An AI Dungeon, AI-DnD, SillyTavern, NovelAI or Campfire JSON file, or a character "
-        "card"
+        file="An AI Dungeon, AI-DnD, SillyTavern, NovelAI, KoboldAI or Campfire JSON file, or a "
+        "character card"
     )
     async def import_(self, interaction: discord.Interaction, file: discord.Attachment) -> None:
         """Import a scenario or lorebook from a file (a preview comes first)."""

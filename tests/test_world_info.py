@@ -354,6 +354,41 @@ def test_group_override_takes_the_highest_order_and_a_settled_group_takes_no_mor
     assert got["Rain"].reason.endswith("inclusion group weather: chosen before")
 
 
+def test_group_scoring_keeps_the_cards_whose_keys_matched_most():
+    # SillyTavern's filterGroupsByScoring: a scoring entry whose key-match score
+    # (WorldInfoBuffer.getScore: primary keys found, and secondary ones under AND ANY) is below
+    # the group's best drops out before the weighted draw; one without scoring stays a candidate.
+    heavy = card("Heavy", "rain, downpour, flood", group="weather", group_scoring=True)
+    light = card("Light", "rain, drizzle", group="weather", group_scoring=True, group_weight=9000)
+    for turn in range(20):
+        got = {m.card.title: m for m in scan_cards([heavy, light], "rain, a flood", str(turn))}
+        assert got["Heavy"].included and got["Heavy"].reason == "trigger: rain"
+        assert got["Light"].reason == (
+            "trigger: rain; inclusion group weather: Heavy chosen (most keys matched)"
+        )
+    # Secondary keys found under AND ANY count towards the score too.
+    tied = [
+        Card.of("Heavy", "Heavy.", "rain", lore={"group": "w", "group_scoring": True}),
+        Card.of(
+            "Light",
+            "Light.",
+            "rain",
+            lore={"group": "w", "group_scoring": True, "secondary": ["grey"]},
+        ),
+    ]
+    got = {m.card.title: m for m in scan_cards(tied, "grey rain", "1")}
+    assert got["Light"].included and "(most keys matched)" in got["Heavy"].reason
+    # A card without scoring is not dropped for its score: the draw decides among all.
+    unscored = card("Plain", "rain", group="weather", group_weight=1_000_000)
+    got = {m.card.title: m for m in scan_cards([heavy, unscored], "rain, a flood", "1")}
+    assert got["Plain"].included and "most keys" not in got["Heavy"].reason
+    # Without group scoring anywhere in the group, the weights alone choose.
+    assert read_lore({"group": "weather"}).group_scoring is False
+    assert card("X", group="g", group_scoring=True).lore.describe() == [
+        "inclusion group g (most keys matched, then weight 100)"
+    ]
+
+
 def test_recursion_does_not_bring_in_a_card_on_cooldown():
     herald = card("Herald", "herald", "The herald rings the bell.", recurse=True)
     bell = card("Bell", "bell", cooldown=2)

@@ -80,7 +80,7 @@ BOOK = {
             group="royals",
             useGroupScoring=True,
         ),
-        "10": entry(10, "Look-behind", ["/(?<=sir )Bob/"], "Bob."),
+        "10": entry(10, "Look-behind", ["/(?<=sir )Bob/"], "Bob.", delayUntilRecursion=True),
     }
 }
 
@@ -110,7 +110,12 @@ def test_sillytavern_entries_keep_their_options():
     assert lore["Old Tide"] == {"case_sensitive": True, "recurse": True}
     assert lore["Weather"] == {}  # prevents recursion: its text triggers nothing
     # SillyTavern's depth 1 is the newest message alone: the new action here.
-    assert lore["Far"] == {"scan_depth": 0, "recurse": True, "group": "royals"}
+    assert lore["Far"] == {
+        "scan_depth": 0,
+        "recurse": True,
+        "group": "royals",
+        "group_scoring": True,
+    }
     assert lore["Deep lore"] == {"sticky": 2, "recurse": True}
     # A pattern RE2 runs is kept as a regular-expression key.
     assert lore["Regex only"] == {"regex": ["/\\w+ing/"], "recurse": True}
@@ -122,8 +127,8 @@ def test_what_cannot_be_kept_is_named_in_the_preview():
     warnings = "\n".join(imported(BOOK).warnings)
     assert "1 disabled entry was left out." in warnings
     assert "Entries placed at a depth in the chat (1) go where Campfire places cards" in warnings
-    assert "Options Campfire does not apply were left out:" in warnings
-    assert "group scoring (1)" in warnings
+    assert "Options Campfire does not apply were left out: delay until recursion (1)" in warnings
+    assert "group scoring" not in warnings  # kept (SillyTavern's useGroupScoring)
     assert "sticky" not in warnings and "inclusion group" not in warnings  # both are kept
     assert "1 story card(s) keep keys as regular expressions (e.g. “/\\w+ing/”)" in warnings
     # A regular-expression key RE2 cannot run either: SillyTavern's, not EWIJSON's.
@@ -285,6 +290,7 @@ def test_a_scenario_exported_as_a_character_card_keeps_its_cards_options():
         "delay": 3,
         "group": "sea",
         "group_weight": 7,
+        "group_scoring": True,
     }
     draft = ScenarioDraft(
         title="Ilse",

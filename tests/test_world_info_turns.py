@@ -142,3 +142,38 @@ async def test_a_sticky_card_stays_in_on_the_next_turn_and_undo_forgets_it(db, e
     fake_model.queue("You walk.")
     again = await turn(engine, adventure_id, "walk on")
     assert "Bell" not in await cards_report(db, again.narrator_node_id)
+
+
+WEATHER = {"group": "weather", "group_scoring": True}
+
+
+async def test_group_scoring_chooses_in_a_turn_and_insights_says_so(db, engine, fake_model):
+    # SillyTavern's useGroupScoring (world-info.js, filterGroupsByScoring): of an inclusion
+    # group's entries, those whose keys matched most stay candidates; Light's weight would
+    # otherwise win the draw almost every time.
+    adventure_id = await new_adventure(db)
+    await add_card(db, adventure_id, "Heavy", "rain, flood", "Heavy rain floods the road.", WEATHER)
+    await add_card(
+        db, adventure_id, "Light", "rain", "A light rain falls.", WEATHER | {"group_weight": 9999}
+    )
+    fake_model.queue("You wade on.")
+    done = (await play(engine, adventure_id, ActionType.DO, "wade through the rain and flood"))[-1]
+    assert isinstance(done, TurnDone)
+    sent = "\n".join(m["content"] for m in fake_model.requests[-1]["messages"])
+    assert "Heavy rain floods the road." in sent and "A light rain falls." not in sent
+    report = await cards_report(db, done.result.narrator_node_id)
+    assert report["Light"]["reason"].endswith(
+        "inclusion group weather: Heavy chosen (most keys matched)"
+    )
+
+
+async def test_card_list_says_a_group_is_scored(env):
+    thread = await env.start_thread()
+    ref = await env.bot.services.play.adventure_in(thread)
+    await add_card(env.bot.services.db, ref.adventure_id, "Heavy", "rain", "Rain.", WEATHER)
+    listing = await env.fake.slash(env.alice, thread, "card list")
+    (embed,) = (await answered(env, listing)).embeds
+    assert (
+        "world info: inclusion group weather (most keys matched, then weight 100)"
+        in embed["description"]
+    )

@@ -2,7 +2,7 @@
 with its world-info options (``engine.prompt.lore``), as SillyTavern's World Info runs its
 entries (docs.sillytavern.app "World Info"; ``public/scripts/world-info.js``, ``checkWorldInfo``):
 secondary keys and their logic, scan depth, probability, a recursive scan through the texts of
-the cards that went in, sticky, cooldown and delay, inclusion groups.
+the cards that went in, sticky, cooldown and delay, inclusion groups and their scoring.
 
 Pure: the scan texts are built once per depth a turn asks for (``ScanWindow``), the keys were
 compiled once per distinct keys and options (``compile_keys``).
@@ -14,7 +14,7 @@ import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from engine.prompt.cards import DEFAULT_SCAN_ENTRIES, Card, scan_text
+from engine.prompt.cards import DEFAULT_SCAN_ENTRIES, Card, compile_keys, scan_text
 from engine.prompt.regex_keys import find_regex
 
 
@@ -113,7 +113,7 @@ def scan_cards(cards: Iterable[Card], window: str | ScanWindow, seed: str = "") 
         if reason is not None:
             fired[i] = _rolled(card, reason, here)
     settled: set[str] = set()
-    _inclusion_groups(fired, set(fired), settled, here)
+    _inclusion_groups(fired, set(fired), settled, here, scan, "")
     sources = [m.card for m in fired.values() if m.included and m.card.lore.recurse]
     steps = 0
     while sources and steps < MAX_RECURSION_STEPS:
@@ -131,7 +131,7 @@ def scan_cards(cards: Iterable[Card], window: str | ScanWindow, seed: str = "") 
             if reason is not None:
                 fired[i] = _rolled(card, _from_card(card, sources, reason), here)
                 new.add(i)
-        _inclusion_groups(fired, new, settled, here)
+        _inclusion_groups(fired, new, settled, here, scan, extra)
         sources = [fired[i].card for i in sorted(new) if fired[i].included]
         sources = [card for card in sources if card.lore.recurse]
     return [fired[i] for i in sorted(fired)]
@@ -201,35 +201,82 @@ def _fires_past(card: Card, scan: ScanWindow, index: int) -> bool:
 
 
 def _inclusion_groups(
-    fired: dict[int, CardMatch], new: set[int], settled: set[str], seed: str
+    fired: dict[int, CardMatch],
+    new: set[int],
+    settled: set[str],
+    seed: str,
+    scan: ScanWindow,
+    extra: str,
 ) -> None:
     """Keep one card of each inclusion group among the ``new`` matches (SillyTavern's
     ``filterByInclusionGroups``, before its probability rolls: a winner that then loses its
     roll leaves the group out): a card with ``group_override`` and the highest order, else
     one drawn by the weights, fixed for the turn. A group that had its card in an earlier
-    step of the recursive scan is ``settled``: its new cards stay out."""
+    step of the recursive scan is ``settled``: its new cards stay out.
+
+    Before that choice, where a card of the group asks for ``group_scoring``, the scoring
+    cards whose keys matched fewer times (``key_score``, in the window and ``extra``) than
+    the group's best drop out (SillyTavern's ``filterGroupsByScoring``, which runs first; a
+    card without it stays a candidate whatever its score)."""
     members: dict[str, list[int]] = {}
     for i in sorted(new):
         for group in fired[i].card.lore.groups:
             members.setdefault(group, []).append(i)
     for group, ids in members.items():
+        beaten: list[int] = []
         if group in settled:
             losers, winner = ids, None
         else:
             settled.add(group)
             if len(ids) == 1:
                 continue
-            winner = _group_winner([fired[i].card for i in ids], f"{seed}\x00{group}")
+            if any(fired[i].card.lore.group_scoring for i in ids):
+                scores = {i: key_score(fired[i].card, scan, extra) for i in ids}
+                best = max(scores.values())
+                beaten = [i for i in ids if fired[i].card.lore.group_scoring and scores[i] < best]
+            left = [fired[i].card for i in ids if i not in beaten]
+            winner = left[0] if len(left) == 1 else _group_winner(left, f"{seed}\x00{group}")
             losers = [i for i in ids if fired[i].card is not winner]
         for i in losers:
             match = fired[i]
             if match.included or winner is not None:
                 chosen = f"{winner.title} chosen" if winner is not None else "chosen before"
+                if i in beaten:
+                    chosen += " (most keys matched)"
                 fired[i] = CardMatch(
                     match.card,
                     f"{match.reason}; inclusion group {group}: {chosen}",
                     included=False,
                 )
+
+
+def key_score(card: Card, scan: ScanWindow, extra: str) -> int:
+    """How many of ``card``'s keys occur in the window (and ``extra``), as SillyTavern's
+    ``WorldInfoBuffer.getScore`` counts them for group scoring: each primary key (regular
+    expressions too) found, plus the secondary keys found when the logic is AND ANY, or AND
+    ALL with every one found; a card with no primary key scores 0."""
+    lore = card.lore
+    if not card.keys and not lore.regex:
+        return 0
+    case = bool(lore.case_sensitive)
+    whole = lore.whole_words is not False
+    text = scan.text(lore.scan_depth, case)
+    if extra:
+        text = f"{text}\n{extra if case else extra.casefold()}"
+    found = 0
+    for key in card.keys:
+        matcher = compile_keys((key,), case, whole)
+        found += matcher is not None and matcher.find(text) is not None
+    if lore.regex:
+        raw = scan.text(lore.scan_depth, True)
+        raw = f"{raw}\n{extra}" if extra else raw
+        found += sum(find_regex((key,), raw) is not None for key in lore.regex)
+    if not lore.secondary or lore.logic not in ("and_any", "and_all"):
+        return found
+    present = sum(m is not None and m.find(text) is not None for m in card.secondary)
+    if lore.logic == "and_all" and present < len(lore.secondary):
+        return found
+    return found + present
 
 
 def _group_winner(cards: Sequence[Card], seed: str) -> Card:

@@ -34,7 +34,9 @@ for AI Dungeon (no options) behaves as it always did:
 - ``group`` (names, with commas), ``group_weight``, ``group_override``: SillyTavern's inclusion
   groups: of the cards of one group that fire in a turn only one goes in, the one with
   ``group_override`` and the highest order, else one drawn by the weights (default 100), the
-  draw fixed for the turn as the probability roll is.
+  draw fixed for the turn as the probability roll is. ``group_scoring``: SillyTavern's
+  ``useGroupScoring`` (``filterGroupsByScoring``): before that choice, a scoring card whose
+  keys matched fewer times than the best of its group's (``card_scan.key_score``) drops out.
 - ``recurse``: the card's text may trigger other cards (SillyTavern's recursive scan, which
   ``preventRecursion`` turns off for an entry); ``exclude_recursion``: no other card's text
   triggers this one (SillyTavern's ``excludeRecursion``). Recursion is off unless set, as AI
@@ -68,7 +70,7 @@ MAX_SCAN_DEPTH = 100
 #: Insertion orders are clamped to this range (SillyTavern's are any number).
 ORDER_LIMIT = 1_000_000
 
-_FLAGS = ("disabled", "recurse", "exclude_recursion", "group_override")
+_FLAGS = ("disabled", "recurse", "exclude_recursion", "group_override", "group_scoring")
 _TIMED = ("sticky", "cooldown", "delay")
 #: The longest sticky, cooldown or delay, in entries: replaying a card's past costs as many
 #: scans as sticky and cooldown together.
@@ -103,6 +105,7 @@ class Lore:
     groups: tuple[str, ...] = ()
     group_weight: int = DEFAULT_WEIGHT
     group_override: bool = False
+    group_scoring: bool = False
 
     def to_json(self) -> dict[str, Any]:
         """The options that differ from the defaults, as a card stores them."""
@@ -162,6 +165,8 @@ class Lore:
                 out.append(f"{name} {getattr(self, name)} entries")
         if self.groups:
             how = "first by order" if self.group_override else f"weight {self.group_weight}"
+            if self.group_scoring:
+                how = f"most keys matched, then {how}"
             out.append(f"inclusion group {', '.join(self.groups)} ({how})")
         return out
 
@@ -239,6 +244,7 @@ def _lore(raw: Mapping[str, Any], problems: list[str]) -> Lore:
         exclude_recursion=flags["exclude_recursion"],
         case_sensitive=tri["case_sensitive"],
         whole_words=tri["whole_words"],
+        group_scoring=flags["group_scoring"],
     )
 
 

@@ -10,6 +10,10 @@ this module)::
      "fallback" (lines that stand in for a failed narration),
      "story_cards": [{"title", "type", "keys", "entry", "description", "always_on",
                       "lore" (world-info options, engine.prompt.lore; only when set)}],
+     "lore_defaults": {"case_sensitive", "whole_words", "scan_depth", "recurse",
+                       "group_scoring"}
+                     (options for the story cards that do not set them; an option's own
+                      apply to its cards, else its parent's),
      "scripts": [{"name", "description", "enabled", "shared_library", "on_input",
                   "on_model_context", "on_output"}],
      "options": [<a bundle without the marker>, …],
@@ -27,6 +31,7 @@ from __future__ import annotations
 from typing import Any
 
 from engine.library.formats.draft import ImportedCard, ImportedScript, Opening, ScenarioDraft
+from engine.library.formats.lorebook_options import apply_book_defaults, book_defaults
 from engine.library.reading.fields import Fields
 from engine.story.chapters.plan import read_plan, write_plan
 from engine.story.fallback import read_lines
@@ -53,8 +58,16 @@ def looks_flat(raw: dict[str, Any]) -> bool:
     return any(key in raw for key in FLAT_KEYS)
 
 
-def read_bundle(raw: Any, path: str = "", *, fallback_title: str = "") -> ScenarioDraft:
+def read_bundle(
+    raw: Any,
+    path: str = "",
+    *,
+    fallback_title: str = "",
+    lore_defaults: dict[str, Any] | None = None,
+) -> ScenarioDraft:
     f = Fields(raw, path)
+    # Read before the cards: a wrong one refuses the file whatever else it holds.
+    defaults = book_defaults(f) or dict(lore_defaults or {})
     draft = ScenarioDraft(
         title=f.text("title", "name", default=fallback_title),
         icon=f.text("icon"),
@@ -88,13 +101,16 @@ def read_bundle(raw: Any, path: str = "", *, fallback_title: str = "") -> Scenar
                 lore=c.raw.get("lore") or {},
             )
         )
+    apply_book_defaults(draft.cards, defaults)
     draft.scripts.extend(read_scripts(f))
     for p, item in f.items("openings"):
         o = Fields(item, p)
         draft.openings.append(Opening(o.text("text"), o.flag("group_only")))
     for p, item in f.items("options"):
         draft.options.append(
-            read_bundle(item, p, fallback_title=f"Option {len(draft.options) + 1}")
+            read_bundle(
+                item, p, fallback_title=f"Option {len(draft.options) + 1}", lore_defaults=defaults
+            )
         )
     return draft
 

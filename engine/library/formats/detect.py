@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import PurePath
 from typing import Any
 
-from engine.library.formats import aidungeon, bundle, character_card, lorebooks
+from engine.library.formats import aidungeon, bundle, character_card, kobold, lorebooks
 from engine.library.formats.character_card_png import card_json_from_png, is_png
 from engine.library.formats.draft import ImportedScenario, ImportLimits, ScenarioDraft, finish
 from engine.library.formats.key_syntax import convert_card_keys
@@ -22,11 +22,13 @@ BUNDLE = "Campfire scenario bundle"
 SILLYTAVERN = "SillyTavern world info"
 NOVELAI = "NovelAI lorebook"
 CHARACTER_BOOK = "character book (Character Card V2 lorebook)"
+KOBOLD_STORY = "KoboldAI story"
+KOBOLD_WORLD_INFO = "KoboldAI Lite world info"
 
 SUPPORTED = (
     "AI Dungeon scenarios and story-card exports, AI-DnD scenarios, SillyTavern world info, "
-    "NovelAI lorebooks, character cards (V1, V2 and V3, JSON or PNG) and Campfire scenario "
-    "bundles"
+    "NovelAI lorebooks, KoboldAI stories and world info, character cards (V1, V2 and V3, JSON "
+    "or PNG) and Campfire scenario bundles"
 )
 
 
@@ -44,6 +46,7 @@ CARD_FORMATS = frozenset(
         AID_WORLD_INFO,
         SILLYTAVERN,
         NOVELAI,
+        KOBOLD_WORLD_INFO,
         *character_card.VERSIONS,
         CHARACTER_BOOK,
     }
@@ -75,8 +78,8 @@ def read_cards(data: bytes, filename: str, limits: ImportLimits) -> ImportedScen
 
 
 CARD_SUPPORTED = (
-    "AI Dungeon story-card and world-info exports, SillyTavern world info, NovelAI lorebooks "
-    "and character cards (V1, V2 and V3, JSON or PNG)"
+    "AI Dungeon story-card and world-info exports, SillyTavern world info, NovelAI lorebooks, "
+    "KoboldAI Lite world info and character cards (V1, V2 and V3, JSON or PNG)"
 )
 
 
@@ -124,6 +127,8 @@ def _read(raw: Any, name: str, warnings: list[str]) -> tuple[str, ScenarioDraft]
         if aidungeon.is_card_list(raw):
             kind = AID_CARDS if aidungeon.is_story_cards(raw) else AID_WORLD_INFO
             return kind, aidungeon.read_card_list(raw, title=name)
+        if kobold.is_world_info(raw):
+            return KOBOLD_WORLD_INFO, kobold.read_world_info(raw, title=name, warnings=warnings)
         raise ImportRejected(
             "The file is a list, but not of story cards (each needs keys and a value or an "
             f"entry) nor of scenarios (each with a prompt). Campfire reads {SUPPORTED}."
@@ -148,6 +153,9 @@ def _read(raw: Any, name: str, warnings: list[str]) -> tuple[str, ScenarioDraft]
         return SILLYTAVERN, lorebooks.read_sillytavern(raw, title=name, warnings=warnings)
     if lorebooks.is_character_book(raw):
         return CHARACTER_BOOK, lorebooks.read_character_book(raw, title=name, warnings=warnings)
+    if kobold.is_story(raw):
+        # Before AI Dungeon's: a story's prompt and memory would read as a 2020-21 scenario.
+        return KOBOLD_STORY, kobold.read_story(raw, title=name, warnings=warnings)
     inner, path = aidungeon.unwrap(raw)
     if isinstance(inner, dict):
         if aidungeon.looks_new(inner):

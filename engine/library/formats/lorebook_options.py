@@ -6,14 +6,13 @@ SillyTavern writes its entries' options in two shapes (``public/scripts/world-in
 at its top (``keysecondary``, ``selective``, ``selectiveLogic``, ``constant``, ``probability``
 with ``useProbability``, ``order``, ``caseSensitive``, ``matchWholeWords``, ``scanDepth``,
 ``excludeRecursion``, ``preventRecursion``, ``sticky``, ``cooldown``, ``delay``, ``position``,
-``depth``, ``group``, ``groupWeight``, ``groupOverride`` …), a Character Card V2
-``character_book`` entry (the spec, github.com/malfoyslastname/character-card-spec-v2) has the
-spec's own (``secondary_keys``, ``selective``, ``insertion_order``, ``case_sensitive``,
-``constant``, ``position``) and
-SillyTavern's others under ``extensions`` in snake case (``selectiveLogic``, ``probability``,
-``useProbability``, ``scan_depth``, ``match_whole_words``, ``exclude_recursion``,
-``prevent_recursion``, ``group``, ``group_weight``, ``group_override``, ``sticky`` …). Both
-are read here.
+``depth``, ``group``, ``groupWeight``, ``groupOverride``, ``useGroupScoring`` …), a Character
+Card V2 ``character_book`` entry (the spec, github.com/malfoyslastname/character-card-spec-v2)
+has the spec's own (``secondary_keys``, ``selective``, ``insertion_order``, ``case_sensitive``,
+``constant``, ``position``) and SillyTavern's others under ``extensions`` in snake case
+(``selectiveLogic``, ``probability``, ``useProbability``, ``scan_depth``, ``match_whole_words``,
+``exclude_recursion``, ``prevent_recursion``, ``group``, ``group_weight``, ``group_override``,
+``use_group_scoring``, ``sticky`` …). Both are read here.
 
 SillyTavern's scan depth counts chat messages with the newest (the player's) as the first; a
 card's counts story entries besides the new action, so depth ``n`` becomes ``n - 1``. An entry
@@ -25,6 +24,14 @@ triggers others unless it prevents recursion.
 
 A NovelAI lorebook entry has fewer: ``forceActivation``, ``insertionOrder`` and
 ``cascadingActivation`` (the entry is also triggered by keys in other active entries' text).
+A KoboldAI world-info entry has fewer still (``kobold_options``).
+
+A book may set options for the entries that do not set them (SillyTavern's global world-info
+settings, which its files do not carry: case sensitivity, whole words, scan depth, recursion,
+group scoring):
+a character book's ``scan_depth`` and ``recursive_scanning`` (the V2 spec's book fields), and a
+Campfire bundle's ``lore_defaults`` (``book_defaults``), applied at import to each card
+(``apply_book_defaults``).
 """
 
 from __future__ import annotations
@@ -32,13 +39,14 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from engine.prompt.lore import DEFAULT_ORDER, LOGICS, clean_lore, read_lore
+from engine.library.formats.draft import ImportedCard
+from engine.library.reading.errors import ImportRejected
+from engine.library.reading.fields import Fields
+from engine.prompt.lore import DEFAULT_ORDER, LOGICS, MAX_SCAN_DEPTH, clean_lore, read_lore
 
 #: Options Campfire does not apply yet, each with the value that means "not used", and how the
 #: preview names it.
 _UNKEPT = {
-    "useGroupScoring": (False, "group scoring"),
-    "use_group_scoring": (False, "group scoring"),
     "delayUntilRecursion": (False, "delay until recursion"),
     "delay_until_recursion": (False, "delay until recursion"),
     "characterFilter": (None, "character filters"),
@@ -129,6 +137,7 @@ def sillytavern_options(entry: dict[str, Any], report: OptionReport, where: str)
         for name, st_names in (
             ("group_weight", ("groupWeight", "group_weight")),
             ("group_override", ("groupOverride", "group_override")),
+            ("group_scoring", ("useGroupScoring", "use_group_scoring")),
         ):
             value = get(*st_names)
             if value is not None:
@@ -158,6 +167,37 @@ def novelai_options(entry: dict[str, Any], report: OptionReport, where: str) -> 
     if search not in (None, 1000):
         report.unkept["search range in characters"] += 1
     return _clean(raw, report, where)
+
+
+def kobold_options(entry: dict[str, Any], report: OptionReport, where: str) -> dict[str, Any]:
+    """The card options of a KoboldAI or KoboldAI Lite world-info entry (``engine.library.
+    formats.kobold`` says how they match there): keys found inside words; a selective entry's
+    secondary keys with AND ANY; Lite's anti-keys with NOT ANY when there are no secondary keys
+    (else named as not kept); Lite's probability."""
+    raw: dict[str, Any] = {"whole_words": False}
+    if entry.get("selective") is True:
+        secondary = _kobold_keys(entry.get("keysecondary"))
+        anti = _kobold_keys(entry.get("keyanti"))
+        if secondary:
+            raw |= {"secondary": secondary, "logic": "and_any"}
+            if anti:
+                report.unkept["anti-keys beside secondary keys"] += 1
+        elif anti:
+            raw |= {"secondary": anti, "logic": "not_any"}
+    probability = entry.get("probability")
+    if isinstance(probability, int | float) and not isinstance(probability, bool):
+        # Lite rolls only for 0 < probability < 100 (0 reads as unset there: always in).
+        if 0 < probability < 100:
+            raw["probability"] = int(probability)
+    return _clean(raw, report, where)
+
+
+def _kobold_keys(value: Any) -> list[str]:
+    # One comma-separated text in the client and Lite, a list in United.
+    parts = value.split(",") if isinstance(value, str) else value
+    if not isinstance(parts, list):
+        return []
+    return [part.strip() for part in parts if isinstance(part, str) and part.strip()]
 
 
 def _count_unkept(entry: dict[str, Any], extra: dict[str, Any], report: OptionReport) -> None:
@@ -212,9 +252,62 @@ def character_book_options(stored: dict[str, Any]) -> dict[str, Any]:
     if lore.groups:
         ext |= {"group": ",".join(lore.groups), "group_weight": lore.group_weight}
         ext["group_override"] = lore.group_override
+        if lore.group_scoring:
+            ext["use_group_scoring"] = True
     out["extensions"] = ext
     return out
 
 
 def regex_keys(stored: dict[str, Any]) -> list[str]:
     return list(read_lore(stored).regex)
+
+
+#: The options a book sets for its entries: SillyTavern's global world-info settings.
+BOOK_OPTIONS = ("case_sensitive", "whole_words", "scan_depth", "recurse", "group_scoring")
+
+
+def book_defaults(f: Fields, name: str = "lore_defaults") -> dict[str, Any]:
+    """A bundle's book-level options (``BOOK_OPTIONS``), checked as a bundle's fields are: a
+    wrong one refuses the file with its path."""
+    book = f.obj(name)
+    if book is None:
+        return {}
+    unknown = sorted(str(key) for key in book.raw if key not in BOOK_OPTIONS)
+    if unknown:
+        raise ImportRejected(
+            f"{book.path}: unknown option(s) {', '.join(unknown[:8])} (one of "
+            f"{', '.join(BOOK_OPTIONS)})."
+        )
+    out: dict[str, Any] = {
+        key: book.flag(key)
+        for key in ("case_sensitive", "whole_words", "recurse", "group_scoring")
+        if book.has(key)
+    }
+    if book.has("scan_depth"):
+        out["scan_depth"] = book.integer("scan_depth", low=0, high=MAX_SCAN_DEPTH)
+    return out
+
+
+def character_book_defaults(book: dict[str, Any]) -> dict[str, Any]:
+    """A character book's own ``scan_depth`` (counted as SillyTavern counts an entry's, less
+    one) and ``recursive_scanning`` (off: no entry's text triggers another, whatever the entry
+    says, as SillyTavern's global recursion switch). Malformed values are the spec's absent."""
+    out: dict[str, Any] = {}
+    depth = book.get("scan_depth")
+    if isinstance(depth, int | float) and not isinstance(depth, bool) and depth >= 1:
+        out["scan_depth"] = min(MAX_SCAN_DEPTH, int(depth) - 1)
+    if book.get("recursive_scanning") is False:
+        out["recurse"] = False
+    return out
+
+
+def apply_book_defaults(
+    cards: list[ImportedCard], defaults: dict[str, Any], *, forced: tuple[str, ...] = ()
+) -> None:
+    """Give each card the book's ``defaults`` for the options it does not set itself;
+    ``forced`` ones replace the card's (a book that turns recursion off). A card's options
+    that are not an object are left for ``clean_lore`` to name."""
+    for card in cards:
+        if isinstance(card.lore, dict):
+            kept = {key: value for key, value in card.lore.items() if key not in forced}
+            card.lore = {**defaults, **kept}

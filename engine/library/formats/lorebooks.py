@@ -8,8 +8,9 @@ card), or such a book on its own.
 - NovelAI: ``{"lorebookVersion": n, "entries": [{text, displayName, keys: [...], enabled,
   forceActivation, …}], "categories": [...]}``.
 - Character Card V2: ``{"spec": "chara_card_v2", "data": {name, description, personality,
-  scenario, first_mes, …, "character_book": {name, entries: [{keys, content, enabled,
-  constant, name, comment, …}]}}}``.
+  scenario, first_mes, …, "character_book": {name, scan_depth, recursive_scanning, entries:
+  [{keys, content, enabled, constant, name, comment, …}]}}}``; the book's scan depth and
+  recursion apply to its entries (``lorebook_options.character_book_defaults``).
 
 Disabled entries are left out (and counted in a warning); always-inserted entries (constant,
 forceActivation) become always-on cards; the entries' other options become the cards'
@@ -23,6 +24,8 @@ from typing import Any
 from engine.library.formats.draft import ImportedCard, ScenarioDraft
 from engine.library.formats.lorebook_options import (
     OptionReport,
+    apply_book_defaults,
+    character_book_defaults,
     novelai_options,
     sillytavern_options,
 )
@@ -130,6 +133,8 @@ def _book_entries(book: Fields, warnings: list[str]) -> list[ImportedCard]:
         )
     _skipped(skipped, warnings)
     warnings.extend(report.warnings())
+    defaults = character_book_defaults(book.raw)
+    apply_book_defaults(cards, defaults, forced=("recurse",) if "recurse" in defaults else ())
     return cards
 
 
