@@ -185,6 +185,12 @@ LORE_OPTIONS: tuple[LoreOption, ...] = (
         "It wins its group's draw (by order among such cards)",
         needs="group",
     ),
+    LoreOption(
+        "group_scoring",
+        "flag",
+        "In its group, cards whose keys matched most are drawn from",
+        needs="group",
+    ),
     LoreOption("disabled", "flag", "The card never goes in"),
     LoreOption(
         "regex",
