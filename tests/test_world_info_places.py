@@ -8,14 +8,28 @@ Built by the real context engine from its inputs (the prompt as sent, and Insigh
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
+import pytest
+from sqlalchemy import update
+from sqlalchemy.orm import undefer
+from sqlmodel import col
+
+from engine.library.formats import character_card
+from engine.library.formats.detect import read_scenario
+from engine.library.formats.draft import ImportLimits
+from engine.llm.providers.resolver import OperatorDefault
 from engine.prompt.cards import Card
 from engine.prompt.lore import clean_lore, read_lore
 from engine.prompt.lore_places import insert_at_depths
 from engine.prompt.sections import authors_note_line
+from engine.storage.models import Adventure, AdventureCard, StoryNode
 from engine.turns.context import HEADINGS, ContextEngine
+from engine.turns.engine import TurnEngine
+from tests.helpers import new_adventure
 from tests.test_context import FULL, recent_story, sections, story, user_text
+from tests.test_story_tree import host, turn
 
 ENGINE = ContextEngine()
 LORE = HEADINGS["story_cards"]
@@ -212,3 +226,130 @@ def test_a_short_story_still_takes_a_deep_card_at_its_start():
     cards = [card("Deep", "Ash fears deep water.", always=True, position="depth", depth=40)]
     built = ENGINE.build(replace(FULL, cards=cards, history=story(2), line_length=2))
     assert told(built)[0] == f"{LORE}\nAsh fears deep water."
+
+
+# --- in a turn, from an imported SillyTavern book ------------------------------------------------
+
+
+def st_entry(uid: int, key: str, content: str, position: int, **options: object) -> dict:
+    """An entry as SillyTavern writes it (``newWorldInfoEntryTemplate``: position 0, depth 4)."""
+    return {
+        "uid": uid,
+        "key": [key],
+        "keysecondary": [],
+        "comment": key.title(),
+        "content": content,
+        "constant": False,
+        "selective": True,
+        "order": 100,
+        "position": position,
+        "depth": 4,
+        "disable": False,
+    } | options
+
+
+BOOK = {
+    "entries": {
+        "0": st_entry(0, "compass", "The compass points to the drowned bell.", 4, depth=2),
+        "1": st_entry(1, "fog", "Fog hides the far shore.", 2),
+        "2": st_entry(2, "fog", "The fog smells of salt.", 3, comment="Salt"),
+        "3": st_entry(3, "ferry", "The ferry has no pilot.", 0),
+        "4": st_entry(4, "ferry", "The ferryman hums.", 1, comment="Ferryman"),
+    }
+}
+
+
+@pytest.fixture
+def engine(db, provider) -> TurnEngine:
+    return TurnEngine(db, OperatorDefault(provider))
+
+
+async def test_an_imported_books_entries_go_where_sillytavern_puts_them(db, engine, fake_model):
+    result = read_scenario(json.dumps(BOOK).encode(), "shore.json", ImportLimits())
+    adventure_id = await new_adventure(db)
+    await host(db, adventure_id)
+    async with db.session() as session, session.begin():
+        await session.execute(
+            update(Adventure)
+            .where(col(Adventure.id) == adventure_id)
+            .values(authors_note="Keep it eerie.")
+        )
+        for c in result.draft.cards:
+            fields = {"title": c.title, "keys": c.keys, "entry": c.entry, "lore": c.lore}
+            session.add(AdventureCard(adventure_id=adventure_id, **fields))
+    fake_model.queue("The road bends by the water.", "The bell tolls below.")
+    await turn(engine, adventure_id, "walk on")
+    done = await turn(engine, adventure_id, "check the compass in the fog by the ferry")
+    system, user = (m["content"] for m in fake_model.requests[-1]["messages"])
+
+    # Position 4, depth 2: two entries after it, the last narration and the new action.
+    story_text = user.split(HEADINGS["history"] + "\n", 1)[1]
+    paragraphs = story_text.split("\n\n")
+    deep = paragraphs.index(f"{LORE}\nThe compass points to the drowned bell.")
+    assert paragraphs[deep + 1] == "The road bends by the water."
+    assert user.index("The road bends by the water.") < user.index("check the compass")
+    # Positions 2 and 3: around the author's note, which closes the system message.
+    note = authors_note_line("Keep it eerie.")
+    assert system.endswith(f"Fog hides the far shore.\n\n{note}\n\nThe fog smells of salt.")
+    # Position 0 before the story, 1 after it (where Campfire puts a triggered card anyway).
+    before, after = user.index("The ferry has no pilot."), user.index("The ferryman hums.")
+    assert before < user.index(HEADINGS["history"]) < after
+
+    async with db.session() as session:
+        node = await session.get(
+            StoryNode, done.narrator_node_id, options=[undefer(StoryNode.context_report)]
+        )
+        assert node is not None and node.context_report is not None
+    reasons = {
+        item["label"]: item["reason"]
+        for section in node.context_report["sections"]
+        for item in section["items"]
+        if "cards" in section["key"]
+    }
+    assert reasons["Compass"] == "trigger: compass; at depth 2"
+    assert reasons["Ferry"] == "trigger: ferry; before the story"
+    assert reasons["Ferryman"] == "trigger: ferry"  # position 1: where it goes unplaced
+    assert reasons["Fog"] == "trigger: fog; in the author's note (top)"
+    assert reasons["Salt"] == "trigger: fog; in the author's note (bottom)"
+
+
+def test_a_character_books_place_reads_sillytaverns_extension_first_and_writes_it_back():
+    def book_entry(name: str, **fields: object) -> dict:
+        base = {"keys": [name.lower()], "content": f"{name}.", "enabled": True, "name": name}
+        return base | fields
+
+    card = {
+        "spec": "chara_card_v2",
+        "spec_version": "2.0",
+        "data": {
+            "name": "Ilse",
+            "description": "A lighthouse keeper.",
+            "character_book": {
+                "entries": [
+                    # SillyTavern writes its number under extensions; it wins over the spec's.
+                    book_entry(
+                        "Deep", position="before_char", extensions={"position": 4, "depth": 2}
+                    ),
+                    book_entry("Early", position="before_char"),
+                    book_entry("Late", position="after_char"),
+                    book_entry("Top", extensions={"position": 2}),
+                ]
+            },
+        },
+    }
+    result = read_scenario(json.dumps(card).encode(), "ilse.json", ImportLimits())
+    lore = {c.title: c.lore for c in result.draft.cards}
+    assert lore["Deep"]["position"] == "depth" and lore["Deep"]["depth"] == 2
+    assert lore["Early"]["position"] == "before"
+    assert "position" not in lore["Late"]  # after the story: where it goes unplaced
+    assert lore["Top"]["position"] == "an_top"
+
+    # Exported and read back, each card keeps its place.
+    for version in (character_card.V2, character_card.V3):
+        written = character_card.write_card(result.draft, version)
+        entries = written["data"]["character_book"]["entries"]
+        deep = next(e for e in entries if e["name"] == "Deep")
+        assert deep["position"] == "after_char"
+        assert (deep["extensions"]["position"], deep["extensions"]["depth"]) == (4, 2)
+        again = read_scenario(json.dumps(written).encode(), "ilse.json", ImportLimits())
+        assert {c.title: c.lore for c in again.draft.cards} == lore

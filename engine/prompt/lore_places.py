@@ -35,7 +35,7 @@ from engine.prompt.report import ItemReport
 from engine.prompt.sections import HEADINGS, Section, first_words, note_place
 from engine.prompt.tokens import count_tokens
 
-#: The places that are not inside the author's note or the story, each with its section.
+#: The places inside the author's note: their cards join its text, with no heading of their own.
 _NOTE_PLACES = ("an_top", "an_bottom")
 
 

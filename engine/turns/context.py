@@ -36,7 +36,9 @@ the story is ever appended to, so everything that changes from turn to turn goes
   Story:" (its window's start moves ``ANCHOR_STEP`` entries at a time rather than every turn),
   then memories, knowledge, the triggered cards (a second "World Lore:", ``story_cards``), the
   live world state, a note a script set, the player's new action, a script's front memory, and
-  the one-line world-state reminder as the very last line.
+  the one-line world-state reminder as the very last line. A card's own ``position`` may put
+  it elsewhere: before the story, around the author's note, or at a depth in the story
+  (``engine.prompt.lore_places``).
 
 A turn then reads again only the newest turn and what follows it (``bench_context``'s prefix
 line: p50 83 %). Always-on cards go before the story because they are the same every turn
