@@ -27,6 +27,7 @@ from engine.prompt.sections import authors_note_line
 from engine.storage.models import Adventure, AdventureCard, StoryNode
 from engine.turns.context import HEADINGS, ContextEngine
 from engine.turns.engine import TurnEngine
+from tests.discord_env import answered
 from tests.helpers import new_adventure
 from tests.test_context import FULL, recent_story, sections, story, user_text
 from tests.test_story_tree import host, turn
@@ -353,3 +354,15 @@ def test_a_character_books_place_reads_sillytaverns_extension_first_and_writes_i
         assert (deep["extensions"]["position"], deep["extensions"]["depth"]) == (4, 2)
         again = read_scenario(json.dumps(written).encode(), "ilse.json", ImportLimits())
         assert {c.title: c.lore for c in again.draft.cards} == lore
+
+
+async def test_card_list_says_where_a_card_is_placed(env):
+    thread = await env.start_thread()
+    ref = await env.bot.services.play.adventure_in(thread)
+    async with env.bot.services.db.session() as session, session.begin():
+        lore = {"position": "depth", "depth": 2, "order": 5}
+        fields = {"title": "Bell", "keys": "bell", "entry": "The bell is cracked.", "lore": lore}
+        session.add(AdventureCard(adventure_id=ref.adventure_id, **fields))
+    listing = await env.fake.slash(env.alice, thread, "card list")
+    (embed,) = (await answered(env, listing)).embeds
+    assert "world info: order 5; placed at depth 2\n> The bell is cracked." in embed["description"]
