@@ -27,13 +27,15 @@ from tests.discord_env import DiscordEnv, answered
     "option", [o for o in LORE_OPTIONS if o.kind == "number"], ids=lambda o: o.name
 )
 def test_a_number_options_bounds_are_clean_lores(option):
+    # A depth is read only with the place it belongs to.
+    beside = {"position": "depth"} if option.name == "depth" else {}
     kept: list[str] = []
-    clean_lore({option.name: option.high}, kept)
-    clean_lore({option.name: option.low}, kept)
+    clean_lore({**beside, option.name: option.high}, kept)
+    clean_lore({**beside, option.name: option.low}, kept)
     assert kept == []
     for outside in (option.low - 1, option.high + 1):
         clamped: list[str] = []
-        clean_lore({option.name: outside}, clamped)
+        clean_lore({**beside, option.name: outside}, clamped)
         assert clamped, f"clean_lore keeps {option.name}={outside}, the table refuses it"
 
 
@@ -64,6 +66,18 @@ def test_changes_merge_clear_and_reset():
         "regex": ["/dragons?/i", "/wyrm\\/kin/"],
         "group": "foes,beasts",
     }
+
+
+def test_a_place_and_its_depth_set_moved_and_cleared():
+    # SillyTavern's Insertion Position: at a depth takes its depth; moving the card elsewhere
+    # drops the depth, and "where Campfire puts it" clears the place.
+    deep = changed_lore({"order": 5}, {"position": "depth", "depth": 2})
+    assert deep == {"order": 5, "position": "depth", "depth": 2}
+    assert "placed at depth 2" in " ".join(read_lore(deep).describe())
+    assert changed_lore(deep, {"position": "an_top"}) == {"order": 5, "position": "an_top"}
+    assert changed_lore(deep, {"position": CLEAR}) == {"order": 5}
+    with pytest.raises(InvalidInput, match="depth"):
+        changed_lore({}, {"position": "after", "depth": 3})
 
 
 @pytest.mark.parametrize(

@@ -68,7 +68,7 @@ BOOK = {
         "3": entry(3, "Smugglers", ["smuggle"], "Smugglers use the caves.", excludeRecursion=True),
         "4": entry(4, "Old Tide", ["/tides?/i"], "The tide is high.", caseSensitive=True),
         "5": entry(5, "Weather", [], "It always rains.", constant=True, preventRecursion=True),
-        "6": entry(6, "Deep lore", ["Ilse"], "Ilse was born at sea.", position=4, sticky=2),
+        "6": entry(6, "Deep lore", ["Ilse"], "Ilse was born at sea.", position=4, sticky=2, role=2),
         "7": entry(7, "Off", ["watch"], "Disabled.", disable=True),
         "8": entry(8, "Regex only", ["/\\w+ing/"], "Any verb."),
         "9": entry(
@@ -81,6 +81,8 @@ BOOK = {
             useGroupScoring=True,
         ),
         "10": entry(10, "Look-behind", ["/(?<=sir )Bob/"], "Bob.", delayUntilRecursion=True),
+        "11": entry(11, "Example", ["example"], "Speak like this.", position=5),
+        "12": entry(12, "Aside", ["aside"], "An aside.", position=3, role=1),
     }
 }
 
@@ -99,26 +101,24 @@ def cards_of(result) -> dict[str, Card]:
 def test_sillytavern_entries_keep_their_options():
     result = imported(BOOK)
     lore = {c.title: c.lore for c in result.draft.cards}
-    assert lore["Harbour Watch"] == {
-        "secondary": ["night", "storm"],
-        "logic": "and_all",
-        "recurse": True,
-    }
-    assert lore["Captain Ilse"] == {"order": 300, "recurse": True}
-    assert lore["Lighthouse"] == {"probability": 50, "recurse": True}
-    assert lore["Smugglers"] == {"exclude_recursion": True, "recurse": True}
-    assert lore["Old Tide"] == {"case_sensitive": True, "recurse": True}
+    # Position 0, SillyTavern's default, is before the story: where Campfire puts a constant
+    # entry anyway, so only the others say it.
+    before = {"recurse": True, "position": "before"}
+    assert lore["Harbour Watch"] == before | {"secondary": ["night", "storm"], "logic": "and_all"}
+    assert lore["Captain Ilse"] == before | {"order": 300}
+    assert lore["Lighthouse"] == before | {"probability": 50}
+    assert lore["Smugglers"] == before | {"exclude_recursion": True}
+    assert lore["Old Tide"] == before | {"case_sensitive": True}
     assert lore["Weather"] == {}  # prevents recursion: its text triggers nothing
     # SillyTavern's depth 1 is the newest message alone: the new action here.
-    assert lore["Far"] == {
-        "scan_depth": 0,
-        "recurse": True,
-        "group": "royals",
-        "group_scoring": True,
-    }
-    assert lore["Deep lore"] == {"sticky": 2, "recurse": True}
+    assert lore["Far"] == before | {"scan_depth": 0, "group": "royals", "group_scoring": True}
+    # Position 4 is at a depth (SillyTavern's ``depth``, 4 in the template).
+    assert lore["Deep lore"] == {"sticky": 2, "recurse": True, "position": "depth", "depth": 4}
+    assert lore["Aside"] == {"recurse": True, "position": "an_bottom"}
+    # Example messages Campfire has not: the entry goes where Campfire's cards go.
+    assert lore["Example"] == {"recurse": True}
     # A pattern RE2 runs is kept as a regular-expression key.
-    assert lore["Regex only"] == {"regex": ["/\\w+ing/"], "recurse": True}
+    assert lore["Regex only"] == before | {"regex": ["/\\w+ing/"]}
     assert {c.title: c.always_on for c in result.draft.cards}["Weather"] is True
     assert "Off" not in lore
 
@@ -126,9 +126,12 @@ def test_sillytavern_entries_keep_their_options():
 def test_what_cannot_be_kept_is_named_in_the_preview():
     warnings = "\n".join(imported(BOOK).warnings)
     assert "1 disabled entry was left out." in warnings
-    assert "Entries placed at a depth in the chat (1) go where Campfire places cards" in warnings
-    assert "Options Campfire does not apply were left out: delay until recursion (1)" in warnings
+    assert "Entries placed at example messages (top) (1) go where Campfire places cards" in warnings
+    assert "a depth in the chat" not in warnings and "author's note" not in warnings  # kept
+    assert "Options Campfire does not apply were left out:" in warnings
+    assert "delay until recursion (1)" in warnings
     assert "group scoring" not in warnings  # kept (SillyTavern's useGroupScoring)
+    assert "message roles at a depth (1)" in warnings  # the assistant's, there
     assert "sticky" not in warnings and "inclusion group" not in warnings  # both are kept
     assert "1 story card(s) keep keys as regular expressions (e.g. “/\\w+ing/”)" in warnings
     # A regular-expression key RE2 cannot run either: SillyTavern's, not EWIJSON's.

@@ -41,6 +41,12 @@ for AI Dungeon (no options) behaves as it always did:
   ``preventRecursion`` turns off for an entry); ``exclude_recursion``: no other card's text
   triggers this one (SillyTavern's ``excludeRecursion``). Recursion is off unless set, as AI
   Dungeon never recursed.
+- ``position``: where the card goes in the prompt (SillyTavern's "Insertion Position",
+  ``world_info_position`` in ``world-info.js``): ``before`` the story (where always-on cards
+  go), ``after`` it (where triggered cards go), ``an_top`` / ``an_bottom`` (just before / after
+  the author's note, wherever it stands), or ``depth``: in the story, ``depth`` entries from its
+  end as SillyTavern's "@ D" counts (0 after the newest; the new action is the newest). Unset,
+  always-on cards go before the story and the others after it (``engine.prompt.lore_places``).
 
 Pure: no database. ``clean_lore`` reads options from a file or a player, bounded, naming what it
 could not keep; ``read_lore`` reads them back from a stored card.
@@ -82,6 +88,17 @@ MAX_WEIGHT = 1_000_000
 GROUP_MAX_CHARS = 64
 MAX_GROUPS = 8
 _TRI = ("case_sensitive", "whole_words")
+#: Where a card may be placed (``position``), and how ``/card list`` and Insights say it.
+POSITIONS = {
+    "before": "before the story",
+    "after": "after the story",
+    "an_top": "in the author's note (top)",
+    "an_bottom": "in the author's note (bottom)",
+    "depth": "at depth",
+}
+#: SillyTavern's default depth for an entry at a depth (``DEFAULT_DEPTH``), and the deepest.
+DEFAULT_DEPTH = 4
+MAX_DEPTH = 100
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +123,17 @@ class Lore:
     group_weight: int = DEFAULT_WEIGHT
     group_override: bool = False
     group_scoring: bool = False
+    position: str | None = None
+    depth: int = DEFAULT_DEPTH
+
+    @property
+    def place(self) -> str | None:
+        """Where the card was placed, in words ("at depth 2"), or None when unset."""
+        if self.position is None:
+            return None
+        if self.position == "depth":
+            return f"at depth {self.depth}"
+        return POSITIONS[self.position]
 
     def to_json(self) -> dict[str, Any]:
         """The options that differ from the defaults, as a card stores them."""
@@ -134,6 +162,10 @@ class Lore:
                 out["group_weight"] = self.group_weight
             if self.group_override:
                 out["group_override"] = True
+        if self.position is not None:
+            out["position"] = self.position
+            if self.position == "depth":
+                out["depth"] = self.depth
         return out
 
     def describe(self) -> list[str]:
@@ -168,6 +200,8 @@ class Lore:
             if self.group_scoring:
                 how = f"most keys matched, then {how}"
             out.append(f"inclusion group {', '.join(self.groups)} ({how})")
+        if self.place is not None:
+            out.append(f"placed {self.place}")
         return out
 
 
@@ -210,6 +244,8 @@ _KNOWN = {
     "group",
     "group_weight",
     "group_override",
+    "position",
+    "depth",
     *_TIMED,
     *_FLAGS,
     *_TRI,
@@ -226,6 +262,12 @@ def _lore(raw: Mapping[str, Any], problems: list[str]) -> Lore:
         logic = "and_any"
     flags = {name: _flag(raw, name, problems) for name in _FLAGS}
     tri = {name: _tri(raw, name, problems) for name in _TRI}
+    position = raw.get("position")
+    if position is not None and position not in POSITIONS:
+        problems.append(f"position {str(position)[:20]!r} (one of {', '.join(POSITIONS)})")
+        position = None
+    if raw.get("depth") is not None and position != "depth":
+        problems.append("depth (only with position depth)")
     return Lore(
         secondary=secondary,
         logic=logic,
@@ -245,6 +287,10 @@ def _lore(raw: Mapping[str, Any], problems: list[str]) -> Lore:
         case_sensitive=tri["case_sensitive"],
         whole_words=tri["whole_words"],
         group_scoring=flags["group_scoring"],
+        position=position,
+        depth=(_number(raw, "depth", 0, MAX_DEPTH, DEFAULT_DEPTH, problems) or 0)
+        if position == "depth"
+        else DEFAULT_DEPTH,
     )
 
 

@@ -9,8 +9,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from engine.prompt.card_scan import ScanWindow, scan_cards
-from engine.prompt.cards import Card
 from engine.prompt.held_block import BlockPart, LeftOut, instruction, ordered
 from engine.prompt.inputs import ContextInputs, HistoryEntry, Retrieved
 from engine.prompt.report import ItemReport, SectionReport
@@ -250,79 +248,6 @@ def history_section(
         items=items,
         truncated=truncated,
     )
-
-
-def cards_sections(
-    cards: Sequence[Card], window: str | ScanWindow, cap: int, share: float, seed: str = ""
-) -> tuple[Section | None, Section | None]:
-    """The story cards the recent story calls for, within ``cap`` tokens (``share`` of the room
-    left, named in the reason a card is left out), as two sections under "World Lore:": the
-    always-on cards (``always_cards``, the same every turn, for before the story; None when the
-    adventure has none) and the triggered ones (``story_cards``, which change with the story,
-    for after it; None when the adventure has no cards at all). ``seed`` fixes the turn's
-    probability rolls (``engine.prompt.card_scan.scan_cards``).
-
-    As SillyTavern spends its World Info budget, always-on cards claim it first, then the
-    others by their insertion order, highest first; what fits goes in by insertion order,
-    lowest first (a higher order is nearer the story's end), then in the cards' order, which
-    is stable across turns (for prefix caching).
-    """
-    if not cards:
-        return None, None
-    fired = scan_cards(cards, window, seed)
-    order = sorted(range(len(fired)), key=lambda i: (fired[i].card.lore.order, i))
-    matches = [fired[i] for i in order]
-    ranked = sorted(
-        range(len(matches)),
-        key=lambda i: (not matches[i].card.always_on, -matches[i].card.lore.order, i),
-    )
-    heading = count_tokens(HEADINGS["story_cards"])
-    over = f"over the {round(share * 100)}% card budget"
-    used = {True: 0, False: 0}  # by always_on: each section pays for its own heading
-    items: list[ItemReport | None] = [None] * len(matches)
-    for i in ranked:
-        match = matches[i]
-        always = match.card.always_on
-        cost = count_tokens(match.card.entry.strip())
-        extra = cost + (heading if not used[always] else 0)
-        fits = match.included and used[True] + used[False] + extra <= cap
-        if fits:
-            used[always] += extra
-        items[i] = ItemReport(
-            label=match.card.title or first_words(match.card.entry),
-            tokens=cost,
-            included=fits,
-            reason=match.reason if fits or not match.included else f"{over} ({match.reason})",
-        )
-    reported = [item for item in items if item is not None]
-
-    def section(always: bool) -> Section:
-        pairs = [
-            (m, item)
-            for m, item in zip(matches, reported, strict=True)
-            if m.card.always_on is always
-        ]
-        body = "\n".join(m.card.entry.strip() for m, item in pairs if item.included)
-        included = sum(item.included for _, item in pairs)
-        rolled = sum(not m.included for m, _ in pairs)
-        if always:
-            key, title = "always_cards", "Always-on cards"
-            reason = f"{len(pairs)} always on, the same every turn: before the story"
-        else:
-            key, title = "story_cards", "Story cards"
-            keyed = sum(not card.always_on for card in cards)
-            reason = f"{len(pairs)} of {keyed} cards triggered"
-        if rolled:
-            reason += f"; {rolled} not this turn by chance"
-        if included < len(pairs) - rolled:
-            reason += f"; {len(pairs) - rolled - included} left out"
-        text = f"{HEADINGS['story_cards']}\n{body}" if included else ""
-        return Section(key, title, text, used[always], reason, items=[i for _, i in pairs])
-
-    always_on = any(
-        card.always_on and card.entry.strip() and not card.lore.disabled for card in cards
-    )
-    return (section(True) if always_on else None), section(False)
 
 
 def block_section(parts: Sequence[BlockPart], left_out: Sequence[LeftOut] = ()) -> Section | None:

@@ -36,7 +36,9 @@ the story is ever appended to, so everything that changes from turn to turn goes
   Story:" (its window's start moves ``ANCHOR_STEP`` entries at a time rather than every turn),
   then memories, knowledge, the triggered cards (a second "World Lore:", ``story_cards``), the
   live world state, a note a script set, the player's new action, a script's front memory, and
-  the one-line world-state reminder as the very last line.
+  the one-line world-state reminder as the very last line. A card's own ``position`` may put
+  it elsewhere: before the story, around the author's note, or at a depth in the story
+  (``engine.prompt.lore_places``).
 
 A turn then reads again only the newest turn and what follows it (``bench_context``'s prefix
 line: p50 83 %). Always-on cards go before the story because they are the same every turn
@@ -77,6 +79,7 @@ from engine.prompt.inputs import (
     ContextInputs,
     HistoryEntry,
 )
+from engine.prompt.lore_places import insert_at_depths, lay_out, place_cards
 from engine.prompt.narrator import narrator_rules
 from engine.prompt.report import ContextReport
 from engine.prompt.sections import (
@@ -86,10 +89,8 @@ from engine.prompt.sections import (
     authors_note_line,
     block,
     block_section,
-    cards_sections,
     history_section,
     listed,
-    note_place,
     output_hint,
     output_words,
     party,
@@ -327,7 +328,7 @@ class ContextEngine:
                 if before.role == Role.NARRATOR
             ],
         )
-        always, cards = cards_sections(
+        placed = place_cards(
             inputs.cards,
             window,
             int(remainder * self.card_share),
@@ -336,37 +337,34 @@ class ContextEngine:
             # one again, so it rolls the same.
             seed=str(inputs.adventure_id),
         )
-        history_room = remainder - sum(s.tokens for s in (always, cards) if s)
+        history_room = remainder - placed.tokens
         # The length hint and the adventure's own note are the same every turn: they close the
         # system message rather than be read again after each turn's story. A note a script
         # sets may change every turn; it stays with the turn's other changes. A depth the
-        # adventure sets puts it that far from the story's end (``note_place``).
-        place, into, why = note_place(
-            inputs.authors_note_depth, inputs.authors_note_from_script, fixed.action is not None
+        # adventure sets puts it that far from the story's end (``note_place``); cards placed
+        # in the note or at a depth go with it (``engine.prompt.lore_places``).
+        laid = lay_out(
+            placed,
+            fixed.note,
+            note_depth=inputs.authors_note_depth,
+            from_script=inputs.authors_note_from_script,
+            action=fixed.action is not None,
+            story=any(entry.text.strip() for entry in history),
         )
-        if place == "story" and not any(entry.text.strip() for entry in history):
-            place, why = "before_action", why + " (the story has none yet: after it)"
-        note = fixed.note
-        if note is not None:
-            note.reason = why
-        in_story = note if place == "story" else None
-        story = self._history(inputs, history_room, in_story, into)
-        system = [*fixed.system, *(s for s in fixed.tail if s.key == "output_hint")]
-        if note is not None and place == "system":
-            system.append(note)
-        before = note if place == "before_action" else None
-        after = note if place == "after_action" else None
-        beside = [s for s in (before, fixed.action, after, fixed.front) if s is not None]
+        story = self._history(inputs, history_room, [(n, s.text) for n, s in laid.in_story])
+        system = [*fixed.system, *(s for s in fixed.tail if s.key == "output_hint"), *laid.system]
+        beside = [*laid.before_action, fixed.action, *laid.after_action, fixed.front]
+        beside = [s for s in beside if s is not None]
         tail = [s for s in fixed.tail if s.key != "output_hint"]
         # Before the story, what is the same every turn: plot essentials, the always-on cards
         # (as AI Dungeon orders them, before the summary) and the story summary.
         stable = [
             *(s for s in fixed.before_cards if s.key == "plot_essentials"),
-            *([always] if always else []),
+            *([placed.before] if placed.before else []),
             *(s for s in fixed.before_cards if s.key not in {*TURN_BY_TURN, "plot_essentials"}),
         ]
         changing = [s for s in fixed.before_cards if s.key in TURN_BY_TURN]
-        found = [cards] if cards and cards.text else []
+        found = [placed.after] if placed.after and placed.after.text else []
         user = [
             *stable,
             story,
@@ -390,9 +388,9 @@ class ContextEngine:
             *system,
             *stable,
             story,
-            *([in_story] if in_story else []),
+            *(section for _, section in laid.in_story),
             *changing,
-            *([cards] if cards else []),
+            *([placed.after] if placed.after else []),
             *fixed.after_cards,
             *beside,
             *tail,
@@ -531,10 +529,11 @@ class ContextEngine:
         return _Fixed(system, before, after, note, action, front, tail, tokens, words)
 
     def _history(
-        self, inputs: ContextInputs, room: int, note: Section | None = None, into: int = 0
+        self, inputs: ContextInputs, room: int, inserts: Sequence[tuple[int, str]] = ()
     ) -> Section:
-        """The story's window within ``room`` tokens; ``note``: the author's note, put before
-        the window's last ``into`` entries (its tokens are its own section's)."""
+        """The story's window within ``room`` tokens; ``inserts``: ``(n, text)``, the author's
+        note or cards at a depth, each put before the window's last ``n`` entries (their tokens
+        are their own sections')."""
         entries = [entry for entry in inputs.history if entry.text.strip()]
         kept: list[tuple[HistoryEntry, str, int]] = []  # newest first
         used = 0
@@ -577,11 +576,9 @@ class ContextEngine:
             kept = [k for k in kept if k[0].index >= anchor] or kept[-1:]
             used = sum(cost for _, _, cost in kept)
 
-        # The story, and the note where its depth puts it inside; the action and a script's
-        # front memory follow the turn's other changing sections, after it (``build``).
-        texts = [t for _, t, _ in kept]
-        if note is not None and texts:
-            texts.insert(max(0, len(texts) - into), note.text)
+        # The story, and the note and cards where their depths put them inside; the action and
+        # a script's front memory follow the turn's other changing sections, after it.
+        texts = insert_at_depths([t for _, t, _ in kept], inserts) if kept else []
         text = HEADINGS["history"] + "\n" + "\n\n".join(texts) if kept else ""
         return history_section(
             inputs, kept, text, used, truncated, over, capped, self.max_history_entries

@@ -295,7 +295,7 @@ def write_card(draft: ScenarioDraft, version: str) -> dict[str, Any]:
                     "use_regex": bool(regex_keys(c.lore)),
                 }
                 # The card's world-info options, in the spec's fields and SillyTavern's.
-                | character_book_options(c.lore)
+                | character_book_options(c.lore, always_on=c.always_on)
                 for n, c in enumerate(rest)
             ],
         }

@@ -22,6 +22,15 @@ words, which are SillyTavern's default case and whole-word settings too). SillyT
 scan is on in its default settings (``default/content/settings.json``), so an entry's text
 triggers others unless it prevents recursion.
 
+An entry's ``position`` (SillyTavern's ``world_info_position``; in a character book, the spec's
+``before_char`` / ``after_char``, and SillyTavern's number under ``extensions``, which wins as
+in its ``convertCharacterBook``) becomes the card's place (``engine.prompt.lore_places``): 0
+before the story, 1 after it, 2 and 3 the author's note's top and bottom, 4 a depth (its
+``depth``). A place that is where Campfire puts the card anyway (before the story for a constant
+entry, after it for the others) is left unset, so the card stays where Campfire's own go. The
+example messages (5, 6) and outlets (7) Campfire has not: those entries go where Campfire
+places cards, named in the preview, as is a depth entry's ``role`` other than system.
+
 A NovelAI lorebook entry has fewer: ``forceActivation``, ``insertionOrder`` and
 ``cascadingActivation`` (the entry is also triggered by keys in other active entries' text).
 A KoboldAI world-info entry has fewer still (``kobold_options``).
@@ -42,7 +51,7 @@ from typing import Any
 from engine.library.formats.draft import ImportedCard
 from engine.library.reading.errors import ImportRejected
 from engine.library.reading.fields import Fields
-from engine.prompt.lore import DEFAULT_ORDER, LOGICS, MAX_SCAN_DEPTH, clean_lore, read_lore
+from engine.prompt.lore import DEFAULT_DEPTH, DEFAULT_ORDER, LOGICS, MAX_SCAN_DEPTH, clean_lore, read_lore
 
 #: Options Campfire does not apply yet, each with the value that means "not used", and how the
 #: preview names it.
@@ -56,12 +65,13 @@ _UNKEPT = {
     "ignoreBudget": (False, "ignore budget"),
     "outletName": ("", "outlets"),
 }
-#: SillyTavern's ``world_info_position``: 0 before and 1 after the character's definitions are
-#: Campfire's places (always-on cards before the story, the others after it); the rest are not.
+#: SillyTavern's ``world_info_position`` (its ``world_info_position`` object: before 0, after 1,
+#: ANTop 2, ANBottom 3, atDepth 4, EMTop 5, EMBottom 6, outlet 7) as a card's places.
+_POSITIONS = {0: "before", 1: "after", 2: "an_top", 3: "an_bottom", 4: "depth"}
+#: The character book spec's own two places.
+_SPEC_POSITIONS = {"before_char": 0, "after_char": 1}
+#: SillyTavern's places Campfire has not: the entries go where Campfire places cards.
 _PLACES = {
-    2: "the author's note (top)",
-    3: "the author's note (bottom)",
-    4: "a depth in the chat",
     5: "example messages (top)",
     6: "example messages (bottom)",
     7: "an outlet",
@@ -148,6 +158,7 @@ def sillytavern_options(entry: dict[str, Any], report: OptionReport, where: str)
         if value:
             raw[name] = value
     raw["recurse"] = get("preventRecursion", "prevent_recursion") is not True
+    raw |= _place(entry, extra, get("constant") is True, report)
     _count_unkept(entry, extra, report)
     return _clean(raw, report, where)
 
@@ -210,9 +221,39 @@ def _count_unkept(entry: dict[str, Any], extra: dict[str, Any], report: OptionRe
                 ):
                     continue
                 report.unkept[label] += 1
-    position = entry.get("position", extra.get("position"))
-    if isinstance(position, int) and position in _PLACES:
+    position = _position(entry, extra)
+    if position in _PLACES:
         report.places[_PLACES[position]] += 1
+
+
+def _position(entry: dict[str, Any], extra: dict[str, Any]) -> int | None:
+    """SillyTavern's number for the entry's place: ``extensions.position`` first, else the
+    entry's own (a number in a world-info file, a word in a character book)."""
+    for value in (extra.get("position"), entry.get("position")):
+        if isinstance(value, str):
+            value = _SPEC_POSITIONS.get(value)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return None
+
+
+def _place(
+    entry: dict[str, Any], extra: dict[str, Any], constant: bool, report: OptionReport
+) -> dict[str, Any]:
+    """The card's ``position`` (and ``depth``), unless it is where Campfire puts it anyway."""
+    position = _position(entry, extra)
+    place = _POSITIONS.get(position) if position is not None else None
+    if place is None or place == ("before" if constant else "after"):
+        return {}
+    if place != "depth":
+        return {"position": place}
+    role = extra.get("role", entry.get("role"))
+    if role not in (None, 0):
+        # SillyTavern sends a depth's entries as a message of their own, as the system, the
+        # user or the assistant; here they are story text.
+        report.unkept["message roles at a depth"] += 1
+    depth = extra.get("depth", entry.get("depth"))
+    return {"position": "depth", "depth": DEFAULT_DEPTH if depth is None else depth}
 
 
 def _clean(raw: dict[str, Any], report: OptionReport, where: str) -> dict[str, Any]:
@@ -222,13 +263,19 @@ def _clean(raw: dict[str, Any], report: OptionReport, where: str) -> dict[str, A
     return out
 
 
-def character_book_options(stored: dict[str, Any]) -> dict[str, Any]:
+def character_book_options(stored: dict[str, Any], *, always_on: bool = False) -> dict[str, Any]:
     """A card's options as a character book entry writes them (the spec's fields, SillyTavern's
     under ``extensions``): what ``sillytavern_options`` reads back. Its regular-expression keys
-    go with its keys (``regex_keys``), as SillyTavern writes them."""
+    go with its keys (``regex_keys``), as SillyTavern writes them. Its place is written as
+    where it goes (``always_on``: an unplaced card goes before the story), so SillyTavern puts
+    it there too."""
     lore = read_lore(stored)
-    out: dict[str, Any] = {}
-    ext: dict[str, Any] = {"prevent_recursion": not lore.recurse}
+    place = lore.position or ("before" if always_on else "after")
+    number = next(n for n, name in _POSITIONS.items() if name == place)
+    out: dict[str, Any] = {"position": "before_char" if number == 0 else "after_char"}
+    ext: dict[str, Any] = {"prevent_recursion": not lore.recurse, "position": number}
+    if place == "depth":
+        ext["depth"] = lore.depth
     if lore.secondary:
         out |= {"secondary_keys": list(lore.secondary), "selective": True}
         ext["selectiveLogic"] = LOGICS.index(lore.logic)

@@ -21,14 +21,17 @@ from typing import Any, Literal
 from engine.errors import InvalidInput
 from engine.platform.sanitise import QUOTE_MAX, echo
 from engine.prompt.lore import (
+    DEFAULT_DEPTH,
     GROUP_MAX_CHARS,
     LOGIC_LABELS,
     LOGICS,
+    MAX_DEPTH,
     MAX_GROUPS,
     MAX_SCAN_DEPTH,
     MAX_TIMED,
     MAX_WEIGHT,
     ORDER_LIMIT,
+    POSITIONS,
     SECONDARY_MAX_CHARS,
     clean_lore,
     read_lore,
@@ -191,6 +194,26 @@ LORE_OPTIONS: tuple[LoreOption, ...] = (
         "In its group, cards whose keys matched most are drawn from",
         needs="group",
     ),
+    LoreOption(
+        "position",
+        "choice",
+        "Where it goes in the prompt (Campfire's place unless set)",
+        choices=(
+            *(
+                (f"{words} (set depth)" if name == "depth" else words, name)
+                for name, words in POSITIONS.items()
+            ),
+            ("where Campfire puts it", CLEAR),
+        ),
+    ),
+    LoreOption(
+        "depth",
+        "number",
+        f"With position at depth: entries from the story's end ({DEFAULT_DEPTH} unless set)",
+        0,
+        MAX_DEPTH,
+        needs="position",
+    ),
     LoreOption("disabled", "flag", "The card never goes in"),
     LoreOption(
         "regex",
@@ -223,6 +246,8 @@ def changed_lore(
             merged.pop(name, None)
         else:
             merged[name] = value
+    if "position" in wanted and wanted["position"] != "depth" and "depth" not in wanted:
+        merged.pop("depth", None)  # a depth means nothing away from a depth
     for name in wanted:
         needs = OPTIONS_BY_NAME[name].needs
         if needs and wanted[name] is not None and not merged.get(needs):
@@ -254,7 +279,7 @@ def _checked(option: LoreOption, value: Any) -> Any:
     elif option.kind == "flag" and isinstance(value, bool):
         return value
     elif option.kind == "choice" and any(value == stored for _, stored in option.choices):
-        return value
+        return None if value == CLEAR else value
     raise InvalidInput(
         f"Nothing was changed: `{option.name}` takes {option.accepted}; "
         f"“{echo(str(value), QUOTE_MAX)}” is not that."
