@@ -51,7 +51,14 @@ from typing import Any
 from engine.library.formats.draft import ImportedCard
 from engine.library.reading.errors import ImportRejected
 from engine.library.reading.fields import Fields
-from engine.prompt.lore import DEFAULT_DEPTH, DEFAULT_ORDER, LOGICS, MAX_SCAN_DEPTH, clean_lore, read_lore
+from engine.prompt.lore import (
+    DEFAULT_DEPTH,
+    DEFAULT_ORDER,
+    LOGICS,
+    MAX_SCAN_DEPTH,
+    clean_lore,
+    read_lore,
+)
 
 #: Options Campfire does not apply yet, each with the value that means "not used", and how the
 #: preview names it.
