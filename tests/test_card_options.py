@@ -76,7 +76,7 @@ def test_a_place_and_its_depth_set_moved_and_cleared():
     assert "placed at depth 2" in " ".join(read_lore(deep).describe())
     assert changed_lore(deep, {"position": "an_top"}) == {"order": 5, "position": "an_top"}
     assert changed_lore(deep, {"position": CLEAR}) == {"order": 5}
-    with pytest.raises(InvalidInput, match="depth"):
+    with pytest.raises(InvalidInput, match="`depth` places a card only with `position` at a depth"):
         changed_lore({}, {"position": "after", "depth": 3})
 
 

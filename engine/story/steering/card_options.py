@@ -248,6 +248,11 @@ def changed_lore(
             merged[name] = value
     if "position" in wanted and wanted["position"] != "depth" and "depth" not in wanted:
         merged.pop("depth", None)  # a depth means nothing away from a depth
+    if wanted.get("depth") is not None and merged.get("position") != "depth":
+        raise InvalidInput(
+            "Nothing was changed: `depth` places a card only with `position` at a depth; "
+            "set `position` to at a depth too."
+        )
     for name in wanted:
         needs = OPTIONS_BY_NAME[name].needs
         if needs and wanted[name] is not None and not merged.get(needs):
