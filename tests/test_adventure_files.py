@@ -123,6 +123,7 @@ async def grown_adventure(db, provider, fake_model, channel_id: int = 1) -> int:
         adventure.script_state = {"n": 2}
         adventure.temperature = 0.5
         adventure.authors_note = "Keep it calm."
+        adventure.card_proposals = 20
     return adventure_id
 
 
@@ -138,6 +139,7 @@ async def test_export_then_import_gives_an_equal_adventure(db, provider, fake_mo
         {"user_id": 11, "name": "Ada", "about": "A heron", "pronouns": "she/her/her/hers/herself"}
     ]
     assert raw["settings"]["message_play"] is True
+    assert raw["settings"]["card_proposals"] == 20
     # The id a script gave its card travels: the script finds its card again after an import.
     assert [c["script_id"] for c in raw["story_cards"] if "script_id" in c] == ["mc-settings"]
 

@@ -416,9 +416,11 @@ class UsageLimits:
         )
         return RateLimited(reason, as_utc(times[-1]) + MINUTE if times else now + MINUTE)
 
-    async def use(self, kind: Kind, actor: Actor) -> None:
+    async def use(self, kind: Kind, actor: Actor, *, strike: bool = True) -> None:
         """Count one use of ``kind`` by ``actor``, in a transaction of its own; or refuse it
-        (a strike) when the player has used it as often as the window allows."""
+        (a strike) when the player has used it as often as the window allows. ``strike``
+        False: work nobody asked for just now (a card proposed every few turns) is refused
+        without counting against the player's cool-down."""
         try:
             async with self.db.transaction() as session:
                 # The player's row lock queues their uses from several processes.
@@ -441,6 +443,8 @@ class UsageLimits:
                     raise RateLimited(reason, as_utc(times[len(times) - limit]) + window)
                 session.add(LimitEvent(kind=str(kind), user_id=actor.user_id, at=now))
         except RateLimited as refusal:
+            if not strike:
+                raise
             raise await self.strike(actor.user_id, refusal) from None
 
     def _event_rule(self, kind: Kind) -> tuple[int, timedelta, str]:
