@@ -150,15 +150,20 @@ async def deliver(bot: CampfireBot, proposed: ProposedCard, request_id: int | No
 
 
 class CardProposalDelivery(commands.Cog):
-    """Hands the engine the way its proposals reach the host."""
+    """Hands the engine the way its proposals reach the host while the cog is loaded."""
 
     def __init__(self, bot: CampfireBot) -> None:
         self.bot = bot
 
-        async def send(proposed: ProposedCard, request_id: int | None) -> None:
-            await deliver(bot, proposed, request_id)
+    async def cog_load(self) -> None:
+        self.bot.services.card_proposals.deliver = self._deliver
 
-        bot.services.card_proposals.deliver = send
+    async def cog_unload(self) -> None:
+        # Unloaded: a proposal made meanwhile stays in its row, shown to nobody.
+        self.bot.services.card_proposals.deliver = None
+
+    async def _deliver(self, proposed: ProposedCard, request_id: int | None) -> None:
+        await deliver(self.bot, proposed, request_id)
 
 
 async def setup(bot: CampfireBot) -> None:

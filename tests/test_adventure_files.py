@@ -248,6 +248,7 @@ def broken(raw: dict, path: list, value) -> bytes:
         (["head"], KeyError, "head: the file does not say where the story stands"),
         (["nodes"], [], "nodes: the file has no story"),
         (["settings", "temperature"], 9, "settings.temperature: 9.0 is out of range"),
+        (["settings", "card_proposals"], 3, "settings.card_proposals: 3 is out of range (0, or"),
         (["story_cards"], [{"title": "x", "entry": "e" * 4001}], "its entry has 4,001 characters"),
         (["world_state"], [1], "world_state: expected an object"),
         (["campfire"], "scenario", "not a Campfire adventure export"),

@@ -252,3 +252,35 @@ async def test_the_setting_is_bounded_and_kept_by_reset(quiet_env: DiscordEnv):
     record = await env.fake.slash(env.alice, thread, "adventure settings", card_proposals=0)
     await env.done()
     assert "Card proposals to the host: **off**" in answer(env, record).content
+
+
+async def test_the_hosts_rate_limit_skips_the_proposal_without_a_strike(
+    tmp_path: Path, fake_model: FakeModelServer, caplog: pytest.LogCaptureFixture, database_url
+):
+    async with campfire_on_standin(
+        tmp_path,
+        fake_model,
+        caplog,
+        database_url,
+        background_model_use=False,
+        card_writes_per_minute=1,
+    ) as env:
+        thread = await env.start_thread()
+        await _set_every(env, thread, 5)
+        await _play(env, thread, fake_model, env.alice, *NARRATIONS[:4])
+        # The host's one card a minute, used by hand just before the fifth turn.
+        fake_model.queue(json.dumps(WREN_CARD | {"title": "Owl"}))
+        record = await env.fake.slash(env.alice, thread, "card generate", name="Owl")
+        await env.done()
+        assert "Add it?" in answer(env, record).content
+        asked = len(fake_model.requests)
+        await _play(env, thread, fake_model, env.bob, NARRATIONS[4])
+        [stored] = await _proposals(env)
+        assert stored.state == CardProposalState.SKIPPED
+        assert len(fake_model.requests) == asked + 1  # the turn alone
+        # No strike: the host acts on as before.
+        fake_model.queue("The owl flies off.")
+        record = await env.fake.slash(env.alice, thread, "do", action="watch the owl")
+        await _quiet(env)
+        assert record.failed is None
+        assert "The owl flies off." in "".join(env.narration(thread))
