@@ -18,6 +18,7 @@ from engine.people.access.rules import Actor
 from engine.people.limits import Charge
 from engine.platform.events import Usage
 from engine.storage.card_proposal_models import CardProposalRecord, CardProposalState
+from engine.storage.limit_models import Cooldown
 from engine.storage.models import Adventure, AdventureCard
 from engine.story.steering.card_proposals import CardProposals
 from tests.discord_env import DiscordEnv, campfire_on_standin
@@ -166,7 +167,7 @@ async def test_a_turn_someone_else_played_reaches_the_host_by_dm_and_only_the_ho
     assert env.fake.message(proposal.id).content == "Discarded: no card was added."
     assert "Wren" not in await _card_titles(env)
     # Settled once: a second service (another process) cannot add it after all.
-    with pytest.raises(Exception, match="already added or discarded"):
+    with pytest.raises(Exception, match="it was already added or discarded"):
         await env.bot.services.card_proposals.settle(
             (await _proposals(env))[0].id or 0, Actor(env.alice), add=True
         )
@@ -278,7 +279,9 @@ async def test_the_hosts_rate_limit_skips_the_proposal_without_a_strike(
         [stored] = await _proposals(env)
         assert stored.state == CardProposalState.SKIPPED
         assert len(fake_model.requests) == asked + 1  # the turn alone
-        # No strike: the host acts on as before.
+        # No strike: nothing on the host's cool-down, and they act on as before.
+        async with env.bot.services.db.session() as session:
+            assert await session.get(Cooldown, env.alice) is None
         fake_model.queue("The owl flies off.")
         record = await env.fake.slash(env.alice, thread, "do", action="watch the owl")
         await _quiet(env)

@@ -166,7 +166,9 @@ class CardProposals:
                 .values(state=CardProposalState.ADDED if add else CardProposalState.DISCARDED),
             )
             if not settled:
-                raise NotFound("This proposal was already added or discarded.")
+                raise NotFound(
+                    "No card waits in this proposal any more: it was already added or discarded."
+                )
             if not add:
                 return None
             draft = CardDraft(record.title, record.keys, record.entry, record.type)

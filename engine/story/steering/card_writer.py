@@ -184,7 +184,7 @@ class CardWriter:
         provider: ChatProvider = self.providers.for_adventure(adventure)
         if self.rate_limits is not None:
             try:
-                await self.rate_limits.use(Kind.CARD_WRITE, host, strike=False)
+                await self.rate_limits.use(Kind.CARD_WRITE, host, asked=False)
             except CampfireError:
                 return None
             if self.providers.is_operator_default(adventure):
