@@ -9,11 +9,15 @@ import json
 import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
+from types import SimpleNamespace
+from typing import cast
 
+import discord
 import pytest
 from sqlalchemy import select
 from sqlmodel import col
 
+from cogs.ui.recent_interactions import KEPT_S, MAX_KEPT, RecentInteractions
 from engine.people.access.rules import Actor
 from engine.people.limits import Charge
 from engine.platform.events import Usage
@@ -287,3 +291,26 @@ async def test_the_hosts_rate_limit_skips_the_proposal_without_a_strike(
         await _quiet(env)
         assert record.failed is None
         assert "The owl flies off." in "".join(env.narration(thread))
+
+
+def test_an_interaction_is_kept_for_its_tokens_lifetime_and_within_a_bound():
+    """Discord: an interaction's token is valid for 15 minutes; kept 14, and so many at most."""
+    now = [0.0]
+    kept = RecentInteractions(clock=lambda: now[0])
+
+    def interaction(number: int) -> discord.Interaction:
+        # Only its id is read here: a real Interaction needs a gateway payload and a client.
+        return cast(discord.Interaction, SimpleNamespace(id=number))
+
+    kept.note(interaction(1))
+    kept.note(interaction(2))
+    now[0] = KEPT_S - 1
+    assert getattr(kept.take(1), "id", None) == 1
+    assert kept.take(1) is None  # taken once
+    now[0] = KEPT_S + 1
+    assert kept.take(2) is None  # its token is too old
+    assert kept.take(None) is None
+    for number in range(MAX_KEPT + 10):
+        kept.note(interaction(100 + number))
+    assert kept.take(100) is None and kept.take(100 + MAX_KEPT + 9) is not None
+    assert len(kept._kept) <= MAX_KEPT
