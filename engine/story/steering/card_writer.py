@@ -172,7 +172,7 @@ class CardWriter:
         when the model's answer is no card."""
         async with self.db.session() as session:
             adventure = await session.get(Adventure, adventure_id)
-            if adventure is None or adventure.ended_at is not None:
+            if adventure is None or adventure.ended_at is not None or not adventure.head_node_id:
                 return None
             try:
                 await check_card_room(session, adventure_id, self.max_cards)

@@ -3,7 +3,8 @@ freely it writes (temperature, and the sampling players tune: top-p, min-p, the 
 presence and frequency penalties, stop strings: ``engine.llm.sampling``) and where its author's
 note goes. Unset ones fall back to the defaults the service was built with, or the model
 server's own. Beside them, whether plain messages in the adventure's place play as actions
-(message play)."""
+(message play), and every how many turns the story proposes a card to its host
+(``card_proposals``)."""
 
 from __future__ import annotations
 
