@@ -2,7 +2,8 @@
 
 * after each turn: the memory bank's work for that adventure (memories, the summary,
   embeddings), when its cadence is due; one job id per adventure, so a pending job is replaced
-  rather than doubled, and the adventure's job lease keeps two from running at once;
+  rather than doubled, and the adventure's job lease keeps two from running at once; and a
+  look at whether a card is due to be proposed to its host (claimed in the database);
 * every few minutes: a sweep for adventures whose cursors lag (a restart, a failed model call,
   a job killed midway) that catches them up;
 * every few seconds: this process's copy of the operator's blocked users and servers;
@@ -139,7 +140,45 @@ def schedule_background_work(
         id="blocks-refresh",
         **common,
     )
-    services.play.intake.after_turn = memory_job_scheduler(scheduler, services, background)
+    memory_work = memory_job_scheduler(scheduler, services, background)
+    card_proposal = card_proposal_scheduler(scheduler, services, background)
+
+    def after_turn(adventure_id: int, request_id: int) -> None:
+        memory_work(adventure_id)
+        card_proposal(adventure_id, request_id)
+
+    services.play.intake.after_turn = after_turn
+
+
+def card_proposal_scheduler(
+    scheduler: AsyncIOScheduler, services: Services, background: BackgroundWork
+) -> Callable[[int, int], None]:
+    """After each turn, whether a card is due to be proposed to the host
+    (``engine.story.steering.card_proposals``): in the background, never on the turn's path.
+    Every turn's job has its own id: the database's claim, not the scheduler, makes sure one
+    process proposes once for a turn count."""
+
+    async def propose(adventure_id: int, request_id: int) -> None:
+        with background.running(f"a card proposal for adventure {adventure_id}"):
+            try:
+                await services.card_proposals.after_turn(adventure_id, request_id)
+            except Exception:
+                # Never retried: the claim is settled; the next multiple proposes again.
+                log.warning("card proposal for adventure %s failed", adventure_id, exc_info=True)
+
+    def after_turn(adventure_id: int, request_id: int) -> None:
+        try:
+            scheduler.add_job(
+                propose,
+                args=[adventure_id, request_id],
+                id=f"card-proposal-{adventure_id}-{request_id}",
+                replace_existing=True,
+                misfire_grace_time=None,
+            )
+        except Exception:
+            log.warning("could not schedule a card proposal for %s", adventure_id, exc_info=True)
+
+    return after_turn
 
 
 def memory_job_scheduler(

@@ -56,6 +56,7 @@ from engine.story.memory.bank import MemoryBank
 from engine.story.memory.retrieval import MemoryRetriever
 from engine.story.memory.writer import MemoryWriter
 from engine.story.narrative.service import StoryStateService
+from engine.story.steering.card_proposals import CardProposals
 from engine.story.steering.card_writer import CardWriter
 from engine.story.steering.cards import StoryCards
 from engine.story.steering.settings import GenerationDefaults, GenerationSettings
@@ -306,6 +307,14 @@ async def build_services(settings: Settings) -> Services:
     blocks = Blocks(db)
     await blocks.refresh()
     tree = StoryTree(db, queue)
+    story_cards = StoryCards(db, max_cards=settings.max_story_cards, rate_limits=limits)
+    card_writer = CardWriter(
+        db,
+        providers,
+        max_cards=settings.max_story_cards,
+        rate_limits=limits,
+        content=content_policy(settings),
+    )
     return Services(
         db,
         provider,
@@ -322,14 +331,9 @@ async def build_services(settings: Settings) -> Services:
         jobs,
         # steering family (cogs: steering, memory, world_state, insights, profile, membership)
         steering_text=SteeringText(db),
-        story_cards=StoryCards(db, max_cards=settings.max_story_cards, rate_limits=limits),
-        card_writer=CardWriter(
-            db,
-            providers,
-            max_cards=settings.max_story_cards,
-            rate_limits=limits,
-            content=content_policy(settings),
-        ),
+        story_cards=story_cards,
+        card_writer=card_writer,
+        card_proposals=CardProposals(db, card_writer, story_cards),
         generation_settings=GenerationSettings(
             db,
             GenerationDefaults(

@@ -1,5 +1,6 @@
 """/adventure settings: the adventure's generation settings (context, reply length, temperature,
-the sampling players tune, where the author's note goes) and whether plain messages play here.
+the sampling players tune, where the author's note goes), whether plain messages play here, and
+every how many turns the story proposes a card to the host (``cogs.card_proposals``).
 
 One call to the generation-settings service (``engine.story.steering.settings``), which checks
 every value against its range and refuses with the range named; a change is deferred before it
@@ -25,6 +26,7 @@ from engine.llm.sampling import (
     number,
     shown_stop,
 )
+from engine.story.steering.card_proposals import CARD_PROPOSALS_RANGE
 from engine.story.steering.settings import AdventureSettings
 
 if TYPE_CHECKING:
@@ -78,6 +80,7 @@ def settings_text(
         "(`messages: on` lets text typed here play; see `/help`)"
         if message_play
         else "Playing by plain messages: **off on this bot** (its operator switched it off)",
+        _proposals_line(settings.card_proposals),
     ]
     if settings.left_out and settings.dialect is not None:
         lines.append(
@@ -97,6 +100,13 @@ def settings_text(
         "generation setting to its default.",
     ]
     return "\n".join(lines).lstrip("\n")
+
+
+def _proposals_line(every: int) -> str:
+    """Kept short: the settings fill one message (``STOPS_SHOWN``); ``/help`` says the rest."""
+    if not every:
+        return "Card proposals to the host: **off**"
+    return f"Card proposals to the host: every **{every}** turns, privately"
 
 
 def _sampled(name: str, value: float | None, default: float | None) -> str:
@@ -142,6 +152,8 @@ def _note_line(depth: int | None) -> str:
     note_depth="Author's note this many entries from the story's end (0–100); costs prompt caching",
     reset="Return every generation setting to its default first",
     messages="Whether plain messages here play as actions (host and managers)",
+    card_proposals="Propose a new story card to the host privately every this many turns "
+    f"({CARD_PROPOSALS_RANGE[0]}–{CARD_PROPOSALS_RANGE[1]}; 0 off)",
 )
 async def adventure_settings(
     interaction: discord.Interaction,
@@ -157,6 +169,7 @@ async def adventure_settings(
     note_depth: app_commands.Range[int, NOTE_DEPTH_RANGE[0], NOTE_DEPTH_RANGE[1]] | None = None,
     reset: bool = False,
     messages: Literal["on", "off"] | None = None,
+    card_proposals: app_commands.Range[int, 0, CARD_PROPOSALS_RANGE[1]] | None = None,
 ) -> None:
     """Show or change this adventure's generation settings."""
     bot = bot_of(interaction)
@@ -177,7 +190,14 @@ async def adventure_settings(
         )
         if value is not None
     }
-    changes: list[Any] = [context_tokens, max_output_tokens, temperature, stop, note_depth]
+    changes: list[Any] = [
+        context_tokens,
+        max_output_tokens,
+        temperature,
+        stop,
+        note_depth,
+        card_proposals,
+    ]
     if not reset and not sampling and messages is None and all(c is None for c in changes):
         current = await settings.get(where)
         await reply(interaction, settings_text(current, message_play=message_play))
@@ -194,6 +214,7 @@ async def adventure_settings(
         sampling=sampling,
         stop=stop,
         note_depth=note_depth,
+        card_proposals=card_proposals,
     )
     await reply(interaction, settings_text(updated, changed=True, message_play=message_play))
 

@@ -22,6 +22,7 @@ from cogs.ui.replies import reply
 from engine.errors import InvalidInput
 from engine.platform.sanitise import echo
 from engine.story.steering.card_writer import CardProposal
+from engine.story.steering.cards import CardDraft
 
 if TYPE_CHECKING:
     from cogs.ui import CampfireBot
@@ -33,9 +34,9 @@ PREVIEW_TIMEOUT_S = 600
 CARD_COLOUR = discord.Colour.dark_gold()
 
 
-def proposal_embed(proposal: CardProposal) -> discord.Embed:
-    """The proposed card as the player will see it in /card list, before it is added."""
-    draft = proposal.draft
+def proposal_embed(draft: CardDraft) -> discord.Embed:
+    """The proposed card as the player will see it in /card list, before it is added (also a
+    card the story proposes to the host: ``cogs.card_proposals``)."""
     embed = discord.Embed(
         title=fit_text(f"📇 {draft.title}", 256),
         description=draft.entry[:EMBED_DESCRIPTION_MAX],
@@ -113,7 +114,9 @@ async def card_generate(
         if proposal.chosen
         else "The model wrote this card. Add it?"
     )
-    await reply(interaction, about, embed=proposal_embed(proposal), view=CardProposalView(proposal))
+    await reply(
+        interaction, about, embed=proposal_embed(proposal.draft), view=CardProposalView(proposal)
+    )
 
 
 class CardWriting(CardCommands):

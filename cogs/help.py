@@ -124,7 +124,8 @@ groups, sticky …), `reset:` clears them
 `/card generate [name]`: the model writes a card from the story; you see it before it is added
 `/card import file: [scenario:]`: story cards from a file, into the adventure here or a scenario
 `/adventure settings`: context size, reply length, temperature, top_p, min_p, penalties,
-stop strings, the author's note's depth; `messages:on|off`
+stop strings, the author's note's depth; `messages:on|off`; `card_proposals:` a card proposed
+to the host privately every few turns (0 off)
 
 **World state** (in scenarios that track it)
 `/state show`: health, trust, flags and the rest, with what each number means

@@ -42,6 +42,7 @@ from engine.story.characters import CharacterService
 from engine.story.memory.bank import MemoryBank
 from engine.story.memory.writer import MemoryWriter
 from engine.story.narrative.service import StoryStateService
+from engine.story.steering.card_proposals import CardProposals
 from engine.story.steering.card_writer import CardWriter
 from engine.story.steering.cards import StoryCards
 from engine.story.steering.settings import GenerationSettings
@@ -72,6 +73,8 @@ class Services:
     steering_text: SteeringText
     story_cards: StoryCards
     card_writer: CardWriter
+    #: Cards proposed to the host every few turns (scheduled after turns by bot.scheduler).
+    card_proposals: CardProposals
     generation_settings: GenerationSettings
     memory_bank: MemoryBank
     world_state: WorldStateService

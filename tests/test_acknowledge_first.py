@@ -20,7 +20,9 @@ from discord import app_commands
 
 from bot.standin import StandinFile
 from bot.standin.records import InteractionRecord, iter_components
+from engine.people.access.rules import active_adventure
 from engine.people.profiles import CONTACT_INTERVAL_S
+from engine.story.steering.card_proposals import turn_count
 from tests.card_files import card_png
 from tests.discord_env import DiscordEnv
 from tests.fakes.openai_server import FakeModelServer, Reply
@@ -73,7 +75,11 @@ class Player:
         for _ in range(1000):
             await self.env.done()
             jobs = [j.id for j in bot.scheduler.get_jobs()]
-            asked = [job for job in jobs if job.startswith("memory-") and job != "memory-sweep"]
+            asked = [
+                job
+                for job in jobs
+                if job.startswith(("memory-", "card-proposal-")) and job != "memory-sweep"
+            ]
             if not asked and not bot.background._running:
                 return
             await asyncio.sleep(0.01)
@@ -108,6 +114,31 @@ class Player:
             if any(b[0] == label and not b[2] for b in message.buttons):
                 return message
         raise LookupError(f"no message with an enabled {label!r} button")
+
+
+async def propose_a_card(
+    env: DiscordEnv, fake_model: FakeModelServer, p: Player, thread: int
+) -> None:
+    """A card the story proposes to the host every few turns (``cogs.card_proposals``): the
+    turns played up to a multiple of 5, then what the scheduler runs after such a turn, run
+    here between interactions (no memory work then takes the model's answer), and the host's
+    Add card pressed in their DM."""
+    services = env.bot.services
+    async with services.db.session() as session:
+        adventure = await active_adventure(session, thread)
+        assert adventure is not None and adventure.id is not None
+        played = await turn_count(session, adventure.id)
+    for n in range(-played % 5):
+        fake_model.queue(f"Tomas the miller waves; you wave back at Tomas ({n}).")
+        await p.slash(env.alice, thread, "do", action="wave")
+    await p.slash(env.alice, thread, "adventure settings", card_proposals=5)
+    fake_model.queue('{"title": "Tomas", "keys": ["Tomas"], "entry": "The miller."}')
+    await services.card_proposals.after_turn(adventure.id)
+    await p.quiet()
+    dm = env.fake.messages(env.fake.dm_channel(env.alice))
+    proposal = next(m for m in reversed(dm) if any(b[0] == "Add card" for b in m.buttons))
+    await p.press(env.alice, proposal.id, label="Add card")
+    await p.slash(env.alice, thread, "adventure settings", card_proposals=0)
 
 
 def form_inputs(record: InteractionRecord) -> list[str]:
@@ -249,6 +280,7 @@ async def play_everything(env: DiscordEnv, fake_model: FakeModelServer, p: Playe
         await p.press(alice, p.answer(preview).id, label=label)
     await p.slash(alice, thread, "adventure settings")
     await p.slash(alice, thread, "adventure settings", temperature=0.7)
+    await propose_a_card(env, fake_model, p, thread)
     await p.slash(alice, thread, "state show")
     await p.slash(alice, thread, "state set", path="player.hp", value="50")
     await p.slash(alice, thread, "narrative track", on=True)

@@ -123,6 +123,7 @@ async def grown_adventure(db, provider, fake_model, channel_id: int = 1) -> int:
         adventure.script_state = {"n": 2}
         adventure.temperature = 0.5
         adventure.authors_note = "Keep it calm."
+        adventure.card_proposals = 20
     return adventure_id
 
 
@@ -138,6 +139,7 @@ async def test_export_then_import_gives_an_equal_adventure(db, provider, fake_mo
         {"user_id": 11, "name": "Ada", "about": "A heron", "pronouns": "she/her/her/hers/herself"}
     ]
     assert raw["settings"]["message_play"] is True
+    assert raw["settings"]["card_proposals"] == 20
     # The id a script gave its card travels: the script finds its card again after an import.
     assert [c["script_id"] for c in raw["story_cards"] if "script_id" in c] == ["mc-settings"]
 
@@ -246,6 +248,7 @@ def broken(raw: dict, path: list, value) -> bytes:
         (["head"], KeyError, "head: the file does not say where the story stands"),
         (["nodes"], [], "nodes: the file has no story"),
         (["settings", "temperature"], 9, "settings.temperature: 9.0 is out of range"),
+        (["settings", "card_proposals"], 3, "settings.card_proposals: 3 is out of range (0, or"),
         (["story_cards"], [{"title": "x", "entry": "e" * 4001}], "its entry has 4,001 characters"),
         (["world_state"], [1], "world_state: expected an object"),
         (["campfire"], "scenario", "not a Campfire adventure export"),

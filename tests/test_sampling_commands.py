@@ -283,6 +283,7 @@ def test_the_longest_settings_still_fit_one_discord_message():
         1.1,
         GenerationDefaults(4096, 300, 0.8, 0.95),
         True,
+        100,
         held=("context 100,000 tokens held to the operator's 4,096",) * 2,
         sampling=Sampling(0.9, 0.05, 1.1, -0.25, -0.35, stops, 100),
     )

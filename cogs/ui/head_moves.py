@@ -23,6 +23,7 @@ from cogs.ui.bot_permissions import (
 from cogs.ui.buttons import turn_buttons
 from cogs.ui.content import text_pages
 from cogs.ui.earlier_messages import EarlierMessages, Edited, EditRound
+from cogs.ui.recent_interactions import RecentInteractions
 from cogs.ui.replies import ALREADY_ACKNOWLEDGED, reply
 from cogs.ui.streaming import RatePacer
 from engine.errors import (
@@ -80,6 +81,8 @@ class HeadMoveShowing:
         self._idle = asyncio.Event()
         self._idle.set()
         self.earlier = EarlierMessages(bot, pacer, bot.services.message_links)
+        #: The interactions that played turns lately (``cogs.ui.recent_interactions``).
+        self.interactions = RecentInteractions()
 
     @property
     def links(self) -> MessageLinks:

@@ -130,6 +130,8 @@ class Narrator(HeadMoveShowing):
         """Render a turn's events; the interaction must already be deferred. ``retrying``: the
         events write the newest turn again (its action is already in the story).
         ``nothing_here`` answers instead when no adventure runs where it was sent."""
+        # What follows the turn in the background may answer through it (a card proposal).
+        self.interactions.note(interaction)
         self._begin()
         try:
             async with aclosing(events) as turn:

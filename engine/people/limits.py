@@ -47,7 +47,7 @@ from sqlmodel import col
 
 from engine.errors import NotAllowed
 from engine.people.access.rules import Actor
-from engine.people.accounts import touch_user
+from engine.people.accounts import lock_users, touch_user
 from engine.platform.coordination.leases import as_utc
 from engine.platform.events import Usage
 from engine.storage.coordination_models import RequestRecord
@@ -416,13 +416,18 @@ class UsageLimits:
         )
         return RateLimited(reason, as_utc(times[-1]) + MINUTE if times else now + MINUTE)
 
-    async def use(self, kind: Kind, actor: Actor) -> None:
+    async def use(self, kind: Kind, actor: Actor, *, asked: bool = True) -> None:
         """Count one use of ``kind`` by ``actor``, in a transaction of its own; or refuse it
-        (a strike) when the player has used it as often as the window allows."""
+        (a strike) when the player has used it as often as the window allows. ``asked``
+        False: work done for the player that they did not ask for just now (a card proposed
+        every few turns): it is no contact of theirs, and a refusal is no strike."""
         try:
             async with self.db.transaction() as session:
                 # The player's row lock queues their uses from several processes.
-                await touch_user(session, actor.user_id, actor.user_name)
+                if asked:
+                    await touch_user(session, actor.user_id, actor.user_name)
+                else:
+                    await lock_users(session, [actor.user_id])
                 now = self.clock()
                 await self._check_cooldown(session, actor.user_id, now)
                 limit, window, reason = self._event_rule(kind)
@@ -441,6 +446,8 @@ class UsageLimits:
                     raise RateLimited(reason, as_utc(times[len(times) - limit]) + window)
                 session.add(LimitEvent(kind=str(kind), user_id=actor.user_id, at=now))
         except RateLimited as refusal:
+            if not asked:
+                raise
             raise await self.strike(actor.user_id, refusal) from None
 
     def _event_rule(self, kind: Kind) -> tuple[int, timedelta, str]:

@@ -357,6 +357,9 @@ class Adventure(SteeringFields, table=True):
     )
     #: Plain messages in the adventure's place play as actions (``cogs.message_play``).
     message_play: bool = False
+    #: Every how many turns the story proposes a new card to the host, privately
+    #: (``engine.story.steering.card_proposals``); 0: never.
+    card_proposals: int = 0
     #: The host closed the party (``engine.people.party``): only its players act, nobody joins.
     party_closed: bool = False
     #: How actions become turns: one each (free), or gathered into rounds.

@@ -7,6 +7,7 @@ else needs this list.
 """
 
 from engine.storage import (  # noqa: F401  (each registers its tables)
+    card_proposal_models,
     chapter_models,
     coordination_models,
     knowledge_models,

@@ -178,9 +178,10 @@ class TurnIntake:
         # lease row names this process as holder all along, and the queue that orders the
         # turns is this process's own.
         self._handed: dict[int, Lease] = {}
-        #: Called with the adventure's id after each turn is stored (the bot schedules the
-        #: memory bank's work there). Must not block: it runs on the turn's path.
-        self.after_turn: Callable[[int], None] | None = None
+        #: Called with the adventure's id and the turn's request id after each turn is stored
+        #: (the bot schedules the memory bank's work there, and a card proposal). Must not
+        #: block: it runs on the turn's path.
+        self.after_turn: Callable[[int, int], None] | None = None
         #: Told of each turn that ran, stored or failed (the bot's metrics).
         self.observer: PlayObserver = NoObserver()
 
@@ -403,7 +404,7 @@ class TurnIntake:
                                 self.places.seen(channel_id, adventure_id, event.result.version)
                             events.put_nowait(event)
                             if isinstance(event, TurnDone) and self.after_turn is not None:
-                                self.after_turn(adventure_id)
+                                self.after_turn(adventure_id, request_id)
             except CampfireError as error:
                 self.observer.turn_failed(type(error).__name__)
                 await self.requests.fail(request_id, TurnFailed(error))

@@ -66,6 +66,7 @@ from engine.story.chapters.plan import read_plan
 from engine.story.characters import clean_about, clean_name, name_key
 from engine.story.narrative.state import normalised, stored
 from engine.story.pronouns import kept_pronouns
+from engine.story.steering.card_proposals import CARD_PROPOSALS_RANGE
 from engine.story.steering.settings import SAMPLING_RANGES
 
 KIND = "adventure"
@@ -155,6 +156,7 @@ def parse_adventure(raw: Any, limits: ImportLimits) -> ParsedAdventure:
         "temperature": _temperature(settings),
         **_sampling(settings),
         "message_play": settings.flag("message_play"),
+        "card_proposals": _card_proposals(settings),
         "banned_words": _banned(settings),
         "memory_cursor": f.integer("memory_cursor", low=0) or 0,
         "summary_cursor": f.integer("summary_cursor", low=0) or 0,
@@ -519,6 +521,18 @@ def _temperature(settings: Fields) -> float | None:
     if value is not None and not 0.0 <= value <= 2.0:
         raise ImportRejected(f"{settings.at('temperature')}: {value} is out of range (0 to 2).")
     return value
+
+
+def _card_proposals(settings: Fields) -> int:
+    """Every how many turns the story proposes a card to the host: 0 (off: also a file from
+    before it travelled) or within the range the host may set."""
+    low, high = CARD_PROPOSALS_RANGE
+    every = settings.integer("card_proposals", default=0, low=0, high=high) or 0
+    if 0 < every < low:
+        raise ImportRejected(
+            f"{settings.at('card_proposals')}: {every} is out of range (0, or {low} to {high})."
+        )
+    return every
 
 
 def _sampling(settings: Fields) -> dict[str, Any]:

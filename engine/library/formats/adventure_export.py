@@ -142,6 +142,7 @@ async def export_adventure(session: AsyncSession, adventure: Adventure) -> dict[
             "stop_strings": list(adventure.stop_strings),
             "authors_note_depth": adventure.authors_note_depth,
             "message_play": adventure.message_play,
+            "card_proposals": adventure.card_proposals,
             "banned_words": list(adventure.banned_words),
         },
         "memory_cursor": adventure.memory_cursor,

@@ -34,6 +34,7 @@ from engine.people.access.rules import (
     may_shape_story,
     may_start_with_scripts,
     may_steer,
+    may_take_card_proposal,
 )
 from engine.people.party import in_party
 from engine.platform.coordination.request_status import DONE, RETRIED
@@ -71,6 +72,16 @@ async def check_may_steer(session: AsyncSession, adventure: Adventure, actor: Ac
     raise NotAllowed(
         "Only this adventure's host and members with the Manage Server permission can change it."
     )
+
+
+def check_may_take_card_proposal(
+    adventure: Adventure, actor: Actor, proposed_to: int | None
+) -> None:
+    if not may_take_card_proposal(adventure, actor, proposed_to):
+        raise NotAllowed(
+            "This card was proposed to the adventure's host; only they can add or discard it, "
+            "and only while they host it. Nothing was changed."
+        )
 
 
 async def turn_author(session: AsyncSession, node: StoryNode) -> int | None:

@@ -115,6 +115,13 @@ def may_steer(adventure: Adventure, actor: Actor) -> bool:
     )
 
 
+def may_take_card_proposal(adventure: Adventure, actor: Actor, proposed_to: int | None) -> bool:
+    """Add or discard a card the story proposed (``engine.story.steering.card_proposals``):
+    only the one it was proposed to, and only while they still may steer the adventure (a
+    host who passed it on may not)."""
+    return proposed_to is not None and actor.user_id == proposed_to and may_steer(adventure, actor)
+
+
 def _leads(adventure: Adventure, actor: Actor) -> bool:
     """The host of a server adventure, or a member who manages the server or its messages:
     those whom host controls never bind."""

@@ -122,6 +122,13 @@ PER_PROCESS: tuple[PerProcess, ...] = (
         "version guard instead.",
     ),
     PerProcess(
+        "cogs.ui.recent_interactions:RecentInteractions",
+        "the interactions that played turns in the last 14 minutes, by id, so that a card "
+        "proposed after a turn answers the host through their own interaction",
+        "Only the way a proposal is shown: a proposal made in another process, or after a "
+        "restart, finds no interaction here and goes to the host by DM instead.",
+    ),
+    PerProcess(
         "cogs.ui.pacing:RatePacer",
         "the streaming pacer: per-channel edit buckets and a global request budget",
         "A channel's turns are streamed by the process whose shard receives its events, so "

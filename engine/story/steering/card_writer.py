@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import select
 from sqlmodel import col
 
-from engine.errors import InvalidInput, ModelError
+from engine.errors import CampfireError, InvalidInput, ModelError
 from engine.llm.providers.base import (
     ChatMessage,
     ChatProvider,
@@ -36,12 +36,12 @@ from engine.llm.providers.base import (
 )
 from engine.people.access.checks import check_may_steer
 from engine.people.access.rules import adventure_here
-from engine.people.content import ContentPolicy, banned_words
+from engine.people.content import BannedWords, ContentPolicy, banned_words
 from engine.people.limits import Charge, Kind, TokenCapReached, next_midnight
 from engine.platform.sanitise import sanitise
 from engine.prompt.cards import parse_keys
-from engine.storage.models import AdventureCard
-from engine.story.background_spend import MeteredProvider
+from engine.storage.models import Adventure, AdventureCard
+from engine.story.background_spend import MeteredProvider, charge_of
 from engine.story.characters import party_sheets
 from engine.story.line.read import line_window
 from engine.story.steering.cards import (
@@ -55,6 +55,8 @@ from engine.story.steering.cards import (
 )
 
 if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncSession
+
     from engine.llm.providers.resolver import ProviderResolver
     from engine.people.access.rules import Actor
     from engine.people.limits import UsageLimits
@@ -136,37 +138,17 @@ class CardWriter:
         async with self.db.session() as session:
             adventure = await adventure_here(session, channel_id)
             await check_may_steer(session, adventure, actor)
-            assert adventure.id is not None and adventure.head_node_id is not None
-            await check_card_room(session, adventure.id, self.max_cards)
-            cards = list(
-                await session.scalars(
-                    select(AdventureCard)
-                    .where(col(AdventureCard.adventure_id) == adventure.id)
-                    .order_by(col(AdventureCard.position), col(AdventureCard.id))
-                )
-            )
-            nodes = await line_window(
-                session,
-                adventure.head_node_id,
-                token_limit=STORY_TOKENS,
-                max_entries=STORY_ENTRIES,
-            )
-            banned = await banned_words(session, adventure, self.content)
-            # The players' own characters are the party's, told to the narrator every turn:
-            # never a card's subject the story chooses.
-            party = [sheet.name for sheet in await party_sheets(session, adventure.id)]
-            await self.providers.read(session, adventure)
-        story = "\n\n".join(node.text.strip() for node in nodes if node.text.strip())
+            await check_card_room(session, adventure.id or 0, self.max_cards)
+            story = await self._story(session, adventure)
         chosen = not subject
         if chosen:
-            subject = most_mentioned_uncovered(story, cards, besides=party) or ""
+            subject = story.subject or ""
             if not subject:
                 raise InvalidInput(
                     "The story has not yet named anyone or anything without a card. "
                     "Name the card's subject: `/card generate name:`."
                 )
-        existing = {card.title.casefold() for card in cards}
-        if subject.casefold() in existing:
+        if subject.casefold() in story.existing:
             raise InvalidInput(
                 f"This adventure already has a card called **{subject}**; `/card edit` changes it."
             )
@@ -179,17 +161,100 @@ class CardWriter:
                 resets = next_midnight(self.rate_limits.clock())
                 raise TokenCapReached("Today's tokens on Campfire's model are used.", resets)
             provider = MeteredProvider(provider, self.rate_limits, charge)
-        reply = await _ask(provider, _messages(subject, story, adventure.plot_essentials, cards))
-        draft = read_card(reply, subject)
+        return await self._write(provider, adventure, story, subject, chosen)
+
+    async def propose_unasked(self, adventure_id: int, host: Actor) -> CardProposal | None:
+        """A card about the story's most mentioned uncovered name, for ``host`` to look at
+        (``engine.story.steering.card_proposals``: every few turns, nobody asked). None when
+        there is nothing to propose or it may not be paid for now: the adventure ended, has no
+        room, names no one new, the host's rate limit or the day's tokens are used. Charged as
+        background work is (``charge_of``: the host and the server). Raises ``ModelError``
+        when the model's answer is no card."""
+        async with self.db.session() as session:
+            adventure = await session.get(Adventure, adventure_id)
+            if adventure is None or adventure.ended_at is not None or not adventure.head_node_id:
+                return None
+            try:
+                await check_card_room(session, adventure_id, self.max_cards)
+            except InvalidInput:
+                return None
+            story = await self._story(session, adventure)
+        if story.subject is None:
+            return None
+        provider: ChatProvider = self.providers.for_adventure(adventure)
+        if self.rate_limits is not None:
+            try:
+                await self.rate_limits.use(Kind.CARD_WRITE, host, asked=False)
+            except CampfireError:
+                return None
+            if self.providers.is_operator_default(adventure):
+                charge = charge_of(adventure)
+                if not await self.rate_limits.background_allowed(charge):
+                    return None
+                provider = MeteredProvider(provider, self.rate_limits, charge)
+        return await self._write(provider, adventure, story, story.subject, True)
+
+    async def _story(self, session: AsyncSession, adventure: Adventure) -> _Story:
+        """What the model reads, and the name it would be asked about if none is given."""
+        assert adventure.id is not None and adventure.head_node_id is not None
+        cards = list(
+            await session.scalars(
+                select(AdventureCard)
+                .where(col(AdventureCard.adventure_id) == adventure.id)
+                .order_by(col(AdventureCard.position), col(AdventureCard.id))
+            )
+        )
+        nodes = await line_window(
+            session, adventure.head_node_id, token_limit=STORY_TOKENS, max_entries=STORY_ENTRIES
+        )
+        banned = await banned_words(session, adventure, self.content)
+        # The players' own characters are the party's, told to the narrator every turn:
+        # never a card's subject the story chooses.
+        party = [sheet.name for sheet in await party_sheets(session, adventure.id)]
+        await self.providers.read(session, adventure)
+        text = "\n\n".join(node.text.strip() for node in nodes if node.text.strip())
+        return _Story(
+            text,
+            cards,
+            banned,
+            most_mentioned_uncovered(text, cards, besides=party),
+            {card.title.casefold() for card in cards},
+        )
+
+    async def _write(
+        self,
+        provider: ChatProvider,
+        adventure: Adventure,
+        story: _Story,
+        subject: str,
+        chosen: bool,
+    ) -> CardProposal:
+        assert adventure.id is not None
+        messages = _messages(subject, story.text, adventure.plot_essentials, story.cards)
+        draft = read_card(await _ask(provider, messages), subject)
+        banned = story.banned
         draft = CardDraft(
             title=banned.mask(draft.title),
             keys=banned.mask(draft.keys),
             entry=banned.mask(draft.entry),
             type=draft.type,
         )
-        if draft.title.casefold() in existing:
+        if draft.title.casefold() in story.existing:
             draft = CardDraft(subject, draft.keys, draft.entry, draft.type)
         return CardProposal(adventure.id, subject, draft, chosen)
+
+
+@dataclass(frozen=True, slots=True)
+class _Story:
+    """What the model is shown of an adventure to write a card from."""
+
+    text: str
+    cards: list[AdventureCard]
+    banned: BannedWords
+    #: The name the story mentions most with no card (None: none yet).
+    subject: str | None
+    #: The adventure's card titles, casefolded.
+    existing: set[str]
 
 
 def most_mentioned_uncovered(

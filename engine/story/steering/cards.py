@@ -194,28 +194,35 @@ class StoryCards:
         self, channel_id: int, actor: Actor, draft: CardDraft, *, adventure_id: int | None = None
     ) -> CardView:
         """Add a story card to the adventure here, after its others."""
-        fields = _validated(draft)
         async with self.db.transaction() as session:
             adventure = await adventure_here(
                 session, channel_id, for_update=True, expect=adventure_id
             )
-            await check_may_steer(session, adventure, actor)
-            assert adventure.id is not None
-            _check_room(await _card_count(session, adventure.id), self.max_cards)
-            if self.rate_limits is not None:
-                await self.rate_limits.check_host_room(session, adventure, "cards")
-            await _check_unique_title(session, adventure.id, fields["title"])
-            last = await session.scalar(
-                select(func.max(col(AdventureCard.position))).where(
-                    col(AdventureCard.adventure_id) == adventure.id
-                )
+            return await self.add_in(session, adventure, actor, draft)
+
+    async def add_in(
+        self, session: AsyncSession, adventure: Adventure, actor: Actor, draft: CardDraft
+    ) -> CardView:
+        """``add``'s work in the caller's transaction, ``adventure`` read for update in it (a
+        proposed card the host adds from a DM: ``engine.story.steering.card_proposals``)."""
+        fields = _validated(draft)
+        await check_may_steer(session, adventure, actor)
+        assert adventure.id is not None
+        _check_room(await _card_count(session, adventure.id), self.max_cards)
+        if self.rate_limits is not None:
+            await self.rate_limits.check_host_room(session, adventure, "cards")
+        await _check_unique_title(session, adventure.id, fields["title"])
+        last = await session.scalar(
+            select(func.max(col(AdventureCard.position))).where(
+                col(AdventureCard.adventure_id) == adventure.id
             )
-            card = AdventureCard(
-                adventure_id=adventure.id, position=(last + 1) if last is not None else 0, **fields
-            )
-            session.add(card)
-            await session.flush()
-            return CardView.of(card)
+        )
+        card = AdventureCard(
+            adventure_id=adventure.id, position=(last + 1) if last is not None else 0, **fields
+        )
+        session.add(card)
+        await session.flush()
+        return CardView.of(card)
 
     async def edit(self, channel_id: int, actor: Actor, card_id: int, draft: CardDraft) -> CardView:
         """Replace a card's title, keys, entry, type and always-on mark."""

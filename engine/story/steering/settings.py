@@ -3,7 +3,8 @@ freely it writes (temperature, and the sampling players tune: top-p, min-p, the 
 presence and frequency penalties, stop strings: ``engine.llm.sampling``) and where its author's
 note goes. Unset ones fall back to the defaults the service was built with, or the model
 server's own. Beside them, whether plain messages in the adventure's place play as actions
-(message play)."""
+(message play), and every how many turns the story proposes a card to its host
+(``card_proposals``)."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from engine.llm.sampling import (
 )
 from engine.people.access.checks import check_may_steer
 from engine.people.access.rules import active_adventure, adventure_here
+from engine.story.steering.card_proposals import CARD_PROPOSALS_RANGE
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncSession
@@ -100,6 +102,8 @@ class AdventureSettings:
     defaults: GenerationDefaults
     #: Plain messages play as actions here (off unless the host turns it on).
     message_play: bool = False
+    #: Every how many turns a card is proposed to the host; 0: never (``card_proposals``).
+    card_proposals: int = 0
     #: What the operator's ceilings hold these settings to, this adventure narrating on the
     #: operator's model (``engine.llm.ceilings``): a note each; empty when none binds.
     held: tuple[str, ...] = ()
@@ -168,18 +172,27 @@ class GenerationSettings:
         sampling: dict[str, float] | None = None,
         stop: str | None = None,
         note_depth: int | None = None,
+        card_proposals: int | None = None,
     ) -> AdventureSettings:
         """Set any of them; ``reset`` first returns every generation setting to its default
         (message play is not one: ``reset`` leaves it). ``sampling``: settings named in
         ``SAMPLING_RANGES``; ``stop``: the stop strings as a JSON list (``[]`` clears them);
-        ``note_depth``: entries from the end of the story the author's note goes. Each is
-        checked against its range before anything is read, a refusal naming the range."""
+        ``note_depth``: entries from the end of the story the author's note goes;
+        ``card_proposals``: every how many turns a card is proposed to the host (0: never; not
+        a generation setting, so ``reset`` leaves it). Each is checked against its range
+        before anything is read, a refusal naming the range."""
         check_range("context_tokens", context_tokens, CONTEXT_TOKENS_RANGE)
         check_range("max_output_tokens", max_output_tokens, MAX_OUTPUT_TOKENS_RANGE)
         check_range("temperature", temperature, TEMPERATURE_RANGE)
         for name, value in (sampling or {}).items():
             check_range(name, value, SAMPLING_RANGES[name])
         check_range("note_depth", note_depth, NOTE_DEPTH_RANGE)
+        low, high = CARD_PROPOSALS_RANGE
+        if card_proposals and not low <= card_proposals <= high:
+            raise InvalidInput(
+                f"card_proposals must be 0 (off) or between {low} and {high} turns; "
+                f"got {card_proposals}."
+            )
         given: dict[str, object] = {
             "context_tokens": context_tokens,
             "max_output_tokens": max_output_tokens,
@@ -206,6 +219,8 @@ class GenerationSettings:
                     setattr(adventure, name, value)
             if message_play is not None and adventure.message_play != message_play:
                 adventure.message_play = message_play
+            if card_proposals is not None and adventure.card_proposals != card_proposals:
+                adventure.card_proposals = card_proposals
             return await self._settings_of(session, adventure)
 
     async def message_play_here(self, channel_id: int) -> bool | None:
@@ -224,6 +239,7 @@ class GenerationSettings:
             adventure.temperature,
             self.defaults,
             adventure.message_play,
+            adventure.card_proposals,
             sampling=sampling_of(adventure),
         )
         if self.providers is None:
