@@ -62,8 +62,7 @@ needs_model = pytest.mark.skipif(
 )
 
 ENTRIES = [
-    f"Entry {i}: the lantern road bends past milestone {i}; a heron watches the reeds, the "
-    f"bell of the drowned chapel rings {i} times, and the traveller counts the stones again."
+    f"Entry {i}: the road bends past milestone {i}, and the bell of the drowned chapel rings."
     for i in range(16)
 ]
 
@@ -79,7 +78,7 @@ def turn(entries: list[str], action: str) -> list[ChatMessage]:
 
 async def play(provider: LocalLlamaProvider, messages: list[ChatMessage]) -> StreamEnd:
     text, end = [], None
-    async for chunk in provider.stream(messages, GenerationParams(max_tokens=12)):
+    async for chunk in provider.stream(messages, GenerationParams(max_tokens=4)):
         if isinstance(chunk, TextDelta):
             text.append(chunk.text)
         elif isinstance(chunk, StreamEnd):
@@ -106,7 +105,7 @@ async def test_the_turn_after_the_window_stepped_reads_only_what_is_new():
             # from it, reads only what it adds.
             after = await play(provider, turn([*ENTRIES[8:16], ENTRIES[0]], "> You rest."))
             assert after.usage is not None
-            assert (after.usage.cached_tokens or 0) >= prompt - 20
+            assert (after.usage.cached_tokens or 0) >= prompt - 16
         await provider.aclose()
-    # Entries 8 to 11 (about 45 tokens each) were kept in the cache and moved into place.
-    assert reused["moving"] >= reused["prefix"] + 4 * 40
+    # Entries 8 to 11 (about 20 tokens each) were kept in the cache and moved into place.
+    assert reused["moving"] >= reused["prefix"] + 4 * 18
