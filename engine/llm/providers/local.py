@@ -8,7 +8,9 @@ contexts are not thread-safe).
 
 Background work (the memory bank's memories and summary) gets a context of its own
 (``background_client``), so the narrator's keeps what it has read of the story; both share this
-process's cores, and narration goes first (``Cores``).
+process's cores, and narration goes first (``Cores``). The narrator's context keeps what it
+read of the last prompt even where the prompt's middle moved (``kv_reuse``), and reads a prompt
+ahead of its turn when the summary before the story was rewritten (``read_ahead``).
 """
 
 from __future__ import annotations
