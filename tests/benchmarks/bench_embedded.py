@@ -14,10 +14,13 @@ turns 11 to 20, where the story has grown past the window's first steps.
 It prints one summary line::
 
     embedded: first text p50 <s> s, p95 <s> s at turns 11-20, prompt <n> tokens, reused <n>
-    tokens, read afresh p50 <n> max <n> tokens
+    tokens, read afresh p50 <n> max <n> tokens; prose: <n> words p50, <n> of <n> sentences
+    repeated
 
 (the tokens: medians, and the most any one turn read afresh: on a busy machine the seconds
-vary with the other work, the tokens read do not). ``--before`` first plays the same turns
+vary with the other work, the tokens read do not). The prose check: the narrations' length,
+and how many of their sentences of five words or more repeat one written earlier in the run.
+``--before`` first plays the same turns
 as a remote model's settings would: its budget (``CAMPFIRE_CONTEXT_TOKENS``), its reply
 length, and one llama.cpp context shared with the memory writer (the layout is now the same
 for every model), in this same run, and prints its line first, marked ``(remote layout)``.
@@ -31,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import re
 import statistics
 import sys
 import tempfile
@@ -77,11 +81,42 @@ ACTIONS = [
 ]
 
 
+#: A sentence as the prose check compares it: its words, lower-cased.
+SENTENCE = re.compile(r"[^.!?]+[.!?]")
+#: Shorter sentences ("He nods.") repeat in any story; longer ones repeated are a loop.
+LOOP_WORDS = 5
+
+
+def sentences(text: str) -> list[str]:
+    words = (" ".join(re.findall(r"\w+", part.lower())) for part in SENTENCE.findall(text))
+    return [sentence for sentence in words if len(sentence.split()) >= LOOP_WORDS]
+
+
 @dataclass
 class Figures:
     first_text_s: list[float] = field(default_factory=list)
     prompt: list[int] = field(default_factory=list)
     reused: list[int] = field(default_factory=list)
+    #: Each turn's narration, for the prose check.
+    texts: list[str] = field(default_factory=list)
+
+    def prose(self) -> str:
+        """The prose check at turns 11-20: the narrations' length, and how many of their
+        sentences repeat one written before in the run (a small model's loop)."""
+        told: set[str] = set()
+        for text in self.texts[: MEASURED.start]:
+            told.update(sentences(text))
+        repeated = total = 0
+        for text in self.texts[MEASURED]:
+            for sentence in sentences(text):
+                total += 1
+                repeated += sentence in told
+                told.add(sentence)
+        words = [len(text.split()) for text in self.texts[MEASURED]] or [0]
+        return (
+            f"prose: {statistics.median(words):.0f} words p50, {repeated} of {total} "
+            f"sentences repeated"
+        )
 
     def p50_p95(self) -> tuple[float, float]:
         first = self.first_text_s[MEASURED] or self.first_text_s
@@ -98,7 +133,7 @@ class Figures:
             f"embedded: first text p50 {p50:.2f} s, p95 {p95:.2f} s at "
             f"turns 11-20, prompt {statistics.median(prompt):.0f} tokens, reused "
             f"{statistics.median(reused):.0f} tokens, read afresh p50 "
-            f"{statistics.median(fresh):.0f} max {max(fresh)} tokens{label}"
+            f"{statistics.median(fresh):.0f} max {max(fresh)} tokens; {self.prose()}{label}"
         )
 
 
@@ -161,6 +196,7 @@ async def play(
             )
             figures.prompt.append(usage.prompt_tokens if usage else 0)
             figures.reused.append((usage.cached_tokens or 0) if usage else 0)
+            figures.texts.append(last.result.text)
             print(
                 f"  turn {i + 1:2}: first text {figures.first_text_s[-1]:5.2f} s, prompt "
                 f"{figures.prompt[-1]} tokens, reused {figures.reused[-1]}",
