@@ -198,7 +198,11 @@ def memory_job_scheduler(
             with background.running(f"memory work for adventure {adventure_id}"):
                 while True:
                     asked.discard(adventure_id)
-                    await services.memory.catch_up(adventure_id)
+                    done = await services.memory.catch_up(adventure_id)
+                    if done.summaries:
+                        # The summary goes before the story: the embedded model reads the next
+                        # prompt ahead, in the players' pause, rather than on their turn.
+                        await services.turns.read_ahead(adventure_id)
                     if adventure_id not in asked:
                         return
         finally:

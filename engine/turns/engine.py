@@ -84,6 +84,62 @@ class TurnEngine:
         self.max_action_chars = max_action_chars
         self.script_limits = script_limits or Limits()
         self.max_story_cards = max_story_cards
+        #: The adventure whose turn this process ran last: the one the narrating model's cache
+        #: holds, if it keeps one (``read_ahead``). Per process, as that cache is.
+        self._last_played: int | None = None
+
+    async def read_ahead(self, adventure_id: int) -> bool:
+        """Have the narrating model read the adventure's next prompt ahead, where it can
+        (``LocalLlamaProvider.read_ahead``, the embedded model); whether it was asked.
+
+        Called when the memory bank rewrote the story summary between turns: the summary goes
+        before the story, so the next turn would read the whole story again. The context is
+        the one a continue would send, built as a turn builds it, read in the player's pause;
+        the next turn's prompt begins the same up to the story's end. Only for the adventure
+        played last in this process (its story is what the model holds; reading another's
+        would cost that one its turn), and not for one with scripts (their hook rewrites the
+        context as it is sent, and runs only for a real turn). Never raises: it only saves
+        time.
+        """
+        if adventure_id != self._last_played:
+            return False
+        try:
+            return await self._read_ahead(adventure_id)
+        except Exception:
+            log.warning("could not read ahead for adventure %s", adventure_id, exc_info=True)
+            return False
+
+    async def _read_ahead(self, adventure_id: int) -> bool:
+        async with self.db.session() as session:
+            plan = await plan_turn(
+                session,
+                adventure_id,
+                (),
+                max_action_chars=self.max_action_chars,
+                script_limits=self.script_limits,
+                max_story_cards=self.max_story_cards,
+            )
+            if plan.scripts is not None:
+                return False
+            await self.providers.read(session, plan.adventure)
+            provider = self.providers.for_adventure(plan.adventure)
+            read_ahead = getattr(provider, "read_ahead", None)
+            if read_ahead is None:
+                return False
+            operator = self.providers.is_operator_default(plan.adventure)
+            ceilings = self.ceilings() if operator else None
+            generation = Generation(
+                plan,
+                db=self.db,
+                provider=provider,
+                params=params_for(plan.adventure, self.params, ceilings),
+                context=self.context,
+                fence=None,
+                ceilings=ceilings,
+            )
+            await generation.prepare(session)
+        await read_ahead(generation.built().messages)
+        return True
 
     def ceilings(self) -> Ceilings:
         """The operator's: the context and reply length it configured for its model (read
@@ -164,6 +220,7 @@ class TurnEngine:
     ) -> AsyncGenerator[TurnEvent, None]:
         async with self.db.session() as session:
             plan = await planned(session)
+            self._last_played = plan.adventure.id
             # The words banned where the adventure runs, read by the context's own policy as
             # the narration's are (the Generation keeps its copy to itself): masked in what
             # the scripts write to cards and say, and in the chapter's recap.

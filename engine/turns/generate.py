@@ -227,6 +227,11 @@ class Generation:
         self._inputs = inputs
         return self._answered
 
+    def built(self) -> BuiltContext:
+        """The context as ``narrate`` builds it, before the scripts' hook (prepare first)."""
+        assert self._inputs is not None, "prepare first"
+        return self.context.build(self._inputs)
+
     async def check_actions(self) -> None:
         """The operator's moderation check of the actions this turn writes (as the scripts'
         onInput left them), before they are shown or stored."""

@@ -8,7 +8,9 @@ contexts are not thread-safe).
 
 Background work (the memory bank's memories and summary) gets a context of its own
 (``background_client``), so the narrator's keeps what it has read of the story; both share this
-process's cores, and narration goes first (``Cores``).
+process's cores, and narration goes first (``Cores``). The narrator's context keeps what it
+read of the last prompt even where the prompt's middle moved (``kv_reuse``), and reads a prompt
+ahead of its turn when the summary before the story was rewritten (``read_ahead``).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import Any
 from engine.errors import ModelError, ModelNotFound, ModelYielded
 from engine.llm.providers.base import ChatMessage, GenerationParams, ReplyLimits, checked
 from engine.llm.providers.dialects import EMBEDDED
+from engine.llm.providers.kv_reuse import MIN_RUN, reusing_llama
 from engine.llm.providers.logit_bias import llama_bias
 from engine.platform.events import ProviderChunk, StreamEnd, TextDelta, Usage
 
@@ -105,6 +108,7 @@ class LocalLlamaProvider:
         limits: ReplyLimits | None = None,
         cores: Cores | None = None,
         background: bool = False,
+        min_run: int = MIN_RUN,
     ) -> None:
         #: The SmolLM2-135M file that ships with Campfire, not a GGUF file of the operator's.
         self.bundled = model_path is None
@@ -120,8 +124,13 @@ class LocalLlamaProvider:
         self.cores = cores or Cores()
         #: Background work: it gives way to narration (``Cores``).
         self.background = background
+        #: The shortest run of the cached prompt moved into place for a new one (``kv_reuse``).
+        self.min_run = min_run
         self._llama: Any = None
         self._abort: Any = None  # the abort callback, kept alive while llama.cpp holds it
+        #: Set while this context reads a prompt ahead of its turn (``read_ahead``); read by
+        #: the abort callback on llama.cpp's thread, so a narration never waits for it.
+        self._reading_ahead = threading.Event()
         self._load_lock = asyncio.Lock()
         # Serialises generations on the one llama.cpp context.
         self._run_lock = asyncio.Lock()
@@ -139,6 +148,7 @@ class LocalLlamaProvider:
             limits=self.limits,
             cores=self.cores,
             background=True,
+            min_run=self.min_run,
         )
 
     async def aclose(self) -> None:
@@ -173,14 +183,16 @@ class LocalLlamaProvider:
                 "its 'local' extra."
             )
         try:
-            from llama_cpp import Llama
+            import llama_cpp
         except ImportError:
             raise ModelNotFound(
                 "No model is configured and llama-cpp-python is not installed. Set "
                 "CAMPFIRE_MODEL_URL, or install Campfire with its 'local' extra."
             ) from None
         log.info("loading the embedded model from %s", self.model_path)
-        llama = Llama(
+        # A turn whose story window stepped keeps the story it read (``kv_reuse``).
+        llama = reusing_llama(
+            min_run=self.min_run,
             model_path=str(self.model_path),
             n_ctx=self.n_ctx,
             n_threads=self.threads,
@@ -191,13 +203,45 @@ class LocalLlamaProvider:
         # stopped for a narration is one ("removing memory module entries"). A real failure
         # reaches this module as an exception and is logged here.
         logging.getLogger("llama-cpp-python").setLevel(logging.CRITICAL)
-        if self.background:
-            import llama_cpp
-
-            narrating = self.cores.narrating
-            self._abort = llama_cpp.ggml_abort_callback(lambda _data: narrating.is_set())
-            llama_cpp.llama_set_abort_callback(llama.ctx, self._abort, ctypes.c_void_p(0))
+        # Background work, and reading ahead on the narration's own context, stop when a
+        # narration begins (``Cores``); a narration itself is never stopped.
+        narrating, reading_ahead = self.cores.narrating, self._reading_ahead
+        yields = (lambda: True) if self.background else reading_ahead.is_set
+        self._abort = llama_cpp.ggml_abort_callback(lambda _data: narrating.is_set() and yields())
+        llama_cpp.llama_set_abort_callback(llama.ctx, self._abort, ctypes.c_void_p(0))
         return llama
+
+    async def read_ahead(self, messages: Sequence[ChatMessage]) -> bool:
+        """Read ``messages`` into this context while no narration needs it, so the next turn,
+        whose prompt begins the same, reads only what is new; whether all of it was read.
+
+        For a change before the story that the next turn would otherwise pay for: the summary
+        the memory bank rewrote between turns (``TurnEngine.read_ahead``). It gives way as
+        background work does: not started while a narration waits or runs, stopped when one
+        begins, keeping what it has read (llama.cpp keeps every batch it finished).
+        """
+        if self.cores.narrating.is_set():
+            return False
+        llama = await self._model()
+        async with self._run_lock:
+            if self.cores.narrating.is_set():
+                return False
+            self._reading_ahead.set()
+            try:
+                # One token written: the prompt is read in exactly the tokens a turn's
+                # ``create_chat_completion`` reads.
+                await asyncio.to_thread(
+                    llama.create_chat_completion,
+                    messages=[{"role": m.role, "content": m.content} for m in messages],
+                    max_tokens=1,
+                    temperature=0.0,
+                )
+            except Exception as error:  # stopped for a narration, or failed: nothing owed
+                log.debug("reading ahead stopped: %s", error)
+                return False
+            finally:
+                self._reading_ahead.clear()
+            return True
 
     async def _stream(
         self, messages: Sequence[ChatMessage], params: GenerationParams
@@ -241,10 +285,6 @@ class LocalLlamaProvider:
                 put(_DONE)
 
         async with self._holding():
-            # What llama.cpp holds evaluated from the last reply: the new prompt's common prefix
-            # with it is not read again (``Llama.generate``), which is what a turn's prompt
-            # layout keeps long (``engine.turns.context``: a prompt that begins with the last one).
-            evaluated = list(llama.input_ids[: llama.n_tokens])
             worker = asyncio.create_task(asyncio.to_thread(generate))
             finish_reason: str | None = None
             completion_tokens = 0
@@ -263,13 +303,12 @@ class LocalLlamaProvider:
                 # its next token; the run lock is held until it has really stopped.
                 cancelled.set()
                 await asyncio.shield(worker)
-            now = list(llama.input_ids[: llama.n_tokens])  # the prompt, then what was written
-        prompt_tokens = max(0, len(now) - completion_tokens)
-        reused = 0
-        for before, after in zip(evaluated, now[:prompt_tokens], strict=False):
-            if before != after:
-                break
-            reused += 1
+            # What llama.cpp holds: the prompt, then what was written. Of the prompt, what it
+            # held evaluated from the last reply was not read again: the common prefix
+            # (``Llama.generate``), which a turn's layout keeps long (``engine.turns.context``),
+            # and the runs moved into place after it (``kv_reuse``).
+            prompt_tokens = max(0, int(llama.n_tokens) - completion_tokens)
+            reused = min(int(llama.kept), prompt_tokens)
         yield StreamEnd(finish_reason, Usage(prompt_tokens, completion_tokens, reused))
 
     @asynccontextmanager

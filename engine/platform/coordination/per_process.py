@@ -150,9 +150,12 @@ PER_PROCESS: tuple[PerProcess, ...] = (
     ),
     PerProcess(
         "engine.turns.engine:TurnEngine",
-        "how many turns this process runs at once (a semaphore of MAX_RUNNING_TURNS slots)",
+        "how many turns this process runs at once (a semaphore of MAX_RUNNING_TURNS slots), "
+        "and which adventure it played last (read_ahead)",
         "It bounds this process's own load only; which turn may run for an adventure is "
-        "still its turn lease, held (and heartbeated) while the turn waits for a slot.",
+        "still its turn lease, held (and heartbeated) while the turn waits for a slot. The "
+        "adventure played last only chooses whether the embedded model reads ahead: a wrong "
+        "guess costs time, never a wrong story.",
     ),
     PerProcess(
         "engine.platform.coordination.leases:TurnLeases",
@@ -174,9 +177,11 @@ PER_PROCESS: tuple[PerProcess, ...] = (
     ),
     PerProcess(
         "engine.llm.providers.local:LocalLlamaProvider",
-        "the embedded model, loaded once, and the lock serialising its generations",
+        "the embedded model, loaded once, the lock serialising its generations, and whether "
+        "it is reading a prompt ahead",
         "The model's weights and llama.cpp context are in this process's memory; another "
-        "process has its own copy.",
+        "process has its own copy. What it holds of the last prompt is checked token by "
+        "token against the next one (engine.llm.providers.kv_reuse), never trusted.",
     ),
     PerProcess(
         "engine.library.scripting.workers:ScriptWorkers",
