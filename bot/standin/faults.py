@@ -16,6 +16,7 @@ wire is "Missing Permissions"). discord.py retries 500, 502, 504 and 524 itself 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from aiohttp import web
@@ -49,7 +50,7 @@ _EDIT_ROUTES = (
 class _EditFault:
     error: DiscordError
     times: int | None  # None: until cleared
-    channel_id: int | None  # None: any channel (channel messages only when set)
+    channel_id: int | None  # None: any channel
 
 
 @dataclass
@@ -59,6 +60,9 @@ class Faults:
     _edits: list[_EditFault] = field(default_factory=list)
     #: (method, path, status) of every request answered with an injected error, in order.
     injected: list[tuple[str, str, int]] = field(default_factory=list)
+    #: The channel of the interaction a token belongs to (the stand-in's), so that a fault
+    #: for a channel meets the edits of its interactions' messages too.
+    channel_of_token: Callable[[str], int | None] = lambda _token: None
 
     def fail_edits(
         self, error: DiscordError, *, times: int | None = 1, channel_id: int | None = None
@@ -78,6 +82,12 @@ class Faults:
         if request.method != "PATCH" or route_template(request) not in _EDIT_ROUTES:
             return None
         channel = request.match_info.get("cid")
+        token = request.match_info.get("token")
+        if channel is None and token is not None and request.match_info["mid"] != "@original":
+            # An interaction's follow-up is one of its channel's messages; its response is the
+            # interaction's own (a channel's faults leave it alone).
+            owner = self.channel_of_token(token)
+            channel = None if owner is None else str(owner)
         for fault in self._edits:
             if fault.channel_id is not None and channel != str(fault.channel_id):
                 continue

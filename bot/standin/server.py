@@ -121,6 +121,7 @@ class FakeDiscord(InteractionDriver):
         self.gateway = Gateway(self.world, lambda: self.gateway_url)
         self._message_routes = MessageRoutes(self)
         self._interaction_routes = InteractionRoutes(self, self._message_routes)
+        self.faults.channel_of_token = self._interaction_routes.channel_of_token
         self._command_routes = CommandRoutes(self)
         self._channel_routes = ChannelRoutes(self)
         self.app = self._build_app()

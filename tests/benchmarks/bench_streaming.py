@@ -521,7 +521,7 @@ async def _check_turn(
         for m in fake.messages(thread)
         if m.id not in before
         and m.author_id == bot.user.id
-        and m.interaction_id is None
+        and not m.is_response
         and not m.ephemeral
         and not m.deleted
     ]

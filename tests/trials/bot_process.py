@@ -66,7 +66,7 @@ def _outcome(fake: FakeDiscord, record: InteractionRecord, before: set[int]) -> 
 
 def _posted(fake: FakeDiscord, before: set[int]) -> list[dict[str, Any]]:
     """The bot's own messages in the DM (not answers to an interaction) new since ``before``."""
-    new = [m for m in fake.messages(DM_ID) if m.id not in before and m.interaction_id is None]
+    new = [m for m in fake.messages(DM_ID) if m.id not in before and not m.is_response]
     return [{"id": m.id, "content": m.content, "buttons": _labels(m.buttons)} for m in new]
 
 

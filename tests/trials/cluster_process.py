@@ -69,7 +69,7 @@ def _notices(fake: FakeDiscord, thread: int, before: set[int]) -> list[dict[str,
     return [
         {"id": m.id, "content": m.content, "buttons": _labels(m)}
         for m in fake.messages(thread)
-        if m.id not in before and m.interaction_id is None and "interrupted" in m.content
+        if m.id not in before and not m.is_response and "interrupted" in m.content
     ]
 
 
@@ -154,7 +154,7 @@ class Player:
             answer = self._answer(record)
             new = [m for m in fake.messages(thread) if m.id not in before[thread]]
             narrated = any(
-                m.interaction_id is None and "Undo" in _labels(m) and "interrupted" not in m.content
+                not m.is_response and "Undo" in _labels(m) and "interrupted" not in m.content
                 for m in new
             )
             outcomes.append(
