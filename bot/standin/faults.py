@@ -58,6 +58,7 @@ class Faults:
     """The failures the stand-in injects, and the requests it answered with them."""
 
     _edits: list[_EditFault] = field(default_factory=list)
+    _lost_answers: int = 0
     #: (method, path, status) of every request answered with an injected error, in order.
     injected: list[tuple[str, str, int]] = field(default_factory=list)
     #: The channel of the interaction a token belongs to (the stand-in's), so that a fault
@@ -73,9 +74,26 @@ class Faults:
             raise ValueError("a fault answers at least one edit")
         self._edits.append(_EditFault(error, times, channel_id))
 
+    def lose_followup_answers(self, times: int = 1) -> None:
+        """Make the next ``times`` interaction follow-ups, then cut the connection before
+        answering: the bot cannot know whether its message was made (a reset connection is
+        how such a request ends on the wire)."""
+        self._lost_answers += times
+
+    def loses_answer(self, request: web.Request) -> bool:
+        """Whether the answer to this request, already served, is to be lost."""
+        if self._lost_answers < 1 or request.method != "POST":
+            return False
+        if route_template(request) != API_PREFIX + "/webhooks/{app}/{token}":
+            return False
+        self._lost_answers -= 1
+        self.injected.append((request.method, request.path, 0))
+        return True
+
     def clear(self) -> None:
         """Inject nothing more."""
         self._edits.clear()
+        self._lost_answers = 0
 
     def answer(self, request: web.Request) -> web.Response | None:
         """The injected error for this request, or None to serve it as usual."""

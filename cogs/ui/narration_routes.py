@@ -25,10 +25,11 @@ may edit and delete in the channel like any other.
 Duplicates: a channel send carries a nonce Discord enforces (``cogs.ui.streaming``), a follow-up
 cannot (Create Followup Message takes no nonce). A follow-up whose answer was an error that
 leaves its fate unknown (a 5xx, a broken connection) is looked for in the channel, after the
-interaction's response, before anything is sent again: found, it is the narration's message;
-not found, the send failed and may be made again. discord.py itself sends a follow-up again on
-a 5xx answer (its webhook adapter retries every 5xx); no such answer is known to follow a
-message Discord made.
+interaction's response (the gateway tells the bot of its own messages), before anything is sent
+again: found, it is the narration's message; not found, the send failed and may be made again.
+Left open: discord.py's webhook adapter itself sends a follow-up again after a 5xx answer
+(every 5xx, up to five times), which no check here sees; a channel send's nonce covers that
+case, a follow-up's nothing.
 """
 
 from __future__ import annotations
@@ -57,8 +58,10 @@ START_BY = datetime.timedelta(minutes=10)
 USE_BY = TOKEN_LIFETIME - datetime.timedelta(seconds=30)
 #: Discord's codes for an interaction whose token can no longer be used.
 INTERACTION_GONE = {10015, 50027}  # unknown webhook, invalid webhook token
-#: How far back in the channel a follow-up of unknown fate is looked for.
+#: How far back in the channel a follow-up of unknown fate is looked for, and how long the
+#: gateway is given to tell of it.
 LANDED_LOOKUP = 25
+LANDED_WAIT = 3.0
 
 _UNKNOWN_FATE = (aiohttp.ClientError, OSError, TimeoutError)
 
@@ -163,20 +166,45 @@ class InteractionRoute(ChannelRoute):
         self._made.add(message.id)
         return message
 
+    def _ours(self, message: discord.Message) -> bool:
+        """Whether ``message`` is a follow-up of this interaction this route does not know."""
+        meta = message.interaction_metadata
+        return (
+            meta is not None
+            and meta.id == self.interaction.id
+            and message.id not in self._made
+            and not message.flags.ephemeral
+        )
+
     async def _landed(self, failure: BaseException) -> discord.Message:
         """The follow-up a failed send made all the same, if Discord made it; else the failure
-        is raised again (the send may then be made again without a duplicate)."""
+        is raised again (the send may then be made again without a duplicate).
+
+        Where the bot hears the channel's messages (the message intents), the gateway tells it
+        of every message made there, its own too, with no request and no permission: seen
+        already, or within :data:`LANDED_WAIT`. Elsewhere the channel's newest messages are
+        read (a DM needs no permission for it; in a server it takes Read Message History,
+        which the bot may lack: then nothing is known, and the failure stands)."""
+        client = self.interaction.client
+        if client.intents.guild_messages or client.intents.dm_messages:
+            # The cache read and the listener's start share one step of the event loop: a
+            # message heard between them is not missed.
+            seen = [m for m in client.cached_messages if self._ours(m)]
+            try:
+                message = (
+                    seen[0]
+                    if seen
+                    else await client.wait_for("message", check=self._ours, timeout=LANDED_WAIT)
+                )
+            except TimeoutError:
+                raise failure from None
+            log.info("interaction %s: a follow-up landed unanswered", self.interaction.id)
+            return message
         try:
             async for message in self.channel.history(
                 limit=LANDED_LOOKUP, after=discord.Object(self.after_id), oldest_first=True
             ):
-                meta = message.interaction_metadata
-                if (
-                    meta is not None
-                    and meta.id == self.interaction.id
-                    and message.id not in self._made
-                    and not message.flags.ephemeral
-                ):
+                if self._ours(message):
                     log.info("interaction %s: a follow-up landed unanswered", self.interaction.id)
                     return message
         except (discord.HTTPException, *_UNKNOWN_FATE) as exc:
