@@ -35,6 +35,7 @@ from cogs.ui.content import CONTENT_MAX, fit_text, text_pages
 from cogs.ui.head_moves import SCRIPT_MESSAGE_MAX, UNDONE_COLOUR, HeadMoveShowing
 from cogs.ui.interaction import actor_of, channel_id_of
 from cogs.ui.narration_routes import INTERACTION_GONE, ChannelRoute, InteractionRoute
+from cogs.ui.pacing import interaction_window
 from cogs.ui.replies import reply
 from cogs.ui.streaming import StreamingMessage
 from engine.errors import (
@@ -529,6 +530,10 @@ class Narrator(HeadMoveShowing):
     ) -> discord.Message | None:
         """Show ``content`` as the interaction's answer; returns the message that shows it."""
         content = fit_text(content)
+        # In the token's window, which its narration's follow-ups share (off the global budget).
+        await self.pacer.acquire(
+            interaction_window(interaction.id), urgent=True, global_budget=False
+        )
         try:
             if view is None:
                 return await interaction.edit_original_response(content=content)

@@ -1,6 +1,8 @@
 """Pacing the bot's requests to Discord: one sliding window per channel (about 5 sends or edits
 per 5 s, shared by every message there) and one budget for the whole process under Discord's
-global limit, so that discord.py's own limiter, and a 429, are rarely met. Waiting requests are
+global limit, so that discord.py's own limiter, and a 429, are rarely met. Requests through an
+interaction's token (its response, follow-ups and their edits) count apart: in a window of that
+token's own (:func:`interaction_window`), and not on the global budget. Waiting requests are
 served by priority (final ones first, streaming edits last), round-robin across channels; work
 in progress reserves the requests it needs to end (``cogs.ui.streaming`` explains how the
 streams use it).
@@ -129,6 +131,7 @@ class RatePacer:
         self.clock = clock
         self.sleep = sleep
         self._channels: dict[WindowKey, deque[float]] = {}
+        self._swept = -math.inf  # when idle windows were last dropped
         self._global: deque[float] = deque(maxlen=global_per_second)
         # Three quarters of the global budget for routine edits; all of it for final ones.
         self._routine_share = max(1, global_per_second * 3 // 4)
@@ -143,8 +146,21 @@ class RatePacer:
     def _hits(self, channel_id: WindowKey) -> deque[float]:
         hits = self._channels.get(channel_id)
         if hits is None:
+            self._forget_idle()
             hits = self._channels[channel_id] = deque(maxlen=self.per_channel)
         return hits
+
+    def _forget_idle(self) -> None:
+        """Drop the windows whose requests have all left them (an empty window allows as much):
+        a window per interaction token would otherwise be kept for the process's life. At most
+        once a window's length, so the sweep costs nothing per request."""
+        now = self.clock()
+        if now < self._swept + self.per_seconds:
+            return
+        self._swept = now
+        horizon = now - self.per_seconds - self.margin
+        for key in [k for k, hits in self._channels.items() if not hits or hits[-1] < horizon]:
+            del self._channels[key]
 
     # -- reservations ---------------------------------------------------------------------
 

@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import dataclasses
 import json
 import logging
@@ -64,6 +65,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -74,6 +76,7 @@ from bot.config import load_settings
 from bot.discord_bot import CampfireBot
 from bot.standin import RequestRecord, StandIn
 from bot.standin.ratelimits import is_interaction_path
+from cogs.ui.narration_routes import InteractionRoute
 from cogs.ui.text_split import display_pieces
 from engine.storage.models import Role, StoryNode
 from tests.fakes.openai_server import FakeModelServer, Reply, _Handler
@@ -577,6 +580,21 @@ async def _check_turn(
 # -- the command --------------------------------------------------------------------------------
 
 
+@contextlib.contextmanager
+def narrating(route: str) -> Iterator[None]:
+    """``by channel``: every narration goes by channel messages, as a token too old to start
+    one with sends it (``cogs.ui.narration_routes``), for a before and after in one run."""
+    if route != "by channel":
+        yield
+        return
+    fresh = InteractionRoute.fresh
+    InteractionRoute.fresh = staticmethod(lambda interaction: False)  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        InteractionRoute.fresh = fresh  # type: ignore[method-assign]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m tests.benchmarks.bench_streaming",
@@ -588,6 +606,12 @@ def main(argv: list[str] | None = None) -> int:
         "--model-in-process",
         action="store_true",
         help="run the fake model server in the bot's process (its threads then add loop lag)",
+    )
+    parser.add_argument(
+        "--compare",
+        action="store_true",
+        help="run each N twice: narrations by channel messages first (as before they went "
+        "through their interactions), then through the interactions",
     )
     parser.add_argument(
         "-v", "--verbose", action="store_true", help="show warnings and problems in full"
@@ -605,26 +629,29 @@ def main(argv: list[str] | None = None) -> int:
         f"(~{args.words / TOKENS_PER_SECOND:.1f} s of streaming); targets: 0 429s, "
         f"first text p50 <= {FIRST_TEXT_P50_TARGET} s (with room), final edit p95 <= "
         f"{FINAL_EDIT_P95_TARGET} s to N={SATURATED_FROM} and <= {FINAL_EDIT_P95_TARGET_MANY} s "
-        f"beyond, requests/turn <= {REQUESTS_PER_TURN_TARGET} from N={SATURATED_FROM}",
+        f"beyond, requests/turn <= {REQUESTS_PER_TURN_TARGET} and global requests/turn <= "
+        f"{GLOBAL_PER_TURN_TARGET} from N={SATURATED_FROM}",
         flush=True,
     )
     failed = False
+    routes = ["by channel", "through interactions"] if args.compare else [""]
     with tempfile.TemporaryDirectory(prefix="campfire-bench-") as tmp:
-        for n in args.n:
+        for n, route in ((n, route) for n in args.n for route in routes):
             try:
-                result = asyncio.run(
-                    run_once(
-                        n,
-                        args.words,
-                        Path(tmp) / f"n{n}",
-                        model_in_process=args.model_in_process,
+                with narrating(route):
+                    result = asyncio.run(
+                        run_once(
+                            n,
+                            args.words,
+                            Path(tmp) / f"n{n}{route.replace(' ', '-')}",
+                            model_in_process=args.model_in_process,
+                        )
                     )
-                )
             except Exception as exc:  # one broken N must not hide the others
                 print(f"N={n:<3} | run failed: {exc!r}", flush=True)
                 failed = True
                 continue
-            print(result.line(), flush=True)
+            print(f"[{route}] {result.line()}" if route else result.line(), flush=True)
             failed |= not result.correct
             details = result.wrong + result.fallbacks + result.ack_failures
             for problem in details if args.verbose else details[:3]:
