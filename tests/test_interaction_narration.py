@@ -45,6 +45,25 @@ async def test_a_slash_turn_narrates_as_a_follow_up_of_its_interaction(env: Disc
     assert spent == [f"PATCH /channels/{thread}/messages/{opening.id}"]
 
 
+async def test_the_next_turn_takes_the_buttons_off_through_the_earlier_token(
+    env: DiscordEnv, fake_model
+):
+    thread = await env.start_thread()
+    fake_model.queue(Reply(text=REPLY, delay=0.01), Reply(text="The humming stops.", delay=0.01))
+    first = await env.fake.slash(env.alice, thread, "do", action="follow the humming")
+    await env.done()
+    (narration,) = [env.fake.message(m) for m in first.followups]
+    since = len(env.fake.requests)
+    await env.fake.slash(env.alice, thread, "do", action="stop")
+    await env.done()
+    assert labels(env.fake.message(narration.id)) == []
+    assert "Undo" in labels(env.fake.last_message(thread))
+    # The whole turn through the interactions' tokens: nothing on the global budget.
+    assert [r.path for r in env.fake.requests[since:] if not is_interaction_path(r.path)] == []
+    took_off = f"/webhooks/{env.fake.world.application_id}/{first.token}/messages/{narration.id}"
+    assert any(r.path.endswith(took_off) for r in env.fake.requests[since:])
+
+
 async def test_a_token_that_expires_mid_narration_hands_over_to_the_bots_token(
     env: DiscordEnv, fake_model
 ):

@@ -202,6 +202,9 @@ class Narrator(HeadMoveShowing):
                 elif isinstance(event, TurnDone):
                     result = event.result
                     stream, messages = await self._final(channel, stream, result, route)
+                    if isinstance(route, InteractionRoute) and route.by_token:
+                        # Its buttons come off later through the same token (no global budget).
+                        self.earlier.followups.add(interaction, [m.id for m in messages])
                     # The player's action is marked with its turn when undone (not a retry's
                     # line, nor one only its player sees: unknown to an edit by id, 10008).
                     action = (

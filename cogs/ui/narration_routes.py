@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import datetime
 import logging
+from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
@@ -229,3 +230,39 @@ class InteractionRoute(ChannelRoute):
                 if not self._refused(exc):
                     raise
         await self.channel.get_partial_message(message.id).delete()  # type: ignore[union-attr]
+
+
+class RecentFollowups:
+    """This process's narrations sent as follow-ups, by message id, with the interaction whose
+    token made them, while that token answers: a later change to one of them (its buttons taken
+    off when the next turn is shown, an undone mark) goes through the same token, off the global
+    budget, as any follow-up's edit may ("Edit Followup Message", discord-api-docs, Receiving
+    and Responding). Past the token's :data:`USE_BY`, or unknown here (another process, a
+    restart), a message is edited by the bot's token as before. At most ``limit`` are kept."""
+
+    def __init__(self, limit: int = 10_000) -> None:
+        self.limit = limit
+        self._by_message: OrderedDict[int, discord.Interaction] = OrderedDict()
+
+    def add(self, interaction: discord.Interaction, message_ids: list[int]) -> None:
+        for message_id in message_ids:
+            self._by_message[message_id] = interaction
+            self._by_message.move_to_end(message_id)
+        now = discord.utils.utcnow()
+        while self._by_message:
+            oldest = next(iter(self._by_message.values()))
+            if len(self._by_message) <= self.limit and now - oldest.created_at < USE_BY:
+                break
+            self._by_message.popitem(last=False)
+
+    def token_for(self, message_id: int) -> discord.Interaction | None:
+        """The interaction whose token may edit ``message_id`` now, if this process knows one."""
+        interaction = self._by_message.get(message_id)
+        if interaction is None or discord.utils.utcnow() - interaction.created_at >= USE_BY:
+            return None
+        return interaction
+
+    def forget(self, interaction_id: int) -> None:
+        """Discord refused this interaction's token: none of its messages goes through it."""
+        for message_id in [m for m, i in self._by_message.items() if i.id == interaction_id]:
+            del self._by_message[message_id]
