@@ -23,7 +23,8 @@ per second (one word per chunk). Measured, across all channels:
   spend the bot's global budget (every one but the interaction endpoints': "Interaction
   endpoints are not bound to the bot's Global Rate Limit", discord-api-docs, Rate Limits), over
   N; a turn asked for by ``/do`` narrates through its interaction's token
-  (``cogs.ui.narration_routes``), so the target is ≤ 1.0 from N = 50 (the old buttons taken off);
+  (``cogs.ui.narration_routes``), so the target is ≤ 1.0 from N = 50 (the opening's buttons
+  taken off, a channel message);
 * edits per turn: PATCHes to the turn's narration messages (the final edit included);
 * first text: from the model server writing the first content chunk to the stand-in creating
   the turn's first narration message (p50 target ≤ 0.3 s while the budget has room: under load
