@@ -80,11 +80,12 @@ class DiscordEnv:
         await self.standin.idle()
 
     def narration(self, channel_id: int) -> list[str]:
-        """The bot's own channel messages there (not interaction responses), in order."""
+        """The bot's own messages there (its channel messages and the follow-ups of interactions,
+        not interaction responses), in order."""
         return [
             m.content
             for m in self.fake.messages(channel_id)
-            if m.author_id == self.bot.user.id and m.interaction_id is None and not m.ephemeral
+            if m.author_id == self.bot.user.id and not m.is_response and not m.ephemeral
         ]
 
 
@@ -220,8 +221,11 @@ async def answered(env: DiscordEnv, record: InteractionRecord, *, within: float 
     loop = asyncio.get_running_loop()
     deadline = loop.time() + within
     while True:
-        if record.followups:
-            return env.fake.message(record.followups[-1])
+        # A public follow-up is the turn's narration (cogs.ui.narration_routes), no answer.
+        answers = [env.fake.message(m) for m in record.followups]
+        answers = [m for m in answers if m.is_response or m.ephemeral]
+        if answers:
+            return answers[-1]
         message = env.fake.message(record.original_message_id)
         if not message.flags & FLAG_LOADING or loop.time() > deadline:
             return message

@@ -16,6 +16,7 @@ from sqlalchemy import select
 from sqlmodel import col
 
 from bot.standin import MessageRecord
+from cogs.ui.narration_routes import InteractionRoute
 from cogs.ui.pacing import RatePacer
 from cogs.ui.text_split import display_pieces
 from engine.storage.models import Role, StoryNode
@@ -81,7 +82,7 @@ async def play_at_once(
         thread: [
             m
             for m in env.fake.messages(thread)
-            if m.id not in before[thread] and m.interaction_id is None and not m.ephemeral
+            if m.id not in before[thread] and not m.is_response and not m.ephemeral
         ]
         for thread in threads
     }
@@ -114,8 +115,11 @@ def assert_never_older(messages: list[MessageRecord]) -> None:
 
 
 async def test_a_saturated_budget_skips_intermediate_edits_and_ends_every_narration_exact(
-    env: DiscordEnv, fake_model
+    env: DiscordEnv, fake_model, monkeypatch
 ):
+    # Narrations by channel messages (tokens too old to start one with), which spend the
+    # bot's global budget.
+    monkeypatch.setattr(InteractionRoute, "fresh", staticmethod(lambda interaction: False))
     # A budget so small that one turn in progress fills it: with two requests reserved for
     # each turn's end, nothing is left over for streaming.
     use_pacer(env, RatePacer(global_per_second=4, final_horizon=0.5))
@@ -135,6 +139,29 @@ async def test_a_saturated_budget_skips_intermediate_edits_and_ends_every_narrat
         # the buttons off the opening.
         requests = channel_requests(env, thread, first_turn)
         assert len(requests) == len(messages) + 1, requests
+
+
+async def test_a_saturated_global_budget_holds_back_no_narration_through_an_interaction(
+    env: DiscordEnv, fake_model
+):
+    # The same budget, filled by one turn's reservations: narrations that follow their
+    # interactions' responses spend none of it ("Interaction endpoints are not bound to the
+    # bot's Global Rate Limit", discord-api-docs, Rate Limits), so they still stream.
+    use_pacer(env, RatePacer(global_per_second=4, final_horizon=0.5))
+    texts = [
+        "The water is cold. Something brushes your ankle, then is gone, and the reeds lean "
+        "away from you as if a wind had passed that you did not feel.",
+        LONG_TEXT,
+    ]
+    shown, first_turn = await play_at_once(env, fake_model, texts, delay=0.01)
+    await assert_exact(env, shown)
+    for thread, messages in shown.items():
+        assert all(m.followup for m in messages), "follow-ups of the interaction"
+        assert any(m.edits for m in messages), "streamed by edits, not sent whole"
+        assert_never_older(messages)
+        # The turn's one request on the global budget: the buttons taken off the opening.
+        assert len(channel_requests(env, thread, first_turn)) == 1
+    assert env.bot.narrator.pacer.interaction_requests > 0
 
 
 async def test_with_room_narrations_at_once_still_stream_and_never_go_back(

@@ -12,6 +12,7 @@ from sqlalchemy import func, select
 
 from bot.standin import MISSING_PERMISSIONS, StandinFile
 from bot.standin.permissions import P_CREATE_PUBLIC_THREADS, P_SEND_IN_THREADS, P_VIEW_CHANNEL
+from cogs.ui.narration_routes import InteractionRoute
 from engine.storage.models import Adventure
 from tests.discord_env import DiscordEnv, campfire_on_standin
 from tests.fakes.openai_server import Reply
@@ -31,6 +32,11 @@ def private_answer(env: DiscordEnv, record) -> str:
     message = env.fake.message(mid)
     assert message.visible_to == record.user_id, f"shown to the channel: {message.content!r}"
     return message.content
+
+
+def private_notes(env: DiscordEnv, record) -> list:
+    """The follow-ups only the player who acted sees (a turn's narration is a public one)."""
+    return [m for m in map(env.fake.message, record.followups) if m.visible_to == record.user_id]
 
 
 # --- the preflight -------------------------------------------------------------------------------
@@ -128,7 +134,7 @@ async def test_losing_the_right_to_post_mid_turn_ends_the_narration_with_one_ref
 
     assert [r.code for r in env.fake.refused] == [50013]  # one refusal, never retried
     assert (await stored_actions(env.bot.services.db))["> alice goes down."] == 1
-    notes = [env.fake.message(m) for m in record.followups]
+    notes = private_notes(env, record)
     assert len(notes) == 1, "the player is told once"
     assert notes[0].visible_to == env.alice
     assert "The turn is saved" in notes[0].content
@@ -136,7 +142,11 @@ async def test_losing_the_right_to_post_mid_turn_ends_the_narration_with_one_ref
     assert "the bot **Send Messages in Threads** in this thread's channel" in notes[0].content
 
 
-async def test_a_closed_dm_ends_the_narration_with_one_refusal(env: DiscordEnv, fake_model):
+async def test_a_closed_dm_ends_a_channel_narration_with_one_refusal(
+    env: DiscordEnv, fake_model, monkeypatch
+):
+    # The token too old to start a narration with: it goes by the bot's own DM messages.
+    monkeypatch.setattr(InteractionRoute, "fresh", staticmethod(lambda interaction: False))
     dm = env.fake.dm_channel(env.alice)
     await env.fake.slash(env.alice, dm, "start")
     await env.done()
@@ -147,8 +157,27 @@ async def test_a_closed_dm_ends_the_narration_with_one_refusal(env: DiscordEnv, 
     await env.done()
     assert [r.code for r in env.fake.refused] == [50007]
     assert (await stored_actions(env.bot.services.db))["> You wait."] == 1
-    (note,) = [env.fake.message(m) for m in record.followups]
+    (note,) = private_notes(env, record)
     assert note.visible_to == env.alice and "won't let Campfire message you" in note.content
+
+
+async def test_a_closed_dm_does_not_stop_a_narration_through_the_interaction(
+    env: DiscordEnv, fake_model
+):
+    # The narration of /do follows the interaction's response through its token: Discord
+    # takes that from the app the player is talking to, whatever their DM settings.
+    dm = env.fake.dm_channel(env.alice)
+    await env.fake.slash(env.alice, dm, "start")
+    await env.done()
+    env.fake.close_dms(env.alice)
+    text = "The wind rises over the moor, cold and wet."
+    fake_model.queue(Reply(text=text, delay=0.01))
+    record = await env.fake.slash(env.alice, dm, "do", action="wait")
+    await env.done()
+    assert env.fake.refused == []
+    assert env.narration(dm)[-1] == text
+    assert env.fake.message(record.followups[-1]).content == text
+    assert private_notes(env, record) == []
 
 
 # --- private after a public defer ----------------------------------------------------------------
@@ -227,7 +256,7 @@ async def test_a_head_move_stops_at_its_first_refusal(env: DiscordEnv, fake_mode
     record = await env.fake.slash(env.alice, thread, "undo")
     await env.done()
     assert [r.code for r in env.fake.refused] == [50013]  # not one per message to mark
-    (note,) = [env.fake.message(m) for m in record.followups]
+    (note,) = private_notes(env, record)
     assert note.visible_to == env.alice and note.content.startswith("⚠ The story moved")
 
 
@@ -262,7 +291,7 @@ async def test_a_thread_locked_mid_turn_keeps_the_turn_and_tells_the_player_once
 
     assert [r.code for r in env.fake.refused] == [50083]  # one refusal, never retried
     assert (await stored_actions(env.bot.services.db))["> alice goes down."] == 1
-    notes = [env.fake.message(m) for m in record.followups]
+    notes = private_notes(env, record)
     assert len(notes) == 1 and notes[0].visible_to == env.alice
     assert "The turn is saved" in notes[0].content and "locked or archived" in notes[0].content
     # The turn's messages are recorded as its own, as for any turn.

@@ -81,7 +81,7 @@ async def test_each_action_streams_its_narration(env, fake_model, command, optio
     final = env.fake.last_message(thread)
     assert final.edits, "the narration was streamed by edits, not sent whole"
     # Only the newest turn carries the buttons.
-    assert [m.buttons != [] for m in env.fake.messages(thread) if m.interaction_id is None] == [
+    assert [m.buttons != [] for m in env.fake.messages(thread) if not m.is_response] == [
         False,
         True,
     ]

@@ -49,6 +49,9 @@ async def test_undo_marks_a_turn_whose_interaction_token_expired(env, fake_model
     one, _ = await act(env, thread, "one")
     two, two_action = await act(env, thread, "two")
     env.fake.advance(PAST_THE_TOKEN)
+    # The bot's clock has not moved with the stand-in's: it meets the narration's token
+    # expired once (50027), then edits that turn's messages by its own token.
+    env.expect(50027)
 
     await env.fake.slash(env.alice, thread, "undo")
     await env.done()
@@ -123,7 +126,9 @@ async def test_edits_of_hour_old_messages_past_discords_cap_are_given_up_at_once
     env.fake.advance(OLD_MESSAGE_AGE_S + 1)
     await env.fake.slash(env.alice, thread, "undo")  # three's marks, two's buttons: 3 edits
     await env.done()
-    env.expect(OLD_MESSAGE_EDITS)
+    # The narrations' tokens expired with the stand-in's clock, which the bot's has not followed:
+    # met once each (50027), then the messages are edited by the bot's own token.
+    env.expect(OLD_MESSAGE_EDITS, 50027)
 
     record = await env.fake.slash(env.alice, thread, "undo")
     await env.done()

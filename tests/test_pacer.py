@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cogs.ui.pacing import Priority, RatePacer, process_budget
+from cogs.ui.pacing import Priority, RatePacer, interaction_window, process_budget
 
 
 class FakeClock:
@@ -281,3 +281,36 @@ async def test_a_request_without_a_channel_spends_only_the_global_budget():
     assert pacer._channels == {}
     await pacer.acquire(7)  # the third routine request of this second: no wait
     assert clock.now == pytest.approx(2.0)
+
+
+async def test_an_interaction_tokens_requests_spend_no_global_budget() -> None:
+    # "Interaction endpoints are not bound to the bot's Global Rate Limit" (discord-api-docs,
+    # Rate Limits): a full global budget holds back no request through a token, and those
+    # requests leave the global budget as they found it; the token's own window still holds.
+    clock = FakeClock()
+    pacer = fake_pacer(clock, global_per_second=2)
+    await pacer.acquire(1, urgent=True)
+    await pacer.acquire(2, urgent=True)
+    assert pacer.would_wait(3, urgent=True) == pytest.approx(1.0)
+    token = interaction_window(77)
+    for _ in range(5):
+        await pacer.acquire(token, priority=Priority.STREAM, global_budget=False)
+    assert clock.sleeps == []
+    assert (pacer.global_requests, pacer.interaction_requests) == (2, 5)
+    await pacer.acquire(token, urgent=True, global_budget=False)
+    assert clock.sleeps == [pytest.approx(5.0)]  # the token's window of 5 per 5 s
+    # Saturated reservations hold back streaming on the global budget, not through a token.
+    pacer.reserve(100)
+    assert pacer.saturated
+    await pacer.acquire(interaction_window(78), priority=Priority.STREAM, global_budget=False)
+    assert pacer.interaction_requests == 7
+
+
+async def test_idle_windows_are_forgotten() -> None:
+    clock = FakeClock()
+    pacer = fake_pacer(clock)
+    for interaction in range(50):
+        await pacer.acquire(interaction_window(interaction), global_budget=False)
+    clock.now += 10.0
+    await pacer.acquire(interaction_window(1000), global_budget=False)
+    assert list(pacer._channels) == [interaction_window(1000)]

@@ -16,6 +16,7 @@ wire is "Missing Permissions"). discord.py retries 500, 502, 504 and 524 itself 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from aiohttp import web
@@ -49,7 +50,7 @@ _EDIT_ROUTES = (
 class _EditFault:
     error: DiscordError
     times: int | None  # None: until cleared
-    channel_id: int | None  # None: any channel (channel messages only when set)
+    channel_id: int | None  # None: any channel
 
 
 @dataclass
@@ -57,8 +58,12 @@ class Faults:
     """The failures the stand-in injects, and the requests it answered with them."""
 
     _edits: list[_EditFault] = field(default_factory=list)
+    _lost_answers: int = 0
     #: (method, path, status) of every request answered with an injected error, in order.
     injected: list[tuple[str, str, int]] = field(default_factory=list)
+    #: The channel of the interaction a token belongs to (the stand-in's), so that a fault
+    #: for a channel meets the edits of its interactions' messages too.
+    channel_of_token: Callable[[str], int | None] = lambda _token: None
 
     def fail_edits(
         self, error: DiscordError, *, times: int | None = 1, channel_id: int | None = None
@@ -69,15 +74,38 @@ class Faults:
             raise ValueError("a fault answers at least one edit")
         self._edits.append(_EditFault(error, times, channel_id))
 
+    def lose_followup_answers(self, times: int = 1) -> None:
+        """Make the next ``times`` interaction follow-ups, then cut the connection before
+        answering: the bot cannot know whether its message was made (a reset connection is
+        how such a request ends on the wire)."""
+        self._lost_answers += times
+
+    def loses_answer(self, request: web.Request) -> bool:
+        """Whether the answer to this request, already served, is to be lost."""
+        if self._lost_answers < 1 or request.method != "POST":
+            return False
+        if route_template(request) != API_PREFIX + "/webhooks/{app}/{token}":
+            return False
+        self._lost_answers -= 1
+        self.injected.append((request.method, request.path, 0))
+        return True
+
     def clear(self) -> None:
         """Inject nothing more."""
         self._edits.clear()
+        self._lost_answers = 0
 
     def answer(self, request: web.Request) -> web.Response | None:
         """The injected error for this request, or None to serve it as usual."""
         if request.method != "PATCH" or route_template(request) not in _EDIT_ROUTES:
             return None
         channel = request.match_info.get("cid")
+        token = request.match_info.get("token")
+        if channel is None and token is not None and request.match_info["mid"] != "@original":
+            # An interaction's follow-up is one of its channel's messages; its response is the
+            # interaction's own (a channel's faults leave it alone).
+            owner = self.channel_of_token(token)
+            channel = None if owner is None else str(owner)
         for fault in self._edits:
             if fault.channel_id is not None and channel != str(fault.channel_id):
                 continue

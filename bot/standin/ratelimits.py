@@ -1,5 +1,14 @@
-"""Discord's rate limits for the stand-in: a global window, per-channel message windows, the
-429 answers discord.py expects, and the ``X-RateLimit-*`` headers on every other answer."""
+"""Discord's rate limits for the stand-in: a global window, per-channel message windows, a window
+per interaction token, the 429 answers discord.py expects, and the ``X-RateLimit-*`` headers on
+every other answer.
+
+Interaction endpoints (the callback, and the token's webhook: follow-ups, ``@original``) are off
+the global window: "Interaction endpoints are not bound to the bot's Global Rate Limit"
+(discord-api-docs, Rate Limits, Global Rate Limit). Their messages are limited per token, not
+per channel: a route's top-level resources are "channels (``channel_id``), guilds
+(``guild_id``), and webhooks (``webhook_id`` or ``webhook_id + webhook_token``)" (same page).
+Discord documents no number for a token's bucket ("rate limits should not be hard coded"): the
+stand-in gives each token the channel's 5 in 5 s, and says so in its headers."""
 
 from __future__ import annotations
 
@@ -20,6 +29,11 @@ GLOBAL_LIMIT, GLOBAL_PERIOD = 50, 1.0
 _CHANNEL_MESSAGE_ROUTES = (
     API_PREFIX + "/channels/{cid}/messages",
     API_PREFIX + "/channels/{cid}/messages/{mid}",
+)
+# Routes whose POST / PATCH / DELETE share one window per interaction token.
+_TOKEN_MESSAGE_ROUTES = (
+    API_PREFIX + "/webhooks/{app}/{token}",
+    API_PREFIX + "/webhooks/{app}/{token}/messages/{mid}",
 )
 
 
@@ -42,6 +56,7 @@ class RateLimiter:
         self.channel_period = channel_period
         self.channel_windows: dict[int, limits.SlidingWindow] = {}
         self.global_window = limits.SlidingWindow(GLOBAL_LIMIT, GLOBAL_PERIOD)
+        self.token_windows: dict[str, limits.SlidingWindow] = {}
 
     def channel_bucket(self, request: web.Request) -> int | None:
         """Channel id whose shared message window this request counts against, if any."""
@@ -54,14 +69,29 @@ class RateLimiter:
                 return None
         return None
 
+    def token_window(self, request: web.Request) -> limits.SlidingWindow | None:
+        """The window of the interaction token whose messages this request makes or changes."""
+        if request.method not in ("POST", "PATCH", "DELETE"):
+            return None
+        if route_template(request) not in _TOKEN_MESSAGE_ROUTES:
+            return None
+        return self.token_windows.setdefault(
+            request.match_info["token"], limits.SlidingWindow(CHANNEL_LIMIT, self.channel_period)
+        )
+
     def hit(self, request: web.Request, now: float) -> web.Response | None:
         """Count the request; the 429 Discord answers when a window is full, else None."""
         if is_interaction_route(request):
-            # "Interaction endpoints are not bound to the bot's Global Rate Limit" (Discord's
-            # rate-limit documentation): callbacks and interaction webhooks are exempt.
-            return None
-        retry = self.global_window.try_hit(now)
-        scope, limit, bucket = "global", GLOBAL_LIMIT, ""
+            # Off the global window (the module's note); a token's messages have their own.
+            window = self.token_window(request)
+            retry = None if window is None else window.try_hit(now)
+            if retry is None:
+                return None
+            scope, limit = "user", CHANNEL_LIMIT
+            bucket = bucket_hash(f"{request.method} {route_template(request)}")
+        else:
+            retry = self.global_window.try_hit(now)
+            scope, limit, bucket = "global", GLOBAL_LIMIT, ""
         if retry is None:
             cid = self.channel_bucket(request)
             if cid is None:
@@ -103,8 +133,8 @@ class RateLimiter:
             return
         template = route_template(request)
         cid = self.channel_bucket(request)
-        if cid is not None:
-            window = self.channel_windows[cid]
+        window = self.channel_windows[cid] if cid is not None else self.token_window(request)
+        if window is not None:
             limit, remaining, reset_after = (
                 CHANNEL_LIMIT,
                 window.remaining(now),
@@ -141,6 +171,11 @@ def limit_reached_headers(request: web.Request, retry: float) -> dict[str, str]:
 
 def is_interaction_route(request: web.Request) -> bool:
     """An interaction callback or an interaction's webhook (followups, @original)."""
-    parts = request.path.split("/")
+    return is_interaction_path(request.path)
+
+
+def is_interaction_path(path: str) -> bool:
+    """Whether a request to ``path`` is an interaction endpoint's, off the global budget."""
+    parts = path.split("/")
     # /api/v10/interactions/{id}/{token}/callback, /api/v10/webhooks/{app}/{token}[/...]
     return len(parts) > 3 and parts[3] in ("interactions", "webhooks")

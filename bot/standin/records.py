@@ -188,10 +188,18 @@ class MessageRecord:
     interaction_id: int | None = None
     webhook_id: int | None = None
     thread_id: int | None = None
+    # A follow-up of its interaction (a message of its own), not the interaction's response.
+    followup: bool = False
 
     @property
     def ephemeral(self) -> bool:
         return bool(self.flags & FLAG_EPHEMERAL)
+
+    @property
+    def is_response(self) -> bool:
+        """Whether this is an interaction's response (what the player's command shows first),
+        as opposed to the bot's channel messages and an interaction's follow-ups."""
+        return self.interaction_id is not None and not self.followup
 
     @property
     def buttons(self) -> list[tuple[str | None, str | None, bool]]:

@@ -34,6 +34,11 @@ class InteractionRoutes:
         #: ``starved.total`` when each interaction pending acknowledgement was created.
         self._starved_at: dict[int, float] = {}
 
+    def channel_of_token(self, token: str) -> int | None:
+        """The channel of the interaction whose token this is, if it is one."""
+        rec = self.tokens.get(token)
+        return None if rec is None else rec.channel_id
+
     # -- acknowledgement deadline -------------------------------------------------------------
 
     def register(self, record: InteractionRecord) -> None:
@@ -262,6 +267,7 @@ class InteractionRoutes:
                 interaction_id=rec.id,
                 webhook=True,
             )
+            msg.followup = True
         rec.followups.append(msg.id)
         if request.query.get("wait") in ("1", "true", "True"):
             return json_response(self.world.message_payload(msg))

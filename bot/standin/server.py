@@ -121,6 +121,7 @@ class FakeDiscord(InteractionDriver):
         self.gateway = Gateway(self.world, lambda: self.gateway_url)
         self._message_routes = MessageRoutes(self)
         self._interaction_routes = InteractionRoutes(self, self._message_routes)
+        self.faults.channel_of_token = self._interaction_routes.channel_of_token
         self._command_routes = CommandRoutes(self)
         self._channel_routes = ChannelRoutes(self)
         self.app = self._build_app()
@@ -493,6 +494,8 @@ class FakeDiscord(InteractionDriver):
                 self.rate_limited.append((method, path, self.clock()))
             else:
                 response = self.faults.answer(request) or await handler(request)
+                if self.faults.loses_answer(request) and request.transport is not None:
+                    request.transport.abort()  # made, never answered
                 self._limiter.add_bucket_headers(request, response, time.monotonic())
             self.requests.append(RequestRecord(method, path, self.clock(), response.status))
             code = _code_of(response) if 400 <= response.status < 500 else 0

@@ -43,6 +43,8 @@ from typing import TYPE_CHECKING, Any
 import discord
 
 from cogs.ui.bot_permissions import PLACE_GONE, is_final_refusal
+from cogs.ui.narration_routes import INTERACTION_GONE, RecentFollowups
+from cogs.ui.pacing import interaction_window
 from engine.play.message_links import MessageLink, MessageLinks
 
 if TYPE_CHECKING:
@@ -135,6 +137,7 @@ class EarlierMessages:
         self.pacer = pacer
         self.links = links
         self.old_edits = OldEdits()
+        self.followups = RecentFollowups()
 
     def round(self) -> EditRound:
         """A new round of edits (one head move's, one turn's)."""
@@ -153,6 +156,24 @@ class EarlierMessages:
         if not self.old_edits.take(channel_id, message_id, now, clock):
             log.info("holding back an edit of an hour-old message (%s): Campfire's budget", where)
             return Edited.TOO_OLD, None
+        interaction = self.followups.token_for(message_id)
+        if interaction is not None:
+            # A follow-up of a token that still answers: edited through it, off the global
+            # budget (cogs.ui.narration_routes); by the bot's token if Discord refuses it.
+            await self.pacer.acquire(
+                interaction_window(interaction.id), urgent=True, global_budget=False
+            )
+            try:
+                async with asyncio.timeout(EDIT_PATIENCE_S):
+                    await interaction.followup.edit_message(message_id, **fields)
+                return Edited.DONE, None
+            except discord.HTTPException as error:
+                if error.code not in INTERACTION_GONE:
+                    return self._refused(where, error), error
+                self.followups.forget(interaction.id)
+            except TimeoutError:
+                log.info("gave up an edit of %s after %.0f s", where, EDIT_PATIENCE_S)
+                return Edited.TOO_OLD, None
         await self.pacer.acquire(channel_id)
         try:
             async with asyncio.timeout(EDIT_PATIENCE_S):

@@ -2,9 +2,10 @@
 
 The interaction's own response carries the player's action (or the queue position while it
 waits; an action longer than a message goes on in the next ones, never cut); the narration
-streams into ordinary channel messages owned by the bot, so a long turn never outlives the
-15-minute interaction token. The newest narration carries the turn's buttons; the one before
-loses them.
+streams under it, as a follow-up of the interaction, off the bot's global budget, or, where that
+is not correct (no interaction, a private response, a token too old), as the bot's channel
+messages (``cogs.ui.narration_routes``). The newest narration carries the turn's buttons; the
+one before loses them.
 
 Head moves (undo, redo, a branch switch, a save point, a chosen take) change which messages
 tell the story. Which messages show which turn, and which carries the buttons, is kept in the
@@ -33,6 +34,8 @@ from cogs.ui.buttons import retry_button, turn_buttons
 from cogs.ui.content import CONTENT_MAX, fit_text, text_pages
 from cogs.ui.head_moves import SCRIPT_MESSAGE_MAX, UNDONE_COLOUR, HeadMoveShowing
 from cogs.ui.interaction import actor_of, channel_id_of
+from cogs.ui.narration_routes import INTERACTION_GONE, ChannelRoute, InteractionRoute
+from cogs.ui.pacing import interaction_window
 from cogs.ui.replies import reply
 from cogs.ui.streaming import StreamingMessage
 from engine.errors import (
@@ -74,9 +77,6 @@ log = logging.getLogger(__name__)
 #: interaction was acknowledged, publicly where a turn would follow.
 PRIVATE_REFUSALS = (QueueFull, StoryMovedOn, NotAllowed, NotFound, InvalidInput)
 
-
-#: Discord's codes for an interaction whose token can no longer be used.
-INTERACTION_GONE = {10015, 50027}  # unknown webhook, invalid webhook token
 RETRIED_NOTE = "🔁 Retried: the new take is below."
 
 
@@ -114,6 +114,28 @@ def queued_note(event: Queued) -> str:
 def _private(shown: list[tuple[discord.Message, str]]) -> bool:
     """Whether the action is shown to its player alone (the response to a Retry press)."""
     return bool(shown) and shown[0][0].flags.ephemeral
+
+
+def _route(
+    interaction: discord.Interaction,
+    channel: MessageableChannel,
+    action_shown: list[tuple[discord.Message, str]],
+) -> ChannelRoute:
+    """How the turn's narration reaches Discord (``cogs.ui.narration_routes``): as follow-ups
+    of the interaction when its response shows the action publicly (so the narration follows
+    it, as a channel message would) and its token is young enough; else as channel messages.
+    A response its token could not edit any more was posted in the channel instead (no
+    ``InteractionMessage``): the token is done with too."""
+    if not action_shown:
+        return ChannelRoute(channel)
+    response = action_shown[0][0]
+    if (
+        isinstance(response, discord.InteractionMessage)
+        and not response.flags.ephemeral
+        and InteractionRoute.fresh(interaction)
+    ):
+        return InteractionRoute(interaction, channel, after_id=response.id)
+    return ChannelRoute(channel)
 
 
 class Narrator(HeadMoveShowing):
@@ -158,6 +180,7 @@ class Narrator(HeadMoveShowing):
         channel = interaction.channel
         assert isinstance(channel, discord.abc.Messageable)
         stream: StreamingMessage | None = None
+        route: ChannelRoute | None = None
         action_line = ""
         # The messages showing the action, with what each shows (the response first).
         action_shown: list[tuple[discord.Message, str]] = []
@@ -175,11 +198,15 @@ class Narrator(HeadMoveShowing):
                     if retrying or not action_line:
                         action_line = await self._own_move_line(interaction, retrying)
                     action_shown = await self._show_action(interaction, action_line)
+                    route = _route(interaction, channel, action_shown)
                 elif isinstance(event, TextDelta):
-                    stream = self._streamed(channel, stream, event.text)
+                    stream = self._streamed(channel, stream, event.text, route)
                 elif isinstance(event, TurnDone):
                     result = event.result
-                    stream, messages = await self._final(channel, stream, result)
+                    stream, messages = await self._final(channel, stream, result, route)
+                    if isinstance(route, InteractionRoute) and route.by_token:
+                        # Its buttons come off later through the same token (no global budget).
+                        self.earlier.followups.add(interaction, [m.id for m in messages])
                     # The player's action is marked with its turn when undone (not a retry's
                     # line, nor one only its player sees: unknown to an edit by id, 10008).
                     action = (
@@ -274,21 +301,30 @@ class Narrator(HeadMoveShowing):
             self._end()
 
     def _streamed(
-        self, channel: MessageableChannel, stream: StreamingMessage | None, delta: str
+        self,
+        channel: MessageableChannel,
+        stream: StreamingMessage | None,
+        delta: str,
+        route: ChannelRoute | None = None,
     ) -> StreamingMessage:
-        """The turn's stream (started with its first text) with ``delta`` added."""
+        """The turn's stream (started with its first text, by ``route``: the channel's
+        messages if None) with ``delta`` added."""
         if stream is None:
-            stream = StreamingMessage(channel, self.pacer, reserve=False)
+            stream = StreamingMessage(channel, self.pacer, reserve=False, route=route)
         stream.update(stream.text + delta)
         return stream
 
     async def _final(
-        self, channel: MessageableChannel, stream: StreamingMessage | None, result: TurnResult
+        self,
+        channel: MessageableChannel,
+        stream: StreamingMessage | None,
+        result: TurnResult,
+        route: ChannelRoute | None = None,
     ) -> tuple[StreamingMessage, list[discord.Message]]:
-        """The turn's final text in its messages (the stream's, or new ones when nothing
-        streamed), with the newest turn's buttons on the last."""
+        """The turn's final text in its messages (the stream's, or new ones by ``route`` when
+        nothing streamed), with the newest turn's buttons on the last."""
         if stream is None:
-            stream = StreamingMessage(channel, self.pacer, reserve=False)
+            stream = StreamingMessage(channel, self.pacer, reserve=False, route=route)
         view = turn_buttons(
             result.adventure_id,
             result.version,
@@ -499,6 +535,10 @@ class Narrator(HeadMoveShowing):
     ) -> discord.Message | None:
         """Show ``content`` as the interaction's answer; returns the message that shows it."""
         content = fit_text(content)
+        # In the token's window, which its narration's follow-ups share (off the global budget).
+        await self.pacer.acquire(
+            interaction_window(interaction.id), urgent=True, global_budget=False
+        )
         try:
             if view is None:
                 return await interaction.edit_original_response(content=content)

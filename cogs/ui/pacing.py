@@ -1,6 +1,8 @@
 """Pacing the bot's requests to Discord: one sliding window per channel (about 5 sends or edits
 per 5 s, shared by every message there) and one budget for the whole process under Discord's
-global limit, so that discord.py's own limiter, and a 429, are rarely met. Waiting requests are
+global limit, so that discord.py's own limiter, and a 429, are rarely met. Requests through an
+interaction's token (its response, follow-ups and their edits) count apart: in a window of that
+token's own (:func:`interaction_window`), and not on the global budget. Waiting requests are
 served by priority (final ones first, streaming edits last), round-robin across channels; work
 in progress reserves the requests it needs to end (``cogs.ui.streaming`` explains how the
 streams use it).
@@ -60,13 +62,28 @@ def process_budget(
     return max(1, math.floor(share))
 
 
+#: A window's key: a channel's id, or an :func:`interaction_window` (an interaction token's).
+WindowKey = int | tuple[str, int]
+
+
+def interaction_window(interaction_id: int) -> WindowKey:
+    """The window of the requests made through one interaction's token (its ``@original``
+    response, its follow-ups and their edits). Discord limits them per webhook and token ("webhooks
+    (``webhook_id`` or ``webhook_id + webhook_token``)" are a route's top-level resource,
+    discord-api-docs, Rate Limits), not per channel, and not on the global budget: "Interaction
+    endpoints are not bound to the bot's Global Rate Limit" (same page, Global Rate Limit)."""
+    return ("interaction", interaction_id)
+
+
 @dataclass(eq=False)
 class _Waiter:
     #: None: a request that is no message in a channel (a thread opened, a member added to
     #: one), which spends only the global budget.
-    channel_id: int | None
+    channel_id: WindowKey | None
     priority: Priority
     granted: asyncio.Future[float]
+    #: False: an interaction endpoint's request, off the bot's global budget.
+    global_budget: bool = True
 
 
 class RatePacer:
@@ -113,7 +130,8 @@ class RatePacer:
         self.final_horizon = final_horizon
         self.clock = clock
         self.sleep = sleep
-        self._channels: dict[int, deque[float]] = {}
+        self._channels: dict[WindowKey, deque[float]] = {}
+        self._swept = -math.inf  # when idle windows were last dropped
         self._global: deque[float] = deque(maxlen=global_per_second)
         # Three quarters of the global budget for routine edits; all of it for final ones.
         self._routine_share = max(1, global_per_second * 3 // 4)
@@ -121,12 +139,28 @@ class RatePacer:
         self._waiters: dict[Priority, list[_Waiter]] = {p: [] for p in Priority}
         self._changed: asyncio.Event | None = None
         self._dispatcher: asyncio.Task[None] | None = None
+        #: Requests granted so far: on the bot's global budget, and through interaction tokens.
+        self.global_requests = 0
+        self.interaction_requests = 0
 
-    def _hits(self, channel_id: int) -> deque[float]:
+    def _hits(self, channel_id: WindowKey) -> deque[float]:
         hits = self._channels.get(channel_id)
         if hits is None:
+            self._forget_idle()
             hits = self._channels[channel_id] = deque(maxlen=self.per_channel)
         return hits
+
+    def _forget_idle(self) -> None:
+        """Drop the windows whose requests have all left them (an empty window allows as much):
+        a window per interaction token would otherwise be kept for the process's life. At most
+        once a window's length, so the sweep costs nothing per request."""
+        now = self.clock()
+        if now < self._swept + self.per_seconds:
+            return
+        self._swept = now
+        horizon = now - self.per_seconds - self.margin
+        for key in [k for k, hits in self._channels.items() if not hits or hits[-1] < horizon]:
+            del self._channels[key]
 
     # -- reservations ---------------------------------------------------------------------
 
@@ -152,13 +186,21 @@ class RatePacer:
 
     # -- the windows ----------------------------------------------------------------------
 
-    def _wait_for(self, channel_id: int | None, priority: Priority, now: float) -> float:
+    def _wait_for(
+        self,
+        channel_id: WindowKey | None,
+        priority: Priority,
+        now: float,
+        global_budget: bool = True,
+    ) -> float:
         """Seconds until the windows allow this request (inf: not until the reservations
-        change); may be negative."""
+        change); may be negative. ``global_budget`` False: only its own window counts."""
         wait = -math.inf
         hits = None if channel_id is None else self._channels.get(channel_id)
         if hits is not None and len(hits) >= self.per_channel:
             wait = hits[0] + self.per_seconds + self.margin - now
+        if not global_budget:
+            return wait
         allowed = self.global_per_second if priority is Priority.FINAL else self._routine_share
         recent = self._global
         if len(recent) >= allowed:
@@ -184,27 +226,39 @@ class RatePacer:
         priority = Priority.FINAL if urgent else Priority.ROUTINE
         return max(self._wait_for(channel_id, priority, self.clock()), 0.0)
 
-    def _record(self, channel_id: int | None, now: float) -> None:
-        if channel_id is not None:
-            self._hits(channel_id).append(now)
-        self._global.append(now)
+    def _record(self, waiter: _Waiter, now: float) -> None:
+        if waiter.channel_id is not None:
+            self._hits(waiter.channel_id).append(now)
+        if waiter.global_budget:
+            self._global.append(now)
+            self.global_requests += 1
+        else:
+            self.interaction_requests += 1
 
-    def _unrecord(self, channel_id: int | None, at: float) -> None:
+    def _unrecord(self, waiter: _Waiter, at: float) -> None:
         """Give back a slot recorded for a waiter that was cancelled before it could use it."""
+        channel_id = waiter.channel_id
         channel = None if channel_id is None else self._channels.get(channel_id)
-        for hits in (channel, self._global):
+        for hits in (channel, self._global if waiter.global_budget else None):
             if hits is not None and at in hits:
                 hits.remove(at)
 
     # -- serving waiters ------------------------------------------------------------------
 
     async def acquire(
-        self, channel_id: int | None, *, urgent: bool = False, priority: Priority | None = None
+        self,
+        channel_id: WindowKey | None,
+        *,
+        urgent: bool = False,
+        priority: Priority | None = None,
+        global_budget: bool = True,
     ) -> None:
         """Wait until both windows allow one request, then record it (cancel-safe).
         ``channel_id`` None: a request that is no channel message (opening a thread, adding a
         member to one), under the global budget alone: unpaced, a burst of them (a hundred
         players starting at once) met Discord's global 429 more often than discord.py retries.
+        ``global_budget`` False: a request through an interaction's token (``channel_id`` its
+        :func:`interaction_window`), paced by that window alone.
 
         ``priority`` defaults to :attr:`Priority.FINAL` when ``urgent``, else
         :attr:`Priority.ROUTINE`.
@@ -212,7 +266,7 @@ class RatePacer:
         if priority is None:
             priority = Priority.FINAL if urgent else Priority.ROUTINE
         granted: asyncio.Future[float] = asyncio.get_running_loop().create_future()
-        waiter = _Waiter(channel_id, priority, granted)
+        waiter = _Waiter(channel_id, priority, granted, global_budget)
         self._waiters[priority].append(waiter)
         self._grant_ready()
         if granted.done():
@@ -222,7 +276,7 @@ class RatePacer:
             await granted
         except asyncio.CancelledError:
             if granted.done() and not granted.cancelled():
-                self._unrecord(channel_id, granted.result())
+                self._unrecord(waiter, granted.result())
             else:
                 self._remove(waiter)
             self._kick()
@@ -247,9 +301,9 @@ class RatePacer:
             for waiter in queue:
                 if waiter.granted.done():  # cancelled meanwhile
                     continue
-                wait = self._wait_for(waiter.channel_id, priority, now)
+                wait = self._wait_for(waiter.channel_id, priority, now, waiter.global_budget)
                 if wait <= 0:
-                    self._record(waiter.channel_id, now)
+                    self._record(waiter, now)
                     waiter.granted.set_result(now)
                 else:
                     soonest = min(soonest, wait)

@@ -53,6 +53,7 @@ import aiohttp
 import discord
 
 from cogs.ui.bot_permissions import is_final_refusal
+from cogs.ui.narration_routes import ChannelRoute
 from cogs.ui.pacing import Priority, RatePacer
 from cogs.ui.text_split import DISCORD_LIMIT, display_pieces, take_piece
 
@@ -117,10 +118,14 @@ class StreamingMessage:
         min_interval: float | None = None,
         final_retry_delays: Sequence[float] = (0.5, 1.0, 2.0),
         reserve: bool = True,
+        route: ChannelRoute | None = None,
     ) -> None:
         if limit <= len(marker.strip()):
             raise ValueError("limit must leave room for text")
         self.channel = channel
+        # How its requests reach Discord (``cogs.ui.narration_routes``): the channel's
+        # messages, or the follow-ups of the interaction that asked for the turn.
+        self.route = route if route is not None else ChannelRoute(channel)
         self.pacer = pacer
         self.marker = marker
         self.limit = limit
@@ -220,14 +225,14 @@ class StreamingMessage:
                     if gap > 0:
                         await self.pacer.sleep(gap)
                         continue
-                if self.pacer.saturated:
+                if self.route.global_budget and self.pacer.saturated:
                     # Held back by the load: this narration goes out whole at its finish, even
                     # if room comes back before then (a late edit or two would show little
                     # and cost the busy budget a request each).
                     return
                 # Optional: while the budget is short this waits, and the finish may send the
                 # final text instead (newest text wins: nothing stale is queued).
-                await self.pacer.acquire(self._channel_id, priority=Priority.STREAM)
+                await self.route.acquire(self.pacer, priority=Priority.STREAM)
                 step = self._next_step()
                 if self._closing or step is None:
                     break
@@ -264,7 +269,7 @@ class StreamingMessage:
                 # Discord answers the next with that message instead of posting a duplicate.
                 if self._nonce is None:
                     self._nonce = str(secrets.randbits(63))
-                message = await self.channel.send(content=content, nonce=self._nonce, **kwargs)
+                message = await self.route.send(content, self._nonce, **kwargs)
                 self._nonce = None
                 # An earlier attempt may have landed with other content: then edit it next.
                 shown = getattr(message, "content", content)
@@ -274,7 +279,7 @@ class StreamingMessage:
             if view is not _UNSET:
                 kwargs["view"] = view
             try:
-                edited = await slot.message.edit(content=content, **kwargs)
+                edited = await self.route.edit(slot.message, content=content, **kwargs)
             except discord.NotFound:
                 log.info("a narration message in channel %s was deleted", self._channel_id)
                 if slot in self._slots:
@@ -317,7 +322,7 @@ class StreamingMessage:
     async def _final_request(self, index: int, content: str, view: Any) -> bool:
         delays = self.final_retry_delays
         for attempt in range(len(delays) + 1):
-            await self.pacer.acquire(self._channel_id, urgent=True)
+            await self.route.acquire(self.pacer, urgent=True)
             try:
                 return await self._request(index, content, view=view)
             except Exception as exc:
@@ -352,8 +357,8 @@ class StreamingMessage:
         while len(self._slots) > len(contents):
             extra = self._slots.pop()
             try:
-                await self.pacer.acquire(self._channel_id)
-                await extra.message.delete()
+                await self.route.acquire(self.pacer)
+                await self.route.delete(extra.message)
             except (discord.HTTPException, *_TRANSPORT_ERRORS) as exc:
                 log.warning("could not delete a surplus narration message: %s", exc)
 

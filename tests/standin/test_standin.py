@@ -391,6 +391,38 @@ async def test_double_acknowledgement_and_expired_token(env: Env) -> None:
     assert info.value.status == 401 and info.value.code == 50027
 
 
+async def test_a_tokens_messages_share_one_window_off_the_global_one(env: Env) -> None:
+    # Discord limits webhook routes per "webhook_id + webhook_token", and "Interaction endpoints
+    # are not bound to the bot's Global Rate Limit" (discord-api-docs, Rate Limits).
+    env.fake.expect(50027)  # an expired token, on purpose
+    fake = env.fake
+    rec = await fake.slash(env.alice, env.channel, "late")
+    await env.bot.kept["late"].edit_original_response(content="the response")
+    url = f"{fake.api_base}/webhooks/{fake.world.application_id}/{rec.token}"
+    statuses, scopes = [], []
+    async with aiohttp.ClientSession() as http:
+        for n in range(5):  # raw, past discord.py's own limiter; the response's edit was one
+            async with http.post(f"{url}?wait=true", json={"content": f"f{n}"}) as resp:
+                statuses.append(resp.status)
+                scopes.append(resp.headers.get("X-RateLimit-Scope"))
+                if resp.status == 200:
+                    followup = (await resp.json())["id"]
+                else:
+                    assert "X-RateLimit-Global" not in resp.headers
+        assert statuses == [200] * 4 + [429] and scopes[-1] == "user"
+        # Another token's window, and the bot's global one, are untouched.
+        other = await fake.slash(env.alice, env.channel, "late")
+        await env.bot.kept["late"].followup.send("another token")
+        assert len(fake.rate_limited) == 1 and other.followups
+        # After the token's 15 minutes its follow-ups can no longer be edited through it.
+        fake.advance(15 * 60 + 1)
+        base = f"{fake.api_base}/webhooks/{fake.world.application_id}/{other.token}"
+        edit = f"{base}/messages/{other.followups[-1]}"
+        async with http.patch(edit, json={"content": "late"}) as resp:
+            assert resp.status == 401 and (await resp.json())["code"] == 50027
+    assert fake.message(int(followup)).content == "f3"
+
+
 async def test_channel_rate_limit_is_retried(env: Env) -> None:
     fake = env.fake
     channel = env.bot.get_channel(env.channel)

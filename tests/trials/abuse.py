@@ -113,7 +113,7 @@ class Honest:
         mine = [
             m
             for m in self.fake.messages(channel)
-            if m.author_id == self.bot.user.id and m.interaction_id is None
+            if m.author_id == self.bot.user.id and not m.is_response and not m.ephemeral
         ]
         return mine[-1] if mine else None
 

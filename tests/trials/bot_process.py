@@ -65,8 +65,10 @@ def _outcome(fake: FakeDiscord, record: InteractionRecord, before: set[int]) -> 
 
 
 def _posted(fake: FakeDiscord, before: set[int]) -> list[dict[str, Any]]:
-    """The bot's own messages in the DM (not answers to an interaction) new since ``before``."""
-    new = [m for m in fake.messages(DM_ID) if m.id not in before and m.interaction_id is None]
+    """The bot's own messages in the DM (its channel messages and public follow-ups, not an
+    interaction's response) new since ``before``."""
+    mine = (m for m in fake.messages(DM_ID) if m.id not in before)
+    new = [m for m in mine if not m.is_response and not m.ephemeral]
     return [{"id": m.id, "content": m.content, "buttons": _labels(m.buttons)} for m in new]
 
 

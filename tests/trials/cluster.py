@@ -30,7 +30,11 @@ Then, from the database and the model server's log:
   after one had been answered, not counting one cut off by the kill; and memories stored twice
   for one stretch of story;
 * throughput: narrated turns a second over the rounds without a kill, against one process
-  playing the same adventures on a database of its own first (``--processes 1`` skips that).
+  playing the same adventures on a database of its own first (``--processes 1`` skips that),
+  both measured in the one run; and, for each, the turns a second per process and the requests
+  the players' sends cost at Discord: those on the bot's global budget (Discord counts it per
+  bot token, across every process: 50 a second) apart from those through interactions' tokens,
+  which it does not count (discord-api-docs, Rate Limits, Global Rate Limit).
 
 The database check of the fault trial (parent chains, heads, takes, leases, requests) runs at
 the end too. The last line:
@@ -142,6 +146,12 @@ class RunResult:
     #: Interactions a player sent again: failed (not acknowledged in 3 s), or "still writing".
     resent: int = 0
     throughput: float = 0.0
+    #: Turns a second each process narrated, over the same rounds as ``throughput``.
+    per_process: list[float] = field(default_factory=list)
+    #: Requests the players' sends cost at Discord: on the bot's global budget (which Discord
+    #: counts per bot token, across every process), and through interactions' tokens.
+    global_requests: int = 0
+    interaction_requests: int = 0
     problems: list[str] = field(default_factory=list)
 
 
@@ -255,6 +265,7 @@ class ClusterRun:
         self.result = RunResult(processes)
         #: Actions each player was shown played (narrated, or brought back by their Retry).
         self.told: set[str] = set()
+        self.narrated_by = [0] * processes  # turns each process narrated
         self.killed_at: float | None = None
         self.restarted_at: float | None = None
 
@@ -349,8 +360,10 @@ class ClusterRun:
 
     async def play_rounds(self) -> None:
         timed_turns, timed_seconds = 0, 0.0
+        timed_by = [0] * self.count
         for number in range(1, self.args.rounds + 1):
             started, resent = time.monotonic(), self.result.resent
+            narrated_before = list(self.narrated_by)
             problems = len(self.result.problems)
             killing = self.kill and number == KILL_ROUND
             narrated = await self.play_round(self.adventures, number, kill=killing)
@@ -365,7 +378,10 @@ class ClusterRun:
             if not killing:
                 timed_turns += narrated
                 timed_seconds += took
+                for index, count in enumerate(self.narrated_by):
+                    timed_by[index] += count - narrated_before[index]
         self.result.throughput = timed_turns / timed_seconds if timed_seconds else 0.0
+        self.result.per_process = [t / timed_seconds if timed_seconds else 0.0 for t in timed_by]
 
     async def play_long(self) -> None:
         long = self.adventures[: self.args.long]
@@ -411,11 +427,14 @@ class ClusterRun:
             answer = await bot.order({kind: pending, "spread": self.spread(bot, len(pending))})
             if answer is None:
                 return None
+            self.result.global_requests += answer["requests"]["global"]
+            self.result.interaction_requests += answer["requests"]["interaction"]
             again: list[list[Any]] = []
             for order, outcome in zip(pending, answer["outcomes"], strict=True):
                 said = outcome["answer"]
                 if outcome["narrated"]:
                     narrated += 1
+                    self.narrated_by[bot.index] += 1
                     self.told.add(outcome["action"])
                 elif said.startswith(FAILED) or "still writing" in said:
                     self.result.resent += 1
@@ -587,6 +606,16 @@ async def trial(args: argparse.Namespace, server: str, say: Say) -> RunResult:
         say(
             f"throughput: {result.throughput:.1f} turns/s with {args.processes} processes, "
             f"{baseline.throughput:.1f} with 1"
+        )
+    for run_result in (baseline, result):
+        if run_result is None:
+            continue
+        each = ", ".join(f"{rate:.1f}" for rate in run_result.per_process)
+        turns = max(run_result.turns, 1)
+        say(
+            f"{run_result.processes} process(es): turns/s per process {each}; global requests "
+            f"spent {run_result.global_requests} ({run_result.global_requests / turns:.2f}/turn), "
+            f"through interactions {run_result.interaction_requests}"
         )
     for problem in result.problems[:40]:
         say(f"  problem: {problem}")

@@ -19,7 +19,7 @@ Standard input takes one order a line, as JSON, and each is answered with one JS
 the bot has finished with it:
 
     {"start": [[player, channel], …]}   → {"started": [[channel, thread or null, answer], …]}
-    {"do": [[player, thread, action], …]}        → {"outcomes": [outcome, …]}
+    {"do": [[player, thread, action], …]}        → {"outcomes": [outcome, …], "requests": …}
     {"press": [[player, message, thread, action], …]}   (a Retry) → {"outcomes": […]}
     {"quit": true}
 
@@ -30,6 +30,8 @@ when it was not acknowledged in time), whether a narration with its buttons was 
 thread after it, and the bot's notices of interrupted turns there (each ``{"id", "content",
 "buttons"}``). The orders of a line run together, as many players' would. The first line out is
 ``{"ready": pid, "notices": […]}`` once the bot has taken back what it held before a restart.
+``requests`` counts what an order's sends cost at Discord: ``{"global": n, "interaction": n}``,
+on the bot's global budget and through interactions' tokens.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from typing import Any
 from bot.config import load_settings
 from bot.discord_bot import CampfireBot
 from bot.standin import FakeDiscord, StandIn
+from bot.standin.ratelimits import is_interaction_path
 from bot.standin.records import InteractionRecord, MessageRecord
 
 #: How long one order's work may take before the process stops waiting on the bot.
@@ -69,7 +72,7 @@ def _notices(fake: FakeDiscord, thread: int, before: set[int]) -> list[dict[str,
     return [
         {"id": m.id, "content": m.content, "buttons": _labels(m)}
         for m in fake.messages(thread)
-        if m.id not in before and m.interaction_id is None and "interrupted" in m.content
+        if m.id not in before and not m.is_response and "interrupted" in m.content
     ]
 
 
@@ -142,6 +145,7 @@ class Player:
         fake = self.fake
         threads = [order[-2] for order in orders]
         before = {t: {m.id for m in fake.messages(t)} for t in threads}
+        requests_before = len(fake.requests)
         if press:
             sends = [partial(fake.press, p, m, label="Retry") for p, m, _, _ in orders]
         else:
@@ -154,7 +158,7 @@ class Player:
             answer = self._answer(record)
             new = [m for m in fake.messages(thread) if m.id not in before[thread]]
             narrated = any(
-                m.interaction_id is None and "Undo" in _labels(m) and "interrupted" not in m.content
+                not m.is_response and "Undo" in _labels(m) and "interrupted" not in m.content
                 for m in new
             )
             outcomes.append(
@@ -166,7 +170,14 @@ class Player:
                     "notices": _notices(fake, thread, before[thread]),
                 }
             )
-        return {"outcomes": outcomes}
+        # What the orders cost at Discord: on the bot's global budget, and through
+        # interactions' tokens (off it: discord-api-docs, Rate Limits, Global Rate Limit).
+        made = [r for r in fake.requests[requests_before:] if r.status != 429]
+        through = sum(1 for r in made if is_interaction_path(r.path))
+        return {
+            "outcomes": outcomes,
+            "requests": {"global": len(made) - through, "interaction": through},
+        }
 
 
 async def serve(settings: dict[str, Any], world: dict[str, Any]) -> None:

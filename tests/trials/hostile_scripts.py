@@ -388,7 +388,7 @@ def _narration(fake: Any, bot: Any, channel: int) -> list[str]:
     return [
         m.content
         for m in fake.messages(channel)
-        if m.author_id == bot.user.id and m.interaction_id is None and not m.ephemeral
+        if m.author_id == bot.user.id and not m.is_response and not m.ephemeral
     ]
 
 

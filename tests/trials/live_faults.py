@@ -126,7 +126,7 @@ class Live:
         new = [
             (m.id, m.content, [label or "" for label, _, _ in m.buttons])
             for m in self.fake.messages(self.thread)
-            if m.id not in before and m.interaction_id is None
+            if m.id not in before and not m.is_response and not m.ephemeral
         ]
         return Outcome(
             answer, buttons, record.original_message_id, new, finished, record, before, self.actor

@@ -130,11 +130,20 @@ PER_PROCESS: tuple[PerProcess, ...] = (
     ),
     PerProcess(
         "cogs.ui.pacing:RatePacer",
-        "the streaming pacer: per-channel edit buckets and a global request budget",
+        "the streaming pacer: per-channel and per-interaction-token edit buckets and a global "
+        "request budget",
         "A channel's turns are streamed by the process whose shard receives its events, so "
         "its bucket is complete there. The global budget is per process: each takes the "
         "share of the bot's (CAMPFIRE_DISCORD_REQUESTS_PER_SECOND) its shards are of them "
         "all (cogs.ui.pacing.process_budget); discord.py waits out a 429 if they overlap.",
+    ),
+    PerProcess(
+        "cogs.ui.narration_routes:RecentFollowups",
+        "this process's narrations sent as interaction follow-ups, with the interaction whose "
+        "token may still edit them (at most 10,000, none past the token's life)",
+        "Only a shortcut: a message it does not know (another process's, one from before a "
+        "restart) is edited by the bot's token, as any follow-up of the bot's may be, and one "
+        "whose token Discord refuses is too.",
     ),
     PerProcess(
         "cogs.ui.streaming:StreamingMessage",
