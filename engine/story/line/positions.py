@@ -22,9 +22,10 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
-from sqlalchemy import Select, bindparam, delete, func, select, update
+from sqlalchemy import Integer, Select, bindparam, delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 from sqlmodel import col
@@ -66,12 +67,15 @@ class LinePositions:
         return self.ids[position - 1] if 0 < position <= self.count else None
 
 
-def _line_positions_statement() -> Select[Any]:
-    """The query of ``line_positions``, for the head bound as ``head_id``."""
+@cache
+def _line_positions_query() -> Select[Any]:
+    """``line_positions``'s statement, built once (as ``engine.story.line.read``'s queries):
+    building the recursive query (an alias, a CTE and their column collections) took about
+    2 ms, and it is read at every turn's commit and memory catch-up."""
     step = aliased(StoryNode)
     line = (
         select(col(StoryNode.id), col(StoryNode.parent_id))
-        .where(col(StoryNode.id) == bindparam("head_id"))
+        .where(col(StoryNode.id) == bindparam("head_id", type_=Integer))
         .cte("memory_line", recursive=True)
     )
     line = line.union_all(
@@ -87,18 +91,12 @@ def _line_positions_statement() -> Select[Any]:
     )
 
 
-#: Built once: building the recursive query (an alias, a CTE and their column collections)
-#: took about 2 ms each time, and it is read at every turn's commit and memory catch-up.
-#: Immutable, like every SQLAlchemy statement; only the head is bound per call.
-_LINE_POSITIONS = _line_positions_statement()
-
-
 async def line_positions(session: AsyncSession, head_id: int | None) -> LinePositions:
     """The completed turns of the line ending at ``head_id``: one recursive query over ids,
     parent links and indexes (no text)."""
     if head_id is None:
         return LinePositions()
-    rows = (await session.execute(_LINE_POSITIONS, {"head_id": head_id})).all()
+    rows = (await session.execute(_line_positions_query(), {"head_id": head_id})).all()
     return LinePositions(tuple(row.node_index for row in rows), tuple(row.id for row in rows))
 
 
