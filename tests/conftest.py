@@ -13,6 +13,7 @@ import os
 import shutil
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -79,13 +80,17 @@ async def _drop_postgres_database(name: str) -> None:
     await _admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-async def _sqlite_database(path: Path, templates: Path) -> str:
+async def _sqlite_template(templates: Path) -> str:
     if "sqlite" not in _templates:
         template = templates / "campfire-template.db"
         await _migrated_and_seeded(f"sqlite+aiosqlite:///{template}")
         _templates["sqlite"] = str(template)
     # Disposed above, so the template's write-ahead log is folded into the one file.
-    shutil.copyfile(_templates["sqlite"], path)
+    return _templates["sqlite"]
+
+
+async def _sqlite_database(path: Path, templates: Path) -> str:
+    shutil.copyfile(await _sqlite_template(templates), path)
     return f"sqlite+aiosqlite:///{path}"
 
 
@@ -122,6 +127,23 @@ async def database_url(
             await _drop_postgres_database(name)
     else:
         yield await _sqlite_database(tmp_path / "campfire.db", tmp_path_factory.getbasetemp())
+
+
+@pytest.fixture
+def installed_data_dir(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``tmp_path / "data"`` as a first start leaves it: the SQLite database (``campfire.db``,
+    the settings' default there) migrated and seeded, a copy of the template. For a test that
+    starts Campfire on that folder (``python -m bot``, the console) and is not about the first
+    start: migrating a fresh database costs each such start over a second of CPU."""
+    data = tmp_path / "data"
+    data.mkdir()
+    # On a thread with a loop of its own: a sync fixture may run while the test's loop is set.
+    with ThreadPoolExecutor(max_workers=1) as thread:
+        template = thread.submit(
+            asyncio.run, _sqlite_template(tmp_path_factory.getbasetemp())
+        ).result()
+    shutil.copyfile(template, data / "campfire.db")
+    return data
 
 
 @pytest.fixture

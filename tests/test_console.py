@@ -10,6 +10,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.fakes.openai_server import Reply
 
 
@@ -125,6 +127,7 @@ def test_the_console_plays_two_turns_and_a_button(tmp_path, fake_model):
     assert out.count("The lantern flares blue; the humming stops.") == 1
 
 
+@pytest.mark.usefixtures("installed_data_dir")
 def test_the_console_resumes_the_adventure_in_its_data_folder(tmp_path, fake_model):
     fake_model.queue("The reeds rustle.")
     first = run_console(tmp_path, fake_model, "/do listen\n")
@@ -152,6 +155,7 @@ def test_data_dir_sets_the_data_folder_for_the_run(tmp_path, fake_model):
     assert "Resuming" not in elsewhere.stdout and (tmp_path / "data" / "campfire.db").exists()
 
 
+@pytest.mark.usefixtures("installed_data_dir")
 def test_the_opening_names_the_embedded_model_only_while_it_runs(tmp_path, fake_model):
     """On the embedded model the console says, before the story, what that model is, how slow
     a first turn is, and the one line to a real model; on another model it says nothing of it.
@@ -181,6 +185,7 @@ def test_the_opening_names_the_embedded_model_only_while_it_runs(tmp_path, fake_
     assert "SmolLM2" not in other.stdout and "Resuming your adventure" in other.stdout
 
 
+@pytest.mark.usefixtures("installed_data_dir")
 def test_after_a_restart_the_newest_turn_has_its_buttons_again(tmp_path, fake_model):
     """The stand-in starts empty each run: the bot sends the newest turn again with its
     buttons, as it does in Discord when the message that had them is gone."""
@@ -210,6 +215,7 @@ def test_after_a_restart_the_newest_turn_has_its_buttons_again(tmp_path, fake_mo
     assert len(fake_model.requests) == 3
 
 
+@pytest.mark.usefixtures("installed_data_dir")
 def test_redo_shows_the_turn_it_brings_back(tmp_path, fake_model):
     fake_model.queue("The heron watches you.")
     done = run_console(tmp_path, fake_model, "/do wave\n/undo\n/redo\n")
@@ -224,6 +230,7 @@ def test_redo_shows_the_turn_it_brings_back(tmp_path, fake_model):
     assert "✎ The heron watches you." in redone, out
 
 
+@pytest.mark.usefixtures("installed_data_dir")
 def test_an_unknown_scenario_is_answered_with_the_scenarios_there_are(tmp_path, fake_model):
     done = run_console(tmp_path, fake_model, "/start scenario:doesnotexist\n")
     assert done.returncode == 0, done.stderr
@@ -233,6 +240,7 @@ def test_an_unknown_scenario_is_answered_with_the_scenarios_there_are(tmp_path, 
     assert "Start typing" not in out  # there is no autocomplete list in a console
 
 
+@pytest.mark.usefixtures("installed_data_dir")
 def test_forms_keep_what_they_hold_ask_again_for_what_is_required_and_can_be_closed(
     tmp_path, fake_model
 ):
@@ -264,6 +272,7 @@ def test_forms_keep_what_they_hold_ask_again_for_what_is_required_and_can_be_clo
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.usefixtures("installed_data_dir")
 def test_ctrl_c_mid_turn_saves_nothing_says_so_and_the_next_start_offers_it_again(
     tmp_path, fake_model
 ):
@@ -283,6 +292,7 @@ def test_ctrl_c_mid_turn_saves_nothing_says_so_and_the_next_start_offers_it_agai
     assert "Traceback" not in again.stderr
 
 
+@pytest.mark.usefixtures("installed_data_dir")
 def test_after_a_cut_off_turn_retry_plays_it_not_another_take_of_the_turn_before(
     tmp_path, fake_model
 ):
@@ -309,6 +319,7 @@ def test_after_a_cut_off_turn_retry_plays_it_not_another_take_of_the_turn_before
     assert "Retried" not in out  # no other take of "listen" was asked for
 
 
+@pytest.mark.usefixtures("installed_data_dir")
 def test_ctrl_c_at_the_prompt_ends_the_console_at_once(tmp_path, fake_model):
     console = Interrupted(tmp_path, fake_model, "")
     code, out, took = console.interrupt_when(lambda: "begins" in "".join(console.out))
@@ -317,6 +328,7 @@ def test_ctrl_c_at_the_prompt_ends_the_console_at_once(tmp_path, fake_model):
     assert code == 130 and took < 8, (code, took, out)
 
 
+@pytest.mark.usefixtures("installed_data_dir")
 async def test_a_turn_longer_than_any_wait_limit_is_waited_for_and_said_to_run(
     tmp_path, fake_model, monkeypatch
 ):
@@ -349,6 +361,7 @@ async def test_a_turn_longer_than_any_wait_limit_is_waited_for_and_said_to_run(
     assert positions == sorted(positions)
 
 
+@pytest.mark.usefixtures("installed_data_dir")
 async def test_the_loop_runs_on_while_the_console_waits_for_a_line(tmp_path, fake_model):
     """The console waits for the next line off the event loop: the bot's gateway, heartbeats
     and timers run on meanwhile (a blocking read once left the websocket 41 s behind)."""

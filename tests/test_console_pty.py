@@ -12,6 +12,7 @@ import time
 
 import pexpect
 import pyte
+import pytest
 
 from bot.console.screen import Screen
 from bot.standin import MessageRecord
@@ -102,6 +103,7 @@ class Player:
         self.child.close()
 
 
+@pytest.mark.usefixtures("installed_data_dir")
 def test_the_console_draws_each_turn_as_discord_would_show_it(tmp_path, fake_model):
     fake_model.queue(
         # Streamed slowly enough to be drawn in several frames.

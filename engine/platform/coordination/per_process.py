@@ -242,7 +242,12 @@ PER_PROCESS: tuple[PerProcess, ...] = (
     ),
     PerProcess(
         "engine.story.line.read:line_window",
-        "the story-line window statement, built once",
+        "the story line's statements (its window, tail, ancestry and narrator turns), built once",
+        "Statements without data; the rows are read from the database each time.",
+    ),
+    PerProcess(
+        "engine.story.line.positions:line_positions",
+        "the line's positions statement, built once",
         "A statement without data; the rows are read from the database each time.",
     ),
     PerProcess(

@@ -30,24 +30,30 @@ from engine.story.world.apply import schema_of
 from engine.story.world.schema import initial_state
 
 
-async def line_tail(session: AsyncSession, head_id: int, limit: int) -> list[StoryNode]:
-    """The last ``limit`` nodes of the line ending at ``head_id``, oldest first."""
-    if limit <= 0:
-        return []
+@cache
+def _tail_query() -> Select[tuple[StoryNode]]:
+    """``line_tail``'s statement, built once (as ``_window_query``)."""
     step = aliased(StoryNode)
     line = (
         select(col(StoryNode.id), col(StoryNode.parent_id), literal(1).label("depth"))
-        .where(col(StoryNode.id) == head_id)
+        .where(col(StoryNode.id) == bindparam("head_id", type_=Integer))
         .cte("line", recursive=True)
     )
     line = line.union_all(
         select(col(step.id), col(step.parent_id), (line.c.depth + 1).label("depth"))
         .join(line, col(step.id) == line.c.parent_id)
-        .where(line.c.depth < limit)
+        .where(line.c.depth < bindparam("limit", type_=Integer))
     )
-    rows = await session.scalars(
+    return (
         select(StoryNode).join(line, col(StoryNode.id) == line.c.id).order_by(col(StoryNode.index))
     )
+
+
+async def line_tail(session: AsyncSession, head_id: int, limit: int) -> list[StoryNode]:
+    """The last ``limit`` nodes of the line ending at ``head_id``, oldest first."""
+    if limit <= 0:
+        return []
+    rows = await session.scalars(_tail_query(), {"head_id": head_id, "limit": limit})
     return list(rows)
 
 
@@ -112,12 +118,13 @@ def line_length(head: StoryNode) -> int:
     return head.index + 1
 
 
-async def ancestry(session: AsyncSession, node_id: int) -> dict[int, int]:
-    """Every node on the line ending at ``node_id``: id → index (two light columns only)."""
+@cache
+def _ancestry_query() -> Select[Any]:
+    """``ancestry``'s statement, built once (as ``_window_query``)."""
     step = aliased(StoryNode)
     line = (
         select(col(StoryNode.id), col(StoryNode.parent_id), col(StoryNode.index))
-        .where(col(StoryNode.id) == node_id)
+        .where(col(StoryNode.id) == bindparam("node_id", type_=Integer))
         .cte("ancestry", recursive=True)
     )
     line = line.union_all(
@@ -127,7 +134,12 @@ async def ancestry(session: AsyncSession, node_id: int) -> dict[int, int]:
     )
     # Labelled: read as ``row.index``, the column would be taken for the method every sequence
     # has by that name.
-    rows = await session.execute(select(line.c.id, line.c.index.label("node_index")))
+    return select(line.c.id, line.c.index.label("node_index"))
+
+
+async def ancestry(session: AsyncSession, node_id: int) -> dict[int, int]:
+    """Every node on the line ending at ``node_id``: id → index (two light columns only)."""
+    rows = await session.execute(_ancestry_query(), {"node_id": node_id})
     return {row.id: row.node_index for row in rows}
 
 
@@ -201,20 +213,26 @@ async def narrator_turns(session: AsyncSession, head_id: int) -> list[int]:
 
     One recursive query over ids and parent links; no story text and no heavy column is read.
     """
+    rows = await session.scalars(_narrator_turns_query(), {"head_id": head_id})
+    # A stored node always has its id; the model's type allows None for one not yet flushed.
+    return [node_id for node_id in rows if node_id is not None]
+
+
+@cache
+def _narrator_turns_query() -> Select[tuple[int | None]]:
+    """``narrator_turns``'s statement, built once (as ``_window_query``)."""
     step = aliased(StoryNode)
     line = (
         select(col(StoryNode.id), col(StoryNode.parent_id))
-        .where(col(StoryNode.id) == head_id)
+        .where(col(StoryNode.id) == bindparam("head_id", type_=Integer))
         .cte("insight_line", recursive=True)
     )
     line = line.union_all(
         select(col(step.id), col(step.parent_id)).join(line, col(step.id) == line.c.parent_id)
     )
-    rows = await session.scalars(
+    return (
         select(col(StoryNode.id))
         .join(line, col(StoryNode.id) == line.c.id)
         .where(col(StoryNode.role) == Role.NARRATOR, col(StoryNode.action) != ActionType.START)
         .order_by(col(StoryNode.index))
     )
-    # A stored node always has its id; the model's type allows None for one not yet flushed.
-    return [node_id for node_id in rows if node_id is not None]
