@@ -21,7 +21,7 @@ from bot.standin import FakeDiscord, StandIn, StandinFile
 from bot.standin.gateway import INTENT_MESSAGE_CONTENT
 from bot.standin.harness import handler_tasks
 from bot.standin.records import FLAG_LOADING, InteractionRecord
-from tests.fakes.openai_server import FakeModelServer
+from tests.fakes.openai_server import FakeModelServer, Reply
 
 #: The per-channel message window of the tests' stand-in: Discord's 5 messages, in 0.5 s
 #: instead of 5 s. The bot paces itself to the same window, so a bot that ignored it would still
@@ -209,6 +209,21 @@ async def env(
     manages the server) and bob."""
     async with campfire_on_standin(tmp_path, fake_model, caplog, database_url) as environment:
         yield environment
+
+
+async def narration_under_way(
+    env: DiscordEnv, fake_model: FakeModelServer, thread: int, *, words: int = 60
+) -> asyncio.Task:
+    """alice's /do, its long narration (``words`` words) started streaming: the turn's task."""
+    story = " ".join(f"step{n}" for n in range(words)) + "."
+    fake_model.queue(Reply(text=story, delay=0.03))
+    turn = asyncio.create_task(env.fake.slash(env.alice, thread, "do", action="go down"))
+    for _ in range(400):
+        if len(env.narration(thread)) > 1:
+            break
+        await asyncio.sleep(0.01)
+    assert len(env.narration(thread)) > 1, "the narration never started"
+    return turn
 
 
 async def answered(env: DiscordEnv, record: InteractionRecord, *, within: float = 5.0):

@@ -5,7 +5,6 @@ tells the player once; a private answer stays private after a public "thinkingâ€
 
 from __future__ import annotations
 
-import asyncio
 from datetime import timedelta
 
 from sqlalchemy import func, select
@@ -14,7 +13,7 @@ from bot.standin import MISSING_PERMISSIONS, StandinFile
 from bot.standin.permissions import P_CREATE_PUBLIC_THREADS, P_SEND_IN_THREADS, P_VIEW_CHANNEL
 from cogs.ui.narration_routes import InteractionRoute
 from engine.storage.models import Adventure
-from tests.discord_env import DiscordEnv, campfire_on_standin
+from tests.discord_env import DiscordEnv, campfire_on_standin, narration_under_way
 from tests.fakes.openai_server import Reply
 from tests.helpers import leave_dead_turn, until
 from tests.trials.invariants import stored_actions
@@ -103,19 +102,6 @@ async def test_the_preflight_names_only_commands_that_exist(env: DiscordEnv):
 
     names = {c.qualified_name for c in env.bot.tree.walk_commands()}
     assert set(COMMANDS) <= names
-
-
-async def narration_under_way(env: DiscordEnv, fake_model, thread: int) -> asyncio.Task:
-    """alice's /do, its long narration started streaming: the turn's task."""
-    story = " ".join(f"step{n}" for n in range(60)) + "."
-    fake_model.queue(Reply(text=story, delay=0.03))
-    turn = asyncio.create_task(env.fake.slash(env.alice, thread, "do", action="go down"))
-    for _ in range(400):
-        if len(env.narration(thread)) > 1:
-            break
-        await asyncio.sleep(0.01)
-    assert len(env.narration(thread)) > 1, "the narration never started"
-    return turn
 
 
 # --- 403 mid-turn --------------------------------------------------------------------------------

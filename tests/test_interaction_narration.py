@@ -7,11 +7,9 @@ stand-in, the fake model server behind the bot."""
 
 from __future__ import annotations
 
-import asyncio
-
 from bot.standin.ratelimits import is_interaction_path
 from bot.standin.routes_interactions import TOKEN_LIFETIME_S
-from tests.discord_env import DiscordEnv
+from tests.discord_env import DiscordEnv, narration_under_way
 from tests.fakes.openai_server import Reply
 
 REPLY = "The reeds go quiet. Then, softly, the humming starts again, closer now."
@@ -69,14 +67,8 @@ async def test_a_token_that_expires_mid_narration_hands_over_to_the_bots_token(
 ):
     env.expect(50027)  # provoked: the token runs out while the narration streams
     thread = await env.start_thread()
+    turn = await narration_under_way(env, fake_model, thread, words=80)
     story = " ".join(f"step{n}" for n in range(80)) + "."
-    fake_model.queue(Reply(text=story, delay=0.03))
-    turn = asyncio.create_task(env.fake.slash(env.alice, thread, "do", action="go down"))
-    for _ in range(400):
-        if len(env.narration(thread)) > 1:
-            break
-        await asyncio.sleep(0.01)
-    assert len(env.narration(thread)) > 1, "the narration never started"
     env.fake.advance(TOKEN_LIFETIME_S + 1)
     record = await turn
     await env.done()
