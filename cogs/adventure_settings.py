@@ -1,6 +1,6 @@
 """/adventure settings: the adventure's generation settings (context, reply length, temperature,
 the sampling players tune, where the author's note goes), whether plain messages play here, and
-every how many turns the story proposes a card to the host (``cogs.card_proposals``).
+every how many turns the story proposes a card to the host (``cogs.ui.card_proposals``).
 
 One call to the generation-settings service (``engine.story.steering.settings``), which checks
 every value against its range and refuses with the range named; a change is deferred before it

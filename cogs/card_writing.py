@@ -15,14 +15,13 @@ from discord import app_commands
 
 from cogs.ui import bot_of
 from cogs.ui.adventure_group import CardCommands
-from cogs.ui.content import EMBED_DESCRIPTION_MAX, fit_embed, fit_text
+from cogs.ui.card_proposals import proposal_embed
+from cogs.ui.content import fit_text
 from cogs.ui.errors import on_app_command_error
 from cogs.ui.interaction import actor_of, channel_id_of
 from cogs.ui.replies import reply
 from engine.errors import InvalidInput
-from engine.platform.sanitise import echo
 from engine.story.steering.card_writer import CardProposal
-from engine.story.steering.cards import CardDraft
 
 if TYPE_CHECKING:
     from cogs.ui import CampfireBot
@@ -31,22 +30,6 @@ LOAD_AFTER = ("cogs.steering",)
 
 #: How long the preview's buttons wait, in seconds.
 PREVIEW_TIMEOUT_S = 600
-CARD_COLOUR = discord.Colour.dark_gold()
-
-
-def proposal_embed(draft: CardDraft) -> discord.Embed:
-    """The proposed card as the player will see it in /card list, before it is added (also a
-    card the story proposes to the host: ``cogs.card_proposals``)."""
-    embed = discord.Embed(
-        title=fit_text(f"📇 {draft.title}", 256),
-        description=draft.entry[:EMBED_DESCRIPTION_MAX],
-        colour=CARD_COLOUR,
-    )
-    embed.add_field(name="Type", value=draft.type, inline=True)
-    embed.add_field(
-        name="Keys", value=echo(draft.keys.replace(",", ", "), 1024) or "—", inline=True
-    )
-    return fit_embed(embed)
 
 
 class CardProposalView(discord.ui.View):

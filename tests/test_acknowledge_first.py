@@ -119,7 +119,7 @@ class Player:
 async def propose_a_card(
     env: DiscordEnv, fake_model: FakeModelServer, p: Player, thread: int
 ) -> None:
-    """A card the story proposes to the host every few turns (``cogs.card_proposals``): the
+    """A card the story proposes to the host every few turns (``cogs.ui.card_proposals``): the
     turns played up to a multiple of 5, then what the scheduler runs after such a turn, run
     here between interactions (no memory work then takes the model's answer), and the host's
     Add card pressed in their DM."""

@@ -191,7 +191,7 @@ async def test_none_when_off_and_a_closed_dm_is_dropped_once(
     await _set_every(env, thread, 5)
     env.fake.close_dms(env.alice)
     env.expect(50007)
-    caplog.set_level(logging.INFO, logger="cogs.card_proposals")
+    caplog.set_level(logging.INFO, logger="cogs.ui.card_proposals")
     await _play(env, thread, fake_model, env.bob, *NARRATIONS, card=WREN_CARD)
     [stored] = await _proposals(env)
     assert (stored.turn, stored.state) == (10, CardProposalState.READY)

@@ -31,7 +31,10 @@ async def stored_story(env: DiscordEnv, thread: int) -> list[str]:
 
 def answer(env: DiscordEnv, record) -> str:
     assert record.failed is None
-    message_id = record.followups[-1] if record.followups else record.original_message_id
+    # A turn's narration is a public follow-up of its interaction: the answer is the response,
+    # or a private follow-up after it.
+    private = [f for f in record.followups if env.fake.message(f).visible_to is not None]
+    message_id = private[-1] if private else record.original_message_id
     return env.fake.message(message_id).content
 
 

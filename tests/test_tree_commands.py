@@ -30,11 +30,11 @@ def labels(message) -> list[str]:
 
 
 def answer(env: DiscordEnv, record):
-    """What the player was answered: the response or, after a deferral, its last follow-up (a
-    refusal after a public "thinking…" replaces it privately)."""
-    return env.fake.message(
-        record.followups[-1] if record.followups else record.original_message_id
-    )
+    """What the player was answered: the response or, after a deferral, its last private
+    follow-up (a refusal after a public "thinking…" replaces it privately); a turn's narration
+    is a public follow-up, not the answer."""
+    private = [f for f in record.followups if env.fake.message(f).visible_to is not None]
+    return env.fake.message(private[-1] if private else record.original_message_id)
 
 
 def said(env: DiscordEnv, record) -> tuple[bool, str]:

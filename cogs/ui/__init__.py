@@ -71,6 +71,10 @@ class CampfireBot(ChannelsClient, Protocol):
     def tree(self) -> app_commands.CommandTree[Any]: ...
     @property
     def user(self) -> discord.ClientUser | None: ...
+    @property
+    def commands_only(self) -> bool:
+        """A bot that only declares its commands (``python -m bot sync``): no services."""
+        ...
 
     async def add_cog(
         self,

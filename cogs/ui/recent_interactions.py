@@ -1,6 +1,6 @@
 """The interactions that played turns lately, by id, so that what follows a turn in the
 background can answer the player through the same interaction: a card the story proposes to
-the host (``cogs.card_proposals``) reaches them as an ephemeral follow-up when their own
+the host (``cogs.ui.card_proposals``) reaches them as an ephemeral follow-up when their own
 interaction started that turn, and by DM otherwise.
 
 Discord keeps an interaction's token valid for 15 minutes ("Interaction tokens are valid for 15
