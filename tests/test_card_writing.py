@@ -86,6 +86,22 @@ async def test_the_story_names_the_subject_and_the_card_is_added_on_confirm(
     assert "has not yet named anyone or anything without a card" in answer(env, record).content
 
 
+async def test_a_player_without_a_character_is_never_the_subject(env: DiscordEnv, fake_model):
+    """A player with no character acts under their display name ("> Rowan listens."), said
+    more often than anyone the narration names: never the card's subject."""
+    rowan = env.fake.add_user("Rowan", member_of=[env.guild])
+    thread = await env.start_thread()
+    for number, text in enumerate(["A girl called Wren waves.", "You follow Wren.", "Wind."]):
+        fake_model.queue(text)
+        record = await env.fake.slash(rowan, thread, "do", action=f"listen {number}")
+        await env.done()
+        assert record.failed is None
+    fake_model.queue(Reply(text=json.dumps(WREN_CARD)))
+    record = await env.fake.slash(env.alice, thread, "card generate")
+    await env.done()
+    assert "mentions **Wren** most without a card" in answer(env, record).content
+
+
 async def test_a_named_card_discarded_or_not_a_card_stores_nothing(env: DiscordEnv, fake_model):
     thread = await env.start_thread()
     cards_before = len(await _cards(env))

@@ -40,7 +40,7 @@ from engine.people.content import BannedWords, ContentPolicy, banned_words
 from engine.people.limits import Charge, Kind, TokenCapReached, next_midnight
 from engine.platform.sanitise import sanitise
 from engine.prompt.cards import parse_keys
-from engine.storage.models import Adventure, AdventureCard
+from engine.storage.models import Adventure, AdventureCard, User
 from engine.story.background_spend import MeteredProvider, charge_of
 from engine.story.characters import party_sheets
 from engine.story.line.read import line_window
@@ -211,6 +211,12 @@ class CardWriter:
         # The players' own characters are the party's, told to the narrator every turn:
         # never a card's subject the story chooses.
         party = [sheet.name for sheet in await party_sheets(session, adventure.id)]
+        # Nor a player without a character, whose actions are written with their display name
+        # ("> Ann waves."): the names of those who wrote the window's entries.
+        authors = {node.author_id for node in nodes if node.author_id is not None}
+        if authors:
+            names = await session.scalars(select(col(User.name)).where(col(User.id).in_(authors)))
+            party += [name for name in names if name]
         await self.providers.read(session, adventure)
         text = "\n\n".join(node.text.strip() for node in nodes if node.text.strip())
         return _Story(
