@@ -43,6 +43,8 @@ class PlainBot(commands.Bot):
     services: Services
     narrator: Narrator
     round_panels: RoundPanels
+    #: It always holds services (``python -m bot sync``'s bot is the one that does not).
+    commands_only = False
 
     def __init__(self, settings: Settings) -> None:
         intents = gateway_intents(message_content=True)
