@@ -95,6 +95,14 @@ class CardProposals:
     async def propose(self, adventure_id: int) -> ProposedCard | None:
         """The card proposed after this turn, stored as ready; None when none is due, another
         process claimed it, or there was nothing to propose."""
+        # Asked after every turn, and off in most adventures: a read says so without a write
+        # transaction (on SQLite one would wait its turn at the write gate beside the turns).
+        async with self.db.session() as session:
+            every = await session.scalar(
+                select(col(Adventure.card_proposals)).where(col(Adventure.id) == adventure_id)
+            )
+        if every is None or every <= 0:
+            return None
         async with self.db.transaction() as session:
             claim = await _claim(session, adventure_id)
         if claim is None:
