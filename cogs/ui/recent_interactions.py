@@ -16,8 +16,10 @@ from collections.abc import Callable
 
 import discord
 
+from cogs.ui.narration_routes import TOKEN_LIFETIME
+
 #: How long an interaction is kept: its token's 15 minutes, less a minute to use it in.
-KEPT_S = 14 * 60.0
+KEPT_S = TOKEN_LIFETIME.total_seconds() - 60.0
 #: The most kept at once (the oldest go first): turns played in a quarter of an hour.
 MAX_KEPT = 2_000
 
