@@ -15,9 +15,18 @@ ensure_venv() {
         echo "Creating a virtual environment in $VENV ..." >&2
         "$python" -m venv "$VENV"
     fi
+    # llama.cpp (the "local" extra's embedded model) is compiled here, by default for this very
+    # CPU (-march=native). Some virtual machines report instructions their hypervisor does not
+    # let a program run: on one that reported Intel's AMX tile instructions, the native build
+    # died in its first matrix product (a general protection fault on ldtilecfg). Built for
+    # x86-64 with AVX2, FMA and F16C (GGML_NATIVE=OFF keeps ggml's defaults for those on), it runs
+    # on every x86 machine of the last decade. CMAKE_ARGS set by the caller wins.
+    if [ -z "${CMAKE_ARGS:-}" ] && [ "$(uname -m)" = x86_64 ]; then
+        export CMAKE_ARGS="-DGGML_NATIVE=OFF"
+    fi
     local stamp="$VENV/.campfire-installed"
     local want
-    want="$extras $(cat pyproject.toml | cksum)"
+    want="$extras ${CMAKE_ARGS:-} $(cat pyproject.toml | cksum)"
     if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
         echo "Installing Campfire with [$extras] (the first time builds llama.cpp: several minutes) ..." >&2
         "$VENV/bin/python" -m pip install --quiet --upgrade pip >&2
