@@ -25,6 +25,7 @@ from engine.library.scenarios.shipped import seed_builtin_scenarios
 from engine.library.scripting.workers import close as close_script_workers
 from engine.llm.providers.openai_compat import OpenAICompatibleProvider
 from engine.storage.database import Database
+from tests.compiled_cache import shared_compiled_cache
 from tests.fakes.openai_server import FakeModelServer
 
 pytest_plugins = ["tests.discord_env"]
@@ -99,6 +100,14 @@ def _drop_templates() -> Iterator[None]:
     yield
     if "postgresql" in _templates:
         asyncio.run(_drop_postgres_database(_templates.pop("postgresql")))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _compiled_once_a_process() -> Iterator[None]:
+    """Each statement compiled once a test process, not once an engine
+    (``tests.compiled_cache``)."""
+    with shared_compiled_cache():
+        yield
 
 
 @pytest.fixture(scope="session", autouse=True)
