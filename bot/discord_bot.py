@@ -157,14 +157,13 @@ class CampfireBot(commands.AutoShardedBot):
         mention of the bot as an unknown command)."""
 
     async def setup_hook(self) -> None:
-        from cogs.ui.discovery import extension_names, persistent_items
+        from cogs.ui.discovery import load_cogs, persistent_items
         from cogs.ui.narration import Narrator
         from cogs.ui.pacing import RatePacer, process_budget
 
         if self.commands_only:
             # The cogs declare the commands; loading one asks nothing of the services.
-            for extension in extension_names():
-                await self.load_extension(extension)
+            await load_cogs(self)
             return
         self.services = await build_services(self.settings)
         self.services.play.intake.observer = self.metrics
@@ -187,8 +186,7 @@ class CampfireBot(commands.AutoShardedBot):
         self.round_panels = RoundPanels(self)
         # Found where they are declared (cogs.ui.discovery): a cog module is loaded, and a
         # persistent button registered, for being there.
-        for extension in extension_names():
-            await self.load_extension(extension)
+        await load_cogs(self)
         self.add_dynamic_items(*persistent_items())
         self.scheduler.add_job(
             self.announce_interrupted_turns,

@@ -60,5 +60,33 @@ def test_a_load_after_loop_is_refused(monkeypatch):
 async def test_the_running_bot_has_every_cog_and_button(env: DiscordEnv):
     registered = set(env.bot._connection._view_store._dynamic_items.values())
     assert registered == set(persistent_items())
-    assert set(env.bot.extensions) == set(extension_names())
+    # Each cog module's setup added its cog (discovery.load_cogs).
+    assert {type(cog).__module__ for cog in env.bot.cogs.values()} == set(extension_names())
     assert isinstance(env.bot.tree.get_command("adventure"), discord.app_commands.Group)
+
+
+async def test_two_bots_in_one_process_each_hold_their_own_commands(env: DiscordEnv):
+    """Cog modules run once a process (``load_cogs``), yet a second bot beside the first (tests
+    run two; ``python -m bot sync`` builds a commands-only one) gets its own commands: those
+    added to another cog's group are copies whose parent is that bot's group."""
+    from bot.discord_bot import CampfireBot
+
+    second = CampfireBot(env.bot.settings, commands_only=True)
+    async with second:  # as ``python -m bot sync`` holds it; leaving closes it
+        await second.setup_hook()
+        for name in ("adventure", "card"):
+            first_group = env.bot.tree.get_command(name)
+            second_group = second.tree.get_command(name)
+            assert isinstance(first_group, discord.app_commands.Group)
+            assert isinstance(second_group, discord.app_commands.Group)
+            assert first_group is not second_group
+            assert {c.name for c in first_group.commands} == {c.name for c in second_group.commands}
+            for command in first_group.commands:
+                assert command.parent is first_group
+                assert command is not second_group.get_command(command.name)
+            for command in second_group.commands:
+                assert command.parent is second_group
+    # The first bot's commands are untouched by the second's closing (its cogs taking theirs back).
+    adventure = env.bot.tree.get_command("adventure")
+    assert isinstance(adventure, discord.app_commands.Group)
+    assert adventure.get_command("export") is not None

@@ -220,8 +220,12 @@ async def test_an_action_of_a_round_is_edited_in_the_line_of_its_round(
 ):
     thread, carol = await party_of_three(env, "rounds")
     fake_model.queue("Three voices, one answer.", "Later.")
+    # Each lands before the next is sent: a round keeps its actions in the order they were
+    # written, which is not always the order they were acknowledged in.
     await env.fake.slash(env.bob, thread, "do", action="draw his axe")
+    await env.done()
     await env.fake.slash(carol, thread, "say", words="stay close")
+    await env.done()
     await env.fake.slash(env.alice, thread, "do", action="open the door")
     await env.done()
     _, line = await _story(env, thread)

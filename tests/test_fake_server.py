@@ -522,5 +522,10 @@ def test_cli_serves_in_the_foreground(http: httpx.Client) -> None:
         assert r.json()["choices"][0]["message"]["content"] == "Hello by hand."
     finally:
         proc.send_signal(signal.SIGINT)
-        # Generous: the check is that Ctrl-C exits cleanly, not how fast (the machine may be busy).
-        assert proc.wait(timeout=30) == 0
+        try:
+            # Generous: the check is that Ctrl-C exits cleanly, not how fast (the machine may be
+            # busy).
+            assert proc.wait(timeout=30) == 0
+        finally:
+            proc.kill()  # never left behind, whatever failed (nothing if it has exited)
+            proc.wait()

@@ -27,7 +27,7 @@ from bot.config import Settings, load_settings
 from bot.discord_bot import gateway_intents
 from bot.services import build_services
 from cogs.message_play import MESSAGE_PLAY_OFF, NO_ADVENTURE
-from cogs.ui.discovery import extension_names, persistent_items
+from cogs.ui.discovery import load_cogs, persistent_items
 from cogs.ui.narration import Narrator
 from cogs.ui.pacing import RatePacer
 from cogs.ui.round_panels import RoundPanels
@@ -69,8 +69,7 @@ class PlainBot(commands.Bot):
         # dpytest answers at once: no pacing to Discord's windows is needed.
         self.narrator = Narrator(self, RatePacer(per_seconds=0.05, global_per_second=1000))
         self.round_panels = RoundPanels(self)
-        for extension in extension_names():
-            await self.load_extension(extension)
+        await load_cogs(self)
         self.add_dynamic_items(*persistent_items())
 
 

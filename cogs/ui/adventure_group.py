@@ -1,9 +1,14 @@
 """The one ``/adventure`` group: the steering cog's, to which other cogs add their commands when
 they load (settings; files: export, import; the shelf: list, resume, end) and from which they
-take them when they unload."""
+take them when they unload.
+
+Those commands are declared once, in their modules, which a process executes once
+(``cogs.ui.discovery.load_cogs``) and which may serve several bots at a time (tests run two): each
+bot's group takes a copy of each, since adding a command makes the group its parent."""
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -42,7 +47,7 @@ class AdventureCommands(commands.Cog):
     async def cog_load(self) -> None:
         group = adventure_group(self.bot)
         for command in self.COMMANDS:
-            group.add_command(command)
+            group.add_command(copy.copy(command))
 
     async def cog_unload(self) -> None:
         _take_back(self.bot, "adventure", self.COMMANDS)
@@ -61,7 +66,7 @@ class CardCommands(commands.Cog):
         group = self.bot.tree.get_command("card")
         assert isinstance(group, app_commands.Group), "the steering cog makes /card"
         for command in self.COMMANDS:
-            group.add_command(command)
+            group.add_command(copy.copy(command))
 
     async def cog_unload(self) -> None:
         _take_back(self.bot, "card", self.COMMANDS)

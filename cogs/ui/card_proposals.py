@@ -1,7 +1,7 @@
 """Cards the story proposes to the host every few turns (``engine.story.steering.card_proposals``):
 how a proposal reaches the host, and their Add card and Discard buttons (here in ``cogs.ui``, as
-every persistent button is: a cog module runs afresh for every bot a process starts, which
-would make a new button class each time); a written card's embed, shared with /card generate.
+every persistent button is: a cog module declares commands, ``cogs.ui`` what messages show); a
+written card's embed, shared with /card generate.
 
 A proposal is shown to the host alone: as an ephemeral follow-up of their own interaction when
 it was theirs that played the turn (its token is good for 15 minutes:

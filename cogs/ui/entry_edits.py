@@ -1,9 +1,9 @@
 """An edit of a story entry, shown: the public line that says who edited which entry, the new
 words in the messages that show it, and ↩️ Undo edit.
 
-``UndoEditButton`` is a persistent button (``cogs.ui.discovery``) and lives here, not in the
-/edit cog: discord.py executes a cog's module afresh each time a bot loads it, which would make
-a new class of the button for each bot a process starts (tests start hundreds)."""
+``UndoEditButton`` is a persistent button (``cogs.ui.discovery``) and lives here, beside what
+it shows, not in the /edit cog: a cog module declares commands; what a message shows, its
+buttons included, is ``cogs.ui``'s."""
 
 from __future__ import annotations
 
