@@ -11,15 +11,11 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-import uuid
 from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from sqlalchemy import text
-from sqlalchemy.engine import make_url
-from sqlalchemy.ext.asyncio import create_async_engine
 
 from engine.library.scenarios.shipped import seed_builtin_scenarios
 from engine.library.scripting.workers import close as close_script_workers
@@ -27,6 +23,7 @@ from engine.llm.providers.openai_compat import OpenAICompatibleProvider
 from engine.storage.database import Database
 from tests.compiled_cache import shared_compiled_cache
 from tests.fakes.openai_server import FakeModelServer
+from tests.postgres_databases import PostgresDatabases
 
 pytest_plugins = ["tests.discord_env"]
 
@@ -35,8 +32,9 @@ BACKENDS = ["sqlite"] + (["postgresql"] if POSTGRES_URL else [])
 
 
 #: Each backend's migrated and seeded database, built once per test session; every test gets a
-#: copy (a file copy on SQLite, ``CREATE DATABASE … TEMPLATE`` on PostgreSQL), because running
-#: the migrations for each of a thousand tests costs minutes.
+#: copy (a file copy on SQLite; on PostgreSQL a copy made once and put back after each test,
+#: ``tests.postgres_databases``), because running the migrations for each of a thousand tests
+#: costs minutes.
 _templates: dict[str, str] = {}
 
 
@@ -50,35 +48,8 @@ async def _migrated_and_seeded(url: str) -> None:
         await database.dispose()
 
 
-async def _admin(statement: str) -> None:
-    assert POSTGRES_URL
-    admin = create_async_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
-    try:
-        async with admin.connect() as connection:
-            await connection.execute(text(statement))
-    finally:
-        await admin.dispose()
-
-
-def _postgres_url(name: str) -> str:
-    assert POSTGRES_URL
-    return make_url(POSTGRES_URL).set(database=name).render_as_string(hide_password=False)
-
-
-async def _postgres_database() -> tuple[str, str]:
-    """A database of its own for one test, copied from the session's template."""
-    if "postgresql" not in _templates:
-        template = f"campfire_template_{uuid.uuid4().hex[:12]}"
-        await _admin(f'CREATE DATABASE "{template}"')
-        _templates["postgresql"] = template
-        await _migrated_and_seeded(_postgres_url(template))
-    name = f"campfire_test_{uuid.uuid4().hex[:12]}"
-    await _admin(f'CREATE DATABASE "{name}" TEMPLATE "{_templates["postgresql"]}"')
-    return _postgres_url(name), name
-
-
-async def _drop_postgres_database(name: str) -> None:
-    await _admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+#: This test process's PostgreSQL template and the copies tests take and hand back.
+postgres_databases = PostgresDatabases(POSTGRES_URL) if POSTGRES_URL else None
 
 
 async def _sqlite_template(templates: Path) -> str:
@@ -98,8 +69,8 @@ async def _sqlite_database(path: Path, templates: Path) -> str:
 @pytest.fixture(scope="session", autouse=True)
 def _drop_templates() -> Iterator[None]:
     yield
-    if "postgresql" in _templates:
-        asyncio.run(_drop_postgres_database(_templates.pop("postgresql")))
+    if postgres_databases is not None:
+        asyncio.run(postgres_databases.close())
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -129,11 +100,12 @@ async def database_url(
 ) -> AsyncIterator[str]:
     """The URL of a migrated and seeded database of the test's own, on each backend in turn."""
     if request.param == "postgresql":
-        url, name = await _postgres_database()
+        assert postgres_databases is not None
+        name = await postgres_databases.take(_migrated_and_seeded)
         try:
-            yield url
+            yield postgres_databases.url(name)
         finally:
-            await _drop_postgres_database(name)
+            await postgres_databases.give_back(name)
     else:
         yield await _sqlite_database(tmp_path / "campfire.db", tmp_path_factory.getbasetemp())
 

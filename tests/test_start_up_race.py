@@ -6,7 +6,6 @@ start and the database holds one schema and one copy of each scenario."""
 from __future__ import annotations
 
 import asyncio
-import uuid
 
 import pytest
 from sqlalchemy import func, select
@@ -16,7 +15,7 @@ from engine.library.scenarios.shipped import seed_builtin_scenarios
 from engine.storage.database import Database
 from engine.storage.dialect import hold_setup_lock
 from engine.storage.models import Scenario
-from tests.conftest import POSTGRES_URL, _admin, _drop_postgres_database, _postgres_url
+from tests.conftest import POSTGRES_URL, postgres_databases
 
 pytestmark = pytest.mark.skipif(POSTGRES_URL is None, reason="needs CAMPFIRE_TEST_POSTGRES_URL")
 
@@ -37,9 +36,9 @@ async def _start_up(url: str) -> int:
 
 
 async def test_processes_starting_at_once_on_a_fresh_database_all_start():
-    name = f"campfire_race_{uuid.uuid4().hex[:12]}"
-    await _admin(f'CREATE DATABASE "{name}"')
-    url = _postgres_url(name)
+    assert postgres_databases is not None
+    name = await postgres_databases.empty()
+    url = postgres_databases.url(name)
     try:
         counts = await asyncio.gather(*(_start_up(url) for _ in range(PROCESSES)))
         shipped = counts[0]
@@ -54,4 +53,4 @@ async def test_processes_starting_at_once_on_a_fresh_database_all_start():
             await db.dispose()
         assert rows == shipped  # one copy of each, not one per process
     finally:
-        await _drop_postgres_database(name)
+        await postgres_databases.drop(name)
