@@ -2,12 +2,12 @@
 that tests use one at a time and hand back.
 
 A copy is made once (``CREATE DATABASE … TEMPLATE``) and, after each test, put back as the
-template has it rather than dropped and made again: emptied (``TRUNCATE`` of every table, its
-sequences restarted) and given the template's rows and sequence positions again. Making and
-dropping a database cost about 0.2 s of CPU (the server writes the whole copy to its log), for
-each of some 800 tests; putting one back costs a quarter of that. A copy whose tables are not
-the template's any more (a test that changed the schema) is dropped instead, and so is one that
-could not be put back: no test ever gets a database another test left different.
+template has it rather than dropped and made again: the tables the test wrote to emptied, the
+template's rows and every sequence's position given back. Making and dropping a database cost
+about 0.2 s of CPU (the server writes the whole copy to its log), for each of some 800 tests;
+putting one back costs a fifth of that. A copy whose tables, columns, constraints or indexes are
+not the template's any more (a test that changed the schema) is dropped instead, and so is one
+that could not be put back: no test gets a database another test left different.
 
 A test process runs one test at a time, so what is here (the template's name and contents, the
 copies waiting) is the process's own.
