@@ -2,7 +2,8 @@
 
 The rest of the engine writes portable SQLAlchemy and comes here where the two backends differ:
 
-* connecting (``create_engine``): SQLite's file and its pragmas, PostgreSQL's pre-ping;
+* connecting (``create_engine``): SQLite's file, its pragmas and its driver
+  (``sqlite_driver``), PostgreSQL's pre-ping;
 * upserts (``insert_for``): both speak ``INSERT … ON CONFLICT``, each through its own construct;
 * row locks (``locked_read``): PostgreSQL locks the row, SQLite takes its one write lock;
 * start-up's schema work and seeding, one process at a time (``hold_setup_lock``);
@@ -34,6 +35,7 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 
+from engine.storage import sqlite_driver
 from engine.storage.private_files import private_sqlite_database
 
 # How long an SQLite writer waits for another one before giving up, in milliseconds.
@@ -85,7 +87,12 @@ def create_engine(url: str, *, echo: bool = False) -> AsyncEngine:
     if parsed.database and parsed.database != ":memory:" and not parsed.query.get("uri"):
         # Created owner-only before SQLite opens it: its -wal and -shm files take its mode.
         private_sqlite_database(Path(parsed.database).expanduser())
-    engine = create_async_engine(url, echo=echo)
+    driver = sqlite_driver.dbapi()
+    engine = (
+        create_async_engine(url, echo=echo)
+        if driver is None
+        else create_async_engine(url, echo=echo, module=driver)
+    )
     event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
     return engine
 
