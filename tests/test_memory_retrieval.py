@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from sqlalchemy import select, update
+from sqlalchemy import select, text, update
 from sqlmodel import col
 
 from engine.llm.providers.embeddings import EmbeddingClient
@@ -149,6 +149,34 @@ async def test_an_edited_memory_is_found_by_its_new_words(db):
     assert [m.id for m in burned.chosen] == [ids[4]]
     bridge = await retrieve(db, retriever, adventure, "> You cross the collapsed bridge storm.")
     assert ids[4] not in [m.id for m in bridge.chosen]
+
+
+async def test_a_search_finds_its_own_adventures_memories_as_the_index_keeps_them(db):
+    """The full-text index knows each memory's adventure (on SQLite since migration 0037): a
+    search reads only its adventure's, and the index follows a memory moved or deleted."""
+    first, second = await new_adventure(db), await new_adventure(db)
+    ids = await add_bank(db, first)
+    await add_bank(db, second, ["The ferryman of the north took silver, not copper coins."])
+    retriever = MemoryRetriever()
+    query = "> You pay the ferryman his copper coins."
+    assert [m.id for m in (await retrieve(db, retriever, first, query)).chosen] == [ids[1]]
+    async with db.session() as session, session.begin():
+        await session.execute(
+            update(Memory).where(col(Memory.id) == ids[1]).values(adventure_id=second)
+        )
+    assert (await retrieve(db, retriever, first, query)).chosen == []
+    moved = await retrieve(db, retriever, second, query)
+    assert ids[1] in [m.id for m in moved.chosen]
+    async with db.session() as session, session.begin():
+        await session.delete(await session.get(Memory, ids[1]))
+    after = await retrieve(db, retriever, second, query)
+    assert ids[1] not in [m.id for m in after.chosen] and after.chosen
+    if db.is_sqlite:
+        async with db.session() as session:
+            # FTS5's own check that the index holds exactly what the table does.
+            await session.execute(
+                text("INSERT INTO memories_fts(memories_fts) VALUES ('integrity-check')")
+            )
 
 
 # --- semantic ------------------------------------------------------------------------------------

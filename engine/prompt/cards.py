@@ -19,13 +19,14 @@ compiled pattern is shared by every turn that sees the same keys.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from typing import Any
 
-from sqlalchemy import Integer, Select, bindparam, select
+from sqlalchemy import Integer, Select, Text, bindparam, cast, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
@@ -196,20 +197,46 @@ def scan_text(
 @cache
 def _cards_query() -> Select[Any]:
     """``load_context_cards``' statement, built once: light columns only, never the
-    description."""
+    description; the options as their stored JSON text (``_context_card`` parses them)."""
     return (
         select(
             col(AdventureCard.id),
             col(AdventureCard.title),
-            col(AdventureCard.keys),
             col(AdventureCard.entry),
-            col(AdventureCard.type),
+            col(AdventureCard.keys),
             col(AdventureCard.always_on),
             col(AdventureCard.position),
-            col(AdventureCard.lore),
+            col(AdventureCard.type),
+            cast(col(AdventureCard.lore), Text).label("lore"),
         )
         .where(col(AdventureCard.adventure_id) == bindparam("adventure_id", type_=Integer))
         .order_by(col(AdventureCard.position), col(AdventureCard.id))
+    )
+
+
+@lru_cache(maxsize=4096)
+def _context_card(
+    id: int,
+    title: str,
+    entry: str,
+    keys: str,
+    always_on: bool,
+    position: int,
+    type: str,
+    lore: str | None,
+) -> Card:
+    """A card as the context reads it, from its row's values: every turn reads every card, and
+    parsing the keys and options again each turn cost as much as reading them. Cards are
+    immutable and the row's every value is the key, so a card written since is a new entry."""
+    return Card.of(
+        title,
+        entry,
+        keys,
+        always_on=always_on,
+        id=id,
+        position=position,
+        type=type,
+        lore=json.loads(lore) if lore else None,
     )
 
 
@@ -217,16 +244,4 @@ async def load_context_cards(session: AsyncSession, adventure_id: int) -> list[C
     """The adventure's cards as the context reads them (no description), in their order; whole
     rows, for snapshots and scripts, are ``engine.story.snapshots.load_cards``."""
     rows = await session.execute(_cards_query(), {"adventure_id": adventure_id})
-    return [
-        Card.of(
-            row.title,
-            row.entry,
-            row.keys,
-            always_on=row.always_on,
-            id=row.id,
-            position=row.position,
-            type=row.type,
-            lore=row.lore,
-        )
-        for row in rows
-    ]
+    return [_context_card(*row) for row in rows]

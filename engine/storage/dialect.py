@@ -192,6 +192,10 @@ class FullTextTable:
     #: A number column that multiplies a row's squashed score when the search ranks
     #: (``engine.llm.retrieval.lexical``; knowledge: its class's weight). None: the raw score ranks.
     weight_column: str | None = None
+    #: SQLite: a whole-number column the FTS5 table indexes too ("adventure_id"). A search
+    #: scoped to one value of it matches that value with each term, so FTS5 reads a term's
+    #: entries only where they meet the scope's instead of every row's in the table.
+    fts_scope_column: str | None = None
 
 
 def in_scope(table: FullTextTable, scope: Mapping[str, object], params: dict[str, object]) -> str:
@@ -227,13 +231,18 @@ def term_hits_query(
     sqlite_fts = not is_postgres(session)
     filters = in_scope(table, scope, params)
     t, row_id = table.table, table.id_column
+    # The scope's number matched with each term (an int, so never FTS5's query syntax).
+    scoped = ""
+    scope_value = scope.get(table.fts_scope_column) if table.fts_scope_column else None
+    if isinstance(scope_value, int) and not isinstance(scope_value, bool):
+        scoped = f'{table.fts_scope_column} : "{scope_value}" AND '
     parts = []
     for i, term in enumerate(terms):
         # The term's number is inlined (it is ours, an int): a bound parameter in a select
         # list has no type PostgreSQL could infer.
         if sqlite_fts:
             # A phrase, so FTS5 reads the term as a word, never as its query syntax.
-            params[f"q{i}"] = f'"{term}"'
+            params[f"q{i}"] = f'{scoped}"{term}"'
             # The full-text index drives (one lookup per term); joined the other way round,
             # SQLite would run the MATCH once per row in scope.
             parts.append(

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import unicodedata
 from dataclasses import dataclass
+from functools import cache
+from typing import Any
 
-from sqlalchemy import delete, select
+from sqlalchemy import Integer, Select, bindparam, delete, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
@@ -176,16 +178,24 @@ class PartyChange:
 # --- reads -------------------------------------------------------------------------------------
 
 
-async def party_sheets(session: AsyncSession, adventure_id: int) -> list[CharacterSheet]:
-    """The adventure's characters, in the order they were made (stable across turns, so the
-    party section keeps the prompt's prefix); not a kicked player's, who is out of the story."""
+@cache
+def _party_query() -> Select[Any]:
+    """``party_sheets``' statement, built once (every turn reads it; only the adventure is
+    bound): the columns a sheet needs, never whole rows."""
+    adventure_id = bindparam("adventure_id", type_=Integer)
     kicked = (
         select(col(MutedPlayer.user_id))
         .where(col(MutedPlayer.adventure_id) == adventure_id, col(MutedPlayer.kicked))
         .scalar_subquery()
     )
-    rows = await session.execute(
-        select(Character, col(User.name))
+    return (
+        select(
+            col(Character.user_id),
+            col(Character.name),
+            col(Character.about),
+            col(User.name).label("player"),
+            col(Character.pronouns),
+        )
         .join(User, col(User.id) == col(Character.user_id))
         .where(
             col(Character.adventure_id) == adventure_id,
@@ -193,8 +203,15 @@ async def party_sheets(session: AsyncSession, adventure_id: int) -> list[Charact
         )
         .order_by(col(Character.id))
     )
+
+
+async def party_sheets(session: AsyncSession, adventure_id: int) -> list[CharacterSheet]:
+    """The adventure's characters, in the order they were made (stable across turns, so the
+    party section keeps the prompt's prefix); not a kicked player's, who is out of the story."""
+    rows = await session.execute(_party_query(), {"adventure_id": adventure_id})
     return [
-        CharacterSheet(c.user_id, c.name, c.about, player or "", c.pronouns) for c, player in rows
+        CharacterSheet(row.user_id, row.name, row.about, row.player or "", row.pronouns)
+        for row in rows
     ]
 
 

@@ -172,6 +172,7 @@ async def search(
     statement, params = _scores_query(session, table, terms, names, scope, best)
     rows = (await session.execute(text(statement), params)).all()
     bank_size = int(rows[0].bank)
+    scorer = _Scorer(terms, bank_size, names)
     scores: dict[int, LexicalScore] = {}
     always: list[int] = []
     for row in rows:
@@ -180,38 +181,45 @@ async def search(
         if row.always:
             always.append(int(row.id))
         if row.matches:
-            scores[int(row.id)] = _score(row.matches, terms, bank_size, names)
+            scores[int(row.id)] = scorer.score(row.matches)
     return LexicalSearch(bank_size, scores, tuple(sorted(always)))
 
 
-def _score(
-    matches: str, terms: Sequence[str], bank_size: int, names: AbstractSet[str]
-) -> LexicalScore:
-    """A row's admission and score from its matches as the database lists them: ``"3:12,7:40"``
+class _Scorer:
+    """Rows' admission and score from their matches as the database lists them: ``"3:12,7:40"``
     (term 3, which 12 rows match; term 7, which 40 do). Computed here from those counts, as the
-    module's docstring says, so the score does not depend on the backend's float sums."""
-    rows_matching: dict[int, int] = {}
-    for pair in matches.split(","):
-        term, count = pair.split(":")
-        rows_matching[int(term)] = int(count)
-    idf = {
-        term: math.log(1 + (bank_size - n + 0.5) / (n + 0.5)) for term, n in rows_matching.items()
-    }
-    # The rarest first; among equals, the newest text's first.
-    shared = sorted(rows_matching, key=lambda term: (-idf[term], term))
-    rare_limit = max(1, int(bank_size * RARE_SHARE))
-    big_bank = bank_size >= MIN_BANK_FOR_RARITY
-    rare = tuple(
-        terms[term]
-        for term in shared
-        if rows_matching[term] <= rare_limit and (big_bank or terms[term] in names)
-    )
-    return LexicalScore(
-        terms=tuple(terms[term] for term in shared),
-        score=sum(idf[term] for term in shared),
-        admitted=len(shared) >= 2 or bool(rare),
-        rare=rare,
-    )
+    module's docstring says, so the score does not depend on the backend's float sums. A
+    term's idf and rarity are the same on every row of one search: each is worked out once."""
+
+    def __init__(self, terms: Sequence[str], bank_size: int, names: AbstractSet[str]) -> None:
+        self.terms = terms
+        self.bank_size = bank_size
+        self.names = names
+        self.rare_limit = max(1, int(bank_size * RARE_SHARE))
+        self.big_bank = bank_size >= MIN_BANK_FOR_RARITY
+        #: "3:12" → (its place among the search's terms, rarest first; term 3; idf; rare).
+        self._pairs: dict[str, tuple[tuple[float, int], int, float, bool]] = {}
+
+    def _pair(self, pair: str) -> tuple[tuple[float, int], int, float, bool]:
+        found = self._pairs.get(pair)
+        if found is None:
+            term_text, count_text = pair.split(":")
+            term, n = int(term_text), int(count_text)
+            idf = math.log(1 + (self.bank_size - n + 0.5) / (n + 0.5))
+            rare = n <= self.rare_limit and (self.big_bank or self.terms[term] in self.names)
+            # The rarest first; among equals, the newest text's first.
+            found = self._pairs[pair] = ((-idf, term), term, idf, rare)
+        return found
+
+    def score(self, matches: str) -> LexicalScore:
+        shared = sorted(self._pair(pair) for pair in matches.split(","))
+        terms = self.terms
+        return LexicalScore(
+            terms=tuple(terms[term] for _, term, _, _ in shared),
+            score=sum(idf for _, _, idf, _ in shared),
+            admitted=len(shared) >= 2 or any(rare for *_, rare in shared),
+            rare=tuple(terms[term] for _, term, _, rare in shared if rare),
+        )
 
 
 def _scores_query(
@@ -226,7 +234,7 @@ def _scores_query(
     row, and one row with a NULL id when nothing comes back.
 
     The admission rule and the idf are the module docstring's, in SQL, to choose which rows
-    come back; ``_score`` computes each returned row's score and admission again exactly.
+    come back; ``_Scorer`` computes each returned row's score and admission again exactly.
     """
     sql = spelling(session)
     params: dict[str, object] = {}

@@ -231,6 +231,17 @@ PER_PROCESS: tuple[PerProcess, ...] = (
         "Pure functions of the keys: a cached matcher cannot go stale.",
     ),
     PerProcess(
+        "engine.prompt.cards:_context_card",
+        "story cards as the context reads them, by every value of their row (4,096 at most)",
+        "A pure function of the row's values, all of them the key: a card another process "
+        "changed is read with its new values, which are another key.",
+    ),
+    PerProcess(
+        "engine.story.characters:_party_query",
+        "the statement that reads an adventure's party, built once",
+        "A statement without values: each turn binds its own.",
+    ),
+    PerProcess(
         "engine.prompt.regex_keys:compile_regex",
         "story cards' regular-expression keys, compiled by RE2",
         "A pure function of the key's text: a compiled pattern cannot go stale.",

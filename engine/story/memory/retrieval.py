@@ -42,8 +42,9 @@ DEFAULT_TOP_K = 5
 #: How many of the newest story entries (with the new action) make the query.
 QUERY_ENTRIES = 4
 
-#: The memories' text as the lexical search reads it (the structures are migration 0006's);
-#: a search is scoped to one adventure and never finds a forgotten memory.
+#: The memories' text as the lexical search reads it (the structures are migration 0006's,
+#: SQLite's index scoped by adventure since 0037); a search is scoped to one adventure and
+#: never finds a forgotten memory.
 MEMORY_TEXT = FullTextTable(
     table="memories",
     id_column="id",
@@ -51,6 +52,7 @@ MEMORY_TEXT = FullTextTable(
     tsvector_column="search_vector",
     hidden_when=("forgotten",),
     always_when="pinned",
+    fts_scope_column="adventure_id",
 )
 
 
