@@ -236,6 +236,8 @@ def term_hits_query(
     scope_value = scope.get(table.fts_scope_column) if table.fts_scope_column else None
     if isinstance(scope_value, int) and not isinstance(scope_value, bool):
         scoped = f'{table.fts_scope_column} : "{scope_value}" AND '
+    if sqlite_fts and scoped and set(scope) == {table.fts_scope_column}:
+        return _scoped_term_hits(table, terms, scoped, scope_value, params)
     parts = []
     for i, term in enumerate(terms):
         # The term's number is inlined (it is ours, an int): a bound parameter in a select
@@ -260,6 +262,38 @@ def term_hits_query(
     return " UNION ALL ".join(parts) or "SELECT 0 AS term, 0 AS id WHERE 1 = 0"
 
 
+def _scoped_term_hits(
+    table: FullTextTable,
+    terms: Sequence[str],
+    scoped: str,
+    scope_value: int,
+    params: dict[str, object],
+) -> str:
+    """``term_hits_query`` on SQLite when the scope is the index's scope column alone: the
+    index's MATCH already keeps to the scope's rows (the table's triggers keep the column in
+    step with the row), so the table is read only for the scope's hidden rows, once, instead of
+    once for every row each term matches."""
+    fts, row_id = table.fts_table, table.id_column
+    matches = []
+    for i, term in enumerate(terms):
+        params[f"q{i}"] = f'{scoped}"{term}"'
+        matches.append(f"SELECT {i} AS term, rowid AS id FROM {fts} WHERE {fts} MATCH :q{i}")
+    if not matches:
+        return "SELECT 0 AS term, 0 AS id WHERE 1 = 0"
+    union = " UNION ALL ".join(matches)
+    if not table.hidden_when:
+        return union
+    params["fts_scope"] = scope_value
+    hidden = " OR ".join(f"t.{column}" for column in table.hidden_when)
+    # "+m.id": SQLite would otherwise hand the NOT IN to FTS5 as a rowid constraint on every
+    # MATCH, and run each once per hidden row.
+    return (
+        f"SELECT m.term, m.id FROM ({union}) AS m WHERE +m.id NOT IN ("
+        f"SELECT t.{row_id} FROM {table.table} AS t "
+        f"WHERE t.{table.fts_scope_column} = :fts_scope AND ({hidden}))"
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class SqlSpelling:
     """How each backend spells what a portable statement needs (``{}`` takes the argument)."""
@@ -272,6 +306,10 @@ class SqlSpelling:
     whole: str
     #: A number as a double-precision float.
     double: str
+    #: The sum of ``1 << {}`` over a group, as a 64-bit integer (each shift a distinct bit).
+    bits: str
+    #: An inner join that keeps the left table as the outer loop.
+    join_in_order: str
 
 
 _SQLITE_SPELLING = SqlSpelling(
@@ -279,12 +317,17 @@ _SQLITE_SPELLING = SqlSpelling(
     greatest="max({}, {})",
     whole="CAST({} AS INTEGER)",
     double="CAST({} AS REAL)",
+    bits="sum(1 << {})",
+    # SQLite's planner takes CROSS JOIN's order as written.
+    join_in_order="CROSS JOIN",
 )
 _POSTGRES_SPELLING = SqlSpelling(
     joined="string_agg({}, ',')",
     greatest="greatest({}, {})",
     whole="floor({})",
     double="CAST({} AS double precision)",
+    bits="CAST(sum(CAST(1 AS bigint) << {}) AS bigint)",
+    join_in_order="JOIN",
 )
 
 

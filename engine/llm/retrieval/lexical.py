@@ -9,9 +9,11 @@ the rows in scope, such as one adventure's live memories).
 
 One statement a search: the database matches the terms, counts the bank and each term's rows,
 and scores and admits each row by the rules below, so only rows worth sending come back, each
-as its id and its list of (term, rows matching it). From that list the score and admission are
-computed once more here, exactly (the backends sum floats in their own ways), and that is what
-the caller sees and ranks by.
+as its id and the terms it shares (a bit a term: integer arithmetic, where a list of strings
+built for every matching row cost a fifth of the statement), with how many rows each term
+matches once on the first row. From those the score and admission are computed once more here,
+exactly (the backends sum floats in their own ways), and that is what the caller sees and ranks
+by.
 
 A row's score is the sum of its shared terms' BM25 idf, ``ln(1 + (N - n + 0.5) / (n + 0.5))``
 for a term ``n`` rows of a bank of ``N`` match.
@@ -39,6 +41,8 @@ from engine.storage.dialect import FullTextTable, in_scope, spelling, term_hits_
 
 #: Most query terms looked up per turn; the newest text's terms come first.
 MAX_TERMS = 32
+#: The most terms a search can look up: a row's shared terms are the bits of a 64-bit integer.
+MAX_TERM_BITS = 62
 #: A term is rare when at most this share of the bank matches it (and at least one row).
 RARE_SHARE = 0.05
 #: Terms shorter than this are never meaningful enough to admit a row on their own.
@@ -167,12 +171,16 @@ async def search(
     squashed scores times the row's weight). None: every row that shares a term.
     ``max_terms``: the most query terms looked up, the newest text's first.
     """
+    if max_terms > MAX_TERM_BITS:
+        raise ValueError(f"at most {MAX_TERM_BITS} query terms: a row's terms are bits of one int")
     terms = query_terms(texts, max_terms)
     names = names_in(texts)
     statement, params = _scores_query(session, table, terms, names, scope, best)
     rows = (await session.execute(text(statement), params)).all()
     bank_size = int(rows[0].bank)
-    scorer = _Scorer(terms, bank_size, names)
+    # On one row (the first the window numbered, whichever place it comes back in).
+    counts = next((row.counts for row in rows if row.counts), "")
+    scorer = _Scorer(terms, counts, bank_size, names)
     scores: dict[int, LexicalScore] = {}
     always: list[int] = []
     for row in rows:
@@ -180,45 +188,45 @@ async def search(
             continue  # the bank's row when nothing came back
         if row.always:
             always.append(int(row.id))
-        if row.matches:
-            scores[int(row.id)] = scorer.score(row.matches)
+        if row.shared:
+            scores[int(row.id)] = scorer.score(int(row.shared))
     return LexicalSearch(bank_size, scores, tuple(sorted(always)))
 
 
 class _Scorer:
-    """Rows' admission and score from their matches as the database lists them: ``"3:12,7:40"``
-    (term 3, which 12 rows match; term 7, which 40 do). Computed here from those counts, as the
-    module's docstring says, so the score does not depend on the backend's float sums. A
-    term's idf and rarity are the same on every row of one search: each is worked out once."""
+    """Rows' admission and score from what the database sends: the terms a row shares, a bit a
+    term (bit 3: ``terms[3]``), and how many rows each term matches, ``"3:12,7:40"`` (term 3,
+    which 12 rows match; term 7, which 40 do). Computed here, as the module's docstring says,
+    so the score does not depend on the backend's float sums. A term's idf and rarity are the
+    same on every row of one search: each is worked out once."""
 
-    def __init__(self, terms: Sequence[str], bank_size: int, names: AbstractSet[str]) -> None:
+    def __init__(
+        self, terms: Sequence[str], counts: str, bank_size: int, names: AbstractSet[str]
+    ) -> None:
         self.terms = terms
-        self.bank_size = bank_size
-        self.names = names
-        self.rare_limit = max(1, int(bank_size * RARE_SHARE))
-        self.big_bank = bank_size >= MIN_BANK_FOR_RARITY
-        #: "3:12" → (its place among the search's terms, rarest first; term 3; idf; rare).
-        self._pairs: dict[str, tuple[tuple[float, int], int, float, bool]] = {}
-
-    def _pair(self, pair: str) -> tuple[tuple[float, int], int, float, bool]:
-        found = self._pairs.get(pair)
-        if found is None:
+        rare_limit = max(1, int(bank_size * RARE_SHARE))
+        big_bank = bank_size >= MIN_BANK_FOR_RARITY
+        #: Term → (its place, rarest first, then the newest text's first; idf; rare).
+        self._terms: dict[int, tuple[tuple[float, int], float, bool]] = {}
+        for pair in filter(None, counts.split(",")):
             term_text, count_text = pair.split(":")
             term, n = int(term_text), int(count_text)
-            idf = math.log(1 + (self.bank_size - n + 0.5) / (n + 0.5))
-            rare = n <= self.rare_limit and (self.big_bank or self.terms[term] in self.names)
-            # The rarest first; among equals, the newest text's first.
-            found = self._pairs[pair] = ((-idf, term), term, idf, rare)
-        return found
+            idf = math.log(1 + (bank_size - n + 0.5) / (n + 0.5))
+            rare = n <= rare_limit and (big_bank or terms[term] in names)
+            self._terms[term] = ((-idf, term), idf, rare)
 
-    def score(self, matches: str) -> LexicalScore:
-        shared = sorted(self._pair(pair) for pair in matches.split(","))
+    def score(self, shared_bits: int) -> LexicalScore:
+        shared = sorted(
+            (self._terms[term], term)
+            for term in range(shared_bits.bit_length())
+            if shared_bits >> term & 1
+        )
         terms = self.terms
         return LexicalScore(
-            terms=tuple(terms[term] for _, term, _, _ in shared),
-            score=sum(idf for _, _, idf, _ in shared),
-            admitted=len(shared) >= 2 or any(rare for *_, rare in shared),
-            rare=tuple(terms[term] for _, term, _, rare in shared if rare),
+            terms=tuple(terms[term] for _, term in shared),
+            score=sum(idf for (_, idf, _), _ in shared),
+            admitted=len(shared) >= 2 or any(rare for (_, _, rare), _ in shared),
+            rare=tuple(terms[term] for (_, _, rare), term in shared if rare),
         )
 
 
@@ -230,8 +238,9 @@ def _scores_query(
     scope: Mapping[str, object],
     best: int | None,
 ) -> tuple[str, dict[str, object]]:
-    """The search's statement. Its rows: ``(bank, id, always, matches)``; ``bank`` on every
-    row, and one row with a NULL id when nothing comes back.
+    """The search's statement. Its rows: ``(bank, counts, id, always, shared)``: ``bank`` on
+    every row, ``counts`` (each term's rows, ``"3:12,7:40"``) on the first, ``shared`` the bits
+    of the row's terms; one row with a NULL id when nothing comes back.
 
     The admission rule and the idf are the module docstring's, in SQL, to choose which rows
     come back; ``_Scorer`` computes each returned row's score and admission again exactly.
@@ -251,7 +260,7 @@ def _scores_query(
         f"ln(1 + ({sql.double.format('b.n - count(*)')} + 0.5) "
         f"/ ({sql.double.format('count(*)')} + 0.5))"
     )
-    match = "CAST(h.term AS TEXT) || ':' || CAST(d.n AS TEXT)"
+    count = "CAST(d.term AS TEXT) || ':' || CAST(d.n AS TEXT)"
     kept = (
         f"SELECT t.{row_id} AS id FROM {t} AS t WHERE {live} AND t.{table.always_when}"
         if table.always_when
@@ -297,14 +306,18 @@ def _scores_query(
         f"CASE WHEN count(*) <= {rare_limit} "
         f"AND (b.n >= {MIN_BANK_FOR_RARITY} OR {is_name}) THEN 1 ELSE 0 END AS rare "
         "FROM hits AS h CROSS JOIN bank AS b GROUP BY h.term, b.n), "
+        # Each row's hits, looked up in the few terms' counts (on SQLite in that order: the
+        # other way round it indexes every hit first).
         "scored AS (SELECT h.id, count(*) AS shared, sum(d.idf) AS score, "
-        f"max(d.rare) AS rare, {sql.joined.format(match)} AS matches "
-        "FROM hits AS h JOIN df AS d ON d.term = h.term GROUP BY h.id)"
+        f"max(d.rare) AS rare, {sql.bits.format('h.term')} AS bits "
+        f"FROM hits AS h {sql.join_in_order} df AS d ON d.term = h.term GROUP BY h.id)"
         f"{ranked} "
-        "SELECT b.n AS bank, f.id, f.always, f.matches FROM bank AS b LEFT JOIN ("
-        "SELECT k.id, 1 AS always, r.matches FROM kept AS k LEFT JOIN scored AS r "
+        "SELECT b.n AS bank, CASE WHEN row_number() OVER () = 1 THEN "
+        f"(SELECT {sql.joined.format(count)} FROM df AS d) END AS counts, "
+        "f.id, f.always, f.bits AS shared FROM bank AS b LEFT JOIN ("
+        "SELECT k.id, 1 AS always, r.bits FROM kept AS k LEFT JOIN scored AS r "
         "ON r.id = k.id "
-        f"UNION ALL SELECT r.id, 0 AS always, r.matches {chosen}"
+        f"UNION ALL SELECT r.id, 0 AS always, r.bits {chosen}"
         ") AS f ON 1 = 1"
     )
     return statement, params
