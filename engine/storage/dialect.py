@@ -236,8 +236,8 @@ def term_hits_query(
     scope_value = scope.get(table.fts_scope_column) if table.fts_scope_column else None
     if isinstance(scope_value, int) and not isinstance(scope_value, bool):
         scoped = f'{table.fts_scope_column} : "{scope_value}" AND '
-    if sqlite_fts and scoped and set(scope) == {table.fts_scope_column}:
-        return _scoped_term_hits(table, terms, scoped, scope_value, params)
+        if sqlite_fts and set(scope) == {table.fts_scope_column}:
+            return _scoped_term_hits(table, terms, scoped, scope_value, params)
     parts = []
     for i, term in enumerate(terms):
         # The term's number is inlined (it is ours, an int): a bound parameter in a select
