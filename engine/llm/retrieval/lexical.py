@@ -33,8 +33,9 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
+from functools import lru_cache
 
-from sqlalchemy import text
+from sqlalchemy import TextClause, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from engine.storage.dialect import FullTextTable, in_scope, spelling, term_hits_query
@@ -176,7 +177,7 @@ async def search(
     terms = query_terms(texts, max_terms)
     names = names_in(texts)
     statement, params = _scores_query(session, table, terms, names, scope, best)
-    rows = (await session.execute(text(statement), params)).all()
+    rows = (await session.execute(_clause(statement), params)).all()
     bank_size = int(rows[0].bank)
     # On one row (the first the window numbered, whichever place it comes back in).
     counts = next((row.counts for row in rows if row.counts), "")
@@ -191,6 +192,13 @@ async def search(
         if row.shared:
             scores[int(row.id)] = scorer.score(int(row.shared))
     return LexicalSearch(bank_size, scores, tuple(sorted(always)))
+
+
+@lru_cache(maxsize=256)
+def _clause(statement: str) -> TextClause:
+    """The search's statement as SQLAlchemy runs it, parsed once: it is the same text from turn
+    to turn for the same number of terms, and only the values bound change."""
+    return text(statement)
 
 
 class _Scorer:

@@ -220,6 +220,17 @@ PER_PROCESS: tuple[PerProcess, ...] = (
         "A statement without values: each turn binds its own.",
     ),
     PerProcess(
+        "engine.llm.retrieval.lexical:_clause",
+        "the lexical search's statements, parsed, by their text (256 at most)",
+        "Statements without values (the terms and the scope are bound each turn): the same "
+        "text is the same statement.",
+    ),
+    PerProcess(
+        "engine.story.memory.retrieval:_texts_query",
+        "the statement that reads the chosen memories' texts, built once",
+        "A statement without values: each turn binds its own.",
+    ),
+    PerProcess(
         "engine.llm.retrieval.vectors:VectorCache",
         "memory vectors this process has read, by row id and the digest read with them",
         "Each turn reads every row's current digest first: a vector another process wrote, "

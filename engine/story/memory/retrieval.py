@@ -169,7 +169,7 @@ class MemoryRetriever(RankingRetriever):
                 candidates.append(ChosenMemory(memory_id, "", False, score, cosine, semantic))
         candidates.sort(key=lambda m: m.ranking)
         chosen = pinned + candidates[: max(0, self.top_k - len(pinned))]
-        texts_of = await _texts(session, [m.id for m in chosen])
+        texts_of = await _texts(session, adventure_id, [m.id for m in chosen])
         return Retrieval(
             [replace(m, text=texts_of[m.id]) for m in chosen if m.id in texts_of],
             lexical.bank_size,
@@ -234,11 +234,19 @@ def _vector_reading(ids: list[int]) -> Select[Any]:
     )
 
 
-async def _texts(session: AsyncSession, ids: Sequence[int]) -> dict[int, str]:
-    """The texts of the chosen memories, and of no other."""
+@cache
+def _texts_query() -> Select[Any]:
+    """``_texts``' statement, built once (building it cost ten times running it)."""
+    return select(col(Memory.id), col(Memory.text)).where(
+        col(Memory.id).in_(bindparam("ids", expanding=True)),
+        col(Memory.adventure_id) == bindparam("adventure_id", type_=Integer),
+    )
+
+
+async def _texts(session: AsyncSession, adventure_id: int, ids: Sequence[int]) -> dict[int, str]:
+    """The texts of the chosen memories, and of no other: only the adventure's, whatever an
+    index said (a memory of another adventure is never sent, even if chosen by mistake)."""
     if not ids:
         return {}
-    rows = await session.execute(
-        select(col(Memory.id), col(Memory.text)).where(col(Memory.id).in_(ids))
-    )
+    rows = await session.execute(_texts_query(), {"ids": list(ids), "adventure_id": adventure_id})
     return {row.id: row.text for row in rows}
