@@ -177,20 +177,20 @@ async def search(
     terms = query_terms(texts, max_terms)
     names = names_in(texts)
     statement, params = _scores_query(session, table, terms, names, scope, best)
-    rows = (await session.execute(_clause(statement), params)).all()
-    bank_size = int(rows[0].bank)
+    rows = [tuple(row) for row in (await session.execute(_clause(statement), params)).all()]
+    bank_size = int(rows[0][0])
     # On one row (the first the window numbered, whichever place it comes back in).
-    counts = next((row.counts for row in rows if row.counts), "")
+    counts = next((row[1] for row in rows if row[1]), "")
     scorer = _Scorer(terms, counts, bank_size, names)
     scores: dict[int, LexicalScore] = {}
     always: list[int] = []
-    for row in rows:
-        if row.id is None:
+    for _, _, row_id, is_always, shared in rows:
+        if row_id is None:
             continue  # the bank's row when nothing came back
-        if row.always:
-            always.append(int(row.id))
-        if row.shared:
-            scores[int(row.id)] = scorer.score(int(row.shared))
+        if is_always:
+            always.append(int(row_id))
+        if shared:
+            scores[int(row_id)] = scorer.score(int(shared))
     return LexicalSearch(bank_size, scores, tuple(sorted(always)))
 
 
@@ -214,27 +214,25 @@ class _Scorer:
         self.terms = terms
         rare_limit = max(1, int(bank_size * RARE_SHARE))
         big_bank = bank_size >= MIN_BANK_FOR_RARITY
-        #: Term → (its place, rarest first, then the newest text's first; idf; rare).
-        self._terms: dict[int, tuple[tuple[float, int], float, bool]] = {}
+        #: The terms the rows share, rarest first, then the newest text's first: (term, idf,
+        #: rare). A row's terms are taken in this order, so none is sorted again.
+        found: list[tuple[float, int, bool]] = []
         for pair in filter(None, counts.split(",")):
             term_text, count_text = pair.split(":")
             term, n = int(term_text), int(count_text)
             idf = math.log(1 + (bank_size - n + 0.5) / (n + 0.5))
-            rare = n <= rare_limit and (big_bank or terms[term] in names)
-            self._terms[term] = ((-idf, term), idf, rare)
+            found.append((idf, term, n <= rare_limit and (big_bank or terms[term] in names)))
+        found.sort(key=lambda item: (-item[0], item[1]))
+        self._order = [(term, idf, rare) for idf, term, rare in found]
 
     def score(self, shared_bits: int) -> LexicalScore:
-        shared = sorted(
-            (self._terms[term], term)
-            for term in range(shared_bits.bit_length())
-            if shared_bits >> term & 1
-        )
+        shared = [item for item in self._order if shared_bits >> item[0] & 1]
         terms = self.terms
         return LexicalScore(
-            terms=tuple(terms[term] for _, term in shared),
-            score=sum(idf for (_, idf, _), _ in shared),
-            admitted=len(shared) >= 2 or any(rare for (_, _, rare), _ in shared),
-            rare=tuple(terms[term] for (_, _, rare), term in shared if rare),
+            terms=tuple(terms[term] for term, _, _ in shared),
+            score=sum(idf for _, idf, _ in shared),
+            admitted=len(shared) >= 2 or any(rare for _, _, rare in shared),
+            rare=tuple(terms[term] for term, _, rare in shared if rare),
         )
 
 

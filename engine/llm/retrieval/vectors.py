@@ -147,15 +147,19 @@ async def current_vectors(
     ``reading(ids)``: a statement whose rows are ``(id, embedding, digest)`` for those ids.
     Both run in ``session`` with ``params``.
     """
-    listed = (await session.execute(listing, params)).all()
+    # Plain tuples: a turn goes through every listed row several times.
+    listed: list[tuple[int, int | None, bool]] = [
+        tuple(row) for row in (await session.execute(listing, params)).all()
+    ]
     scope = cache.scope(key)
-    alive = {row.id for row in listed}
-    cache.drop(scope, [row_id for row_id in scope.vectors if row_id not in alive])
-    wanted = [row for row in listed if row.same]
+    kept = scope.vectors
+    alive = {row_id for row_id, _, _ in listed}
+    cache.drop(scope, [row_id for row_id in kept if row_id not in alive])
+    wanted = [row_id for row_id, _, same in listed if same]
     stale = [
-        row.id
-        for row in wanted
-        if row.digest is None or scope.vectors.get(row.id, (None,))[0] != row.digest
+        row_id
+        for row_id, digest, same in listed
+        if same and (digest is None or kept.get(row_id, (None,))[0] != digest)
     ]
     unkept: dict[int, np.ndarray] = {}
     if stale:
@@ -168,17 +172,18 @@ async def current_vectors(
             else:
                 # Kept under the digest read with these bytes, never the one listed before.
                 cache.keep(scope, row.id, row.digest, vector)
-    ids = [row.id for row in wanted if row.id in scope.vectors or row.id in unkept]
-    vectors = [unkept[i] if i in unkept else scope.vectors[i][1] for i in ids]
+    ids = [row_id for row_id in wanted if row_id in kept or row_id in unkept]
+    order = tuple(ids)
+    vectors: list[np.ndarray] = []
     matrix = None
-    if ids and len({v.shape[0] for v in vectors}) == 1:
-        order = tuple(ids)
-        if not unkept and scope.matrix is not None and scope.matrix[0] == order:
-            matrix = scope.matrix[1]
-        else:
+    if ids and not unkept and scope.matrix is not None and scope.matrix[0] == order:
+        matrix = scope.matrix[1]  # the same bank as the last turn's: its matrix as it is
+    else:
+        vectors = [unkept[i] if i in unkept else kept[i][1] for i in ids]
+        if ids and len({v.shape[0] for v in vectors}) == 1:
             matrix = np.stack(vectors)
             if not unkept:
                 cache.keep_matrix(scope, order, matrix)
     cache.trim(key)
-    others = [row.id for row in listed if not row.same]
+    others = [row_id for row_id, _, same in listed if not same]
     return Current(ids, others, vectors, matrix)
