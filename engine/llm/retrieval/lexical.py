@@ -86,14 +86,7 @@ def query_terms(texts: Iterable[str], limit: int = MAX_TERMS) -> list[str]:
     seen: set[str] = set()
     terms: list[str] = []
     for chunk in texts:
-        for match in _WORD.finditer(chunk):
-            word = match.group(0).lower().replace("’", "'")
-            if word in STOP_WORDS:
-                continue
-            word = word.split("'", 1)[0]  # "mira's" → "mira"
-            if len(word) < MIN_TERM_CHARS or word in STOP_WORDS:
-                continue
-            key = _key(word)
+        for word, key in _words(chunk):
             if key in seen:
                 continue
             seen.add(key)
@@ -103,21 +96,49 @@ def query_terms(texts: Iterable[str], limit: int = MAX_TERMS) -> list[str]:
     return terms
 
 
+@lru_cache(maxsize=1024)
+def _words(chunk: str) -> tuple[tuple[str, str], ...]:
+    """The meaningful words of one text, in order, each with its key, the first of each key:
+    a story's entries come back turn after turn in the query, so each is read once."""
+    seen: set[str] = set()
+    words: list[tuple[str, str]] = []
+    for match in _WORD.finditer(chunk):
+        word = match.group(0).lower().replace("’", "'")
+        if word in STOP_WORDS:
+            continue
+        word = word.split("'", 1)[0]  # "mira's" → "mira"
+        if len(word) < MIN_TERM_CHARS or word in STOP_WORDS:
+            continue
+        key = _key(word)
+        if key not in seen:
+            seen.add(key)
+            words.append((word, key))
+    return tuple(words)
+
+
 _CAPITALISED = re.compile(r"[^\W\d_]+", re.UNICODE)
 _SENTENCE_START = re.compile(r"(?:^|[.!?:;>\"“”(\n]\s*)$")
 
 
 def names_in(texts: Iterable[str]) -> set[str]:
     """Words written capitalised where a sentence does not start: names, lower-cased."""
-    names = set()
+    names: set[str] = set()
     for chunk in texts:
-        for match in _CAPITALISED.finditer(chunk):
-            word = match.group(0)
-            if not word[0].isupper() or word.lower() in STOP_WORDS:
-                continue
-            if _SENTENCE_START.search(chunk[: match.start()]) is None:
-                names.add(word.lower())
+        names.update(_names(chunk))
     return names
+
+
+@lru_cache(maxsize=1024)
+def _names(chunk: str) -> frozenset[str]:
+    """``names_in`` of one text, read once (as ``_words``)."""
+    names = set()
+    for match in _CAPITALISED.finditer(chunk):
+        word = match.group(0)
+        if not word[0].isupper() or word.lower() in STOP_WORDS:
+            continue
+        if _SENTENCE_START.search(chunk[: match.start()]) is None:
+            names.add(word.lower())
+    return frozenset(names)
 
 
 def _key(word: str) -> str:

@@ -220,6 +220,11 @@ PER_PROCESS: tuple[PerProcess, ...] = (
         "A statement without values: each turn binds its own.",
     ),
     PerProcess(
+        "engine.llm.retrieval.lexical:_words",
+        "the meaningful words and the names of story texts, by the text (1,024 of each)",
+        "Pure functions of the text: a text's words cannot go stale.",
+    ),
+    PerProcess(
         "engine.llm.retrieval.lexical:_clause",
         "the lexical search's statements, parsed, by their text (256 at most)",
         "Statements without values (the terms and the scope are bound each turn): the same "
