@@ -33,7 +33,8 @@ from engine.storage.models import (
     Take,
     User,
 )
-from tests.helpers import node_count
+from engine.story.memory.retrieval import MemoryRetriever
+from tests.helpers import new_adventure, node_count
 
 
 async def test_a_fresh_database_is_at_the_newest_revision(db: Database):
@@ -257,3 +258,31 @@ async def test_the_servers_suggestions_switch_moves_onto_its_row(db: Database):
             select(func.count()).select_from(Adventure).where(col(Adventure.server_id) == 1)
         )
         assert adventures == 1
+
+
+async def test_the_memories_index_learns_each_memorys_adventure_when_migrated(db: Database):
+    """Migration 0037, run as start-up runs it: memories written under the text-only index
+    (0036) are found after the upgrade, by their own adventure only."""
+
+    def downgrade(sync: Connection) -> None:
+        command.downgrade(alembic_config(connection=sync), "0036")
+
+    async with db.engine.connect() as connection:
+        async with connection.begin():
+            await connection.run_sync(downgrade)
+    first, second = await new_adventure(db), await new_adventure(db)
+    async with db.session() as session, session.begin():
+        session.add(Memory(adventure_id=first, text="The ferryman took three copper coins."))
+        session.add(Memory(adventure_id=second, text="A ferryman of copper and coins."))
+    await db.migrate()
+    async with db.session() as session:
+        found = await MemoryRetriever().retrieve(
+            session, first, ["> You pay the ferryman copper coins."]
+        )
+        assert [m.text for m in found.chosen] == ["The ferryman took three copper coins."]
+        if db.is_sqlite:
+            await session.execute(
+                text("INSERT INTO memories_fts(memories_fts) VALUES ('integrity-check')")
+            )
+            columns = await session.execute(text("SELECT * FROM memories_fts LIMIT 0"))
+            assert list(columns.keys()) == ["text", "adventure_id"]
