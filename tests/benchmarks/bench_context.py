@@ -3,7 +3,7 @@
 Run by hand (it is not part of the normal test run)::
 
     .venv/bin/python -m tests.benchmarks.bench_context [--turns 50 200 500 2000]
-        [--reps 60] [--url postgresql+asyncpg://...]
+        [--reps 60] [--url postgresql+asyncpg://...] [--other-memories 20000]
 
 One database (a temporary SQLite file unless ``--url`` names another, which must be empty) holds
 one adventure per story length, each with 100 story cards and 200 memories; a turn is a player
@@ -21,6 +21,10 @@ Read per turn: the result rows the database driver delivered, and the sum of the
 in SQLAlchemy's ``after_cursor_execute`` hook from the adapted cursor, which has fetched every
 row by then (aiosqlite and asyncpg alike): text as its UTF-8 length, binary as its length,
 numbers and timestamps as 8 bytes, NULL as 0. Statements sent are counted too.
+
+``--other-memories N`` puts N memories of another adventure in the table too (the bench's
+memory texts again), as a bot with many adventures has: a turn's search should read its own
+adventure's, whatever the table holds.
 
 Two modes, each measured over every length, with the retrievers the bot configures (memories
 and the knowledge library, which is empty here, as most adventures' is):
@@ -403,7 +407,9 @@ def history_entries(built) -> int:
     )
 
 
-async def run(url: str, lengths: tuple[int, ...], reps: int) -> tuple[list[Figures], list[Figures]]:
+async def run(
+    url: str, lengths: tuple[int, ...], reps: int, other_memories: int = 0
+) -> tuple[list[Figures], list[Figures]]:
     """Both modes on one database: lexical, then with embeddings."""
     db = Database(url)
     try:
@@ -413,6 +419,8 @@ async def run(url: str, lengths: tuple[int, ...], reps: int) -> tuple[list[Figur
         adventures = {}
         for n, turns in enumerate(lengths):
             adventures[turns] = await seed_adventure(db, turns, channel_id=1000 + n, seed=n)
+        if other_memories:
+            await seed_other_memories(db, other_memories, like=next(iter(adventures.values())))
         await gather_statistics(db)
         counter = ReadCounter(db)
         lexical = await measure(db, counter, adventures, max(reps, 2))
@@ -420,6 +428,22 @@ async def run(url: str, lengths: tuple[int, ...], reps: int) -> tuple[list[Figur
         return lexical, semantic
     finally:
         await db.dispose()
+
+
+async def seed_other_memories(db: Database, count: int, *, like: int) -> None:
+    """``count`` memories of another adventure, their texts those of adventure ``like``."""
+    other = await seed_adventure(db, 1, channel_id=999, cards=0, memories=0, heavy=False)
+    async with db.session() as session, session.begin():
+        texts = list(
+            await session.scalars(select(col(Memory.text)).where(col(Memory.adventure_id) == like))
+        )
+        now = utcnow()
+        rows = [
+            {"adventure_id": other, "text": texts[i % len(texts)], "created_at": now}
+            for i in range(count)
+        ]
+        for start in range(0, count, 1000):
+            await session.execute(insert(Memory), rows[start : start + 1000])
 
 
 async def gather_statistics(db: Database) -> None:
@@ -577,6 +601,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=60)
     parser.add_argument("--url", help="an empty database to use (default: a temporary SQLite)")
     parser.add_argument("--prefix-only", action="store_true", help="only the prefix-reuse line")
+    parser.add_argument(
+        "--other-memories",
+        type=int,
+        default=0,
+        help="memories of another adventure in the table too",
+    )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="campfire-bench-") as tmp:
         prefix_url = f"sqlite+aiosqlite:///{Path(tmp) / 'prefix.db'}"
@@ -584,12 +614,13 @@ def main(argv: list[str] | None = None) -> int:
             print(prefix_summary(asyncio.run(run_prefix(prefix_url))), flush=True)
             return 0
         url = args.url or f"sqlite+aiosqlite:///{Path(tmp) / 'bench.db'}"
+        others = f" (and {args.other_memories} of another adventure)" if args.other_memories else ""
         print(
-            f"context assembly on {url.split(':')[0]}: {CARDS} cards, {MEMORIES} memories, "
+            f"context assembly on {url.split(':')[0]}: {CARDS} cards, {MEMORIES} memories{others}, "
             f"{args.reps} reps each, {ContextEngine().budget}-token budget",
             flush=True,
         )
-        lexical, semantic = asyncio.run(run(url, tuple(args.turns), args.reps))
+        lexical, semantic = asyncio.run(run(url, tuple(args.turns), args.reps, args.other_memories))
         shares = asyncio.run(run_prefix(prefix_url))
     print("lexical (no embedding model):")
     for line in [f.line() for f in lexical]:
