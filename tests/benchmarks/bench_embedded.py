@@ -28,6 +28,18 @@ for every model), in this same run, and prints its line first, marked ``(remote 
 prefix of the last prompt, as it did before it moved the story's runs into place when the
 window steps (``engine.llm.providers.kv_reuse``), and prints its line marked
 ``(prefix only)``. Target: first text p50 <= 1.5 s and p95 <= 4 s on a 2-core machine.
+
+Two plays part ways at the first narration that differs, so their prose compares two stories.
+``--same-prompts`` compares the cache alone: it keeps the narration prompts of the play
+(``--without-runs``: of the prefix-only play), then narrates each of them twice with one seed,
+on a llama.cpp context that moves runs into place from the prompt before and on one that reads
+every prompt afresh, and prints the prose check of both::
+
+    same prompts: runs moved prose: <n> words p50, <n> of <n> sentences repeated; read
+    afresh prose: ...; identical <n> of <n>
+
+(llama.cpp's results depend on how a prompt is split into batches, so even a reused prefix
+can change a token; what the line shows is whether the changes lean one way.)
 """
 
 from __future__ import annotations
@@ -39,13 +51,16 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from bot.config import load_settings
 from bot.discord_bot import CampfireBot
 from bot.services import make_context_engine
 from bot.standin import StandIn
+from engine.llm.providers.base import ChatMessage, GenerationParams
 from engine.llm.providers.local import LocalLlamaProvider, bundled_model_path
 from engine.llm.providers.resolver import OperatorDefault
 from engine.people.access.rules import Actor
@@ -137,8 +152,33 @@ class Figures:
         )
 
 
+@dataclass(frozen=True)
+class Narration:
+    """One narration's call to the embedded model, as the turn made it."""
+
+    provider: LocalLlamaProvider
+    messages: list[ChatMessage]
+    params: GenerationParams
+
+
+def keep_narrations(provider: LocalLlamaProvider, kept: list[Narration]) -> None:
+    """Keep each narration ``provider`` is asked for (it still narrates)."""
+    stream = provider._stream
+
+    def keeping(messages: Sequence[ChatMessage], params: GenerationParams) -> Any:
+        kept.append(Narration(provider, list(messages), params))
+        return stream(messages, params)
+
+    provider._stream = keeping  # type: ignore[method-assign]
+
+
 async def play(
-    data_dir: Path, turns: int, *, remote_layout: bool, prefix_only: bool = False
+    data_dir: Path,
+    turns: int,
+    *,
+    remote_layout: bool,
+    prefix_only: bool = False,
+    narrations: list[Narration] | None = None,
 ) -> Figures:
     # One player plays faster here than the turn rate limits let a person.
     settings = load_settings(
@@ -171,8 +211,14 @@ async def play(
             for provider in (default.provider, default.background_provider):
                 assert isinstance(provider, LocalLlamaProvider)
                 provider.min_run = sys.maxsize
+        if narrations is not None:
+            narrator = bot.services.models.default.provider
+            assert isinstance(narrator, LocalLlamaProvider)
+            keep_narrations(narrator, narrations)
         await fake.slash(player, dm, "start", scenario="lantern")
         await standin.idle(timeout=600)
+        if narrations is not None:
+            narrations.clear()  # the opening is the scenario's, not the model's
         actor = Actor(player, "player")
         for i in range(turns):
             started = time.perf_counter()
@@ -206,6 +252,60 @@ async def play(
     return figures
 
 
+def narrate_again(narrations: list[Narration], seed: int = 1234) -> str:
+    """Each kept narration's prompt narrated again with ``seed``, runs moved and read afresh;
+    the line comparing their prose."""
+    from llama_cpp import Llama
+
+    from engine.llm.providers.kv_reuse import MIN_RUN, reusing_llama
+
+    first = narrations[0].provider
+    settings = {
+        "model_path": str(first.model_path),
+        "n_ctx": first.n_ctx,
+        "n_threads": first.threads,
+        "n_threads_batch": first.threads,
+        "verbose": False,
+    }
+    moved, afresh = reusing_llama(min_run=MIN_RUN, **settings), Llama(**settings)
+
+    def narrate(llama: Any, narration: Narration) -> str:
+        provider, params = narration.provider, narration.params
+        sampling = {
+            "top_p": 0.95,
+            "repeat_penalty": provider.repeat_penalty,
+            **params.sampling(provider.dialect).fields,
+        }
+        out = llama.create_chat_completion(
+            messages=[{"role": m.role, "content": m.content} for m in narration.messages],
+            max_tokens=params.max_tokens,
+            temperature=params.temperature,
+            logit_bias=provider.logit_bias(llama, params.avoid),
+            seed=seed,
+            **sampling,
+        )
+        return out["choices"][0]["message"]["content"] or ""
+
+    with_moves, read_afresh = Figures(), Figures()
+    for i, narration in enumerate(narrations):
+        with_moves.texts.append(narrate(moved, narration))
+        afresh.reset()
+        read_afresh.texts.append(narrate(afresh, narration))
+        print(
+            f"  prompt {i + 1:2}: runs moved kept {moved.kept} tokens, "
+            f"{len(with_moves.texts[-1].split())} words; read afresh "
+            f"{len(read_afresh.texts[-1].split())} words",
+            flush=True,
+        )
+    identical = sum(
+        a == b for a, b in zip(with_moves.texts[MEASURED], read_afresh.texts[MEASURED], strict=True)
+    )
+    return (
+        f"same prompts: runs moved {with_moves.prose()}; read afresh {read_afresh.prose()}; "
+        f"identical {identical} of {len(with_moves.texts[MEASURED])}"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--turns", type=int, default=20)
@@ -217,6 +317,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="first play keeping only the last prompt's common prefix (no runs moved)",
     )
+    parser.add_argument(
+        "--same-prompts",
+        action="store_true",
+        help="then narrate the play's prompts again, runs moved and read afresh",
+    )
     args = parser.parse_args(argv)
     if bundled_model_path() is None:
         print("the embedded model is not installed (the 'local' extra)", file=sys.stderr)
@@ -227,14 +332,31 @@ def main(argv: list[str] | None = None) -> int:
             print("remote layout:", flush=True)
             before = asyncio.run(play(Path(tmp) / "before", args.turns, remote_layout=True))
             lines.append(before.summary(" (remote layout)"))
+        narrations: list[Narration] = []
         if args.without_runs:
             print("embedded layout, prefix only:", flush=True)
             prefix = asyncio.run(
-                play(Path(tmp) / "prefix", args.turns, remote_layout=False, prefix_only=True)
+                play(
+                    Path(tmp) / "prefix",
+                    args.turns,
+                    remote_layout=False,
+                    prefix_only=True,
+                    narrations=narrations if args.same_prompts else None,
+                )
             )
             lines.append(prefix.summary(" (prefix only)"))
         print("embedded layout:", flush=True)
-        after = asyncio.run(play(Path(tmp) / "after", args.turns, remote_layout=False))
+        after = asyncio.run(
+            play(
+                Path(tmp) / "after",
+                args.turns,
+                remote_layout=False,
+                narrations=narrations if args.same_prompts and not narrations else None,
+            )
+        )
+        if args.same_prompts:
+            print("the same prompts again:", flush=True)
+            lines.append(narrate_again(narrations))
     for line in lines:
         print(line)
     print(after.summary(), flush=True)

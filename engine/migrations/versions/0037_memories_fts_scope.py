@@ -42,7 +42,8 @@ SCOPED = [
     "INSERT INTO memories_fts(memories_fts) VALUES ('rebuild')",
 ]
 
-# Migration 0006's, as it built them.
+# Migration 0006's, as it built them (copied, not imported: a migration describes the schema
+# as it was at its revision, and 0006's module may change its own names).
 TEXT_ONLY = [
     "CREATE VIRTUAL TABLE memories_fts USING fts5("
     "text, content='memories', content_rowid='id', tokenize='porter unicode61')",
