@@ -89,3 +89,57 @@ async def test_with_best_only_the_admitted_rows_that_could_place_come_back(db):
     }
     assert best.scores == {1: everything.scores[1]} and best.bank_size == 3
     assert none.scores == {} and none.bank_size == 3
+
+
+# A table whose SQLite index holds each row's shelf name too, and matches the terms in the text
+# alone: the names' own words ("shelf", "north") must not be taken for a term's.
+SHELVED = FullTextTable(
+    table="shelved",
+    id_column="id",
+    fts_table="shelved_fts",
+    tsvector_column="words",
+    fts_scope_column="shelf",
+    fts_text_columns=("text",),
+)
+SHELVED_SQLITE = [
+    "CREATE TABLE shelved (id INTEGER PRIMARY KEY, shelf TEXT NOT NULL, text TEXT NOT NULL)",
+    "CREATE VIRTUAL TABLE shelved_fts USING fts5(text, shelf, "
+    "content='shelved', content_rowid='id', tokenize='porter unicode61')",
+    "CREATE TRIGGER shelved_fts_insert AFTER INSERT ON shelved BEGIN "
+    "INSERT INTO shelved_fts(rowid, text, shelf) VALUES (new.id, new.text, new.shelf); END",
+]
+SHELVED_POSTGRES = [
+    "CREATE TABLE shelved (id SERIAL PRIMARY KEY, shelf TEXT NOT NULL, text TEXT NOT NULL, "
+    "words tsvector GENERATED ALWAYS AS (to_tsvector('english', text)) STORED)",
+]
+
+
+async def test_a_scope_the_index_holds_keeps_to_its_values_and_never_matches_a_term(db):
+    async with db.session() as session, session.begin():
+        for statement in SHELVED_SQLITE if db.is_sqlite else SHELVED_POSTGRES:
+            await session.execute(text(statement))
+        for shelf, note in [
+            ("shelf:1", "Wolves circled the lantern maker's shop."),  # 1
+            ("shelf:12", "The lantern maker sells whale oil."),  # 2: "shelf:1" is not it
+            ("north:1", "Wolves howled at the lantern by the river."),  # 3
+            ("shelf:1", "A map of the north shelf of the river."),  # 4
+        ]:
+            await session.execute(
+                text("INSERT INTO shelved (shelf, text) VALUES (:s, :t)"), {"s": shelf, "t": note}
+            )
+    query = ["> The lantern on the north shelf."]
+    async with db.session() as session:
+        one = await search(session, SHELVED, query, {"shelf": ("shelf:1",)})
+        two = await search(session, SHELVED, query, {"shelf": ("shelf:1", "north:1")})
+    # "north" and "shelf" are words of the names too: only the text's count.
+    assert {row: set(score.terms) for row, score in one.scores.items()} == {
+        1: {"lantern"},
+        4: {"north", "shelf"},
+    }
+    assert one.bank_size == 2
+    assert {row: set(score.terms) for row, score in two.scores.items()} == {
+        1: {"lantern"},
+        3: {"lantern"},
+        4: {"north", "shelf"},
+    }
+    assert two.bank_size == 3

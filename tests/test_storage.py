@@ -16,11 +16,14 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from sqlmodel import SQLModel, col
 
 import engine.storage.tables  # noqa: F401  (every table on the metadata compared)
+from engine.library.knowledge.retrieval import KNOWLEDGE_TEXT
 from engine.library.scenarios.start import start_adventure
+from engine.llm.retrieval.lexical import search
 from engine.people.accounts import touch_server, touch_user
 from engine.storage.coordination_models import RequestRecord, TurnLease
 from engine.storage.database import Database, alembic_config, described_by_models
 from engine.storage.dialect import is_busy
+from engine.storage.knowledge_models import KnowledgeChunk, KnowledgeSource
 from engine.storage.memory_models import Memory
 from engine.storage.models import (
     Adventure,
@@ -260,9 +263,9 @@ async def test_the_servers_suggestions_switch_moves_onto_its_row(db: Database):
         assert adventures == 1
 
 
-async def test_the_memories_index_learns_each_memorys_adventure_when_migrated(db: Database):
-    """Migration 0037, run as start-up runs it: memories written under the text-only index
-    (0036) are found after the upgrade, by their own adventure only."""
+async def test_the_search_indexes_learn_each_rows_scope_when_migrated(db: Database):
+    """Migrations 0037 and 0038, run as start-up runs them: memories and passages written
+    under the old indexes (0036) are found after the upgrade, in their own scope only."""
 
     def downgrade(sync: Connection) -> None:
         command.downgrade(alembic_config(connection=sync), "0036")
@@ -274,15 +277,31 @@ async def test_the_memories_index_learns_each_memorys_adventure_when_migrated(db
     async with db.session() as session, session.begin():
         session.add(Memory(adventure_id=first, text="The ferryman took three copper coins."))
         session.add(Memory(adventure_id=second, text="A ferryman of copper and coins."))
-    await db.migrate()
-    async with db.session() as session:
-        found = await MemoryRetriever().retrieve(
-            session, first, ["> You pay the ferryman copper coins."]
-        )
-        assert [m.text for m in found.chosen] == ["The ferryman took three copper coins."]
-        if db.is_sqlite:
-            await session.execute(
-                text("INSERT INTO memories_fts(memories_fts) VALUES ('integrity-check')")
+        for library, passage in [
+            (f"adventure:{first}", "The ferry crosses at dawn for three copper coins."),
+            (f"adventure:{second}", "The ferry of the other story."),
+        ]:
+            source = KnowledgeSource(
+                library=library, title="Ferries", kind="canon", content_hash="0" * 64, text=""
             )
-            columns = await session.execute(text("SELECT * FROM memories_fts LIMIT 0"))
-            assert list(columns.keys()) == ["text", "adventure_id"]
+            session.add(source)
+            await session.flush()
+            assert source.id is not None
+            session.add(KnowledgeChunk(source_id=source.id, library=library, text=passage))
+    await db.migrate()
+    query = ["> You pay the ferryman copper coins at the ferry."]
+    async with db.session() as session:
+        found = await MemoryRetriever().retrieve(session, first, query)
+        assert [m.text for m in found.chosen] == ["The ferryman took three copper coins."]
+        passages = await search(
+            session, KNOWLEDGE_TEXT, query, {"library": (f"adventure:{first}",)}
+        )
+        assert passages.bank_size == 1 and len(passages.scores) == 1
+        if db.is_sqlite:
+            for fts, columns in [
+                ("memories_fts", ["text", "adventure_id"]),
+                ("knowledge_chunks_fts", ["heading", "text", "library"]),
+            ]:
+                await session.execute(text(f"INSERT INTO {fts}({fts}) VALUES ('integrity-check')"))
+                read = await session.execute(text(f"SELECT * FROM {fts} LIMIT 0"))
+                assert list(read.keys()) == columns

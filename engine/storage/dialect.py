@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import sqlite3
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -192,10 +192,13 @@ class FullTextTable:
     #: A number column that multiplies a row's squashed score when the search ranks
     #: (``engine.llm.retrieval.lexical``; knowledge: its class's weight). None: the raw score ranks.
     weight_column: str | None = None
-    #: SQLite: a whole-number column the FTS5 table indexes too ("adventure_id"). A search
-    #: scoped to one value of it matches that value with each term, so FTS5 reads a term's
-    #: entries only where they meet the scope's instead of every row's in the table.
+    #: SQLite: a column the FTS5 table indexes too ("adventure_id", "library"). A search
+    #: scoped by it matches its value (or one of its values) with each term, so FTS5 reads a
+    #: term's entries only where they meet the scope's instead of every row's in the table.
     fts_scope_column: str | None = None
+    #: SQLite: the FTS5 columns the terms are matched in, where the scope column's own words
+    #: could be taken for a term's ("adventure" in "adventure:7"). Empty: every column.
+    fts_text_columns: tuple[str, ...] = ()
 
 
 def in_scope(table: FullTextTable, scope: Mapping[str, object], params: dict[str, object]) -> str:
@@ -231,20 +234,15 @@ def term_hits_query(
     sqlite_fts = not is_postgres(session)
     filters = in_scope(table, scope, params)
     t, row_id = table.table, table.id_column
-    # The scope's number matched with each term (an int, so never FTS5's query syntax).
-    scoped = ""
-    scope_value = scope.get(table.fts_scope_column) if table.fts_scope_column else None
-    if isinstance(scope_value, int) and not isinstance(scope_value, bool):
-        scoped = f'{table.fts_scope_column} : "{scope_value}" AND '
-        if sqlite_fts and set(scope) == {table.fts_scope_column}:
-            return _scoped_term_hits(table, terms, scoped, scope_value, params)
+    scoped = _fts_scope(table, scope)
+    if sqlite_fts and scoped and set(scope) == {table.fts_scope_column}:
+        return _scoped_term_hits(table, terms, scoped, scope, params)
     parts = []
     for i, term in enumerate(terms):
         # The term's number is inlined (it is ours, an int): a bound parameter in a select
         # list has no type PostgreSQL could infer.
         if sqlite_fts:
-            # A phrase, so FTS5 reads the term as a word, never as its query syntax.
-            params[f"q{i}"] = f'{scoped}"{term}"'
+            params[f"q{i}"] = scoped + _fts_term(table, term)
             # The full-text index drives (one lookup per term); joined the other way round,
             # SQLite would run the MATCH once per row in scope.
             parts.append(
@@ -262,11 +260,41 @@ def term_hits_query(
     return " UNION ALL ".join(parts) or "SELECT 0 AS term, 0 AS id WHERE 1 = 0"
 
 
+def _fts_term(table: FullTextTable, term: str) -> str:
+    """A term as FTS5 matches it: a phrase, so it is read as a word and never as the query
+    syntax, in the table's text columns where it names them."""
+    phrase = '"' + term.replace('"', '""') + '"'
+    columns = " ".join(table.fts_text_columns)
+    return f"{{{columns}}} : {phrase}" if columns else phrase
+
+
+def _fts_scope(table: FullTextTable, scope: Mapping[str, object]) -> str:
+    """The FTS5 condition that keeps a match to the scope's value(s) of the index's scope
+    column, ``'adventure_id : ("7") AND '``; "" where the scope does not name that column or a
+    value is not a whole number or a word-bearing string (then the table's filters alone
+    decide). Each value is a phrase: FTS5 reads it through the tokenizer as the index did."""
+    column = table.fts_scope_column
+    if column is None or column not in scope:
+        return ""
+    value = scope[column]
+    values = value if isinstance(value, tuple) else (value,)
+    phrases = []
+    for one in values:
+        if isinstance(one, bool) or not isinstance(one, int | str):
+            return ""
+        if not any(character.isalnum() for character in str(one)):
+            return ""
+        phrases.append('"' + str(one).replace('"', '""') + '"')
+    if not phrases:
+        return ""
+    return f"{column} : ({' OR '.join(phrases)}) AND "
+
+
 def _scoped_term_hits(
     table: FullTextTable,
     terms: Sequence[str],
     scoped: str,
-    scope_value: int,
+    scope: Mapping[str, object],
     params: dict[str, object],
 ) -> str:
     """``term_hits_query`` on SQLite when the scope is the index's scope column alone: the
@@ -276,21 +304,20 @@ def _scoped_term_hits(
     fts, row_id = table.fts_table, table.id_column
     matches = []
     for i, term in enumerate(terms):
-        params[f"q{i}"] = f'{scoped}"{term}"'
+        params[f"q{i}"] = scoped + _fts_term(table, term)
         matches.append(f"SELECT {i} AS term, rowid AS id FROM {fts} WHERE {fts} MATCH :q{i}")
     if not matches:
         return "SELECT 0 AS term, 0 AS id WHERE 1 = 0"
     union = " UNION ALL ".join(matches)
     if not table.hidden_when:
         return union
-    params["fts_scope"] = scope_value
+    in_place = in_scope(replace(table, hidden_when=()), scope, params)
     hidden = " OR ".join(f"t.{column}" for column in table.hidden_when)
     # "+m.id": SQLite would otherwise hand the NOT IN to FTS5 as a rowid constraint on every
     # MATCH, and run each once per hidden row.
     return (
         f"SELECT m.term, m.id FROM ({union}) AS m WHERE +m.id NOT IN ("
-        f"SELECT t.{row_id} FROM {table.table} AS t "
-        f"WHERE t.{table.fts_scope_column} = :fts_scope AND ({hidden}))"
+        f"SELECT t.{row_id} FROM {table.table} AS t WHERE {in_place} AND ({hidden}))"
     )
 
 

@@ -51,7 +51,8 @@ QUERY_ENTRIES = 4
 #: (tests/benchmarks/bench_knowledge.py), 12 terms take about 8 ms a turn where 16 take 10.
 QUERY_TERMS = 12
 
-#: The passages' text as the lexical search reads it (the structures are migration 0020's).
+#: The passages' text as the lexical search reads it (the structures are migration 0020's,
+#: SQLite's index scoped by library since 0038).
 KNOWLEDGE_TEXT = FullTextTable(
     table="knowledge_chunks",
     id_column="id",
@@ -60,6 +61,8 @@ KNOWLEDGE_TEXT = FullTextTable(
     # Always-included passages are read with the chosen ones (``_passages``), not through the
     # search: there they would take places from the best.
     weight_column="weight",
+    fts_scope_column="library",
+    fts_text_columns=("heading", "text"),
 )
 
 
