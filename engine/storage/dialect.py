@@ -88,11 +88,7 @@ def create_engine(url: str, *, echo: bool = False) -> AsyncEngine:
         # Created owner-only before SQLite opens it: its -wal and -shm files take its mode.
         private_sqlite_database(Path(parsed.database).expanduser())
     driver = sqlite_driver.dbapi()
-    engine = (
-        create_async_engine(url, echo=echo)
-        if driver is None
-        else create_async_engine(url, echo=echo, module=driver)
-    )
+    engine = create_async_engine(url, echo=echo, **({"module": driver} if driver else {}))
     event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
     return engine
 
@@ -232,11 +228,11 @@ def term_hits_query(
     a row's shared terms are known. The terms and the scope's values are bound into
     ``params``; with no terms, it selects no rows."""
     sqlite_fts = not is_postgres(session)
-    filters = in_scope(table, scope, params)
-    t, row_id = table.table, table.id_column
     scoped = _fts_scope(table, scope)
     if sqlite_fts and scoped and set(scope) == {table.fts_scope_column}:
         return _scoped_term_hits(table, terms, scoped, scope, params)
+    filters = in_scope(table, scope, params)
+    t, row_id = table.table, table.id_column
     parts = []
     for i, term in enumerate(terms):
         # The term's number is inlined (it is ours, an int): a bound parameter in a select
@@ -260,12 +256,16 @@ def term_hits_query(
     return " UNION ALL ".join(parts) or "SELECT 0 AS term, 0 AS id WHERE 1 = 0"
 
 
+def _phrase(text: str) -> str:
+    """``text`` as an FTS5 phrase: read through the tokenizer as words, never as the query
+    syntax."""
+    return '"' + text.replace('"', '""') + '"'
+
+
 def _fts_term(table: FullTextTable, term: str) -> str:
-    """A term as FTS5 matches it: a phrase, so it is read as a word and never as the query
-    syntax, in the table's text columns where it names them."""
-    phrase = '"' + term.replace('"', '""') + '"'
+    """A term as FTS5 matches it: a phrase, in the table's text columns where it names them."""
     columns = " ".join(table.fts_text_columns)
-    return f"{{{columns}}} : {phrase}" if columns else phrase
+    return f"{{{columns}}} : {_phrase(term)}" if columns else _phrase(term)
 
 
 def _fts_scope(table: FullTextTable, scope: Mapping[str, object]) -> str:
@@ -284,7 +284,7 @@ def _fts_scope(table: FullTextTable, scope: Mapping[str, object]) -> str:
             return ""
         if not any(character.isalnum() for character in str(one)):
             return ""
-        phrases.append('"' + str(one).replace('"', '""') + '"')
+        phrases.append(_phrase(str(one)))
     if not phrases:
         return ""
     return f"{column} : ({' OR '.join(phrases)}) AND "
