@@ -1,7 +1,9 @@
 """What the embedded model keeps of its last prompt when the prompt's middle moved.
 
-The plan is pure arithmetic on token lists; the provider test runs the real SmolLM2 model:
-the turn after the story window stepped reads only what is new, not the story again.
+The plan is pure arithmetic on token lists; the provider tests run the real SmolLM2 model:
+the turn after the story window stepped reads only what is new, not the story again; what was
+moved is read again exactly in the pause, without holding up a narration, and the turn after
+writes what a fresh reading writes.
 """
 
 from __future__ import annotations
@@ -109,3 +111,40 @@ async def test_the_turn_after_the_window_stepped_reads_only_what_is_new():
         await provider.aclose()
     # Entries 8 to 11 (about 20 tokens each) were kept in the cache and moved into place.
     assert reused["moving"] >= reused["prefix"] + 4 * 18
+
+
+async def narrate(provider: LocalLlamaProvider, messages: list[ChatMessage]) -> tuple[str, int]:
+    """The greedy narration of ``messages`` and the prompt tokens read afresh."""
+    text, end = [], None
+    async for chunk in provider.stream(messages, GenerationParams(max_tokens=24, temperature=0)):
+        if isinstance(chunk, TextDelta):
+            text.append(chunk.text)
+        elif isinstance(chunk, StreamEnd):
+            end = chunk
+    assert end is not None and end.usage is not None
+    return "".join(text), end.usage.prompt_tokens - (end.usage.cached_tokens or 0)
+
+
+@needs_model
+async def test_what_was_moved_is_read_again_exactly_in_the_pause_and_never_holds_up_a_turn():
+    provider = LocalLlamaProvider(n_ctx=2048)
+    await play(provider, turn(ENTRIES[:12], "> You light the lantern."))
+    assert provider.exact  # a prompt that goes on from the last keeps its prefix only
+    stepped = await play(provider, turn(ENTRIES[8:16], "> You walk on."))
+    assert stepped.usage is not None and (stepped.usage.cached_tokens or 0) > 4 * 18
+    # A player who acts at once: the refresh gives way (not started, or stopped), and the
+    # narration runs on the context that holds the moved runs.
+    await narrate(provider, turn([*ENTRIES[8:16], ENTRIES[1]], "> You run."))
+    assert not provider.exact
+    # In the pause, the second context reads it all again exactly and takes over.
+    await provider.refreshed()
+    assert provider.exact
+    following = turn([*ENTRIES[8:16], ENTRIES[1], ENTRIES[2]], "> You rest.")
+    text, unread = await narrate(provider, following)
+    assert unread <= 40  # still only what is new
+    fresh = LocalLlamaProvider(n_ctx=2048)
+    fresh_text, fresh_unread = await narrate(fresh, following)
+    assert fresh_unread > 200  # the whole prompt
+    assert text.strip() and text == fresh_text
+    await provider.aclose()
+    await fresh.aclose()

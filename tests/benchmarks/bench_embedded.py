@@ -3,6 +3,7 @@
 Run by hand (it is not part of the normal test run; it needs the 'local' extra)::
 
     .venv/bin/python -m tests.benchmarks.bench_embedded [--turns 20] [--before] [--without-runs]
+        [--pause] [--same-prompts] [--divergence]
 
 Campfire's real bot on the local Discord stand-in, narrating with the embedded SmolLM2 model,
 on a temporary SQLite database: a DM adventure of *The Lantern Road*, then ``--turns`` actions
@@ -38,8 +39,15 @@ every prompt afresh, and prints the prose check of both::
     same prompts: runs moved prose: <n> words p50, <n> of <n> sentences repeated; read
     afresh prose: ...; identical <n> of <n>
 
-(llama.cpp's results depend on how a prompt is split into batches, so even a reused prefix
-can change a token; what the line shows is whether the changes lean one way.)
+(with one seed, a token the cache changed sends the rest of the narration another way; what
+the line shows is whether the changes lean one way).
+
+``--divergence`` compares the cache's effect token by token: the play's prompts and narrations
+read on contexts that keep the cache each way, each token's distribution against a fresh
+reading's (``tests/benchmarks/cache_divergence.py`` says what it prints). ``--pause`` plays as
+a player who reads each narration before acting: each turn waits, outside its timing, until
+the narrator's context is exact again after a turn that moved runs, and prints how long that
+took.
 """
 
 from __future__ import annotations
@@ -179,6 +187,7 @@ async def play(
     remote_layout: bool,
     prefix_only: bool = False,
     narrations: list[Narration] | None = None,
+    pause: bool = False,
 ) -> Figures:
     # One player plays faster here than the turn rate limits let a person.
     settings = load_settings(
@@ -243,9 +252,18 @@ async def play(
             figures.prompt.append(usage.prompt_tokens if usage else 0)
             figures.reused.append((usage.cached_tokens or 0) if usage else 0)
             figures.texts.append(last.result.text)
+            refreshed = ""
+            if pause:
+                # The player reads the narration: the narrator's context is made exact again
+                # meanwhile if the turn moved runs (``LocalLlamaProvider._refresh``).
+                narrator = bot.services.models.default.provider
+                assert isinstance(narrator, LocalLlamaProvider)
+                paused = time.perf_counter()
+                await narrator.refreshed()
+                refreshed = f", pause {time.perf_counter() - paused:.2f} s"
             print(
                 f"  turn {i + 1:2}: first text {figures.first_text_s[-1]:5.2f} s, prompt "
-                f"{figures.prompt[-1]} tokens, reused {figures.reused[-1]}",
+                f"{figures.prompt[-1]} tokens, reused {figures.reused[-1]}{refreshed}",
                 flush=True,
             )
         await standin.idle(timeout=600)
@@ -322,6 +340,17 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="then narrate the play's prompts again, runs moved and read afresh",
     )
+    parser.add_argument(
+        "--pause",
+        action="store_true",
+        help="the player reads each narration until the narrator's context is exact again",
+    )
+    parser.add_argument(
+        "--divergence",
+        action="store_true",
+        help="then compare the next-token distributions of the play's prompts and narrations "
+        "read afresh, in batches of 64, with the prefix only and with runs moved",
+    )
     args = parser.parse_args(argv)
     if bundled_model_path() is None:
         print("the embedded model is not installed (the 'local' extra)", file=sys.stderr)
@@ -333,6 +362,8 @@ def main(argv: list[str] | None = None) -> int:
             before = asyncio.run(play(Path(tmp) / "before", args.turns, remote_layout=True))
             lines.append(before.summary(" (remote layout)"))
         narrations: list[Narration] = []
+        keep = args.same_prompts or args.divergence
+        kept_from: Figures | None = None
         if args.without_runs:
             print("embedded layout, prefix only:", flush=True)
             prefix = asyncio.run(
@@ -341,22 +372,30 @@ def main(argv: list[str] | None = None) -> int:
                     args.turns,
                     remote_layout=False,
                     prefix_only=True,
-                    narrations=narrations if args.same_prompts else None,
+                    narrations=narrations if keep else None,
                 )
             )
             lines.append(prefix.summary(" (prefix only)"))
+            kept_from = prefix if keep else None
         print("embedded layout:", flush=True)
         after = asyncio.run(
             play(
                 Path(tmp) / "after",
                 args.turns,
                 remote_layout=False,
-                narrations=narrations if args.same_prompts and not narrations else None,
+                narrations=narrations if keep and kept_from is None else None,
+                pause=args.pause,
             )
         )
+        kept_from = kept_from or after
         if args.same_prompts:
             print("the same prompts again:", flush=True)
             lines.append(narrate_again(narrations))
+        if args.divergence:
+            from tests.benchmarks.cache_divergence import divergence
+
+            print("the prompts and narrations read on four contexts:", flush=True)
+            lines += divergence(narrations, kept_from.texts, MEASURED)
     for line in lines:
         print(line)
     print(after.summary(), flush=True)

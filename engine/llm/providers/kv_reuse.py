@@ -16,6 +16,15 @@ A run keeps what it attended to when read (the entries that made way), as llama.
 shift does; only runs of ``MIN_RUN`` tokens or more are moved, so a stray common word or
 heading is read afresh.
 
+What a moved run holds is not what reading the prompt afresh would give: it attended to what
+made way. Measured token by token (``tests/benchmarks/cache_divergence.py``) on the bench's
+play, the narrations' distributions after a move differ from a fresh reading's by about 0.005
+nats a token, and about one sampled token in forty would change; keeping only the prefix, or
+reading in other batch sizes, changes nothing measurable. So the context remembers where its
+cache stopped being exact (``stale_from``), and ``refresh`` reads that part again exactly on
+another context, in the players' pause (``LocalLlamaProvider``): only the turn that moved runs
+narrates on them.
+
 ``reuse_plan`` is the pure arithmetic (tested without a model); ``realign`` applies it to a
 llama-cpp-python ``Llama`` before its ``generate`` looks for the common prefix.
 """
@@ -86,9 +95,25 @@ def reuse_plan(cached: Sequence[int], prompt: Sequence[int], *, min_run: int = M
     return Plan(prefix, tuple(moves))
 
 
+def stale_from(llama: Any) -> int | None:
+    """The first position of ``llama``'s cache that is not what reading its tokens afresh
+    would hold (a moved run, and all after it, which attended to it); None when all is exact."""
+    return getattr(llama, "stale_from", None)
+
+
+def _note_stale(llama: Any, prefix: int, moved: bool) -> None:
+    """What of ``llama``'s cache is exact once ``prefix`` tokens are kept in place and, if
+    ``moved``, runs moved in after them (the rest of the prompt is read afresh after them)."""
+    stale = stale_from(llama)
+    if stale is not None and stale < prefix:
+        return  # inexact before the kept prefix: stays so
+    llama.stale_from = prefix if moved else None
+
+
 def realign(llama: Any, prompt: Sequence[int], *, min_run: int = MIN_RUN) -> int:
     """Move the runs of ``prompt`` found in ``llama``'s cache into place (``reuse_plan``), so
     its ``generate`` finds them in the common prefix; returns the tokens it will not read again.
+    Notes where the cache stops being exact (``stale_from``).
 
     Runs on llama.cpp's thread, under the provider's run lock, before ``generate``.
     """
@@ -99,7 +124,9 @@ def realign(llama: Any, prompt: Sequence[int], *, min_run: int = MIN_RUN) -> int
     plan = reuse_plan(cached, prompt, min_run=min_run)
     memory = llama_cpp.llama_get_memory(llama.ctx)
     if not plan.moves or memory is None or not llama_cpp.llama_memory_can_shift(memory):
+        _note_stale(llama, plan.prefix, moved=False)
         return plan.prefix
+    _note_stale(llama, plan.prefix, moved=True)
     # Positions not yet moved are still the cache's own; each move removes the cached tokens
     # between the prompt's position and the run's, then shifts the run down into the gap.
     for move in plan.moves:
@@ -117,6 +144,34 @@ def realign(llama: Any, prompt: Sequence[int], *, min_run: int = MIN_RUN) -> int
     # The logits held are the old last token's: the next decode must compute them again.
     llama._requires_eval = True
     return plan.kept
+
+
+def exact_prefix(llama: Any, tokens: Sequence[int]) -> int:
+    """How many of ``tokens``, from the first, ``llama`` holds exactly as a fresh reading would
+    (less the last token, whose logits must be computed)."""
+    held = llama.input_ids[: int(llama.n_tokens)].tolist()
+    kept = 0
+    for before, after in zip(held, tokens[:-1], strict=False):
+        if before != after:
+            break
+        kept += 1
+    stale = stale_from(llama)
+    return kept if stale is None else min(kept, stale)
+
+
+def refresh(spare: Any, llama: Any) -> None:
+    """Make ``spare`` hold what ``llama`` holds, read exactly: what of it ``spare`` holds
+    exactly is kept, the rest read afresh. Raises if llama.cpp stops (its abort callback);
+    ``spare`` then holds, exactly, what it had read. Runs on llama.cpp's thread."""
+    tokens = llama.input_ids[: int(llama.n_tokens)].tolist()
+    keep = exact_prefix(spare, tokens)
+    spare._ctx.kv_cache_seq_rm(-1, keep, -1)
+    spare.n_tokens = keep
+    spare.stale_from = None
+    spare.eval(tokens[keep:])
+    # Its logits are those of the last token read, not of a prompt: the next ``generate``
+    # reads at least one token again.
+    spare._requires_eval = True
 
 
 def reusing_llama(*, min_run: int = MIN_RUN, **settings: Any) -> Any:

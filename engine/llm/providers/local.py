@@ -10,7 +10,9 @@ Background work (the memory bank's memories and summary) gets a context of its o
 (``background_client``), so the narrator's keeps what it has read of the story; both share this
 process's cores, and narration goes first (``Cores``). The narrator's context keeps what it
 read of the last prompt even where the prompt's middle moved (``kv_reuse``), and reads a prompt
-ahead of its turn when the summary before the story was rewritten (``read_ahead``).
+ahead of its turn when the summary before the story was rewritten (``read_ahead``). What was
+moved is not exactly what a fresh reading gives, so after such a turn a second context of the
+narrator's reads it again exactly, in the players' pause, and takes over (``_refresh``).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from typing import Any
 from engine.errors import ModelError, ModelNotFound, ModelYielded
 from engine.llm.providers.base import ChatMessage, GenerationParams, ReplyLimits, checked
 from engine.llm.providers.dialects import EMBEDDED
-from engine.llm.providers.kv_reuse import MIN_RUN, reusing_llama
+from engine.llm.providers.kv_reuse import MIN_RUN, refresh, reusing_llama, stale_from
 from engine.llm.providers.logit_bias import llama_bias
 from engine.platform.events import ProviderChunk, StreamEnd, TextDelta, Usage
 
@@ -126,11 +128,15 @@ class LocalLlamaProvider:
         self.background = background
         #: The shortest run of the cached prompt moved into place for a new one (``kv_reuse``).
         self.min_run = min_run
+        #: The context narrations run on, and the narrator's second one (``_refresh``): they
+        #: swap when the second has read exactly what the first held inexactly. Per process,
+        #: as llama.cpp's contexts are.
         self._llama: Any = None
-        self._abort: Any = None  # the abort callback, kept alive while llama.cpp holds it
-        #: Set while this context reads a prompt ahead of its turn (``read_ahead``); read by
-        #: the abort callback on llama.cpp's thread, so a narration never waits for it.
-        self._reading_ahead = threading.Event()
+        self._spare: Any = None
+        self._refreshing: asyncio.Task[None] | None = None
+        self._helper: LocalLlamaProvider | None = None
+        #: Once the provider closes, no refresh starts.
+        self._closing = False
         self._load_lock = asyncio.Lock()
         # Serialises generations on the one llama.cpp context.
         self._run_lock = asyncio.Lock()
@@ -139,8 +145,9 @@ class LocalLlamaProvider:
         self._biases: dict[tuple[str, ...], dict[int, float]] = {}
 
     def background_client(self) -> LocalLlamaProvider:
-        """Another context of the same model for background work, giving way to this one."""
-        return LocalLlamaProvider(
+        """Another context of the same model for background work, giving way to this one
+        (loaded when this one is, ``_model``)."""
+        self._helper = LocalLlamaProvider(
             self.model_path,
             n_ctx=self.n_ctx,
             threads=self.threads,
@@ -150,10 +157,28 @@ class LocalLlamaProvider:
             background=True,
             min_run=self.min_run,
         )
+        return self._helper
 
     async def aclose(self) -> None:
-        self._llama = None
+        self._closing = True
+        for llama in (self._llama, self._spare):
+            if llama is not None:
+                llama.stop.set()
+        await self.refreshed()
+        self._llama = self._spare = None
         self._biases.clear()
+
+    @property
+    def exact(self) -> bool:
+        """Whether the narrator's context holds exactly what reading its tokens afresh would
+        (no run moved into it since it was last refreshed, ``kv_reuse``)."""
+        return stale_from(self._llama) is None
+
+    async def refreshed(self) -> None:
+        """Once the refresh under way, if any, has ended (a player who reads the narration
+        before acting; the bench and tests wait so)."""
+        if self._refreshing is not None:
+            await asyncio.shield(self._refreshing)
 
     def logit_bias(self, llama: Any, words: tuple[str, ...]) -> dict[int, float] | None:
         """The ``logit_bias`` that bans ``words``' one-token spellings in this model's
@@ -172,8 +197,17 @@ class LocalLlamaProvider:
     async def _model(self) -> Any:
         async with self._load_lock:
             if self._llama is None:
-                self._llama = await asyncio.to_thread(self._load)
+                # The narrator's second context (``_refresh``) and the background work's are
+                # loaded with the first: llama-cpp-python sends the whole process's stdout and
+                # stderr to /dev/null while it loads (the console's screen with them), so
+                # once, before the first narration, rather than as a later one is shown.
+                self._llama, self._spare = await asyncio.to_thread(self._load_contexts)
+                if self._helper is not None:
+                    await self._helper._model()
             return self._llama
+
+    def _load_contexts(self) -> tuple[Any, Any]:
+        return self._load(), None if self.background else self._load()
 
     def _load(self) -> Any:
         if self.model_path is None or not self.model_path.is_file():
@@ -203,12 +237,20 @@ class LocalLlamaProvider:
         # stopped for a narration is one ("removing memory module entries"). A real failure
         # reaches this module as an exception and is logged here.
         logging.getLogger("llama-cpp-python").setLevel(logging.CRITICAL)
-        # Background work, and reading ahead on the narration's own context, stop when a
-        # narration begins (``Cores``); a narration itself is never stopped.
-        narrating, reading_ahead = self.cores.narrating, self._reading_ahead
-        yields = (lambda: True) if self.background else reading_ahead.is_set
-        self._abort = llama_cpp.ggml_abort_callback(lambda _data: narrating.is_set() and yields())
-        llama_cpp.llama_set_abort_callback(llama.ctx, self._abort, ctypes.c_void_p(0))
+        # Background work, and reading ahead or refreshing on the narrator's contexts, stop
+        # when a narration begins or the provider closes (``Cores``); a narration itself is
+        # never stopped. ``yielding`` is set while such work runs on this context; it is read
+        # by the callback on llama.cpp's thread.
+        # ``stop`` stops it whatever else runs (the provider closing, the work cancelled).
+        llama.yielding, llama.stop = threading.Event(), threading.Event()
+        if self.background:
+            llama.yielding.set()
+        narrating, yielding, stop = self.cores.narrating, llama.yielding, llama.stop
+        # Kept on the context: llama.cpp holds only the C pointer.
+        llama.abort = llama_cpp.ggml_abort_callback(
+            lambda _data: yielding.is_set() and (narrating.is_set() or stop.is_set())
+        )
+        llama_cpp.llama_set_abort_callback(llama.ctx, llama.abort, ctypes.c_void_p(0))
         return llama
 
     async def read_ahead(self, messages: Sequence[ChatMessage]) -> bool:
@@ -222,11 +264,12 @@ class LocalLlamaProvider:
         """
         if self.cores.narrating.is_set():
             return False
-        llama = await self._model()
+        await self._model()
         async with self._run_lock:
             if self.cores.narrating.is_set():
                 return False
-            self._reading_ahead.set()
+            llama = self._llama
+            llama.yielding.set()
             try:
                 # One token written: the prompt is read in exactly the tokens a turn's
                 # ``create_chat_completion`` reads.
@@ -240,8 +283,44 @@ class LocalLlamaProvider:
                 log.debug("reading ahead stopped: %s", error)
                 return False
             finally:
-                self._reading_ahead.clear()
+                llama.yielding.clear()
+                self._refresh_later()
             return True
+
+    def _refresh_later(self) -> None:
+        """After work on the narrator's context that moved runs, read them again exactly on its
+        second context in the players' pause (``_refresh``). Called under the run lock."""
+        if self.background or stale_from(self._llama) is None or self._closing:
+            return
+        if self._refreshing is None or self._refreshing.done():
+            self._refreshing = asyncio.create_task(self._refresh())
+
+    async def _refresh(self) -> None:
+        """Have the second context read exactly what the narrator's holds inexactly, then make
+        it the narrator's. Gives way as background work does: not started while a narration
+        waits or runs, stopped when one begins, keeping what it read exactly (the next refresh
+        reads only the rest). Never raises: it only makes the next turns exact sooner."""
+        try:
+            async with self._run_lock:
+                llama, spare = self._llama, self._spare
+                if self.cores.narrating.is_set() or stale_from(llama) is None or spare is None:
+                    return
+                spare.yielding.set()
+                reading = asyncio.ensure_future(asyncio.to_thread(refresh, spare, llama))
+                try:
+                    # Cancelled, it stops llama.cpp and waits: the context is not left to a
+                    # thread still reading it once the run lock is let go.
+                    await asyncio.shield(reading)
+                except asyncio.CancelledError:
+                    spare.stop.set()
+                    await asyncio.wait([reading])
+                    raise
+                finally:
+                    spare.yielding.clear()
+                    spare.stop.clear()
+                self._llama, self._spare = spare, llama
+        except Exception as error:  # stopped for a narration, or failed: the next turn retries
+            log.debug("refreshing the narrator's context stopped: %s", error)
 
     async def _stream(
         self, messages: Sequence[ChatMessage], params: GenerationParams
@@ -285,6 +364,8 @@ class LocalLlamaProvider:
                 put(_DONE)
 
         async with self._holding():
+            # The narrator's context may have changed hands while this waited (``_refresh``).
+            llama = self._llama
             worker = asyncio.create_task(asyncio.to_thread(generate))
             finish_reason: str | None = None
             completion_tokens = 0
@@ -309,6 +390,7 @@ class LocalLlamaProvider:
             # and the runs moved into place after it (``kv_reuse``).
             prompt_tokens = max(0, int(llama.n_tokens) - completion_tokens)
             reused = min(int(llama.kept), prompt_tokens)
+            self._refresh_later()
         yield StreamEnd(finish_reason, Usage(prompt_tokens, completion_tokens, reused))
 
     @asynccontextmanager

@@ -186,11 +186,13 @@ PER_PROCESS: tuple[PerProcess, ...] = (
     ),
     PerProcess(
         "engine.llm.providers.local:LocalLlamaProvider",
-        "the embedded model, loaded once, the lock serialising its generations, and whether "
-        "it is reading a prompt ahead",
-        "The model's weights and llama.cpp context are in this process's memory; another "
-        "process has its own copy. What it holds of the last prompt is checked token by "
-        "token against the next one (engine.llm.providers.kv_reuse), never trusted.",
+        "the embedded model, loaded once, the lock serialising its generations, the "
+        "narrator's two llama.cpp contexts (which one narrates, where its cache stops being "
+        "exact) and the refresh under way",
+        "The model's weights and llama.cpp contexts are in this process's memory; another "
+        "process has its own copy. What a context holds of the last prompt is checked token "
+        "by token against the next one (engine.llm.providers.kv_reuse), never trusted; a "
+        "refresh lost with the process only leaves the next turns on the moved cache.",
     ),
     PerProcess(
         "engine.library.scripting.workers:ScriptWorkers",
