@@ -313,11 +313,14 @@ def _scoped_term_hits(
         return union
     in_place = in_scope(replace(table, hidden_when=()), scope, params)
     hidden = " OR ".join(f"t.{column}" for column in table.hidden_when)
-    # "+m.id": SQLite would otherwise hand the NOT IN to FTS5 as a rowid constraint on every
-    # MATCH, and run each once per hidden row.
+    # The hidden rows are read once, first: SQLite pushes the NOT IN down into every MATCH of
+    # the union, and would read the scope's rows again for each term (a fifth of the search's
+    # time with 29 terms and 200 memories). "+m.id": it would otherwise hand the NOT IN to FTS5
+    # as a rowid constraint on every MATCH, and run each once per hidden row.
     return (
-        f"SELECT m.term, m.id FROM ({union}) AS m WHERE +m.id NOT IN ("
-        f"SELECT t.{row_id} FROM {table.table} AS t WHERE {in_place} AND ({hidden}))"
+        f"WITH hidden AS MATERIALIZED (SELECT t.{row_id} AS id FROM {table.table} AS t "
+        f"WHERE {in_place} AND ({hidden})) "
+        f"SELECT m.term, m.id FROM ({union}) AS m WHERE +m.id NOT IN (SELECT id FROM hidden)"
     )
 
 
