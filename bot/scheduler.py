@@ -190,6 +190,9 @@ def memory_job_scheduler(
     #: job, with a warning each turn): the running one goes round again for those turns.
     asked: set[int] = set()
     running: set[int] = set()
+    # The embedded model reads the next prompt ahead in the players' pause; a model behind an
+    # endpoint has nothing to read ahead (and the turn engine is not asked).
+    reads_ahead = hasattr(services.models.default.provider, "read_ahead")
 
     async def memory_work(adventure_id: int) -> None:
         # Under the adventure's job lease, taken by the writer itself.
@@ -198,8 +201,11 @@ def memory_job_scheduler(
             with background.running(f"memory work for adventure {adventure_id}"):
                 while True:
                     asked.discard(adventure_id)
+                    if reads_ahead:
+                        # First: the next turn may come before the memories are written.
+                        await services.turns.read_ahead(adventure_id)
                     done = await services.memory.catch_up(adventure_id)
-                    if done.summaries:
+                    if done.summaries and reads_ahead:
                         # The summary goes before the story: the embedded model reads the next
                         # prompt ahead, in the players' pause, rather than on their turn.
                         await services.turns.read_ahead(adventure_id)

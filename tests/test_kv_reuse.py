@@ -148,3 +148,21 @@ async def test_what_was_moved_is_read_again_exactly_in_the_pause_and_never_holds
     assert text.strip() and text == fresh_text
     await provider.aclose()
     await fresh.aclose()
+
+
+@needs_model
+async def test_a_window_step_read_ahead_leaves_the_turn_only_its_action_and_nothing_moved():
+    provider = LocalLlamaProvider(n_ctx=2048)
+    await play(provider, turn(ENTRIES[:12], "> You light the lantern."))
+    stepped = turn(ENTRIES[8:16], "> You walk on.")
+    # What the turn engine reads ahead in the pause: the next prompt as far as it is known.
+    ahead = [stepped[0], ChatMessage("user", "Recent Story:\n" + "\n\n".join(ENTRIES[8:16]))]
+    assert await provider.read_ahead(ahead)
+    text, unread = await narrate(provider, stepped)
+    assert unread <= 20  # the action, not the story again
+    assert provider.exact  # and nothing was moved: read exactly in the pause
+    fresh = LocalLlamaProvider(n_ctx=2048)
+    fresh_text, _ = await narrate(fresh, stepped)
+    assert text.strip() and text == fresh_text
+    await provider.aclose()
+    await fresh.aclose()

@@ -92,10 +92,11 @@ class TurnEngine:
         """Have the narrating model read the adventure's next prompt ahead, where it can
         (``LocalLlamaProvider.read_ahead``, the embedded model); whether it was asked.
 
-        Called when the memory bank rewrote the story summary between turns: the summary goes
-        before the story, so the next turn would read the whole story again. The context is
-        the one a continue would send, built as a turn builds it, read in the player's pause;
-        the next turn's prompt begins the same up to the story's end. Only for the adventure
+        Called after each turn, and again when the memory bank rewrote the story summary
+        between turns: the summary goes before the story, and the story window's start steps
+        now and then, so the next turn would read the whole story again. The context is the one
+        a continue would send, built as a turn builds it, read in the player's pause; the next
+        turn's prompt begins the same up to the story's end. Only for the adventure
         played last in this process (its story is what the model holds; reading another's
         would cost that one its turn), and not for one with scripts (their hook rewrites the
         context as it is sent, and runs only for a real turn). Never raises: it only saves

@@ -31,7 +31,9 @@ llama-cpp-python ``Llama`` before its ``generate`` looks for the common prefix.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -183,9 +185,28 @@ def reusing_llama(*, min_run: int = MIN_RUN, **settings: Any) -> Any:
 
     class ReusingLlama(Llama):
         kept = 0
+        #: Runs shorter than this are not moved; ``sys.maxsize``: nothing is, the prompt is
+        #: read exactly after the common prefix (``exactly``).
+        shortest_run = min_run
 
         def generate(self, tokens: Sequence[int], *args: Any, **kwargs: Any) -> Any:
-            self.kept = realign(self, tokens, min_run=min_run)
+            self.kept = realign(self, tokens, min_run=self.shortest_run)
             return super().generate(tokens, *args, **kwargs)
 
     return ReusingLlama(**settings)
+
+
+@contextmanager
+def exactly(llama: Any) -> Iterator[None]:
+    """``llama`` (from ``reusing_llama``) reads its next prompts exactly: what it holds
+    inexactly is let go first, and no run is moved."""
+    stale = stale_from(llama)
+    if stale is not None:
+        llama._ctx.kv_cache_seq_rm(-1, stale, -1)
+        llama.n_tokens = min(int(llama.n_tokens), stale)
+        llama.stale_from = None
+    shortest, llama.shortest_run = llama.shortest_run, sys.maxsize
+    try:
+        yield
+    finally:
+        llama.shortest_run = shortest

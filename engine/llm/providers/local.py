@@ -9,10 +9,12 @@ contexts are not thread-safe).
 Background work (the memory bank's memories and summary) gets a context of its own
 (``background_client``), so the narrator's keeps what it has read of the story; both share this
 process's cores, and narration goes first (``Cores``). The narrator's context keeps what it
-read of the last prompt even where the prompt's middle moved (``kv_reuse``), and reads a prompt
-ahead of its turn when the summary before the story was rewritten (``read_ahead``). What was
-moved is not exactly what a fresh reading gives, so after such a turn a second context of the
-narrator's reads it again exactly, in the players' pause, and takes over (``_refresh``).
+read of the last prompt even where the prompt's middle moved (``kv_reuse``). The narrator has a
+second context, which works in the players' pause and then takes over: it reads the next
+turn's prompt ahead, exactly (``read_ahead``: the story window's step and a rewritten summary
+are read then, not on the turn), and, after a turn that moved runs because the player acted
+before that was done, reads them again exactly (``_refresh``): what was moved is not what a
+fresh reading gives.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import importlib.util
 import logging
 import os
 import threading
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
@@ -31,7 +33,13 @@ from typing import Any
 from engine.errors import ModelError, ModelNotFound, ModelYielded
 from engine.llm.providers.base import ChatMessage, GenerationParams, ReplyLimits, checked
 from engine.llm.providers.dialects import EMBEDDED
-from engine.llm.providers.kv_reuse import MIN_RUN, refresh, reusing_llama, stale_from
+from engine.llm.providers.kv_reuse import (
+    MIN_RUN,
+    exactly,
+    refresh,
+    reusing_llama,
+    stale_from,
+)
 from engine.llm.providers.logit_bias import llama_bias
 from engine.platform.events import ProviderChunk, StreamEnd, TextDelta, Usage
 
@@ -41,6 +49,10 @@ SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 #: How the embedded model's label ends (the model a turn names in Insights).
 EMBEDDED_MARK = "(embedded)"
 _DONE = object()
+
+
+class _NothingToDo(Exception):
+    """The second context has nothing to read: the narrator's is exact already."""
 
 
 def bundled_model_path() -> Path | None:
@@ -176,9 +188,9 @@ class LocalLlamaProvider:
 
     async def refreshed(self) -> None:
         """Once the refresh under way, if any, has ended (a player who reads the narration
-        before acting; the bench and tests wait so)."""
+        before acting; tests wait so)."""
         if self._refreshing is not None:
-            await asyncio.shield(self._refreshing)
+            await asyncio.wait([self._refreshing])
 
     def logit_bias(self, llama: Any, words: tuple[str, ...]) -> dict[int, float] | None:
         """The ``logit_bias`` that bans ``words``' one-token spellings in this model's
@@ -254,73 +266,85 @@ class LocalLlamaProvider:
         return llama
 
     async def read_ahead(self, messages: Sequence[ChatMessage]) -> bool:
-        """Read ``messages`` into this context while no narration needs it, so the next turn,
-        whose prompt begins the same, reads only what is new; whether all of it was read.
+        """Read ``messages``, the next turn's prompt as far as it is known, exactly, on the
+        narrator's second context, which then takes over: the next turn, whose prompt begins
+        the same, reads only what is new (its action), and nothing moved (``kv_reuse``);
+        whether it was all read.
 
-        For a change before the story that the next turn would otherwise pay for: the summary
-        the memory bank rewrote between turns (``TurnEngine.read_ahead``). It gives way as
-        background work does: not started while a narration waits or runs, stopped when one
-        begins, keeping what it has read (llama.cpp keeps every batch it finished).
+        After each turn, and again when the memory bank rewrote the summary before the story
+        (``TurnEngine.read_ahead``): in the players' pause, the story window's step and the new
+        summary are read then, not on the turn. It gives way as background work does: not
+        started while a narration waits or runs, stopped when one begins; the narrator's
+        context is then as it was, and the second keeps what it read (every batch finished).
         """
-        if self.cores.narrating.is_set():
-            return False
-        await self._model()
-        async with self._run_lock:
-            if self.cores.narrating.is_set():
-                return False
-            llama = self._llama
-            llama.yielding.set()
-            try:
+        chat = [{"role": m.role, "content": m.content} for m in messages]
+        refreshing = self._refreshing
+        if refreshing is not None and not refreshing.done():
+            # The prompt read ahead begins with all a refresh reads: it goes on from where the
+            # refresh got to, rather than after it.
+            refreshing.cancel()
+            await asyncio.wait([refreshing])
+
+        def read(second: Any, _first: Any) -> None:
+            with exactly(second):
                 # One token written: the prompt is read in exactly the tokens a turn's
                 # ``create_chat_completion`` reads.
-                await asyncio.to_thread(
-                    llama.create_chat_completion,
-                    messages=[{"role": m.role, "content": m.content} for m in messages],
-                    max_tokens=1,
-                    temperature=0.0,
-                )
-            except Exception as error:  # stopped for a narration, or failed: nothing owed
-                log.debug("reading ahead stopped: %s", error)
-                return False
-            finally:
-                llama.yielding.clear()
-                self._refresh_later()
-            return True
+                second.create_chat_completion(messages=chat, max_tokens=1, temperature=0.0)
+
+        return await self._on_second(read)
 
     def _refresh_later(self) -> None:
-        """After work on the narrator's context that moved runs, read them again exactly on its
-        second context in the players' pause (``_refresh``). Called under the run lock."""
+        """After a narration that moved runs, read them again exactly on the narrator's second
+        context in the players' pause (``_refresh``). Called under the run lock."""
         if self.background or stale_from(self._llama) is None or self._closing:
             return
         if self._refreshing is None or self._refreshing.done():
             self._refreshing = asyncio.create_task(self._refresh())
 
     async def _refresh(self) -> None:
-        """Have the second context read exactly what the narrator's holds inexactly, then make
-        it the narrator's. Gives way as background work does: not started while a narration
-        waits or runs, stopped when one begins, keeping what it read exactly (the next refresh
-        reads only the rest). Never raises: it only makes the next turns exact sooner."""
+        """Have the second context read exactly what the narrator's holds inexactly, then take
+        over (what it already held exactly is kept: ``kv_reuse.refresh``)."""
+
+        def read(second: Any, first: Any) -> None:
+            if stale_from(first) is None:
+                raise _NothingToDo
+            refresh(second, first)
+
+        await self._on_second(read)
+
+    async def _on_second(self, read: Callable[[Any, Any], None]) -> bool:
+        """Run ``read(second, first)`` on llama.cpp's thread while no narration needs the
+        model, then make the second context the narrator's; whether it did. Never raises: the
+        work only saves a later turn time or makes it exact; stopped, it is tried again after
+        the next turn."""
+        if self.cores.narrating.is_set() or self._closing:
+            return False
         try:
+            await self._model()
             async with self._run_lock:
-                llama, spare = self._llama, self._spare
-                if self.cores.narrating.is_set() or stale_from(llama) is None or spare is None:
-                    return
-                spare.yielding.set()
-                reading = asyncio.ensure_future(asyncio.to_thread(refresh, spare, llama))
+                first, second = self._llama, self._spare
+                if self.cores.narrating.is_set() or second is None:
+                    return False
+                second.yielding.set()
+                reading = asyncio.ensure_future(asyncio.to_thread(read, second, first))
                 try:
                     # Cancelled, it stops llama.cpp and waits: the context is not left to a
                     # thread still reading it once the run lock is let go.
                     await asyncio.shield(reading)
                 except asyncio.CancelledError:
-                    spare.stop.set()
+                    second.stop.set()
                     await asyncio.wait([reading])
                     raise
                 finally:
-                    spare.yielding.clear()
-                    spare.stop.clear()
-                self._llama, self._spare = spare, llama
-        except Exception as error:  # stopped for a narration, or failed: the next turn retries
-            log.debug("refreshing the narrator's context stopped: %s", error)
+                    second.yielding.clear()
+                    second.stop.clear()
+                self._llama, self._spare = second, first
+                return True
+        except _NothingToDo:
+            return False
+        except Exception as error:  # stopped for a narration, or failed: nothing owed
+            log.debug("work on the narrator's second context stopped: %s", error)
+            return False
 
     async def _stream(
         self, messages: Sequence[ChatMessage], params: GenerationParams
