@@ -147,10 +147,11 @@ class LocalLlamaProvider:
         self._spare: Any = None
         self._refreshing: asyncio.Task[None] | None = None
         self._helper: LocalLlamaProvider | None = None
-        #: Once the provider closes, no refresh starts.
+        #: Once the provider closes, no work on the second context starts.
         self._closing = False
         self._load_lock = asyncio.Lock()
-        # Serialises generations on the one llama.cpp context.
+        # One piece of work at a time on the narrator's contexts: a narration, or the second
+        # context's reading (they share the cores, and the swap must see neither under way).
         self._run_lock = asyncio.Lock()
         #: The banned words' ``logit_bias`` per word set, worked out once (an adventure's list
         #: is the same turn after turn); filled in the worker thread, under the run lock.
@@ -209,7 +210,7 @@ class LocalLlamaProvider:
     async def _model(self) -> Any:
         async with self._load_lock:
             if self._llama is None:
-                # The narrator's second context (``_refresh``) and the background work's are
+                # The narrator's second context (``read_ahead``) and the background work's are
                 # loaded with the first: llama-cpp-python sends the whole process's stdout and
                 # stderr to /dev/null while it loads (the console's screen with them), so
                 # once, before the first narration, rather than as a later one is shown.
