@@ -46,33 +46,6 @@ if TYPE_CHECKING:
 CONTINUATION = 120
 
 
-class _Prompt(Exception):
-    """Raised from ``generate`` with the prompt's tokens, so formatting reads nothing."""
-
-    def __init__(self, tokens: Sequence[int]) -> None:
-        self.tokens = list(tokens)
-
-
-def prompt_tokens(llama: Any, narration: Narration) -> list[int]:
-    """The tokens llama-cpp-python's chat formatting makes of ``narration``'s messages (the
-    same formatting a narration goes through, up to ``generate``)."""
-
-    def capture(tokens: Sequence[int], *args: Any, **kwargs: Any) -> Any:
-        raise _Prompt(tokens)
-
-    llama.generate = capture
-    try:
-        llama.create_chat_completion(
-            messages=[{"role": m.role, "content": m.content} for m in narration.messages],
-            max_tokens=1,
-        )
-    except _Prompt as prompt:
-        return prompt.tokens
-    finally:
-        del llama.generate
-    raise RuntimeError("the chat formatting never asked to generate")
-
-
 def decode(llama: Any, tokens: Sequence[int]) -> np.ndarray:
     """Decode ``tokens`` after what ``llama`` holds, in its batches; every token's logits."""
     rows = []
@@ -193,6 +166,8 @@ CONTEXTS = ("batches of 64", "prefix only", "runs moved", "runs moved, refreshed
 def divergence(narrations: Sequence[Narration], texts: Sequence[str], measured: slice) -> list[str]:
     """Each of ``narrations``' prompts and the narration the player read (``texts``) on the
     four contexts; the summary lines (the measured turns, then the turns where runs moved)."""
+    from engine.llm.providers.kv_reuse import prompt_tokens
+
     first = narrations[0].provider
     settings: dict[str, Any] = {
         "model_path": str(first.model_path),
@@ -210,7 +185,8 @@ def divergence(narrations: Sequence[Narration], texts: Sequence[str], measured: 
     }
     turns: list[Turn] = []
     for i, (narration, text) in enumerate(zip(narrations, texts, strict=True)):
-        prompt = prompt_tokens(afresh, narration)
+        chat = [{"role": m.role, "content": m.content} for m in narration.messages]
+        prompt = prompt_tokens(afresh, chat)
         told = afresh.tokenize(text.encode(), add_bos=False, special=False)[:CONTINUATION]
         reference = read(afresh, prompt, told, keep=0)
         temperature = narration.params.temperature

@@ -148,6 +148,37 @@ def realign(llama: Any, prompt: Sequence[int], *, min_run: int = MIN_RUN) -> int
     return plan.kept
 
 
+class _Prompt(Exception):
+    """Raised from ``generate`` with the prompt's tokens, so formatting reads nothing."""
+
+    def __init__(self, tokens: Sequence[int]) -> None:
+        self.tokens = list(tokens)
+
+
+def prompt_tokens(llama: Any, messages: list[dict[str, str]]) -> list[int]:
+    """The tokens ``llama``'s ``create_chat_completion`` reads for ``messages``: formatted by
+    the model's chat template and tokenized as a narration's are, up to ``generate``, which is
+    stopped before it reads anything. (llama-cpp-python has no call that only formats.)"""
+
+    def capture(tokens: Sequence[int], *args: Any, **kwargs: Any) -> Any:
+        raise _Prompt(tokens)
+
+    llama.generate = capture
+    try:
+        llama.create_chat_completion(messages=messages, max_tokens=1)
+    except _Prompt as prompt:
+        return prompt.tokens
+    finally:
+        del llama.generate
+    raise RuntimeError("the chat formatting never asked to generate")
+
+
+def moves_needed(llama: Any, prompt: Sequence[int]) -> bool:
+    """Whether ``llama`` would move runs to keep what it holds of ``prompt``."""
+    held = llama.input_ids[: int(llama.n_tokens)].tolist()
+    return bool(reuse_plan(held, prompt, min_run=llama.shortest_run).moves)
+
+
 def exact_prefix(llama: Any, tokens: Sequence[int]) -> int:
     """How many of ``tokens``, from the first, ``llama`` holds exactly as a fresh reading would
     (less the last token, whose logits must be computed)."""

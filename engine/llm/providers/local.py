@@ -36,6 +36,8 @@ from engine.llm.providers.dialects import EMBEDDED
 from engine.llm.providers.kv_reuse import (
     MIN_RUN,
     exactly,
+    moves_needed,
+    prompt_tokens,
     refresh,
     reusing_llama,
     stale_from,
@@ -49,10 +51,6 @@ SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 #: How the embedded model's label ends (the model a turn names in Insights).
 EMBEDDED_MARK = "(embedded)"
 _DONE = object()
-
-
-class _NothingToDo(Exception):
-    """The second context has nothing to read: the narrator's is exact already."""
 
 
 def bundled_model_path() -> Path | None:
@@ -267,16 +265,19 @@ class LocalLlamaProvider:
         return llama
 
     async def read_ahead(self, messages: Sequence[ChatMessage]) -> bool:
-        """Read ``messages``, the next turn's prompt as far as it is known, exactly, on the
-        narrator's second context, which then takes over: the next turn, whose prompt begins
-        the same, reads only what is new (its action), and nothing moved (``kv_reuse``);
-        whether it was all read.
+        """Read ``messages``, the next turn's prompt as far as it is known, exactly, so the
+        next turn, whose prompt begins the same, reads only what is new (its action) and moves
+        nothing (``kv_reuse``); whether it was all read.
 
         After each turn, and again when the memory bank rewrote the summary before the story
         (``TurnEngine.read_ahead``): in the players' pause, the story window's step and the new
-        summary are read then, not on the turn. It gives way as background work does: not
-        started while a narration waits or runs, stopped when one begins; the narrator's
-        context is then as it was, and the second keeps what it read (every batch finished).
+        summary are read then, not on the turn. Where the narrator's context is exact and would
+        keep the prompt's start in place, it reads the rest there (stopped, it loses nothing a
+        turn would have kept); where it would move runs (a step, a new summary) or holds moved
+        ones, the second context reads the prompt and takes over, and the narrator's keeps its
+        runs until then. It gives
+        way as background work does: not started while a narration waits or runs, stopped when
+        one begins, keeping every batch it finished.
         """
         chat = [{"role": m.role, "content": m.content} for m in messages]
         refreshing = self._refreshing
@@ -286,13 +287,17 @@ class LocalLlamaProvider:
             refreshing.cancel()
             await asyncio.wait([refreshing])
 
-        def read(second: Any, _first: Any) -> None:
-            with exactly(second):
+        def read(second: Any, first: Any) -> bool:
+            tokens = prompt_tokens(first, chat)
+            in_place = stale_from(first) is None and not moves_needed(first, tokens)
+            reader = first if in_place else second
+            with exactly(reader):
                 # One token written: the prompt is read in exactly the tokens a turn's
                 # ``create_chat_completion`` reads.
-                second.create_chat_completion(messages=chat, max_tokens=1, temperature=0.0)
+                reader.create_chat_completion(messages=chat, max_tokens=1, temperature=0.0)
+            return reader is second
 
-        return await self._on_second(read)
+        return await self._in_pause(read)
 
     def _refresh_later(self) -> None:
         """After a narration that moved runs, read them again exactly on the narrator's second
@@ -306,18 +311,19 @@ class LocalLlamaProvider:
         """Have the second context read exactly what the narrator's holds inexactly, then take
         over (what it already held exactly is kept: ``kv_reuse.refresh``)."""
 
-        def read(second: Any, first: Any) -> None:
+        def read(second: Any, first: Any) -> bool:
             if stale_from(first) is None:
-                raise _NothingToDo
+                return False
             refresh(second, first)
+            return True
 
-        await self._on_second(read)
+        await self._in_pause(read)
 
-    async def _on_second(self, read: Callable[[Any, Any], None]) -> bool:
+    async def _in_pause(self, read: Callable[[Any, Any], bool]) -> bool:
         """Run ``read(second, first)`` on llama.cpp's thread while no narration needs the
-        model, then make the second context the narrator's; whether it did. Never raises: the
-        work only saves a later turn time or makes it exact; stopped, it is tried again after
-        the next turn."""
+        model; where it says so, the second context takes over. Whether it ran to its end.
+        Never raises: the work only saves a later turn time or makes it exact; stopped, it is
+        tried again after the next turn."""
         if self.cores.narrating.is_set() or self._closing:
             return False
         try:
@@ -326,25 +332,27 @@ class LocalLlamaProvider:
                 first, second = self._llama, self._spare
                 if self.cores.narrating.is_set() or second is None:
                     return False
-                second.yielding.set()
+                for llama in (first, second):
+                    llama.yielding.set()
                 reading = asyncio.ensure_future(asyncio.to_thread(read, second, first))
                 try:
-                    # Cancelled, it stops llama.cpp and waits: the context is not left to a
-                    # thread still reading it once the run lock is let go.
-                    await asyncio.shield(reading)
+                    # Cancelled, it stops llama.cpp and waits: the contexts are not left to a
+                    # thread still reading once the run lock is let go.
+                    taken_over = await asyncio.shield(reading)
                 except asyncio.CancelledError:
-                    second.stop.set()
+                    for llama in (first, second):
+                        llama.stop.set()
                     await asyncio.wait([reading])
                     raise
                 finally:
-                    second.yielding.clear()
-                    second.stop.clear()
-                self._llama, self._spare = second, first
+                    for llama in (first, second):
+                        llama.yielding.clear()
+                        llama.stop.clear()
+                if taken_over:
+                    self._llama, self._spare = second, first
                 return True
-        except _NothingToDo:
-            return False
         except Exception as error:  # stopped for a narration, or failed: nothing owed
-            log.debug("work on the narrator's second context stopped: %s", error)
+            log.debug("reading in the players' pause stopped: %s", error)
             return False
 
     async def _stream(
