@@ -15,8 +15,8 @@ turns 11 to 20, where the story has grown past the window's first steps.
 It prints one summary line::
 
     embedded: first text p50 <s> s, p95 <s> s at turns 11-20, prompt <n> tokens, reused <n>
-    tokens, read afresh p50 <n> max <n> tokens; prose: <n> words p50, <n> of <n> sentences
-    repeated
+    tokens, read afresh p50 <n> max <n> tokens, on moved runs <n> of <n> turns; prose: <n>
+    words p50, <n> of <n> sentences repeated
 
 (the tokens: medians, and the most any one turn read afresh: on a busy machine the seconds
 vary with the other work, the tokens read do not). The prose check: the narrations' length,
@@ -122,6 +122,8 @@ class Figures:
     reused: list[int] = field(default_factory=list)
     #: Each turn's narration, for the prose check.
     texts: list[str] = field(default_factory=list)
+    #: Whether each turn narrated on runs moved into place.
+    moved: list[bool] = field(default_factory=list)
 
     def prose(self) -> str:
         """The prose check at turns 11-20: the narrations' length, and how many of their
@@ -156,7 +158,9 @@ class Figures:
             f"embedded: first text p50 {p50:.2f} s, p95 {p95:.2f} s at "
             f"turns 11-20, prompt {statistics.median(prompt):.0f} tokens, reused "
             f"{statistics.median(reused):.0f} tokens, read afresh p50 "
-            f"{statistics.median(fresh):.0f} max {max(fresh)} tokens; {self.prose()}{label}"
+            f"{statistics.median(fresh):.0f} max {max(fresh)} tokens, on moved runs "
+            f"{sum(self.moved[MEASURED])} of {len(self.moved[MEASURED])} turns; "
+            f"{self.prose()}{label}"
         )
 
 
@@ -252,14 +256,19 @@ async def play(
             figures.prompt.append(usage.prompt_tokens if usage else 0)
             figures.reused.append((usage.cached_tokens or 0) if usage else 0)
             figures.texts.append(last.result.text)
+            narrator = bot.services.models.default.provider
+            # Whether the turn narrated on runs moved into place (``kv_reuse``), not on what a
+            # fresh reading gives.
+            moved = isinstance(narrator, LocalLlamaProvider) and not narrator.exact
+            figures.moved.append(moved)
             print(
                 f"  turn {i + 1:2}: first text {figures.first_text_s[-1]:5.2f} s, prompt "
-                f"{figures.prompt[-1]} tokens, reused {figures.reused[-1]}",
+                f"{figures.prompt[-1]} tokens, reused {figures.reused[-1]}"
+                f"{', on moved runs' if moved else ''}",
                 flush=True,
             )
-            # The player reads the narration before acting: meanwhile the narrator's second
-            # context reads the next prompt ahead (``LocalLlamaProvider.read_ahead``) and the
-            # memory writer works.
+            # The player reads the narration before acting: meanwhile the next prompt is read
+            # ahead (``LocalLlamaProvider.read_ahead``) and the memory writer works.
             await asyncio.sleep(pause)
         await standin.idle(timeout=600)
     return figures
