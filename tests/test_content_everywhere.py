@@ -1,9 +1,10 @@
 """The content rules beyond the narration: the words banned where an adventure runs are masked in
-a chapter's recap, the memories and summary the background writer stores, and the story cards a
-script writes (and its message); an imported adventure has them masked as it is written, and the
-operator's moderation check reads it (bounded, newest first) before anything is stored, refusing
-a flagged story and following the operator's fail-open or fail-closed choice. Real engine, real
-QuickJS, the fake model server over HTTP, and the Discord stand-in for the import."""
+a chapter's recap, the memories and summary the background writer stores, and what a script
+writes (its story cards, its message, the action onInput returns, the texts of state.memory);
+an imported adventure has them masked as it is written, and the operator's moderation check
+reads it (bounded, newest first) before anything is stored, refusing a flagged story and
+following the operator's fail-open or fail-closed choice. Real engine, real QuickJS, the fake
+model server over HTTP, and the Discord stand-in for the import."""
 
 from __future__ import annotations
 
@@ -131,6 +132,62 @@ async def test_a_scripts_cards_and_message_are_stored_with_banned_words_masked(
     # Insights says the check acted on the script's run, and why.
     shown = await Insights(db).for_turn(1)
     assert any("banned words masked in 1 story card it wrote" in line for line in shown.script_logs)
+
+
+async def test_the_action_a_script_rewrote_and_its_state_memory_are_masked(db, engine, fake_model):
+    adventure_id = await new_adventure(db)
+    await ban(db, adventure_id, "lich")
+    # The player's own words were checked (a banned word refuses the action); what a script
+    # makes of them, and the memory texts it hands the narrator, are the script's words.
+    await add_script(
+        db,
+        adventure_id,
+        on_input=(
+            "state.memory = {context: 'A lich rules the marsh.', frontMemory: 'Name the Lich.'};"
+            "text.replace('tomb', 'lich tomb')"
+        ),
+    )
+    fake_model.queue("The tomb is cold.")
+    events = await play(engine, adventure_id, ActionType.DO, "open the tomb")
+    done = events[-1]
+    assert isinstance(done, TurnDone), done
+    async with db.session() as session:
+        action = await session.scalar(
+            select(StoryNode).where(
+                col(StoryNode.adventure_id) == adventure_id, col(StoryNode.role) == Role.PLAYER
+            )
+        )
+        stored = (await session.get(Adventure, adventure_id)).script_state
+    assert action is not None and f"{MASK} tomb" in action.text and "lich" not in action.text
+    assert stored["memory"] == {
+        "context": f"A {MASK} rules the marsh.",
+        "frontMemory": f"Name the {MASK}.",
+    }
+    request = json.dumps(fake_model.requests[-1], ensure_ascii=False)
+    assert "lich" not in request.lower() and f"A {MASK} rules the marsh." in request
+    shown = await Insights(db).for_turn(1)
+    assert any("banned words masked in the action it wrote" in line for line in shown.script_logs)
+    assert any(
+        "banned words masked in the state.memory it left" in line for line in shown.script_logs
+    )
+
+
+async def test_a_state_memory_stored_before_the_word_was_banned_reaches_the_narrator_masked(
+    db, engine, fake_model
+):
+    adventure_id = await new_adventure(db)
+    async with db.session() as session, session.begin():
+        await session.execute(
+            update(Adventure)
+            .where(col(Adventure.id) == adventure_id)
+            .values(script_state={"memory": {"authorsNote": "Dwell on the lich."}})
+        )
+    await ban(db, adventure_id, "lich")
+    fake_model.queue("The marsh is quiet.")
+    events = await play(engine, adventure_id, ActionType.DO, "listen")
+    assert isinstance(events[-1], TurnDone), events[-1]
+    request = json.dumps(fake_model.requests[-1], ensure_ascii=False)
+    assert "lich" not in request.lower() and f"Dwell on the {MASK}." in request
 
 
 # --- imports: the passages, their turns and the bounds -----------------------------------------

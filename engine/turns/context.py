@@ -211,8 +211,16 @@ class ContextEngine:
         script_state: dict[str, Any] | None = None,
     ) -> ContextInputs:
         assert adventure.id is not None
+        banned = await banned_words(session, adventure, self.content)
         # Scripts' state.memory overrides the adventure's texts; an empty value falls back.
-        memory = script_memory(adventure.script_state if script_state is None else script_state)
+        # Masked here too, not only as a run leaves it: a state stored before a word was banned
+        # still reaches the narrator, with or without a script to run.
+        memory = {
+            key: banned.mask(text)
+            for key, text in script_memory(
+                adventure.script_state if script_state is None else script_state
+            ).items()
+        }
         rating = await adventure_rating(session, adventure, self.content)
         group = adventure.server_id is not None
         rules = narrator_rules(group=group, instructions=adventure.ai_instructions)
@@ -226,7 +234,7 @@ class ContextEngine:
             ai_instructions_note=rules.note,
             content_rating=rating,
             content_rule=RATING_RULES[rating],
-            banned=(await banned_words(session, adventure, self.content)).words,
+            banned=banned.words,
             party=tuple(
                 (named(sheet.name, sheet.pronouns), sheet.about)
                 for sheet in await party_sheets(session, adventure.id)

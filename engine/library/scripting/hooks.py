@@ -20,8 +20,9 @@ The hook contract, as AI Dungeon runs scripts:
 
 A script's words obey the adventure's banned words as the model's do (``banned``): the cards a
 run writes are masked as it leaves them (so the context, later hooks and the stored rows all
-see them masked; the run's Insights line says so), and so is ``state.message`` as players are
-shown it. Its reply text becomes the narration, which the turn masks whole.
+see them masked; the run's Insights line says so), so are the texts of ``state.memory`` and the
+action onInput returns, and so is ``state.message`` as players are shown it. Its reply text
+becomes the narration, which the turn masks whole.
 
 Several scripts run in their ``position`` order, each in a fresh context, each taking the text
 the one before it left. A broken script (an exception, an exceeded limit, a result that cannot
@@ -446,12 +447,35 @@ class TurnScripts:
                     "it wrote"
                 )
             self.cards = result.cards
+            if self._mask_memory():
+                report.add_note("banned words masked in the state.memory it left")
             text = result.text
+            if hook is Hook.INPUT and (clean := self.banned.mask(text)) != text:
+                # The player's own words were checked before the turn (a banned word refuses
+                # the action); what the script made of them is masked, as its cards are.
+                report.add_note("banned words masked in the action it wrote")
+                text = clean
             if result.stop:
                 stop = True
                 report.add_note("stopped")
                 break
         return HookOutcome(text, stop)
+
+    def _mask_memory(self) -> bool:
+        """Mask the banned words in ``state.memory``'s texts (AI Dungeon's context, author's
+        note and front memory, which the narrator reads): as a run leaves them, so later hooks,
+        the context and the stored state all hold them masked. Whether any was."""
+        memory = self.state.get("memory")
+        if not self.banned or not isinstance(memory, dict):
+            return False
+        masked = {
+            key: clean
+            for key, value in memory.items()
+            if isinstance(value, str) and (clean := self.banned.mask(value)) != value
+        }
+        if masked:
+            self.state["memory"] = {**memory, **masked}
+        return bool(masked)
 
     # --- what the turn keeps ---
 
