@@ -224,6 +224,12 @@ def test_wrong_encoding_names_the_byte():
     assert "not UTF-8" in message and "0xe9" in message and "line 1" in message
 
 
+def test_binary_data_is_told_from_text_in_another_encoding():
+    # A damaged image, an archive: not "save it again as UTF-8".
+    message = rejected(b"\xb6\x13\x00\x9c" * 64)
+    assert "not text" in message and "binary" in message and "UTF-8" not in message
+
+
 def test_a_truncated_file():
     text = (DATA / "aid-new-scenario.json").read_bytes()
     message = rejected(text[: len(text) // 2])

@@ -39,6 +39,10 @@ class JsonCaps:
     max_values: int = MAX_VALUES
 
 
+#: The bytes looked at for a zero byte, which tells binary data from text in another encoding.
+BINARY_PROBE = 4096
+
+
 def decode_text(data: bytes) -> str:
     """The file's text: UTF-8 (a byte-order mark is dropped) or UTF-16 with its mark."""
     if data.startswith(codecs.BOM_UTF8):
@@ -59,6 +63,13 @@ def decode_text(data: bytes) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
+        if b"\x00" in data[:BINARY_PROBE]:
+            # No text file holds a zero byte: this is an image, an archive or a damaged file,
+            # and "save it as UTF-8" would send the player looking for a setting.
+            raise ImportRejected(
+                "The file is not text: it holds binary data (another kind of file, or a "
+                "damaged one). Attach the file as it was exported."
+            ) from None
         line = data[: error.start].count(b"\n") + 1
         raise ImportRejected(
             f"The file is not UTF-8 text: byte {error.start:,} (line {line}) is "
