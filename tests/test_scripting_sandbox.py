@@ -319,6 +319,13 @@ def test_limits_stop_a_runaway_script(name, source, words):
     )
     assert not result.ok
     assert words in result.error.lower()
+    # The error says which limit, and what it is, before QuickJS's own words.
+    named = {
+        "interrupted": "ran past its time limit (0.5 s of CPU time)",
+        "memory": "used more than its 16 MiB of memory",
+        "stack": "its stack ran out",
+    }
+    assert named[words] in result.error.split(":", 1)[0], result.error
     # The limit is CPU time as QuickJS's interrupt handler measures it (the process's, other
     # threads' included). Alone a run stops at the limit; late in the whole suite on a loaded
     # 2-core machine a run of a 0.5 s limit has been seen to use 1.25 s before the stop. The

@@ -142,15 +142,33 @@ def _run(
     except quickjs.JSException as error:
         # An exceeded limit (interrupted, out of memory, stack overflow), a throw, or a value
         # that cannot be read back (a cycle in state): the run failed; keep what it logged.
-        result = RunResult(error=_error_text(error), logs=_logs_after(context, control))
+        result = RunResult(
+            error=_limit_named(_error_text(error), limits), logs=_logs_after(context, control)
+        )
     # No ``context.gc()`` here: the context's runtime, everything the script built with it, is
     # freed when the last reference to it goes (when this returns), and the binding's gc()
     # also runs a full collection of the whole Python heap (``gc.collect()``): a tenth of a
     # second in a process that has imported the bot, for every run.
     if result.error == "null":
         # Out of memory, QuickJS may fail to build even the error object and throws null.
-        result.error = "InternalError: out of memory (the script's error was null)"
+        result.error = _limit_named(
+            "InternalError: out of memory (the script's error was null)", limits
+        )
     return result
+
+
+def _limit_named(error: str, limits: Limits) -> str:
+    """QuickJS's words for an exceeded limit ("InternalError: interrupted") say which limit
+    and what it is, for the script's author reading Insights; the error follows as it was."""
+    if error.startswith("InternalError: interrupted"):
+        said = f"ran past its time limit ({limits.time_seconds:g} s of CPU time) and was stopped"
+    elif error.startswith("InternalError: out of memory"):
+        said = f"used more than its {limits.memory_bytes / 2**20:g} MiB of memory and was stopped"
+    elif error.startswith(("InternalError: stack overflow", "RangeError: Maximum call stack")):
+        said = "nested its calls too deep (its stack ran out) and was stopped"
+    else:
+        return error
+    return f"{said}: {error}"
 
 
 #: The syntax check's first statement: the script is parsed whole, then this throws before any
