@@ -53,9 +53,11 @@ def member_line(member: PartyMember, *, group: bool) -> str:
         marks.append("host")
     if member.muted:
         marks.append("muted")
+    if member.in_round:
+        marks.append("acted this round")
     if member.acted_last:
         marks.append("acted last")
-    elif not member.acted:
+    elif not member.acted and not member.in_round:
         marks.append("has not acted yet")
     tail = f" · {', '.join(marks)}" if marks else ""
     if member.character is None:

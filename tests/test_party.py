@@ -132,3 +132,27 @@ async def test_leaving_takes_back_an_action_waiting_for_the_round(env, fake_mode
     assert waiting == []
     state = await env.bot.services.play.round_here(thread)
     assert state is not None and [p.name for p in state.players] == ["dave"]
+
+
+async def test_the_party_counts_an_action_waiting_in_the_round(env, fake_model):
+    # A player whose first action waits in the round plays, as the round panel counts them,
+    # though nothing of theirs is in the story yet; one who acted this round is not "yet to".
+    carol, dave = await players(env)
+    erin = env.fake.add_user("erin", member_of=[env.guild])
+    await env.fake.flush()
+    thread = await env.start_thread(host=env.bob)
+    fake_model.queue("Carol's turn.", "Dave's turn.")
+    await act(env, thread, carol, "wave")
+    await act(env, thread, dave, "nod")
+    await announced(env, thread, env.bob, "host mode", mode="rounds")
+    await env.fake.slash(carol, thread, "do", action="climb the wall")
+    await env.fake.slash(erin, thread, "do", action="hold the rope")
+    await env.done()
+    state = await env.bot.services.play.round_here(thread)
+    assert state is not None and len(state.players) == 3  # the round is open: 2 of 3 acted
+    text = await party_text(env, thread, env.bob)
+    lines = {line.split("**")[1]: line for line in text.splitlines() if line.count("**") >= 2}
+    assert "acted this round" in lines["carol"]
+    assert "acted this round" in lines["erin"] and "not acted yet" not in lines["erin"]
+    assert "acted this round" not in lines["dave"] and "acted last" in lines["dave"]
+    assert "acted this round" not in lines["bob"]

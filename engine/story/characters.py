@@ -151,6 +151,8 @@ class PartyMember:
     acted: bool
     #: The host muted them: in the party, but they may not act.
     muted: bool = False
+    #: Their action waits in the open round (rounds and host mode): not in the story yet.
+    in_round: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -343,6 +345,16 @@ class CharacterService:
             sheets = {s.user_id: s for s in await party_sheets(session, adventure.id)}
             acted = set(await players_who_acted(session, adventure.id))
             order = await party_order(session, adventure)
+            # Who acted in the open round plays, as the round itself counts them
+            # (``engine.story.rounds``), before their action is in the story.
+            in_round = list(
+                await session.scalars(
+                    select(col(RoundAction.user_id))
+                    .where(col(RoundAction.adventure_id) == adventure.id)
+                    .order_by(col(RoundAction.position))
+                )
+            )
+            order = list(dict.fromkeys([*order, *in_round]))
             watching = (await spectators(session, adventure.id))[:PARTY_MAX]
             muted = set(
                 await session.scalars(
@@ -378,6 +390,7 @@ class CharacterService:
                 acted_last=user == last,
                 acted=user in acted,
                 muted=user in muted,
+                in_round=user in in_round,
             )
             for user in order
         ]
