@@ -20,6 +20,7 @@ from engine.errors import NotFound, StoryMovedOn
 from engine.library.scripting.hooks import TurnScripts
 from engine.library.scripting.sandbox import Limits
 from engine.people.access.checks import blocked_refusal, check_not_muted, muting_of
+from engine.people.access.rules import NO_ADVENTURE
 from engine.people.blocks import blocked_now, check_not_blocked_now
 from engine.platform.events import Usage
 from engine.storage.models import Adventure, StoryNode
@@ -50,7 +51,6 @@ class Fence:
     spent: Callable[[Usage | None], None] | None = None
 
 
-NO_ADVENTURE = "There is no adventure running here. Start one with /start."
 NO_STORY = "This adventure has no story yet."
 
 
