@@ -67,6 +67,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from engine.library.knowledge.prompt import knowledge_section
+from engine.library.scripting.hooks import script_memory
 from engine.llm.providers.base import ChatMessage
 from engine.llm.retrieval.retriever import CountsUse, Found, Retriever
 from engine.people.content import RATING_RULES, ContentPolicy, adventure_rating, banned_words
@@ -137,18 +138,6 @@ def available_tokens(budget: int, reserved: int) -> int:
     return max(MIN_AVAILABLE, budget - reserved)
 
 
-def script_memory(state: dict[str, Any] | None) -> dict[str, str]:
-    """The non-empty texts of a script state's ``memory`` (context, authorsNote, frontMemory)."""
-    memory = (state or {}).get("memory")
-    if not isinstance(memory, dict):
-        return {}
-    return {
-        key: value
-        for key in ("context", "authorsNote", "frontMemory")
-        if isinstance(value := memory.get(key), str) and value.strip()
-    }
-
-
 # --- the engine --------------------------------------------------------------------------------
 
 
@@ -215,12 +204,8 @@ class ContextEngine:
         # Scripts' state.memory overrides the adventure's texts; an empty value falls back.
         # Masked here too, not only as a run leaves it: a state stored before a word was banned
         # still reaches the narrator, with or without a script to run.
-        memory = {
-            key: banned.mask(text)
-            for key, text in script_memory(
-                adventure.script_state if script_state is None else script_state
-            ).items()
-        }
+        state = adventure.script_state if script_state is None else script_state
+        memory = script_memory(state, banned)
         rating = await adventure_rating(session, adventure, self.content)
         group = adventure.server_id is not None
         rules = narrator_rules(group=group, instructions=adventure.ai_instructions)

@@ -175,6 +175,19 @@ def action_for_script(action_text: str, action: ActionType | str) -> str:
     return f"\n{action_text}\n"
 
 
+def script_memory(state: dict[str, Any] | None, banned: BannedWords) -> dict[str, str]:
+    """The non-empty texts of a script state's ``memory`` that the narrator reads (AI Dungeon's
+    context, authorsNote and frontMemory), with ``banned`` masked."""
+    memory = (state or {}).get("memory")
+    if not isinstance(memory, dict):
+        return {}
+    return {
+        key: banned.mask(value)
+        for key in ("context", "authorsNote", "frontMemory")
+        if isinstance(value := memory.get(key), str) and value.strip()
+    }
+
+
 def history_entry(text: str, action: str) -> dict[str, str]:
     return {"text": text, "rawText": text, "type": action}
 
@@ -468,11 +481,8 @@ class TurnScripts:
         memory = self.state.get("memory")
         if not self.banned or not isinstance(memory, dict):
             return False
-        masked = {
-            key: clean
-            for key, value in memory.items()
-            if isinstance(value, str) and (clean := self.banned.mask(value)) != value
-        }
+        texts = script_memory(self.state, self.banned).items()
+        masked = {key: clean for key, clean in texts if clean != memory[key]}
         if masked:
             self.state["memory"] = {**memory, **masked}
         return bool(masked)
